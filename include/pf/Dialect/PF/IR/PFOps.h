@@ -1,0 +1,20 @@
+//===- PFOps.h - PipeFlow ops -----------------------------------*- C++ -*-===//
+
+#ifndef PF_DIALECT_PF_IR_PFOPS_H
+#define PF_DIALECT_PF_IR_PFOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "pf/Dialect/PF/IR/PFAttrs.h"
+#include "pf/Dialect/PF/IR/PFDialect.h"
+#include "pf/Dialect/PF/IR/PFTypes.h"
+
+#define GET_OP_CLASSES
+#include "pf/Dialect/PF/IR/PFOps.h.inc"
+
+#endif // PF_DIALECT_PF_IR_PFOPS_H

@@ -1,0 +1,72 @@
+//===- PFDialect.cpp - PipeFlow dialect -----------------------------------===//
+
+#include "pf/Dialect/PF/IR/PFDialect.h"
+#include "pf/Dialect/PF/IR/PFOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::pf;
+
+#include "pf/Dialect/PF/IR/PFDialect.cpp.inc"
+
+namespace {
+/// Gives placements readable aliases (`#cpu_0_1`) so that printed IR stays
+/// short when many types share a placement.
+struct PFOpAsmInterface : public OpAsmDialectInterface {
+  using OpAsmDialectInterface::OpAsmDialectInterface;
+
+  AliasResult getAlias(Attribute attr, raw_ostream &os) const override {
+    auto placement = dyn_cast<PlacementAttr>(attr);
+    if (!placement)
+      return AliasResult::NoAlias;
+    os << placement.getDevice();
+    if (placement.getNumRanks() > 8) {
+      os << "_n" << placement.getNumRanks();
+      return AliasResult::FinalAlias;
+    }
+    if (placement.getNumHierarchyDims() > 1) {
+      os << "_";
+      llvm::interleave(placement.getHierarchy(), os, "x");
+    }
+    for (int64_t r : placement.getRanks())
+      os << "_" << r;
+    return AliasResult::FinalAlias;
+  }
+};
+} // namespace
+
+void PFDialect::initialize() {
+  registerAttributes();
+  registerTypes();
+  addOperations<
+#define GET_OP_LIST
+#include "pf/Dialect/PF/IR/PFOps.cpp.inc"
+      >();
+  addInterfaces<PFOpAsmInterface>();
+}
+
+LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
+                                                  NamedAttribute attr) {
+  if (attr.getName() == getStageAttrName()) {
+    auto stage = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!stage || !stage.getType().isSignlessInteger())
+      return op->emitError() << "'" << getStageAttrName()
+                             << "' must be an integer stage id, got "
+                             << attr.getValue();
+    if (stage.getInt() < 0)
+      return op->emitError() << "'" << getStageAttrName()
+                             << "' must be non-negative, got "
+                             << stage.getInt();
+    return success();
+  }
+  if (attr.getName() == getCheckpointAttrName()) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << getCheckpointAttrName()
+                             << "' must be a unit attribute";
+    return success();
+  }
+  return op->emitError() << "unknown discardable attribute '"
+                         << attr.getName() << "' of the pf dialect";
+}

@@ -1,0 +1,720 @@
+//===- PFOps.cpp - PipeFlow ops -------------------------------------------===//
+
+#include "pf/Dialect/PF/IR/PFOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::pf;
+
+#define GET_OP_CLASSES
+#include "pf/Dialect/PF/IR/PFOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Helpers for result-type inference
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Shared checks of the ops whose result types are inferred. Every check
+/// emits a located error (when a location is known) and returns failure.
+class Inference {
+public:
+  Inference(std::optional<Location> loc, StringRef opName)
+      : loc(loc), opName(opName) {}
+
+  /// Emits "'pf.<op>' op <message>" at the op's location.
+  InFlightDiagnostic error() {
+    if (!loc)
+      return InFlightDiagnostic();
+    return mlir::emitError(*loc) << "'pf." << opName << "' op ";
+  }
+
+  /// The operand's global type, or an error if it has none.
+  FailureOr<GlobalType> global(Value v, StringRef what) {
+    auto t = dyn_cast<GlobalType>(v.getType());
+    if (!t) {
+      (void)(error() << what << " must be a global tensor, got "
+                     << v.getType());
+      return failure();
+    }
+    return t;
+  }
+
+  LogicalResult samePlacement(ArrayRef<GlobalType> types) {
+    for (GlobalType t : types.drop_front())
+      if (t.getPlacement() != types.front().getPlacement())
+        return error() << "operands must share one placement, got "
+                       << types.front().getPlacement() << " and "
+                       << t.getPlacement()
+                       << "; move one with pf.to_global";
+    return success();
+  }
+
+  LogicalResult sameElementType(GlobalType a, GlobalType b, StringRef what) {
+    if (a.getElementType() != b.getElementType())
+      return error() << what << " element types differ: "
+                     << a.getElementType() << " vs " << b.getElementType();
+    return success();
+  }
+
+  LogicalResult isFloat(GlobalType t, StringRef what) {
+    if (!isa<FloatType>(t.getElementType()))
+      return error() << what << " must have a float element type, got "
+                     << t.getElementType();
+    return success();
+  }
+
+  LogicalResult hasRank(GlobalType t, int64_t rank, StringRef what) {
+    if (t.getRank() != rank)
+      return error() << what << " must have rank " << rank << ", got shape "
+                     << shapeStr(t.getShape());
+    return success();
+  }
+
+  static std::string shapeStr(ArrayRef<int64_t> shape) {
+    std::string s = "[";
+    llvm::raw_string_ostream os(s);
+    llvm::interleaveComma(shape, os);
+    os << "]";
+    return s;
+  }
+
+private:
+  std::optional<Location> loc;
+  StringRef opName;
+};
+
+/// Result type with the operand's placement and no SBP yet: choosing the
+/// result layout is pf-infer-sbp's job.
+GlobalType resultLike(GlobalType t, ArrayRef<int64_t> shape) {
+  return GlobalType::get(t.getContext(), shape, t.getElementType(),
+                         t.getPlacement(), SBPAttr());
+}
+
+/// Result types are compatible with the inferred ones when shape, element
+/// type and placement agree; any SBP (or none) is allowed.
+bool compatibleGlobals(TypeRange inferred, TypeRange actual) {
+  if (inferred.size() != actual.size())
+    return false;
+  for (auto [a, b] : llvm::zip(inferred, actual)) {
+    auto ga = dyn_cast<GlobalType>(a);
+    auto gb = dyn_cast<GlobalType>(b);
+    if (!ga || !gb || !ga.isLayoutCompatibleWith(gb))
+      return false;
+  }
+  return true;
+}
+} // namespace
+
+#define PF_COMPATIBLE_RETURN_TYPES(OP)                                         \
+  bool OP::isCompatibleReturnTypes(TypeRange l, TypeRange r) {                 \
+    return compatibleGlobals(l, r);                                            \
+  }
+PF_COMPATIBLE_RETURN_TYPES(MatmulOp)
+PF_COMPATIBLE_RETURN_TYPES(BiasAddOp)
+PF_COMPATIBLE_RETURN_TYPES(AddOp)
+PF_COMPATIBLE_RETURN_TYPES(MulScalarOp)
+PF_COMPATIBLE_RETURN_TYPES(ReluOp)
+PF_COMPATIBLE_RETURN_TYPES(FlattenOp)
+PF_COMPATIBLE_RETURN_TYPES(TransposeOp)
+PF_COMPATIBLE_RETURN_TYPES(SoftmaxCrossEntropyOp)
+PF_COMPATIBLE_RETURN_TYPES(Conv2DOp)
+PF_COMPATIBLE_RETURN_TYPES(MaxPool2DOp)
+PF_COMPATIBLE_RETURN_TYPES(AvgPool2DOp)
+PF_COMPATIBLE_RETURN_TYPES(GlobalAvgPoolOp)
+PF_COMPATIBLE_RETURN_TYPES(BatchNormOp)
+#undef PF_COMPATIBLE_RETURN_TYPES
+
+//===----------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------===//
+
+static FailureOr<ParamOp> lookupParam(Operation *user, FlatSymbolRefAttr name,
+                                      SymbolTableCollection &symbols) {
+  auto param = symbols.lookupNearestSymbolFrom<ParamOp>(user, name);
+  if (!param)
+    return user->emitOpError() << name << " does not name a pf.param";
+  return param;
+}
+
+LogicalResult
+ReadParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<ParamOp> param = lookupParam(*this, getParamAttr(), symbolTable);
+  if (failed(param))
+    return failure();
+  if (param->getType() != getType())
+    return emitOpError() << "result type " << getType()
+                         << " does not match the type "
+                         << param->getType() << " of parameter "
+                         << getParamAttr();
+  return success();
+}
+
+LogicalResult
+WriteParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<ParamOp> param = lookupParam(*this, getParamAttr(), symbolTable);
+  if (failed(param))
+    return failure();
+  auto valueType = cast<GlobalType>(getValue().getType());
+  if (!valueType.isLayoutCompatibleWith(param->getGlobalType()))
+    return emitOpError() << "value type " << valueType
+                         << " does not match the shape, element type and "
+                            "placement of parameter "
+                         << getParamAttr() << " of type "
+                         << param->getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::verify() {
+  auto valueType = dyn_cast<ShapedType>(getValue().getType());
+  GlobalType type = getType();
+  if (!valueType || !valueType.hasStaticShape() ||
+      valueType.getShape() != type.getShape() ||
+      valueType.getElementType() != type.getElementType())
+    return emitOpError() << "value of type " << getValue().getType()
+                         << " does not match the logical shape and element "
+                            "type of "
+                         << type;
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// ToGlobalOp / ToLocalOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ToGlobalOp::verify() {
+  GlobalType result = getType();
+  if (!result.hasSBP())
+    return emitOpError() << "result type " << result
+                         << " needs an SBP: to_global fixes a layout";
+  if (auto global = dyn_cast<GlobalType>(getInput().getType())) {
+    if (global.getShape() != result.getShape() ||
+        global.getElementType() != result.getElementType())
+      return emitOpError() << "changes the logical tensor: " << global
+                           << " -> " << result
+                           << "; a layout change keeps shape and element "
+                              "type";
+    return success();
+  }
+  auto local = cast<RankedTensorType>(getInput().getType());
+  SmallVector<int64_t> shard = result.getLocalShape();
+  if (local.getElementType() != result.getElementType())
+    return emitOpError() << "local element type " << local.getElementType()
+                         << " differs from " << result.getElementType();
+  if (local.getShape() != ArrayRef<int64_t>(shard))
+    return emitOpError() << "local tensor shape "
+                         << Inference::shapeStr(local.getShape())
+                         << " is not the shard shape "
+                         << Inference::shapeStr(shard) << " of " << result;
+  return success();
+}
+
+OpFoldResult ToGlobalOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // to_global(to_local(g)) with g's own layout reassembles g exactly.
+  if (auto local = getInput().getDefiningOp<ToLocalOp>())
+    if (local.getInput().getType() == getType())
+      return local.getInput();
+  return {};
+}
+
+namespace {
+/// A chain of layout changes keeps the logical value at every step, so only
+/// the last target matters: to_global(to_global(g)) -> to_global(g).
+struct FoldToGlobalChain : public OpRewritePattern<ToGlobalOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ToGlobalOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inner = op.getInput().getDefiningOp<ToGlobalOp>();
+    if (!inner || !isa<GlobalType>(inner.getInput().getType()))
+      return failure();
+    rewriter.modifyOpInPlace(
+        op, [&] { op.getInputMutable().assign(inner.getInput()); });
+    return success();
+  }
+};
+} // namespace
+
+void ToGlobalOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                             MLIRContext *context) {
+  results.add<FoldToGlobalChain>(context);
+}
+
+LogicalResult ToLocalOp::verify() {
+  GlobalType input = getInput().getType();
+  if (!input.hasSBP())
+    return emitOpError() << "operand type " << input
+                         << " has no SBP yet; its local part is undefined";
+  SmallVector<int64_t> shard = input.getLocalShape();
+  RankedTensorType result = getType();
+  if (result.getShape() != ArrayRef<int64_t>(shard) ||
+      result.getElementType() != input.getElementType())
+    return emitOpError() << "result type " << result
+                         << " is not the local part "
+                         << input.getLocalTensorType() << " of " << input;
+  return success();
+}
+
+OpFoldResult ToLocalOp::fold(FoldAdaptor) {
+  if (auto global = getInput().getDefiningOp<ToGlobalOp>())
+    if (global.getInput().getType() == getType())
+      return global.getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Dense algebra and element-wise ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  Inference inf(loc, getOperationName().drop_front(3));
+  FailureOr<GlobalType> a = inf.global(adaptor.getA(), "lhs");
+  FailureOr<GlobalType> b = inf.global(adaptor.getB(), "rhs");
+  if (failed(a) || failed(b) || failed(inf.samePlacement({*a, *b})) ||
+      failed(inf.isFloat(*a, "lhs")) ||
+      failed(inf.sameElementType(*a, *b, "operand")))
+    return failure();
+  if (a->getRank() < 2 || b->getRank() < 2)
+    return inf.error() << "operands need rank >= 2, got shapes "
+                       << Inference::shapeStr(a->getShape()) << " and "
+                       << Inference::shapeStr(b->getShape());
+  ArrayRef<int64_t> as = a->getShape(), bs = b->getShape();
+  int64_t ra = as.size(), rb = bs.size();
+  bool ta = adaptor.getTransposeA(), tb = adaptor.getTransposeB();
+  int64_t m = ta ? as[ra - 1] : as[ra - 2];
+  int64_t ka = ta ? as[ra - 2] : as[ra - 1];
+  int64_t kb = tb ? bs[rb - 1] : bs[rb - 2];
+  int64_t n = tb ? bs[rb - 2] : bs[rb - 1];
+  if (ka != kb)
+    return inf.error() << "contraction sizes differ: " << ka << " (lhs "
+                       << Inference::shapeStr(as) << ") vs " << kb << " (rhs "
+                       << Inference::shapeStr(bs) << ")";
+  ArrayRef<int64_t> batchA = as.drop_back(2), batchB = bs.drop_back(2);
+  if (!batchB.empty() && batchA != batchB)
+    return inf.error() << "batch dimensions differ: "
+                       << Inference::shapeStr(batchA) << " vs "
+                       << Inference::shapeStr(batchB);
+  SmallVector<int64_t> shape(batchA);
+  shape.push_back(m);
+  shape.push_back(n);
+  results.push_back(resultLike(*a, shape));
+  return success();
+}
+
+LogicalResult BiasAddOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  Inference inf(loc, getOperationName().drop_front(3));
+  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
+  FailureOr<GlobalType> b = inf.global(adaptor.getBias(), "bias");
+  if (failed(x) || failed(b) || failed(inf.samePlacement({*x, *b})) ||
+      failed(inf.isFloat(*x, "input")) ||
+      failed(inf.sameElementType(*x, *b, "operand")) ||
+      failed(inf.hasRank(*b, 1, "bias")))
+    return failure();
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= x->getRank())
+    return inf.error() << "axis " << axis << " is out of range for shape "
+                       << Inference::shapeStr(x->getShape());
+  if (b->getShape()[0] != x->getShape()[axis])
+    return inf.error() << "bias of size " << b->getShape()[0]
+                       << " does not match axis " << axis << " of size "
+                       << x->getShape()[axis];
+  results.push_back(resultLike(*x, x->getShape()));
+  return success();
+}
+
+LogicalResult AddOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  Inference inf(loc, getOperationName().drop_front(3));
+  FailureOr<GlobalType> a = inf.global(adaptor.getLhs(), "lhs");
+  FailureOr<GlobalType> b = inf.global(adaptor.getRhs(), "rhs");
+  if (failed(a) || failed(b) || failed(inf.samePlacement({*a, *b})) ||
+      failed(inf.sameElementType(*a, *b, "operand")))
+    return failure();
+  if (a->getShape() != b->getShape())
+    return inf.error() << "operand shapes differ: "
+                       << Inference::shapeStr(a->getShape()) << " vs "
+                       << Inference::shapeStr(b->getShape());
+  results.push_back(resultLike(*a, a->getShape()));
+  return success();
+}
+
+/// Element-wise unary float ops keep the operand's shape.
+static LogicalResult inferUnaryFloat(std::optional<Location> loc,
+                                     StringRef opName, Value input,
+                                     SmallVectorImpl<Type> &results) {
+  Inference inf(loc, opName);
+  FailureOr<GlobalType> x = inf.global(input, "input");
+  if (failed(x) || failed(inf.isFloat(*x, "input")))
+    return failure();
+  results.push_back(resultLike(*x, x->getShape()));
+  return success();
+}
+
+LogicalResult MulScalarOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  return inferUnaryFloat(loc, getOperationName().drop_front(3),
+                         adaptor.getInput(), results);
+}
+
+OpFoldResult MulScalarOp::fold(FoldAdaptor) {
+  if (getScalar().convertToDouble() == 1.0 &&
+      getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+void MulScalarOp::getCanonicalizationPatterns(RewritePatternSet &,
+                                              MLIRContext *) {}
+
+LogicalResult ReluOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &results) {
+  return inferUnaryFloat(loc, getOperationName().drop_front(3),
+                         adaptor.getInput(), results);
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult FlattenOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  Inference inf(loc, getOperationName().drop_front(3));
+  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
+  if (failed(x))
+    return failure();
+  int64_t rank = x->getRank();
+  int64_t start = adaptor.getStartDim(), end = adaptor.getEndDim();
+  int64_t s = start < 0 ? start + rank : start;
+  int64_t e = end < 0 ? end + rank : end;
+  if (rank == 0 || s < 0 || s >= rank || e < 0 || e >= rank || s > e)
+    return inf.error() << "start_dim " << start << " and end_dim " << end
+                       << " do not select axes of shape "
+                       << Inference::shapeStr(x->getShape());
+  ArrayRef<int64_t> shape = x->getShape();
+  SmallVector<int64_t> out(shape.take_front(s));
+  int64_t merged = 1;
+  for (int64_t i = s; i <= e; ++i)
+    merged *= shape[i];
+  out.push_back(merged);
+  llvm::append_range(out, shape.drop_front(e + 1));
+  results.push_back(resultLike(*x, out));
+  return success();
+}
+
+OpFoldResult FlattenOp::fold(FoldAdaptor) {
+  // Flattening a 2-D tensor from axis 1 (or any no-op flatten) is identity.
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+LogicalResult ReshapeOp::verify() {
+  GlobalType in = getInput().getType(), out = getType();
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError() << "changes the element count: "
+                         << Inference::shapeStr(in.getShape()) << " has "
+                         << in.getNumElements() << ", "
+                         << Inference::shapeStr(out.getShape()) << " has "
+                         << out.getNumElements();
+  if (in.getElementType() != out.getElementType() ||
+      in.getPlacement() != out.getPlacement())
+    return emitOpError() << "must keep element type and placement: " << in
+                         << " -> " << out;
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+namespace {
+/// reshape(reshape(x)) and reshape(flatten(x)) -> reshape(x): the logical
+/// value of a reshape depends only on its input's elements in row-major order.
+struct ComposeReshapes : public OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    Operation *def = op.getInput().getDefiningOp();
+    if (!isa_and_nonnull<ReshapeOp, FlattenOp>(def))
+      return failure();
+    Value source = def->getOperand(0);
+    if (source.getType() == op.getType()) {
+      rewriter.replaceOp(op, source);
+      return success();
+    }
+    rewriter.modifyOpInPlace(op,
+                             [&] { op.getInputMutable().assign(source); });
+    return success();
+  }
+};
+} // namespace
+
+void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                            MLIRContext *context) {
+  results.add<ComposeReshapes>(context);
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  Inference inf(loc, getOperationName().drop_front(3));
+  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
+  if (failed(x))
+    return failure();
+  ArrayRef<int64_t> perm = adaptor.getPerm();
+  int64_t rank = x->getRank();
+  SmallVector<bool> seen(rank, false);
+  bool valid = static_cast<int64_t>(perm.size()) == rank;
+  for (int64_t p : perm) {
+    if (!valid)
+      break;
+    valid = p >= 0 && p < rank && !seen[p];
+    if (valid)
+      seen[p] = true;
+  }
+  if (!valid)
+    return inf.error() << "perm " << Inference::shapeStr(perm)
+                       << " is not a permutation of the axes of shape "
+                       << Inference::shapeStr(x->getShape());
+  SmallVector<int64_t> out;
+  for (int64_t p : perm)
+    out.push_back(x->getShape()[p]);
+  results.push_back(resultLike(*x, out));
+  return success();
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType() &&
+      llvm::all_of(llvm::enumerate(getPerm()),
+                   [](auto it) { return it.value() == (int64_t)it.index(); }))
+    return getInput();
+  return {};
+}
+
+namespace {
+/// transpose(transpose(x, p1), p2) -> transpose(x, p1 o p2).
+struct ComposeTransposes : public OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inner = op.getInput().getDefiningOp<TransposeOp>();
+    if (!inner)
+      return failure();
+    ArrayRef<int64_t> p1 = inner.getPerm(), p2 = op.getPerm();
+    SmallVector<int64_t> composed;
+    for (int64_t j : p2)
+      composed.push_back(p1[j]);
+    rewriter.replaceOpWithNewOp<TransposeOp>(op, op.getType(), inner.getInput(),
+                                             composed);
+    return success();
+  }
+};
+} // namespace
+
+void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<ComposeTransposes>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// Loss
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  Inference inf(loc, getOperationName().drop_front(3));
+  FailureOr<GlobalType> logits = inf.global(adaptor.getLogits(), "logits");
+  FailureOr<GlobalType> labels = inf.global(adaptor.getLabels(), "labels");
+  if (failed(logits) || failed(labels) ||
+      failed(inf.samePlacement({*logits, *labels})) ||
+      failed(inf.isFloat(*logits, "logits")) ||
+      failed(inf.hasRank(*logits, 2, "logits")) ||
+      failed(inf.hasRank(*labels, 1, "labels")))
+    return failure();
+  if (!labels->getElementType().isSignlessInteger())
+    return inf.error() << "labels must be integers, got "
+                       << labels->getElementType();
+  if (labels->getShape()[0] != logits->getShape()[0])
+    return inf.error() << "batch sizes differ: " << logits->getShape()[0]
+                       << " logits rows vs " << labels->getShape()[0]
+                       << " labels";
+  results.push_back(resultLike(*logits, {}));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+static int64_t windowOutput(int64_t in, int64_t kernel, int64_t stride,
+                            int64_t pad, int64_t dilation) {
+  int64_t span = dilation * (kernel - 1) + 1;
+  int64_t padded = in + 2 * pad;
+  if (padded < span)
+    return 0;
+  return (padded - span) / stride + 1;
+}
+
+LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  Inference inf(loc, getOperationName().drop_front(3));
+  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
+  FailureOr<GlobalType> w = inf.global(adaptor.getWeight(), "weight");
+  if (failed(x) || failed(w) || failed(inf.samePlacement({*x, *w})) ||
+      failed(inf.isFloat(*x, "input")) ||
+      failed(inf.sameElementType(*x, *w, "operand")) ||
+      failed(inf.hasRank(*x, 4, "input (NCHW)")) ||
+      failed(inf.hasRank(*w, 4, "weight (OIHW)")))
+    return failure();
+  ArrayRef<int64_t> xs = x->getShape(), ws = w->getShape();
+  ArrayRef<int64_t> stride = adaptor.getStride(), pad = adaptor.getPadding(),
+                    dil = adaptor.getDilation();
+  int64_t groups = adaptor.getGroups();
+  if (groups < 1 || xs[1] % groups != 0 || ws[0] % groups != 0)
+    return inf.error() << "groups " << groups
+                       << " must divide the input channels " << xs[1]
+                       << " and the output channels " << ws[0];
+  if (ws[1] != xs[1] / groups)
+    return inf.error() << "weight expects " << ws[1]
+                       << " input channels per group, the input has "
+                       << xs[1] / groups;
+  for (int i = 0; i < 2; ++i)
+    if (stride[i] < 1 || dil[i] < 1 || pad[i] < 0)
+      return inf.error() << "stride and dilation must be positive and padding "
+                            "non-negative";
+  SmallVector<int64_t> out = {xs[0], ws[0]};
+  for (int i = 0; i < 2; ++i) {
+    int64_t o = windowOutput(xs[2 + i], ws[2 + i], stride[i], pad[i], dil[i]);
+    if (o <= 0)
+      return inf.error() << "kernel " << Inference::shapeStr(ws.drop_front(2))
+                         << " does not fit the padded input "
+                         << Inference::shapeStr(xs.drop_front(2));
+    out.push_back(o);
+  }
+  results.push_back(resultLike(*x, out));
+  return success();
+}
+
+template <typename PoolOp>
+static LogicalResult inferPool(std::optional<Location> loc,
+                               typename PoolOp::Adaptor adaptor,
+                               SmallVectorImpl<Type> &results) {
+  Inference inf(loc, PoolOp::getOperationName().drop_front(3));
+  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
+  if (failed(x) || failed(inf.isFloat(*x, "input")) ||
+      failed(inf.hasRank(*x, 4, "input (NCHW)")))
+    return failure();
+  ArrayRef<int64_t> kernel = adaptor.getKernel(), pad = adaptor.getPadding();
+  SmallVector<int64_t, 2> stride(kernel);
+  if (auto s = adaptor.getStride())
+    stride.assign(s->begin(), s->end());
+  ArrayRef<int64_t> xs = x->getShape();
+  SmallVector<int64_t> out = {xs[0], xs[1]};
+  for (int i = 0; i < 2; ++i) {
+    if (kernel[i] < 1 || stride[i] < 1)
+      return inf.error() << "kernel and stride must be positive";
+    if (pad[i] < 0 || 2 * pad[i] > kernel[i])
+      return inf.error() << "padding " << pad[i]
+                         << " must be between 0 and half the kernel size "
+                         << kernel[i];
+    int64_t o = windowOutput(xs[2 + i], kernel[i], stride[i], pad[i], 1);
+    if (o <= 0)
+      return inf.error() << "kernel " << Inference::shapeStr(kernel)
+                         << " does not fit the padded input "
+                         << Inference::shapeStr(xs.drop_front(2));
+    out.push_back(o);
+  }
+  results.push_back(resultLike(*x, out));
+  return success();
+}
+
+LogicalResult MaxPool2DOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  return inferPool<MaxPool2DOp>(loc, adaptor, results);
+}
+
+LogicalResult AvgPool2DOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  return inferPool<AvgPool2DOp>(loc, adaptor, results);
+}
+
+LogicalResult GlobalAvgPoolOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  Inference inf(loc, getOperationName().drop_front(3));
+  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
+  if (failed(x) || failed(inf.isFloat(*x, "input")) ||
+      failed(inf.hasRank(*x, 4, "input (NCHW)")))
+    return failure();
+  results.push_back(resultLike(*x, {x->getShape()[0], x->getShape()[1], 1, 1}));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BatchNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  Inference inf(loc, getOperationName().drop_front(3));
+  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
+  if (failed(x) || failed(inf.isFloat(*x, "input")))
+    return failure();
+  if (x->getRank() != 2 && x->getRank() != 4)
+    return inf.error() << "input must be [N, C] or [N, C, H, W], got shape "
+                       << Inference::shapeStr(x->getShape());
+  int64_t channels = x->getShape()[1];
+  SmallVector<GlobalType> all = {*x};
+  std::pair<Value, StringRef> stats[] = {
+      {adaptor.getGamma(), "gamma"},
+      {adaptor.getBeta(), "beta"},
+      {adaptor.getRunningMean(), "running_mean"},
+      {adaptor.getRunningVar(), "running_var"}};
+  for (auto [value, name] : stats) {
+    FailureOr<GlobalType> t = inf.global(value, name);
+    if (failed(t) || failed(inf.sameElementType(*x, *t, name)))
+      return failure();
+    if (t->getShape() != ArrayRef<int64_t>{channels})
+      return inf.error() << name << " must have shape [" << channels
+                         << "], got " << Inference::shapeStr(t->getShape());
+    all.push_back(*t);
+  }
+  if (failed(inf.samePlacement(all)))
+    return failure();
+  results.push_back(resultLike(*x, x->getShape()));
+  results.push_back(resultLike(all[3], {channels}));
+  results.push_back(resultLike(all[4], {channels}));
+  return success();
+}
+
