@@ -68,5 +68,6 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   return op->emitError() << "unknown discardable attribute '"
-                         << attr.getName() << "' of the pf dialect";
+                         << attr.getName().getValue()
+                         << "' of the pf dialect";
 }

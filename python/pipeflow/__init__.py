@@ -1,0 +1,35 @@
+"""PipeFlow's Python front end, with OneFlow's API names.
+
+``import pipeflow as flow`` gives local and global tensors over numpy
+(``flow.randn``, ``flow.placement``, ``flow.sbp``, ``Tensor.to_global``),
+modules (``flow.nn``), optimizers (``flow.optim``) and ``flow.nn.Graph``,
+which traces a training step into pf IR and compiles it with ``pf-opt``.
+"""
+
+from . import config, env, models, nn, optim, sbp
+from . import distributed
+from ._errors import BackendUnavailable, CompileError, CompilerNotFound
+from ._ops import add, matmul, mul, relu
+from ._random import default_generator, manual_seed
+from .dtypes import (bool, double, dtype, float, float16, float32, float64, half, int, int8, int32,
+                    int64, long, uint8)
+from .placement import placement
+from .tensor import (Size, Tensor, arange, empty, from_numpy, full, ones, rand, randint, randn,
+                     tensor, zeros)
+
+__version__ = "0.1.0"
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    """Merges axes ``start_dim..end_dim`` (as ``torch.flatten``)."""
+    from ._ops import flatten as _flatten
+    return _flatten(x, start_dim, end_dim)
+
+
+def reshape(x, shape):
+    from ._ops import reshape as _reshape
+    return _reshape(x, shape)
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)

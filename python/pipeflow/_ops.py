@@ -1,0 +1,456 @@
+"""The ops behind modules and tensor methods, for eager and traced tensors.
+
+Each op checks its operands the way the pf verifier does, but in Python and
+at the user's line. On lazy tensors (inside ``nn.Graph.build``) it emits pf
+ops; on local tensors it computes with numpy (a reference forward pass).
+"""
+
+import numbers
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from . import _trace
+from . import dtypes as dt
+from . import ir
+from ._trace import fail
+
+
+def _is_lazy(*tensors):
+    return any(t is not None and getattr(t, "_node", None) is not None for t in tensors)
+
+
+def _tensor_cls():
+    from .tensor import Tensor
+    return Tensor
+
+
+def _local(array):
+    return _tensor_cls()._from_array(array)
+
+
+def _operands(what, *tensors):
+    """IR values of the operands, which must share one placement."""
+    tracer = _trace.current()
+    if tracer is None:
+        raise RuntimeError("lazy tensors can only be used while nn.Graph traces build()")
+    values = [tracer.value(t) for t in tensors]
+    first = tensors[0].placement
+    for t in tensors[1:]:
+        if t.placement != first:
+            fail(f"{what}: operands are on different placements, {first!r} and {t.placement!r}",
+                 ["move one of them with .to_global(placement=..., sbp=...)"])
+    return tracer, values
+
+
+def _result(tracer, op, like, dtype=None, index=0):
+    return tracer.lazy(op.results[index], dtype or like.dtype, like.placement)
+
+
+def _shape_str(shape):
+    return str(list(shape))
+
+
+def _need_float(what, t):
+    if not t.dtype.is_floating_point:
+        fail(f"{what} needs a floating-point input, got {t.dtype}")
+
+
+def _need_rank(what, t, ranks, desc=None):
+    ranks = (ranks,) if isinstance(ranks, int) else ranks
+    if t.ndim not in ranks:
+        fail(f"{what} expects {desc or 'rank ' + ' or '.join(map(str, ranks))} input, "
+             f"got shape {_shape_str(t.shape)}")
+
+
+# Dense algebra ----------------------------------------------------------------
+
+def linear(x, weight, bias=None):
+    """``x @ weight.T + bias`` (weight [out, in])."""
+    out_f, in_f = weight.shape
+    if x.ndim < 2:
+        fail(f"linear layer (in_features={in_f}) expects an input of rank >= 2 "
+             f"([batch, {in_f}]), got shape {_shape_str(x.shape)}")
+    if x.shape[-1] != in_f:
+        fail(f"linear layer expects inputs with in_features={in_f} in the last dimension, "
+             f"got shape {_shape_str(x.shape)} (last dimension {x.shape[-1]})",
+             ["flatten the input or fix in_features" if x.ndim > 2 else
+              "the previous layer's output size must equal this layer's in_features"])
+    _need_float("linear", x)
+    if not _is_lazy(x, weight, bias):
+        y = x._eager_value() @ weight._eager_value().T
+        if bias is not None:
+            y = y + bias._eager_value()
+        return _local(y.astype(x.dtype.numpy, copy=False))
+    tracer, (xv, wv) = _operands("linear", x, weight)
+    shape = tuple(x.shape[:-1]) + (out_f,)
+    op = tracer.emit("pf.matmul", [xv, wv], [xv.type.with_shape(shape)], {"transpose_b": ir.UNIT})
+    y = _result(tracer, op, x)
+    return y if bias is None else bias_add(y, bias, axis=y.ndim - 1)
+
+
+def bias_add(x, bias, axis=1):
+    if bias.ndim != 1 or bias.shape[0] != x.shape[axis]:
+        fail(f"bias of shape {_shape_str(bias.shape)} does not match axis {axis} of an input "
+             f"of shape {_shape_str(x.shape)}")
+    if not _is_lazy(x, bias):
+        view = [1] * x.ndim
+        view[axis] = -1
+        return _local(x._eager_value() + bias._eager_value().reshape(view))
+    tracer, (xv, bv) = _operands("bias add", x, bias)
+    attrs = {} if axis == 1 else {"axis": axis}
+    op = tracer.emit("pf.bias_add", [xv, bv], [xv.type.with_shape(x.shape)], attrs)
+    return _result(tracer, op, x)
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False):
+    if not _is_lazy(a, b):
+        av, bv = a._eager_value(), b._eager_value()
+        if transpose_a:
+            av = np.swapaxes(av, -1, -2)
+        if transpose_b:
+            bv = np.swapaxes(bv, -1, -2)
+        return _local(av @ bv)
+    if a.ndim < 2 or b.ndim < 2:
+        fail(f"matmul needs operands of rank >= 2, got shapes {_shape_str(a.shape)} and {_shape_str(b.shape)}")
+    m, ka = (a.shape[-1], a.shape[-2]) if transpose_a else (a.shape[-2], a.shape[-1])
+    kb, n = (b.shape[-1], b.shape[-2]) if transpose_b else (b.shape[-2], b.shape[-1])
+    if ka != kb:
+        fail(f"matmul contraction sizes differ: {ka} (shape {_shape_str(a.shape)}) vs {kb} "
+             f"(shape {_shape_str(b.shape)})")
+    if b.ndim > 2 and a.shape[:-2] != b.shape[:-2]:
+        fail(f"matmul batch dimensions differ: {_shape_str(a.shape[:-2])} vs {_shape_str(b.shape[:-2])}")
+    tracer, (av, bv) = _operands("matmul", a, b)
+    attrs = {}
+    if transpose_a:
+        attrs["transpose_a"] = ir.UNIT
+    if transpose_b:
+        attrs["transpose_b"] = ir.UNIT
+    op = tracer.emit("pf.matmul", [av, bv], [av.type.with_shape(tuple(a.shape[:-2]) + (m, n))], attrs)
+    return _result(tracer, op, a)
+
+
+def add(a, b):
+    Tensor = _tensor_cls()
+    if not isinstance(a, Tensor):
+        a, b = b, a
+    if not _is_lazy(a, b):
+        return eager_binary(np.add, a, b)
+    if not isinstance(b, Tensor):
+        _trace.unsupported("adding a Python scalar to a traced tensor")
+    if a.shape != b.shape:
+        fail(f"add needs operands of the same shape, got {_shape_str(a.shape)} and {_shape_str(b.shape)}")
+    if a.dtype is not b.dtype:
+        fail(f"add needs operands of the same dtype, got {a.dtype} and {b.dtype}")
+    tracer, (av, bv) = _operands("add", a, b)
+    op = tracer.emit("pf.add", [av, bv], [av.type.with_shape(a.shape)])
+    return _result(tracer, op, a)
+
+
+def mul(a, b):
+    Tensor = _tensor_cls()
+    if not isinstance(a, Tensor):
+        a, b = b, a
+    if not _is_lazy(a, b):
+        return eager_binary(np.multiply, a, b)
+    if isinstance(b, Tensor) or not isinstance(b, numbers.Real):
+        _trace.unsupported("element-wise multiplication of two traced tensors")
+    _need_float("multiplication by a scalar", a)
+    tracer, (av,) = _operands("mul", a)
+    op = tracer.emit("pf.mul_scalar", [av], [av.type.with_shape(a.shape)], {"scalar": ir.F64(b)})
+    return _result(tracer, op, a)
+
+
+def eager_binary(fn, a, b):
+    Tensor = _tensor_cls()
+    if _is_lazy(a, b if isinstance(b, Tensor) else None):
+        _trace.unsupported(f"{fn.__name__} on traced tensors")
+    av = a._eager_value() if isinstance(a, Tensor) else a
+    bv = b._eager_value() if isinstance(b, Tensor) else b
+    out = fn(av, bv)
+    ref = a if isinstance(a, Tensor) else b
+    if isinstance(out, np.ndarray) and out.dtype == np.float64 and ref.dtype is dt.float32:
+        out = out.astype(np.float32)
+    return _local(np.asarray(out))
+
+
+def relu(x):
+    _need_float("relu", x)
+    if not _is_lazy(x):
+        v = x._eager_value()
+        return _local(np.maximum(v, np.zeros((), v.dtype)))
+    tracer, (xv,) = _operands("relu", x)
+    op = tracer.emit("pf.relu", [xv], [xv.type.with_shape(x.shape)])
+    return _result(tracer, op, x)
+
+
+# Shapes ----------------------------------------------------------------------
+
+def flatten(x, start_dim=1, end_dim=-1):
+    rank = x.ndim
+    s = start_dim + rank if start_dim < 0 else start_dim
+    e = end_dim + rank if end_dim < 0 else end_dim
+    if rank == 0 or not (0 <= s <= e < rank):
+        fail(f"flatten(start_dim={start_dim}, end_dim={end_dim}) does not select axes of an input "
+             f"of shape {_shape_str(x.shape)}")
+    merged = 1
+    for d in x.shape[s:e + 1]:
+        merged *= d
+    shape = tuple(x.shape[:s]) + (merged,) + tuple(x.shape[e + 1:])
+    if not _is_lazy(x):
+        return _local(x._eager_value().reshape(shape))
+    tracer, (xv,) = _operands("flatten", x)
+    attrs = {}
+    if start_dim != 1:
+        attrs["start_dim"] = start_dim
+    if end_dim != -1:
+        attrs["end_dim"] = end_dim
+    op = tracer.emit("pf.flatten", [xv], [xv.type.with_shape(shape)], attrs)
+    return _result(tracer, op, x)
+
+
+def reshape(x, shape):
+    shape = list(shape)
+    if shape.count(-1) > 1:
+        fail(f"reshape to {shape}: at most one dimension can be -1")
+    known = 1
+    for d in shape:
+        if d != -1:
+            known *= d
+    if -1 in shape:
+        if known == 0 or x.numel() % known:
+            fail(f"cannot reshape a tensor of shape {_shape_str(x.shape)} to {shape}")
+        shape[shape.index(-1)] = x.numel() // known
+    if int(np.prod(shape, dtype=np.int64)) != x.numel():
+        fail(f"cannot reshape a tensor of shape {_shape_str(x.shape)} ({x.numel()} elements) to {shape}")
+    if not _is_lazy(x):
+        return _local(x._eager_value().reshape(shape))
+    tracer, (xv,) = _operands("reshape", x)
+    op = tracer.emit("pf.reshape", [xv], [xv.type.with_shape(shape)])
+    return _result(tracer, op, x)
+
+
+def permute(x, perm):
+    perm = [p + x.ndim if p < 0 else p for p in perm]
+    if sorted(perm) != list(range(x.ndim)):
+        fail(f"{perm} is not a permutation of the axes of shape {_shape_str(x.shape)}")
+    if not _is_lazy(x):
+        return _local(np.transpose(x._eager_value(), perm))
+    tracer, (xv,) = _operands("transpose", x)
+    shape = [x.shape[p] for p in perm]
+    op = tracer.emit("pf.transpose", [xv], [xv.type.with_shape(shape)], {"perm": ir.I64Array(perm)})
+    return _result(tracer, op, x)
+
+
+# Loss -------------------------------------------------------------------------
+
+def cross_entropy(logits, labels):
+    """Mean softmax cross-entropy of [N, C] logits against [N] integer labels."""
+    _need_float("cross-entropy logits", logits)
+    _need_rank("cross-entropy", logits, 2, "[batch, classes] logits as")
+    if labels.ndim != 1 or labels.dtype.is_floating_point or labels.dtype is dt.bool:
+        fail(f"cross-entropy needs [batch] integer class labels, got shape {_shape_str(labels.shape)} "
+             f"and dtype {labels.dtype}")
+    if labels.shape[0] != logits.shape[0]:
+        fail(f"cross-entropy batch sizes differ: {logits.shape[0]} rows of logits vs "
+             f"{labels.shape[0]} labels")
+    if not _is_lazy(logits, labels):
+        z = logits._eager_value().astype(np.float64)
+        y = labels._eager_value()
+        if ((y < 0) | (y >= z.shape[1])).any():
+            raise ValueError(f"labels must be in [0, {z.shape[1]})")
+        zmax = z.max(axis=1, keepdims=True)
+        lse = np.log(np.exp(z - zmax).sum(axis=1)) + zmax[:, 0]
+        loss = (lse - z[np.arange(z.shape[0]), y]).mean()
+        return _local(np.asarray(loss, dtype=logits.dtype.numpy))
+    tracer, (zv, yv) = _operands("cross-entropy", logits, labels)
+    op = tracer.emit("pf.softmax_cross_entropy", [zv, yv], [zv.type.with_shape(())])
+    return _result(tracer, op, logits)
+
+
+# Convolution and pooling --------------------------------------------------------
+
+def _pair(v, what):
+    if isinstance(v, numbers.Integral):
+        return (int(v), int(v))
+    v = tuple(int(i) for i in v)
+    if len(v) != 2:
+        raise ValueError(f"{what} must be an int or a pair, got {v}")
+    return v
+
+
+def _window_out(size, kernel, stride, pad, dilation=1):
+    span = dilation * (kernel - 1) + 1
+    padded = size + 2 * pad
+    return 0 if padded < span else (padded - span) // stride + 1
+
+
+def _windows(x, kernel, stride, padding, dilation, fill):
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=fill)
+    span = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
+    win = sliding_window_view(xp, span, axis=(2, 3))
+    return win[:, :, ::sh, ::sw, ::dh, ::dw]
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """NCHW convolution with an OIHW weight; the bias is a separate bias add."""
+    stride, padding, dilation = _pair(stride, "stride"), _pair(padding, "padding"), _pair(dilation, "dilation")
+    _need_rank("conv2d", x, 4, "an NCHW (rank 4)")
+    _need_float("conv2d", x)
+    o, cg, kh, kw = weight.shape
+    if x.shape[1] % groups or o % groups:
+        fail(f"conv2d groups={groups} must divide the input channels {x.shape[1]} and output channels {o}")
+    if x.shape[1] // groups != cg:
+        fail(f"conv2d expects {cg * groups} input channels, got an input of shape {_shape_str(x.shape)}",
+             ["the input's channel axis (1) must equal the layer's in_channels"])
+    out_hw = [_window_out(x.shape[2 + i], (kh, kw)[i], stride[i], padding[i], dilation[i]) for i in range(2)]
+    if min(out_hw) <= 0:
+        fail(f"conv2d kernel {[kh, kw]} does not fit the padded input {_shape_str(x.shape[2:])}")
+    shape = (x.shape[0], o) + tuple(out_hw)
+    if not _is_lazy(x, weight, bias):
+        xv, wv = x._eager_value(), weight._eager_value()
+        win = _windows(xv, (kh, kw), stride, padding, dilation, 0)
+        og = o // groups
+        parts = [np.tensordot(win[:, g * cg:(g + 1) * cg], wv[g * og:(g + 1) * og], axes=([1, 4, 5], [1, 2, 3]))
+                 for g in range(groups)]
+        y = np.concatenate(parts, axis=-1).transpose(0, 3, 1, 2).astype(xv.dtype, copy=False)
+        y = _local(np.ascontiguousarray(y))
+    else:
+        tracer, (xv, wv) = _operands("conv2d", x, weight)
+        attrs = {}
+        if stride != (1, 1):
+            attrs["stride"] = ir.I64Array(stride)
+        if padding != (0, 0):
+            attrs["padding"] = ir.I64Array(padding)
+        if dilation != (1, 1):
+            attrs["dilation"] = ir.I64Array(dilation)
+        if groups != 1:
+            attrs["groups"] = groups
+        op = tracer.emit("pf.conv2d", [xv, wv], [xv.type.with_shape(shape)], attrs)
+        y = _result(tracer, op, x)
+    return y if bias is None else bias_add(y, bias, axis=1)
+
+
+def _pool(kind, x, kernel, stride, padding):
+    kernel = _pair(kernel, "kernel_size")
+    stride = kernel if stride is None else _pair(stride, "stride")
+    padding = _pair(padding, "padding")
+    _need_rank(f"{kind}_pool2d", x, 4, "an NCHW (rank 4)")
+    _need_float(f"{kind}_pool2d", x)
+    for i in range(2):
+        if 2 * padding[i] > kernel[i]:
+            fail(f"{kind}_pool2d padding {padding[i]} must be at most half the kernel size {kernel[i]}")
+    out_hw = [_window_out(x.shape[2 + i], kernel[i], stride[i], padding[i]) for i in range(2)]
+    if min(out_hw) <= 0:
+        fail(f"{kind}_pool2d kernel {list(kernel)} does not fit the input {_shape_str(x.shape[2:])}")
+    shape = tuple(x.shape[:2]) + tuple(out_hw)
+    if not _is_lazy(x):
+        xv = x._eager_value()
+        if kind == "max":
+            win = _windows(xv, kernel, stride, padding, (1, 1), -np.inf)
+            return _local(np.ascontiguousarray(win.max(axis=(4, 5))))
+        win = _windows(xv, kernel, stride, padding, (1, 1), 0)
+        return _local(np.ascontiguousarray(win.mean(axis=(4, 5), dtype=np.float64).astype(xv.dtype)))
+    tracer, (xv,) = _operands(f"{kind}_pool2d", x)
+    attrs = {"kernel": ir.I64Array(kernel)}
+    if stride != kernel:
+        attrs["stride"] = ir.I64Array(stride)
+    if padding != (0, 0):
+        attrs["padding"] = ir.I64Array(padding)
+    op = tracer.emit(f"pf.{kind}_pool2d", [xv], [xv.type.with_shape(shape)], attrs)
+    return _result(tracer, op, x)
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0):
+    return _pool("max", x, kernel_size, stride, padding)
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0):
+    return _pool("avg", x, kernel_size, stride, padding)
+
+
+def global_avg_pool(x):
+    """Mean over H and W: NCHW -> NC11."""
+    _need_rank("adaptive_avg_pool2d", x, 4, "an NCHW (rank 4)")
+    _need_float("adaptive_avg_pool2d", x)
+    if not _is_lazy(x):
+        v = x._eager_value()
+        return _local(v.mean(axis=(2, 3), keepdims=True, dtype=np.float64).astype(v.dtype))
+    tracer, (xv,) = _operands("adaptive_avg_pool2d", x)
+    op = tracer.emit("pf.global_avg_pool", [xv], [xv.type.with_shape(tuple(x.shape[:2]) + (1, 1))])
+    return _result(tracer, op, x)
+
+
+# Normalisation ------------------------------------------------------------------
+
+def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=True,
+               momentum=0.1, eps=1e-5):
+    """Batch norm over axis 1; in training mode the running statistics are updated."""
+    _need_rank("batch_norm", x, (2, 4), "an [N, C] or [N, C, H, W]")
+    _need_float("batch_norm", x)
+    channels = x.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != (channels,):
+            fail(f"batch_norm's {name} has shape {_shape_str(t.shape)} but the input has "
+                 f"{channels} channels (shape {_shape_str(x.shape)})")
+    if not _is_lazy(x):
+        return _batch_norm_eager(x, running_mean, running_var, weight, bias, training, momentum, eps)
+    if not training:
+        _trace.unsupported("batch norm in eval mode inside nn.Graph (the pf dialect has no "
+                           "inference-mode batch norm yet)")
+    if running_mean is None or running_var is None:
+        _trace.unsupported("batch norm without running statistics inside nn.Graph")
+    tracer = _trace.current()
+    operands = [x]
+    for t, fill in ((weight, 1.0), (bias, 0.0)):
+        operands.append(t if t is not None else _constant(tracer, fill, (channels,), x))
+    operands += [running_mean, running_var]
+    tracer, values = _operands("batch_norm", *operands)
+    attrs = {}
+    if eps != 1e-5:
+        attrs["epsilon"] = ir.F64(eps)
+    if momentum != 0.1:
+        attrs["momentum"] = ir.F64(momentum)
+    types = [values[0].type.with_shape(x.shape), values[3].type.with_shape((channels,)),
+             values[4].type.with_shape((channels,))]
+    op = tracer.emit("pf.batch_norm", values, types, attrs)
+    tracer.write(running_mean, op.results[1])
+    tracer.write(running_var, op.results[2])
+    return _result(tracer, op, x)
+
+
+def _constant(tracer, value, shape, like):
+    """A broadcast constant on ``like``'s placement (a lazy tensor)."""
+    from . import sbp as sbp_mod
+    sbp = (sbp_mod.broadcast,) * like.placement.ndim
+    type = tracer.global_type(shape, like.dtype, like.placement, sbp)
+    op = tracer.emit("pf.constant", [], [type], {"value": ir.Dense(value, shape, like.dtype.mlir)})
+    return tracer.lazy(op.result, like.dtype, like.placement, sbp)
+
+
+def _batch_norm_eager(x, running_mean, running_var, weight, bias, training, momentum, eps):
+    v = x._eager_value().astype(np.float64)
+    axes = (0,) + tuple(range(2, v.ndim))
+    view = [1, -1] + [1] * (v.ndim - 2)
+    if training:
+        mean = v.mean(axis=axes)
+        var = v.var(axis=axes)
+        count = v.size // v.shape[1]
+        if running_mean is not None:
+            rm = running_mean._eager_value()
+            rm[...] = (1 - momentum) * rm + momentum * mean
+        if running_var is not None:
+            rv = running_var._eager_value()
+            unbiased = var * count / max(count - 1, 1)
+            rv[...] = (1 - momentum) * rv + momentum * unbiased
+    else:
+        mean = running_mean._eager_value().astype(np.float64)
+        var = running_var._eager_value().astype(np.float64)
+    y = (v - mean.reshape(view)) / np.sqrt(var.reshape(view) + eps)
+    if weight is not None:
+        y = y * weight._eager_value().reshape(view)
+    if bias is not None:
+        y = y + bias._eager_value().reshape(view)
+    return _local(y.astype(x.dtype.numpy))

@@ -1,0 +1,59 @@
+"""Source locations of the user's program (the first frame outside pipeflow)."""
+
+import os
+import sys
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+class Location:
+    """A ``file:line:col`` position in the user's program."""
+
+    __slots__ = ("filename", "line", "col")
+
+    def __init__(self, filename, line, col=0):
+        self.filename = filename
+        self.line = line
+        self.col = col
+
+    def __eq__(self, other):
+        return isinstance(other, Location) and (
+            self.filename, self.line, self.col) == (other.filename, other.line, other.col)
+
+    def __hash__(self):
+        return hash((self.filename, self.line, self.col))
+
+    def __repr__(self):
+        return f"{self.filename}:{self.line}:{self.col}"
+
+    def text(self):
+        """As an MLIR location: ``loc("file":line:col)``."""
+        escaped = self.filename.replace("\\", "\\\\").replace('"', '\\"')
+        return f'loc("{escaped}":{self.line}:{self.col})'
+
+
+def _is_internal(filename):
+    return os.path.abspath(filename).startswith(_PACKAGE_DIR)
+
+
+def user_location(skip=1):
+    """The location of the innermost calling frame outside the pipeflow package.
+
+    Returns ``None`` when every frame is internal (e.g. pipeflow's own
+    ``__main__`` scripts).
+    """
+    frame = sys._getframe(skip)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith("<") and not _is_internal(filename):
+            return Location(os.path.abspath(filename), frame.f_lineno, 0)
+        frame = frame.f_back
+    return None
+
+
+def code_location(func):
+    """The location of a function's ``def`` line."""
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return None
+    return Location(os.path.abspath(code.co_filename), code.co_firstlineno, 0)

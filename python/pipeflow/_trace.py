@@ -1,0 +1,254 @@
+"""Tracing ``nn.Graph.build`` into pf IR.
+
+While a :class:`Tracer` is active, ops on lazy tensors append pf ops to one
+function. Every op carries the user's source location, the stage of the
+innermost enclosing module that has one (``pf.stage``) and ``pf.checkpoint``
+when that module asked for activation checkpointing. Ops outside any staged
+module take the latest stage of their operands; ``pf.to_global`` outside a
+staged module gets no stage (it is the hand-over between stages).
+"""
+
+from . import _layout
+from . import config as config_mod
+from . import env
+from . import ir
+from . import sbp as sbp_mod
+from ._errors import CompileError
+from ._source import user_location
+
+_active = None
+
+
+def current():
+    """The active tracer, or ``None`` outside ``nn.Graph.build``."""
+    return _active
+
+
+def fail(message, notes=()):
+    """Raises a located CompileError while tracing, else a ValueError."""
+    if _active is not None:
+        raise CompileError.at(user_location(), message, notes)
+    raise ValueError(message)
+
+
+def unsupported(what):
+    raise CompileError.at(user_location(), f"{what} is not supported yet")
+
+
+class Tracer:
+    """Records one step function; see the module docstring for the rules."""
+
+    def __init__(self, graph_name, names, configs, module_names):
+        self.graph_name = graph_name
+        self.names = names                  # id(param or buffer) -> symbol name
+        self.configs = configs              # id(module) -> ModuleConfig
+        self.module_names = module_names    # id(module) -> dotted path
+        self.module = ir.Module()
+        self.func = None
+        self.scopes = []
+        self.reads = {}                     # id(param) -> ir.Value
+        self.param_objects = {}             # symbol -> Parameter
+        self.value_stage = {}               # id(ir.Value) -> producing stage
+        self.value_loc = {}
+        self.stage_locs = {}                # stage -> first op location
+        self.loss = None
+        self.loss_loc = None
+        self._placements = {}
+
+    def __enter__(self):
+        global _active
+        if _active is not None:
+            raise RuntimeError("nn.Graph.build() cannot trace another graph while tracing")
+        _active = self
+        return self
+
+    def __exit__(self, *exc):
+        global _active
+        _active = None
+
+    # Types ---------------------------------------------------------------------
+
+    def resolve(self, placement):
+        """The IR placement of a user placement ("cuda" -> "cpu" on opt-in)."""
+        found = self._placements.get(placement)
+        if found is not None:
+            return found
+        device = placement.type
+        if device == "cuda" and not config_mod.gpu_available():
+            if not config_mod.cuda_as_cpu_enabled():
+                raise CompileError.at(
+                    placement._loc or user_location(),
+                    f"{placement!r} places tensors on 'cuda' but this machine has no GPU",
+                    ["to run the program on CPUs instead, set PIPEFLOW_CUDA_AS_CPU=1 or call "
+                     "pipeflow.config.cuda_as_cpu(True) before compiling"])
+            device = "cpu"
+        elif device == "cuda" and config_mod.cuda_as_cpu_enabled():
+            device = "cpu"
+        world = env.get_world_size()
+        if world > 1 and max(placement.flat_ranks) >= world:
+            raise CompileError.at(
+                placement._loc or user_location(),
+                f"{placement!r} uses rank {max(placement.flat_ranks)} but the job has only {world} processes")
+        found = ir.Placement(device, placement.hierarchy, placement.flat_ranks)
+        self._placements[placement] = found
+        return found
+
+    def global_type(self, shape, dtype, placement, sbp=None):
+        return ir.GlobalType(shape, dtype.mlir, self.resolve(placement),
+                             None if sbp is None else [s.mlir() for s in sbp])
+
+    def lazy(self, value, dtype, placement, sbp=None):
+        from .tensor import Tensor
+        return Tensor._new(dtype, value.type.shape, placement=placement, sbp=sbp, node=value)
+
+    # Scopes --------------------------------------------------------------------
+
+    def enter(self, module, args):
+        config = self.configs.get(id(module))
+        self.scopes.append((module, config))
+        if config is not None and config.stage_placement is not None:
+            for arg in args:
+                if getattr(arg, "_node", None) is not None and arg.placement != config.stage_placement:
+                    self.scopes.pop()
+                    raise CompileError.at(
+                        user_location(),
+                        f"module '{self.module_name(module)}' is stage {config.stage_id} on "
+                        f"{config.stage_placement!r} but its input is on {arg.placement!r}",
+                        ["move the input with .to_global(placement=..., sbp=...) before calling the module"])
+
+    def exit(self):
+        self.scopes.pop()
+
+    def module_name(self, module):
+        return self.module_names.get(id(module), f"<unregistered {type(module).__name__}>")
+
+    def stage(self):
+        for _, config in reversed(self.scopes):
+            if config is not None and config.stage_id is not None:
+                return config.stage_id
+        return None
+
+    def stage_scope_name(self):
+        for module, config in reversed(self.scopes):
+            if config is not None and config.stage_id is not None:
+                return self.module_name(module)
+        return None
+
+    def checkpointing(self):
+        for _, config in reversed(self.scopes):
+            if config is not None and config.activation_checkpointing is not None:
+                return config.activation_checkpointing
+        return False
+
+    # Emission ------------------------------------------------------------------
+
+    def emit(self, name, operands, result_types, attrs=None, *, symbol=None):
+        loc = user_location()
+        explicit = self.stage()
+        stages = [self.value_stage.get(id(v)) for v in operands]
+        known = [s for s in stages if s is not None]
+        if explicit is not None:
+            for value, stage in zip(operands, stages):
+                if stage is not None and stage > explicit:
+                    raise CompileError.at(
+                        loc,
+                        f"stage cycle: this op is in stage {explicit} (module "
+                        f"'{self.stage_scope_name()}') but uses a value computed in the later "
+                        f"stage {stage}; a pipeline stage can only feed later stages",
+                        [f"the value was computed at {self.value_loc.get(id(value))}"])
+        stage = explicit
+        if stage is None and name not in ("pf.to_global",):
+            stage = max(known) if known else None
+        attrs = dict(attrs or {})
+        if stage is not None:
+            attrs["pf.stage"] = stage
+        if name not in ("pf.read_param", "pf.write_param") and self.checkpointing():
+            attrs["pf.checkpoint"] = ir.UNIT
+        op = ir.Op(name, operands, result_types, attrs, loc, symbol)
+        self.func.ops.append(op)
+        produced = None if name == "pf.read_param" else (stage if stage is not None else (max(known) if known else None))
+        for result in op.results:
+            self.value_stage[id(result)] = produced
+            self.value_loc[id(result)] = loc
+        if stage is not None:
+            self.stage_locs.setdefault(stage, loc)
+        return op
+
+    def value(self, tensor):
+        """The IR value of a tensor used by an op: lazy, or a parameter/buffer read."""
+        if tensor._node is not None:
+            return tensor._node
+        read = self.reads.get(id(tensor))
+        if read is not None:
+            return read
+        name = self.names.get(id(tensor))
+        if name is None:
+            raise CompileError.at(
+                user_location(),
+                f"a {'global' if tensor.is_global else 'local'} tensor of shape {list(tensor.shape)} "
+                "that is neither a graph input nor a parameter or buffer of a module of this graph "
+                "is used in build()",
+                ["pass it to the graph as an input, or register it on a module "
+                 "(nn.Parameter or register_buffer) that is an attribute of the graph"])
+        if not tensor.is_global:
+            raise CompileError.at(
+                user_location(),
+                f"parameter '{name}' is a local tensor; nn.Graph needs global parameters",
+                ["make its module global first: module.to_global(placement=..., sbp=...)"])
+        type = self.global_type(tensor.shape, tensor.dtype, tensor.placement, tensor.sbp)
+        from .nn.parameter import Parameter
+        buffer = not isinstance(tensor, Parameter)
+        init = getattr(tensor, "_init", None) or ("#pf.init<zeros>" if buffer else None)
+        if init is None:
+            raise CompileError.at(user_location(), f"parameter '{name}' has no initializer")
+        self.module.params[name] = ir.Param(name, type, init, buffer, getattr(tensor, "_loc", None))
+        self.param_objects[name] = tensor
+        value = self.emit("pf.read_param", [], [type], symbol=name).result
+        self.reads[id(tensor)] = value
+        return value
+
+    def write(self, tensor, value):
+        """``pf.write_param`` of a new value into a parameter or buffer."""
+        self.value(tensor)
+        self.emit("pf.write_param", [value], [], symbol=self.names[id(tensor)])
+
+    def ir_placement(self, tensor):
+        return self.resolve(tensor.placement)
+
+
+def to_global(tensor, placement, sbp):
+    """``Tensor.to_global`` on a lazy tensor: an explicit ``pf.to_global``."""
+    tracer = _active
+    placement = tensor.placement if placement is None else placement
+    from .placement import placement as Placement
+    if not isinstance(placement, Placement):
+        fail(f"to_global() expects a pipeflow.placement, got {placement!r}")
+    if sbp is None:
+        if tensor.sbp is None or placement.ndim != tensor.placement.ndim:
+            fail("to_global() needs an sbp here: the tensor's layout is not fixed yet")
+        sbp = tensor.sbp
+    try:
+        sbp = sbp_mod.normalize(sbp, placement.ndim)
+        _layout.check_layout(tensor.shape, placement, sbp)
+    except (TypeError, ValueError) as err:
+        fail(f"to_global(): {err}")
+    result = tracer.global_type(tensor.shape, tensor.dtype, placement, sbp)
+    op = tracer.emit("pf.to_global", [tracer.value(tensor)], [result])
+    return tracer.lazy(op.result, tensor.dtype, placement, sbp)
+
+
+def mark_loss(tensor):
+    """``loss.backward()`` inside build: the scalar to minimise."""
+    tracer = _active
+    loc = user_location()
+    if tracer is None:
+        raise RuntimeError("backward() on a traced tensor outside nn.Graph.build()")
+    if tracer.loss is not None:
+        raise CompileError.at(loc, "backward() is called twice in build(); the graph has one loss",
+                              [f"the first backward() is at {tracer.loss_loc}"])
+    if tensor.shape != () or not tensor.dtype.is_floating_point:
+        raise CompileError.at(
+            loc, f"backward() needs a floating-point scalar loss, got shape {list(tensor.shape)} "
+                 f"and dtype {tensor.dtype}")
+    tracer.loss = tensor
+    tracer.loss_loc = loc

@@ -1,0 +1,44 @@
+"""Process-wide front-end options.
+
+``cuda_as_cpu(True)`` (or ``PIPEFLOW_CUDA_AS_CPU=1``) compiles placements on
+``"cuda"`` to ``"cpu"`` so that GPU programs run on machines without a GPU.
+It is opt-in: without it, compiling a ``"cuda"`` program on a machine with no
+GPU is a :class:`pipeflow.CompileError`.
+"""
+
+import os
+import shutil
+
+_cuda_as_cpu = None
+
+
+def cuda_as_cpu(enable=True):
+    """Map ``"cuda"`` placements to ``"cpu"`` when compiling (opt-in)."""
+    global _cuda_as_cpu
+    _cuda_as_cpu = bool(enable)
+
+
+def cuda_as_cpu_enabled():
+    """Whether ``"cuda"`` placements compile to ``"cpu"``.
+
+    ``cuda_as_cpu()`` wins over the environment variable.
+    """
+    if _cuda_as_cpu is not None:
+        return _cuda_as_cpu
+    return os.environ.get("PIPEFLOW_CUDA_AS_CPU", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def gpu_available():
+    """A best-effort check for an NVIDIA GPU on this machine."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
+        return False
+    return os.path.exists("/dev/nvidia0") or shutil.which("nvidia-smi") is not None
+
+
+def cache_dir():
+    """Where compiled graphs are cached: ``$PIPEFLOW_CACHE`` or ``~/.cache/pipeflow``."""
+    path = os.environ.get("PIPEFLOW_CACHE")
+    if path:
+        return os.path.abspath(os.path.expanduser(path))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pipeflow")

@@ -1,0 +1,1 @@
+"""``pipeflow.distributed``: the launcher (``python3 -m pipeflow.distributed.launch``)."""

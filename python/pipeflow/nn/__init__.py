@@ -1,0 +1,18 @@
+"""``pipeflow.nn``: modules, parameters and ``nn.Graph``."""
+
+from . import functional, init
+from . import graph
+from .container import ModuleList, Sequential
+from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, MaxPool2d
+from .graph import Graph
+from .layers import Dropout, Flatten, Identity, Linear, ReLU
+from .loss import CrossEntropyLoss
+from .module import Module
+from .norm import BatchNorm1d, BatchNorm2d
+from .parameter import Parameter
+
+__all__ = [
+    "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss",
+    "Dropout", "Flatten", "Graph", "Identity", "Linear", "MaxPool2d", "Module", "ModuleList",
+    "Parameter", "ReLU", "Sequential", "functional", "graph", "init",
+]

@@ -1,0 +1,131 @@
+"""Optimizers: they record hyper-parameters; the compiler emits the updates."""
+
+import numbers
+
+from .._errors import BackendUnavailable
+from ..tensor import Tensor
+
+
+def _real(value, what, low=None, high=None, low_open=False, high_open=False):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"invalid {what}: {value!r} is not a number")
+    value = float(value)
+    if low is not None and (value < low or (low_open and value == low)):
+        raise ValueError(f"invalid {what}: {value} (must be {'>' if low_open else '>='} {low})")
+    if high is not None and (value > high or (high_open and value == high)):
+        raise ValueError(f"invalid {what}: {value} (must be {'<' if high_open else '<='} {high})")
+    return value
+
+
+class Optimizer:
+    """Parameter groups plus per-group hyper-parameters (``param_groups``)."""
+
+    def __init__(self, params, defaults):
+        self.defaults = dict(defaults)
+        self.param_groups = []
+        self.state = {}
+        if isinstance(params, Tensor):
+            raise TypeError("params must be an iterable of parameters or of dicts, not a single tensor")
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, group):
+        if not isinstance(group, dict) or "params" not in group:
+            raise TypeError("a parameter group must be a dict with a 'params' entry")
+        params = group["params"]
+        params = [params] if isinstance(params, Tensor) else list(params)
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer parameters must be tensors, got {type(p).__name__}")
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in params) or len({id(p) for p in params}) != len(params):
+            raise ValueError("a parameter appears in more than one parameter group")
+        merged = dict(self.defaults)
+        merged.update(group)
+        merged["params"] = params
+        self._validate(merged)
+        self.param_groups.append(merged)
+
+    def _validate(self, group):
+        group["lr"] = _real(group["lr"], "learning rate", 0.0)
+        group["weight_decay"] = _real(group.get("weight_decay", 0.0), "weight_decay", 0.0)
+
+    def zero_grad(self, set_to_none=True):
+        """No-op: gradients live in the compiled step."""
+
+    def step(self, closure=None):
+        raise BackendUnavailable("eager optimizer steps are not supported: add the optimizer to an "
+                                 "nn.Graph with add_optimizer() (the CPU backend is not built yet)")
+
+    def hyperparameters(self):
+        """Every group's hyper-parameters (without the parameters)."""
+        return [{k: v for k, v in g.items() if k != "params"} for g in self.param_groups]
+
+    def describe(self, symbol_of, lr_scheduler=None):
+        """A JSON-able summary for the compiler: type, groups with parameter names, schedule."""
+        groups = []
+        for g in self.param_groups:
+            entry = {k: (list(v) if isinstance(v, tuple) else v) for k, v in g.items()
+                     if k not in ("params", "initial_lr")}
+            entry["lr"] = g.get("initial_lr", g["lr"])  # the base rate: the step takes lr at run time
+            entry["params"] = [symbol_of(p) for p in g["params"]]
+            groups.append(entry)
+        out = {"type": type(self).__name__, "param_groups": groups}
+        if lr_scheduler is not None:
+            out["lr_scheduler"] = lr_scheduler.describe()
+        return out
+
+    def __repr__(self):
+        body = "\n".join(f"  group {i}: {h}" for i, h in enumerate(self.hyperparameters()))
+        return f"{type(self).__name__}(\n{body}\n)"
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with optional momentum, dampening, Nesterov and weight decay."""
+
+    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
+                 nesterov=False, maximize=False):
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov, maximize=maximize))
+
+    def _validate(self, group):
+        super()._validate(group)
+        group["momentum"] = _real(group["momentum"], "momentum", 0.0)
+        group["dampening"] = _real(group["dampening"], "dampening", 0.0, 1.0)
+        group["nesterov"] = bool(group["nesterov"])
+        group["maximize"] = bool(group["maximize"])
+        if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
+            raise ValueError("Nesterov momentum requires momentum > 0 and dampening = 0")
+
+
+class Adam(Optimizer):
+    """Adam (L2 weight decay added to the gradient); ``amsgrad`` keeps the max second moment."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                 amsgrad=False, maximize=False):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      amsgrad=amsgrad, maximize=maximize))
+
+    def _validate(self, group):
+        super()._validate(group)
+        betas = tuple(group["betas"])
+        if len(betas) != 2:
+            raise ValueError(f"betas must be a pair, got {group['betas']!r}")
+        group["betas"] = (_real(betas[0], "beta1", 0.0, 1.0, high_open=True),
+                          _real(betas[1], "beta2", 0.0, 1.0, high_open=True))
+        group["eps"] = _real(group["eps"], "epsilon", 0.0)
+        group["amsgrad"] = bool(group["amsgrad"])
+        group["maximize"] = bool(group["maximize"])
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (default 0.01)."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, maximize=False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize)

@@ -1,0 +1,101 @@
+"""``pipeflow.sbp``: how a global tensor is laid out over its placement.
+
+``split(k)`` (S(k)) gives each rank a slice of axis ``k``; ``broadcast``
+(B) gives every rank the whole tensor; ``partial_sum`` (P) makes the tensor
+the element-wise sum of the ranks' tensors. ``broadcast`` and
+``partial_sum`` work with or without a call, as in OneFlow.
+"""
+
+import numbers
+
+
+class sbp:
+    """Base class of the SBP entries."""
+
+    __slots__ = ()
+
+    def mlir(self):
+        """The entry as written inside ``#pf.sbp<[...]>``."""
+        raise NotImplementedError
+
+    def __call__(self):
+        return self
+
+    def __eq__(self, other):
+        return isinstance(other, sbp) and self.mlir() == other.mlir()
+
+    def __hash__(self):
+        return hash(self.mlir())
+
+
+class _Split(sbp):
+    __slots__ = ("axis",)
+
+    def __init__(self, axis):
+        object.__setattr__(self, "axis", axis)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("SBP entries are immutable")
+
+    def __call__(self):
+        raise TypeError("split(axis) is already an SBP entry; do not call it again")
+
+    def mlir(self):
+        return f"S({self.axis})"
+
+    def __repr__(self):
+        return f"pipeflow.sbp.split(dim={self.axis})"
+
+
+class _Broadcast(sbp):
+    __slots__ = ()
+
+    def mlir(self):
+        return "B"
+
+    def __repr__(self):
+        return "pipeflow.sbp.broadcast"
+
+
+class _PartialSum(sbp):
+    __slots__ = ()
+
+    def mlir(self):
+        return "P"
+
+    def __repr__(self):
+        return "pipeflow.sbp.partial_sum"
+
+
+broadcast = _Broadcast()
+partial_sum = _PartialSum()
+
+
+def split(dim=None, *, axis=None):
+    """S(dim): split logical axis ``dim`` evenly over the ranks."""
+    dim = axis if dim is None else dim
+    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim < 0:
+        raise ValueError(f"sbp.split needs a non-negative integer axis, got {dim!r}")
+    return _Split(int(dim))
+
+
+def normalize(value, ndim):
+    """``value`` (an entry or a list of entries) as a tuple of ``ndim`` entries."""
+    entries = list(value) if isinstance(value, (list, tuple)) else [value]
+    out = []
+    for entry in entries:
+        if entry is split:
+            raise TypeError("flow.sbp.split needs an axis: write flow.sbp.split(0)")
+        if not isinstance(entry, sbp):
+            raise TypeError(f"expected an SBP entry (flow.sbp.split(k), broadcast, partial_sum), got {entry!r}")
+        out.append(entry)
+    if len(out) != ndim:
+        raise ValueError(
+            f"the SBP {tuple(out)} has {len(out)} entr{'y' if len(out) == 1 else 'ies'} "
+            f"but the placement has {ndim} hierarchy dimension(s): give one entry per dimension")
+    return tuple(out)
+
+
+def mlir(entries):
+    """``#pf.sbp<[...]>`` of a tuple of entries."""
+    return "#pf.sbp<[" + ", ".join(e.mlir() for e in entries) + "]>"

@@ -1,0 +1,569 @@
+// RUN: pf-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{placement device must be "cpu" or "cuda", got "tpu"}}
+func.func @bad_device(%x: !pf.global<4xf32, #pf.placement<"tpu", [0]>, #pf.sbp<[B]>>) { return }
+
+// -----
+
+// expected-error @+1 {{placement ranks must be non-negative, got -1}}
+func.func @negative_rank(%x: !pf.global<4xf32, #pf.placement<"cpu", [0, -1]>, #pf.sbp<[B]>>) { return }
+
+// -----
+
+// expected-error @+1 {{placement rank 1 appears more than once}}
+func.func @duplicate_rank(%x: !pf.global<4xf32, #pf.placement<"cpu", [1, 1]>, #pf.sbp<[B]>>) { return }
+
+// -----
+
+// expected-error @+1 {{placement rank lists must be rectangular: expected 2 entries at nesting depth 1, got 1}}
+func.func @ragged(%x: !pf.global<4xf32, #pf.placement<"cpu", [[0, 1], [2]]>, #pf.sbp<[B, B]>>) { return }
+
+// -----
+
+// expected-error @+1 {{placement rank lists must be rectangular: ranks at different nesting depths}}
+func.func @mixed_depth(%x: !pf.global<4xf32, #pf.placement<"cpu", [[0, 1], [[2, 3]]]>, #pf.sbp<[B, B]>>) { return }
+
+// -----
+
+// expected-error @+1 {{placement rank lists must not be empty}}
+func.func @empty_placement(%x: !pf.global<4xf32, #pf.placement<"cpu", []>, #pf.sbp<[B]>>) { return }
+
+// -----
+
+// expected-error @+1 {{unknown SBP entry 'Q': expected S(axis), B or P}}
+func.func @unknown_sbp(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[Q]>>) { return }
+
+// -----
+
+// expected-error @+1 {{expected an SBP entry: S(axis), B or P}}
+func.func @sbp_not_keyword(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[0]>>) { return }
+
+// -----
+
+// expected-error @+1 {{SBP split axis must be non-negative, got -1}}
+func.func @negative_split(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[S(-1)]>>) { return }
+
+// -----
+
+// expected-error @+1 {{an SBP needs at least one entry}}
+func.func @empty_sbp(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[]>>) { return }
+
+// -----
+
+// expected-error @+1 {{SBP #pf.sbp<[S(0), B]> has 2 entries but the placement has 1 hierarchy dimension(s)}}
+func.func @sbp_rank_mismatch(%x: !pf.global<4xf32, #pf.placement<"cpu", [0, 1]>, #pf.sbp<[S(0), B]>>) { return }
+
+// -----
+
+// expected-error @+1 {{SBP splits axis 2 but the tensor has rank 2}}
+func.func @split_out_of_range(%x: !pf.global<4x4xf32, #pf.placement<"cpu", [0, 1]>, #pf.sbp<[S(2)]>>) { return }
+
+// -----
+
+// expected-error @+1 {{dimension 0 of size 15 is not divisible by the 2 ranks it is split over}}
+func.func @non_divisible(%x: !pf.global<15x4xf32, #pf.placement<"cpu", [0, 1]>, #pf.sbp<[S(0)]>>) { return }
+
+// -----
+
+// Both hierarchy dims split axis 1: 6 must divide by 2 * 2.
+// expected-error @+1 {{dimension 1 of size 6 is not divisible by the 4 ranks it is split over}}
+func.func @non_divisible_nd(%x: !pf.global<4x6xf32, #pf.placement<"cpu", [[0, 1], [2, 3]]>, #pf.sbp<[S(1), S(1)]>>) { return }
+
+// -----
+
+// expected-error @+1 {{global tensor element type must be an integer or float type, got 'index'}}
+func.func @bad_element(%x: !pf.global<4xindex, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) { return }
+
+// -----
+
+// expected-error @+1 {{global tensor dimensions must be positive, got 0}}
+func.func @zero_dim(%x: !pf.global<0x4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) { return }
+
+// -----
+
+// expected-error @+1 {{expected static shape}}
+func.func @dynamic_dim(%x: !pf.global<?x4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) { return }
+
+// -----
+
+// expected-error @+1 {{expected a #pf.placement, got #pf.sbp<[B]>}}
+func.func @not_a_placement(%x: !pf.global<4xf32, #pf.sbp<[B]>, #pf.sbp<[B]>>) { return }
+
+// -----
+
+// expected-error @+1 {{expected a #pf.sbp, got #pf.placement<"cpu", [0]>}}
+func.func @not_an_sbp(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.placement<"cpu", [0]>>) { return }
+
+// -----
+
+// expected-error @+1 {{unknown initializer 'xavier': expected zeros, ones, constant, uniform, normal or kaiming_uniform}}
+pf.param @w : !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>> = #pf.init<xavier>
+
+// -----
+
+// expected-error @+1 {{uniform initializer needs low <= high}}
+pf.param @w : !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>> = #pf.init<uniform(1.0, 0.0)>
+
+// -----
+
+// expected-error @+1 {{normal initializer needs a non-negative std, got -1}}
+pf.param @w : !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>> = #pf.init<normal(0.0, -1.0)>
+
+// -----
+
+// expected-error @+1 {{kaiming_uniform initializer needs a positive integer fan_in, got 0}}
+pf.param @w : !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>> = #pf.init<kaiming_uniform(0)>
+
+// -----
+
+func.func @stage_not_int(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.stage' must be an integer stage id, got "one"}}
+  %r = pf.relu %x {pf.stage = "one"} : (!pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+func.func @stage_negative(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.stage' must be non-negative, got -2}}
+  %r = pf.relu %x {pf.stage = -2} : (!pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+func.func @checkpoint_not_unit(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.checkpoint' must be a unit attribute}}
+  %r = pf.relu %x {pf.checkpoint = 1} : (!pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+func.func @unknown_discardable(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{unknown discardable attribute 'pf.stag' of the pf dialect}}
+  %r = pf.relu %x {pf.stag = 1} : (!pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+func.func @missing_param() {
+  // expected-error @+1 {{'pf.read_param' op @nope does not name a pf.param}}
+  %w = pf.read_param @nope : !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+pf.param @w : !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>> = #pf.init<zeros>
+func.func @param_type_mismatch() {
+  // expected-error @+1 {{'pf.read_param' op result type '!pf.global<8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>' does not match the type '!pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>' of parameter @w}}
+  %w = pf.read_param @w : !pf.global<8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+pf.param @w : !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>> = #pf.init<zeros>
+func.func @write_mismatch(%v: !pf.global<4xf32, #pf.placement<"cpu", [1]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.write_param' op value type '!pf.global<4xf32, #pf.placement<"cpu", [1]>, #pf.sbp<[B]>>' does not match the shape, element type and placement of parameter @w}}
+  pf.write_param %v to @w : !pf.global<4xf32, #pf.placement<"cpu", [1]>, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+func.func @write_missing(%v: !pf.global<4xf32, #pf.placement<"cpu", [1]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.write_param' op @nope does not name a pf.param}}
+  pf.write_param %v to @nope : !pf.global<4xf32, #pf.placement<"cpu", [1]>, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+func.func @constant_mismatch() {
+  // expected-error @+1 {{'pf.constant' op value of type 'tensor<3xf32>' does not match the logical shape and element type}}
+  %c = pf.constant dense<1.0> : tensor<3xf32> : !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+func.func @to_global_without_sbp(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.to_global' op result type '!pf.global<4xf32, #pf.placement<"cpu", [1]>>' needs an SBP: to_global fixes a layout}}
+  %y = pf.to_global %x : !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>> -> !pf.global<4xf32, #pf.placement<"cpu", [1]>>
+  return
+}
+
+// -----
+
+func.func @to_global_changes_shape(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.to_global' op changes the logical tensor}}
+  %y = pf.to_global %x : !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>> -> !pf.global<8xf32, #pf.placement<"cpu", [1]>, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+func.func @to_global_local_shape(%x: tensor<16x4xf32>) {
+  // expected-error @+1 {{'pf.to_global' op local tensor shape [16, 4] is not the shard shape [8, 4] of '!pf.global<16x4xf32, #pf.placement<"cpu", [0, 1]>, #pf.sbp<[S(0)]>>'}}
+  %y = pf.to_global %x : tensor<16x4xf32> -> !pf.global<16x4xf32, #pf.placement<"cpu", [0, 1]>, #pf.sbp<[S(0)]>>
+  return
+}
+
+// -----
+
+func.func @to_global_local_element(%x: tensor<4xi32>) {
+  // expected-error @+1 {{'pf.to_global' op local element type 'i32' differs from 'f32'}}
+  %y = pf.to_global %x : tensor<4xi32> -> !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+func.func @to_local_without_sbp(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>>) {
+  // expected-error @+1 {{'pf.to_local' op operand type '!pf.global<4xf32, #pf.placement<"cpu", [0]>>' has no SBP yet; its local part is undefined}}
+  %y = pf.to_local %x : !pf.global<4xf32, #pf.placement<"cpu", [0]>> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @to_local_shape(%x: !pf.global<4x2xf32, #pf.placement<"cpu", [0, 1]>, #pf.sbp<[S(1)]>>) {
+  // expected-error @+1 {{'pf.to_local' op result type 'tensor<2x2xf32>' is not the local part 'tensor<4x1xf32>'}}
+  %y = pf.to_local %x : !pf.global<4x2xf32, #pf.placement<"cpu", [0, 1]>, #pf.sbp<[S(1)]>> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+!A = !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @matmul_rank(%a: !A) {
+  // expected-error @+2 {{'pf.matmul' op operands need rank >= 2, got shapes [4] and [4]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.matmul %a, %a : (!A, !A) -> !A
+  return
+}
+
+// -----
+
+!A = !pf.global<4x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!B = !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @matmul_contraction(%a: !A, %b: !B) {
+  // expected-error @+2 {{'pf.matmul' op contraction sizes differ: 8 (lhs [4, 8]) vs 4 (rhs [4, 3])}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.matmul %a, %b : (!A, !B) -> !pf.global<4x3xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+!A = !pf.global<2x4x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!B = !pf.global<3x8x5xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @matmul_batch(%a: !A, %b: !B) {
+  // expected-error @+2 {{'pf.matmul' op batch dimensions differ: [2] vs [3]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.matmul %a, %b : (!A, !B) -> !pf.global<2x4x5xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+!A = !pf.global<4x4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!B = !pf.global<4x4xf32, #pf.placement<"cpu", [1]>, #pf.sbp<[B]>>
+func.func @matmul_placements(%a: !A, %b: !B) {
+  // expected-error @+2 {{'pf.matmul' op operands must share one placement, got #pf.placement<"cpu", [0]> and #pf.placement<"cpu", [1]>; move one with pf.to_global}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.matmul %a, %b : (!A, !B) -> !A
+  return
+}
+
+// -----
+
+!A = !pf.global<4x4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!B = !pf.global<4x4xf16, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @matmul_elements(%a: !A, %b: !B) {
+  // expected-error @+2 {{'pf.matmul' op operand element types differ: 'f32' vs 'f16'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.matmul %a, %b : (!A, !B) -> !A
+  return
+}
+
+// -----
+
+!A = !pf.global<4x4xi32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @matmul_integer(%a: !A) {
+  // expected-error @+2 {{'pf.matmul' op lhs must have a float element type, got 'i32'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.matmul %a, %a : (!A, !A) -> !A
+  return
+}
+
+// -----
+
+!A = !pf.global<4x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @matmul_result(%a: !A) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{'pf.matmul' op inferred type(s) '!pf.global<4x4xf32, #pf.placement<"cpu", [0]>>' are incompatible with return type(s) of operation '!pf.global<4x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>'}}
+  %y = pf.matmul %a, %a {transpose_b} : (!A, !A) -> !A
+  return
+}
+
+// -----
+
+!A = !pf.global<4x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!V = !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @bias_axis(%a: !A, %b: !V) {
+  // expected-error @+2 {{'pf.bias_add' op axis 2 is out of range for shape [4, 8]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.bias_add %a, %b {axis = 2} : (!A, !V) -> !A
+  return
+}
+
+// -----
+
+!A = !pf.global<4x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!V = !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @bias_size(%a: !A, %b: !V) {
+  // expected-error @+2 {{'pf.bias_add' op bias of size 4 does not match axis 1 of size 8}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.bias_add %a, %b : (!A, !V) -> !A
+  return
+}
+
+// -----
+
+!A = !pf.global<4x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @bias_rank(%a: !A) {
+  // expected-error @+2 {{'pf.bias_add' op bias must have rank 1, got shape [4, 8]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.bias_add %a, %a : (!A, !A) -> !A
+  return
+}
+
+// -----
+
+!A = !pf.global<4x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!B = !pf.global<8x4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @add_shapes(%a: !A, %b: !B) {
+  // expected-error @+2 {{'pf.add' op operand shapes differ: [4, 8] vs [8, 4]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.add %a, %b : (!A, !B) -> !A
+  return
+}
+
+// -----
+
+!I = !pf.global<4xi64, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @relu_integer(%a: !I) {
+  // expected-error @+2 {{'pf.relu' op input must have a float element type, got 'i64'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.relu %a : (!I) -> !I
+  return
+}
+
+// -----
+
+!A = !pf.global<4x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @flatten_dims(%a: !A) {
+  // expected-error @+2 {{'pf.flatten' op start_dim 1 and end_dim 0 do not select axes of shape [4, 8]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.flatten %a {end_dim = 0} : (!A) -> !A
+  return
+}
+
+// -----
+
+!A = !pf.global<4x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @reshape_count(%a: !A) {
+  // expected-error @+1 {{'pf.reshape' op changes the element count: [4, 8] has 32, [4, 4] has 16}}
+  %y = pf.reshape %a : !A -> !pf.global<4x4xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+!A = !pf.global<4x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @reshape_placement(%a: !A) {
+  // expected-error @+1 {{'pf.reshape' op must keep element type and placement}}
+  %y = pf.reshape %a : !A -> !pf.global<32xf32, #pf.placement<"cpu", [1]>>
+  return
+}
+
+// -----
+
+!A = !pf.global<4x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @transpose_perm(%a: !A) {
+  // expected-error @+2 {{'pf.transpose' op perm [0, 0] is not a permutation of the axes of shape [4, 8]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.transpose %a {perm = array<i64: 0, 0>} : (!A) -> !A
+  return
+}
+
+// -----
+
+!L = !pf.global<4x10xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!Y = !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @ce_float_labels(%l: !L, %y: !Y) {
+  // expected-error @+2 {{'pf.softmax_cross_entropy' op labels must be integers, got 'f32'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %c = pf.softmax_cross_entropy %l, %y : (!L, !Y) -> !pf.global<f32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+!L = !pf.global<4x10xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!Y = !pf.global<8xi64, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @ce_batch(%l: !L, %y: !Y) {
+  // expected-error @+2 {{'pf.softmax_cross_entropy' op batch sizes differ: 4 logits rows vs 8 labels}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %c = pf.softmax_cross_entropy %l, %y : (!L, !Y) -> !pf.global<f32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+!L = !pf.global<4x10x2xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!Y = !pf.global<4xi64, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @ce_rank(%l: !L, %y: !Y) {
+  // expected-error @+2 {{'pf.softmax_cross_entropy' op logits must have rank 2, got shape [4, 10, 2]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %c = pf.softmax_cross_entropy %l, %y : (!L, !Y) -> !pf.global<f32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+!X = !pf.global<2x6x8x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!W = !pf.global<4x3x3x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @conv_groups(%x: !X, %w: !W) {
+  // expected-error @+2 {{'pf.conv2d' op groups 4 must divide the input channels 6 and the output channels 4}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.conv2d %x, %w {groups = 4} : (!X, !W) -> !pf.global<2x4x6x6xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+!X = !pf.global<2x6x8x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!W = !pf.global<4x3x3x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @conv_channels(%x: !X, %w: !W) {
+  // expected-error @+2 {{'pf.conv2d' op weight expects 3 input channels per group, the input has 6}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.conv2d %x, %w : (!X, !W) -> !pf.global<2x4x6x6xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+!X = !pf.global<2x3x8x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!W = !pf.global<4x3x3x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @conv_stride(%x: !X, %w: !W) {
+  // expected-error @+2 {{'pf.conv2d' op stride and dilation must be positive and padding non-negative}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.conv2d %x, %w {stride = array<i64: 0, 1>} : (!X, !W) -> !pf.global<2x4x6x6xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+!X = !pf.global<2x3x2x2xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!W = !pf.global<4x3x3x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @conv_fit(%x: !X, %w: !W) {
+  // expected-error @+2 {{'pf.conv2d' op kernel [3, 3] does not fit the padded input [2, 2]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.conv2d %x, %w : (!X, !W) -> !pf.global<2x4x1x1xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+!X = !pf.global<2x3x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!W = !pf.global<4x3x3x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @conv_rank(%x: !X, %w: !W) {
+  // expected-error @+2 {{'pf.conv2d' op input (NCHW) must have rank 4, got shape [2, 3, 8]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.conv2d %x, %w : (!X, !W) -> !pf.global<2x4x6x6xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+func.func @conv_dense_pair(%x: !pf.global<2x3x8x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.conv2d' op attribute 'stride' failed to satisfy constraint}}
+  %y = pf.conv2d %x, %x {stride = array<i64: 1, 1, 1>} : (!pf.global<2x3x8x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>, !pf.global<2x3x8x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<2x2x1x1xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+!X = !pf.global<2x3x8x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @pool_padding(%x: !X) {
+  // expected-error @+2 {{'pf.max_pool2d' op padding 2 must be between 0 and half the kernel size 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.max_pool2d %x {kernel = array<i64: 2, 2>, padding = array<i64: 2, 2>} : (!X) -> !pf.global<2x3x6x6xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+!X = !pf.global<2x3x2x2xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @pool_fit(%x: !X) {
+  // expected-error @+2 {{'pf.avg_pool2d' op kernel [3, 3] does not fit the padded input [2, 2]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.avg_pool2d %x {kernel = array<i64: 3, 3>} : (!X) -> !pf.global<2x3x1x1xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+!X = !pf.global<2x3x8x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @pool_kernel(%x: !X) {
+  // expected-error @+2 {{'pf.avg_pool2d' op kernel and stride must be positive}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.avg_pool2d %x {kernel = array<i64: 0, 2>} : (!X) -> !pf.global<2x3x1x1xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+!X = !pf.global<2x3x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @gap_rank(%x: !X) {
+  // expected-error @+2 {{'pf.global_avg_pool' op input (NCHW) must have rank 4, got shape [2, 3, 8]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = pf.global_avg_pool %x : (!X) -> !pf.global<2x3x1x1xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+!X = !pf.global<2x3x4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!C = !pf.global<3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @bn_rank(%x: !X, %c: !C) {
+  // expected-error @+2 {{'pf.batch_norm' op input must be [N, C] or [N, C, H, W], got shape [2, 3, 4]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y:3 = pf.batch_norm %x, %c, %c, %c, %c : (!X, !C, !C, !C, !C) -> (!X, !C, !C)
+  return
+}
+
+// -----
+
+!X = !pf.global<2x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!C = !pf.global<3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!D = !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @bn_stats(%x: !X, %c: !C, %d: !D) {
+  // expected-error @+2 {{'pf.batch_norm' op running_var must have shape [3], got [4]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y:3 = pf.batch_norm %x, %c, %c, %c, %d : (!X, !C, !C, !C, !D) -> (!X, !C, !C)
+  return
+}
+
+// -----
+
+func.func @not_global(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'pf.relu' op operand #0 must be global tensor, but got 'tensor<4xf32>'}}
+  %y = pf.relu %x : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}

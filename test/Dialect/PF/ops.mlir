@@ -1,0 +1,166 @@
+// RUN: pf-opt %s -split-input-file | pf-opt -split-input-file | FileCheck %s
+// RUN: pf-opt %s -split-input-file -mlir-print-op-generic | pf-opt -split-input-file | FileCheck %s
+
+// DESIGN.md's syntax example, verbatim inside a function.
+#P01 = #pf.placement<"cpu", [0, 1]>              // 1-D: ranks 0 and 1
+#P2D = #pf.placement<"cuda", [[0, 1], [2, 3]]>   // 2-D hierarchy, 2x2
+!X = !pf.global<16x784xf32, #P01, #pf.sbp<[S(0)]>>
+!W = !pf.global<512x784xf32, #P2D, #pf.sbp<[B, S(0)]>>   // n-D SBP: one entry per hierarchy dim
+// SBP entries: S(axis) | B | P   (P = partial sum)
+// Stage of an op: the discardable attribute  pf.stage = <int>
+// Explicit layout change (the user's to_global on a global tensor):
+func.func @design_example(%x: !X, %w: !W) -> !pf.global<16x784xf32, #P01, #pf.sbp<[B]>> {
+%y = pf.to_global %x : !X -> !pf.global<16x784xf32, #P01, #pf.sbp<[B]>>
+  return %y : !pf.global<16x784xf32, #P01, #pf.sbp<[B]>>
+}
+
+// CHECK-DAG: #[[CPU01:.*]] = #pf.placement<"cpu", [0, 1]>
+// CHECK-DAG: #[[CUDA2D:.*]] = #pf.placement<"cuda", {{\[}}[0, 1], [2, 3]]>
+// CHECK-LABEL: func.func @design_example
+// CHECK-SAME: (%[[X:.*]]: !pf.global<16x784xf32, #[[CPU01]], #pf.sbp<[S(0)]>>,
+// CHECK-SAME: %{{.*}}: !pf.global<512x784xf32, #[[CUDA2D]], #pf.sbp<[B, S(0)]>>)
+// CHECK: %[[Y:.*]] = pf.to_global %[[X]] : !pf.global<16x784xf32, #[[CPU01]], #pf.sbp<[S(0)]>> -> !pf.global<16x784xf32, #[[CPU01]], #pf.sbp<[B]>>
+// CHECK: return %[[Y]]
+
+// -----
+
+// Every attribute and type form.
+// CHECK-DAG: #pf.placement<"cpu", [3]>
+// CHECK-DAG: #pf.placement<"cuda", {{\[}}{{\[}}[0, 1], [2, 3]], {{\[}}[4, 5], [6, 7]]]>
+// CHECK-DAG: #pf.placement<"cpu", [5, 2, 7]>
+// CHECK-LABEL: func.func @types
+// CHECK-SAME: !pf.global<f32, #{{[a-z0-9_]+}}, #pf.sbp<[P]>>
+// CHECK-SAME: !pf.global<8x4x2xf16, #{{[a-z0-9_]+}}, #pf.sbp<[S(0), B, S(2)]>>
+// CHECK-SAME: !pf.global<6x9xbf16, #{{[a-z0-9_]+}}>
+// CHECK-SAME: !pf.global<12xi64, #{{[a-z0-9_]+}}, #pf.sbp<[S(0)]>>
+// CHECK-SAME: !pf.global<3xf64, #{{[a-z0-9_]+}}, #pf.sbp<[B]>>
+func.func @types(
+    %a: !pf.global<f32, #pf.placement<"cpu", [3]>, #pf.sbp<[P]>>,
+    %b: !pf.global<8x4x2xf16, #pf.placement<"cuda", [[[0, 1], [2, 3]], [[4, 5], [6, 7]]]>, #pf.sbp<[S(0), B, S(2)]>>,
+    %c: !pf.global<6x9xbf16, #pf.placement<"cpu", [3]>>,
+    %d: !pf.global<12xi64, #pf.placement<"cpu", [5, 2, 7]>, #pf.sbp<[S(0)]>>,
+    %e: !pf.global<3xf64, #pf.placement<"cpu", [5, 2, 7]>, #pf.sbp<[B]>>) {
+  return
+}
+
+// -----
+
+// Parameters: every initializer, buffers, reads and writes.
+!T = !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+// CHECK: pf.param @z : {{.*}} = #pf.init<zeros>
+// CHECK: pf.param @o : {{.*}} = #pf.init<ones> buffer
+// CHECK: pf.param @c : {{.*}} = #pf.init<constant(2.500000e-01)>
+// CHECK: pf.param @u : {{.*}} = #pf.init<uniform(-1.000000e-01, 2.000000e-01)>
+// CHECK: pf.param @n : {{.*}} = #pf.init<normal(0.000000e+00, 2.000000e-02)>
+// CHECK: pf.param @layer.0.weight : {{.*}} = #pf.init<kaiming_uniform(3)>
+pf.param @z : !T = #pf.init<zeros>
+pf.param @o : !T = #pf.init<ones> buffer
+pf.param @c : !T = #pf.init<constant(0.25)>
+pf.param @u : !T = #pf.init<uniform(-0.1, 0.2)>
+pf.param @n : !T = #pf.init<normal(0.0, 0.02)>
+pf.param @layer.0.weight : !T = #pf.init<kaiming_uniform(3)>
+
+// CHECK-LABEL: func.func @params
+// CHECK: %[[W:.*]] = pf.read_param @layer.0.weight : !pf.global<4x3xf32
+// CHECK: pf.write_param %[[W]] to @o : !pf.global<4x3xf32
+func.func @params() {
+  %w = pf.read_param @layer.0.weight : !T
+  pf.write_param %w to @o : !T
+  return
+}
+
+// -----
+
+#P = #pf.placement<"cpu", [0, 1]>
+// CHECK-LABEL: func.func @dense
+func.func @dense(%x: !pf.global<16x784xf32, #P, #pf.sbp<[S(0)]>>,
+                 %w: !pf.global<512x784xf32, #P, #pf.sbp<[B]>>,
+                 %b: !pf.global<512xf32, #P, #pf.sbp<[B]>>,
+                 %bx: !pf.global<4x8x16xf32, #P, #pf.sbp<[S(0)]>>,
+                 %bw: !pf.global<4x16x2xf32, #P, #pf.sbp<[S(0)]>>,
+                 %ta: !pf.global<784x16xf32, #P, #pf.sbp<[B]>>) {
+  // CHECK: %[[MM:.*]] = pf.matmul %{{.*}}, %{{.*}} {transpose_b} : (!pf.global<16x784xf32, {{.*}}>, !pf.global<512x784xf32, {{.*}}>) -> !pf.global<16x512xf32, #{{.*}}, #pf.sbp<[S(0)]>>
+  %h = pf.matmul %x, %w {transpose_b} : (!pf.global<16x784xf32, #P, #pf.sbp<[S(0)]>>, !pf.global<512x784xf32, #P, #pf.sbp<[B]>>) -> !pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>
+  // CHECK: %[[BA:.*]] = pf.bias_add %[[MM]], %{{.*}} : {{.*}} -> !pf.global<16x512xf32
+  %hb = pf.bias_add %h, %b : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>, !pf.global<512xf32, #P, #pf.sbp<[B]>>) -> !pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>
+  // CHECK: %[[R:.*]] = pf.relu %[[BA]] {pf.stage = 1 : i64}
+  %r = pf.relu %hb {pf.stage = 1} : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>) -> !pf.global<16x512xf32, #P>
+  // CHECK: %[[A:.*]] = pf.add %[[R]], %[[BA]] {pf.checkpoint}
+  %a = pf.add %r, %hb {pf.checkpoint} : (!pf.global<16x512xf32, #P>, !pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>) -> !pf.global<16x512xf32, #P>
+  // CHECK: pf.mul_scalar %[[A]] {scalar = 5.000000e-01 : f64}
+  %m = pf.mul_scalar %a {scalar = 0.5 : f64} : (!pf.global<16x512xf32, #P>) -> !pf.global<16x512xf32, #P>
+  // Batched matmul.
+  // CHECK: pf.matmul {{.*}} -> !pf.global<4x8x2xf32
+  %bm = pf.matmul %bx, %bw : (!pf.global<4x8x16xf32, #P, #pf.sbp<[S(0)]>>, !pf.global<4x16x2xf32, #P, #pf.sbp<[S(0)]>>) -> !pf.global<4x8x2xf32, #P, #pf.sbp<[S(0)]>>
+  // A 2-D rhs shared by every batch, and a transposed lhs.
+  // CHECK: pf.matmul {{.*}} -> !pf.global<4x8x784xf32
+  %sh = pf.matmul %bx, %ta {transpose_b} : (!pf.global<4x8x16xf32, #P, #pf.sbp<[S(0)]>>, !pf.global<784x16xf32, #P, #pf.sbp<[B]>>) -> !pf.global<4x8x784xf32, #P>
+  // CHECK: pf.matmul {{.*}} {transpose_a} {{.*}} -> !pf.global<16x16xf32
+  %tt = pf.matmul %ta, %ta {transpose_a} : (!pf.global<784x16xf32, #P, #pf.sbp<[B]>>, !pf.global<784x16xf32, #P, #pf.sbp<[B]>>) -> !pf.global<16x16xf32, #P>
+  return
+}
+
+// -----
+
+#P = #pf.placement<"cpu", [0]>
+// CHECK-LABEL: func.func @shapes
+func.func @shapes(%x: !pf.global<16x1x28x28xf32, #P, #pf.sbp<[B]>>) {
+  // CHECK: pf.flatten %{{.*}} : {{.*}} -> !pf.global<16x784xf32
+  %f = pf.flatten %x : (!pf.global<16x1x28x28xf32, #P, #pf.sbp<[B]>>) -> !pf.global<16x784xf32, #P>
+  // CHECK: pf.flatten %{{.*}} {end_dim = 2 : i64, start_dim = 0 : i64} : {{.*}} -> !pf.global<448x28xf32
+  %f2 = pf.flatten %x {start_dim = 0, end_dim = 2} : (!pf.global<16x1x28x28xf32, #P, #pf.sbp<[B]>>) -> !pf.global<448x28xf32, #P>
+  // CHECK: pf.reshape %{{.*}} : !pf.global<16x784xf32, #{{.*}}> -> !pf.global<16x28x28xf32
+  %r = pf.reshape %f : !pf.global<16x784xf32, #P> -> !pf.global<16x28x28xf32, #P>
+  // CHECK: pf.transpose %{{.*}} {perm = array<i64: 2, 0, 1>} : {{.*}} -> !pf.global<28x16x28xf32
+  %t = pf.transpose %r {perm = array<i64: 2, 0, 1>} : (!pf.global<16x28x28xf32, #P>) -> !pf.global<28x16x28xf32, #P>
+  return
+}
+
+// -----
+
+#P = #pf.placement<"cpu", [1]>
+// CHECK-LABEL: func.func @loss
+// CHECK: pf.softmax_cross_entropy %{{.*}}, %{{.*}} : (!pf.global<16x10xf32, {{.*}}>, !pf.global<16xi64, {{.*}}>) -> !pf.global<f32, #{{.*}}>
+func.func @loss(%logits: !pf.global<16x10xf32, #P, #pf.sbp<[B]>>, %labels: !pf.global<16xi64, #P, #pf.sbp<[B]>>) -> !pf.global<f32, #P> {
+  %l = pf.softmax_cross_entropy %logits, %labels : (!pf.global<16x10xf32, #P, #pf.sbp<[B]>>, !pf.global<16xi64, #P, #pf.sbp<[B]>>) -> !pf.global<f32, #P>
+  return %l : !pf.global<f32, #P>
+}
+
+// -----
+
+#P = #pf.placement<"cpu", [0]>
+// CHECK-LABEL: func.func @conv_pool_bn
+func.func @conv_pool_bn(%x: !pf.global<8x4x32x32xf32, #P, #pf.sbp<[B]>>,
+                        %w: !pf.global<16x2x3x3xf32, #P, #pf.sbp<[B]>>,
+                        %c: !pf.global<16xf32, #P, #pf.sbp<[B]>>) {
+  // CHECK: pf.conv2d %{{.*}}, %{{.*}} {dilation = array<i64: 2, 2>, groups = 2 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : {{.*}} -> !pf.global<8x16x15x15xf32
+  %y = pf.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, dilation = array<i64: 2, 2>, groups = 2} : (!pf.global<8x4x32x32xf32, #P, #pf.sbp<[B]>>, !pf.global<16x2x3x3xf32, #P, #pf.sbp<[B]>>) -> !pf.global<8x16x15x15xf32, #P>
+  // CHECK: pf.max_pool2d %{{.*}} {kernel = array<i64: 3, 3>, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : {{.*}} -> !pf.global<8x16x8x8xf32
+  %m = pf.max_pool2d %y {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (!pf.global<8x16x15x15xf32, #P>) -> !pf.global<8x16x8x8xf32, #P>
+  // CHECK: pf.avg_pool2d %{{.*}} {kernel = array<i64: 2, 2>} : {{.*}} -> !pf.global<8x16x4x4xf32
+  %a = pf.avg_pool2d %m {kernel = array<i64: 2, 2>} : (!pf.global<8x16x8x8xf32, #P>) -> !pf.global<8x16x4x4xf32, #P>
+  // CHECK: pf.global_avg_pool %{{.*}} : {{.*}} -> !pf.global<8x16x1x1xf32
+  %g = pf.global_avg_pool %a : (!pf.global<8x16x4x4xf32, #P>) -> !pf.global<8x16x1x1xf32, #P>
+  // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = pf.batch_norm %{{.*}} {epsilon = 1.000000e-03 : f64, momentum = 2.000000e-01 : f64} : {{.*}} -> (!pf.global<8x16x15x15xf32, {{.*}}>, !pf.global<16xf32, {{.*}}>, !pf.global<16xf32, {{.*}}>)
+  %n:3 = pf.batch_norm %y, %c, %c, %c, %c {epsilon = 1.0e-3, momentum = 0.2} : (!pf.global<8x16x15x15xf32, #P>, !pf.global<16xf32, #P, #pf.sbp<[B]>>, !pf.global<16xf32, #P, #pf.sbp<[B]>>, !pf.global<16xf32, #P, #pf.sbp<[B]>>, !pf.global<16xf32, #P, #pf.sbp<[B]>>) -> (!pf.global<8x16x15x15xf32, #P>, !pf.global<16xf32, #P>, !pf.global<16xf32, #P>)
+  return
+}
+
+// -----
+
+#P = #pf.placement<"cpu", [0, 1]>
+#Q = #pf.placement<"cpu", [2, 3]>
+// CHECK-LABEL: func.func @conversions
+func.func @conversions(%l: tensor<8x4xf32>) -> tensor<16x4xf32> {
+  // CHECK: %[[G:.*]] = pf.to_global %{{.*}} : tensor<8x4xf32> -> !pf.global<16x4xf32, #{{.*}}, #pf.sbp<[S(0)]>>
+  %g = pf.to_global %l : tensor<8x4xf32> -> !pf.global<16x4xf32, #P, #pf.sbp<[S(0)]>>
+  // CHECK: %[[M:.*]] = pf.to_global %[[G]] : {{.*}} -> !pf.global<16x4xf32, #{{.*}}, #pf.sbp<[B]>>
+  %m = pf.to_global %g : !pf.global<16x4xf32, #P, #pf.sbp<[S(0)]>> -> !pf.global<16x4xf32, #Q, #pf.sbp<[B]>>
+  // CHECK: %[[P:.*]] = pf.to_global %{{.*}} : tensor<8x4xf32> -> !pf.global<8x4xf32, #{{.*}}, #pf.sbp<[P]>>
+  %p = pf.to_global %l : tensor<8x4xf32> -> !pf.global<8x4xf32, #P, #pf.sbp<[P]>>
+  // CHECK: pf.to_local %[[M]] : !pf.global<16x4xf32, #{{.*}}, #pf.sbp<[B]>> -> tensor<16x4xf32>
+  %r = pf.to_local %m : !pf.global<16x4xf32, #Q, #pf.sbp<[B]>> -> tensor<16x4xf32>
+  // CHECK: pf.constant dense<{{.*}}> : tensor<2x2xf32> : !pf.global<2x2xf32
+  %c = pf.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32> : !pf.global<2x2xf32, #P, #pf.sbp<[B]>>
+  return %r : tensor<16x4xf32>
+}
