@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Builds PipeFlow and runs every test: lit (IR, tools), gtest (C++ API),
+# the runtime's MPI tests and the Python front end's pytest suite. Ends with
+# "tests: N passed, M failed" and exits non-zero if anything failed.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${PF_BUILD_DIR:-$root/build}
+"$root/scripts/setup.sh" || { echo "tests: 0 passed, 1 failed"; exit 1; }
+
+passed=0 failed=0
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+count() { # name passed failed
+  echo "== $1: $2 passed, $3 failed"
+  passed=$((passed + $2)) failed=$((failed + $3))
+}
+
+# lit: per-test result lines ("PASS: ...", "FAIL: ...").
+/usr/lib/llvm-22/bin/lit -v "$build/test" >"$log/lit" 2>&1
+grep -E "^(FAIL|XPASS|UNRESOLVED|TIMEOUT):" "$log/lit" || true
+count lit "$(grep -cE '^(PASS|XFAIL):' "$log/lit")" \
+  "$(grep -cE '^(FAIL|XPASS|UNRESOLVED|TIMEOUT):' "$log/lit")"
+
+# gtest.
+"$build/unittests/PFUnitTests" >"$log/gtest" 2>&1
+grep -E "^\[  FAILED  \] [A-Za-z]" "$log/gtest" || true
+count gtest "$(grep -cE '^\[       OK \]' "$log/gtest")" \
+  "$(grep -cE '^\[  FAILED  \] [A-Za-z]' "$log/gtest")"
+
+# Runtime tests under mpiexec.
+if [ -x "$root/runtime/test/run_tests.sh" ] && [ -d "$build/runtime" ]; then
+  "$root/runtime/test/run_tests.sh" "$build/runtime" >"$log/rt" 2>&1
+  grep -E "^FAIL" "$log/rt" || true
+  count runtime "$(grep -cE '^PASS' "$log/rt")" "$(grep -cE '^FAIL' "$log/rt")"
+fi
+
+# Python front end (Debian's python3: it has numpy and pytest).
+if [ -d "$root/test/python" ]; then
+  (cd "$root" && PF_OPT="$build/bin/pf-opt" PF_BUILD_DIR="$build" \
+    /usr/bin/python3 -m pytest -q -rf -p no:cacheprovider test/python) >"$log/py" 2>&1
+  tail -n 15 "$log/py" | grep -E "FAILED|ERROR" || true
+  summary=$(tail -n 1 "$log/py")
+  p=$(echo "$summary" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || echo 0)
+  f=$(echo "$summary" | grep -oE '[0-9]+ (failed|errors?)' | awk '{s += $1} END {print s + 0}')
+  [ -z "$p" ] && p=0
+  [ -z "$f" ] && f=0
+  if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then f=1; cat "$log/py"; fi
+  count pytest "$p" "$f"
+fi
+
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
