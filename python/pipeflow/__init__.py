@@ -19,6 +19,15 @@ from .tensor import (Size, Tensor, arange, empty, from_numpy, full, ones, rand, 
 
 __version__ = "0.1.0"
 
+__all__ = [
+    "BackendUnavailable", "CompileError", "CompilerNotFound", "Size", "Tensor", "add", "arange",
+    "bool", "config", "default_generator", "distributed", "double", "dtype", "empty", "env",
+    "flatten", "float", "float16", "float32", "float64", "from_numpy", "full", "half", "int",
+    "int8", "int32", "int64", "is_tensor", "long", "manual_seed", "matmul", "models", "mul", "nn",
+    "ones", "optim", "placement", "rand", "randint", "randn", "relu", "reshape", "sbp", "tensor",
+    "uint8", "zeros",
+]
+
 
 def flatten(x, start_dim=0, end_dim=-1):
     """Merges axes ``start_dim..end_dim`` (as ``torch.flatten``)."""

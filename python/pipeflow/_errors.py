@@ -37,3 +37,8 @@ class BackendUnavailable(NotImplementedError):
 
 class CompilerNotFound(RuntimeError):
     """The ``pf-opt`` compiler driver could not be found."""
+
+
+for _cls in (CompileError, BackendUnavailable, CompilerNotFound):
+    _cls.__module__ = "pipeflow"
+del _cls

@@ -16,7 +16,7 @@ def split_factors(shape, placement, sbp):
     """For every axis, the number of ranks it is split over."""
     factors = [1] * len(shape)
     for entry, extent in zip(sbp, placement.hierarchy):
-        if isinstance(entry, sbp_mod._Split):
+        if isinstance(entry, sbp_mod._Split) and entry.axis < len(shape):
             factors[entry.axis] *= extent
     return factors
 

@@ -200,7 +200,9 @@ class Tracer:
         buffer = not isinstance(tensor, Parameter)
         init = getattr(tensor, "_init", None) or ("#pf.init<zeros>" if buffer else None)
         if init is None:
-            raise CompileError.at(user_location(), f"parameter '{name}' has no initializer")
+            raise CompileError.at(
+                user_location(), f"parameter '{name}' has no initializer the compiler can reproduce",
+                ["initialise it with pipeflow.nn.init, e.g. nn.init.normal_(param, 0.0, 0.02)"])
         self.module.params[name] = ir.Param(name, type, init, buffer, getattr(tensor, "_loc", None))
         self.param_objects[name] = tensor
         value = self.emit("pf.read_param", [], [type], symbol=name).result
@@ -211,9 +213,6 @@ class Tracer:
         """``pf.write_param`` of a new value into a parameter or buffer."""
         self.value(tensor)
         self.emit("pf.write_param", [value], [], symbol=self.names[id(tensor)])
-
-    def ir_placement(self, tensor):
-        return self.resolve(tensor.placement)
 
 
 def to_global(tensor, placement, sbp):

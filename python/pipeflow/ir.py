@@ -8,7 +8,6 @@ prints it as MLIR text that ``pf-opt`` parses. Types mirror the dialect's
 import math
 import re
 
-from ._source import Location  # noqa: F401  (re-exported)
 
 _BARE_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_$.]*$")
 

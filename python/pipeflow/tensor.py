@@ -175,6 +175,9 @@ class Tensor:
         return self._shape[0]
 
     def __getitem__(self, index):
+        if self._node is not None:
+            from . import _trace
+            return _trace.unsupported("indexing a traced tensor")
         return Tensor._from_array(np.asarray(self._eager_value()[index]))
 
     def __bool__(self):

@@ -1,7 +1,7 @@
 """One rank of ``pipeflow.distributed.launch``: sets the rank variables from
 MPICH's and runs the script, recording its exit code and time for the launcher.
 
-Usage (by the launcher): ``python -m pipeflow.distributed._worker STATUS_DIR SCRIPT ARGS...``
+Usage (by the launcher): ``python .../pipeflow/distributed/_worker.py STATUS_DIR SCRIPT ARGS...``
 """
 
 import ctypes

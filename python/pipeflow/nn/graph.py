@@ -37,7 +37,6 @@ from .. import _trace
 from .. import compiler
 from .. import config as config_mod
 from .. import ir
-from .. import sbp as sbp_mod
 from .._errors import BackendUnavailable, CompileError
 from .._source import code_location, user_location
 from ..placement import placement as Placement
@@ -360,6 +359,23 @@ class Graph:
             sig.append((tuple(a.shape), a.dtype.name, a.placement, a.sbp))
         return tuple(sig)
 
+    def _fingerprint(self):
+        """Everything besides the inputs that tracing depends on (a changed
+        setting, module mode or parameter layout means tracing again)."""
+        cfg = self.config
+        modules = []
+        for name, module in self._modules.items():
+            modules.append((name, id(module)))
+            modules.extend((id(m), m.training) for m in module.modules())
+            for tensor in list(module.parameters()) + list(module.buffers()):
+                modules.append((id(tensor), tensor.placement, tensor.sbp, getattr(tensor, "_init", None)))
+        configs = tuple(sorted((key, c.stage_id, c.stage_placement, c.activation_checkpointing)
+                               for key, (_, c) in self._configs.items()))
+        settings = (cfg.gradient_accumulation_steps, cfg.pipeline_schedule, cfg.num_chunks,
+                    cfg.pipeline_stages, cfg.balance, config_mod.cuda_as_cpu_enabled())
+        optimizers = tuple((id(o), id(s)) for o, s, _ in self._optimizers)
+        return (tuple(modules), configs, settings, optimizers)
+
     def trace(self, *args):
         """Traces ``build`` on global tensors shaped like ``args``; returns a TracedGraph."""
         loc = user_location()
@@ -367,7 +383,7 @@ class Graph:
             if self._traced is None:
                 raise TypeError(f"{self.name} has not been traced yet: pass example inputs, e.g. graph.ir(x, y)")
             return self._traced
-        signature = self._signature(args, loc)
+        signature = (self._signature(args, loc), self._fingerprint())
         if self._traced is not None and self._traced.signature == signature:
             return self._traced
         names, module_names = self._naming()

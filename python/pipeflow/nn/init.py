@@ -6,8 +6,6 @@ same distribution from it with its counter-based generator.
 
 import math
 
-import numpy as np
-
 from .._random import default_generator
 from ..ir import format_float
 
@@ -56,7 +54,3 @@ def default_uniform_(tensor, fan_in):
     tensor._init = f"#pf.init<kaiming_uniform({int(fan_in)})>"
     return tensor
 
-
-def empty_parameter(*shape, dtype=np.float32):
-    from .parameter import Parameter
-    return Parameter(np.empty(shape, dtype=dtype))

@@ -190,9 +190,9 @@ func.func @constant_mismatch() {
 
 // -----
 
-func.func @to_global_without_sbp(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
-  // expected-error @+1 {{'pf.to_global' op result type '!pf.global<4xf32, #pf.placement<"cpu", [1]>>' needs an SBP: to_global fixes a layout}}
-  %y = pf.to_global %x : !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>> -> !pf.global<4xf32, #pf.placement<"cpu", [1]>>
+func.func @to_global_without_sbp(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'pf.to_global' op result type '!pf.global<4xf32, #pf.placement<"cpu", [1]>>' needs an SBP: the local data's layout must be given}}
+  %y = pf.to_global %x : tensor<4xf32> -> !pf.global<4xf32, #pf.placement<"cpu", [1]>>
   return
 }
 
@@ -565,5 +565,21 @@ func.func @bn_stats(%x: !X, %c: !C, %d: !D) {
 func.func @not_global(%x: tensor<4xf32>) {
   // expected-error @+1 {{'pf.relu' op operand #0 must be global tensor, but got 'tensor<4xf32>'}}
   %y = pf.relu %x : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @bad_phase(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.phase' must be one of "forward", "backward_input", "backward_weight", "recompute", "update"; got "sideways"}}
+  %r = pf.relu %x {pf.phase = "sideways"} : (!pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+func.func @bad_grad_of(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.grad_of' must be a symbol reference on a pf.param}}
+  %r = pf.relu %x {pf.grad_of = @w} : (!pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xf32, #pf.placement<"cpu", [0]>>
   return
 }

@@ -67,6 +67,25 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a unit attribute";
     return success();
   }
+  if (attr.getName() == getPhaseAttrName()) {
+    auto phase = dyn_cast<StringAttr>(attr.getValue());
+    if (!phase ||
+        !llvm::is_contained({"forward", "backward_input", "backward_weight",
+                             "recompute", "update"},
+                            phase.getValue()))
+      return op->emitError()
+             << "'" << getPhaseAttrName()
+             << "' must be one of \"forward\", \"backward_input\", "
+                "\"backward_weight\", \"recompute\", \"update\"; got "
+             << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == getGradOfAttrName()) {
+    if (!isa<FlatSymbolRefAttr>(attr.getValue()) || !isa<ParamOp>(op))
+      return op->emitError() << "'" << getGradOfAttrName()
+                             << "' must be a symbol reference on a pf.param";
+    return success();
+  }
   return op->emitError() << "unknown discardable attribute '"
                          << attr.getName().getValue()
                          << "' of the pf dialect";

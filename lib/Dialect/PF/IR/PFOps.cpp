@@ -8,8 +8,11 @@
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include "OpUtils.h"
+
 using namespace mlir;
 using namespace mlir::pf;
+using namespace mlir::pf::detail;
 
 #define GET_OP_CLASSES
 #include "pf/Dialect/PF/IR/PFOps.cpp.inc"
@@ -17,98 +20,6 @@ using namespace mlir::pf;
 //===----------------------------------------------------------------------===//
 // Helpers for result-type inference
 //===----------------------------------------------------------------------===//
-
-namespace {
-/// Shared checks of the ops whose result types are inferred. Every check
-/// emits a located error (when a location is known) and returns failure.
-class Inference {
-public:
-  Inference(std::optional<Location> loc, StringRef opName)
-      : loc(loc), opName(opName) {}
-
-  /// Emits "'pf.<op>' op <message>" at the op's location.
-  InFlightDiagnostic error() {
-    if (!loc)
-      return InFlightDiagnostic();
-    return mlir::emitError(*loc) << "'pf." << opName << "' op ";
-  }
-
-  /// The operand's global type, or an error if it has none.
-  FailureOr<GlobalType> global(Value v, StringRef what) {
-    auto t = dyn_cast<GlobalType>(v.getType());
-    if (!t) {
-      (void)(error() << what << " must be a global tensor, got "
-                     << v.getType());
-      return failure();
-    }
-    return t;
-  }
-
-  LogicalResult samePlacement(ArrayRef<GlobalType> types) {
-    for (GlobalType t : types.drop_front())
-      if (t.getPlacement() != types.front().getPlacement())
-        return error() << "operands must share one placement, got "
-                       << types.front().getPlacement() << " and "
-                       << t.getPlacement()
-                       << "; move one with pf.to_global";
-    return success();
-  }
-
-  LogicalResult sameElementType(GlobalType a, GlobalType b, StringRef what) {
-    if (a.getElementType() != b.getElementType())
-      return error() << what << " element types differ: "
-                     << a.getElementType() << " vs " << b.getElementType();
-    return success();
-  }
-
-  LogicalResult isFloat(GlobalType t, StringRef what) {
-    if (!isa<FloatType>(t.getElementType()))
-      return error() << what << " must have a float element type, got "
-                     << t.getElementType();
-    return success();
-  }
-
-  LogicalResult hasRank(GlobalType t, int64_t rank, StringRef what) {
-    if (t.getRank() != rank)
-      return error() << what << " must have rank " << rank << ", got shape "
-                     << shapeStr(t.getShape());
-    return success();
-  }
-
-  static std::string shapeStr(ArrayRef<int64_t> shape) {
-    std::string s = "[";
-    llvm::raw_string_ostream os(s);
-    llvm::interleaveComma(shape, os);
-    os << "]";
-    return s;
-  }
-
-private:
-  std::optional<Location> loc;
-  StringRef opName;
-};
-
-/// Result type with the operand's placement and no SBP yet: choosing the
-/// result layout is pf-infer-sbp's job.
-GlobalType resultLike(GlobalType t, ArrayRef<int64_t> shape) {
-  return GlobalType::get(t.getContext(), shape, t.getElementType(),
-                         t.getPlacement(), SBPAttr());
-}
-
-/// Result types are compatible with the inferred ones when shape, element
-/// type and placement agree; any SBP (or none) is allowed.
-bool compatibleGlobals(TypeRange inferred, TypeRange actual) {
-  if (inferred.size() != actual.size())
-    return false;
-  for (auto [a, b] : llvm::zip(inferred, actual)) {
-    auto ga = dyn_cast<GlobalType>(a);
-    auto gb = dyn_cast<GlobalType>(b);
-    if (!ga || !gb || !ga.isLayoutCompatibleWith(gb))
-      return false;
-  }
-  return true;
-}
-} // namespace
 
 #define PF_COMPATIBLE_RETURN_TYPES(OP)                                         \
   bool OP::isCompatibleReturnTypes(TypeRange l, TypeRange r) {                 \
@@ -194,10 +105,9 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
 LogicalResult ToGlobalOp::verify() {
   GlobalType result = getType();
-  if (!result.hasSBP())
-    return emitOpError() << "result type " << result
-                         << " needs an SBP: to_global fixes a layout";
   if (auto global = dyn_cast<GlobalType>(getInput().getType())) {
+    // Without a target SBP this is a move to another placement whose layout
+    // pf-infer-sbp decides (pf-autodiff emits such moves for gradients).
     if (global.getShape() != result.getShape() ||
         global.getElementType() != result.getElementType())
       return emitOpError() << "changes the logical tensor: " << global
@@ -206,6 +116,10 @@ LogicalResult ToGlobalOp::verify() {
                               "type";
     return success();
   }
+  if (!result.hasSBP())
+    return emitOpError() << "result type " << result
+                         << " needs an SBP: the local data's layout must be "
+                            "given";
   auto local = cast<RankedTensorType>(getInput().getType());
   SmallVector<int64_t> shard = result.getLocalShape();
   if (local.getElementType() != result.getElementType())
@@ -569,15 +483,6 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
 //===----------------------------------------------------------------------===//
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
-
-static int64_t windowOutput(int64_t in, int64_t kernel, int64_t stride,
-                            int64_t pad, int64_t dilation) {
-  int64_t span = dilation * (kernel - 1) + 1;
-  int64_t padded = in + 2 * pad;
-  if (padded < span)
-    return 0;
-  return (padded - span) / stride + 1;
-}
 
 LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor,

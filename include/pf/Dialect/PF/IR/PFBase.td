@@ -48,6 +48,16 @@ def PF_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getCheckpointAttrName() {
       return ::llvm::StringLiteral("pf.checkpoint");
     }
+    /// Name of the discardable string attribute that says which part of a
+    /// training step an op belongs to: forward (the default when absent),
+    /// backward_input, backward_weight, recompute or update.
+    static constexpr ::llvm::StringLiteral getPhaseAttrName() {
+      return ::llvm::StringLiteral("pf.phase");
+    }
+    /// On a gradient-buffer pf.param: the parameter whose gradient it holds.
+    static constexpr ::llvm::StringLiteral getGradOfAttrName() {
+      return ::llvm::StringLiteral("pf.grad_of");
+    }
   private:
     void registerAttributes();
     void registerTypes();

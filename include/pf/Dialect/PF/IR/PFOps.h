@@ -13,6 +13,7 @@
 #include "pf/Dialect/PF/IR/PFAttrs.h"
 #include "pf/Dialect/PF/IR/PFDialect.h"
 #include "pf/Dialect/PF/IR/PFTypes.h"
+#include "pf/Interfaces/AutodiffInterface.h"
 
 #define GET_OP_CLASSES
 #include "pf/Dialect/PF/IR/PFOps.h.inc"

@@ -9,6 +9,7 @@ include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "pf/Interfaces/AutodiffInterface.td"
 
 def PF_Global : DialectType<PF_Dialect,
     CPred<"::llvm::isa<::mlir::pf::GlobalType>($_self)">, "global tensor",
@@ -20,6 +21,13 @@ def PF_I64Pair : ConfinedAttr<DenseI64ArrayAttr, [DenseArrayCount<2>]>;
 // any SBP (or none), shape, element type and placement must match.
 class PF_InferredOp<string mnemonic, list<Trait> traits = []>
     : PF_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptorWithIsCompatible])> {
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+// A forward op with a reverse-mode gradient rule.
+class PF_DiffOp<string mnemonic, list<Trait> traits = []>
+    : PF_InferredOp<mnemonic, !listconcat(traits,
+        [DeclareOpInterfaceMethods<PF_AutodiffOpInterface>])> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
@@ -103,7 +111,8 @@ def PF_ConstantOp : PF_Op<"constant", [ConstantLike, Pure]> {
   let hasFolder = 1;
 }
 
-def PF_ToGlobalOp : PF_Op<"to_global", [Pure]> {
+def PF_ToGlobalOp : PF_Op<"to_global", [Pure,
+    DeclareOpInterfaceMethods<PF_AutodiffOpInterface>]> {
   let summary = "makes a local tensor global, or changes a global tensor's layout";
   let description = [{
     From a local `tensor`: each rank of the placement contributes its local
@@ -147,7 +156,7 @@ def PF_ToLocalOp : PF_Op<"to_local", [Pure]> {
 // Dense algebra and element-wise ops
 //===----------------------------------------------------------------------===//
 
-def PF_MatmulOp : PF_InferredOp<"matmul"> {
+def PF_MatmulOp : PF_DiffOp<"matmul"> {
   let summary = "matrix product, optionally transposed and batched";
   let description = [{
     `out = op(a) * op(b)` over the last two axes, where `op` transposes when
@@ -165,7 +174,7 @@ def PF_MatmulOp : PF_InferredOp<"matmul"> {
   let results = (outs PF_Global:$result);
 }
 
-def PF_BiasAddOp : PF_InferredOp<"bias_add"> {
+def PF_BiasAddOp : PF_DiffOp<"bias_add"> {
   let summary = "adds a 1-D bias along one axis";
   let description = [{
     `out[..., i, ...] = x[..., i, ...] + bias[i]` with `i` on `axis` (1 by
@@ -181,7 +190,7 @@ def PF_BiasAddOp : PF_InferredOp<"bias_add"> {
   let results = (outs PF_Global:$result);
 }
 
-def PF_AddOp : PF_InferredOp<"add", [Commutative]> {
+def PF_AddOp : PF_DiffOp<"add", [Commutative]> {
   let summary = "element-wise sum of two tensors of the same shape";
   let description = [{
     ```mlir
@@ -192,7 +201,7 @@ def PF_AddOp : PF_InferredOp<"add", [Commutative]> {
   let results = (outs PF_Global:$result);
 }
 
-def PF_MulScalarOp : PF_InferredOp<"mul_scalar"> {
+def PF_MulScalarOp : PF_DiffOp<"mul_scalar"> {
   let summary = "multiplies every element by a compile-time scalar";
   let description = [{
     ```mlir
@@ -205,7 +214,7 @@ def PF_MulScalarOp : PF_InferredOp<"mul_scalar"> {
   let hasCanonicalizer = 1;
 }
 
-def PF_ReluOp : PF_InferredOp<"relu"> {
+def PF_ReluOp : PF_DiffOp<"relu"> {
   let summary = "element-wise max(x, 0)";
   let description = [{
     ```mlir
@@ -220,7 +229,7 @@ def PF_ReluOp : PF_InferredOp<"relu"> {
 // Shape ops
 //===----------------------------------------------------------------------===//
 
-def PF_FlattenOp : PF_InferredOp<"flatten"> {
+def PF_FlattenOp : PF_DiffOp<"flatten"> {
   let summary = "merges the axes start_dim..end_dim into one (nn.Flatten)";
   let description = [{
     Defaults are those of `nn.Flatten`: `start_dim = 1`, `end_dim = -1`.
@@ -236,7 +245,8 @@ def PF_FlattenOp : PF_InferredOp<"flatten"> {
   let hasFolder = 1;
 }
 
-def PF_ReshapeOp : PF_Op<"reshape", [Pure]> {
+def PF_ReshapeOp : PF_Op<"reshape", [Pure,
+    DeclareOpInterfaceMethods<PF_AutodiffOpInterface>]> {
   let summary = "reinterprets the logical shape (row-major, same element count)";
   let description = [{
     ```mlir
@@ -251,7 +261,7 @@ def PF_ReshapeOp : PF_Op<"reshape", [Pure]> {
   let hasCanonicalizer = 1;
 }
 
-def PF_TransposeOp : PF_InferredOp<"transpose"> {
+def PF_TransposeOp : PF_DiffOp<"transpose"> {
   let summary = "permutes the axes: result axis i is input axis perm[i]";
   let description = [{
     ```mlir
@@ -269,7 +279,7 @@ def PF_TransposeOp : PF_InferredOp<"transpose"> {
 // Loss
 //===----------------------------------------------------------------------===//
 
-def PF_SoftmaxCrossEntropyOp : PF_InferredOp<"softmax_cross_entropy"> {
+def PF_SoftmaxCrossEntropyOp : PF_DiffOp<"softmax_cross_entropy"> {
   let summary = "mean softmax cross-entropy of logits against integer labels";
   let description = [{
     `loss = mean_n(logsumexp(logits[n, :]) - logits[n, labels[n]])`, a scalar,
@@ -289,7 +299,7 @@ def PF_SoftmaxCrossEntropyOp : PF_InferredOp<"softmax_cross_entropy"> {
 // Convolution, pooling, normalisation
 //===----------------------------------------------------------------------===//
 
-def PF_Conv2DOp : PF_InferredOp<"conv2d"> {
+def PF_Conv2DOp : PF_DiffOp<"conv2d"> {
   let summary = "2-D convolution, NCHW input, OIHW weight (no bias: use bias_add)";
   let description = [{
     `out[n, o, y, x] = sum_{c, i, j} in[n, g*C/G + c, y*s - p + i*d, x*s - p + j*d] * w[o, c, i, j]`
@@ -309,7 +319,7 @@ def PF_Conv2DOp : PF_InferredOp<"conv2d"> {
   let results = (outs PF_Global:$result);
 }
 
-class PF_Pool2DOp<string mnemonic, string what> : PF_InferredOp<mnemonic> {
+class PF_Pool2DOp<string mnemonic, string what> : PF_DiffOp<mnemonic> {
   let summary = what # " pooling over NCHW windows";
   let description = [{
     Windows of `kernel` size move by `stride` (the kernel size when absent)
@@ -358,7 +368,7 @@ def PF_AvgPool2DOp : PF_Pool2DOp<"avg_pool2d", "average"> {
   }];
 }
 
-def PF_GlobalAvgPoolOp : PF_InferredOp<"global_avg_pool"> {
+def PF_GlobalAvgPoolOp : PF_DiffOp<"global_avg_pool"> {
   let summary = "mean over the spatial axes: NCHW -> NC11 (AdaptiveAvgPool2d(1))";
   let description = [{
     ```mlir
@@ -370,7 +380,7 @@ def PF_GlobalAvgPoolOp : PF_InferredOp<"global_avg_pool"> {
   let results = (outs PF_Global:$result);
 }
 
-def PF_BatchNormOp : PF_InferredOp<"batch_norm"> {
+def PF_BatchNormOp : PF_DiffOp<"batch_norm"> {
   let summary = "batch normalisation in training mode, with running statistics";
   let description = [{
     Normalises each channel (axis 1 of an `[N, C]` or `[N, C, H, W]` input)
@@ -392,5 +402,8 @@ def PF_BatchNormOp : PF_InferredOp<"batch_norm"> {
   let results = (outs PF_Global:$result, PF_Global:$new_running_mean,
                  PF_Global:$new_running_var);
 }
+
+include "pf/Dialect/PF/IR/PFGradOps.td"
+include "pf/Dialect/PF/IR/PFOptimOps.td"
 
 #endif // PF_DIALECT_PF_IR_PFOPS_TD

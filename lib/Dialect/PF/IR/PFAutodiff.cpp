@@ -1,0 +1,268 @@
+//===- PFAutodiff.cpp - gradient rules of the pf ops ----------------------===//
+//
+// Each rule emits the backward ops of one forward op. Gradients carry no SBP
+// (pf-infer-sbp decides their layouts) except through layout changes, whose
+// gradient runs the reverse change with OneFlow's grad-SBP rule.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pf/Dialect/PF/IR/PFOps.h"
+
+using namespace mlir;
+using namespace mlir::pf;
+
+/// The type of a gradient of `v`: `v`'s logical type, layout undecided.
+static GlobalType gradType(Value v) {
+  return cast<GlobalType>(v.getType()).withSBP({});
+}
+
+LogicalResult MatmulOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  Value dc = resultGrads[0];
+  Location loc = getLoc();
+  Value a = getA(), bv = getB();
+  bool ta = getTransposeA(), tb = getTransposeB();
+  auto aType = cast<GlobalType>(a.getType());
+  auto bType = cast<GlobalType>(bv.getType());
+  if (!dc) {
+    operandGrads.append({Value(), Value()});
+    return success();
+  }
+  // A batched lhs with a shared 2-D rhs (x @ W over [batch, seq, features]).
+  bool shared = aType.getRank() > 2 && bType.getRank() == 2;
+  if (shared && ta)
+    return emitOpError("has no gradient rule for a transposed batched lhs "
+                       "with a shared 2-D rhs");
+
+  // dA: C = op(A) op(B). If !ta: dA = dC op(B)^T; else dA = op(B) dC^T.
+  Value da;
+  if (!ta)
+    da = MatmulOp::create(b, loc, gradType(a), dc, bv, /*transpose_a=*/false,
+                          /*transpose_b=*/!tb);
+  else
+    da = MatmulOp::create(b, loc, gradType(a), bv, dc, /*transpose_a=*/tb,
+                          /*transpose_b=*/true);
+
+  // dB: if !tb: dB = op(A)^T dC; else dB = dC^T op(A). With a shared rhs the
+  // batch axes are folded into the rows first, which sums over the batch.
+  Value lhs = a, grad = dc;
+  if (shared) {
+    auto dcType = cast<GlobalType>(dc.getType());
+    int64_t rows = aType.getNumElements() / aType.getShape().back();
+    lhs = ReshapeOp::create(
+        b, loc, aType.withSBP({}).withShape({rows, aType.getShape().back()}),
+        a);
+    grad = ReshapeOp::create(
+        b, loc, dcType.withSBP({}).withShape({rows, dcType.getShape().back()}),
+        dc);
+  }
+  Value db;
+  if (!tb)
+    db = MatmulOp::create(b, loc, gradType(bv), lhs, grad,
+                          /*transpose_a=*/!ta, /*transpose_b=*/false);
+  else
+    db = MatmulOp::create(b, loc, gradType(bv), grad, lhs,
+                          /*transpose_a=*/true, /*transpose_b=*/ta);
+  operandGrads.append({da, db});
+  return success();
+}
+
+LogicalResult BiasAddOp::buildGradient(OpBuilder &b,
+                                       ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy) {
+    operandGrads.append({Value(), Value()});
+    return success();
+  }
+  SmallVector<int64_t> axes;
+  for (int64_t i = 0, e = getType().getRank(); i < e; ++i)
+    if (i != getAxis())
+      axes.push_back(i);
+  Value db = ReduceSumOp::create(b, getLoc(), gradType(getBias()), dy, axes);
+  operandGrads.append({dy, db});
+  return success();
+}
+
+LogicalResult AddOp::buildGradient(OpBuilder &, ArrayRef<Value> resultGrads,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.append({resultGrads[0], resultGrads[0]});
+  return success();
+}
+
+LogicalResult MulScalarOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  operandGrads.push_back(
+      dy ? MulScalarOp::create(b, getLoc(), gradType(getInput()), dy,
+                               getScalarAttr())
+               .getResult()
+         : Value());
+  return success();
+}
+
+LogicalResult ReluOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  operandGrads.push_back(
+      dy ? ReluGradOp::create(b, getLoc(), gradType(getInput()), getResult(),
+                              dy)
+               .getResult()
+         : Value());
+  return success();
+}
+
+/// Shape ops: the gradient is the upstream gradient reshaped back.
+static Value reshapeBack(OpBuilder &b, Location loc, Value input, Value dy) {
+  if (!dy)
+    return {};
+  return ReshapeOp::create(b, loc, gradType(input), dy);
+}
+
+LogicalResult FlattenOp::buildGradient(OpBuilder &b,
+                                       ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(reshapeBack(b, getLoc(), getInput(), resultGrads[0]));
+  return success();
+}
+
+LogicalResult ReshapeOp::buildGradient(OpBuilder &b,
+                                       ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(reshapeBack(b, getLoc(), getInput(), resultGrads[0]));
+  return success();
+}
+
+LogicalResult TransposeOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy) {
+    operandGrads.push_back({});
+    return success();
+  }
+  ArrayRef<int64_t> perm = getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = i;
+  operandGrads.push_back(
+      TransposeOp::create(b, getLoc(), gradType(getInput()), dy, inverse));
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyOp::buildGradient(
+    OpBuilder &b, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  Value dl = resultGrads[0];
+  operandGrads.push_back(
+      dl ? SoftmaxCrossEntropyGradOp::create(b, getLoc(), gradType(getLogits()),
+                                             getLogits(), getLabels(), dl)
+               .getResult()
+         : Value());
+  operandGrads.push_back({}); // Integer labels take no gradient.
+  return success();
+}
+
+LogicalResult Conv2DOp::buildGradient(OpBuilder &b,
+                                      ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy) {
+    operandGrads.append({Value(), Value()});
+    return success();
+  }
+  Value dx = Conv2DGradInputOp::create(
+      b, getLoc(), gradType(getInput()), dy, getWeight(), getStrideAttr(),
+      getPaddingAttr(), getDilationAttr(), getGroupsAttr());
+  Value dw = Conv2DGradWeightOp::create(
+      b, getLoc(), gradType(getWeight()), getInput(), dy, getStrideAttr(),
+      getPaddingAttr(), getDilationAttr(), getGroupsAttr());
+  operandGrads.append({dx, dw});
+  return success();
+}
+
+LogicalResult MaxPool2DOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  operandGrads.push_back(
+      dy ? MaxPool2DGradOp::create(b, getLoc(), gradType(getInput()),
+                                   getInput(), dy, getKernelAttr(),
+                                   getStrideAttr(), getPaddingAttr())
+               .getResult()
+         : Value());
+  return success();
+}
+
+LogicalResult AvgPool2DOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  operandGrads.push_back(
+      dy ? AvgPool2DGradOp::create(b, getLoc(), gradType(getInput()), dy,
+                                   getKernelAttr(), getStrideAttr(),
+                                   getPaddingAttr())
+               .getResult()
+         : Value());
+  return success();
+}
+
+LogicalResult GlobalAvgPoolOp::buildGradient(
+    OpBuilder &b, ArrayRef<Value> resultGrads,
+    SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  operandGrads.push_back(
+      dy ? GlobalAvgPoolGradOp::create(b, getLoc(), gradType(getInput()), dy)
+               .getResult()
+         : Value());
+  return success();
+}
+
+LogicalResult BatchNormOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  // The updated running statistics are state, not differentiable outputs.
+  Value dy = resultGrads[0];
+  if (!dy) {
+    operandGrads.append(5, Value());
+    return success();
+  }
+  Value dx = BatchNormGradInputOp::create(b, getLoc(), gradType(getInput()),
+                                          getInput(), getGamma(), dy,
+                                          getEpsilonAttr());
+  auto params = BatchNormGradParamsOp::create(
+      b, getLoc(), gradType(getGamma()), gradType(getBeta()), getInput(), dy,
+      getEpsilonAttr());
+  operandGrads.append({dx, params.getGammaGrad(), params.getBetaGrad(),
+                       Value(), Value()});
+  return success();
+}
+
+/// OneFlow's grad-SBP rule: a value that was broadcast in the forward pass
+/// receives a partial-sum gradient (each consumer contributes an addend).
+static SBPAttr gradSBP(SBPAttr forward) {
+  if (!forward)
+    return {};
+  SmallVector<SBPDim> dims;
+  for (SBPDim d : forward.getDims())
+    dims.push_back(d.isBroadcast() ? SBPDim::partial() : d);
+  return SBPAttr::get(forward.getContext(), dims);
+}
+
+LogicalResult ToGlobalOp::buildGradient(OpBuilder &b,
+                                        ArrayRef<Value> resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  auto input = dyn_cast<GlobalType>(getInput().getType());
+  if (!input)
+    return emitOpError("has no gradient rule for a local input: the "
+                       "gradient of a local tensor is not defined");
+  if (!dy) {
+    operandGrads.push_back({});
+    return success();
+  }
+  GlobalType target = input.withSBP(gradSBP(input.getSbp()));
+  operandGrads.push_back(ToGlobalOp::create(b, getLoc(), target, dy));
+  return success();
+}

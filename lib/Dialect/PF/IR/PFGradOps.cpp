@@ -1,0 +1,349 @@
+//===- PFGradOps.cpp - backward and optimizer ops -------------------------===//
+
+#include "pf/Dialect/PF/IR/PFOps.h"
+
+#include "OpUtils.h"
+
+using namespace mlir;
+using namespace mlir::pf;
+using namespace mlir::pf::detail;
+
+#define PF_COMPATIBLE_RETURN_TYPES(OP)                                         \
+  bool OP::isCompatibleReturnTypes(TypeRange l, TypeRange r) {                 \
+    return compatibleGlobals(l, r);                                            \
+  }
+PF_COMPATIBLE_RETURN_TYPES(ReluGradOp)
+PF_COMPATIBLE_RETURN_TYPES(ReduceSumOp)
+PF_COMPATIBLE_RETURN_TYPES(SoftmaxCrossEntropyGradOp)
+PF_COMPATIBLE_RETURN_TYPES(BatchNormGradInputOp)
+PF_COMPATIBLE_RETURN_TYPES(BatchNormGradParamsOp)
+#undef PF_COMPATIBLE_RETURN_TYPES
+
+static StringRef shortName(StringRef opName) { return opName.drop_front(3); }
+
+LogicalResult ReluGradOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &results) {
+  Inference inf(loc, shortName(getOperationName()));
+  FailureOr<GlobalType> y = inf.global(adaptor.getOutput(), "output");
+  FailureOr<GlobalType> dy = inf.global(adaptor.getResultGrad(), "result_grad");
+  if (failed(y) || failed(dy) || failed(inf.samePlacement({*y, *dy})) ||
+      failed(inf.isFloat(*dy, "result_grad")) ||
+      failed(inf.sameElementType(*y, *dy, "operand")))
+    return failure();
+  if (y->getShape() != dy->getShape())
+    return inf.error() << "operand shapes differ: "
+                       << Inference::shapeStr(y->getShape()) << " vs "
+                       << Inference::shapeStr(dy->getShape());
+  results.push_back(resultLike(*dy, dy->getShape()));
+  return success();
+}
+
+LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  Inference inf(loc, shortName(getOperationName()));
+  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
+  if (failed(x) || failed(inf.isFloat(*x, "input")))
+    return failure();
+  SmallVector<bool> reduced(x->getRank(), false);
+  for (int64_t axis : adaptor.getAxes()) {
+    if (axis < 0 || axis >= x->getRank() || reduced[axis])
+      return inf.error() << "axes " << Inference::shapeStr(adaptor.getAxes())
+                         << " must be distinct axes of shape "
+                         << Inference::shapeStr(x->getShape());
+    reduced[axis] = true;
+  }
+  SmallVector<int64_t> shape;
+  for (auto [i, d] : llvm::enumerate(x->getShape()))
+    if (!reduced[i])
+      shape.push_back(d);
+  results.push_back(resultLike(*x, shape));
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  Inference inf(loc, shortName(getOperationName()));
+  FailureOr<GlobalType> logits = inf.global(adaptor.getLogits(), "logits");
+  FailureOr<GlobalType> labels = inf.global(adaptor.getLabels(), "labels");
+  FailureOr<GlobalType> dloss = inf.global(adaptor.getLossGrad(), "loss_grad");
+  if (failed(logits) || failed(labels) || failed(dloss) ||
+      failed(inf.samePlacement({*logits, *labels, *dloss})) ||
+      failed(inf.isFloat(*logits, "logits")) ||
+      failed(inf.hasRank(*logits, 2, "logits")) ||
+      failed(inf.hasRank(*labels, 1, "labels")) ||
+      failed(inf.hasRank(*dloss, 0, "loss_grad")) ||
+      failed(inf.sameElementType(*logits, *dloss, "logits and loss_grad")))
+    return failure();
+  if (!labels->getElementType().isSignlessInteger())
+    return inf.error() << "labels must be integers, got "
+                       << labels->getElementType();
+  if (labels->getShape()[0] != logits->getShape()[0])
+    return inf.error() << "batch sizes differ: " << logits->getShape()[0]
+                       << " logits rows vs " << labels->getShape()[0]
+                       << " labels";
+  results.push_back(resultLike(*logits, logits->getShape()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling gradients
+//===----------------------------------------------------------------------===//
+
+/// Common checks of the backward ops whose result type is given: every
+/// operand and the result are 4-D float tensors on one placement.
+static LogicalResult verifyNCHWGrad(Operation *op) {
+  Inference inf(op->getLoc(), shortName(op->getName().getStringRef()));
+  SmallVector<GlobalType> types;
+  for (Type t : llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes()))
+    types.push_back(cast<GlobalType>(t));
+  if (failed(inf.samePlacement(types)))
+    return failure();
+  for (GlobalType t : types)
+    if (failed(inf.isFloat(t, "every operand")) ||
+        failed(inf.hasRank(t, 4, "every operand and result (NCHW)")) ||
+        failed(inf.sameElementType(types.front(), t, "operand")))
+      return failure();
+  return success();
+}
+
+/// The spatial output of a window op applied to `in` must be `out`'s.
+static LogicalResult checkWindow(Operation *op, ArrayRef<int64_t> in,
+                                 ArrayRef<int64_t> kernel,
+                                 ArrayRef<int64_t> stride,
+                                 ArrayRef<int64_t> pad,
+                                 ArrayRef<int64_t> dilation,
+                                 ArrayRef<int64_t> out) {
+  for (int i = 0; i < 2; ++i) {
+    if (stride[i] < 1 || dilation[i] < 1 || pad[i] < 0 || kernel[i] < 1)
+      return op->emitOpError() << "window sizes, strides and dilations must "
+                                  "be positive and padding non-negative";
+    int64_t o = windowOutput(in[2 + i], kernel[i], stride[i], pad[i],
+                             dilation[i]);
+    if (o != out[2 + i])
+      return op->emitOpError()
+             << "forward input " << Inference::shapeStr(in)
+             << " gives a forward output of spatial size " << o
+             << " on axis " << 2 + i << ", not " << out[2 + i];
+  }
+  return success();
+}
+
+LogicalResult Conv2DGradInputOp::verify() {
+  if (failed(verifyNCHWGrad(*this)))
+    return failure();
+  ArrayRef<int64_t> dy = getResultGrad().getType().getShape(),
+                    w = getWeight().getType().getShape(),
+                    dx = getType().getShape();
+  int64_t g = getGroups();
+  if (g < 1 || dy[1] != w[0] || dx[1] != w[1] * g || dx[0] != dy[0] ||
+      w[0] % g != 0)
+    return emitOpError() << "channels do not match: dy "
+                         << Inference::shapeStr(dy) << ", weight "
+                         << Inference::shapeStr(w) << ", dx "
+                         << Inference::shapeStr(dx) << ", groups " << g;
+  return checkWindow(*this, dx, w.drop_front(2), getStride(), getPadding(),
+                     getDilation(), dy);
+}
+
+LogicalResult Conv2DGradWeightOp::verify() {
+  if (failed(verifyNCHWGrad(*this)))
+    return failure();
+  ArrayRef<int64_t> x = getInput().getType().getShape(),
+                    dy = getResultGrad().getType().getShape(),
+                    dw = getType().getShape();
+  int64_t g = getGroups();
+  if (g < 1 || dy[1] != dw[0] || x[1] != dw[1] * g || x[0] != dy[0] ||
+      dw[0] % g != 0)
+    return emitOpError() << "channels do not match: x "
+                         << Inference::shapeStr(x) << ", dy "
+                         << Inference::shapeStr(dy) << ", dw "
+                         << Inference::shapeStr(dw) << ", groups " << g;
+  return checkWindow(*this, x, dw.drop_front(2), getStride(), getPadding(),
+                     getDilation(), dy);
+}
+
+template <typename PoolGrad>
+static LogicalResult verifyPoolGrad(PoolGrad op, ArrayRef<int64_t> in) {
+  ArrayRef<int64_t> dy = op.getResultGrad().getType().getShape();
+  ArrayRef<int64_t> dx = op.getType().getShape();
+  if (dx != in || dx[0] != dy[0] || dx[1] != dy[1])
+    return op.emitOpError() << "shapes do not match: input "
+                            << Inference::shapeStr(in) << ", dy "
+                            << Inference::shapeStr(dy) << ", dx "
+                            << Inference::shapeStr(dx);
+  SmallVector<int64_t, 2> stride(op.getKernel());
+  if (auto s = op.getStride())
+    stride.assign(s->begin(), s->end());
+  return checkWindow(op, dx, op.getKernel(), stride, op.getPadding(), {1, 1},
+                     dy);
+}
+
+LogicalResult MaxPool2DGradOp::verify() {
+  if (failed(verifyNCHWGrad(*this)))
+    return failure();
+  return verifyPoolGrad(*this, getInput().getType().getShape());
+}
+
+LogicalResult AvgPool2DGradOp::verify() {
+  if (failed(verifyNCHWGrad(*this)))
+    return failure();
+  return verifyPoolGrad(*this, getType().getShape());
+}
+
+LogicalResult GlobalAvgPoolGradOp::verify() {
+  if (failed(verifyNCHWGrad(*this)))
+    return failure();
+  ArrayRef<int64_t> dy = getResultGrad().getType().getShape(),
+                    dx = getType().getShape();
+  if (dy[0] != dx[0] || dy[1] != dx[1] || dy[2] != 1 || dy[3] != 1)
+    return emitOpError() << "dy " << Inference::shapeStr(dy)
+                         << " must be [N, C, 1, 1] of dx "
+                         << Inference::shapeStr(dx);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Batch-norm gradients
+//===----------------------------------------------------------------------===//
+
+static FailureOr<GlobalType> checkBatchNormInput(Inference &inf, Value x,
+                                                 Value dy) {
+  FailureOr<GlobalType> xt = inf.global(x, "input");
+  FailureOr<GlobalType> dyt = inf.global(dy, "result_grad");
+  if (failed(xt) || failed(dyt) || failed(inf.samePlacement({*xt, *dyt})) ||
+      failed(inf.isFloat(*xt, "input")) ||
+      failed(inf.sameElementType(*xt, *dyt, "operand")))
+    return failure();
+  if (xt->getRank() != 2 && xt->getRank() != 4)
+    return inf.error() << "input must be [N, C] or [N, C, H, W], got shape "
+                       << Inference::shapeStr(xt->getShape());
+  if (xt->getShape() != dyt->getShape())
+    return inf.error() << "input and result_grad shapes differ";
+  return xt;
+}
+
+LogicalResult BatchNormGradInputOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  Inference inf(loc, shortName(getOperationName()));
+  FailureOr<GlobalType> x =
+      checkBatchNormInput(inf, adaptor.getInput(), adaptor.getResultGrad());
+  if (failed(x))
+    return failure();
+  FailureOr<GlobalType> gamma = inf.global(adaptor.getGamma(), "gamma");
+  if (failed(gamma) || failed(inf.samePlacement({*x, *gamma})))
+    return failure();
+  if (gamma->getShape() != ArrayRef<int64_t>{x->getShape()[1]})
+    return inf.error() << "gamma must have shape [" << x->getShape()[1]
+                       << "], got " << Inference::shapeStr(gamma->getShape());
+  results.push_back(resultLike(*x, x->getShape()));
+  return success();
+}
+
+LogicalResult BatchNormGradParamsOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  Inference inf(loc, shortName(getOperationName()));
+  FailureOr<GlobalType> x =
+      checkBatchNormInput(inf, adaptor.getInput(), adaptor.getResultGrad());
+  if (failed(x))
+    return failure();
+  results.push_back(resultLike(*x, {x->getShape()[1]}));
+  results.push_back(resultLike(*x, {x->getShape()[1]}));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer ops
+//===----------------------------------------------------------------------===//
+
+static bool isFloatScalar(Type t) {
+  auto g = dyn_cast<GlobalType>(t);
+  return g && g.getRank() == 0 && isa<FloatType>(g.getElementType());
+}
+
+LogicalResult ScalarInputOp::verify() {
+  if (!isFloatScalar(getType()))
+    return emitOpError() << "result must be a float scalar, got " << getType();
+  if (getName().empty())
+    return emitOpError() << "needs a non-empty name";
+  return success();
+}
+
+/// Parameter, gradient and state tensors share shape, element type and
+/// placement; hyper-parameter operands are float scalars on that placement.
+static LogicalResult verifyUpdateOperands(Operation *op, ValueRange tensors,
+                                          ValueRange scalars,
+                                          TypeRange results) {
+  auto param = cast<GlobalType>(tensors.front().getType());
+  for (Type t : llvm::concat<Type>(tensors.getTypes(), results)) {
+    auto g = cast<GlobalType>(t);
+    if (!g.isLayoutCompatibleWith(param))
+      return op->emitOpError()
+             << "parameter, gradient, state and results must share shape, "
+                "element type and placement: "
+             << param << " vs " << g;
+  }
+  for (Value s : scalars) {
+    if (!isFloatScalar(s.getType()))
+      return op->emitOpError()
+             << "hyper-parameter operands must be float scalars, got "
+             << s.getType();
+    if (cast<GlobalType>(s.getType()).getPlacement() != param.getPlacement())
+      return op->emitOpError() << "hyper-parameter on "
+                               << cast<GlobalType>(s.getType()).getPlacement()
+                               << " but the parameter is on "
+                               << param.getPlacement();
+  }
+  return success();
+}
+
+LogicalResult SGDUpdateOp::verify() {
+  double momentum = getMomentum().convertToDouble(),
+         dampening = getDampening().convertToDouble(),
+         decay = getWeightDecay().convertToDouble();
+  if (!(momentum >= 0.0))
+    return emitOpError() << "momentum must be >= 0, got " << momentum;
+  if (!(dampening >= 0.0 && dampening <= 1.0))
+    return emitOpError() << "dampening must be in [0, 1], got " << dampening;
+  if (!(decay >= 0.0))
+    return emitOpError() << "weight_decay must be >= 0, got " << decay;
+  if (getNesterov() && (momentum <= 0.0 || dampening != 0.0))
+    return emitOpError()
+           << "nesterov needs momentum > 0 and zero dampening";
+  bool hasState = static_cast<bool>(getMomentumBuffer());
+  if (hasState != (momentum != 0.0) || hasState != bool(getStep()) ||
+      hasState != bool(getNewMomentumBuffer()))
+    return emitOpError() << "momentum " << momentum
+                         << (momentum != 0.0 ? " needs" : " takes no")
+                         << " momentum buffer, step operand and new-buffer "
+                            "result";
+  SmallVector<Value> tensors = {getParam(), getGrad()};
+  SmallVector<Value> scalars = {getLr()};
+  if (hasState) {
+    tensors.push_back(getMomentumBuffer());
+    scalars.push_back(getStep());
+  }
+  return verifyUpdateOperands(*this, tensors, scalars, getResultTypes());
+}
+
+LogicalResult AdamUpdateOp::verify() {
+  double b1 = getBeta1().convertToDouble(), b2 = getBeta2().convertToDouble(),
+         eps = getEpsilon().convertToDouble(),
+         decay = getWeightDecay().convertToDouble();
+  if (!(b1 >= 0.0 && b1 < 1.0) || !(b2 >= 0.0 && b2 < 1.0))
+    return emitOpError() << "betas must be in [0, 1), got (" << b1 << ", "
+                         << b2 << ")";
+  if (!(eps >= 0.0))
+    return emitOpError() << "epsilon must be >= 0, got " << eps;
+  if (!(decay >= 0.0))
+    return emitOpError() << "weight_decay must be >= 0, got " << decay;
+  return verifyUpdateOperands(
+      *this, {getParam(), getGrad(), getExpAvg(), getExpAvgSq()},
+      {getLr(), getStep()}, getResultTypes());
+}

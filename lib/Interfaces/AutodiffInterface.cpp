@@ -1,0 +1,5 @@
+//===- AutodiffInterface.cpp - reverse-mode gradient rules ----------------===//
+
+#include "pf/Interfaces/AutodiffInterface.h"
+
+#include "pf/Interfaces/AutodiffInterface.cpp.inc"

@@ -1,0 +1,578 @@
+"""nn.Graph: tracing the seeds' programs to pf IR, verifying it, and located errors."""
+
+import hashlib
+import json
+import os
+import re
+
+import pytest
+
+import pipeflow as flow
+from pipeflow import compiler, config, nn
+from pipeflow.nn.graph import GraphModule
+from conftest import line_of
+
+HERE = os.path.abspath(__file__)
+B = [flow.sbp.broadcast]
+P0 = flow.placement("cpu", ranks=[0])
+P1 = flow.placement("cpu", ranks=[1])
+
+
+class Stage0Module(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.linear0 = nn.Linear(28 * 28, 512)
+        self.relu0 = nn.ReLU()
+
+    def forward(self, x):
+        out = self.flatten(x)
+        out = self.linear0(out)  # <-- linear0-call
+        out = self.relu0(out)
+        return out
+
+
+class Stage1Module(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear1 = nn.Linear(512, 512)
+        self.relu1 = nn.ReLU()
+        self.linear2 = nn.Linear(512, 10)
+        self.relu2 = nn.ReLU()
+
+    def forward(self, x):
+        out = self.linear1(x)
+        out = self.relu1(out)
+        out = self.linear2(out)
+        out = self.relu2(out)
+        return out
+
+
+class PipelineModule(nn.Module):
+    def __init__(self, p0=P0, p1=P1):
+        super().__init__()
+        self.p1 = p1
+        self.m_stage0 = Stage0Module()
+        self.m_stage1 = Stage1Module()
+        self.m_stage0.to_global(placement=p0, sbp=B)
+        self.m_stage1.to_global(placement=p1, sbp=B)
+
+    def forward(self, x):
+        out_stage0 = self.m_stage0(x)
+        in_stage1 = out_stage0.to_global(placement=self.p1, sbp=B)  # <-- stage-hand-over
+        return self.m_stage1(in_stage1)
+
+
+class PipelineGraph(nn.Graph):
+    def __init__(self, module, style="set_stage", accumulation=2, p0=P0, p1=P1):
+        super().__init__()
+        self.module_pipeline = module
+        if style == "set_stage":
+            self.module_pipeline.m_stage0.config.set_stage(stage_id=0, placement=p0)
+            self.module_pipeline.m_stage1.config.set_stage(stage_id=1, placement=p1)
+        elif style == "stage_id":
+            self.module_pipeline.m_stage0.config.stage_id = 0
+            self.module_pipeline.m_stage1.config.stage_id = 1
+        else:
+            self.module_pipeline.m_stage0.to(GraphModule).set_stage(stage_id=0, placement=p0)
+            self.module_pipeline.m_stage1.to(nn.graph.GraphModule).set_stage(stage_id=1, placement=p1)
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.config.set_gradient_accumulation_steps(accumulation)  # <-- accumulation
+        self.add_optimizer(flow.optim.SGD(module.parameters(), lr=0.001))
+
+    def build(self, x, y):
+        out = self.module_pipeline(x)
+        loss = self.loss_fn(out, y)  # <-- loss-call
+        loss.backward()
+        return loss
+
+
+def seed_inputs(batch=16, p0=P0, p1=P1):
+    x = flow.randn(batch, 1, 28, 28).to_global(p0, B)
+    y = flow.randint(0, 10, (batch,)).to_global(p1, B)
+    return x, y
+
+
+def type_text(value):
+    return value.type.text()
+
+
+# The seed pipeline -----------------------------------------------------------------
+
+def test_seed_pipeline_trace():
+    graph = PipelineGraph(PipelineModule())
+    traced = graph.trace(*seed_inputs())
+    ops = traced.ops
+    assert [op.name for op in ops] == [
+        "pf.flatten", "pf.read_param", "pf.matmul", "pf.read_param", "pf.bias_add", "pf.relu",
+        "pf.to_global",
+        "pf.read_param", "pf.matmul", "pf.read_param", "pf.bias_add", "pf.relu",
+        "pf.read_param", "pf.matmul", "pf.read_param", "pf.bias_add", "pf.relu",
+        "pf.softmax_cross_entropy"]
+    stages = [op.stage for op in ops]
+    hand_over = stages.index(None)
+    assert stages[:hand_over] == [0] * 6 and stages[hand_over + 1:] == [1] * 11
+    to_global = ops[hand_over]
+    assert to_global.operands[0] is ops[hand_over - 1].result
+    assert type_text(to_global.operands[0]) == '!pf.global<16x512xf32, #pf.placement<"cpu", [0]>>'
+    assert type_text(to_global.result) == '!pf.global<16x512xf32, #pf.placement<"cpu", [1]>, #pf.sbp<[B]>>'
+    assert to_global.loc.filename == HERE and to_global.loc.line == line_of(HERE, "stage-hand-over")
+    matmul = ops[2]
+    assert "transpose_b" in matmul.attrs and matmul.operands[1] is ops[1].result
+    assert matmul.loc.line == line_of(HERE, "linear0-call") and matmul.loc.col == 0
+    # compute results carry no SBP; inputs and parameters carry the user's
+    assert all(op.result.type.sbp is None for op in ops
+               if op.name not in ("pf.read_param", "pf.to_global"))
+    assert [type_text(a) for a in traced.function.args] == [
+        '!pf.global<16x1x28x28xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>',
+        '!pf.global<16xi64, #pf.placement<"cpu", [1]>, #pf.sbp<[B]>>']
+    assert traced.function.name == "train_step"
+    assert traced.function.results == [ops[-1].result]
+    assert type_text(ops[-1].result) == '!pf.global<f32, #pf.placement<"cpu", [1]>>'
+    assert ops[-1].loc.line == line_of(HERE, "loss-call")
+
+
+def test_seed_pipeline_params():
+    module = PipelineModule()
+    traced = PipelineGraph(module).trace(*seed_inputs())
+    params = traced.params
+    assert list(params) == [
+        "module_pipeline.m_stage0.linear0.weight", "module_pipeline.m_stage0.linear0.bias",
+        "module_pipeline.m_stage1.linear1.weight", "module_pipeline.m_stage1.linear1.bias",
+        "module_pipeline.m_stage1.linear2.weight", "module_pipeline.m_stage1.linear2.bias"]
+    w = params["module_pipeline.m_stage0.linear0.weight"]
+    assert w.type.text() == '!pf.global<512x784xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>'
+    assert w.init == "#pf.init<kaiming_uniform(784)>" and not w.buffer
+    assert params["module_pipeline.m_stage1.linear2.bias"].type.shape == (10,)
+    assert params["module_pipeline.m_stage1.linear2.bias"].init == "#pf.init<kaiming_uniform(512)>"
+    reads = [op.symbol for op in traced.ops if op.name == "pf.read_param"]
+    assert reads == list(params)
+
+
+def test_seed_pipeline_ir_text_verifies(verify):
+    graph = PipelineGraph(PipelineModule())
+    text = graph.ir(*seed_inputs())
+    assert text.count("pf.param @module_pipeline.") == 6
+    assert re.search(r'%\d+ = pf.to_global %\d+ : !pf.global<16x512xf32, #cpu_0> -> '
+                     r'!pf.global<16x512xf32, #cpu_1, #pf.sbp<\[B\]>> loc\(', text)
+    assert f'loc("{HERE}":{line_of(HERE, "linear0-call")}:0)' in text
+    assert "func.func @train_step(" in text and "return %" in text
+    out = verify(text)
+    assert "pf.softmax_cross_entropy" in out
+
+
+@pytest.mark.parametrize("style", ["stage_id", "graph_module"])
+def test_stage_config_spellings_agree(style):
+    reference = PipelineGraph(PipelineModule()).trace(*seed_inputs())
+    traced = PipelineGraph(PipelineModule(), style=style).trace(*seed_inputs())
+    assert [op.stage for op in traced.ops] == [op.stage for op in reference.ops]
+    assert [op.name for op in traced.ops] == [op.name for op in reference.ops]
+
+
+def test_printing_is_deterministic():
+    flow.manual_seed(1)
+    a = PipelineGraph(PipelineModule()).ir(*seed_inputs())
+    flow.manual_seed(2)
+    b = PipelineGraph(PipelineModule()).ir(*seed_inputs())
+    assert a == b
+
+
+def test_options_and_compile_cache(pf_opt):
+    graph = PipelineGraph(PipelineModule(), accumulation=4)
+    graph.config.set_pipeline_schedule("gpipe")
+    x, y = seed_inputs()
+    compiled = graph.compile(x, y)
+    with open(compiled.ir_path) as f:
+        text = f.read()
+    assert text == graph.ir(x, y)
+    with open(compiled.options_path) as f:
+        options = json.load(f)
+    assert options["gradient_accumulation_steps"] == 4 and options["pipeline"]["schedule"] == "gpipe"
+    assert [s["id"] for s in options["pipeline"]["stages"]] == [0, 1]
+    assert options["pipeline"]["stages"][1]["modules"] == ["module_pipeline.m_stage1"]
+    assert options["optimizers"][0]["type"] == "SGD"
+    assert options["optimizers"][0]["param_groups"][0]["params"][0] == "module_pipeline.m_stage0.linear0.weight"
+    key = hashlib.sha256(text.encode() + b"\0" + json.dumps(options, sort_keys=True).encode()).hexdigest()
+    assert compiled.key == key and os.path.basename(compiled.directory) == key[:32]
+    assert compiled.directory.startswith(config.cache_dir())
+    assert "pf.matmul" in compiled.verified_ir
+    assert graph.compile(x, y).directory == compiled.directory
+
+
+def test_calling_the_graph_needs_the_backend(pf_opt):
+    graph = PipelineGraph(PipelineModule())
+    with pytest.raises(flow.BackendUnavailable, match="CPU backend.*not built yet") as info:
+        graph(*seed_inputs())
+    assert isinstance(info.value, NotImplementedError)
+
+
+# Devices ---------------------------------------------------------------------------
+
+def test_cuda_needs_an_explicit_opt_in(monkeypatch, verify):
+    monkeypatch.setattr(config, "gpu_available", lambda: False)
+    c0 = flow.placement("cuda", [0])  # <-- cuda-placement
+    c1 = flow.placement("cuda", [1])
+    build = lambda: PipelineGraph(PipelineModule(c0, c1), p0=c0, p1=c1)
+    with pytest.raises(flow.CompileError, match="no GPU") as info:
+        build().ir(*seed_inputs(p0=c0, p1=c1))
+    assert info.value.filename == HERE and info.value.lineno == line_of(HERE, "cuda-placement")
+    assert "PIPEFLOW_CUDA_AS_CPU=1" in str(info.value)
+    flow.config.cuda_as_cpu(True)
+    text = build().ir(*seed_inputs(p0=c0, p1=c1))
+    assert '"cuda"' not in text and '#pf.placement<"cpu", [1]>' in text
+    verify(text)
+    flow.config.cuda_as_cpu(False)
+    monkeypatch.setenv("PIPEFLOW_CUDA_AS_CPU", "1")
+    with pytest.raises(flow.CompileError):
+        build().ir(*seed_inputs(p0=c0, p1=c1))
+    monkeypatch.setattr(config, "_cuda_as_cpu", None)
+    assert '"cuda"' not in build().ir(*seed_inputs(p0=c0, p1=c1))
+
+
+# Other models and layouts ----------------------------------------------------------
+
+class ConvBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(2)
+        self.avg = nn.AvgPool2d(2, stride=1)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        x = self.pool(self.bn(self.conv(x)).relu())
+        x = self.gap(self.avg(x))
+        return self.fc(x.flatten(1))
+
+
+class SimpleGraph(nn.Graph):
+    def __init__(self, model, optimizer=True):
+        super().__init__()
+        self.model = model
+        self.loss_fn = nn.CrossEntropyLoss()
+        if optimizer:
+            self.add_optimizer(flow.optim.Adam(model.parameters(), lr=1e-3))
+
+    def build(self, x, y):
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        return loss
+
+
+def test_conv_batchnorm_graph(verify):
+    model = ConvBlock().to_global(P0, B)
+    x = flow.randn(4, 3, 16, 16).to_global(P0, B)
+    y = flow.randint(0, 10, (4,)).to_global(P0, B)
+    traced = SimpleGraph(model).trace(x, y)
+    names = [op.name for op in traced.ops]
+    assert names.count("pf.conv2d") == 1 and names.count("pf.batch_norm") == 1
+    conv = traced.ops[names.index("pf.conv2d")]
+    assert tuple(conv.attrs["stride"]) == (2, 2) and tuple(conv.attrs["padding"]) == (1, 1)
+    assert conv.result.type.shape == (4, 8, 8, 8)
+    assert traced.ops[names.index("pf.conv2d") + 2].name == "pf.bias_add"  # after the bias read
+    bn = traced.ops[names.index("pf.batch_norm")]
+    assert len(bn.results) == 3
+    writes = [op for op in traced.ops if op.name == "pf.write_param"]
+    assert [w.symbol for w in writes] == ["model.bn.running_mean", "model.bn.running_var"]
+    assert writes[0].operands[0] is bn.results[1] and writes[1].operands[0] is bn.results[2]
+    assert traced.params["model.bn.running_var"].buffer
+    assert traced.params["model.bn.running_var"].init == "#pf.init<ones>"
+    assert traced.params["model.bn.weight"].init == "#pf.init<ones>"
+    avg = traced.ops[names.index("pf.avg_pool2d")]
+    assert tuple(avg.attrs["stride"]) == (1, 1) and avg.result.type.shape == (4, 8, 3, 3)
+    assert traced.ops[names.index("pf.global_avg_pool")].result.type.shape == (4, 8, 1, 1)
+    text = traced.text()
+    assert re.search(r"%\d+:3 = pf.batch_norm", text)
+    assert "= #pf.init<zeros> buffer" in text
+    verify(text)
+
+
+def test_activation_checkpointing_marks_module_ops(verify):
+    model = PipelineModule()
+    graph = PipelineGraph(model)
+    graph.module_pipeline.m_stage1.config.activation_checkpointing = True
+    traced = graph.trace(*seed_inputs())
+    marked = {op.stage for op in traced.ops if "pf.checkpoint" in op.attrs}
+    assert marked == {1}
+    assert all("pf.checkpoint" in op.attrs for op in traced.ops
+               if op.stage == 1 and op.name not in ("pf.read_param", "pf.softmax_cross_entropy"))
+    assert traced.options["activation_checkpointing"] == ["module_pipeline.m_stage1"]
+    verify(traced.text())
+
+
+def test_resnet50_two_stage_pipeline(verify):
+    resnet = flow.models.resnet50(num_classes=10)
+    seq = resnet.exec_seq()
+
+    class TwoStages(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stage0 = nn.Sequential(*seq[:6]).to_global(P0, B)
+            self.stage1 = nn.Sequential(*seq[6:]).to_global(P1, B)
+
+        def forward(self, x):
+            return self.stage1(self.stage0(x).to_global(P1, B))
+
+    graph = SimpleGraph(TwoStages())
+    graph.model.stage0.config.set_stage(0, P0)
+    graph.model.stage1.config.set_stage(1, P1)
+    graph.config.set_gradient_accumulation_steps(4)
+    x = flow.randn(64, 3, 32, 32).to_global(P0, B)
+    y = flow.randint(0, 10, (64,)).to_global(P1, B)
+    traced = graph.trace(x, y)
+    names = [op.name for op in traced.ops]
+    assert names.count("pf.conv2d") == 53 and names.count("pf.batch_norm") == 53
+    assert names.count("pf.write_param") == 106 and names.count("pf.add") == 16
+    assert names.count("pf.to_global") == 1
+    assert {op.stage for op in traced.ops if op.name != "pf.to_global"} == {0, 1}
+    assert len(traced.params) == 161 + 106
+    verify(traced.text())
+
+
+def test_hybrid_parallel_layouts(verify):
+    p01 = flow.placement("cpu", [0, 1])
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU())
+    head = nn.Linear(512, 10)
+    model.to_global(p01, flow.sbp.broadcast)
+    head.to_global(p01, flow.sbp.split(0))
+
+    class Hybrid(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.body, self.head = model, head
+            self.loss_fn = nn.CrossEntropyLoss()
+
+        def build(self, x, y):
+            h = self.body(x).to_global(p01, flow.sbp.broadcast)
+            loss = self.loss_fn(self.head(h), y)
+            loss.backward()
+            return loss
+
+    x = flow.randn(8, 1, 28, 28).to_global(p01, flow.sbp.split(0))
+    y = flow.randint(0, 10, (16,)).to_global(p01, flow.sbp.broadcast)
+    traced = Hybrid().trace(x, y)
+    assert traced.params["head.weight"].type.sbp == ("S(0)",)
+    assert traced.params["body.1.weight"].type.sbp == ("B",)
+    assert traced.function.args[0].type.shape == (16, 1, 28, 28)
+    assert traced.function.args[0].type.sbp == ("S(0)",)
+    verify(traced.text())
+
+
+def test_nd_placement_graph(verify):
+    mesh = flow.placement("cpu", [[0, 1], [2, 3]])
+    model = nn.Linear(8, 4).to_global(mesh, [flow.sbp.broadcast, flow.sbp.split(0)])
+    graph = SimpleGraph(model, optimizer=False)
+    x = flow.randn(4, 8).to_global(mesh, [flow.sbp.split(0), flow.sbp.broadcast])
+    y = flow.randint(0, 4, (8,)).to_global(mesh, [flow.sbp.broadcast, flow.sbp.broadcast])
+    text = graph.ir(x, y)
+    assert "#cpu_2x2_0_1_2_3 = #pf.placement<\"cpu\", [[0, 1], [2, 3]]>" in text
+    assert "!pf.global<4x8xf32, #cpu_2x2_0_1_2_3, #pf.sbp<[B, S(0)]>>" in text
+    verify(text)
+
+
+def test_inference_graph_without_backward(verify):
+    class Infer(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = flow.models.mlp().to_global(P0, B)
+
+        def build(self, x):
+            return self.model(x)
+
+    traced = Infer().trace(flow.randn(2, 1, 28, 28).to_global(P0, B))
+    assert traced.function.name == "forward" and traced.options["training"] is False
+    verify(traced.text())
+
+
+# Errors at the user's line -------------------------------------------------------
+
+class WrongWidth(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(784, 10)
+
+    def forward(self, x):
+        return self.linear(x)  # <-- wrong-width
+
+
+def test_error_linear_in_features():
+    graph = SimpleGraph(WrongWidth().to_global(P0, B))
+    x = flow.randn(16, 1, 28, 28).to_global(P0, B)
+    y = flow.randint(0, 10, (16,)).to_global(P0, B)
+    with pytest.raises(flow.CompileError, match="in_features=784") as info:
+        graph.ir(x, y)
+    err = info.value
+    assert err.filename == HERE and err.lineno == line_of(HERE, "wrong-width")
+    assert str(err).startswith(f"{HERE}:{err.lineno}: error:")
+
+
+class CyclicModule(PipelineModule):
+    def forward(self, x):
+        out0 = self.m_stage0(x)
+        out1 = self.m_stage1(out0.to_global(placement=self.p1, sbp=B))
+        back = out1.to_global(placement=P0, sbp=B)
+        return self.m_stage0.relu0(back)  # <-- cycle
+
+
+def test_error_stage_cycle():
+    graph = PipelineGraph(CyclicModule())
+    graph.module_pipeline.m_stage0.relu0.config.set_stage(0)
+    with pytest.raises(flow.CompileError, match="stage cycle") as info:
+        graph.ir(*seed_inputs())
+    assert info.value.filename == HERE and info.value.lineno == line_of(HERE, "cycle")
+    assert "later stage 1" in info.value.message
+
+
+def test_error_micro_batches_do_not_divide_batch():
+    graph = PipelineGraph(PipelineModule(), accumulation=3)
+    with pytest.raises(flow.CompileError, match="3 micro-batches.*batch size 16") as info:
+        graph.ir(*seed_inputs())
+    assert info.value.filename == HERE and info.value.lineno == line_of(HERE, "accumulation")
+
+
+def test_error_micro_batch_split_over_ranks():
+    p01 = flow.placement("cpu", [0, 1])
+    graph = SimpleGraph(nn.Linear(4, 3).to_global(p01, B), optimizer=False)
+    graph.config.set_gradient_accumulation_steps(4)  # <-- accumulation-split
+    x = flow.randn(3, 4).to_global(p01, flow.sbp.split(0))
+    y = flow.randint(0, 3, (6,)).to_global(p01, B)
+    with pytest.raises(flow.CompileError, match="cannot share evenly|do not divide") as info:
+        graph.ir(x, y)
+    assert info.value.lineno == line_of(HERE, "accumulation-split")
+
+
+def test_error_interleaved_needs_multiple_of_stages(verify):
+    graph = PipelineGraph(PipelineModule(), accumulation=3)
+    graph.config.set_pipeline_schedule("interleaved-1f1b", num_chunks=1)  # <-- interleaved
+    with pytest.raises(flow.CompileError, match="multiple of the number of pipeline stages") as info:
+        graph.ir(*seed_inputs(batch=12))
+    assert info.value.filename == HERE and info.value.lineno == line_of(HERE, "interleaved")
+    ok = PipelineGraph(PipelineModule(), accumulation=4)
+    ok.config.set_pipeline_schedule("interleaved-1f1b")
+    verify(ok.ir(*seed_inputs()))
+    with pytest.raises(ValueError, match="interleaved"):
+        ok.config.set_pipeline_schedule("1f1b", num_chunks=2)
+    with pytest.raises(ValueError, match="unknown pipeline schedule"):
+        ok.config.set_pipeline_schedule("pipedream")
+
+
+class NoHandOver(PipelineModule):
+    def forward(self, x):
+        return self.m_stage1(self.m_stage0(x))  # <-- no-hand-over
+
+
+def test_error_missing_to_global_between_stages():
+    with pytest.raises(flow.CompileError, match="stage 1 on .*but its input is on") as info:
+        PipelineGraph(NoHandOver()).ir(*seed_inputs())
+    assert info.value.lineno == line_of(HERE, "no-hand-over")
+
+
+def test_error_local_inputs_and_parameters():
+    graph = PipelineGraph(PipelineModule())
+    x, y = seed_inputs()
+    with pytest.raises(flow.CompileError, match="local tensor") as info:
+        graph.ir(flow.randn(16, 1, 28, 28), y)  # <-- local-input
+    assert info.value.lineno == line_of(HERE, "local-input")
+    local_model = flow.models.mlp()
+    with pytest.raises(flow.CompileError, match="parameter 'model.linear0.weight' is a local tensor"):
+        SimpleGraph(local_model).ir(x, y.to_global(P0, B))
+
+
+class DropoutModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.1)
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(self.drop(x))  # <-- dropout
+
+
+def test_error_dropout_not_supported_yet(verify):
+    model = DropoutModel().to_global(P0, B)
+    x = flow.randn(2, 4).to_global(P0, B)
+    y = flow.randint(0, 2, (2,)).to_global(P0, B)
+    with pytest.raises(flow.CompileError, match="Dropout.*not supported yet") as info:
+        SimpleGraph(model).ir(x, y)
+    assert info.value.lineno == line_of(HERE, "dropout")
+    model.drop.eval()
+    verify(SimpleGraph(model).ir(x, y))
+
+
+def test_error_backward_on_a_non_scalar():
+    class Bad(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2).to_global(P0, B)
+
+        def build(self, x):
+            out = self.fc(x)
+            out.backward()  # <-- non-scalar
+            return out
+
+    with pytest.raises(flow.CompileError, match="scalar loss") as info:
+        Bad().ir(flow.randn(2, 4).to_global(P0, B))
+    assert info.value.lineno == line_of(HERE, "non-scalar")
+
+
+def test_pf_opt_diagnostics_map_to_user_lines(pf_opt, tmp_path):
+    user_file = str(tmp_path / "my model: v1.py")
+    text = (
+        'func.func @f(%a: !pf.global<4x8xf32, #pf.placement<"cpu", [0]>>, '
+        '%b: !pf.global<3x5xf32, #pf.placement<"cpu", [0]>>) -> !pf.global<4x3xf32, #pf.placement<"cpu", [0]>> {\n'
+        '  %0 = pf.matmul %a, %b {transpose_b} : (!pf.global<4x8xf32, #pf.placement<"cpu", [0]>>, '
+        '!pf.global<3x5xf32, #pf.placement<"cpu", [0]>>) -> !pf.global<4x3xf32, #pf.placement<"cpu", [0]>> '
+        f'loc("{user_file}":42:0)\n'
+        '  return %0 : !pf.global<4x3xf32, #pf.placement<"cpu", [0]>>\n}\n')
+    with pytest.raises(flow.CompileError, match="contraction sizes differ") as info:
+        compiler.compile_ir(text, {"test": True})
+    assert info.value.filename == user_file and info.value.lineno == 42
+    with pytest.raises(flow.CompileError, match="internal error") as info:
+        compiler.compile_ir("func.func @f( {\n", {"test": True})
+    assert info.value.filename.endswith("graph.mlir") and info.value.lineno == 1
+
+
+def test_find_pf_opt_honours_environment(monkeypatch, pf_opt, tmp_path):
+    monkeypatch.setenv("PF_OPT", pf_opt)
+    assert compiler.find_pf_opt() == os.path.abspath(pf_opt)
+    monkeypatch.setenv("PF_OPT", str(tmp_path / "missing"))
+    with pytest.raises(flow.CompilerNotFound, match="PF_OPT"):
+        compiler.find_pf_opt()
+
+
+def test_optimizer_must_belong_to_the_graph():
+    stray = nn.Linear(2, 2)
+    graph = PipelineGraph(PipelineModule())
+    graph.add_optimizer(flow.optim.SGD(stray.parameters(), lr=0.1))  # <-- stray-optimizer
+    with pytest.raises(flow.CompileError, match="belongs to no module") as info:
+        graph.ir(*seed_inputs())
+    assert info.value.lineno == line_of(HERE, "stray-optimizer")
+
+
+def test_changed_settings_trace_again():
+    graph = PipelineGraph(PipelineModule())
+    x, y = seed_inputs()
+    first = graph.trace(x, y)
+    assert graph.trace(x, y) is first  # same inputs and settings: cached
+    graph.module_pipeline.m_stage1.config.activation_checkpointing = True
+    second = graph.trace(x, y)
+    assert second is not first and any("pf.checkpoint" in op.attrs for op in second.ops)
+    graph.config.set_gradient_accumulation_steps(3)
+    with pytest.raises(flow.CompileError, match="do not divide"):
+        graph.trace(x, y)
+    graph.config.set_gradient_accumulation_steps(4)
+    assert graph.trace(x, y).options["gradient_accumulation_steps"] == 4
+    assert graph.trace() is graph.trace(x, y)
+
+
+def test_error_placement_beyond_the_job(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    p3 = flow.placement("cpu", [3])  # <-- rank-beyond
+    model = nn.Linear(4, 2).to_global(p3, B)
+    x = flow.randn(2, 4).to_global(p3, B)
+    y = flow.randint(0, 2, (2,)).to_global(p3, B)
+    with pytest.raises(flow.CompileError, match="uses rank 3 but the job has only 2 processes") as info:
+        SimpleGraph(model).ir(x, y)
+    assert info.value.lineno == line_of(HERE, "rank-beyond")
