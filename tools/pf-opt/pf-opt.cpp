@@ -3,10 +3,12 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "pf/Dialect/PF/Transforms/Passes.h"
 #include "pf/InitAllDialects.h"
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
+  mlir::pf::registerPFPasses();
   mlir::DialectRegistry registry;
   mlir::pf::registerAllDialects(registry);
   return mlir::asMainReturnCode(

@@ -31,7 +31,7 @@ def PF_SGDUpdateOp : PF_Op<"sgd_update", [Pure, AttrSizedOperandSegments]> {
 
     ```mlir
     %p2 = pf.sgd_update %p, %g, %lr : (!W, !W, !pf.global<f32, #P, #pf.sbp<[B]>>) -> !W
-    %p3, %b3 = pf.sgd_update %p, %g, %lr, %buf, %step {momentum = 0.9 : f64}
+    %p3, %b3 = pf.sgd_update %p, %g, %lr momentum_state(%buf, %step) {momentum = 0.9 : f64}
         : (!W, !W, !S, !W, !S) -> (!W, !W)
     ```
   }];
@@ -43,7 +43,10 @@ def PF_SGDUpdateOp : PF_Op<"sgd_update", [Pure, AttrSizedOperandSegments]> {
                    DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
                    UnitAttr:$nesterov);
   let results = (outs PF_Global:$new_param, Optional<PF_Global>:$new_momentum_buffer);
-  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = [{
+    $param `,` $grad `,` $lr (`momentum_state` `(` $momentum_buffer^ `,` $step `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 

@@ -1,0 +1,65 @@
+//===- Passes.td - PipeFlow passes -------------------------*- tablegen -*-===//
+
+#ifndef PF_DIALECT_PF_TRANSFORMS_PASSES_TD
+#define PF_DIALECT_PF_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AutodiffPass : Pass<"pf-autodiff", "::mlir::ModuleOp"> {
+  let summary = "builds the reverse-mode gradient of a loss w.r.t. every parameter";
+  let description = [{
+    For every function whose first result is a scalar float loss, appends the
+    backward pass before its return: gradients flow from `1/m` (with `m`
+    accumulation steps, so that summing the micro-batch gradients gives the
+    gradient of the mean loss) through each op's gradient rule
+    (`AutodiffOpInterface`). Each trainable parameter gets a gradient buffer
+    `@<name>.grad` (`pf.grad_of = @<name>`, zero-initialised) to which the
+    step adds its gradient; `pf-optimizer` consumes and clears it.
+
+    Backward ops take their forward op's `pf.stage` and a `pf.phase`:
+    `backward_input` for work on the path to activation gradients ("B"),
+    `backward_weight` for work that only feeds parameter gradients ("W"),
+    `recompute` for forward ops marked `pf.checkpoint` that are recomputed
+    instead of kept.
+
+    ```mlir
+    // pf-opt --pf-autodiff="accumulation-steps=2"
+    ```
+  }];
+  let options = [
+    Option<"accumulationSteps", "accumulation-steps", "int64_t", "1",
+           "micro-batches per step: the loss gradient is seeded with 1/m">,
+    Option<"wrtInputs", "wrt-inputs", "bool", "false",
+           "also return the gradients w.r.t. the function's inputs">
+  ];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
+def OptimizerPass : Pass<"pf-optimizer", "::mlir::ModuleOp"> {
+  let summary = "appends the parameter updates of SGD, Adam or AdamW";
+  let description = [{
+    After `pf-autodiff`: for every gradient buffer, reads the parameter and
+    its gradient, applies the update (phase `update`, on the parameter's
+    stage), writes the parameter and the optimizer state back and clears the
+    gradient buffer. Optimizer state (momentum buffers, Adam moments) are
+    `buffer` parameters with their parameter's type and layout. The learning
+    rate (`"lr"`) and the 1-based step count (`"step"`) are run-time scalars
+    (`pf.scalar_input`), so learning-rate schedules need no recompile.
+  }];
+  let options = [
+    Option<"kind", "kind", "std::string", "\"sgd\"", "sgd, adam or adamw">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,
+    Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "double", "-1.0",
+           "weight decay (default: 0 for SGD and Adam, 0.01 for AdamW)">,
+    Option<"beta1", "beta1", "double", "0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "Adam beta2">,
+    Option<"epsilon", "eps", "double", "1.0e-8", "Adam epsilon">,
+    Option<"biasCorrection", "bias-correction", "bool", "true",
+           "Adam bias correction">
+  ];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
+#endif // PF_DIALECT_PF_TRANSFORMS_PASSES_TD

@@ -1,0 +1,370 @@
+//===- Autodiff.cpp - reverse-mode autodiff of a training step ------------===//
+
+#include "pf/Dialect/PF/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+#define DEBUG_TYPE "pf-autodiff"
+
+namespace mlir::pf {
+#define GEN_PASS_DEF_AUTODIFFPASS
+#include "pf/Dialect/PF/Transforms/Passes.h.inc"
+} // namespace mlir::pf
+
+using namespace mlir;
+using namespace mlir::pf;
+
+namespace {
+
+constexpr StringLiteral kBackwardInput = "backward_input";
+constexpr StringLiteral kBackwardWeight = "backward_weight";
+constexpr StringLiteral kRecompute = "recompute";
+
+/// A parameter read, possibly moved to another layout or reshaped: gradients
+/// flowing into it are weight-gradient ("W") work.
+bool isParamDerived(Value v) {
+  Operation *def = v.getDefiningOp();
+  while (def) {
+    if (isa<ReadParamOp>(def))
+      return true;
+    if (!isa<ToGlobalOp, ReshapeOp, FlattenOp, TransposeOp>(def) ||
+        !isa<GlobalType>(def->getOperand(0).getType()))
+      return false;
+    def = def->getOperand(0).getDefiningOp();
+  }
+  return false;
+}
+
+void setPhase(Operation *op, StringRef phase) {
+  op->setAttr(PFDialect::getPhaseAttrName(),
+              StringAttr::get(op->getContext(), phase));
+}
+
+void copyStage(Operation *from, Operation *to) {
+  if (Attribute stage = from->getAttr(PFDialect::getStageAttrName()))
+    to->setAttr(PFDialect::getStageAttrName(), stage);
+}
+
+class FunctionDifferentiator {
+public:
+  FunctionDifferentiator(func::FuncOp func, int64_t steps, bool wrtInputs)
+      : func(func), steps(steps), wrtInputs(wrtInputs) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult differentiate(Operation *op, OpBuilder &b);
+  /// The value to use in the backward pass for forward value `v`: a
+  /// recomputed clone if `v` comes from a checkpointed op.
+  Value recompute(Value v, OpBuilder &b);
+  void accumulate(Value forward, Value grad, OpBuilder &b, Operation *from);
+  LogicalResult finishParams(OpBuilder &b);
+  LogicalResult finishInputs(OpBuilder &b, func::ReturnOp ret);
+
+  func::FuncOp func;
+  int64_t steps;
+  bool wrtInputs;
+  DenseMap<Value, Value> grads;
+  DenseMap<Value, Value> recomputed;
+  /// Per parameter: its gradient so far and the read that defines its stage.
+  llvm::MapVector<StringAttr, std::pair<Value, ReadParamOp>> paramGrads;
+};
+
+LogicalResult FunctionDifferentiator::run() {
+  if (!func.getBody().hasOneBlock())
+    return func.emitOpError("pf-autodiff expects a single-block function");
+  Block &block = func.getBody().front();
+  auto ret = dyn_cast<func::ReturnOp>(block.getTerminator());
+  if (!ret || ret.getNumOperands() == 0)
+    return func.emitOpError("pf-autodiff expects the loss as the first result");
+  Value loss = ret.getOperand(0);
+  auto lossType = dyn_cast<GlobalType>(loss.getType());
+  if (!lossType || lossType.getRank() != 0 ||
+      !isa<FloatType>(lossType.getElementType()))
+    return ret.emitOpError("the loss (first result) must be a scalar float "
+                           "global tensor, got ")
+           << loss.getType();
+
+  // The ops that the loss depends on: only they get gradients.
+  llvm::SetVector<Operation *> needed;
+  SmallVector<Value> worklist = {loss};
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || !needed.insert(def))
+      continue;
+    llvm::append_range(worklist, def->getOperands());
+  }
+
+  // Trainable parameters that do not reach the loss.
+  llvm::SmallDenseSet<StringAttr> reaching, warned;
+  for (Operation *op : needed)
+    if (auto read = dyn_cast<ReadParamOp>(op))
+      reaching.insert(read.getParamAttr().getAttr());
+  SymbolTableCollection symbols;
+  for (auto read : block.getOps<ReadParamOp>()) {
+    StringAttr name = read.getParamAttr().getAttr();
+    auto param = symbols.lookupNearestSymbolFrom<ParamOp>(read, read.getParamAttr());
+    if (param && !param.getBuffer() && !reaching.contains(name) &&
+        warned.insert(name).second)
+      read.emitWarning() << "parameter " << read.getParamAttr()
+                         << " does not reach the loss; it gets no gradient";
+  }
+
+  OpBuilder b(ret);
+  // Seed: d(loss / m) / d(loss) = 1 / m, so that summing the micro-batches'
+  // gradients gives the gradient of the mean loss.
+  auto seedType = RankedTensorType::get({}, lossType.getElementType());
+  auto seedValue = DenseElementsAttr::get(
+      seedType, FloatAttr::get(lossType.getElementType(), 1.0 / steps));
+  auto seed =
+      ConstantOp::create(b, loss.getLoc(), lossType.withSBP({}), seedValue);
+  if (Operation *def = loss.getDefiningOp())
+    copyStage(def, seed);
+  setPhase(seed, kBackwardInput);
+  grads[loss] = seed;
+
+  SmallVector<Operation *> forward;
+  for (Operation &op : block.without_terminator())
+    if (needed.contains(&op))
+      forward.push_back(&op);
+  for (Operation *op : llvm::reverse(forward))
+    if (failed(differentiate(op, b)))
+      return failure();
+  if (failed(finishParams(b)))
+    return failure();
+  if (wrtInputs && failed(finishInputs(b, ret)))
+    return failure();
+  // Gradients that reach neither a parameter nor a requested input (e.g. of
+  // the data input) are dead: drop them.
+  SmallVector<Operation *> backward;
+  for (Operation &op : block.without_terminator())
+    if (op.hasAttr(PFDialect::getPhaseAttrName()))
+      backward.push_back(&op);
+  for (Operation *op : llvm::reverse(backward))
+    if (isOpTriviallyDead(op))
+      op->erase();
+  return success();
+}
+
+Value FunctionDifferentiator::recompute(Value v, OpBuilder &b) {
+  Operation *def = v.getDefiningOp();
+  if (!def || !def->hasAttr(PFDialect::getCheckpointAttrName()))
+    return v;
+  if (Value done = recomputed.lookup(v))
+    return done;
+  IRMapping mapping;
+  for (Value operand : def->getOperands())
+    mapping.map(operand, recompute(operand, b));
+  Operation *clone = b.clone(*def, mapping);
+  clone->removeAttr(PFDialect::getCheckpointAttrName());
+  setPhase(clone, kRecompute);
+  for (auto [from, to] : llvm::zip(def->getResults(), clone->getResults()))
+    recomputed[from] = to;
+  return recomputed.lookup(v);
+}
+
+void FunctionDifferentiator::accumulate(Value forward, Value grad,
+                                        OpBuilder &b, Operation *from) {
+  Value &slot = grads[forward];
+  if (!slot) {
+    slot = grad;
+    return;
+  }
+  auto sum = AddOp::create(b, from->getLoc(), slot, grad);
+  copyStage(from, sum);
+  setPhase(sum, isParamDerived(forward) ? kBackwardWeight : kBackwardInput);
+  slot = sum;
+}
+
+LogicalResult FunctionDifferentiator::differentiate(Operation *op,
+                                                    OpBuilder &b) {
+  SmallVector<Value> resultGrads;
+  for (Value r : op->getResults())
+    resultGrads.push_back(grads.lookup(r));
+  if (llvm::all_of(resultGrads, [](Value g) { return !g; }))
+    return success();
+
+  if (auto read = dyn_cast<ReadParamOp>(op)) {
+    auto &entry = paramGrads[read.getParamAttr().getAttr()];
+    if (!entry.first) {
+      entry = {resultGrads[0], read};
+    } else {
+      auto sum = AddOp::create(b, op->getLoc(), entry.first, resultGrads[0]);
+      copyStage(op, sum);
+      setPhase(sum, kBackwardWeight);
+      entry.first = sum;
+    }
+    return success();
+  }
+
+  if (!isa<AutodiffOpInterface>(op))
+    return op->emitOpError()
+           << "has no gradient rule; pf-autodiff cannot differentiate "
+              "through it";
+
+  // With checkpointing, the rule sees a copy of the op whose operands (and,
+  // if the op itself is checkpointed, results) are recomputed.
+  Operation *target = op;
+  bool temporary = false;
+  if (op->hasAttr(PFDialect::getCheckpointAttrName())) {
+    target = recompute(op->getResult(0), b).getDefiningOp();
+  } else if (llvm::any_of(op->getOperands(), [&](Value v) {
+               return recompute(v, b) != v;
+             })) {
+    IRMapping mapping;
+    for (Value operand : op->getOperands())
+      mapping.map(operand, recompute(operand, b));
+    target = b.clone(*op, mapping);
+    temporary = true;
+  }
+
+  Operation *marker = b.getInsertionPoint() == b.getBlock()->begin()
+                          ? nullptr
+                          : &*std::prev(b.getInsertionPoint());
+  SmallVector<Value> operandGrads;
+  if (failed(cast<AutodiffOpInterface>(target).buildGradient(b, resultGrads,
+                                                             operandGrads)))
+    return failure();
+  if (temporary) {
+    // The op's own forward results serve the backward; drop the copy.
+    target->replaceAllUsesWith(op->getResults());
+    if (marker == target)
+      marker = target->getPrevNode();
+    target->erase();
+  }
+  assert(operandGrads.size() == op->getNumOperands() &&
+         "gradient rule must return one gradient per operand");
+
+  // Tag the new ops: stage from the forward op; input-gradient work ("B")
+  // is whatever feeds the gradient of a non-parameter operand.
+  SmallVector<Operation *> created;
+  for (Operation *it = marker ? marker->getNextNode()
+                              : &b.getBlock()->front();
+       it && it != &*b.getInsertionPoint(); it = it->getNextNode())
+    created.push_back(it);
+  llvm::SmallPtrSet<Operation *, 8> createdSet(created.begin(), created.end());
+  llvm::SmallPtrSet<Operation *, 8> inputWork;
+  for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads))
+    if (grad && !isParamDerived(operand))
+      if (Operation *def = grad.getDefiningOp(); def && createdSet.contains(def))
+        inputWork.insert(def);
+  for (Operation *c : llvm::reverse(created)) {
+    if (!inputWork.contains(c))
+      continue;
+    for (Value operand : c->getOperands())
+      if (Operation *def = operand.getDefiningOp();
+          def && createdSet.contains(def))
+        inputWork.insert(def);
+  }
+  for (Operation *c : created) {
+    copyStage(op, c);
+    setPhase(c, inputWork.contains(c) ? kBackwardInput : kBackwardWeight);
+  }
+
+  for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads))
+    if (grad)
+      accumulate(operand, grad, b, op);
+  return success();
+}
+
+LogicalResult FunctionDifferentiator::finishParams(OpBuilder &b) {
+  auto module = func->getParentOfType<ModuleOp>();
+  SymbolTable table(module);
+  for (auto &[name, entry] : paramGrads) {
+    auto [grad, read] = entry;
+    auto param = table.lookup<ParamOp>(name);
+    if (!param || param.getBuffer())
+      continue; // Buffers (running statistics) are not trained.
+    std::string bufferName = (name.getValue() + ".grad").str();
+    auto bufferType = param.getGlobalType();
+    // Forward-broadcast parameters accumulate partial-sum gradients: the
+    // data-parallel all-reduce then happens once, when the update reads it.
+    if (SBPAttr sbp = bufferType.getSbp()) {
+      SmallVector<SBPDim> dims;
+      for (SBPDim d : sbp.getDims())
+        dims.push_back(d.isBroadcast() ? SBPDim::partial() : d);
+      bufferType = bufferType.withSBP(SBPAttr::get(sbp.getContext(), dims));
+    }
+    auto gradParam = table.lookup<ParamOp>(bufferName);
+    if (!gradParam) {
+      OpBuilder mb(param);
+      mb.setInsertionPointAfter(param);
+      gradParam = ParamOp::create(
+          mb, param.getLoc(), mb.getStringAttr(bufferName), TypeAttr::get(bufferType),
+          InitAttr::get(param.getContext(), InitKind::Zeros, APFloat(0.0),
+                        APFloat(0.0)),
+          /*buffer=*/mb.getUnitAttr());
+      gradParam->setAttr(PFDialect::getGradOfAttrName(),
+                         FlatSymbolRefAttr::get(name));
+      table.insert(gradParam);
+    } else if (gradParam.getType() != TypeAttr::get(bufferType).getValue()) {
+      return gradParam.emitOpError()
+             << "is in the way of the gradient buffer of " << name;
+    }
+    auto old = ReadParamOp::create(b, read.getLoc(), bufferType,
+                                   FlatSymbolRefAttr::get(gradParam));
+    auto sum = AddOp::create(b, read.getLoc(), old, grad);
+    auto write = WriteParamOp::create(b, read.getLoc(), sum,
+                                      FlatSymbolRefAttr::get(gradParam));
+    for (Operation *op : {old.getOperation(), sum.getOperation(),
+                          write.getOperation()}) {
+      copyStage(read, op);
+      setPhase(op, kBackwardWeight);
+    }
+  }
+  return success();
+}
+
+LogicalResult FunctionDifferentiator::finishInputs(OpBuilder &b,
+                                                   func::ReturnOp ret) {
+  SmallVector<Value> results(ret.getOperands());
+  for (BlockArgument arg : func.getArguments()) {
+    auto type = dyn_cast<GlobalType>(arg.getType());
+    if (!type || !isa<FloatType>(type.getElementType()))
+      continue; // Integer inputs (labels) have no gradient.
+    Value grad = grads.lookup(arg);
+    if (!grad) {
+      auto zeroType = RankedTensorType::get(type.getShape(),
+                                            type.getElementType());
+      auto zero = ConstantOp::create(
+          b, arg.getLoc(), type.withSBP({}),
+          DenseElementsAttr::get(zeroType,
+                                 FloatAttr::get(type.getElementType(), 0.0)));
+      setPhase(zero, kBackwardInput);
+      grad = zero;
+    }
+    results.push_back(grad);
+  }
+  ret->setOperands(results);
+  func.setFunctionType(FunctionType::get(
+      func.getContext(), func.getArgumentTypes(), ValueRange(results).getTypes()));
+  return success();
+}
+
+struct AutodiffPass : public pf::impl::AutodiffPassBase<AutodiffPass> {
+  using AutodiffPassBase::AutodiffPassBase;
+
+  void runOnOperation() override {
+    if (accumulationSteps < 1) {
+      getOperation().emitError()
+          << "pf-autodiff: accumulation-steps must be >= 1, got "
+          << accumulationSteps;
+      return signalPassFailure();
+    }
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal() || func.getNumResults() == 0)
+        continue;
+      FunctionDifferentiator diff(func, accumulationSteps, wrtInputs);
+      if (failed(diff.run()))
+        return signalPassFailure();
+    }
+  }
+};
+} // namespace

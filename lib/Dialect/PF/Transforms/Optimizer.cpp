@@ -1,0 +1,221 @@
+//===- Optimizer.cpp - parameter updates of SGD and Adam(W) ---------------===//
+
+#include "pf/Dialect/PF/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+
+#define DEBUG_TYPE "pf-optimizer"
+
+namespace mlir::pf {
+#define GEN_PASS_DEF_OPTIMIZERPASS
+#include "pf/Dialect/PF/Transforms/Passes.h.inc"
+} // namespace mlir::pf
+
+using namespace mlir;
+using namespace mlir::pf;
+
+namespace {
+
+struct OptimizerPass : public pf::impl::OptimizerPassBase<OptimizerPass> {
+  using OptimizerPassBase::OptimizerPassBase;
+
+  void runOnOperation() override;
+
+private:
+  LogicalResult checkOptions();
+  /// A zero-initialised state buffer next to `param` with its type.
+  ParamOp getOrCreateState(SymbolTable &table, ParamOp param, StringRef suffix);
+  /// The named run-time scalar on `placement`, created once per function.
+  Value getScalar(OpBuilder &b, Location loc, StringRef name,
+                  PlacementAttr placement);
+
+  double decay = 0.0;
+  DenseMap<std::pair<Attribute, Attribute>, Value> scalars;
+  /// Scalars created since the last update was tagged with its stage.
+  SmallVector<Operation *> newScalars;
+};
+
+LogicalResult OptimizerPass::checkOptions() {
+  ModuleOp module = getOperation();
+  if (kind != "sgd" && kind != "adam" && kind != "adamw")
+    return module.emitError() << "pf-optimizer: kind must be sgd, adam or "
+                                 "adamw, got '"
+                              << kind << "'";
+  decay = weightDecay >= 0.0 ? weightDecay.getValue()
+                             : (kind == "adamw" ? 0.01 : 0.0);
+  if (weightDecay < 0.0 && weightDecay != -1.0)
+    return module.emitError()
+           << "pf-optimizer: weight-decay must be >= 0, got " << weightDecay;
+  if (kind == "sgd") {
+    if (momentum < 0.0)
+      return module.emitError()
+             << "pf-optimizer: momentum must be >= 0, got " << momentum;
+    if (dampening < 0.0 || dampening > 1.0)
+      return module.emitError()
+             << "pf-optimizer: dampening must be in [0, 1], got " << dampening;
+    if (nesterov && (momentum <= 0.0 || dampening != 0.0))
+      return module.emitError() << "pf-optimizer: nesterov needs momentum > 0 "
+                                   "and zero dampening";
+    return success();
+  }
+  if (beta1 < 0.0 || beta1 >= 1.0 || beta2 < 0.0 || beta2 >= 1.0)
+    return module.emitError() << "pf-optimizer: betas must be in [0, 1), got ("
+                              << beta1 << ", " << beta2 << ")";
+  if (epsilon < 0.0)
+    return module.emitError()
+           << "pf-optimizer: eps must be >= 0, got " << epsilon;
+  return success();
+}
+
+ParamOp OptimizerPass::getOrCreateState(SymbolTable &table, ParamOp param,
+                                        StringRef suffix) {
+  std::string name = (param.getSymName() + "." + suffix).str();
+  if (auto existing = table.lookup<ParamOp>(name))
+    return existing;
+  OpBuilder mb(param);
+  mb.setInsertionPointAfter(param);
+  auto state = ParamOp::create(
+      mb, param.getLoc(), mb.getStringAttr(name), param.getTypeAttr(),
+      InitAttr::get(param.getContext(), InitKind::Zeros, APFloat(0.0),
+                    APFloat(0.0)),
+      /*buffer=*/mb.getUnitAttr());
+  table.insert(state);
+  return state;
+}
+
+Value OptimizerPass::getScalar(OpBuilder &b, Location loc, StringRef name,
+                               PlacementAttr placement) {
+  auto key = std::make_pair(Attribute(b.getStringAttr(name)),
+                            Attribute(placement));
+  if (Value v = scalars.lookup(key))
+    return v;
+  auto type = GlobalType::get(b.getContext(), {}, b.getF32Type(), placement,
+                              SBPAttr::getBroadcast(
+                                  b.getContext(),
+                                  placement.getNumHierarchyDims()));
+  Value v = ScalarInputOp::create(b, loc, type, name);
+  newScalars.push_back(v.getDefiningOp());
+  scalars[key] = v;
+  return v;
+}
+
+void OptimizerPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (failed(checkOptions()))
+    return signalPassFailure();
+  SymbolTable table(module);
+  MLIRContext *ctx = module.getContext();
+
+  // Gradient buffers and the functions that accumulate into them.
+  SmallVector<ParamOp> gradBuffers;
+  for (auto p : module.getOps<ParamOp>())
+    if (p->hasAttr(PFDialect::getGradOfAttrName()))
+      gradBuffers.push_back(p);
+  if (gradBuffers.empty()) {
+    module.emitError("pf-optimizer found no gradient buffers: run "
+                     "pf-autodiff first");
+    return signalPassFailure();
+  }
+
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    scalars.clear();
+    auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+    OpBuilder b(ret);
+    for (ParamOp gradBuffer : gradBuffers) {
+      // The last accumulation into the buffer gives the update its stage.
+      WriteParamOp lastWrite;
+      func.walk([&](WriteParamOp w) {
+        if (w.getParam() == gradBuffer.getSymName())
+          lastWrite = w;
+      });
+      if (!lastWrite)
+        continue;
+      auto ofRef = gradBuffer->getAttrOfType<FlatSymbolRefAttr>(
+          PFDialect::getGradOfAttrName());
+      auto param = table.lookup<ParamOp>(ofRef.getValue());
+      if (!param) {
+        gradBuffer.emitOpError() << "holds the gradient of " << ofRef
+                                 << ", which is not a pf.param";
+        return signalPassFailure();
+      }
+      Location loc = param.getLoc();
+      GlobalType pType = param.getGlobalType();
+      PlacementAttr placement = pType.getPlacement();
+      GlobalType updated = pType.withSBP({});
+      SmallVector<Operation *> created;
+      auto track = [&](Operation *op) {
+        created.push_back(op);
+        return op;
+      };
+      auto read = [&](ParamOp p) -> Value {
+        return track(ReadParamOp::create(b, loc, p.getGlobalType(),
+                                         FlatSymbolRefAttr::get(p)))
+            ->getResult(0);
+      };
+      auto write = [&](Value v, ParamOp p) {
+        track(WriteParamOp::create(b, loc, v, FlatSymbolRefAttr::get(p)));
+      };
+      Value w = read(param);
+      Value g = read(gradBuffer);
+      Value lr = getScalar(b, loc, "lr", placement);
+
+      if (kind == "sgd") {
+        Value buf, step;
+        Type bufType;
+        ParamOp state;
+        if (momentum != 0.0) {
+          state = getOrCreateState(table, param, "momentum_buffer");
+          buf = read(state);
+          step = getScalar(b, loc, "step", placement);
+          bufType = updated;
+        }
+        auto update = SGDUpdateOp::create(
+            b, loc, updated, bufType, w, g, lr, buf, step,
+            b.getF64FloatAttr(momentum), b.getF64FloatAttr(dampening),
+            b.getF64FloatAttr(decay), nesterov ? b.getUnitAttr() : UnitAttr());
+        track(update);
+        write(update.getNewParam(), param);
+        if (state)
+          write(update.getNewMomentumBuffer(), state);
+      } else {
+        ParamOp m = getOrCreateState(table, param, "exp_avg");
+        ParamOp v = getOrCreateState(table, param, "exp_avg_sq");
+        Value step = getScalar(b, loc, "step", placement);
+        auto update = AdamUpdateOp::create(
+            b, loc, updated, updated, updated, w, g, read(m), read(v), lr,
+            step, b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
+            b.getF64FloatAttr(epsilon), b.getF64FloatAttr(decay),
+            kind == "adamw" ? b.getUnitAttr() : UnitAttr(),
+            b.getBoolAttr(biasCorrection));
+        track(update);
+        write(update.getNewParam(), param);
+        write(update.getNewExpAvg(), m);
+        write(update.getNewExpAvgSq(), v);
+      }
+      created.append(newScalars.begin(), newScalars.end());
+      newScalars.clear();
+      // Clear the gradient for the next step's accumulation.
+      GlobalType gType = gradBuffer.getGlobalType();
+      auto zeroType =
+          RankedTensorType::get(gType.getShape(), gType.getElementType());
+      Value zero = track(ConstantOp::create(
+                             b, loc, gType.withSBP({}),
+                             DenseElementsAttr::get(
+                                 zeroType, FloatAttr::get(
+                                               gType.getElementType(), 0.0))))
+                       ->getResult(0);
+      write(zero, gradBuffer);
+      for (Operation *op : created) {
+        if (Attribute stage =
+                lastWrite->getAttr(PFDialect::getStageAttrName()))
+          op->setAttr(PFDialect::getStageAttrName(), stage);
+        op->setAttr(PFDialect::getPhaseAttrName(), StringAttr::get(ctx, "update"));
+      }
+    }
+  }
+}
+} // namespace
