@@ -355,7 +355,7 @@ struct AutodiffPass : public pf::impl::AutodiffPassBase<AutodiffPass> {
     if (accumulationSteps < 1) {
       getOperation().emitError()
           << "pf-autodiff: accumulation-steps must be >= 1, got "
-          << accumulationSteps;
+          << static_cast<int64_t>(accumulationSteps);
       return signalPassFailure();
     }
     for (auto func : getOperation().getOps<func::FuncOp>()) {

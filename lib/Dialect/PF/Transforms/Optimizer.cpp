@@ -42,19 +42,19 @@ LogicalResult OptimizerPass::checkOptions() {
   if (kind != "sgd" && kind != "adam" && kind != "adamw")
     return module.emitError() << "pf-optimizer: kind must be sgd, adam or "
                                  "adamw, got '"
-                              << kind << "'";
+                              << static_cast<std::string>(kind) << "'";
   decay = weightDecay >= 0.0 ? weightDecay.getValue()
                              : (kind == "adamw" ? 0.01 : 0.0);
   if (weightDecay < 0.0 && weightDecay != -1.0)
     return module.emitError()
-           << "pf-optimizer: weight-decay must be >= 0, got " << weightDecay;
+           << "pf-optimizer: weight-decay must be >= 0, got " << static_cast<double>(weightDecay);
   if (kind == "sgd") {
     if (momentum < 0.0)
       return module.emitError()
-             << "pf-optimizer: momentum must be >= 0, got " << momentum;
+             << "pf-optimizer: momentum must be >= 0, got " << static_cast<double>(momentum);
     if (dampening < 0.0 || dampening > 1.0)
       return module.emitError()
-             << "pf-optimizer: dampening must be in [0, 1], got " << dampening;
+             << "pf-optimizer: dampening must be in [0, 1], got " << static_cast<double>(dampening);
     if (nesterov && (momentum <= 0.0 || dampening != 0.0))
       return module.emitError() << "pf-optimizer: nesterov needs momentum > 0 "
                                    "and zero dampening";
@@ -62,10 +62,10 @@ LogicalResult OptimizerPass::checkOptions() {
   }
   if (beta1 < 0.0 || beta1 >= 1.0 || beta2 < 0.0 || beta2 >= 1.0)
     return module.emitError() << "pf-optimizer: betas must be in [0, 1), got ("
-                              << beta1 << ", " << beta2 << ")";
+                              << static_cast<double>(beta1) << ", " << static_cast<double>(beta2) << ")";
   if (epsilon < 0.0)
     return module.emitError()
-           << "pf-optimizer: eps must be >= 0, got " << epsilon;
+           << "pf-optimizer: eps must be >= 0, got " << static_cast<double>(epsilon);
   return success();
 }
 

@@ -1,0 +1,218 @@
+// RUN: pf-opt %s -split-input-file -pf-autodiff="wrt-inputs=true" | FileCheck %s
+
+// A linear layer + loss: the backward graph of matmul{transpose_b}, bias_add
+// and softmax_cross_entropy, the B/W split and the gradient buffers.
+#P = #pf.placement<"cpu", [0]>
+!X = !pf.global<4x8xf32, #P, #pf.sbp<[B]>>
+!W = !pf.global<3x8xf32, #P, #pf.sbp<[B]>>
+!V = !pf.global<3xf32, #P, #pf.sbp<[B]>>
+!H = !pf.global<4x3xf32, #P>
+!Y = !pf.global<4xi64, #P, #pf.sbp<[B]>>
+!L = !pf.global<f32, #P>
+pf.param @w : !W = #pf.init<kaiming_uniform(8)>
+pf.param @b : !V = #pf.init<kaiming_uniform(8)>
+
+// CHECK: pf.param @w : {{.*}} = #pf.init<kaiming_uniform(8)>
+// CHECK-NEXT: pf.param @w.grad : !pf.global<3x8xf32, #{{.*}}, #pf.sbp<[P]>> = #pf.init<zeros> buffer {pf.grad_of = @w}
+// CHECK: pf.param @b.grad : !pf.global<3xf32, #{{.*}}, #pf.sbp<[P]>> = #pf.init<zeros> buffer {pf.grad_of = @b}
+// CHECK-LABEL: func.func @linear
+// CHECK-SAME: (%[[X:.*]]: !pf.global<4x8xf32, {{.*}}>, %[[Y:.*]]: !pf.global<4xi64, {{.*}}>) -> (!pf.global<f32, #{{.*}}>, !pf.global<4x8xf32, #{{.*}}>)
+// CHECK: %[[W:.*]] = pf.read_param @w {pf.stage = 2 : i64}
+// CHECK: %[[H:.*]] = pf.matmul %[[X]], %[[W]] {pf.stage = 2 : i64, transpose_b}
+// CHECK: %[[B:.*]] = pf.read_param @b
+// CHECK: %[[HB:.*]] = pf.bias_add %[[H]], %[[B]]
+// CHECK: %[[LOSS:.*]] = pf.softmax_cross_entropy %[[HB]], %[[Y]]
+// CHECK: %[[SEED:.*]] = pf.constant dense<1.000000e+00> : tensor<f32> {pf.phase = "backward_input", pf.stage = 2 : i64}
+// CHECK: %[[DL:.*]] = pf.softmax_cross_entropy_grad %[[HB]], %[[Y]], %[[SEED]] {pf.phase = "backward_input", pf.stage = 2 : i64} : {{.*}} -> !pf.global<4x3xf32, #{{.*}}>
+// CHECK: %[[DB:.*]] = pf.reduce_sum %[[DL]] {axes = array<i64: 0>, pf.phase = "backward_weight", pf.stage = 2 : i64} : {{.*}} -> !pf.global<3xf32, #{{.*}}>
+// CHECK: %[[DX:.*]] = pf.matmul %[[DL]], %[[W]] {pf.phase = "backward_input", pf.stage = 2 : i64} : {{.*}} -> !pf.global<4x8xf32, #{{.*}}>
+// CHECK: %[[DW:.*]] = pf.matmul %[[DL]], %[[X]] {pf.phase = "backward_weight", pf.stage = 2 : i64, transpose_a} : {{.*}} -> !pf.global<3x8xf32, #{{.*}}>
+// CHECK: %[[GB:.*]] = pf.read_param @b.grad {pf.phase = "backward_weight", pf.stage = 2 : i64}
+// CHECK: %[[SB:.*]] = pf.add %[[GB]], %[[DB]]
+// CHECK: pf.write_param %[[SB]] to @b.grad
+// CHECK: %[[GW:.*]] = pf.read_param @w.grad
+// CHECK: %[[SW:.*]] = pf.add %[[GW]], %[[DW]]
+// CHECK: pf.write_param %[[SW]] to @w.grad
+// CHECK: return %[[LOSS]], %[[DX]]
+func.func @linear(%x: !X, %y: !Y) -> !L {
+  %w = pf.read_param @w {pf.stage = 2} : !W
+  %h = pf.matmul %x, %w {transpose_b, pf.stage = 2} : (!X, !W) -> !H
+  %b = pf.read_param @b {pf.stage = 2} : !V
+  %hb = pf.bias_add %h, %b {pf.stage = 2} : (!H, !V) -> !H
+  %l = pf.softmax_cross_entropy %hb, %y {pf.stage = 2} : (!H, !Y) -> !L
+  return %l : !L
+}
+
+// -----
+
+// matmul without transposes, and with a transposed lhs.
+#P = #pf.placement<"cpu", [0]>
+!Y = !pf.global<4xi64, #P, #pf.sbp<[B]>>
+!L = !pf.global<f32, #P>
+pf.param @w : !pf.global<8x3xf32, #P, #pf.sbp<[B]>> = #pf.init<normal(0.0, 1.0)>
+// CHECK-LABEL: func.func @matmul_plain
+// CHECK-SAME: (%[[X:.*]]: !pf.global<4x8xf32
+// CHECK: %[[W:.*]] = pf.read_param @w
+// CHECK: %[[H:.*]] = pf.matmul %[[X]], %[[W]] :
+// CHECK: %[[DL:.*]] = pf.softmax_cross_entropy_grad
+// dA = dC * B^T, dB = A^T * dC
+// CHECK-DAG: %[[DX:.*]] = pf.matmul %[[DL]], %[[W]] {pf.phase = "backward_input", transpose_b} : {{.*}} -> !pf.global<4x8xf32
+// CHECK-DAG: %[[DW:.*]] = pf.matmul %[[X]], %[[DL]] {pf.phase = "backward_weight", transpose_a} : {{.*}} -> !pf.global<8x3xf32
+// CHECK: pf.add %{{.*}}, %[[DW]]
+// CHECK: return %{{.*}}, %[[DX]]
+func.func @matmul_plain(%x: !pf.global<4x8xf32, #P, #pf.sbp<[B]>>, %y: !Y) -> !L {
+  %w = pf.read_param @w : !pf.global<8x3xf32, #P, #pf.sbp<[B]>>
+  %h = pf.matmul %x, %w : (!pf.global<4x8xf32, #P, #pf.sbp<[B]>>, !pf.global<8x3xf32, #P, #pf.sbp<[B]>>) -> !pf.global<4x3xf32, #P>
+  %l = pf.softmax_cross_entropy %h, %y : (!pf.global<4x3xf32, #P>, !Y) -> !L
+  return %l : !L
+}
+
+// CHECK-LABEL: func.func @matmul_transpose_a
+// CHECK-SAME: (%[[X:.*]]: !pf.global<8x4xf32
+// CHECK: %[[W:.*]] = pf.read_param @w
+// CHECK: %[[DL:.*]] = pf.softmax_cross_entropy_grad
+// C = A^T B: dA = B dC^T, dB = A dC
+// CHECK-DAG: %[[DX:.*]] = pf.matmul %[[W]], %[[DL]] {pf.phase = "backward_input", transpose_b} : {{.*}} -> !pf.global<8x4xf32
+// CHECK-DAG: %[[DW:.*]] = pf.matmul %[[X]], %[[DL]] {pf.phase = "backward_weight"} : {{.*}} -> !pf.global<8x3xf32
+// CHECK: return %{{.*}}, %[[DX]]
+func.func @matmul_transpose_a(%x: !pf.global<8x4xf32, #P, #pf.sbp<[B]>>, %y: !Y) -> !L {
+  %w = pf.read_param @w : !pf.global<8x3xf32, #P, #pf.sbp<[B]>>
+  %h = pf.matmul %x, %w {transpose_a} : (!pf.global<8x4xf32, #P, #pf.sbp<[B]>>, !pf.global<8x3xf32, #P, #pf.sbp<[B]>>) -> !pf.global<4x3xf32, #P>
+  %l = pf.softmax_cross_entropy %h, %y : (!pf.global<4x3xf32, #P>, !Y) -> !L
+  return %l : !L
+}
+
+// -----
+
+// A batched lhs with a shared 2-D weight: the weight gradient folds the
+// batch into the rows first (summing over it).
+#P = #pf.placement<"cpu", [0]>
+!Y = !pf.global<6xi64, #P, #pf.sbp<[B]>>
+!L = !pf.global<f32, #P>
+pf.param @w : !pf.global<5x8xf32, #P, #pf.sbp<[B]>> = #pf.init<normal(0.0, 1.0)>
+// CHECK-LABEL: func.func @batched_shared_rhs
+// CHECK-SAME: (%[[X:.*]]: !pf.global<2x3x8xf32
+// CHECK: %[[W:.*]] = pf.read_param @w
+// CHECK: %[[H:.*]] = pf.matmul %[[X]], %[[W]] {transpose_b}
+// CHECK: %[[DH:.*]] = pf.reshape %{{.*}} {pf.phase = "backward_input"} : !pf.global<6x5xf32, #{{.*}}> -> !pf.global<2x3x5xf32
+// CHECK-DAG: %[[DX:.*]] = pf.matmul %[[DH]], %[[W]] {pf.phase = "backward_input"} : {{.*}} -> !pf.global<2x3x8xf32
+// CHECK-DAG: %[[XR:.*]] = pf.reshape %[[X]] {pf.phase = "backward_weight"} : {{.*}} -> !pf.global<6x8xf32
+// CHECK-DAG: %[[DR:.*]] = pf.reshape %[[DH]] {pf.phase = "backward_weight"} : {{.*}} -> !pf.global<6x5xf32
+// CHECK-DAG: %[[DW:.*]] = pf.matmul %[[DR]], %[[XR]] {pf.phase = "backward_weight", transpose_a} : {{.*}} -> !pf.global<5x8xf32
+func.func @batched_shared_rhs(%x: !pf.global<2x3x8xf32, #P, #pf.sbp<[B]>>, %y: !Y) -> !L {
+  %w = pf.read_param @w : !pf.global<5x8xf32, #P, #pf.sbp<[B]>>
+  %h = pf.matmul %x, %w {transpose_b} : (!pf.global<2x3x8xf32, #P, #pf.sbp<[B]>>, !pf.global<5x8xf32, #P, #pf.sbp<[B]>>) -> !pf.global<2x3x5xf32, #P>
+  %r = pf.reshape %h : !pf.global<2x3x5xf32, #P> -> !pf.global<6x5xf32, #P>
+  %l = pf.softmax_cross_entropy %r, %y : (!pf.global<6x5xf32, #P>, !Y) -> !L
+  return %l : !L
+}
+
+// -----
+
+// add, mul_scalar, relu, transpose, flatten; a value used twice gets the sum
+// of its gradients.
+#P = #pf.placement<"cpu", [0]>
+!T = !pf.global<4x6xf32, #P>
+!Y = !pf.global<4xi64, #P, #pf.sbp<[B]>>
+!L = !pf.global<f32, #P>
+// CHECK-LABEL: func.func @elementwise
+// CHECK-SAME: (%[[X:.*]]: !pf.global<4x2x3xf32
+// CHECK: %[[F:.*]] = pf.flatten %[[X]]
+// CHECK: %[[R:.*]] = pf.relu %[[F]]
+// CHECK: %[[M:.*]] = pf.mul_scalar %[[R]] {scalar = 2.500000e-01 : f64}
+// CHECK: %[[A:.*]] = pf.add %[[M]], %[[R]]
+// CHECK: %[[T:.*]] = pf.transpose %[[A]] {perm = array<i64: 1, 0>}
+// CHECK: %[[T2:.*]] = pf.transpose %[[T]] {perm = array<i64: 1, 0>}
+// CHECK: %[[DL:.*]] = pf.softmax_cross_entropy_grad %[[T2]]
+// CHECK: %[[DT:.*]] = pf.transpose %[[DL]] {perm = array<i64: 1, 0>, pf.phase = "backward_input"} : {{.*}} -> !pf.global<6x4xf32
+// CHECK: %[[DA:.*]] = pf.transpose %[[DT]] {perm = array<i64: 1, 0>, pf.phase = "backward_input"} : {{.*}} -> !pf.global<4x6xf32
+// CHECK: %[[DM:.*]] = pf.mul_scalar %[[DA]] {pf.phase = "backward_input", scalar = 2.500000e-01 : f64}
+// CHECK: %[[DR:.*]] = pf.add %[[DA]], %[[DM]] {pf.phase = "backward_input"}
+// CHECK: %[[DF:.*]] = pf.relu_grad %[[R]], %[[DR]] {pf.phase = "backward_input"}
+// CHECK: %[[DX:.*]] = pf.reshape %[[DF]] {pf.phase = "backward_input"} : !pf.global<4x6xf32, #{{.*}}> -> !pf.global<4x2x3xf32
+// CHECK: return %{{.*}}, %[[DX]]
+func.func @elementwise(%x: !pf.global<4x2x3xf32, #P, #pf.sbp<[B]>>, %y: !Y) -> !L {
+  %f = pf.flatten %x : (!pf.global<4x2x3xf32, #P, #pf.sbp<[B]>>) -> !T
+  %r = pf.relu %f : (!T) -> !T
+  %m = pf.mul_scalar %r {scalar = 0.25 : f64} : (!T) -> !T
+  %a = pf.add %m, %r : (!T, !T) -> !T
+  %t = pf.transpose %a {perm = array<i64: 1, 0>} : (!T) -> !pf.global<6x4xf32, #P>
+  %t2 = pf.transpose %t {perm = array<i64: 1, 0>} : (!pf.global<6x4xf32, #P>) -> !T
+  %l = pf.softmax_cross_entropy %t2, %y : (!T, !Y) -> !L
+  return %l : !L
+}
+
+// -----
+
+// conv2d, max/avg/global pooling and batch norm.
+#P = #pf.placement<"cpu", [0]>
+!Y = !pf.global<2xi64, #P, #pf.sbp<[B]>>
+!L = !pf.global<f32, #P>
+!C = !pf.global<4xf32, #P, #pf.sbp<[B]>>
+pf.param @k : !pf.global<4x3x3x3xf32, #P, #pf.sbp<[B]>> = #pf.init<kaiming_uniform(27)>
+pf.param @gamma : !C = #pf.init<ones>
+pf.param @beta : !C = #pf.init<zeros>
+pf.param @mean : !C = #pf.init<zeros> buffer
+pf.param @var : !C = #pf.init<ones> buffer
+// CHECK-NOT: pf.param @mean.grad
+// CHECK-LABEL: func.func @conv_net
+// CHECK-SAME: (%[[X:.*]]: !pf.global<2x3x8x8xf32
+// CHECK: %[[K:.*]] = pf.read_param @k
+// CHECK: %[[C:.*]] = pf.conv2d %[[X]], %[[K]] {padding = array<i64: 1, 1>}
+// CHECK: %[[G:.*]] = pf.read_param @gamma
+// CHECK: %[[N:.*]], %{{.*}}, %{{.*}} = pf.batch_norm %[[C]], %[[G]]
+// CHECK: %[[MP:.*]] = pf.max_pool2d %[[N]] {kernel = array<i64: 2, 2>}
+// CHECK: %[[AP:.*]] = pf.avg_pool2d %[[MP]] {kernel = array<i64: 2, 2>}
+// CHECK: %[[GP:.*]] = pf.global_avg_pool %[[AP]]
+// CHECK: %[[DGP:.*]] = pf.reshape %{{.*}} {pf.phase = "backward_input"} : {{.*}} -> !pf.global<2x4x1x1xf32
+// CHECK: %[[DAP:.*]] = pf.global_avg_pool_grad %[[DGP]] {pf.phase = "backward_input"} : {{.*}} -> !pf.global<2x4x2x2xf32
+// CHECK: %[[DMP:.*]] = pf.avg_pool2d_grad %[[DAP]] {kernel = array<i64: 2, 2>, pf.phase = "backward_input"} : {{.*}} -> !pf.global<2x4x4x4xf32
+// CHECK: %[[DN:.*]] = pf.max_pool2d_grad %[[N]], %[[DMP]] {kernel = array<i64: 2, 2>, pf.phase = "backward_input"} : {{.*}} -> !pf.global<2x4x8x8xf32
+// CHECK: %[[DC:.*]] = pf.batch_norm_grad_input %[[C]], %[[G]], %[[DN]] {pf.phase = "backward_input"}
+// CHECK: %[[DG:.*]], %[[DB:.*]] = pf.batch_norm_grad_params %[[C]], %[[DN]] {pf.phase = "backward_weight"}
+// CHECK: %[[DX:.*]] = pf.conv2d_grad_input %[[DC]], %[[K]] {padding = array<i64: 1, 1>, pf.phase = "backward_input"} : {{.*}} -> !pf.global<2x3x8x8xf32
+// CHECK: %[[DK:.*]] = pf.conv2d_grad_weight %[[X]], %[[DC]] {padding = array<i64: 1, 1>, pf.phase = "backward_weight"} : {{.*}} -> !pf.global<4x3x3x3xf32
+// CHECK-DAG: pf.add %{{.*}}, %[[DK]]
+// CHECK-DAG: pf.add %{{.*}}, %[[DG]]
+// CHECK-DAG: pf.add %{{.*}}, %[[DB]]
+// CHECK: return %{{.*}}, %[[DX]]
+func.func @conv_net(%x: !pf.global<2x3x8x8xf32, #P, #pf.sbp<[B]>>, %y: !Y) -> !L {
+  %k = pf.read_param @k : !pf.global<4x3x3x3xf32, #P, #pf.sbp<[B]>>
+  %c = pf.conv2d %x, %k {padding = array<i64: 1, 1>} : (!pf.global<2x3x8x8xf32, #P, #pf.sbp<[B]>>, !pf.global<4x3x3x3xf32, #P, #pf.sbp<[B]>>) -> !pf.global<2x4x8x8xf32, #P>
+  %g = pf.read_param @gamma : !C
+  %b = pf.read_param @beta : !C
+  %m = pf.read_param @mean : !C
+  %v = pf.read_param @var : !C
+  %n, %nm, %nv = pf.batch_norm %c, %g, %b, %m, %v : (!pf.global<2x4x8x8xf32, #P>, !C, !C, !C, !C) -> (!pf.global<2x4x8x8xf32, #P>, !pf.global<4xf32, #P>, !pf.global<4xf32, #P>)
+  pf.write_param %nm to @mean : !pf.global<4xf32, #P>
+  pf.write_param %nv to @var : !pf.global<4xf32, #P>
+  %mp = pf.max_pool2d %n {kernel = array<i64: 2, 2>} : (!pf.global<2x4x8x8xf32, #P>) -> !pf.global<2x4x4x4xf32, #P>
+  %ap = pf.avg_pool2d %mp {kernel = array<i64: 2, 2>} : (!pf.global<2x4x4x4xf32, #P>) -> !pf.global<2x4x2x2xf32, #P>
+  %gp = pf.global_avg_pool %ap : (!pf.global<2x4x2x2xf32, #P>) -> !pf.global<2x4x1x1xf32, #P>
+  %f = pf.flatten %gp : (!pf.global<2x4x1x1xf32, #P>) -> !pf.global<2x4xf32, #P>
+  %l = pf.softmax_cross_entropy %f, %y : (!pf.global<2x4xf32, #P>, !Y) -> !L
+  return %l : !L
+}
+
+// -----
+
+// Layout changes: the gradient runs the reverse change; a forward Broadcast
+// becomes a Partial-sum gradient (OneFlow's grad-SBP rule).
+#P0 = #pf.placement<"cpu", [0, 1]>
+#P1 = #pf.placement<"cpu", [2, 3]>
+!Y = !pf.global<4xi64, #P1, #pf.sbp<[B]>>
+!L = !pf.global<f32, #P1>
+// CHECK-LABEL: func.func @layout_change
+// CHECK-SAME: (%[[X:.*]]: !pf.global<4x6xf32
+// CHECK: %[[S:.*]] = pf.to_global %[[X]] : !pf.global<4x6xf32, #[[P0:.*]], #pf.sbp<[B]>> -> !pf.global<4x6xf32, #[[P0]], #pf.sbp<[S(1)]>>
+// CHECK: %[[M:.*]] = pf.to_global %[[S]] : {{.*}} -> !pf.global<4x6xf32, #[[P1:.*]], #pf.sbp<[S(0)]>>
+// CHECK: %[[DL:.*]] = pf.softmax_cross_entropy_grad
+// CHECK: %[[DS:.*]] = pf.to_global %[[DL]] {pf.phase = "backward_input"} : !pf.global<4x6xf32, #[[P1]]> -> !pf.global<4x6xf32, #[[P0]], #pf.sbp<[S(1)]>>
+// CHECK: %[[DX:.*]] = pf.to_global %[[DS]] {pf.phase = "backward_input"} : {{.*}} -> !pf.global<4x6xf32, #[[P0]], #pf.sbp<[P]>>
+// CHECK: return %{{.*}}, %[[DX]]
+func.func @layout_change(%x: !pf.global<4x6xf32, #P0, #pf.sbp<[B]>>, %y: !Y) -> !L {
+  %s = pf.to_global %x : !pf.global<4x6xf32, #P0, #pf.sbp<[B]>> -> !pf.global<4x6xf32, #P0, #pf.sbp<[S(1)]>>
+  %m = pf.to_global %s : !pf.global<4x6xf32, #P0, #pf.sbp<[S(1)]>> -> !pf.global<4x6xf32, #P1, #pf.sbp<[S(0)]>>
+  %l = pf.softmax_cross_entropy %m, %y : (!pf.global<4x6xf32, #P1, #pf.sbp<[S(0)]>>, !Y) -> !L
+  return %l : !L
+}
