@@ -5,10 +5,12 @@
 #include "mlir/Transforms/Passes.h"
 #include "pf/Dialect/PF/Transforms/Passes.h"
 #include "pf/InitAllDialects.h"
+#include "pf/Pipelines/Pipelines.h"
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   mlir::pf::registerPFPasses();
+  mlir::pf::registerPipelines();
   mlir::DialectRegistry registry;
   mlir::pf::registerAllDialects(registry);
   return mlir::asMainReturnCode(

@@ -583,3 +583,156 @@ func.func @bad_grad_of(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<
   %r = pf.relu %x {pf.grad_of = @w} : (!pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xf32, #pf.placement<"cpu", [0]>>
   return
 }
+
+// -----
+
+!T = !pf.global<4x3xf32, #pf.placement<"cpu", [0]>>
+func.func @reduce_axes(%x: !T) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{'pf.reduce_sum' op axes [0, 0] must be distinct axes of shape [4, 3]}}
+  %0 = pf.reduce_sum %x {axes = array<i64: 0, 0>} : (!T) -> !pf.global<3xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+!X = !pf.global<2x3x8x8xf32, #pf.placement<"cpu", [0]>>
+!W = !pf.global<4x3x3x3xf32, #pf.placement<"cpu", [0]>>
+func.func @conv_grad_window(%dy: !pf.global<2x4x5x5xf32, #pf.placement<"cpu", [0]>>, %w: !W) {
+  // expected-error @+1 {{'pf.conv2d_grad_input' op forward input [2, 3, 8, 8] gives a forward output of spatial size 6 on axis 2, not 5}}
+  %0 = pf.conv2d_grad_input %dy, %w : (!pf.global<2x4x5x5xf32, #pf.placement<"cpu", [0]>>, !W) -> !X
+  return
+}
+
+// -----
+
+!X = !pf.global<2x3x8x8xf32, #pf.placement<"cpu", [0]>>
+func.func @conv_grad_channels(%x: !X, %dy: !pf.global<2x4x6x6xf32, #pf.placement<"cpu", [0]>>) {
+  // expected-error @+1 {{'pf.conv2d_grad_weight' op channels do not match}}
+  %0 = pf.conv2d_grad_weight %x, %dy : (!X, !pf.global<2x4x6x6xf32, #pf.placement<"cpu", [0]>>) -> !pf.global<5x3x3x3xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+!X = !pf.global<2x3x8x8xf32, #pf.placement<"cpu", [0]>>
+func.func @pool_grad_shape(%x: !X, %dy: !pf.global<2x3x3x3xf32, #pf.placement<"cpu", [0]>>) {
+  // expected-error @+1 {{'pf.max_pool2d_grad' op forward input [2, 3, 8, 8] gives a forward output of spatial size 4 on axis 2, not 3}}
+  %0 = pf.max_pool2d_grad %x, %dy {kernel = array<i64: 2, 2>} : (!X, !pf.global<2x3x3x3xf32, #pf.placement<"cpu", [0]>>) -> !X
+  return
+}
+
+// -----
+
+func.func @gap_grad(%dy: !pf.global<2x3x2x1xf32, #pf.placement<"cpu", [0]>>) {
+  // expected-error @+1 {{'pf.global_avg_pool_grad' op dy [2, 3, 2, 1] must be [N, C, 1, 1] of dx [2, 3, 4, 4]}}
+  %0 = pf.global_avg_pool_grad %dy : (!pf.global<2x3x2x1xf32, #pf.placement<"cpu", [0]>>) -> !pf.global<2x3x4x4xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+func.func @scalar_input_shape() {
+  // expected-error @+1 {{'pf.scalar_input' op result must be a float scalar}}
+  %0 = pf.scalar_input "lr" : !pf.global<2xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+!W = !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!S = !pf.global<f32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @sgd_momentum_state(%p: !W, %g: !W, %lr: !S) {
+  // expected-error @+1 {{'pf.sgd_update' op momentum 9.000000e-01 needs momentum buffer, step operand and new-buffer result}}
+  %0 = pf.sgd_update %p, %g, %lr {momentum = 0.9 : f64} : (!W, !W, !S) -> !W
+  return
+}
+
+// -----
+
+!W = !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!S = !pf.global<f32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @sgd_dampening(%p: !W, %g: !W, %lr: !S) {
+  // expected-error @+1 {{'pf.sgd_update' op dampening must be in [0, 1], got 2}}
+  %0 = pf.sgd_update %p, %g, %lr {dampening = 2.0 : f64} : (!W, !W, !S) -> !W
+  return
+}
+
+// -----
+
+!W = !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!S = !pf.global<f32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @sgd_negative_momentum(%p: !W, %g: !W, %lr: !S) {
+  // expected-error @+1 {{'pf.sgd_update' op momentum must be >= 0, got -1}}
+  %0 = pf.sgd_update %p, %g, %lr {momentum = -1.0 : f64} : (!W, !W, !S) -> !W
+  return
+}
+
+// -----
+
+!W = !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!S = !pf.global<f32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @sgd_nesterov(%p: !W, %g: !W, %lr: !S) {
+  // expected-error @+1 {{'pf.sgd_update' op nesterov needs momentum > 0 and zero dampening}}
+  %0 = pf.sgd_update %p, %g, %lr {nesterov} : (!W, !W, !S) -> !W
+  return
+}
+
+// -----
+
+!W = !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!S = !pf.global<f32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @sgd_weight_decay(%p: !W, %g: !W, %lr: !S) {
+  // expected-error @+1 {{'pf.sgd_update' op weight_decay must be >= 0, got -1}}
+  %0 = pf.sgd_update %p, %g, %lr {weight_decay = -1.0 : f64} : (!W, !W, !S) -> !W
+  return
+}
+
+// -----
+
+!W = !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!S = !pf.global<f32, #pf.placement<"cpu", [1]>, #pf.sbp<[B]>>
+func.func @sgd_lr_placement(%p: !W, %g: !W, %lr: !S) {
+  // expected-error @+1 {{'pf.sgd_update' op hyper-parameter on #pf.placement<"cpu", [1]> but the parameter is on #pf.placement<"cpu", [0]>}}
+  %0 = pf.sgd_update %p, %g, %lr : (!W, !W, !S) -> !W
+  return
+}
+
+// -----
+
+!W = !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!S = !pf.global<f32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @sgd_grad_shape(%p: !W, %g: !pf.global<3x4xf32, #pf.placement<"cpu", [0]>>, %lr: !S) {
+  // expected-error @+1 {{'pf.sgd_update' op parameter, gradient, state and results must share shape, element type and placement}}
+  %0 = pf.sgd_update %p, %g, %lr : (!W, !pf.global<3x4xf32, #pf.placement<"cpu", [0]>>, !S) -> !W
+  return
+}
+
+// -----
+
+!W = !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!S = !pf.global<f32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @adam_betas(%p: !W, %lr: !S) {
+  // expected-error @+1 {{'pf.adam_update' op betas must be in [0, 1), got (9.000000e-01, 1.000000e+00)}}
+  %0:3 = pf.adam_update %p, %p, %p, %p, %lr, %lr {beta2 = 1.0 : f64} : (!W, !W, !W, !W, !S, !S) -> (!W, !W, !W)
+  return
+}
+
+// -----
+
+!W = !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+!S = !pf.global<f32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @adam_eps(%p: !W, %lr: !S) {
+  // expected-error @+1 {{'pf.adam_update' op epsilon must be >= 0, got -1}}
+  %0:3 = pf.adam_update %p, %p, %p, %p, %lr, %lr {epsilon = -1.0 : f64} : (!W, !W, !W, !W, !S, !S) -> (!W, !W, !W)
+  return
+}
+
+// -----
+
+!W = !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+func.func @adam_scalar(%p: !W) {
+  // expected-error @+1 {{'pf.adam_update' op hyper-parameter operands must be float scalars}}
+  %0:3 = pf.adam_update %p, %p, %p, %p, %p, %p : (!W, !W, !W, !W, !W, !W) -> (!W, !W, !W)
+  return
+}

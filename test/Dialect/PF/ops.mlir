@@ -164,3 +164,54 @@ func.func @conversions(%l: tensor<8x4xf32>) -> tensor<16x4xf32> {
   %c = pf.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32> : !pf.global<2x2xf32, #P, #pf.sbp<[B]>>
   return %r : tensor<16x4xf32>
 }
+
+// -----
+
+// Backward ops.
+#P = #pf.placement<"cpu", [0]>
+// CHECK-LABEL: func.func @backward_ops
+func.func @backward_ops(%y: !pf.global<4x6xf32, #P>, %labels: !pf.global<4xi64, #P>, %dl: !pf.global<f32, #P>,
+                        %x: !pf.global<2x3x8x8xf32, #P>, %w: !pf.global<4x3x3x3xf32, #P>, %dy: !pf.global<2x4x6x6xf32, #P>,
+                        %p: !pf.global<2x3x4x4xf32, #P>, %g: !pf.global<2x3x1x1xf32, #P>, %c: !pf.global<3xf32, #P>) {
+  // CHECK: pf.relu_grad %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<4x6xf32
+  %0 = pf.relu_grad %y, %y : (!pf.global<4x6xf32, #P>, !pf.global<4x6xf32, #P>) -> !pf.global<4x6xf32, #P>
+  // CHECK: pf.reduce_sum %{{.*}} {axes = array<i64: 0>} : {{.*}} -> !pf.global<6xf32
+  %1 = pf.reduce_sum %y {axes = array<i64: 0>} : (!pf.global<4x6xf32, #P>) -> !pf.global<6xf32, #P>
+  // CHECK: pf.softmax_cross_entropy_grad
+  %2 = pf.softmax_cross_entropy_grad %y, %labels, %dl : (!pf.global<4x6xf32, #P>, !pf.global<4xi64, #P>, !pf.global<f32, #P>) -> !pf.global<4x6xf32, #P>
+  // CHECK: pf.conv2d_grad_input %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<2x3x8x8xf32
+  %3 = pf.conv2d_grad_input %dy, %w : (!pf.global<2x4x6x6xf32, #P>, !pf.global<4x3x3x3xf32, #P>) -> !pf.global<2x3x8x8xf32, #P>
+  // CHECK: pf.conv2d_grad_weight %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<4x3x3x3xf32
+  %4 = pf.conv2d_grad_weight %x, %dy : (!pf.global<2x3x8x8xf32, #P>, !pf.global<2x4x6x6xf32, #P>) -> !pf.global<4x3x3x3xf32, #P>
+  // CHECK: pf.max_pool2d_grad %{{.*}}, %{{.*}} {kernel = array<i64: 2, 2>}
+  %5 = pf.max_pool2d_grad %x, %p {kernel = array<i64: 2, 2>} : (!pf.global<2x3x8x8xf32, #P>, !pf.global<2x3x4x4xf32, #P>) -> !pf.global<2x3x8x8xf32, #P>
+  // CHECK: pf.avg_pool2d_grad %{{.*}} {kernel = array<i64: 2, 2>}
+  %6 = pf.avg_pool2d_grad %p {kernel = array<i64: 2, 2>} : (!pf.global<2x3x4x4xf32, #P>) -> !pf.global<2x3x8x8xf32, #P>
+  // CHECK: pf.global_avg_pool_grad %{{.*}} : {{.*}} -> !pf.global<2x3x4x4xf32
+  %7 = pf.global_avg_pool_grad %g : (!pf.global<2x3x1x1xf32, #P>) -> !pf.global<2x3x4x4xf32, #P>
+  // CHECK: pf.batch_norm_grad_input
+  %8 = pf.batch_norm_grad_input %p, %c, %p : (!pf.global<2x3x4x4xf32, #P>, !pf.global<3xf32, #P>, !pf.global<2x3x4x4xf32, #P>) -> !pf.global<2x3x4x4xf32, #P>
+  // CHECK: pf.batch_norm_grad_params
+  %9:2 = pf.batch_norm_grad_params %p, %p : (!pf.global<2x3x4x4xf32, #P>, !pf.global<2x3x4x4xf32, #P>) -> (!pf.global<3xf32, #P>, !pf.global<3xf32, #P>)
+  return
+}
+
+// -----
+
+// Optimizer ops.
+#P = #pf.placement<"cpu", [0]>
+!W = !pf.global<4x3xf32, #P, #pf.sbp<[B]>>
+!S = !pf.global<f32, #P, #pf.sbp<[B]>>
+// CHECK-LABEL: func.func @optimizer_ops
+func.func @optimizer_ops(%p: !W, %g: !W, %b: !W) {
+  // CHECK: %[[LR:.*]] = pf.scalar_input "lr" : !pf.global<f32
+  %lr = pf.scalar_input "lr" : !S
+  %t = pf.scalar_input "step" : !S
+  // CHECK: pf.sgd_update %{{.*}}, %{{.*}}, %[[LR]] {weight_decay = 1.000000e-01 : f64}
+  %0 = pf.sgd_update %p, %g, %lr {weight_decay = 0.1 : f64} : (!W, !W, !S) -> !W
+  // CHECK: pf.sgd_update %{{.*}}, %{{.*}}, %[[LR]] momentum_state(%{{.*}}, %{{.*}}) {momentum = 9.000000e-01 : f64, nesterov}
+  %1:2 = pf.sgd_update %p, %g, %lr momentum_state(%b, %t) {momentum = 0.9 : f64, nesterov} : (!W, !W, !S, !W, !S) -> (!W, !W)
+  // CHECK: pf.adam_update {{.*}} {decoupled}
+  %2:3 = pf.adam_update %p, %g, %b, %b, %lr, %t {decoupled} : (!W, !W, !W, !W, !S, !S) -> (!W, !W, !W)
+  return
+}

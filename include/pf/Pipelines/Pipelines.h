@@ -1,0 +1,53 @@
+//===- Pipelines.h - PipeFlow's registered pass pipelines -------*- C++ -*-===//
+//
+// Every compile PipeFlow performs is a registered pipeline, so that one
+// pf-opt command reproduces it (no pipeline lives only in a driver).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PF_PIPELINES_PIPELINES_H
+#define PF_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir {
+class OpPassManager;
+namespace pf {
+
+struct TrainingPipelineOptions
+    : public PassPipelineOptions<TrainingPipelineOptions> {
+  Option<int64_t> accumulationSteps{
+      *this, "accumulation-steps",
+      llvm::cl::desc("micro-batches per step (gradient accumulation)"),
+      llvm::cl::init(1)};
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("sgd, adam or adamw"),
+                                llvm::cl::init("sgd")};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
+                          llvm::cl::init(0.0)};
+  Option<double> dampening{*this, "dampening",
+                           llvm::cl::desc("SGD dampening"),
+                           llvm::cl::init(0.0)};
+  Option<bool> nesterov{*this, "nesterov", llvm::cl::desc("SGD Nesterov"),
+                        llvm::cl::init(false)};
+  Option<double> weightDecay{
+      *this, "weight-decay",
+      llvm::cl::desc("weight decay (default: 0, or 0.01 for AdamW)"),
+      llvm::cl::init(-1.0)};
+  Option<double> beta1{*this, "beta1", llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::init(0.999)};
+  Option<double> epsilon{*this, "eps", llvm::cl::init(1e-8)};
+  Option<bool> biasCorrection{*this, "bias-correction", llvm::cl::init(true)};
+};
+
+/// Forward + loss -> full training step: autodiff, optimizer, cleanup.
+void buildTrainingPipeline(OpPassManager &pm,
+                           const TrainingPipelineOptions &options);
+
+/// Registers every PipeFlow pipeline with the global registry.
+void registerPipelines();
+
+} // namespace pf
+} // namespace mlir
+
+#endif // PF_PIPELINES_PIPELINES_H
