@@ -12,8 +12,8 @@
 // The activation gradient crosses back from stage 1's placement to stage 0's.
 // CHECK: pf.to_global %{{.*}} {pf.phase = "backward_input"} : !pf.global<16x512xf32, #[[P1:.*]]> -> !pf.global<16x512xf32, #[[P0:.*]]>
 // CHECK: pf.relu_grad {{.*}} {pf.phase = "backward_input", pf.stage = 0 : i64}
-// CHECK-COUNT-3: pf.sgd_update {{.*}} pf.stage = 0 : i64
-// CHECK-COUNT-3: pf.sgd_update {{.*}} pf.stage = 1 : i64
+// CHECK-COUNT-2: pf.sgd_update {{.*}} pf.stage = 0 : i64
+// CHECK-COUNT-4: pf.sgd_update {{.*}} pf.stage = 1 : i64
 // CHECK: return %[[LOSS]]
 
 // ADAM-COUNT-6: pf.adam_update

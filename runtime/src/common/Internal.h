@@ -1,0 +1,151 @@
+//===- Internal.h - Shared state and helpers inside libpfrt -----*- C++ -*-===//
+//
+// Not installed; nothing here is part of the ABI.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PFRT_SRC_COMMON_INTERNAL_H
+#define PFRT_SRC_COMMON_INTERNAL_H
+
+#include <cstdint>
+#include <string>
+
+namespace pfrt {
+
+/// Process-wide runtime state. Single-threaded by contract (FUNNELED).
+struct State {
+  bool initialized = false;
+  bool finalized = false;
+  /// True if pfrt_init called MPI_Init_thread (so pfrt_finalize must end it).
+  bool ownsMpi = false;
+  int rank = 0;
+  int size = 1;
+  /// Largest element count passed to one MPI call.
+  int64_t maxMsgElems = 0;
+  /// Monotonic clock value (us) that pfrt_now_us reports as zero.
+  double epochUs = 0;
+};
+
+State &state();
+
+/// Formats, prints `pfrt: rank R: ...` and aborts the job.
+[[noreturn]] void fatal(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+/// Fatal unless pfrt_init has run and pfrt_finalize has not.
+void requireInit(const char *fn);
+
+/// Raw monotonic microseconds (no epoch applied).
+double monotonicUs();
+
+/// mkdir -p; fatal on failure. `what` names the caller for the message.
+void makeDirs(const std::string &dir, const char *what);
+
+//===----------------------------------------------------------------------===//
+// Shapes and shards
+//===----------------------------------------------------------------------===//
+
+/// Largest tensor rank accepted anywhere (bounds stack arrays).
+constexpr int64_t kMaxRank = 32;
+
+/// A validated shard of a row-major logical tensor.
+struct ShardSpec {
+  int64_t ndim = 0;
+  const int64_t *logical = nullptr;
+  const int64_t *offset = nullptr; // null = zeros
+  const int64_t *shape = nullptr;  // null = logical
+  int64_t logicalElems = 1;
+  int64_t shardElems = 1;
+};
+
+/// Checks ranks, bounds and overflow; fatal (naming fn) on any problem.
+ShardSpec makeShard(const char *fn, int64_t ndim, const int64_t *logical,
+                    const int64_t *offset, const int64_t *shape);
+
+/// Calls fn(logicalStart, localStart, len) for each maximal run of the shard
+/// that is contiguous in the logical tensor, in row-major shard order.
+template <typename Fn> void forEachRun(const ShardSpec &s, Fn &&fn);
+
+std::string shapeToString(int64_t ndim, const int64_t *shape);
+
+//===----------------------------------------------------------------------===//
+// Tracing (Trace.cpp)
+//===----------------------------------------------------------------------===//
+
+void traceInit();
+void traceFinalize();
+bool traceOn();
+
+/// Records one completed communication event.
+void traceComm(const char *name, double beginUs, int64_t bytes,
+               int64_t groupSize, int64_t peer);
+
+/// Times a communication call for the trace; free when tracing is off.
+class CommScope {
+public:
+  CommScope(const char *name, int64_t bytes, int64_t groupSize, int64_t peer)
+      : name(name), bytes(bytes), groupSize(groupSize), peer(peer),
+        on(traceOn()) {
+    if (on)
+      begin = monotonicUs();
+  }
+  ~CommScope() {
+    if (on)
+      traceComm(name, begin, bytes, groupSize, peer);
+  }
+  CommScope(const CommScope &) = delete;
+  CommScope &operator=(const CommScope &) = delete;
+
+private:
+  const char *name;
+  int64_t bytes, groupSize, peer;
+  bool on;
+  double begin = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// Template definitions
+//===----------------------------------------------------------------------===//
+
+template <typename Fn> void forEachRun(const ShardSpec &s, Fn &&fn) {
+  if (s.shardElems == 0)
+    return;
+  auto off = [&](int64_t d) { return s.offset ? s.offset[d] : 0; };
+  auto shp = [&](int64_t d) { return s.shape ? s.shape[d] : s.logical[d]; };
+  // Trailing dimensions that the shard covers fully fold into one run.
+  int64_t k = s.ndim - 1;
+  int64_t run = 1;
+  while (k >= 0 && off(k) == 0 && shp(k) == s.logical[k])
+    run *= s.logical[k--];
+  if (k < 0) {
+    fn(int64_t(0), int64_t(0), run);
+    return;
+  }
+  run *= shp(k);
+  // Row-major strides of the logical tensor for dims 0..k.
+  int64_t strides[kMaxRank];
+  int64_t st = 1;
+  for (int64_t d = s.ndim - 1; d >= 0; --d) {
+    if (d <= k)
+      strides[d] = st;
+    st *= s.logical[d];
+  }
+  int64_t idx[kMaxRank] = {0};
+  int64_t local = 0;
+  for (;;) {
+    int64_t start = off(k) * strides[k];
+    for (int64_t d = 0; d < k; ++d)
+      start += (off(d) + idx[d]) * strides[d];
+    fn(start, local, run);
+    local += run;
+    int64_t d = k - 1;
+    while (d >= 0 && ++idx[d] == shp(d))
+      idx[d--] = 0;
+    if (d < 0)
+      return;
+  }
+}
+
+} // namespace pfrt
+
+#endif // PFRT_SRC_COMMON_INTERNAL_H

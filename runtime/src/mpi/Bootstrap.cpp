@@ -1,0 +1,189 @@
+//===- Bootstrap.cpp - MPI start-up, shut-down and fatal errors -----------===//
+
+#include "../common/Internal.h"
+#include "MpiInternal.h"
+#include "pfrt/pfrt.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <unistd.h>
+
+namespace pfrt {
+namespace {
+MPI_Comm gWorld = MPI_COMM_NULL;
+
+// Best guess of our rank for messages printed before or after MPI.
+int rankForMessages() {
+  State &st = state();
+  if (st.initialized)
+    return st.rank;
+  int up = 0, down = 0;
+  MPI_Initialized(&up);
+  MPI_Finalized(&down);
+  if (up && !down) {
+    int r = 0;
+    if (MPI_Comm_rank(MPI_COMM_WORLD, &r) == MPI_SUCCESS)
+      return r;
+  }
+  // Hydra and Slurm export the rank before MPI starts.
+  for (const char *var : {"PMI_RANK", "PMIX_RANK", "SLURM_PROCID"})
+    if (const char *v = getenv(var))
+      return atoi(v);
+  return 0;
+}
+
+[[noreturn]] void vfatal(const char *fmt, va_list ap) {
+  char msg[4096];
+  int n = snprintf(msg, sizeof(msg), "pfrt: rank %d: ", rankForMessages());
+  if (n < 0)
+    n = 0;
+  vsnprintf(msg + n, sizeof(msg) - n - 1, fmt, ap);
+  size_t len = strnlen(msg, sizeof(msg) - 2);
+  msg[len++] = '\n';
+  // One write so lines from different ranks do not interleave mid-line.
+  ssize_t w = write(STDERR_FILENO, msg, len);
+  (void)w;
+  int up = 0, down = 0;
+  MPI_Initialized(&up);
+  MPI_Finalized(&down);
+  if (up && !down) {
+    // Under mpiexec our stderr is a pipe to the launcher, which stops
+    // forwarding output once the abort tears the job down; without a pause
+    // the one line that says what went wrong is sometimes lost.
+    struct timespec pause = {0, 250 * 1000 * 1000};
+    nanosleep(&pause, nullptr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  _exit(1);
+}
+
+int64_t readMaxMsgElems() {
+  const char *v = getenv("PFRT_MAX_MSG_ELEMS");
+  if (!v || !*v)
+    return INT_MAX;
+  errno = 0;
+  char *end = nullptr;
+  long long x = strtoll(v, &end, 10);
+  if (errno || *end || x < 1 || x > INT_MAX)
+    fatal("PFRT_MAX_MSG_ELEMS='%s' is not an integer in [1, %d]", v,
+          INT_MAX);
+  return x;
+}
+} // namespace
+
+State &state() {
+  static State st;
+  return st;
+}
+
+void fatal(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfatal(fmt, ap);
+}
+
+void requireInit(const char *fn) {
+  const State &st = state();
+  if (!st.initialized)
+    fatal("%s called before pfrt_init", fn);
+  if (st.finalized)
+    fatal("%s called after pfrt_finalize", fn);
+}
+
+void mpiCheck(int rc, const char *call, const char *fn) {
+  if (rc == MPI_SUCCESS)
+    return;
+  char text[MPI_MAX_ERROR_STRING + 1] = {0};
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
+    snprintf(text, sizeof(text), "MPI error code %d", rc);
+  fatal("%s: %s failed: %s", fn, call, text);
+}
+
+MPI_Comm worldComm() { return gWorld; }
+
+} // namespace pfrt
+
+using namespace pfrt;
+
+extern "C" {
+
+void pfrt_fatal(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfatal(fmt, ap);
+}
+
+int pfrt_abi_version(void) { return PFRT_ABI_VERSION; }
+
+int pfrt_init(int *argc, char ***argv) {
+  State &st = state();
+  if (st.finalized)
+    fatal("pfrt_init called after pfrt_finalize");
+  if (st.initialized)
+    return 0;
+  int up = 0;
+  MPI_Initialized(&up);
+  if (!up) {
+    int provided = 0;
+    // Default handler is fatal here, which is what we want for start-up.
+    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    st.ownsMpi = true;
+    if (provided < MPI_THREAD_FUNNELED)
+      fatal("pfrt_init: MPI provides thread level %d, need FUNNELED",
+            provided);
+  }
+  // Return codes are checked everywhere; a fatal handler would kill the job
+  // without saying which pfrt call failed.
+  PFRT_MPI(MPI_Comm_set_errhandler, (MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  PFRT_MPI(MPI_Comm_rank, (MPI_COMM_WORLD, &st.rank));
+  PFRT_MPI(MPI_Comm_size, (MPI_COMM_WORLD, &st.size));
+  // A private world keeps our point-to-point traffic apart from any other
+  // MPI user in the process (e.g. mpi4py in the Python front end).
+  PFRT_MPI(MPI_Comm_dup, (MPI_COMM_WORLD, &gWorld));
+  PFRT_MPI(MPI_Comm_set_errhandler, (gWorld, MPI_ERRORS_RETURN));
+  st.initialized = true;
+  st.maxMsgElems = readMaxMsgElems();
+  double epoch = monotonicUs();
+  PFRT_MPI(MPI_Bcast, (&epoch, 1, MPI_DOUBLE, 0, gWorld));
+  st.epochUs = epoch;
+  traceInit();
+  return 0;
+}
+
+int pfrt_finalize(void) {
+  requireInit("pfrt_finalize");
+  State &st = state();
+  traceFinalize();
+  // Group communicators are left to MPI_Finalize: freeing them here would
+  // add collective calls whose order would have to match across ranks.
+  PFRT_MPI(MPI_Comm_free, (&gWorld));
+  if (st.ownsMpi)
+    PFRT_MPI(MPI_Finalize, ());
+  st.finalized = true;
+  return 0;
+}
+
+int pfrt_rank(void) {
+  requireInit("pfrt_rank");
+  return state().rank;
+}
+
+int pfrt_world_size(void) {
+  requireInit("pfrt_world_size");
+  return state().size;
+}
+
+int pfrt_barrier(void) {
+  requireInit("pfrt_barrier");
+  CommScope trace("barrier", 0, state().size, -1);
+  PFRT_MPI(MPI_Barrier, (gWorld));
+  return 0;
+}
+
+} // extern "C"

@@ -1,0 +1,337 @@
+//===- Collectives.cpp - Group communicators and collectives over MPI -----===//
+
+#include "../common/Internal.h"
+#include "MpiInternal.h"
+#include "pfrt/pfrt.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+using namespace pfrt;
+
+namespace {
+
+struct Group {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int pos = -1; // our group position
+  int n = 0;
+};
+
+struct RankListHash {
+  size_t operator()(const std::vector<int64_t> &v) const {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int64_t r : v)
+      h = (h ^ uint64_t(r)) * 0x100000001b3ull;
+    return size_t(h);
+  }
+};
+
+std::unordered_map<std::vector<int64_t>, Group, RankListHash> &groupCache() {
+  static std::unordered_map<std::vector<int64_t>, Group, RankListHash> cache;
+  return cache;
+}
+
+std::string groupToString(const int64_t *ranks, int64_t n) {
+  std::string s = "[";
+  for (int64_t i = 0; i < n && i < 16; ++i)
+    s += (i ? ", " : "") + std::to_string(ranks[i]);
+  if (n > 16)
+    s += ", ...";
+  return s + "]";
+}
+
+/// Validates the group and returns its (cached) communicator.
+const Group &getGroup(const int64_t *ranks, int64_t n, const char *fn) {
+  requireInit(fn);
+  const State &st = state();
+  if (!ranks || n < 1 || n > st.size)
+    fatal("%s: group size %lld is outside [1, %d] (or ranks is NULL)", fn,
+          (long long)n, st.size);
+  std::vector<int64_t> key(ranks, ranks + n);
+  auto &cache = groupCache();
+  auto it = cache.find(key);
+  if (it != cache.end())
+    return it->second;
+
+  std::vector<char> seen(st.size, 0);
+  std::vector<int> members(n);
+  int pos = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t r = ranks[i];
+    if (r < 0 || r >= st.size)
+      fatal("%s: group %s names rank %lld, world size is %d", fn,
+            groupToString(ranks, n).c_str(), (long long)r, st.size);
+    if (seen[r]++)
+      fatal("%s: group %s lists rank %lld twice", fn,
+            groupToString(ranks, n).c_str(), (long long)r);
+    members[i] = int(r);
+    if (r == st.rank)
+      pos = int(i);
+  }
+  if (pos < 0)
+    fatal("%s: this rank is not a member of group %s", fn,
+          groupToString(ranks, n).c_str());
+
+  // Only the members call MPI_Comm_create_group, so disjoint groups never
+  // wait for each other. The tag separates creations of different groups.
+  MPI_Group worldGroup, sub;
+  PFRT_MPI(MPI_Comm_group, (worldComm(), &worldGroup));
+  PFRT_MPI(MPI_Group_incl, (worldGroup, int(n), members.data(), &sub));
+  int tag = int(RankListHash()(key) & 0x7fff);
+  Group g;
+  g.pos = pos;
+  g.n = int(n);
+  PFRT_MPI(MPI_Comm_create_group, (worldComm(), sub, tag, &g.comm));
+  PFRT_MPI(MPI_Group_free, (&sub));
+  PFRT_MPI(MPI_Group_free, (&worldGroup));
+  PFRT_MPI(MPI_Comm_set_errhandler, (g.comm, MPI_ERRORS_RETURN));
+  int check = -1;
+  PFRT_MPI(MPI_Comm_rank, (g.comm, &check));
+  if (check != pos)
+    fatal("%s: internal: group position %d but communicator rank %d", fn,
+          pos, check);
+  return cache.emplace(std::move(key), g).first->second;
+}
+
+int rootPosition(const int64_t *ranks, int64_t n, int64_t root,
+                 const char *fn) {
+  for (int64_t i = 0; i < n; ++i)
+    if (ranks[i] == root)
+      return int(i);
+  fatal("%s: root rank %lld is not in group %s", fn, (long long)root,
+        groupToString(ranks, n).c_str());
+}
+
+constexpr int64_t kMaxCount = int64_t(1) << 60;
+/// Largest piece of one MPI_Reduce in pfrt_reduce_sum (see there).
+constexpr int64_t kReducePiece = int64_t(1) << 24;
+
+void checkCount(int64_t count, const char *fn) {
+  if (count < 0 || count > kMaxCount)
+    fatal("%s: count %lld is outside [0, 2^60]", fn, (long long)count);
+}
+
+void checkBuf(const void *p, int64_t count, const char *what,
+              const char *fn) {
+  if (!p && count > 0)
+    fatal("%s: %s is NULL with count %lld", fn, what, (long long)count);
+}
+
+/// Fatal if [a, a+na) and [b, b+nb) (in elements) share memory.
+void checkNoOverlap(const float *a, int64_t na, const float *b, int64_t nb,
+                    const char *fn) {
+  if (na == 0 || nb == 0)
+    return;
+  if (a < b + nb && b < a + na)
+    fatal("%s: input and output buffers overlap", fn);
+}
+
+/// n blocks of count elements; fatal if the byte size overflows.
+int64_t mulCount(int64_t n, int64_t count, const char *fn) {
+  int64_t r;
+  if (__builtin_mul_overflow(n, count, &r) || r > kMaxCount)
+    fatal("%s: %lld x %lld elements overflow", fn, (long long)n,
+          (long long)count);
+  return r;
+}
+
+int64_t bytesOf(int64_t elems, int64_t elemSize = sizeof(float)) {
+  return elems * elemSize;
+}
+
+/// A block of c floats whose extent is `stride` floats, so that one datatype
+/// instance per peer addresses the c-element slice of each peer's block.
+struct StridedBlock {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  StridedBlock(int64_t c, int64_t stride) {
+    MPI_Datatype tmp;
+    PFRT_MPI(MPI_Type_contiguous, (int(c), MPI_FLOAT, &tmp));
+    PFRT_MPI(MPI_Type_create_resized,
+             (tmp, 0, MPI_Aint(stride) * MPI_Aint(sizeof(float)), &type));
+    PFRT_MPI(MPI_Type_commit, (&type));
+    PFRT_MPI(MPI_Type_free, (&tmp));
+  }
+  ~StridedBlock() { MPI_Type_free(&type); }
+};
+
+/// Calls fn(offset, len) over [0, count) in pieces of at most maxMsgElems.
+template <typename Fn> void chunked(int64_t count, Fn &&fn) {
+  int64_t step = state().maxMsgElems;
+  for (int64_t off = 0; off < count; off += step)
+    fn(off, std::min(step, count - off));
+}
+
+int broadcastImpl(void *buf, int64_t count, MPI_Datatype type,
+                         int64_t elemSize, int64_t root,
+                         const int64_t *ranks, int64_t n, const char *fn,
+                         const char *traceName) {
+  const Group &g = getGroup(ranks, n, fn);
+  checkCount(count, fn);
+  checkBuf(buf, count, "buf", fn);
+  int rootPos = rootPosition(ranks, n, root, fn);
+  CommScope trace(traceName, bytesOf(count, elemSize), n, -1);
+  chunked(count, [&](int64_t off, int64_t c) {
+    PFRT_MPI(MPI_Bcast, ((char *)buf + off * elemSize, int(c), type, rootPos,
+                         g.comm));
+  });
+  return 0;
+}
+
+} // namespace
+
+extern "C" {
+
+int pfrt_all_reduce_sum(const float *in, float *out, int64_t count,
+                        const int64_t *ranks, int64_t n) {
+  const char *fn = "pfrt_all_reduce_sum";
+  const Group &g = getGroup(ranks, n, fn);
+  checkCount(count, fn);
+  checkBuf(in, count, "in", fn);
+  checkBuf(out, count, "out", fn);
+  bool inPlace = in == out;
+  if (!inPlace)
+    checkNoOverlap(in, count, out, count, fn);
+  CommScope trace("all_reduce_sum", bytesOf(count), n, -1);
+  chunked(count, [&](int64_t off, int64_t c) {
+    const void *send = inPlace ? MPI_IN_PLACE : (const void *)(in + off);
+    PFRT_MPI(MPI_Allreduce,
+             (send, out + off, int(c), MPI_FLOAT, MPI_SUM, g.comm));
+  });
+  return 0;
+}
+
+int pfrt_all_gather(const float *in, float *out, int64_t count,
+                    const int64_t *ranks, int64_t n) {
+  const char *fn = "pfrt_all_gather";
+  const Group &g = getGroup(ranks, n, fn);
+  checkCount(count, fn);
+  int64_t total = mulCount(n, count, fn);
+  checkBuf(in, count, "in", fn);
+  checkBuf(out, total, "out", fn);
+  checkNoOverlap(in, count, out, total, fn);
+  CommScope trace("all_gather", bytesOf(total), n, -1);
+  if (count == 0)
+    return 0;
+  if (count <= state().maxMsgElems) {
+    PFRT_MPI(MPI_Allgather, (in, int(count), MPI_FLOAT, out, int(count),
+                             MPI_FLOAT, g.comm));
+    return 0;
+  }
+  chunked(count, [&](int64_t off, int64_t c) {
+    StridedBlock blk(c, count);
+    PFRT_MPI(MPI_Allgather,
+             (in + off, int(c), MPI_FLOAT, out + off, 1, blk.type, g.comm));
+  });
+  return 0;
+}
+
+int pfrt_reduce_scatter_sum(const float *in, float *out, int64_t count,
+                            const int64_t *ranks, int64_t n) {
+  const char *fn = "pfrt_reduce_scatter_sum";
+  const Group &g = getGroup(ranks, n, fn);
+  checkCount(count, fn);
+  int64_t total = mulCount(n, count, fn);
+  checkBuf(in, total, "in", fn);
+  checkBuf(out, count, "out", fn);
+  checkNoOverlap(in, total, out, count, fn);
+  CommScope trace("reduce_scatter_sum", bytesOf(total), n,
+                  -1);
+  if (count == 0)
+    return 0;
+  if (count <= state().maxMsgElems) {
+    PFRT_MPI(MPI_Reduce_scatter_block,
+             (in, out, int(count), MPI_FLOAT, MPI_SUM, g.comm));
+    return 0;
+  }
+  // Reductions on derived datatypes are not portable, so large blocks go
+  // as one reduce per destination, each chunked.
+  for (int p = 0; p < g.n; ++p)
+    chunked(count, [&](int64_t off, int64_t c) {
+      PFRT_MPI(MPI_Reduce, (in + int64_t(p) * count + off,
+                            p == g.pos ? out + off : nullptr, int(c),
+                            MPI_FLOAT, MPI_SUM, p, g.comm));
+    });
+  return 0;
+}
+
+int pfrt_all_to_all(const float *in, float *out, int64_t count,
+                    const int64_t *ranks, int64_t n) {
+  const char *fn = "pfrt_all_to_all";
+  const Group &g = getGroup(ranks, n, fn);
+  checkCount(count, fn);
+  int64_t total = mulCount(n, count, fn);
+  checkBuf(in, total, "in", fn);
+  checkBuf(out, total, "out", fn);
+  checkNoOverlap(in, total, out, total, fn);
+  CommScope trace("all_to_all", bytesOf(total), n, -1);
+  if (count == 0)
+    return 0;
+  if (count <= state().maxMsgElems) {
+    PFRT_MPI(MPI_Alltoall, (in, int(count), MPI_FLOAT, out, int(count),
+                            MPI_FLOAT, g.comm));
+    return 0;
+  }
+  chunked(count, [&](int64_t off, int64_t c) {
+    StridedBlock blk(c, count);
+    PFRT_MPI(MPI_Alltoall,
+             (in + off, 1, blk.type, out + off, 1, blk.type, g.comm));
+  });
+  return 0;
+}
+
+int pfrt_broadcast(float *buf, int64_t count, int64_t root_world_rank,
+                   const int64_t *ranks, int64_t n) {
+  return broadcastImpl(buf, count, MPI_FLOAT, sizeof(float), root_world_rank,
+                       ranks, n, "pfrt_broadcast", "broadcast");
+}
+
+int pfrt_broadcast_i64(int64_t *buf, int64_t count, int64_t root_world_rank,
+                       const int64_t *ranks, int64_t n) {
+  return broadcastImpl(buf, count, MPI_INT64_T, sizeof(int64_t),
+                       root_world_rank, ranks, n, "pfrt_broadcast_i64",
+                       "broadcast_i64");
+}
+
+int pfrt_reduce_sum(const float *in, float *out, int64_t count,
+                    int64_t root_world_rank, const int64_t *ranks,
+                    int64_t n) {
+  const char *fn = "pfrt_reduce_sum";
+  const Group &g = getGroup(ranks, n, fn);
+  checkCount(count, fn);
+  int rootPos = rootPosition(ranks, n, root_world_rank, fn);
+  bool isRoot = rootPos == g.pos;
+  checkBuf(in, count, "in", fn);
+  if (isRoot)
+    checkBuf(out, count, "out (on the root)", fn);
+  bool inPlace = isRoot && in == out;
+  if (isRoot && !inPlace)
+    checkNoOverlap(in, count, out, count, fn);
+  CommScope trace("reduce_sum", bytesOf(count), n, -1);
+  // MPICH 4.0.x crashes on MPI_Reduce with MPI_IN_PLACE at a non-zero root
+  // (pmodels/mpich#6540, fixed in 4.1.2), so an in-place root reduces from
+  // a copy. Pieces are capped at 64 MiB to bound that copy; every rank uses
+  // the same cap so the calls pair up whoever is in place.
+  int64_t piece = std::min<int64_t>(state().maxMsgElems, kReducePiece);
+  std::vector<float> copy;
+  for (int64_t off = 0; off < count; off += piece) {
+    int64_t len = std::min(piece, count - off);
+    const float *send = in + off;
+    if (inPlace) {
+      copy.assign(out + off, out + off + len);
+      send = copy.data();
+    }
+    PFRT_MPI(MPI_Reduce, (send, isRoot ? out + off : nullptr, int(len),
+                          MPI_FLOAT, MPI_SUM, rootPos, g.comm));
+  }
+  return 0;
+}
+
+int pfrt_group_barrier(const int64_t *ranks, int64_t n) {
+  const Group &g = getGroup(ranks, n, "pfrt_group_barrier");
+  CommScope trace("group_barrier", 0, n, -1);
+  PFRT_MPI(MPI_Barrier, (g.comm));
+  return 0;
+}
+
+} // extern "C"

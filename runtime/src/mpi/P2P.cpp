@@ -1,0 +1,163 @@
+//===- P2P.cpp - Point-to-point transfers between world ranks -------------===//
+//
+// Messages above PFRT_MAX_MSG_ELEMS go as several MPI messages with the same
+// tag; MPI's non-overtaking rule keeps them in order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../common/Internal.h"
+#include "MpiInternal.h"
+#include "pfrt/pfrt.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+using namespace pfrt;
+
+namespace {
+
+int tagUpperBound() {
+  static int ub = -1;
+  if (ub < 0) {
+    int *attr = nullptr;
+    int flag = 0;
+    PFRT_MPI(MPI_Comm_get_attr, (worldComm(), MPI_TAG_UB, &attr, &flag));
+    ub = flag && attr ? *attr : 32767;
+  }
+  return ub;
+}
+
+void checkPeer(int64_t peer, int64_t tag, int64_t count, const void *buf,
+               const char *fn) {
+  const State &st = state();
+  if (peer < 0 || peer >= st.size)
+    fatal("%s: peer rank %lld is outside [0, %d)", fn, (long long)peer,
+          st.size);
+  if (tag < 0 || tag > tagUpperBound())
+    fatal("%s: tag %lld is outside [0, %d]", fn, (long long)tag,
+          tagUpperBound());
+  if (count < 0 || count > (int64_t(1) << 60))
+    fatal("%s: count %lld is outside [0, 2^60]", fn, (long long)count);
+  if (!buf && count > 0)
+    fatal("%s: buffer is NULL with count %lld", fn, (long long)count);
+}
+
+/// Number of MPI messages a transfer of count elements is split into (at
+/// least one, so zero-length transfers still synchronise).
+int64_t numPieces(int64_t count) {
+  int64_t step = state().maxMsgElems;
+  return count == 0 ? 1 : (count + step - 1) / step;
+}
+
+void pieceRange(int64_t count, int64_t piece, int64_t &off, int &len) {
+  int64_t step = state().maxMsgElems;
+  off = piece * step;
+  len = int(std::min(step, count - off));
+}
+
+/// Fatal unless a receive got exactly the expected number of floats.
+void checkReceived(const MPI_Status &status, int expected, int64_t peer,
+                   int64_t tag, const char *fn) {
+  int got = 0;
+  PFRT_MPI(MPI_Get_count, (&status, MPI_FLOAT, &got));
+  if (got != expected)
+    fatal("%s: message from rank %lld tag %lld has %d elements, expected %d "
+          "(sender and receiver disagree on the count)",
+          fn, (long long)peer, (long long)tag, got, expected);
+}
+
+} // namespace
+
+extern "C" {
+
+int pfrt_send(const float *buf, int64_t count, int32_t dst, int32_t tag) {
+  const char *fn = "pfrt_send";
+  requireInit(fn);
+  checkPeer(dst, tag, count, buf, fn);
+  CommScope trace("send", count * int64_t(sizeof(float)), 2, dst);
+  for (int64_t p = 0, np = numPieces(count); p < np; ++p) {
+    int64_t off;
+    int len;
+    pieceRange(count, p, off, len);
+    PFRT_MPI(MPI_Send, (buf + off, len, MPI_FLOAT, dst, tag, worldComm()));
+  }
+  return 0;
+}
+
+int pfrt_recv(float *buf, int64_t count, int32_t src, int32_t tag) {
+  const char *fn = "pfrt_recv";
+  requireInit(fn);
+  checkPeer(src, tag, count, buf, fn);
+  CommScope trace("recv", count * int64_t(sizeof(float)), 2, src);
+  for (int64_t p = 0, np = numPieces(count); p < np; ++p) {
+    int64_t off;
+    int len;
+    pieceRange(count, p, off, len);
+    MPI_Status status;
+    PFRT_MPI(MPI_Recv,
+             (buf + off, len, MPI_FLOAT, src, tag, worldComm(), &status));
+    checkReceived(status, len, src, tag, fn);
+  }
+  return 0;
+}
+
+int pfrt_p2p_batch(const pfrt_p2p_op *ops, int64_t nops) {
+  const char *fn = "pfrt_p2p_batch";
+  requireInit(fn);
+  if (nops < 0 || (nops > 0 && !ops))
+    fatal("%s: bad op list (nops %lld)", fn, (long long)nops);
+  // Validate everything before posting anything, so a bad op cannot leave
+  // requests in flight.
+  int64_t bytes = 0;
+  for (int64_t i = 0; i < nops; ++i) {
+    checkPeer(ops[i].peer, ops[i].tag, ops[i].count, ops[i].buf, fn);
+    bytes += ops[i].count * int64_t(sizeof(float));
+  }
+  CommScope trace("p2p_batch", bytes, -1, -1);
+  std::vector<MPI_Request> reqs;
+  // For each request: the op it belongs to and its expected length.
+  std::vector<std::pair<int64_t, int>> owner;
+  for (int64_t i = 0; i < nops; ++i) {
+    const pfrt_p2p_op &op = ops[i];
+    for (int64_t p = 0, np = numPieces(op.count); p < np; ++p) {
+      int64_t off;
+      int len;
+      pieceRange(op.count, p, off, len);
+      MPI_Request r;
+      if (op.is_send)
+        PFRT_MPI(MPI_Isend, (op.buf + off, len, MPI_FLOAT, op.peer, op.tag,
+                             worldComm(), &r));
+      else
+        PFRT_MPI(MPI_Irecv, (op.buf + off, len, MPI_FLOAT, op.peer, op.tag,
+                             worldComm(), &r));
+      reqs.push_back(r);
+      owner.emplace_back(i, len);
+    }
+  }
+  std::vector<MPI_Status> statuses(reqs.size());
+  int rc = MPI_Waitall(int(reqs.size()), reqs.data(), statuses.data());
+  if (rc == MPI_ERR_IN_STATUS) {
+    // Name the first op that failed rather than the batch as a whole.
+    for (size_t r = 0; r < statuses.size(); ++r) {
+      int err = statuses[r].MPI_ERROR;
+      if (err != MPI_SUCCESS && err != MPI_ERR_PENDING) {
+        const pfrt_p2p_op &op = ops[owner[r].first];
+        char what[128];
+        snprintf(what, sizeof(what), "MPI_Waitall (op %lld: %s rank %d tag %d)",
+                 (long long)owner[r].first, op.is_send ? "send to" : "recv from",
+                 op.peer, op.tag);
+        mpiCheck(err, what, fn);
+      }
+    }
+  }
+  mpiCheck(rc, "MPI_Waitall", fn);
+  for (size_t r = 0; r < statuses.size(); ++r) {
+    const pfrt_p2p_op &op = ops[owner[r].first];
+    if (!op.is_send)
+      checkReceived(statuses[r], owner[r].second, op.peer, op.tag, fn);
+  }
+  return 0;
+}
+
+} // extern "C"

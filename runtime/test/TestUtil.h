@@ -1,0 +1,90 @@
+/*===- TestUtil.h - Helpers shared by the pfrt-* test programs ------------===*
+ *
+ * C and C++. A failed CHECK goes through pfrt_fatal, so it aborts the whole
+ * MPI job with a non-zero exit code and names the rank.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef PFRT_TEST_TESTUTIL_H
+#define PFRT_TEST_TESTUTIL_H
+
+#include "pfrt/pfrt.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline void pt_fail(const char *file, int line, const char *cond,
+                           const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  pfrt_fatal("CHECK failed at %s:%d: (%s) %s", file, line, cond, msg);
+}
+
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      pt_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);                         \
+  } while (0)
+
+/* splitmix64 finaliser: a good 64-bit mixer for deterministic test data. */
+static inline uint64_t pt_mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/* Test value in [-1, 1), a pure function of its arguments, so every rank can
+ * compute every other rank's input for a serial reference. Never all zero. */
+static inline float pt_value(uint64_t seed, uint64_t a, uint64_t b,
+                             uint64_t i) {
+  uint64_t h = pt_mix(seed ^ pt_mix(a ^ pt_mix(b ^ pt_mix(i))));
+  return (float)((double)(h >> 40) * (1.0 / 8388608.0) - 1.0);
+}
+
+/* Uniform integer in [lo, hi] from a running state. */
+static inline int64_t pt_randint(uint64_t *state, int64_t lo, int64_t hi) {
+  *state = pt_mix(*state);
+  return lo + (int64_t)(*state % (uint64_t)(hi - lo + 1));
+}
+
+/* A fresh seed per run (PFRT_TEST_SEED overrides), identical on all ranks.
+ * Rank 0 prints it so a failure can be replayed. */
+static inline uint64_t pt_seed(const char *test) {
+  int64_t seed = 0;
+  const char *env = getenv("PFRT_TEST_SEED");
+  if (env && *env) {
+    seed = (int64_t)strtoull(env, NULL, 10);
+  } else if (pfrt_rank() == 0) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    seed = (int64_t)(pt_mix((uint64_t)ts.tv_nsec ^
+                            ((uint64_t)ts.tv_sec << 20) ^
+                            (uint64_t)getpid()) >>
+                     1);
+  }
+  int n = pfrt_world_size();
+  int64_t world[64];
+  CHECK(n <= 64, "tests assume at most 64 ranks");
+  for (int i = 0; i < n; ++i)
+    world[i] = i;
+  pfrt_broadcast_i64(&seed, 1, 0, world, n);
+  if (pfrt_rank() == 0)
+    printf("%s: PFRT_TEST_SEED=%llu world=%d\n", test,
+           (unsigned long long)seed, n);
+  return (uint64_t)seed;
+}
+
+static inline int pt_bits_equal(const float *a, const float *b, int64_t n) {
+  return n == 0 || memcmp(a, b, (size_t)n * sizeof(float)) == 0;
+}
+
+#endif /* PFRT_TEST_TESTUTIL_H */

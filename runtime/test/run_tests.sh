@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# Runs the libpfrt test programs. Usage: run_tests.sh BUILD_DIR
+#
+# Prints one line per test, `PASS name` or `FAIL name` (followed by the tail
+# of its output), then `N passed, N failed`; exits non-zero if any failed.
+# Every test runs under `timeout`, so a hang is a failure, not a stuck run.
+#
+# Environment:
+#   PFRT_MPIEXEC    launcher prefix (default: mpiexec). MPICH's Hydra runs
+#                   local ranks with fork and needs no hostfile; if it
+#                   cannot resolve this machine's hostname, use
+#                   PFRT_MPIEXEC="mpiexec -host localhost" (or
+#                   "mpiexec -launcher fork").
+#   PFRT_PYTHON     Python with NumPy (default: /usr/bin/python3, Debian's
+#                   python3-numpy).
+#   PFRT_TEST_SEED  replay a failing run's data (each test prints its seed).
+#   PFRT_KEEP=1     keep the scratch directory with logs.
+set -u
+
+if [ $# -ne 1 ] || [ ! -d "$1/test" ]; then
+  echo "usage: $0 BUILD_DIR   (the directory holding test/pfrt-test-*)" >&2
+  exit 2
+fi
+BIN=$(cd "$1/test" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=${PFRT_PYTHON:-/usr/bin/python3}
+read -r -a MPIEXEC <<<"${PFRT_MPIEXEC:-mpiexec}"
+WORK=$(mktemp -d /tmp/pfrt-tests.XXXXXX)
+LOGS=$WORK/logs
+mkdir -p "$LOGS"
+# Tests decide PF_TRACE themselves; chunking only where asked.
+unset PF_TRACE PFRT_MAX_MSG_ELEMS
+
+npass=0
+nfail=0
+
+report() { # name ok
+  if [ "$2" = 1 ]; then
+    echo "PASS $1"
+    npass=$((npass + 1))
+  else
+    echo "FAIL $1"
+    nfail=$((nfail + 1))
+    tail -n 15 "$LOGS/$1.out" "$LOGS/$1.err" 2>/dev/null | sed 's/^/    /'
+  fi
+}
+
+# run_ok NAME SECONDS CMD...: passes if CMD exits 0 in time.
+run_ok() {
+  local name=$1 limit=$2
+  shift 2
+  timeout -k 5 "$limit" "$@" >"$LOGS/$name.out" 2>"$LOGS/$name.err"
+  local rc=$?
+  [ $rc -eq 124 ] && echo "timed out after ${limit}s" >>"$LOGS/$name.err"
+  report "$name" $([ $rc -eq 0 ] && echo 1 || echo 0)
+}
+
+# run_fail NAME SECONDS PATTERN CMD...: passes if CMD exits non-zero (not by
+# the timeout) and its stderr contains PATTERN (a fixed string).
+run_fail() {
+  local name=$1 limit=$2 pattern=$3
+  shift 3
+  local t0=$SECONDS
+  timeout -k 5 "$limit" "$@" >"$LOGS/$name.out" 2>"$LOGS/$name.err"
+  local rc=$? ok=0
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    echo "timed out after ${limit}s: the job hung instead of aborting" \
+      >>"$LOGS/$name.err"
+  elif [ $rc -eq 0 ]; then
+    echo "exited 0, expected a failure" >>"$LOGS/$name.err"
+  elif ! grep -qF -- "$pattern" "$LOGS/$name.err"; then
+    echo "stderr lacks: $pattern" >>"$LOGS/$name.err"
+  else
+    ok=1
+  fi
+  [ $ok = 1 ] && echo "rc=$rc in $((SECONDS - t0))s" >>"$LOGS/$name.out"
+  report "$name" $ok
+}
+
+# For commands inside `bash -c` strings.
+MPX="${MPIEXEC[*]}"
+
+# --- bootstrap -------------------------------------------------------------
+run_ok bootstrap_no_mpiexec 30 "$BIN/pfrt-test-bootstrap" 1
+for n in 1 2 4; do
+  run_ok bootstrap_n$n 30 "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-bootstrap" $n
+done
+
+# --- collectives and point-to-point -----------------------------------------
+for n in 1 2 3 4; do
+  run_ok collectives_n$n 60 "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-collectives"
+done
+# Small message cap: the chunked and derived-datatype paths.
+run_ok collectives_chunked_n4 60 env PFRT_MAX_MSG_ELEMS=600 \
+  "${MPIEXEC[@]}" -n 4 "$BIN/pfrt-test-collectives"
+run_ok collectives_chunked_n3 60 env PFRT_MAX_MSG_ELEMS=1000 \
+  "${MPIEXEC[@]}" -n 3 "$BIN/pfrt-test-collectives"
+for n in 2 3 4; do
+  run_ok p2p_n$n 60 "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-p2p"
+done
+run_ok p2p_chunked_n4 60 env PFRT_MAX_MSG_ELEMS=300 \
+  "${MPIEXEC[@]}" -n 4 "$BIN/pfrt-test-p2p"
+
+# --- initialisation ----------------------------------------------------------
+run_ok init_n1 60 "${MPIEXEC[@]}" -n 1 "$BIN/pfrt-test-init"
+run_ok init_n4 60 "${MPIEXEC[@]}" -n 4 "$BIN/pfrt-test-init"
+run_ok philox_py_selftest 60 "$PY" "$HERE/../python/pfrt_philox.py"
+IO=$WORK/interop
+run_ok interop_numpy_bitexact 120 bash -c \
+  "'$PY' '$HERE/check_interop.py' gen '$IO' &&
+   $MPX -n 1 '$BIN/pfrt-test-interop' '$IO' &&
+   '$PY' '$HERE/check_interop.py' check '$IO'"
+
+# --- npy and checkpoints ---------------------------------------------------
+run_ok npy_roundtrip_n1 60 "${MPIEXEC[@]}" -n 1 "$BIN/pfrt-test-npy" "$WORK/npy1"
+run_ok npy_roundtrip_n4 60 "${MPIEXEC[@]}" -n 4 "$BIN/pfrt-test-npy" "$WORK/npy4"
+
+BAD=$WORK/bad
+mkdir -p "$BAD"
+"$PY" - "$BAD" <<'EOF' >"$LOGS/make_bad.out" 2>&1
+import sys, numpy as np
+d = sys.argv[1]
+a = np.random.default_rng().standard_normal((3, 4)).astype(np.float32)
+def save(name, arr, version=(1, 0)):
+    with open("%s/%s.npy" % (d, name), "wb") as f:
+        np.lib.format.write_array(f, arr, version=version)
+def edit(name, fn):
+    p = "%s/%s.npy" % (d, name)
+    b = bytearray(open("%s/good.npy" % d, "rb").read())
+    open(p, "wb").write(fn(b))
+save("good", a)
+save("good_v2", a, (2, 0))
+save("wrong_dtype", a.astype(np.float64))
+save("wrong_shape", a.reshape(4, 3))
+save("fortran", np.asfortranarray(a))
+edit("bad_magic", lambda b: b[:5] + b"X" + b[6:])
+edit("bad_version", lambda b: b[:6] + bytes([3, 0]) + b[8:])
+edit("truncated", lambda b: b[:-5])
+edit("trailing", lambda b: b + b"\0\0\0\0")
+edit("bad_header", lambda b: b.replace(b"'shape'", b"'shap3'"))
+EOF
+NPY=("$BIN/pfrt-test-errors" npy)
+run_ok npy_read_good 20 "${NPY[@]}" "$BAD/good.npy" f4 3,4
+run_ok npy_read_good_v2 20 "${NPY[@]}" "$BAD/good_v2.npy" f4 3,4
+run_fail npy_error_bad_magic 20 "'$BAD/bad_magic.npy': bad magic" \
+  "${NPY[@]}" "$BAD/bad_magic.npy" f4 3,4
+run_fail npy_error_bad_version 20 "'$BAD/bad_version.npy': unsupported format version 3.0" \
+  "${NPY[@]}" "$BAD/bad_version.npy" f4 3,4
+run_fail npy_error_wrong_dtype 20 "'$BAD/wrong_dtype.npy': dtype '<f8' does not match the expected '<f4'" \
+  "${NPY[@]}" "$BAD/wrong_dtype.npy" f4 3,4
+run_fail npy_error_wrong_dtype_int 20 "'$BAD/good.npy': dtype '<f4' does not match the expected '<i8'" \
+  "${NPY[@]}" "$BAD/good.npy" i8 3,4
+run_fail npy_error_wrong_shape 20 "'$BAD/wrong_shape.npy': shape (4, 3) does not match the expected logical shape (3, 4)" \
+  "${NPY[@]}" "$BAD/wrong_shape.npy" f4 3,4
+run_fail npy_error_truncated 20 "'$BAD/truncated.npy': file size is" \
+  "${NPY[@]}" "$BAD/truncated.npy" f4 3,4
+run_fail npy_error_trailing 20 "'$BAD/trailing.npy': file size is" \
+  "${NPY[@]}" "$BAD/trailing.npy" f4 3,4
+run_fail npy_error_fortran 20 "'$BAD/fortran.npy': fortran_order is True" \
+  "${NPY[@]}" "$BAD/fortran.npy" f4 3,4
+run_fail npy_error_bad_header 20 "'$BAD/bad_header.npy': header has unexpected key 'shap3'" \
+  "${NPY[@]}" "$BAD/bad_header.npy" f4 3,4
+run_fail npy_error_missing 20 "'$BAD/nope.npy': cannot open" \
+  "${NPY[@]}" "$BAD/nope.npy" f4 3,4
+# All four ranks hit the bad file; the job must end, not hang.
+run_fail npy_error_truncated_n4 20 "'$BAD/truncated.npy': file size is" \
+  "${MPIEXEC[@]}" -n 4 "${NPY[@]}" "$BAD/truncated.npy" f4 3,4
+
+# --- fatal errors end the whole job ------------------------------------------
+E=$BIN/pfrt-test-errors
+run_fail fatal_aborts_job_n4 20 "pfrt: rank 2: deliberate failure from rank 2" \
+  "${MPIEXEC[@]}" -n 4 "$E" fatal
+run_fail error_not_member_n4 20 "pfrt: rank 0: pfrt_all_reduce_sum: this rank is not a member of group [1, 2, 3]" \
+  "${MPIEXEC[@]}" -n 4 "$E" not_member
+run_fail error_dup_group_n2 20 "lists rank 0 twice" "${MPIEXEC[@]}" -n 2 "$E" dup_group
+run_fail error_bad_root_n4 20 "root rank 3 is not in group [0, 1, 2]" \
+  "${MPIEXEC[@]}" -n 4 "$E" bad_root
+run_fail error_overlap_n2 20 "pfrt_all_gather: input and output buffers overlap" \
+  "${MPIEXEC[@]}" -n 2 "$E" overlap
+run_fail error_mpi_truncate_n2 20 "pfrt: rank 1: pfrt_recv: MPI_Recv failed" \
+  "${MPIEXEC[@]}" -n 2 "$E" recv_truncate
+run_fail error_recv_count_n2 20 "has 5 elements, expected 10" \
+  "${MPIEXEC[@]}" -n 2 "$E" recv_short
+run_fail error_bad_shard 20 "does not fit in logical shape (4, 6)" \
+  "$E" bad_shard
+run_fail error_trace_unbalanced 20 "pfrt_trace_end: no open pfrt_trace_begin" \
+  env PF_TRACE="$WORK/trace_err" "$E" trace_end
+
+# --- traces -----------------------------------------------------------------
+for n in 1 4; do
+  T=$WORK/trace$n
+  run_ok trace_json_n$n 60 bash -c \
+    "PF_TRACE='$T' $MPX -n $n '$BIN/pfrt-test-trace' &&
+     '$PY' '$HERE/check_trace.py' '$T' $n"
+done
+# Without PF_TRACE nothing is written (bootstrap checks trace_enabled() == 0).
+run_ok trace_off_writes_nothing 30 bash -c \
+  "cd '$WORK' && mkdir -p off && cd off && $MPX -n 2 '$BIN/pfrt-test-bootstrap' 2 &&
+   [ -z \"\$(ls -A)\" ]"
+
+# --- BLAS -------------------------------------------------------------------
+run_ok sgemm 60 "$BIN/pfrt-test-sgemm"
+
+echo "$npass passed, $nfail failed"
+if [ "${PFRT_KEEP:-0}" = 1 ] || [ $nfail -ne 0 ]; then
+  echo "logs: $LOGS"
+else
+  rm -rf "$WORK"
+fi
+[ $nfail -eq 0 ]

@@ -1,0 +1,261 @@
+//===- test_collectives.cpp - Every collective against a serial reference -===//
+//
+// Every rank computes every member's input (pt_value is a pure function of
+// seed, call, rank and index), so each rank checks its own output against a
+// serial reference. Groups include the whole world, strict subsets, unsorted
+// lists and single ranks; counts are odd sizes. Run it also with
+// PFRT_MAX_MSG_ELEMS small to cover the chunked paths.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+uint64_t gSeed;
+int gRank, gSize;
+uint64_t gCall = 0; // input id: bumped per call, reset per case
+char gCtx[256] = ""; // current group and count, for failure messages
+
+using Group = std::vector<int64_t>;
+
+int positionOf(const Group &g, int64_t r) {
+  for (size_t i = 0; i < g.size(); ++i)
+    if (g[i] == r)
+      return int(i);
+  return -1;
+}
+
+std::vector<float> inputOf(int64_t worldRank, int64_t n) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = pt_value(gSeed, gCall, uint64_t(worldRank), uint64_t(i));
+  return v;
+}
+
+/// Checks a float sum against a double reference with a bound on rounding.
+void checkSum(float got, double ref, double absSum, int n, const char *what,
+              int64_t i) {
+  double tol = (n + 1) * double(FLT_EPSILON) * absSum + 1e-30;
+  CHECK(std::fabs(double(got) - ref) <= tol,
+        "%s %s: element %lld got %.9g, reference %.9g (tol %.3g)", what,
+        gCtx, (long long)i, double(got), ref, tol);
+}
+
+/// All members must hold bit-identical copies of a replicated result.
+void checkReplicated(const std::vector<float> &v, const Group &g,
+                     const char *what) {
+  int64_t n = int64_t(g.size());
+  std::vector<float> all(v.size() * n);
+  pfrt_all_gather(v.data(), all.data(), int64_t(v.size()), g.data(), n);
+  for (int64_t p = 0; p < n; ++p)
+    CHECK(pt_bits_equal(all.data() + p * v.size(), v.data(),
+                        int64_t(v.size())),
+          "%s: position %lld differs bitwise", what, (long long)p);
+}
+
+void testAllReduce(const Group &g, int64_t count, bool inPlace) {
+  ++gCall;
+  int64_t n = int64_t(g.size());
+  std::vector<float> in = inputOf(gRank, count);
+  std::vector<float> out(count, NAN);
+  if (inPlace) {
+    out = in;
+    pfrt_all_reduce_sum(out.data(), out.data(), count, g.data(), n);
+  } else {
+    pfrt_all_reduce_sum(in.data(), out.data(), count, g.data(), n);
+    CHECK(pt_bits_equal(in.data(), inputOf(gRank, count).data(), count),
+          "all_reduce modified its input");
+  }
+  std::vector<double> ref(count, 0.0), abs(count, 0.0);
+  for (int64_t m : g) {
+    std::vector<float> x = inputOf(m, count);
+    for (int64_t i = 0; i < count; ++i) {
+      ref[i] += x[i];
+      abs[i] += std::fabs(x[i]);
+    }
+  }
+  for (int64_t i = 0; i < count; ++i)
+    checkSum(out[i], ref[i], abs[i], int(n), "all_reduce_sum", i);
+  checkReplicated(out, g, "all_reduce_sum");
+}
+
+void testAllGather(const Group &g, int64_t count) {
+  ++gCall;
+  int64_t n = int64_t(g.size());
+  std::vector<float> in = inputOf(gRank, count);
+  std::vector<float> out(n * count, NAN);
+  pfrt_all_gather(in.data(), out.data(), count, g.data(), n);
+  for (int64_t p = 0; p < n; ++p) {
+    std::vector<float> want = inputOf(g[p], count);
+    CHECK(pt_bits_equal(out.data() + p * count, want.data(), count),
+          "all_gather: block %lld (world rank %lld) is wrong", (long long)p,
+          (long long)g[p]);
+  }
+}
+
+void testReduceScatter(const Group &g, int64_t count) {
+  ++gCall;
+  int64_t n = int64_t(g.size());
+  int pos = positionOf(g, gRank);
+  std::vector<float> in = inputOf(gRank, n * count);
+  std::vector<float> out(count, NAN);
+  pfrt_reduce_scatter_sum(in.data(), out.data(), count, g.data(), n);
+  std::vector<double> ref(count, 0.0), abs(count, 0.0);
+  for (int64_t m : g) {
+    std::vector<float> x = inputOf(m, n * count);
+    for (int64_t i = 0; i < count; ++i) {
+      ref[i] += x[pos * count + i];
+      abs[i] += std::fabs(x[pos * count + i]);
+    }
+  }
+  for (int64_t i = 0; i < count; ++i)
+    checkSum(out[i], ref[i], abs[i], int(n), "reduce_scatter_sum", i);
+}
+
+void testAllToAll(const Group &g, int64_t count) {
+  ++gCall;
+  int64_t n = int64_t(g.size());
+  int pos = positionOf(g, gRank);
+  std::vector<float> in = inputOf(gRank, n * count);
+  std::vector<float> out(n * count, NAN);
+  pfrt_all_to_all(in.data(), out.data(), count, g.data(), n);
+  for (int64_t p = 0; p < n; ++p) {
+    // Sender p's block addressed to us is its block `pos`.
+    std::vector<float> x = inputOf(g[p], n * count);
+    CHECK(pt_bits_equal(out.data() + p * count, x.data() + pos * count,
+                        count),
+          "all_to_all: block from position %lld is wrong", (long long)p);
+  }
+}
+
+void testBroadcast(const Group &g, int64_t count) {
+  int64_t n = int64_t(g.size());
+  for (int64_t root : g) {
+    ++gCall;
+    std::vector<float> buf(count, NAN);
+    if (root == gRank)
+      buf = inputOf(gRank, count);
+    pfrt_broadcast(buf.data(), count, root, g.data(), n);
+    CHECK(pt_bits_equal(buf.data(), inputOf(root, count).data(), count),
+          "broadcast from %lld is wrong", (long long)root);
+
+    // int64: values above 2^53 catch any trip through double or float.
+    std::vector<int64_t> ib(count, -1);
+    auto ival = [&](int64_t i) {
+      return int64_t(pt_mix(gSeed ^ pt_mix(gCall * 977 + i)) >> 1);
+    };
+    if (root == gRank)
+      for (int64_t i = 0; i < count; ++i)
+        ib[i] = ival(i);
+    pfrt_broadcast_i64(ib.data(), count, root, g.data(), n);
+    for (int64_t i = 0; i < count; ++i)
+      CHECK(ib[i] == ival(i), "broadcast_i64 from %lld: element %lld",
+            (long long)root, (long long)i);
+  }
+}
+
+void testReduce(const Group &g, int64_t count) {
+  int64_t n = int64_t(g.size());
+  for (int64_t root : g) {
+    for (int inPlace = 0; inPlace < 2; ++inPlace) {
+      ++gCall;
+      std::vector<float> in = inputOf(gRank, count);
+      std::vector<float> out(count, NAN);
+      bool isRoot = root == gRank;
+      if (isRoot && inPlace) {
+        out = in;
+        pfrt_reduce_sum(out.data(), out.data(), count, root, g.data(), n);
+      } else {
+        // Non-roots may pass NULL for out.
+        pfrt_reduce_sum(in.data(), isRoot ? out.data() : nullptr, count,
+                        root, g.data(), n);
+      }
+      if (!isRoot)
+        continue;
+      std::vector<double> ref(count, 0.0), abs(count, 0.0);
+      for (int64_t m : g) {
+        std::vector<float> x = inputOf(m, count);
+        for (int64_t i = 0; i < count; ++i) {
+          ref[i] += x[i];
+          abs[i] += std::fabs(x[i]);
+        }
+      }
+      for (int64_t i = 0; i < count; ++i)
+        checkSum(out[i], ref[i], abs[i], int(n), "reduce_sum", i);
+    }
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  pfrt_init(&argc, &argv);
+  gRank = pfrt_rank();
+  gSize = pfrt_world_size();
+  gSeed = pt_seed("collectives");
+
+  std::vector<Group> groups;
+  Group world, reversed;
+  for (int i = 0; i < gSize; ++i) {
+    world.push_back(i);
+    reversed.insert(reversed.begin(), i);
+  }
+  groups.push_back(world);
+  if (gSize > 1)
+    groups.push_back(reversed);
+  if (gSize >= 4) {
+    groups.push_back({1, 3});
+    groups.push_back({3, 1});
+    groups.push_back({2, 0, 3});
+    groups.push_back({0, 1, 2});
+  }
+  if (gSize >= 3)
+    groups.push_back({2});
+  if (gSize >= 2)
+    groups.push_back({1, 0});
+
+  const int64_t counts[] = {1, 7, 13, 1000, 4099, 0};
+  int done = 0;
+  // Every rank walks the same list in the same order and joins the groups it
+  // belongs to, so the call order is consistent and cannot deadlock.
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const Group &g = groups[gi];
+    if (positionOf(g, gRank) < 0)
+      continue;
+    for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ++ci) {
+      int64_t count = counts[ci];
+      // Ranks skip different groups, so the input id restarts from the case
+      // index; within a case all members make the same calls.
+      gCall = (gi * 100 + ci) * 10000;
+      int len = snprintf(gCtx, sizeof(gCtx), "count %lld group [",
+                         (long long)count);
+      for (size_t i = 0; i < g.size(); ++i)
+        len += snprintf(gCtx + len, sizeof(gCtx) - len, "%s%lld",
+                        i ? "," : "", (long long)g[i]);
+      snprintf(gCtx + len, sizeof(gCtx) - len, "]");
+      testAllReduce(g, count, false);
+      testAllReduce(g, count, true);
+      testAllGather(g, count);
+      testReduceScatter(g, count);
+      testAllToAll(g, count);
+      testBroadcast(g, count);
+      testReduce(g, count);
+      pfrt_group_barrier(g.data(), int64_t(g.size()));
+      ++done;
+    }
+  }
+  CHECK(done > 0, "rank %d ran no case", gRank);
+  const char *chunk = getenv("PFRT_MAX_MSG_ELEMS");
+  pfrt_barrier();
+  pfrt_finalize();
+  if (gRank == 0)
+    printf("collectives ok: %zu groups, max message %s elements\n",
+           groups.size(), chunk ? chunk : "INT_MAX");
+  return 0;
+}
