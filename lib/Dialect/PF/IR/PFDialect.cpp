@@ -80,6 +80,14 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (attr.getName() == getRankAttrName() ||
+      attr.getName() == getWorldSizeAttrName()) {
+    auto value = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!value || value.getInt() < 0 || !isa<ModuleOp>(op))
+      return op->emitError() << "'" << attr.getName().getValue()
+                             << "' must be a non-negative integer on a module";
+    return success();
+  }
   if (attr.getName() == getGradOfAttrName()) {
     if (!isa<FlatSymbolRefAttr>(attr.getValue()) || !isa<ParamOp>(op))
       return op->emitError() << "'" << getGradOfAttrName()

@@ -347,3 +347,24 @@ LogicalResult AdamUpdateOp::verify() {
       *this, {getParam(), getGrad(), getExpAvg(), getExpAvgSq()},
       {getLr(), getStep()}, getResultTypes());
 }
+
+//===----------------------------------------------------------------------===//
+// Point-to-point
+//===----------------------------------------------------------------------===//
+
+template <typename P2POp>
+static LogicalResult verifyP2P(P2POp op, GlobalType type) {
+  if (op.getPeer() < 0 || op.getTag() < 0)
+    return op.emitOpError() << "peer and tag must be non-negative";
+  if (type.getPlacement().contains(op.getPeer()))
+    return op.emitOpError() << "peer " << op.getPeer()
+                            << " is a rank of the value's own placement "
+                            << type.getPlacement();
+  return success();
+}
+
+LogicalResult SendOp::verify() {
+  return verifyP2P(*this, getValue().getType());
+}
+
+LogicalResult RecvOp::verify() { return verifyP2P(*this, getType()); }

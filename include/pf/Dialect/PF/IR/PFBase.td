@@ -58,6 +58,14 @@ def PF_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getGradOfAttrName() {
       return ::llvm::StringLiteral("pf.grad_of");
     }
+    /// On a per-rank module (after pf-partition-ranks): its world rank.
+    static constexpr ::llvm::StringLiteral getRankAttrName() {
+      return ::llvm::StringLiteral("pf.rank");
+    }
+    /// On the module holding the per-rank modules: the number of ranks.
+    static constexpr ::llvm::StringLiteral getWorldSizeAttrName() {
+      return ::llvm::StringLiteral("pf.world_size");
+    }
   private:
     void registerAttributes();
     void registerTypes();

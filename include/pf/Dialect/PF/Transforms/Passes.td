@@ -62,4 +62,23 @@ def OptimizerPass : Pass<"pf-optimizer", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
+def PartitionRanksPass : Pass<"pf-partition-ranks", "::mlir::ModuleOp"> {
+  let summary = "splits the global program into one module per rank";
+  let description = [{
+    Produces, inside the input module, one nested module `@rank<r>`
+    (`pf.rank = r`) per world rank, holding that rank's parameters and
+    functions with local types: each value lives on the single-rank
+    placement `[r]` with SBP `B` (its local data). A layout change that
+    moves a value from rank `a` to rank `b` becomes `pf.send` on `a` and
+    `pf.recv` on `b`, tagged by its position in the program so every pair
+    matches; ops on other ranks' placements are dropped. The outer module
+    records `pf.world_size`.
+
+    This version partitions programs whose placements each hold one rank
+    (pipeline stages on single ranks, as in the seed program); a placement
+    of several ranks is a located error until SBP lowering lands.
+  }];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 #endif // PF_DIALECT_PF_TRANSFORMS_PASSES_TD
