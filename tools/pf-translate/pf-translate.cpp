@@ -2,9 +2,12 @@
 
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 #include "pf/Target/GraphDot.h"
+#include "pf/Target/RankArtifacts.h"
 
 int main(int argc, char **argv) {
   mlir::pf::registerGraphDotTranslation();
+  mlir::pf::registerRankArtifactsTranslation();
+  mlir::pf::rewriteArtifactArguments(argc, argv);
   return mlir::failed(
       mlir::mlirTranslateMain(argc, argv, "PipeFlow translation driver\n"));
 }

@@ -1,0 +1,26 @@
+//===- Passes.td - PipeFlow conversion passes --------------*- tablegen -*-===//
+
+#ifndef PF_CONVERSION_PASSES_TD
+#define PF_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertPFToCPUPass : Pass<"convert-pf-to-cpu", "::mlir::ModuleOp"> {
+  let summary = "lowers per-rank pf programs to the LLVM dialect over libpfrt";
+  let description = [{
+    For every per-rank module (`pf.rank`, from `pf-partition-ranks`), or the
+    module itself if it carries `pf.rank`: parameters become persistent
+    buffers initialised by `pf_init_params(seed)` from their `#pf.init`
+    over logical indices; the training step becomes `pf_step(step)`, where
+    every value is a buffer from the step's arena and every op a call into
+    libpfrt's CPU kernels (GEMMs through OpenBLAS); `pf.send`/`pf.recv`
+    become MPI point-to-point calls; inputs are seeded synthetic batches
+    (labels sized by the loss that reads them); the loss is reported to the
+    runtime. A `main` hands both functions to `pfrt_main`. Shape ops
+    (reshape, flatten) alias their input. Every op is wrapped in a trace
+    event labelled with its stage and phase (free unless `PF_TRACE` is set).
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // PF_CONVERSION_PASSES_TD

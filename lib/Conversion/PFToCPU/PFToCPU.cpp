@@ -1,0 +1,811 @@
+//===- PFToCPU.cpp - per-rank pf programs to LLVM over libpfrt ------------===//
+//
+// Every value of the step becomes a buffer (an !llvm.ptr) from the runtime's
+// step arena and every op a call into libpfrt's CPU kernels; parameters are
+// persistent buffers behind globals. The generated code owns no policy:
+// kernels, communication, data and the driver loop live in the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pf/Conversion/Passes.h"
+#include "pf/Dialect/PF/IR/PFOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#define DEBUG_TYPE "convert-pf-to-cpu"
+
+namespace mlir::pf {
+#define GEN_PASS_DEF_CONVERTPFTOCPUPASS
+#include "pf/Conversion/Passes.h.inc"
+} // namespace mlir::pf
+
+using namespace mlir;
+using namespace mlir::pf;
+
+namespace {
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+class RankLowering {
+public:
+  explicit RankLowering(ModuleOp module)
+      : module(module), ctx(module.getContext()), b(ctx),
+        ptrTy(LLVM::LLVMPointerType::get(ctx)), i64Ty(b.getI64Type()),
+        i32Ty(b.getI32Type()), i8Ty(b.getI8Type()), f64Ty(b.getF64Type()),
+        voidTy(LLVM::LLVMVoidType::get(ctx)) {}
+
+  LogicalResult run();
+
+private:
+  // Module-level helpers.
+  LLVM::LLVMFuncOp declare(StringRef name, Type result, TypeRange args);
+  Value call(Location loc, StringRef name, Type result, ValueRange args);
+  Value str(Location loc, StringRef s);
+  Value i64Array(Location loc, ArrayRef<int64_t> values);
+  Value i8Array(Location loc, ArrayRef<int8_t> values);
+  Value constI64(Location loc, int64_t v);
+  Value constI32(Location loc, int32_t v);
+  Value constF64(Location loc, double v);
+  Value nullPtr(Location loc);
+  LLVM::GlobalOp ptrGlobal(StringRef name);
+
+  LogicalResult lowerParams();
+  LogicalResult lowerStep(func::FuncOp func);
+  LogicalResult lowerOp(Operation *op);
+  LogicalResult lowerInput(BlockArgument arg, func::FuncOp func);
+  void emitMain();
+
+  /// A fresh step-arena buffer for `v`'s local data.
+  FailureOr<Value> alloc(Location loc, Value v);
+  FailureOr<int64_t> elementBytes(Operation *op, Type t);
+  Value get(Value v) { return values.lookup(v); }
+  static ArrayRef<int64_t> shape(Value v) {
+    return cast<GlobalType>(v.getType()).getShape();
+  }
+  static int64_t count(Value v) {
+    return cast<GlobalType>(v.getType()).getNumElements();
+  }
+
+  ModuleOp module;
+  MLIRContext *ctx;
+  OpBuilder b;
+  Type ptrTy, i64Ty, i32Ty, i8Ty, f64Ty, voidTy;
+  llvm::StringMap<LLVM::LLVMFuncOp> decls;
+  llvm::StringMap<LLVM::GlobalOp> strings;
+  unsigned constants = 0;
+  llvm::StringMap<LLVM::GlobalOp> paramGlobals;
+  LLVM::GlobalOp seedGlobal;
+  DenseMap<Value, Value> values;
+  /// Reads of a parameter that must copy (a write to it happens before a
+  /// later use of the read).
+  llvm::DenseSet<Operation *> copyingReads;
+};
+
+LLVM::LLVMFuncOp RankLowering::declare(StringRef name, Type result,
+                                       TypeRange args) {
+  if (auto it = decls.find(name); it != decls.end())
+    return it->second;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto fn = LLVM::LLVMFuncOp::create(
+      b, module.getLoc(), name, LLVM::LLVMFunctionType::get(result, SmallVector<Type>(args)));
+  decls[name] = fn;
+  return fn;
+}
+
+Value RankLowering::call(Location loc, StringRef name, Type result,
+                         ValueRange args) {
+  auto fn = declare(name, result, args.getTypes());
+  auto op = LLVM::CallOp::create(b, loc, fn, args);
+  return isa<LLVM::LLVMVoidType>(result) ? Value() : op.getResult();
+}
+
+Value RankLowering::str(Location loc, StringRef s) {
+  auto it = strings.find(s);
+  LLVM::GlobalOp global;
+  if (it != strings.end()) {
+    global = it->second;
+  } else {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    std::string data = s.str();
+    data.push_back('\0');
+    auto type = LLVM::LLVMArrayType::get(i8Ty, data.size());
+    global = LLVM::GlobalOp::create(
+        b, loc, type, /*isConstant=*/true, LLVM::Linkage::Private,
+        ("__pf_str" + Twine(strings.size())).str(), b.getStringAttr(data));
+    strings[s] = global;
+  }
+  return LLVM::AddressOfOp::create(b, loc, global);
+}
+
+Value RankLowering::i64Array(Location loc, ArrayRef<int64_t> values) {
+  if (values.empty())
+    return nullPtr(loc);
+  auto global = [&] {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto type = LLVM::LLVMArrayType::get(i64Ty, values.size());
+  return LLVM::GlobalOp::create(
+      b, loc, type, /*isConstant=*/true, LLVM::Linkage::Private,
+      ("__pf_dims" + Twine(constants++)).str(),
+      DenseIntElementsAttr::get(
+          RankedTensorType::get({(int64_t)values.size()}, i64Ty), values));
+  }();
+  return LLVM::AddressOfOp::create(b, loc, global);
+}
+
+Value RankLowering::i8Array(Location loc, ArrayRef<int8_t> values) {
+  auto global = [&] {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto type = LLVM::LLVMArrayType::get(i8Ty, values.size());
+  return LLVM::GlobalOp::create(
+      b, loc, type, /*isConstant=*/true, LLVM::Linkage::Private,
+      ("__pf_mask" + Twine(constants++)).str(),
+      DenseIntElementsAttr::get(
+          RankedTensorType::get({(int64_t)values.size()}, i8Ty), values));
+  }();
+  return LLVM::AddressOfOp::create(b, loc, global);
+}
+
+Value RankLowering::constI64(Location loc, int64_t v) {
+  return LLVM::ConstantOp::create(b, loc, i64Ty, b.getI64IntegerAttr(v));
+}
+Value RankLowering::constI32(Location loc, int32_t v) {
+  return LLVM::ConstantOp::create(b, loc, i32Ty, b.getI32IntegerAttr(v));
+}
+Value RankLowering::constF64(Location loc, double v) {
+  return LLVM::ConstantOp::create(b, loc, f64Ty, b.getF64FloatAttr(v));
+}
+Value RankLowering::nullPtr(Location loc) {
+  return LLVM::ZeroOp::create(b, loc, ptrTy);
+}
+
+LLVM::GlobalOp RankLowering::ptrGlobal(StringRef name) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto global = LLVM::GlobalOp::create(b, module.getLoc(), ptrTy,
+                                       /*isConstant=*/false,
+                                       LLVM::Linkage::Internal, name,
+                                       Attribute());
+  Block *init = b.createBlock(&global.getInitializerRegion());
+  b.setInsertionPointToStart(init);
+  LLVM::ReturnOp::create(b, module.getLoc(),
+                         ValueRange{nullPtr(module.getLoc())});
+  return global;
+}
+
+FailureOr<int64_t> RankLowering::elementBytes(Operation *op, Type t) {
+  Type elem = cast<GlobalType>(t).getElementType();
+  if (elem.isF32())
+    return 4;
+  if (elem.isInteger(64))
+    return 8;
+  return op->emitOpError() << "convert-pf-to-cpu supports f32 tensors and "
+                              "i64 labels, got "
+                           << elem;
+}
+
+FailureOr<Value> RankLowering::alloc(Location loc, Value v) {
+  FailureOr<int64_t> bytes = elementBytes(v.getDefiningOp() ? v.getDefiningOp()
+                                                            : module,
+                                          v.getType());
+  if (failed(bytes))
+    return failure();
+  return call(loc, "pfrt_arena_alloc", ptrTy,
+              {constI64(loc, *bytes * count(v))});
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------===//
+
+LogicalResult RankLowering::lowerParams() {
+  // The seed lives in an i64 global written by pf_init_params.
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    seedGlobal = LLVM::GlobalOp::create(b, module.getLoc(), i64Ty, false,
+                                        LLVM::Linkage::Internal, "__pf_seed",
+                                        b.getI64IntegerAttr(0));
+  }
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = module.getLoc();
+  auto fn = LLVM::LLVMFuncOp::create(
+      b, loc, "pf_init_params", LLVM::LLVMFunctionType::get(voidTy, {i64Ty}));
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  Value seed = entry->getArgument(0);
+  LLVM::StoreOp::create(b, loc, seed,
+                        LLVM::AddressOfOp::create(b, loc, seedGlobal));
+  unsigned index = 0;
+  for (auto param : module.getOps<ParamOp>()) {
+    GlobalType type = param.getGlobalType();
+    if (type.getElementType() != b.getF32Type())
+      return param.emitOpError("convert-pf-to-cpu supports f32 parameters");
+    LLVM::GlobalOp global;
+    {
+      OpBuilder::InsertionGuard guard(b);
+      global = ptrGlobal(("__pf_param" + Twine(index++)).str());
+    }
+    paramGlobals[param.getSymName()] = global;
+    Location ploc = param.getLoc();
+    Value buffer = call(ploc, "pfrt_alloc_persistent", ptrTy,
+                        {constI64(ploc, 4 * type.getNumElements())});
+    LLVM::StoreOp::create(b, ploc, buffer,
+                          LLVM::AddressOfOp::create(b, ploc, global));
+    InitAttr init = param.getInit();
+    Value stream = call(ploc, "pfrt_stream_id", i64Ty,
+                        {str(ploc, param.getSymName())});
+    call(ploc, "pfrt_init_param", i32Ty,
+         {buffer, constI32(ploc, static_cast<int32_t>(init.getKind())),
+          constF64(ploc, init.getFirst()), constF64(ploc, init.getSecond()),
+          seed, stream, constI64(ploc, type.getRank()),
+          i64Array(ploc, type.getShape()), nullPtr(ploc), nullPtr(ploc)});
+  }
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The step
+//===----------------------------------------------------------------------===//
+
+LogicalResult RankLowering::lowerInput(BlockArgument arg, func::FuncOp func) {
+  Location loc = arg.getLoc();
+  auto type = cast<GlobalType>(arg.getType());
+  auto index = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
+                                                  "pf.input");
+  int64_t input = index ? index.getInt() : arg.getArgNumber();
+  FailureOr<Value> buffer = alloc(loc, arg);
+  if (failed(buffer))
+    return failure();
+  Value seed = LLVM::LoadOp::create(
+      b, loc, i64Ty, LLVM::AddressOfOp::create(b, loc, seedGlobal));
+  Value stream = call(loc, "pfrt_stream_id", i64Ty,
+                      {str(loc, ("input" + Twine(input)).str())});
+  // The seed program feeds one fixed batch every step: data step 0.
+  Value dataStep = constI64(loc, 0);
+  Value rank = constI64(loc, type.getRank());
+  Value dims = i64Array(loc, type.getShape());
+  if (type.getElementType().isF32()) {
+    call(loc, "pfrt_synthetic_batch", i32Ty,
+         {*buffer, seed, stream, dataStep, rank, dims, nullPtr(loc),
+          nullPtr(loc)});
+  } else {
+    // Integer inputs are labels: the loss that reads them gives the range.
+    int64_t classes = 0;
+    for (Operation *user : arg.getUsers())
+      if (auto ce = dyn_cast<SoftmaxCrossEntropyOp>(user))
+        classes = shape(ce.getLogits())[1];
+      else if (auto ceg = dyn_cast<SoftmaxCrossEntropyGradOp>(user))
+        classes = shape(ceg.getLogits())[1];
+    if (classes == 0)
+      return func.emitOpError("convert-pf-to-cpu: integer input ")
+             << input << " is not read as labels by a loss, so no synthetic "
+                         "data can be made for it";
+    call(loc, "pfrt_synthetic_labels", i32Ty,
+         {*buffer, constI64(loc, classes), seed, stream, dataStep, rank, dims,
+          nullPtr(loc), nullPtr(loc)});
+  }
+  values[arg] = *buffer;
+  return success();
+}
+
+LogicalResult RankLowering::lowerStep(func::FuncOp func) {
+  if (!func.getBody().hasOneBlock())
+    return func.emitOpError("convert-pf-to-cpu expects one block");
+  Block &block = func.getBody().front();
+
+  // Parameter reads alias the parameter's buffer unless the parameter is
+  // written before the read's last use.
+  llvm::DenseMap<Operation *, unsigned> order;
+  unsigned position = 0;
+  for (Operation &op : block)
+    order[&op] = position++;
+  for (auto read : block.getOps<ReadParamOp>()) {
+    unsigned lastUse = order[read];
+    for (Operation *user : read->getUsers())
+      lastUse = std::max(lastUse, order[user]);
+    for (auto write : block.getOps<WriteParamOp>())
+      if (write.getParam() == read.getParam() && order[write] > order[read] &&
+          order[write] < lastUse)
+        copyingReads.insert(read);
+  }
+
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = func.getLoc();
+  auto fn = LLVM::LLVMFuncOp::create(
+      b, loc, "pf_step", LLVM::LLVMFunctionType::get(voidTy, {i64Ty}));
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  for (BlockArgument arg : block.getArguments())
+    if (failed(lowerInput(arg, func)))
+      return failure();
+  for (Operation &op : block) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      if (ret.getNumOperands() > 0)
+        call(ret.getLoc(), "pfrt_report_loss", voidTy,
+             {get(ret.getOperand(0)), constI32(ret.getLoc(), 0)});
+      LLVM::ReturnOp::create(b, ret.getLoc(), ValueRange{});
+      continue;
+    }
+    bool traced = !isa<ReadParamOp, ScalarInputOp, ReshapeOp, FlattenOp,
+                       ToGlobalOp, ConstantOp>(op);
+    if (traced) {
+      auto stage = op.getAttrOfType<IntegerAttr>(PFDialect::getStageAttrName());
+      auto phase = op.getAttrOfType<StringAttr>(PFDialect::getPhaseAttrName());
+      StringRef category = isa<SendOp, RecvOp>(op) ? "comm"
+                           : phase                  ? phase.getValue()
+                                                    : "forward";
+      call(op.getLoc(), "pfrt_trace_begin", i32Ty,
+           {str(op.getLoc(), op.getName().getStringRef()),
+            str(op.getLoc(), category), constI32(op.getLoc(), 0),
+            constI32(op.getLoc(), stage ? stage.getInt() : -1)});
+    }
+    if (failed(lowerOp(&op)))
+      return failure();
+    if (traced)
+      call(op.getLoc(), "pfrt_trace_end", i32Ty, {});
+  }
+  return success();
+}
+
+LogicalResult RankLowering::lowerOp(Operation *op) {
+  Location loc = op->getLoc();
+  auto result = [&](unsigned i = 0) -> FailureOr<Value> {
+    FailureOr<Value> buffer = alloc(loc, op->getResult(i));
+    if (succeeded(buffer))
+      values[op->getResult(i)] = *buffer;
+    return buffer;
+  };
+  auto paramPtr = [&](StringRef name) -> Value {
+    return LLVM::LoadOp::create(
+        b, loc, ptrTy,
+        LLVM::AddressOfOp::create(b, loc, paramGlobals.lookup(name)));
+  };
+  auto kernel = [&](StringRef name, ValueRange args) {
+    call(loc, name, voidTy, args);
+  };
+
+  return TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](ReadParamOp read) -> LogicalResult {
+        if (!paramGlobals.count(read.getParam()))
+          return read.emitOpError("reads a parameter this rank does not hold");
+        Value ptr = paramPtr(read.getParam());
+        if (copyingReads.contains(read)) {
+          FailureOr<Value> copy = result();
+          if (failed(copy))
+            return failure();
+          kernel("pfrt_k_copy", {ptr, *copy, constI64(loc, count(read))});
+          return success();
+        }
+        values[read.getResult()] = ptr;
+        return success();
+      })
+      .Case([&](WriteParamOp write) -> LogicalResult {
+        Value dst = paramPtr(write.getParam());
+        Value n = constI64(loc, count(write.getValue()));
+        // Clearing a gradient buffer: fill in place, no temporary.
+        if (auto c = write.getValue().getDefiningOp<ConstantOp>())
+          if (auto dense = dyn_cast<SplatElementsAttr>(c.getValue())) {
+            kernel("pfrt_k_fill",
+                   {dst, n,
+                    constF64(loc, dense.getSplatValue<APFloat>()
+                                      .convertToDouble())});
+            return success();
+          }
+        kernel("pfrt_k_copy", {get(write.getValue()), dst, n});
+        return success();
+      })
+      .Case([&](ConstantOp c) -> LogicalResult {
+        auto dense = dyn_cast<SplatElementsAttr>(c.getValue());
+        if (!dense || !c.getType().getElementType().isF32())
+          return c.emitOpError(
+              "convert-pf-to-cpu supports f32 splat constants");
+        // Constants only read by write_param are filled in place there.
+        if (llvm::all_of(c->getUsers(),
+                         [](Operation *u) { return isa<WriteParamOp>(u); }))
+          return success();
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        kernel("pfrt_k_fill",
+               {*out, constI64(loc, count(c)),
+                constF64(loc,
+                         dense.getSplatValue<APFloat>().convertToDouble())});
+        return success();
+      })
+      .Case([&](ScalarInputOp s) -> LogicalResult {
+        values[s.getResult()] =
+            call(loc, "pfrt_scalar", ptrTy, {str(loc, s.getName())});
+        return success();
+      })
+      .Case<ReshapeOp, FlattenOp, ToGlobalOp>([&](Operation *o) {
+        // Same local data, another view of it.
+        values[o->getResult(0)] = get(o->getOperand(0));
+        return success();
+      })
+      .Case([&](TransposeOp t) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        kernel("pfrt_k_transpose",
+               {get(t.getInput()), *out, constI64(loc, shape(t.getInput()).size()),
+                i64Array(loc, shape(t.getInput())), i64Array(loc, t.getPerm())});
+        return success();
+      })
+      .Case([&](MatmulOp m) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        ArrayRef<int64_t> as = shape(m.getA()), bs = shape(m.getB()),
+                          cs = shape(m.getResult());
+        int64_t batch = product(cs.drop_back(2));
+        int64_t batchB = product(bs.drop_back(2));
+        int64_t k = m.getTransposeA() ? as[as.size() - 2] : as.back();
+        kernel("pfrt_k_matmul",
+               {get(m.getA()), get(m.getB()), *out, constI64(loc, batch),
+                constI64(loc, batchB), constI64(loc, cs[cs.size() - 2]),
+                constI64(loc, cs.back()), constI64(loc, k),
+                constI32(loc, m.getTransposeA()),
+                constI32(loc, m.getTransposeB())});
+        return success();
+      })
+      .Case([&](BiasAddOp ba) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        ArrayRef<int64_t> s = shape(ba.getInput());
+        int64_t axis = ba.getAxis();
+        kernel("pfrt_k_bias_add",
+               {get(ba.getInput()), get(ba.getBias()), *out,
+                constI64(loc, product(s.take_front(axis))),
+                constI64(loc, s[axis]),
+                constI64(loc, product(s.drop_front(axis + 1)))});
+        return success();
+      })
+      .Case([&](AddOp a) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        kernel("pfrt_k_add", {get(a.getLhs()), get(a.getRhs()), *out,
+                              constI64(loc, count(a))});
+        return success();
+      })
+      .Case([&](MulScalarOp m) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        kernel("pfrt_k_scale",
+               {get(m.getInput()), *out, constI64(loc, count(m)),
+                constF64(loc, m.getScalar().convertToDouble())});
+        return success();
+      })
+      .Case([&](ReluOp r) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        kernel("pfrt_k_relu", {get(r.getInput()), *out, constI64(loc, count(r))});
+        return success();
+      })
+      .Case([&](ReluGradOp r) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        kernel("pfrt_k_relu_grad", {get(r.getOutput()), get(r.getResultGrad()),
+                                    *out, constI64(loc, count(r))});
+        return success();
+      })
+      .Case([&](ReduceSumOp r) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        ArrayRef<int64_t> s = shape(r.getInput());
+        SmallVector<int8_t> mask(s.size(), 0);
+        for (int64_t axis : r.getAxes())
+          mask[axis] = 1;
+        kernel("pfrt_k_reduce_sum",
+               {get(r.getInput()), *out, constI64(loc, s.size()),
+                i64Array(loc, s), i8Array(loc, mask)});
+        return success();
+      })
+      .Case([&](SoftmaxCrossEntropyOp ce) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        ArrayRef<int64_t> s = shape(ce.getLogits());
+        kernel("pfrt_k_softmax_xent",
+               {get(ce.getLogits()), get(ce.getLabels()), *out,
+                constI64(loc, s[0]), constI64(loc, s[1])});
+        return success();
+      })
+      .Case([&](SoftmaxCrossEntropyGradOp ce) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        ArrayRef<int64_t> s = shape(ce.getLogits());
+        kernel("pfrt_k_softmax_xent_grad",
+               {get(ce.getLogits()), get(ce.getLabels()), get(ce.getLossGrad()),
+                *out, constI64(loc, s[0]), constI64(loc, s[1])});
+        return success();
+      })
+      .Case<Conv2DOp, Conv2DGradInputOp, Conv2DGradWeightOp>(
+          [&](Operation *o) -> LogicalResult {
+            FailureOr<Value> out = result();
+            if (failed(out))
+              return failure();
+            // dims = {N, C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, g}
+            ArrayRef<int64_t> x, w, y;
+            ArrayRef<int64_t> stride, pad, dil;
+            int64_t groups;
+            StringRef name;
+            SmallVector<Value, 2> ins;
+            if (auto c = dyn_cast<Conv2DOp>(o)) {
+              x = shape(c.getInput()), w = shape(c.getWeight()),
+              y = shape(c.getResult());
+              stride = c.getStride(), pad = c.getPadding(),
+              dil = c.getDilation(), groups = c.getGroups();
+              name = "pfrt_k_conv2d";
+              ins = {get(c.getInput()), get(c.getWeight())};
+            } else if (auto c = dyn_cast<Conv2DGradInputOp>(o)) {
+              x = shape(c.getResult()), w = shape(c.getWeight()),
+              y = shape(c.getResultGrad());
+              stride = c.getStride(), pad = c.getPadding(),
+              dil = c.getDilation(), groups = c.getGroups();
+              name = "pfrt_k_conv2d_grad_input";
+              ins = {get(c.getResultGrad()), get(c.getWeight())};
+            } else {
+              auto gw = cast<Conv2DGradWeightOp>(o);
+              x = shape(gw.getInput()), w = shape(gw.getResult()),
+              y = shape(gw.getResultGrad());
+              stride = gw.getStride(), pad = gw.getPadding(),
+              dil = gw.getDilation(), groups = gw.getGroups();
+              name = "pfrt_k_conv2d_grad_weight";
+              ins = {get(gw.getInput()), get(gw.getResultGrad())};
+            }
+            SmallVector<int64_t> dims = {x[0],      x[1],      x[2],   x[3],
+                                         w[0],      w[2],      w[3],   y[2],
+                                         y[3],      stride[0], stride[1],
+                                         pad[0],    pad[1],    dil[0], dil[1],
+                                         groups};
+            kernel(name, {ins[0], ins[1], *out, i64Array(loc, dims)});
+            return success();
+          })
+      .Case<MaxPool2DOp, AvgPool2DOp, MaxPool2DGradOp, AvgPool2DGradOp>(
+          [&](Operation *o) -> LogicalResult {
+            FailureOr<Value> out = result();
+            if (failed(out))
+              return failure();
+            auto kernelAttr = o->getAttrOfType<DenseI64ArrayAttr>("kernel");
+            auto strideAttr = o->getAttrOfType<DenseI64ArrayAttr>("stride");
+            auto padAttr = o->getAttrOfType<DenseI64ArrayAttr>("padding");
+            ArrayRef<int64_t> k = kernelAttr.asArrayRef();
+            ArrayRef<int64_t> s = strideAttr ? strideAttr.asArrayRef() : k;
+            static const int64_t kNoPad[2] = {0, 0};
+            ArrayRef<int64_t> p =
+                padAttr ? padAttr.asArrayRef() : ArrayRef<int64_t>(kNoPad);
+            bool backward = isa<MaxPool2DGradOp, AvgPool2DGradOp>(o);
+            // Forward input and output shapes.
+            ArrayRef<int64_t> in = backward ? shape(o->getResult(0))
+                                            : shape(o->getOperand(0));
+            ArrayRef<int64_t> outShape = backward
+                                             ? shape(o->getOperands().back())
+                                             : shape(o->getResult(0));
+            SmallVector<int64_t> dims = {in[0], in[1], in[2], in[3],
+                                         outShape[2], outShape[3], k[0], k[1],
+                                         s[0], s[1], p[0], p[1]};
+            Value d = i64Array(loc, dims);
+            if (isa<MaxPool2DOp>(o))
+              kernel("pfrt_k_max_pool2d", {get(o->getOperand(0)), *out, d});
+            else if (isa<AvgPool2DOp>(o))
+              kernel("pfrt_k_avg_pool2d", {get(o->getOperand(0)), *out, d});
+            else if (isa<MaxPool2DGradOp>(o))
+              kernel("pfrt_k_max_pool2d_grad",
+                     {get(o->getOperand(0)), get(o->getOperand(1)), *out, d});
+            else
+              kernel("pfrt_k_avg_pool2d_grad", {get(o->getOperand(0)), *out, d});
+            return success();
+          })
+      .Case([&](GlobalAvgPoolOp g) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        ArrayRef<int64_t> s = shape(g.getInput());
+        kernel("pfrt_k_global_avg_pool",
+               {get(g.getInput()), *out, constI64(loc, s[0]),
+                constI64(loc, s[1]), constI64(loc, s[2] * s[3])});
+        return success();
+      })
+      .Case([&](GlobalAvgPoolGradOp g) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        ArrayRef<int64_t> s = shape(g.getResult());
+        kernel("pfrt_k_global_avg_pool_grad",
+               {get(g.getResultGrad()), *out, constI64(loc, s[0]),
+                constI64(loc, s[1]), constI64(loc, s[2] * s[3])});
+        return success();
+      })
+      .Case([&](BatchNormOp bn) -> LogicalResult {
+        FailureOr<Value> y = result(0), m = result(1), v = result(2);
+        if (failed(y) || failed(m) || failed(v))
+          return failure();
+        ArrayRef<int64_t> s = shape(bn.getInput());
+        int64_t hw = s.size() == 4 ? s[2] * s[3] : 1;
+        kernel("pfrt_k_batch_norm",
+               {get(bn.getInput()), get(bn.getGamma()), get(bn.getBeta()),
+                get(bn.getRunningMean()), get(bn.getRunningVar()), *y, *m, *v,
+                constI64(loc, s[0]), constI64(loc, s[1]), constI64(loc, hw),
+                constF64(loc, bn.getEpsilon().convertToDouble()),
+                constF64(loc, bn.getMomentum().convertToDouble())});
+        return success();
+      })
+      .Case([&](BatchNormGradInputOp bn) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        ArrayRef<int64_t> s = shape(bn.getInput());
+        int64_t hw = s.size() == 4 ? s[2] * s[3] : 1;
+        kernel("pfrt_k_batch_norm_grad_input",
+               {get(bn.getInput()), get(bn.getGamma()), get(bn.getResultGrad()),
+                *out, constI64(loc, s[0]), constI64(loc, s[1]),
+                constI64(loc, hw),
+                constF64(loc, bn.getEpsilon().convertToDouble())});
+        return success();
+      })
+      .Case([&](BatchNormGradParamsOp bn) -> LogicalResult {
+        FailureOr<Value> dg = result(0), db = result(1);
+        if (failed(dg) || failed(db))
+          return failure();
+        ArrayRef<int64_t> s = shape(bn.getInput());
+        int64_t hw = s.size() == 4 ? s[2] * s[3] : 1;
+        kernel("pfrt_k_batch_norm_grad_params",
+               {get(bn.getInput()), get(bn.getResultGrad()), *dg, *db,
+                constI64(loc, s[0]), constI64(loc, s[1]), constI64(loc, hw),
+                constF64(loc, bn.getEpsilon().convertToDouble())});
+        return success();
+      })
+      .Case([&](SGDUpdateOp u) -> LogicalResult {
+        FailureOr<Value> p = result(0);
+        if (failed(p))
+          return failure();
+        Value buf = nullPtr(loc), step = nullPtr(loc), newBuf = nullPtr(loc);
+        if (u.getMomentumBuffer()) {
+          FailureOr<Value> nb = result(1);
+          if (failed(nb))
+            return failure();
+          buf = get(u.getMomentumBuffer()), step = get(u.getStep());
+          newBuf = *nb;
+        }
+        kernel("pfrt_k_sgd",
+               {get(u.getParam()), get(u.getGrad()), get(u.getLr()), buf, step,
+                *p, newBuf, constI64(loc, count(u.getParam())),
+                constF64(loc, u.getMomentum().convertToDouble()),
+                constF64(loc, u.getDampening().convertToDouble()),
+                constF64(loc, u.getWeightDecay().convertToDouble()),
+                constI32(loc, u.getNesterov())});
+        return success();
+      })
+      .Case([&](AdamUpdateOp u) -> LogicalResult {
+        FailureOr<Value> p = result(0), m = result(1), v = result(2);
+        if (failed(p) || failed(m) || failed(v))
+          return failure();
+        kernel("pfrt_k_adam",
+               {get(u.getParam()), get(u.getGrad()), get(u.getExpAvg()),
+                get(u.getExpAvgSq()), get(u.getLr()), get(u.getStep()), *p, *m,
+                *v, constI64(loc, count(u.getParam())),
+                constF64(loc, u.getBeta1().convertToDouble()),
+                constF64(loc, u.getBeta2().convertToDouble()),
+                constF64(loc, u.getEpsilon().convertToDouble()),
+                constF64(loc, u.getWeightDecay().convertToDouble()),
+                constI32(loc, u.getDecoupled()),
+                constI32(loc, u.getBiasCorrection())});
+        return success();
+      })
+      .Case([&](SendOp s) -> LogicalResult {
+        FailureOr<int64_t> bytes = elementBytes(s, s.getValue().getType());
+        if (failed(bytes))
+          return failure();
+        // Counts are in floats; 8-byte elements travel as two floats each.
+        call(loc, "pfrt_send", i32Ty,
+             {get(s.getValue()),
+              constI64(loc, count(s.getValue()) * (*bytes / 4)),
+              constI32(loc, s.getPeer()), constI32(loc, s.getTag())});
+        return success();
+      })
+      .Case([&](RecvOp r) -> LogicalResult {
+        FailureOr<Value> out = result();
+        FailureOr<int64_t> bytes = elementBytes(r, r.getType());
+        if (failed(out) || failed(bytes))
+          return failure();
+        call(loc, "pfrt_recv", i32Ty,
+             {*out, constI64(loc, count(r.getResult()) * (*bytes / 4)),
+              constI32(loc, r.getPeer()), constI32(loc, r.getTag())});
+        return success();
+      })
+      .Default([&](Operation *o) {
+        return o->emitOpError("convert-pf-to-cpu has no lowering for this op");
+      });
+}
+
+void RankLowering::emitMain() {
+  Location loc = module.getLoc();
+  b.setInsertionPointToEnd(module.getBody());
+  auto programTy = LLVM::LLVMStructType::getLiteral(ctx, {ptrTy, ptrTy});
+  auto program = LLVM::GlobalOp::create(b, loc, programTy, /*isConstant=*/true,
+                                        LLVM::Linkage::Internal, "__pf_program",
+                                        Attribute());
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *init = b.createBlock(&program.getInitializerRegion());
+    b.setInsertionPointToStart(init);
+    Value s = LLVM::UndefOp::create(b, loc, programTy);
+    Value initFn = LLVM::AddressOfOp::create(b, loc, ptrTy, "pf_init_params");
+    Value stepFn = LLVM::AddressOfOp::create(b, loc, ptrTy, "pf_step");
+    s = LLVM::InsertValueOp::create(b, loc, s, initFn, ArrayRef<int64_t>{0});
+    s = LLVM::InsertValueOp::create(b, loc, s, stepFn, ArrayRef<int64_t>{1});
+    LLVM::ReturnOp::create(b, loc, ValueRange{s});
+  }
+  b.setInsertionPointToEnd(module.getBody());
+  auto mainFn = LLVM::LLVMFuncOp::create(
+      b, loc, "main", LLVM::LLVMFunctionType::get(i32Ty, {i32Ty, ptrTy}));
+  Block *entry = mainFn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  Value rc = call(loc, "pfrt_main", i32Ty,
+                  {entry->getArgument(0), entry->getArgument(1),
+                   LLVM::AddressOfOp::create(b, loc, program)});
+  LLVM::ReturnOp::create(b, loc, ValueRange{rc});
+}
+
+LogicalResult RankLowering::run() {
+  SmallVector<func::FuncOp> funcs;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (!f.isExternal())
+      funcs.push_back(f);
+  if (funcs.size() != 1)
+    return module.emitOpError("convert-pf-to-cpu expects exactly one step "
+                              "function per rank, found ")
+           << funcs.size();
+  if (failed(lowerParams()) || failed(lowerStep(funcs.front())))
+    return failure();
+  emitMain();
+  // The pf program is now fully described by the LLVM functions.
+  funcs.front().erase();
+  for (auto p : llvm::make_early_inc_range(module.getOps<ParamOp>()))
+    p.erase();
+  return success();
+}
+
+struct ConvertPFToCPUPass
+    : public pf::impl::ConvertPFToCPUPassBase<ConvertPFToCPUPass> {
+  void runOnOperation() override {
+    ModuleOp top = getOperation();
+    SmallVector<ModuleOp> ranks;
+    if (top->hasAttr(PFDialect::getRankAttrName()))
+      ranks.push_back(top);
+    for (auto m : top.getOps<ModuleOp>())
+      if (m->hasAttr(PFDialect::getRankAttrName()))
+        ranks.push_back(m);
+    if (ranks.empty()) {
+      top.emitError("convert-pf-to-cpu expects per-rank modules: run "
+                    "pf-partition-ranks first");
+      return signalPassFailure();
+    }
+    for (ModuleOp m : ranks)
+      if (failed(RankLowering(m).run()))
+        return signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,226 @@
+//===- RankArtifacts.cpp - per-rank executables ---------------------------===//
+
+#include "pf/Target/RankArtifacts.h"
+#include "pf/Config.h"
+#include "pf/Dialect/PF/IR/PFDialect.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+#include <string>
+#include <vector>
+
+using namespace mlir;
+using namespace mlir::pf;
+
+namespace {
+/// The directory given as `-o DIR` (see rewriteArtifactArguments).
+std::string &artifactDir() {
+  static std::string dir;
+  return dir;
+}
+
+/// Compiles one LLVM module to an object file for the host.
+LogicalResult compileObject(Operation *where, llvm::Module &module,
+                            StringRef path) {
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return where->emitError() << "no LLVM target for " << triple.str() << ": "
+                              << error;
+  llvm::SubtargetFeatures features;
+  for (auto &feature : llvm::sys::getHostCPUFeatures())
+    features.AddFeature(feature.first(), feature.second);
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), features.getString(),
+      options, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Default));
+  module.setTargetTriple(triple);
+  module.setDataLayout(machine->createDataLayout());
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return where->emitError() << "cannot write " << path << ": "
+                              << ec.message();
+  llvm::legacy::PassManager pm;
+  if (machine->addPassesToEmitFile(pm, out, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile))
+    return where->emitError() << "the host target cannot emit object files";
+  pm.run(module);
+  return success();
+}
+
+/// Links `object` with libpfrt (and, for executables, its driver main).
+LogicalResult link(Operation *where, StringRef object, StringRef output,
+                   bool shared) {
+  std::vector<std::string> args = {PF_LINKER};
+  if (shared)
+    args.push_back("-shared");
+  args.push_back(object.str());
+  args.push_back("-o");
+  args.push_back(output.str());
+  if (!shared)
+    args.push_back(PF_RUNTIME_MAIN_LIBRARY);
+  args.push_back(PF_RUNTIME_LIBRARY);
+  for (StringRef lib : llvm::split(StringRef(PF_RUNTIME_LINK_LIBRARIES), ';'))
+    if (!lib.empty())
+      args.push_back(lib.str());
+  args.push_back("-lm");
+  std::vector<StringRef> argRefs(args.begin(), args.end());
+  std::string error;
+  int rc = llvm::sys::ExecuteAndWait(PF_LINKER, argRefs, std::nullopt, {}, 0,
+                                     0, &error);
+  if (rc != 0) {
+    std::string line;
+    for (const std::string &a : args)
+      line += a + " ";
+    return where->emitError() << "linking " << output << " failed (exit " << rc
+                              << (error.empty() ? "" : ": ") << error
+                              << "): " << line;
+  }
+  return success();
+}
+} // namespace
+
+LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
+                                          raw_ostream &os) {
+  if (dir.empty())
+    return module.emitError("pf-emit-rank-artifacts needs an output "
+                            "directory: pf-translate --pf-emit-rank-artifacts "
+                            "in.mlir -o DIR");
+  SmallVector<ModuleOp> ranks;
+  for (auto m : module.getOps<ModuleOp>())
+    if (m->hasAttr(PFDialect::getRankAttrName()))
+      ranks.push_back(m);
+  if (ranks.empty())
+    return module.emitError("pf-emit-rank-artifacts expects per-rank modules "
+                            "lowered to the LLVM dialect "
+                            "(pf-compile-cpu-pipeline)");
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return module.emitError() << "cannot create " << dir << ": "
+                              << ec.message();
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+
+  llvm::json::Array rankEntries;
+  int64_t world = 0;
+  if (auto ws = module->getAttrOfType<IntegerAttr>(
+          PFDialect::getWorldSizeAttrName()))
+    world = ws.getInt();
+  for (ModuleOp rankModule : ranks) {
+    int64_t rank =
+        rankModule->getAttrOfType<IntegerAttr>(PFDialect::getRankAttrName())
+            .getInt();
+    world = std::max(world, rank + 1);
+    llvm::LLVMContext llvmContext;
+    std::string name = ("rank" + llvm::Twine(rank)).str();
+    std::unique_ptr<llvm::Module> llvmModule =
+        translateModuleToLLVMIR(rankModule, llvmContext, name);
+    if (!llvmModule)
+      return rankModule.emitError("cannot translate to LLVM IR (did "
+                                  "convert-pf-to-cpu run?)");
+    SmallString<128> object(dir), exe(dir), so(dir);
+    llvm::sys::path::append(object, name + ".o");
+    llvm::sys::path::append(exe, name);
+    llvm::sys::path::append(so, "lib" + name + ".so");
+    if (failed(compileObject(rankModule, *llvmModule, object)) ||
+        failed(link(rankModule, object, exe, /*shared=*/false)) ||
+        failed(link(rankModule, object, so, /*shared=*/true)))
+      return failure();
+    llvm::sys::fs::remove(object);
+    rankEntries.push_back(llvm::json::Object{
+        {"rank", rank}, {"executable", name}, {"shared_object", "lib" + name + ".so"}});
+  }
+  llvm::json::Object manifest{{"format", "pipeflow-artifacts-1"},
+                              {"world_size", world},
+                              {"ranks", std::move(rankEntries)}};
+  std::string text;
+  llvm::raw_string_ostream textOs(text);
+  textOs << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)))
+         << "\n";
+  SmallString<128> manifestPath(dir);
+  llvm::sys::path::append(manifestPath, "manifest.json");
+  std::error_code ec;
+  llvm::raw_fd_ostream file(manifestPath, ec);
+  if (ec)
+    return module.emitError() << "cannot write " << manifestPath;
+  file << text;
+  os << text;
+  return success();
+}
+
+void mlir::pf::rewriteArtifactArguments(int &argc, char **&argv) {
+  static std::vector<std::string> storage;
+  static std::vector<char *> rewritten;
+  bool artifacts = false;
+  for (int i = 1; i < argc; ++i)
+    if (StringRef(argv[i]) == "--pf-emit-rank-artifacts" ||
+        StringRef(argv[i]) == "-pf-emit-rank-artifacts")
+      artifacts = true;
+  if (!artifacts)
+    return;
+  storage.clear();
+  for (int i = 0; i < argc; ++i) {
+    StringRef arg(argv[i]);
+    std::string dir;
+    if ((arg == "-o" || arg == "--o") && i + 1 < argc)
+      dir = argv[++i];
+    else if (arg.starts_with("-o="))
+      dir = arg.drop_front(3).str();
+    else if (arg.starts_with("-o") && arg.size() > 2 && !arg.starts_with("-op"))
+      dir = arg.drop_front(2).str();
+    else {
+      storage.push_back(arg.str());
+      continue;
+    }
+    // The files go to DIR; the translation's own output (a copy of the
+    // manifest) goes to stdout.
+    artifactDir() = dir;
+    storage.push_back("-o");
+    storage.push_back("-");
+  }
+  rewritten.clear();
+  for (std::string &s : storage)
+    rewritten.push_back(s.data());
+  rewritten.push_back(nullptr);
+  argc = static_cast<int>(storage.size());
+  argv = rewritten.data();
+}
+
+void mlir::pf::registerRankArtifactsTranslation() {
+  TranslateFromMLIRRegistration registration(
+      "pf-emit-rank-artifacts",
+      "compile per-rank LLVM-dialect modules into DIR/rank<r> executables, "
+      "DIR/librank<r>.so and DIR/manifest.json (-o DIR)",
+      [](Operation *op, raw_ostream &os) -> LogicalResult {
+        auto module = dyn_cast<ModuleOp>(op);
+        if (!module)
+          return op->emitError("expected a builtin.module");
+        return emitRankArtifacts(module, artifactDir(), os);
+      },
+      [](DialectRegistry &registry) {
+        registry.insert<PFDialect, LLVM::LLVMDialect>();
+        registerBuiltinDialectTranslation(registry);
+        registerLLVMDialectTranslation(registry);
+      });
+}
