@@ -1,6 +1,7 @@
 //===- Pipelines.cpp - PipeFlow's registered pass pipelines ---------------===//
 
 #include "pf/Pipelines/Pipelines.h"
+#include "pf/Conversion/Passes.h"
 #include "pf/Dialect/PF/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -30,7 +31,38 @@ void mlir::pf::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
+void mlir::pf::buildCompileCPUPipeline(
+    OpPassManager &pm, const CompileCPUPipelineOptions &options) {
+  TrainingPipelineOptions training;
+  // Micro-batch loops are pf-microbatch's job, which this version does not
+  // have: the whole batch runs as one micro-batch (the same update up to
+  // float rounding), so the loss seed stays 1.
+  training.accumulationSteps = 1;
+  training.optimizer = options.optimizer;
+  training.momentum = options.momentum;
+  training.dampening = options.dampening;
+  training.nesterov = options.nesterov;
+  training.weightDecay = options.weightDecay;
+  training.beta1 = options.beta1;
+  training.beta2 = options.beta2;
+  training.epsilon = options.epsilon;
+  training.biasCorrection = options.biasCorrection;
+  buildTrainingPipeline(pm, training);
+  if (options.compileTo == CompileCPUPipelineOptions::Stop::Training)
+    return;
+  pm.addPass(createPartitionRanksPass());
+  if (options.compileTo == CompileCPUPipelineOptions::Stop::Rank)
+    return;
+  pm.addPass(createConvertPFToCPUPass());
+}
+
 void mlir::pf::registerPipelines() {
+  PassPipelineRegistration<CompileCPUPipelineOptions>(
+      "pf-compile-cpu-pipeline",
+      "pf IR (forward + loss) -> per-rank LLVM-dialect modules for CPU ranks",
+      [](OpPassManager &pm, const CompileCPUPipelineOptions &options) {
+        buildCompileCPUPipeline(pm, options);
+      });
   PassPipelineRegistration<TrainingPipelineOptions>(
       "pf-training-pipeline",
       "forward + loss -> training step (pf-autodiff, pf-optimizer, cleanup)",

@@ -40,9 +40,42 @@ struct TrainingPipelineOptions
   Option<bool> biasCorrection{*this, "bias-correction", llvm::cl::init(true)};
 };
 
+struct CompileCPUPipelineOptions
+    : public PassPipelineOptions<CompileCPUPipelineOptions> {
+  Option<int64_t> accumulationSteps{
+      *this, "accumulation-steps",
+      llvm::cl::desc("micro-batches per step (gradient accumulation)"),
+      llvm::cl::init(1)};
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("sgd, adam or adamw"),
+                                llvm::cl::init("sgd")};
+  Option<double> momentum{*this, "momentum", llvm::cl::init(0.0)};
+  Option<double> dampening{*this, "dampening", llvm::cl::init(0.0)};
+  Option<bool> nesterov{*this, "nesterov", llvm::cl::init(false)};
+  Option<double> weightDecay{*this, "weight-decay", llvm::cl::init(-1.0)};
+  Option<double> beta1{*this, "beta1", llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::init(0.999)};
+  Option<double> epsilon{*this, "eps", llvm::cl::init(1e-8)};
+  Option<bool> biasCorrection{*this, "bias-correction", llvm::cl::init(true)};
+  enum class Stop { Training, Rank, Lower };
+  Option<Stop> compileTo{
+      *this, "pf-compile-to", llvm::cl::desc("where the compile stops"),
+      llvm::cl::init(Stop::Lower),
+      llvm::cl::values(
+          clEnumValN(Stop::Training, "training",
+                     "after the training step (autodiff, optimizer)"),
+          clEnumValN(Stop::Rank, "rank", "after per-rank partitioning"),
+          clEnumValN(Stop::Lower, "lower", "LLVM dialect (the default)"))};
+};
+
 /// Forward + loss -> full training step: autodiff, optimizer, cleanup.
 void buildTrainingPipeline(OpPassManager &pm,
                            const TrainingPipelineOptions &options);
+
+/// pf IR (forward + loss) -> per-rank LLVM-dialect modules for CPU ranks:
+/// training step, rank partitioning, lowering over libpfrt.
+void buildCompileCPUPipeline(OpPassManager &pm,
+                             const CompileCPUPipelineOptions &options);
 
 /// Registers every PipeFlow pipeline with the global registry.
 void registerPipelines();
