@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main demo: the seeds' two-stage pipeline MLP in pf IR, verified,
-# round-tripped and drawn with the graph-dot emitter.
+# The main demo: the seeds' two-stage pipeline MLP (stage 0 on rank 0,
+# stage 1 on rank 1, SGD lr 0.001, batch 16) compiled ahead of time into one
+# executable per rank and trained for 20 steps on two CPU ranks under MPI.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PF_BUILD_DIR:-$root/build}
@@ -9,15 +10,23 @@ out=${PF_DEMO_OUT:-$root/out/demo}
 
 mkdir -p "$out"
 src=$root/examples/mlir/seed_mlp.mlir
-echo "== verifying $src"
-"$build/bin/pf-opt" "$src" >"$out/seed_mlp.roundtrip.mlir"
-"$build/bin/pf-opt" "$out/seed_mlp.roundtrip.mlir" | diff -q - "$out/seed_mlp.roundtrip.mlir" >/dev/null
-echo "   parsed, verified and round-tripped: $out/seed_mlp.roundtrip.mlir"
+echo "== 1. the program: $src (forward + loss, global tensors, stages)"
 "$build/bin/pf-translate" --pf-emit-graph-dot "$src" >"$out/seed_mlp.dot"
-echo "   graph: $out/seed_mlp.dot"
 if command -v dot >/dev/null; then
   dot -Tsvg "$out/seed_mlp.dot" >"$out/seed_mlp.svg"
-  echo "   drawing: $out/seed_mlp.svg"
+  echo "   drawn: $out/seed_mlp.svg"
 fi
-echo "== the seed MLP, as pf-opt prints it"
-cat "$out/seed_mlp.roundtrip.mlir"
+echo "== 2. compile: autodiff + SGD, per-rank partitioning, lowering (pf-compile-cpu-pipeline)"
+"$build/bin/pf-opt" "$src" -pf-compile-cpu-pipeline="optimizer=sgd" \
+  -o "$out/seed_mlp.llvm.mlir"
+"$build/bin/pf-opt" "$src" -pf-compile-cpu-pipeline="pf-compile-to=rank" \
+  -o "$out/seed_mlp.ranks.mlir"
+echo "   per-rank pf programs: $out/seed_mlp.ranks.mlir"
+echo "== 3. emit one executable per rank"
+"$build/bin/pf-translate" --pf-emit-rank-artifacts "$out/seed_mlp.llvm.mlir" \
+  -o "$out/artifacts" >/dev/null
+ls "$out/artifacts"
+echo "== 4. train 20 steps on 2 CPU ranks (pf-run -> mpiexec)"
+"$build/bin/pf-run" -n 2 "$out/artifacts" --steps 20 --lr 0.001 \
+  --trace "$out/trace"
+echo "   per-rank Chrome traces: $out/trace/trace_rank{0,1}.json"
