@@ -32,7 +32,43 @@ def linear_params(seed, prefix, fan_in, fan_out):
     return w.astype(np.float64), b.astype(np.float64)
 
 
-def reference_losses(seed, steps, lr, layers, batch_shape, classes):
+class Optimizer:
+    """torch.optim.SGD / Adam / AdamW semantics, in float64."""
+
+    def __init__(self, args):
+        self.a = args
+        self.state = {}
+
+    def update(self, key, p, g, lr, t):
+        a = self.a
+        if a.optimizer == "sgd":
+            wd = max(a.weight_decay, 0.0)
+            g = g + wd * p
+            if a.momentum != 0.0:
+                buf = self.state.get(key)
+                buf = g.copy() if t == 1 else \
+                    a.momentum * buf + (1.0 - a.dampening) * g
+                self.state[key] = buf
+                g = g + a.momentum * buf if a.nesterov else buf
+            return p - lr * g
+        wd = a.weight_decay if a.weight_decay >= 0 else \
+            (0.01 if a.optimizer == "adamw" else 0.0)
+        if a.optimizer == "adamw":
+            p = p * (1.0 - lr * wd)
+        else:
+            g = g + wd * p
+        m, v = self.state.get(key, (np.zeros_like(p), np.zeros_like(p)))
+        m = a.beta1 * m + (1.0 - a.beta1) * g
+        v = a.beta2 * v + (1.0 - a.beta2) * g * g
+        self.state[key] = (m, v)
+        if a.bias_correction:
+            mhat, vhat = m / (1.0 - a.beta1 ** t), v / (1.0 - a.beta2 ** t)
+        else:
+            mhat, vhat = m, v
+        return p - lr * mhat / (np.sqrt(vhat) + a.eps)
+
+
+def reference_losses(seed, steps, lr, layers, batch_shape, classes, opt):
     params = [list(linear_params(seed, name, i, o)) for name, i, o in layers]
     x = ph.synthetic_batch(seed, ph.stream_id("input0"), 0, batch_shape)
     y = ph.synthetic_labels(classes, seed, ph.stream_id("input1"), 0,
@@ -40,7 +76,8 @@ def reference_losses(seed, steps, lr, layers, batch_shape, classes):
     x = x.astype(np.float64).reshape(batch_shape[0], -1)
     n = x.shape[0]
     losses = []
-    for _ in range(steps):
+    lr = float(np.float32(lr))  # the runtime's scalar is a float32
+    for t in range(1, steps + 1):
         acts, pre = [x], []
         for w, b in params:
             h = acts[-1] @ w.T + b
@@ -59,16 +96,29 @@ def reference_losses(seed, steps, lr, layers, batch_shape, classes):
             d = d * (pre[k] > 0)
             grads.append((d.T @ acts[k], d.sum(axis=0)))
             d = d @ params[k][0]
-        for (w_b, (dw, db)) in zip(params, reversed(grads)):
-            w_b[0] = w_b[0] - lr * dw
-            w_b[1] = w_b[1] - lr * db
+        for k, (w_b, (dw, db)) in enumerate(zip(params, reversed(grads))):
+            w_b[0] = opt.update((k, 0), w_b[0], dw, lr, t)
+            w_b[1] = opt.update((k, 1), w_b[1], db, lr, t)
     return losses
 
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--pf-opt", required=True)
+    ap.add_argument("--pf-translate", required=True)
     ap.add_argument("--pf-run", required=True)
-    ap.add_argument("--artifacts", required=True)
+    ap.add_argument("--mlir", required=True, help="forward + loss program")
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--optimizer", default="sgd")
+    ap.add_argument("--momentum", type=float, default=0.0)
+    ap.add_argument("--dampening", type=float, default=0.0)
+    ap.add_argument("--nesterov", action="store_true")
+    ap.add_argument("--weight-decay", type=float, default=-1.0)
+    ap.add_argument("--beta1", type=float, default=0.9)
+    ap.add_argument("--beta2", type=float, default=0.999)
+    ap.add_argument("--eps", type=float, default=1e-8)
+    ap.add_argument("--no-bias-correction", dest="bias_correction",
+                    action="store_false")
     ap.add_argument("--ranks", type=int, required=True)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--lr", type=float, default=0.001)
@@ -88,16 +138,36 @@ def main():
         layers.append((name, int(i), int(o)))
     batch_shape = tuple(int(d) for d in args.batch_shape.split("x"))
 
+    options = ["optimizer=%s" % args.optimizer]
+    if args.optimizer == "sgd":
+        options += ["momentum=%r" % args.momentum,
+                    "dampening=%r" % args.dampening,
+                    "nesterov=%s" % str(args.nesterov).lower()]
+    else:
+        options += ["beta1=%r" % args.beta1, "beta2=%r" % args.beta2,
+                    "eps=%r" % args.eps,
+                    "bias-correction=%s" % str(args.bias_correction).lower()]
+    if args.weight_decay >= 0:
+        options.append("weight-decay=%r" % args.weight_decay)
+    os.makedirs(args.workdir, exist_ok=True)
+    lowered = os.path.join(args.workdir, "program.llvm.mlir")
+    artifacts = os.path.join(args.workdir, "artifacts")
+    subprocess.run([args.pf_opt, args.mlir,
+                    "-pf-compile-cpu-pipeline=" + " ".join(options),
+                    "-o", lowered], check=True)
+    subprocess.run([args.pf_translate, "--pf-emit-rank-artifacts", lowered,
+                    "-o", artifacts], check=True, stdout=subprocess.DEVNULL)
+    print("compiled with", " ".join(options))
     with tempfile.TemporaryDirectory() as tmp:
         loss_file = os.path.join(tmp, "losses")
-        subprocess.run([args.pf_run, "-n", str(args.ranks), args.artifacts,
+        subprocess.run([args.pf_run, "-n", str(args.ranks), artifacts,
                         "--steps", str(args.steps), "--seed", str(seed),
                         "--lr", repr(args.lr), "--loss-out", loss_file,
                         "--timeout", "120"], check=True)
         with open(loss_file) as f:
             got = [float(line.split()[0]) for line in f if line.strip()]
     want = reference_losses(seed, args.steps, args.lr, layers, batch_shape,
-                            layers[-1][2])
+                            layers[-1][2], Optimizer(args))
     if len(got) != args.steps:
         print("FAIL: expected %d losses, got %d" % (args.steps, len(got)))
         return 1
