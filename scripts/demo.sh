@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main demo: the seeds' two-stage pipeline MLP (stage 0 on rank 0,
-# stage 1 on rank 1, SGD lr 0.001, batch 16) compiled ahead of time into one
-# executable per rank and trained for 20 steps on two CPU ranks under MPI.
+# stage 1 on rank 1, SGD lr 0.001, batch 16, 2 micro-batches) compiled ahead
+# of time into one executable per rank and trained for 20 steps on two CPU
+# ranks under MPI. Each step prints one loss per micro-batch.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PF_BUILD_DIR:-$root/build}
@@ -16,10 +17,11 @@ if command -v dot >/dev/null; then
   dot -Tsvg "$out/seed_mlp.dot" >"$out/seed_mlp.svg"
   echo "   drawn: $out/seed_mlp.svg"
 fi
-echo "== 2. compile: autodiff + SGD, per-rank partitioning, lowering (pf-compile-cpu-pipeline)"
-"$build/bin/pf-opt" "$src" -pf-compile-cpu-pipeline="optimizer=sgd" \
+echo "== 2. compile: autodiff + SGD, 2 micro-batches, per-rank partitioning, lowering"
+options="optimizer=sgd accumulation-steps=2"
+"$build/bin/pf-opt" "$src" -pf-compile-cpu-pipeline="$options" \
   -o "$out/seed_mlp.llvm.mlir"
-"$build/bin/pf-opt" "$src" -pf-compile-cpu-pipeline="pf-compile-to=rank" \
+"$build/bin/pf-opt" "$src" -pf-compile-cpu-pipeline="$options pf-compile-to=rank" \
   -o "$out/seed_mlp.ranks.mlir"
 echo "   per-rank pf programs: $out/seed_mlp.ranks.mlir"
 echo "== 3. emit one executable per rank"

@@ -34,10 +34,7 @@ void mlir::pf::buildTrainingPipeline(OpPassManager &pm,
 void mlir::pf::buildCompileCPUPipeline(
     OpPassManager &pm, const CompileCPUPipelineOptions &options) {
   TrainingPipelineOptions training;
-  // Micro-batch loops are pf-microbatch's job, which this version does not
-  // have: the whole batch runs as one micro-batch (the same update up to
-  // float rounding), so the loss seed stays 1.
-  training.accumulationSteps = 1;
+  training.accumulationSteps = options.accumulationSteps;
   training.optimizer = options.optimizer;
   training.momentum = options.momentum;
   training.dampening = options.dampening;
@@ -48,6 +45,9 @@ void mlir::pf::buildCompileCPUPipeline(
   training.epsilon = options.epsilon;
   training.biasCorrection = options.biasCorrection;
   buildTrainingPipeline(pm, training);
+  MicrobatchPassOptions microbatch;
+  microbatch.numMicrobatches = options.accumulationSteps;
+  pm.addPass(createMicrobatchPass(microbatch));
   if (options.compileTo == CompileCPUPipelineOptions::Stop::Training)
     return;
   pm.addPass(createPartitionRanksPass());

@@ -286,11 +286,18 @@ LogicalResult RankLowering::lowerInput(BlockArgument arg, func::FuncOp func) {
   } else {
     // Integer inputs are labels: the loss that reads them gives the range.
     int64_t classes = 0;
-    for (Operation *user : arg.getUsers())
-      if (auto ce = dyn_cast<SoftmaxCrossEntropyOp>(user))
-        classes = shape(ce.getLogits())[1];
-      else if (auto ceg = dyn_cast<SoftmaxCrossEntropyGradOp>(user))
-        classes = shape(ceg.getLogits())[1];
+    SmallVector<Value> worklist = {arg};
+    while (!worklist.empty() && classes == 0) {
+      Value v = worklist.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        if (auto ce = dyn_cast<SoftmaxCrossEntropyOp>(user))
+          classes = shape(ce.getLogits())[1];
+        else if (auto ceg = dyn_cast<SoftmaxCrossEntropyGradOp>(user))
+          classes = shape(ceg.getLogits())[1];
+        else if (isa<MicrobatchOp>(user))
+          worklist.push_back(user->getResult(0));
+      }
+    }
     if (classes == 0)
       return func.emitOpError("convert-pf-to-cpu: integer input ")
              << input << " is not read as labels by a loss, so no synthetic "
@@ -335,23 +342,33 @@ LogicalResult RankLowering::lowerStep(func::FuncOp func) {
       return failure();
   for (Operation &op : block) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      if (ret.getNumOperands() > 0)
-        call(ret.getLoc(), "pfrt_report_loss", voidTy,
-             {get(ret.getOperand(0)), constI32(ret.getLoc(), 0)});
+      // The loss, per micro-batch when pf-microbatch packed it.
+      if (ret.getNumOperands() > 0) {
+        Value loss = ret.getOperand(0);
+        SmallVector<Value> losses = {loss};
+        if (auto pack = loss.getDefiningOp<PackOp>())
+          losses.assign(pack.getElements().begin(), pack.getElements().end());
+        for (auto [k, l] : llvm::enumerate(losses))
+          call(ret.getLoc(), "pfrt_report_loss", voidTy,
+               {get(l), constI32(ret.getLoc(), k)});
+      }
       LLVM::ReturnOp::create(b, ret.getLoc(), ValueRange{});
       continue;
     }
     bool traced = !isa<ReadParamOp, ScalarInputOp, ReshapeOp, FlattenOp,
-                       ToGlobalOp, ConstantOp>(op);
+                       ToGlobalOp, ConstantOp, MicrobatchOp>(op);
     if (traced) {
       auto stage = op.getAttrOfType<IntegerAttr>(PFDialect::getStageAttrName());
       auto phase = op.getAttrOfType<StringAttr>(PFDialect::getPhaseAttrName());
       StringRef category = isa<SendOp, RecvOp>(op) ? "comm"
                            : phase                  ? phase.getValue()
                                                     : "forward";
+      auto microbatch =
+          op.getAttrOfType<IntegerAttr>(PFDialect::getMicrobatchAttrName());
       call(op.getLoc(), "pfrt_trace_begin", i32Ty,
            {str(op.getLoc(), op.getName().getStringRef()),
-            str(op.getLoc(), category), constI32(op.getLoc(), 0),
+            str(op.getLoc(), category),
+            constI32(op.getLoc(), microbatch ? microbatch.getInt() : 0),
             constI32(op.getLoc(), stage ? stage.getInt() : -1)});
     }
     if (failed(lowerOp(&op)))
@@ -430,6 +447,28 @@ LogicalResult RankLowering::lowerOp(Operation *op) {
       .Case([&](ScalarInputOp s) -> LogicalResult {
         values[s.getResult()] =
             call(loc, "pfrt_scalar", ptrTy, {str(loc, s.getName())});
+        return success();
+      })
+      .Case([&](MicrobatchOp mb) -> LogicalResult {
+        // Micro-batch k is a contiguous block of rows: no copy.
+        FailureOr<int64_t> bytes = elementBytes(mb, mb.getType());
+        if (failed(bytes))
+          return failure();
+        Value offset = constI64(loc, mb.getIndex() * count(mb.getResult()) *
+                                         *bytes);
+        values[mb.getResult()] = LLVM::GEPOp::create(
+            b, loc, ptrTy, i8Ty, get(mb.getInput()), ValueRange{offset});
+        return success();
+      })
+      .Case([&](PackOp pack) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        for (auto [k, e] : llvm::enumerate(pack.getElements())) {
+          Value dst = LLVM::GEPOp::create(b, loc, ptrTy, b.getF32Type(), *out,
+                                          ValueRange{constI64(loc, k)});
+          kernel("pfrt_k_copy", {get(e), dst, constI64(loc, 1)});
+        }
         return success();
       })
       .Case<ReshapeOp, FlattenOp, ToGlobalOp>([&](Operation *o) {

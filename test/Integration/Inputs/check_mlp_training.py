@@ -68,37 +68,43 @@ class Optimizer:
         return p - lr * mhat / (np.sqrt(vhat) + a.eps)
 
 
-def reference_losses(seed, steps, lr, layers, batch_shape, classes, opt):
+def reference_losses(seed, steps, lr, layers, batch_shape, classes, opt, m):
+    """Per step, the loss of each of the m micro-batches; one update per
+    step from the sum of the micro-batch gradients of loss / m."""
     params = [list(linear_params(seed, name, i, o)) for name, i, o in layers]
     x = ph.synthetic_batch(seed, ph.stream_id("input0"), 0, batch_shape)
     y = ph.synthetic_labels(classes, seed, ph.stream_id("input1"), 0,
                             (batch_shape[0],))
     x = x.astype(np.float64).reshape(batch_shape[0], -1)
-    n = x.shape[0]
+    rows = x.shape[0] // m
     losses = []
     lr = float(np.float32(lr))  # the runtime's scalar is a float32
     for t in range(1, steps + 1):
-        acts, pre = [x], []
-        for w, b in params:
-            h = acts[-1] @ w.T + b
-            pre.append(h)
-            acts.append(np.maximum(h, 0.0))
-        logits = acts[-1]
-        m = logits.max(axis=1, keepdims=True)
-        lse = m[:, 0] + np.log(np.exp(logits - m).sum(axis=1))
-        losses.append(float(np.mean(lse - logits[np.arange(n), y])))
-        # Backward.
-        soft = np.exp(logits - lse[:, None])
-        soft[np.arange(n), y] -= 1.0
-        d = soft / n
-        grads = []
-        for k in reversed(range(len(params))):
-            d = d * (pre[k] > 0)
-            grads.append((d.T @ acts[k], d.sum(axis=0)))
-            d = d @ params[k][0]
-        for k, (w_b, (dw, db)) in enumerate(zip(params, reversed(grads))):
-            w_b[0] = opt.update((k, 0), w_b[0], dw, lr, t)
-            w_b[1] = opt.update((k, 1), w_b[1], db, lr, t)
+        step_losses = []
+        grads = [[np.zeros_like(w), np.zeros_like(b)] for w, b in params]
+        for k in range(m):
+            xs, ys = x[k * rows:(k + 1) * rows], y[k * rows:(k + 1) * rows]
+            acts, pre = [xs], []
+            for w, b in params:
+                h = acts[-1] @ w.T + b
+                pre.append(h)
+                acts.append(np.maximum(h, 0.0))
+            logits = acts[-1]
+            mx = logits.max(axis=1, keepdims=True)
+            lse = mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1))
+            step_losses.append(float(np.mean(lse - logits[np.arange(rows), ys])))
+            d = np.exp(logits - lse[:, None])
+            d[np.arange(rows), ys] -= 1.0
+            d /= rows * m
+            for j in reversed(range(len(params))):
+                d = d * (pre[j] > 0)
+                grads[j][0] += d.T @ acts[j]
+                grads[j][1] += d.sum(axis=0)
+                d = d @ params[j][0]
+        losses.append(step_losses)
+        for j, (w_b, (dw, db)) in enumerate(zip(params, grads)):
+            w_b[0] = opt.update((j, 0), w_b[0], dw, lr, t)
+            w_b[1] = opt.update((j, 1), w_b[1], db, lr, t)
     return losses
 
 
@@ -109,6 +115,7 @@ def main():
     ap.add_argument("--pf-run", required=True)
     ap.add_argument("--mlir", required=True, help="forward + loss program")
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--microbatches", type=int, default=1)
     ap.add_argument("--optimizer", default="sgd")
     ap.add_argument("--momentum", type=float, default=0.0)
     ap.add_argument("--dampening", type=float, default=0.0)
@@ -138,7 +145,8 @@ def main():
         layers.append((name, int(i), int(o)))
     batch_shape = tuple(int(d) for d in args.batch_shape.split("x"))
 
-    options = ["optimizer=%s" % args.optimizer]
+    options = ["optimizer=%s" % args.optimizer,
+               "accumulation-steps=%d" % args.microbatches]
     if args.optimizer == "sgd":
         options += ["momentum=%r" % args.momentum,
                     "dampening=%r" % args.dampening,
@@ -165,20 +173,27 @@ def main():
                         "--lr", repr(args.lr), "--loss-out", loss_file,
                         "--timeout", "120"], check=True)
         with open(loss_file) as f:
-            got = [float(line.split()[0]) for line in f if line.strip()]
+            got = [[float(v) for v in line.split()] for line in f
+                   if line.strip()]
     want = reference_losses(seed, args.steps, args.lr, layers, batch_shape,
-                            layers[-1][2], Optimizer(args))
-    if len(got) != args.steps:
-        print("FAIL: expected %d losses, got %d" % (args.steps, len(got)))
+                            layers[-1][2], Optimizer(args), args.microbatches)
+    if len(got) != args.steps or \
+            any(len(g) != args.microbatches for g in got):
+        print("FAIL: expected %d steps of %d losses, got %r" %
+              (args.steps, args.microbatches, got))
         return 1
-    rel = [abs(g - w) / abs(w) for g, w in zip(got, want)]
-    for k, (g, w, r) in enumerate(zip(got, want, rel)):
-        print("step %2d pipeflow %.9f numpy %.9f rel %.2e" % (k, g, w, r))
+    rel = []
+    for k, (g, w) in enumerate(zip(got, want)):
+        r = max(abs(a - b) / abs(b) for a, b in zip(g, w))
+        rel.append(r)
+        print("step %2d pipeflow %s numpy %s rel %.2e" % (
+            k, " ".join("%.9f" % v for v in g),
+            " ".join("%.9f" % v for v in w), r))
     print("max relative error %.3e" % max(rel))
     if max(rel) >= args.tolerance:
         print("FAIL: tolerance %.1e exceeded" % args.tolerance)
         return 1
-    if not want[-1] < want[0]:
+    if not sum(want[-1]) < sum(want[0]):
         print("FAIL: the loss did not decrease")
         return 1
     print("PASS")

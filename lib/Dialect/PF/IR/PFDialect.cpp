@@ -80,6 +80,13 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (attr.getName() == getMicrobatchAttrName()) {
+    auto value = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!value || value.getInt() < 0)
+      return op->emitError() << "'" << getMicrobatchAttrName()
+                             << "' must be a non-negative integer";
+    return success();
+  }
   if (attr.getName() == getRankAttrName() ||
       attr.getName() == getWorldSizeAttrName()) {
     auto value = dyn_cast<IntegerAttr>(attr.getValue());

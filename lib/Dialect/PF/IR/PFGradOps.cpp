@@ -368,3 +368,47 @@ LogicalResult SendOp::verify() {
 }
 
 LogicalResult RecvOp::verify() { return verifyP2P(*this, getType()); }
+
+//===----------------------------------------------------------------------===//
+// Micro-batching
+//===----------------------------------------------------------------------===//
+
+LogicalResult MicrobatchOp::verify() {
+  GlobalType in = getInput().getType(), out = getType();
+  int64_t count = getCount(), index = getIndex();
+  if (count < 1 || index < 0 || index >= count)
+    return emitOpError() << "index " << index << " is not a micro-batch of "
+                         << count;
+  if (in.getRank() == 0 || in.getShape()[0] % count != 0)
+    return emitOpError() << "the batch (axis 0) of "
+                         << Inference::shapeStr(in.getShape())
+                         << " does not divide into " << count
+                         << " micro-batches";
+  SmallVector<int64_t> shape(in.getShape());
+  shape[0] /= count;
+  if (out.getShape() != ArrayRef<int64_t>(shape) ||
+      out.getElementType() != in.getElementType() ||
+      out.getPlacement() != in.getPlacement())
+    return emitOpError() << "result must be " << Inference::shapeStr(shape)
+                         << " of the input's element type and placement";
+  return success();
+}
+
+LogicalResult PackOp::verify() {
+  if (getElements().empty())
+    return emitOpError() << "needs at least one element";
+  auto first = cast<GlobalType>(getElements().front().getType());
+  for (Value e : getElements()) {
+    auto t = cast<GlobalType>(e.getType());
+    if (t.getRank() != 0 || !t.isLayoutCompatibleWith(first))
+      return emitOpError() << "elements must be scalars of one element type "
+                              "and placement";
+  }
+  GlobalType out = getType();
+  if (out.getShape() != ArrayRef<int64_t>{(int64_t)getElements().size()} ||
+      out.getElementType() != first.getElementType() ||
+      out.getPlacement() != first.getPlacement())
+    return emitOpError() << "result must be [" << getElements().size()
+                         << "] of the elements' type and placement";
+  return success();
+}

@@ -66,6 +66,10 @@ def PF_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getWorldSizeAttrName() {
       return ::llvm::StringLiteral("pf.world_size");
     }
+    /// On ops of one micro-batch (after pf-microbatch): its index.
+    static constexpr ::llvm::StringLiteral getMicrobatchAttrName() {
+      return ::llvm::StringLiteral("pf.microbatch");
+    }
   private:
     void registerAttributes();
     void registerTypes();

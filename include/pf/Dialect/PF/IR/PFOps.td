@@ -406,5 +406,6 @@ def PF_BatchNormOp : PF_DiffOp<"batch_norm"> {
 include "pf/Dialect/PF/IR/PFGradOps.td"
 include "pf/Dialect/PF/IR/PFOptimOps.td"
 include "pf/Dialect/PF/IR/PFCommOps.td"
+include "pf/Dialect/PF/IR/PFMicrobatchOps.td"
 
 #endif // PF_DIALECT_PF_IR_PFOPS_TD

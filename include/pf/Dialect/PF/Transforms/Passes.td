@@ -62,6 +62,29 @@ def OptimizerPass : Pass<"pf-optimizer", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
+def MicrobatchPass : Pass<"pf-microbatch", "::mlir::ModuleOp"> {
+  let summary = "splits a training step into micro-batches (gradient accumulation)";
+  let description = [{
+    After `pf-training-pipeline` with `accumulation-steps=m` (which seeds
+    the loss gradient with `1/m`): splits axis 0 of every input into `m`
+    micro-batches (`pf.microbatch`; a batch that does not divide is an
+    error), repeats the forward and backward work once per micro-batch
+    (`pf.microbatch = k` on each copy) so that the gradient buffers
+    accumulate the sum of the micro-batch gradients, runs the update once
+    after the last micro-batch, and returns the loss packed over
+    micro-batches with shape `[m]` (`pf.pack`), as OneFlow does.
+
+    The copies are laid out in GPipe order (every micro-batch's forward,
+    then every micro-batch's backward), which each rank's program follows
+    after `pf-partition-ranks`.
+  }];
+  let options = [
+    Option<"numMicrobatches", "num-microbatches", "int64_t", "1",
+           "micro-batches per step">
+  ];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 def PartitionRanksPass : Pass<"pf-partition-ranks", "::mlir::ModuleOp"> {
   let summary = "splits the global program into one module per rank";
   let description = [{

@@ -1,0 +1,187 @@
+//===- Microbatch.cpp - gradient accumulation over micro-batches ----------===//
+
+#include "pf/Dialect/PF/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+
+#define DEBUG_TYPE "pf-microbatch"
+
+namespace mlir::pf {
+#define GEN_PASS_DEF_MICROBATCHPASS
+#include "pf/Dialect/PF/Transforms/Passes.h.inc"
+} // namespace mlir::pf
+
+using namespace mlir;
+using namespace mlir::pf;
+
+namespace {
+
+enum class Part { Forward, Backward, Update };
+
+Part partOf(Operation &op) {
+  auto phase = op.getAttrOfType<StringAttr>(PFDialect::getPhaseAttrName());
+  if (!phase || phase.getValue() == "forward")
+    return Part::Forward;
+  if (phase.getValue() == "update")
+    return Part::Update;
+  return Part::Backward;
+}
+
+/// A copy of `orig` that runs on one micro-batch: its results shrink where
+/// they carry the batch. Ops with inferred types infer them again from the
+/// micro-batch operands; the others carry the batch in the result exactly
+/// when their (first) operand did, on axis 0 (the batch is outermost, also
+/// through reshapes).
+LogicalResult retype(Operation *orig, Operation *copy, int64_t m) {
+  if (auto infer = dyn_cast<InferTypeOpInterface>(copy)) {
+    SmallVector<Type> types;
+    if (failed(infer.inferReturnTypes(
+            copy->getContext(), copy->getLoc(), copy->getOperands(),
+            copy->getRawDictionaryAttrs(), copy->getPropertiesStorage(),
+            copy->getRegions(), types)))
+      return failure();
+    for (auto [result, type] : llvm::zip(copy->getResults(), types)) {
+      auto old = cast<GlobalType>(result.getType());
+      result.setType(cast<GlobalType>(type).withSBP(old.getSbp()));
+    }
+    return success();
+  }
+  bool batched = isa<ReshapeOp, FlattenOp, ToGlobalOp, Conv2DGradInputOp,
+                     MaxPool2DGradOp, AvgPool2DGradOp, GlobalAvgPoolGradOp>(
+      copy);
+  if (!batched || copy->getNumOperands() == 0 ||
+      copy->getOperand(0).getType() == orig->getOperand(0).getType())
+    return success();
+  for (OpResult result : copy->getResults()) {
+    auto type = cast<GlobalType>(result.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    if (shape.empty() || shape[0] % m != 0)
+      return copy->emitOpError("pf-microbatch: cannot split the result's "
+                               "axis 0 into ")
+             << m << " micro-batches";
+    shape[0] /= m;
+    result.setType(type.withShape(shape));
+  }
+  return success();
+}
+
+LogicalResult splitFunction(func::FuncOp func, int64_t m) {
+  Block &block = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(block.getTerminator());
+  OpBuilder b(ret);
+
+  // Micro-batch slices of every input.
+  SmallVector<IRMapping> maps(m);
+  b.setInsertionPointToStart(&block);
+  for (BlockArgument arg : block.getArguments()) {
+    auto type = cast<GlobalType>(arg.getType());
+    if (type.getRank() == 0 || type.getShape()[0] % m != 0)
+      return func.emitOpError("pf-microbatch: input ")
+             << arg.getArgNumber() << " has batch size "
+             << (type.getRank() ? type.getShape()[0] : 0)
+             << ", which does not divide into " << m << " micro-batches";
+    if (SBPAttr sbp = type.getSbp())
+      for (SBPDim d : sbp.getDims())
+        if (d.isSplit() && d.getAxis() == 0)
+          return func.emitOpError("pf-microbatch: input ")
+                 << arg.getArgNumber()
+                 << " is split along its batch axis; micro-batching a "
+                    "data-parallel input is not supported yet";
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] /= m;
+    for (int64_t k = 0; k < m; ++k) {
+      auto slice = MicrobatchOp::create(b, arg.getLoc(), type.withShape(shape),
+                                        arg, k, m);
+      slice->setAttr(PFDialect::getMicrobatchAttrName(),
+                     b.getI64IntegerAttr(k));
+      maps[k].map(arg, slice);
+    }
+  }
+
+  SmallVector<Operation *> forward, backward, update;
+  for (Operation &op : block.without_terminator()) {
+    if (isa<MicrobatchOp>(op))
+      continue;
+    switch (partOf(op)) {
+    case Part::Forward:
+      forward.push_back(&op);
+      break;
+    case Part::Backward:
+      backward.push_back(&op);
+      break;
+    case Part::Update:
+      update.push_back(&op);
+      break;
+    }
+  }
+
+  // GPipe order: every micro-batch's forward, then every backward.
+  b.setInsertionPoint(ret);
+  auto cloneAll = [&](ArrayRef<Operation *> ops) -> LogicalResult {
+    for (int64_t k = 0; k < m; ++k)
+      for (Operation *op : ops) {
+        Operation *copy = b.clone(*op, maps[k]);
+        copy->setAttr(PFDialect::getMicrobatchAttrName(),
+                      b.getI64IntegerAttr(k));
+        if (failed(retype(op, copy, m)))
+          return failure();
+      }
+    return success();
+  };
+  if (failed(cloneAll(forward)) || failed(cloneAll(backward)))
+    return failure();
+  for (Operation *op : update)
+    op->moveBefore(ret);
+
+  // The loss comes back packed over micro-batches; other results are
+  // per-step values (the update's) and stay as they are.
+  SmallVector<Value> results(ret.getOperands());
+  if (!results.empty()) {
+    Value loss = results.front();
+    SmallVector<Value> losses;
+    for (int64_t k = 0; k < m; ++k)
+      losses.push_back(maps[k].lookupOrDefault(loss));
+    auto lossType = cast<GlobalType>(loss.getType());
+    auto packed = PackOp::create(
+        b, ret.getLoc(), lossType.withSBP({}).withShape({m}), losses);
+    if (Operation *def = loss.getDefiningOp())
+      if (Attribute stage = def->getAttr(PFDialect::getStageAttrName()))
+        packed->setAttr(PFDialect::getStageAttrName(), stage);
+    results.front() = packed;
+  }
+  ret->setOperands(results);
+
+  // The originals are now dead: drop them, users first.
+  SmallVector<Operation *> originals(forward);
+  llvm::append_range(originals, backward);
+  for (Operation *op : llvm::reverse(originals)) {
+    op->dropAllUses();
+    op->erase();
+  }
+  func.setFunctionType(FunctionType::get(func.getContext(),
+                                         func.getArgumentTypes(),
+                                         ValueRange(results).getTypes()));
+  return success();
+}
+
+struct MicrobatchPass : public pf::impl::MicrobatchPassBase<MicrobatchPass> {
+  using MicrobatchPassBase::MicrobatchPassBase;
+  void runOnOperation() override {
+    if (numMicrobatches < 1) {
+      getOperation().emitError()
+          << "pf-microbatch: num-microbatches must be >= 1, got "
+          << static_cast<int64_t>(numMicrobatches);
+      return signalPassFailure();
+    }
+    if (numMicrobatches == 1)
+      return;
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (!func.isExternal() &&
+          failed(splitFunction(func, numMicrobatches)))
+        return signalPassFailure();
+  }
+};
+} // namespace
