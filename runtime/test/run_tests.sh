@@ -77,6 +77,25 @@ run_fail() {
   report "$name" $ok
 }
 
+# run_exit NAME SECONDS RC PATTERN CMD...: passes if CMD exits with status
+# RC and its stderr contains PATTERN and a usage message.
+run_exit() {
+  local name=$1 limit=$2 want=$3 pattern=$4
+  shift 4
+  timeout -k 5 "$limit" "$@" >"$LOGS/$name.out" 2>"$LOGS/$name.err"
+  local rc=$? ok=0
+  if [ $rc -ne "$want" ]; then
+    echo "exit status $rc, expected $want" >>"$LOGS/$name.err"
+  elif ! grep -qF -- "$pattern" "$LOGS/$name.err"; then
+    echo "stderr lacks: $pattern" >>"$LOGS/$name.err"
+  elif ! grep -qF -- "usage: " "$LOGS/$name.err"; then
+    echo "stderr lacks the usage message" >>"$LOGS/$name.err"
+  else
+    ok=1
+  fi
+  report "$name" $ok
+}
+
 # For commands inside `bash -c` strings.
 MPX="${MPIEXEC[*]}"
 
@@ -200,6 +219,54 @@ run_ok trace_off_writes_nothing 30 bash -c \
 
 # --- BLAS -------------------------------------------------------------------
 run_ok sgemm 60 "$BIN/pfrt-test-sgemm"
+
+# --- CPU kernels: C results vs a float64 NumPy reference ---------------------
+for fam in basic matmul xent conv pool norm optim; do
+  D=$WORK/k-$fam
+  run_ok kernels_$fam 120 bash -c \
+    "'$BIN/pfrt-test-k-$fam' '$D' && '$PY' '$HERE/check_kernels.py' '$D'"
+done
+run_fail kernel_error_label 20 \
+  "pfrt_k_softmax_xent: label 7 at row 2 is outside [0, 5)" "$E" xent_label
+run_fail kernel_error_conv_dims 20 \
+  "pfrt_k_conv2d: OH/OW do not match" "$E" conv_dims
+run_fail kernel_error_pool_pad 20 \
+  "pfrt_k_max_pool2d: padding must be in [0, kernel / 2]" "$E" pool_dims
+run_fail kernel_error_matmul_batch 20 \
+  "pfrt_k_matmul: batch_b = 2 must be 1 or batch = 3" "$E" matmul_batch
+run_fail kernel_error_transpose_perm 20 \
+  "pfrt_k_transpose: perm (0, 2, 0) is not a permutation" "$E" transpose_perm
+
+# --- memory services and the pfrt_main driver --------------------------------
+run_ok memory_arena_persistent_scalars 30 "$BIN/pfrt-test-memory"
+DRV=$WORK/driver
+mkdir -p "$DRV"
+D=$BIN/pfrt-test-driver
+CD="'$PY' '$HERE/check_driver.py'"
+run_ok driver_steps_seed_lr_loss_out 30 bash -c \
+  "'$D' --steps 3 --seed 1234 --lr 0.25 --loss-out '$DRV/loss.txt' \
+     >'$DRV/out.txt' && $CD '$DRV/out.txt' '$DRV/loss.txt' 3 1234 0.25"
+run_ok driver_defaults 30 bash -c \
+  "'$D' >'$DRV/def.txt' && $CD '$DRV/def.txt' - 1 0 0.001"
+# Only the last rank reports losses, so only it prints and appends.
+run_ok driver_n2 30 bash -c \
+  "$MPX -n 2 '$D' --steps=2 --seed=77 --lr=0.5 --loss-out='$DRV/loss2.txt' \
+     >'$DRV/out2.txt' && $CD '$DRV/out2.txt' '$DRV/loss2.txt' 2 77 0.5"
+run_ok driver_help 30 bash -c "'$D' --help | grep -q '^usage: '"
+run_exit driver_unknown_flag 20 2 "unknown flag '--bogus'" "$D" --bogus
+run_exit driver_missing_value 20 2 "flag '--steps' needs a value" "$D" --steps
+run_exit driver_bad_value 20 2 "bad value 'abc' for flag '--lr'" "$D" --lr abc
+run_exit driver_bad_threads 20 2 "bad value '0' for flag '--threads'" \
+  "$D" --threads=0
+run_exit driver_positional_arg 20 2 "unexpected argument 'extra'" "$D" extra
+run_exit driver_unknown_flag_n2 20 2 "unknown flag '--bogus'" \
+  "${MPIEXEC[@]}" -n 2 "$D" --steps 2 --bogus
+run_fail driver_missing_microbatch 20 \
+  "micro-batch 1 reported no loss this step, but micro-batch 2 did" \
+  env PFRT_TEST_DRIVER_MODE=gap "$D"
+run_fail driver_loss_reported_twice 20 \
+  "pfrt_report_loss: micro-batch 0 reported twice in one step" \
+  env PFRT_TEST_DRIVER_MODE=twice "$D"
 
 echo "$npass passed, $nfail failed"
 if [ "${PFRT_KEEP:-0}" = 1 ] || [ $nfail -ne 0 ]; then

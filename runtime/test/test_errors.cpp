@@ -17,6 +17,11 @@
 //   recv_short             rank 1 expects 10 floats, rank 0 sends 5
 //   bad_shard              init_param with a shard outside the tensor
 //   trace_end              pfrt_trace_end without a begin (PF_TRACE set)
+//   xent_label             softmax cross-entropy with a label out of range
+//   conv_dims              conv2d whose OH does not match its input
+//   pool_dims              max_pool2d with padding above kernel / 2
+//   matmul_batch           matmul with batch_b neither 1 nor batch
+//   transpose_perm         transpose with a perm that repeats an axis
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,6 +120,25 @@ int main(int argc, char **argv) {
     pfrt_trace_begin("outer", "compute", 0, 0);
     pfrt_trace_end();
     pfrt_trace_end();
+  } else if (mode == "xent_label") {
+    float logits[4 * 5] = {0}, loss = 0;
+    int64_t labels[4] = {0, 4, 7, 1};
+    pfrt_k_softmax_xent(logits, labels, &loss, 4, 5);
+  } else if (mode == "conv_dims") {
+    float x[2 * 3 * 8 * 8] = {0}, w[4 * 3 * 3 * 3] = {0}, y[2 * 4 * 8 * 8];
+    const int64_t dims[16] = {2, 3, 8, 8, 4, 3, 3, 7, 8, 1, 1, 1, 1, 1, 1, 1};
+    pfrt_k_conv2d(x, w, y, dims);
+  } else if (mode == "pool_dims") {
+    float x[16] = {0}, y[64];
+    const int64_t dims[12] = {1, 1, 4, 4, 6, 6, 2, 2, 1, 1, 2, 2};
+    pfrt_k_max_pool2d(x, y, dims);
+  } else if (mode == "matmul_batch") {
+    float a[6] = {0}, b[6] = {0}, c[6];
+    pfrt_k_matmul(a, b, c, 3, 2, 1, 1, 2, 0, 0);
+  } else if (mode == "transpose_perm") {
+    float x[6] = {0}, y[6];
+    int64_t shape[3] = {1, 2, 3}, perm[3] = {0, 2, 0};
+    pfrt_k_transpose(x, y, 3, shape, perm);
   } else {
     CHECK(false, "unknown mode '%s'", mode.c_str());
   }

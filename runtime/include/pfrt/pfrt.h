@@ -9,8 +9,8 @@
  *  - Functions returning an `int` status return 0 on success (pfrt_rank,
  *    pfrt_world_size, pfrt_abi_version and pfrt_trace_enabled return
  *    values instead). Calling anything but pfrt_fatal, pfrt_now_us, the
- *    random-number, npy and sgemm functions before pfrt_init or after
- *    pfrt_finalize is an error. Every error
+ *    random-number, npy, sgemm, CPU-kernel and memory functions before
+ *    pfrt_init or after pfrt_finalize is an error. Every error
  *    (a failed MPI call, a bad argument, a bad file) is fatal: the runtime
  *    prints `pfrt: rank R: <cause>` to stderr and ends the whole job with
  *    MPI_Abort(MPI_COMM_WORLD, 1) (exit(1) when MPI is not running), so a
@@ -352,6 +352,228 @@ int pfrt_sgemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
 
 /* Sets the BLAS thread count (openblas_set_num_threads); n >= 1. */
 int pfrt_set_num_threads(int n);
+
+/*===----------------------------------------------------------------------===
+ * CPU kernels
+ *
+ * One call per op of the per-rank program. float32, row-major, contiguous;
+ * outputs are caller-allocated and fully overwritten (nothing accumulates
+ * into an output unless stated). Inputs and outputs must not overlap unless
+ * stated; where aliasing is allowed it means the SAME pointer, never a
+ * partial overlap. Sizes are int64_t elements; a negative size, a NULL
+ * pointer for a non-empty tensor or an inconsistent shape is fatal (naming
+ * the kernel). Single-threaded (the BLAS calls inside use the
+ * pfrt_set_num_threads threads); usable without pfrt_init.
+ *
+ * Sums (reductions, softmax denominators, batch-norm statistics, pooling
+ * windows) are accumulated in float64 and rounded to float32 once, so they
+ * match a float64 reference to ~1e-7 relative; GEMM-shaped work (matmul,
+ * conv) goes through pfrt_sgemm and accumulates in float32.
+ *===----------------------------------------------------------------------===*/
+
+/* Element-wise over n elements:
+ *   relu       y = x < 0 ? 0 : x  (NaN stays NaN)
+ *   relu_grad  dx = y > 0 ? dy : 0  (y is relu's output)
+ *   add        out = a + b
+ *   scale      y = x * (float)s
+ *   copy       y = x
+ *   fill       y = (float)v
+ * relu, relu_grad, add and scale (and bias_add below) also allow the output
+ * to alias any input; copy allows y == x. */
+void pfrt_k_relu(const float *x, float *y, int64_t n);
+void pfrt_k_relu_grad(const float *y, const float *dy, float *dx, int64_t n);
+void pfrt_k_add(const float *a, const float *b, float *out, int64_t n);
+void pfrt_k_scale(const float *x, float *y, int64_t n, double s);
+void pfrt_k_copy(const float *x, float *y, int64_t n);
+void pfrt_k_fill(float *y, int64_t n, double v);
+
+/* y[o, c, i] = x[o, c, i] + b[c], x viewed as [outer, c, inner]. */
+void pfrt_k_bias_add(const float *x, const float *b, float *y, int64_t outer,
+                     int64_t c, int64_t inner);
+
+/* x has `rank` (0..32) dims `shape`; reduce[i] != 0 marks a reduced axis.
+ * y is x with those axes dropped (kept axes in order); an output element
+ * whose reduced extent is empty is 0. */
+void pfrt_k_reduce_sum(const float *x, float *y, int64_t rank,
+                       const int64_t *shape, const int8_t *reduce);
+
+/* y has shape[perm[i]] as dim i, and y axis i is x axis perm[i]; perm is a
+ * permutation of 0..rank-1 (rank 0..32). */
+void pfrt_k_transpose(const float *x, float *y, int64_t rank,
+                      const int64_t *shape, const int64_t *perm);
+
+/* C[b] = op(A[b]) * op(B[b or 0]) for b < batch, op(X) = X^T if tX != 0.
+ * A is batch x (ta ? K x M : M x K); B is batch_b x (tb ? N x K : K x N)
+ * with batch_b == batch or batch_b == 1 (one B shared by every batch
+ * entry); C is batch x M x N. Through pfrt_sgemm (float32 accumulation). */
+void pfrt_k_matmul(const float *a, const float *b, float *c, int64_t batch,
+                   int64_t batch_b, int64_t m, int64_t n, int64_t k,
+                   int32_t ta, int32_t tb);
+
+/* loss[0] = mean over the n rows of logsumexp(logits[r]) - logits[r][label]
+ * (c classes, max-subtracted, float64 sums). labels are int64 in [0, c); an
+ * out-of-range label is fatal, naming the row and the value. n, c >= 1. */
+void pfrt_k_softmax_xent(const float *logits, const int64_t *labels,
+                         float *loss, int64_t n, int64_t c);
+/* dlogits = (softmax(logits) - onehot(labels)) * dloss[0] / n. */
+void pfrt_k_softmax_xent_grad(const float *logits, const int64_t *labels,
+                              const float *dloss, float *dlogits, int64_t n,
+                              int64_t c);
+
+/* 2-D convolution, NCHW, no bias (im2col + pfrt_sgemm per image and group).
+ *   dims = {N, C, H, W, O, KH, KW, OH, OW, stride_h, stride_w, pad_h,
+ *           pad_w, dil_h, dil_w, groups}
+ * x [N, C, H, W], w [O, C/groups, KH, KW], y [N, O, OH, OW]; zero padding;
+ * groups divides C and O; strides and dilations >= 1, pads >= 0; OH and OW
+ * must equal (H + 2 pad_h - dil_h (KH - 1) - 1) / stride_h + 1 (floor; same
+ * for W), anything else is fatal. grad_input writes dx [N, C, H, W] and
+ * grad_weight writes dw [O, C/groups, KH, KW] (both overwritten, summed over
+ * the batch). */
+void pfrt_k_conv2d(const float *x, const float *w, float *y,
+                   const int64_t dims[16]);
+void pfrt_k_conv2d_grad_input(const float *dy, const float *w, float *dx,
+                              const int64_t dims[16]);
+void pfrt_k_conv2d_grad_weight(const float *x, const float *dy, float *dw,
+                               const int64_t dims[16]);
+
+/* 2-D pooling, NCHW.
+ *   dims = {N, C, H, W, OH, OW, KH, KW, stride_h, stride_w, pad_h, pad_w}
+ * Window (oh, ow) covers rows oh*stride_h - pad_h + [0, KH) and columns
+ * ow*stride_w - pad_w + [0, KW). Strides and kernel sizes >= 1,
+ * 0 <= pad <= kernel / 2, and OH = (H + 2 pad_h - KH) / stride_h + 1
+ * (floor, i.e. ceil_mode=False; same for W), anything else is fatal.
+ * Max: padding never wins; NaN propagates. Its gradient sends dy to the
+ * FIRST maximum of each window in row-major scan order (ties and
+ * overlapping windows accumulate into dx, which is overwritten first).
+ * Avg: count_include_pad=True, i.e. the window sum divided by KH*KW. */
+void pfrt_k_max_pool2d(const float *x, float *y, const int64_t dims[12]);
+void pfrt_k_max_pool2d_grad(const float *x, const float *dy, float *dx,
+                            const int64_t dims[12]);
+void pfrt_k_avg_pool2d(const float *x, float *y, const int64_t dims[12]);
+void pfrt_k_avg_pool2d_grad(const float *dy, float *dx,
+                            const int64_t dims[12]);
+/* y[n, c] = mean of x[n, c, 0..hw); the gradient spreads dy[n, c] / hw. */
+void pfrt_k_global_avg_pool(const float *x, float *y, int64_t n, int64_t c,
+                            int64_t hw);
+void pfrt_k_global_avg_pool_grad(const float *dy, float *dx, int64_t n,
+                                 int64_t c, int64_t hw);
+
+/* Training-mode batch norm over x viewed as [N, C, HW] (HW = 1 for 2-D
+ * input); statistics per channel over M = N*HW values, M >= 2 (as PyTorch):
+ *   mean = sum(x) / M,  var = sum((x - mean)^2) / M   (biased, normalises)
+ *   y = (x - mean) / sqrt(var + eps) * gamma + beta
+ *   new_mean = (1 - momentum) * rmean + momentum * mean
+ *   new_var  = (1 - momentum) * rvar  + momentum * var * M / (M - 1)
+ * gamma == NULL means 1 and beta == NULL means 0 (affine=False); rmean,
+ * rvar, new_mean and new_var may all be NULL (no running statistics), and
+ * new_mean/new_var may alias rmean/rvar. The gradients recompute the batch
+ * statistics from x (same eps); with xhat = (x - mean) / sqrt(var + eps)
+ * and means over the M values of a channel:
+ *   dx     = gamma / sqrt(var + eps) * (dy - mean(dy) - xhat mean(dy xhat))
+ *   dgamma = sum(dy * xhat),  dbeta = sum(dy)
+ */
+void pfrt_k_batch_norm(const float *x, const float *gamma, const float *beta,
+                       const float *rmean, const float *rvar, float *y,
+                       float *new_mean, float *new_var, int64_t n, int64_t c,
+                       int64_t hw, double eps, double momentum);
+void pfrt_k_batch_norm_grad_input(const float *x, const float *gamma,
+                                  const float *dy, float *dx, int64_t n,
+                                  int64_t c, int64_t hw, double eps);
+void pfrt_k_batch_norm_grad_params(const float *x, const float *dy,
+                                   float *dgamma, float *dbeta, int64_t n,
+                                   int64_t c, int64_t hw, double eps);
+
+/* Optimizer updates with torch.optim semantics, element-wise in float32;
+ * *lr is the learning rate and *step the 1-based step count t, both read
+ * at every call. Every new_* may alias its old counterpart (in place).
+ * SGD (torch.optim.SGD, maximize=False):
+ *   g = grad + weight_decay * p                (if weight_decay != 0)
+ *   if momentum != 0:
+ *     buf = t == 1 ? g : momentum * buf + (1 - dampening) * g
+ *     g   = nesterov ? g + momentum * buf : buf
+ *   new_p = p - lr * g
+ * buf and new_buf are only touched when momentum != 0 (else they may be
+ * NULL, and so may step); at t == 1 the incoming buf is ignored. nesterov
+ * needs momentum > 0 and dampening == 0 (PyTorch's rule), else fatal.
+ * Adam (torch.optim.Adam; AdamW when decoupled != 0; amsgrad=False):
+ *   decoupled:  p = p * (1 - lr * weight_decay)
+ *   otherwise:  g = grad + weight_decay * p    (if weight_decay != 0)
+ *   m = lerp(m, g, 1 - beta1),  v = beta2 * v + (1 - beta2) * g * g
+ *   bias_correction != 0:  step_size = lr / (1 - beta1^t),
+ *                          denom = sqrt(v) / sqrt(1 - beta2^t) + eps
+ *   bias_correction == 0:  step_size = lr,  denom = sqrt(v) + eps
+ *   new_p = p - step_size * m / denom
+ * (with bias correction, t < 1 is fatal).
+ * (m and v start at 0 in PyTorch; the caller passes whatever state it has.) */
+void pfrt_k_sgd(const float *p, const float *g, const float *lr,
+                const float *buf, const float *step, float *new_p,
+                float *new_buf, int64_t n, double momentum, double dampening,
+                double weight_decay, int32_t nesterov);
+void pfrt_k_adam(const float *p, const float *g, const float *m,
+                 const float *v, const float *lr, const float *step,
+                 float *new_p, float *new_m, float *new_v, int64_t n,
+                 double beta1, double beta2, double eps, double weight_decay,
+                 int32_t decoupled, int32_t bias_correction);
+
+/*===----------------------------------------------------------------------===
+ * Memory, run-time scalars and losses (for compiled per-rank programs)
+ *
+ * Usable without pfrt_init; single-threaded like the rest of the runtime.
+ *===----------------------------------------------------------------------===*/
+
+/* Step-scoped bump allocator for every temporary of one step. Returns a
+ * 64-byte-aligned, non-NULL block of `bytes` (>= 0) bytes, not zeroed,
+ * valid until the next pfrt_arena_reset. Live blocks never move or
+ * overlap; when the current chunk is full a new one is added, and the next
+ * reset merges the chunks into one block big enough for the whole step, so
+ * a steady-state step reuses the same memory without calling malloc. */
+void *pfrt_arena_alloc(int64_t bytes);
+/* Frees every arena block at once (the memory is kept for the next step)
+ * and starts a new step for pfrt_report_loss. */
+void pfrt_arena_reset(void);
+
+/* Persistent allocation (parameters, optimizer state): 64-byte aligned,
+ * zeroed, non-NULL, never freed. bytes >= 0. */
+void *pfrt_alloc_persistent(int64_t bytes);
+
+/* Named run-time float32 scalar ("lr", "step", ...): created as 0.0f on
+ * first use; the pointer stays valid and the same for the program's life. */
+float *pfrt_scalar(const char *name);
+
+/* The rank that holds the loss reports *loss for micro-batch microbatch
+ * (>= 0) of the current step; the value is copied at the call. Reporting
+ * the same micro-batch twice in one step (between two pfrt_arena_reset
+ * calls) is fatal. */
+void pfrt_report_loss(const float *loss, int32_t microbatch);
+
+/*===----------------------------------------------------------------------===
+ * Driver (static library pfrt_main; link -lpfrt_main -lpfrt)
+ *===----------------------------------------------------------------------===*/
+
+/* Generated code provides both functions; init_params may be NULL. */
+typedef struct pfrt_program {
+  void (*init_params)(uint64_t seed);
+  void (*step)(int64_t step);
+} pfrt_program;
+
+/* Runs a job: pfrt_init; parses the flags
+ *   --steps K      number of steps (default 1, K >= 0)
+ *   --seed S       seed passed to init_params (default 0, uint64)
+ *   --lr X         sets scalar "lr" (default 0.001)
+ *   --threads T    BLAS threads (default 1)
+ *   --loss-out F   append each step's losses to file F as one line of
+ *                  space-separated %.9g values (only ranks that reported)
+ * (also --flag=value; --help prints the usage and returns 0); sets "lr",
+ * calls init_params(seed), then for step k = 0..K-1: sets scalar "step" to
+ * k + 1, pfrt_arena_reset(), times program->step(k), and on a rank that
+ * reported losses prints
+ *   step <k> loss <v0> [<v1> ...] time_ms <t>
+ * to stdout (k 0-based as passed to step(); one %.9g value per micro-batch
+ * in micro-batch order; micro-batches 0..max must all be reported, a gap is
+ * fatal). Finally pfrt_finalize; returns 0. An unknown flag, a missing or
+ * malformed value ends every rank with exit status 2 and a usage message
+ * on stderr (rank 0), after pfrt_finalize. */
+int pfrt_main(int argc, char **argv, const pfrt_program *program);
 
 #ifdef __cplusplus
 } /* extern "C" */

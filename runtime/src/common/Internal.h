@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace pfrt {
 
@@ -102,6 +103,15 @@ private:
   bool on;
   double begin = 0;
 };
+
+//===----------------------------------------------------------------------===//
+// Losses reported by the program (Memory.cpp), read by pfrt_main
+//===----------------------------------------------------------------------===//
+
+/// The losses reported since the last pfrt_arena_reset, in micro-batch
+/// order (fatal, naming it, if a micro-batch below the largest reported one
+/// is missing). Empty if none were reported.
+std::vector<float> stepLosses();
 
 //===----------------------------------------------------------------------===//
 // Template definitions

@@ -1,0 +1,112 @@
+//===- KernelUtil.h - Helpers shared by the CPU kernels ---------*- C++ -*-===//
+//
+// Not installed; nothing here is part of the ABI. The loops here are written
+// so that clang/GCC vectorize them at -O2/-O3 without -ffast-math: float64
+// sums keep a fixed set of independent accumulators (the SLP vectorizer
+// turns them into vector adds, and the summation order does not depend on
+// the target's vector width).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PFRT_SRC_CPU_KERNELUTIL_H
+#define PFRT_SRC_CPU_KERNELUTIL_H
+
+#include "../common/Internal.h"
+
+#include <cstddef>
+#include <cstdint>
+
+#define PFRT_RESTRICT __restrict__
+
+// "These loop iterations are independent": lets a loop whose output may be
+// the SAME pointer as an input (exact in-place) vectorize without the
+// runtime overlap check that would otherwise send it to the scalar path.
+#if defined(__clang__)
+#define PFRT_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define PFRT_IVDEP _Pragma("GCC ivdep")
+#else
+#define PFRT_IVDEP
+#endif
+
+// A condition the branch predictor cannot learn (e.g. a comparison of
+// random data): keep selects on it as cmov/blend instead of branches.
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_unpredictable)
+#define PFRT_UNPREDICTABLE(c) __builtin_unpredictable(c)
+#endif
+#endif
+#ifndef PFRT_UNPREDICTABLE
+#define PFRT_UNPREDICTABLE(c) (c)
+#endif
+
+// Functions that everything in a multiversioned function calls must be
+// inlined into it, so that they are compiled for the clone's ISA (and a
+// baseline out-of-line copy is never shared with an AVX2 one).
+#define PFRT_ALWAYS_INLINE inline __attribute__((always_inline))
+
+// PFRT_MULTIVERSION: compile a hot loop nest for AVX-512, AVX2 and the
+// baseline, picked once at load time (ifunc; GCC and clang on x86-64 ELF).
+// Only self-contained functions get it. The clones compute bit-identical
+// results: no FMA contraction (-ffp-contract=off) and every sum has a fixed
+// accumulator pattern, whatever the vector width. -DPFRT_NO_MULTIVERSION
+// turns it off and -DPFRT_MULTIVERSION_NO_AVX512 drops the AVX-512 clone,
+// which is how the clones are tested against each other.
+#if defined(PFRT_MULTIVERSION_NO_AVX512)
+#define PFRT_MULTIVERSION_TARGETS "avx2", "default"
+#else
+#define PFRT_MULTIVERSION_TARGETS "avx512f", "avx2", "default"
+#endif
+#if defined(__x86_64__) && defined(__ELF__) &&                                 \
+    !defined(PFRT_NO_MULTIVERSION) &&                                          \
+    ((defined(__clang__) && __clang_major__ >= 14) ||                          \
+     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 8))
+#define PFRT_MULTIVERSION                                                      \
+  __attribute__((target_clones(PFRT_MULTIVERSION_TARGETS)))
+#else
+#define PFRT_MULTIVERSION
+#endif
+
+namespace pfrt {
+namespace kern {
+
+/// Fatal unless v >= 0.
+void checkSize(const char *fn, const char *what, int64_t v);
+/// Fatal if p is NULL while the tensor it points to has elements.
+void checkPtr(const char *fn, const char *what, const void *p, int64_t n);
+/// a * b with an overflow check (fatal, naming fn).
+int64_t mulChecked(const char *fn, int64_t a, int64_t b);
+
+/// Per-kernel scratch memory: slot i is one 64-byte-aligned buffer that only
+/// grows. Contents are undefined on return. Kernels are single-threaded and
+/// never nest, so a slot is owned by one kernel call at a time.
+void *scratch(int slot, int64_t bytes);
+template <typename T> T *scratchOf(int slot, int64_t count) {
+  return static_cast<T *>(scratch(slot, count * int64_t(sizeof(T))));
+}
+
+/// sum(x[0..n)) in float64.
+PFRT_ALWAYS_INLINE double sumF64(const float *PFRT_RESTRICT x, int64_t n) {
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j)
+      acc[j] += double(x[i + j]);
+  double tail = 0;
+  for (; i < n; ++i)
+    tail += double(x[i]);
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) +
+         ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+}
+
+/// acc[i] += x[i] in float64.
+PFRT_ALWAYS_INLINE void accumulateRow(double *PFRT_RESTRICT acc,
+                                      const float *PFRT_RESTRICT x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    acc[i] += double(x[i]);
+}
+
+} // namespace kern
+} // namespace pfrt
+
+#endif // PFRT_SRC_CPU_KERNELUTIL_H

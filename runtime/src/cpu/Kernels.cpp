@@ -1,0 +1,584 @@
+//===- Kernels.cpp - Element-wise, reduction, layout, matmul, loss --------===//
+//
+// The CPU kernels of pfrt.h that are not convolution, pooling, batch norm or
+// optimizer updates, plus the scratch memory and checks shared by all of
+// them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelUtil.h"
+#include "pfrt/pfrt.h"
+
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+using namespace pfrt;
+using namespace pfrt::kern;
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+namespace pfrt {
+namespace kern {
+
+void checkSize(const char *fn, const char *what, int64_t v) {
+  if (v < 0)
+    fatal("%s: %s = %lld is negative", fn, what, (long long)v);
+}
+
+void checkPtr(const char *fn, const char *what, const void *p, int64_t n) {
+  if (!p && n > 0)
+    fatal("%s: %s is NULL", fn, what);
+}
+
+int64_t mulChecked(const char *fn, int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    fatal("%s: size %lld * %lld overflows int64", fn, (long long)a,
+          (long long)b);
+  return r;
+}
+
+namespace {
+constexpr int kSlots = 4;
+struct Slot {
+  void *ptr = nullptr;
+  int64_t bytes = 0;
+};
+Slot gSlots[kSlots];
+} // namespace
+
+void *scratch(int slot, int64_t bytes) {
+  if (slot < 0 || slot >= kSlots)
+    fatal("internal: scratch slot %d out of range", slot);
+  Slot &s = gSlots[slot];
+  if (bytes <= s.bytes && s.ptr)
+    return s.ptr;
+  // Grow geometrically so a sequence of growing requests stays cheap.
+  int64_t want = bytes > 2 * s.bytes ? bytes : 2 * s.bytes;
+  if (want < 4096)
+    want = 4096;
+  want = (want + 63) / 64 * 64;
+  std::free(s.ptr);
+  s.ptr = std::aligned_alloc(64, size_t(want));
+  if (!s.ptr)
+    fatal("out of memory: kernel scratch of %lld bytes", (long long)want);
+  s.bytes = want;
+  return s.ptr;
+}
+
+} // namespace kern
+} // namespace pfrt
+
+namespace {
+
+/// exp(x) in float64 for x in about [-700, 700], branch-free so that loops
+/// calling it vectorize. x = k ln2 + r, |r| <= ln2/2, exp(r) by its Taylor
+/// polynomial to r^11 (relative error < 1e-14), times 2^k built from the
+/// exponent bits. Arguments below -700 are clamped (their share of any sum
+/// that also holds exp(0) = 1 is below 1e-300); NaN stays NaN.
+PFRT_ALWAYS_INLINE double expClamped(double x) {
+  x = x < -700.0 ? -700.0 : x;
+  const double shifter = 6755399441055744.0; // 0x1.8p52: rounds to integer
+  double t = x * 1.4426950408889634 + shifter;
+  double kf = t - shifter;
+  double r = (x - kf * 0.6931471803691238) - kf * 1.9082149292705877e-10;
+  double p = 2.505210838544172e-08; // 1/11!
+  p = p * r + 2.755731922398589e-07;
+  p = p * r + 2.7557319223985893e-06;
+  p = p * r + 2.48015873015873e-05;
+  p = p * r + 1.984126984126984e-04;
+  p = p * r + 1.3888888888888889e-03;
+  p = p * r + 8.333333333333333e-03;
+  p = p * r + 4.1666666666666664e-02;
+  p = p * r + 1.6666666666666666e-01;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  // The low mantissa bits of t hold k + 2^51; (bits + 1023) << 52 keeps
+  // exactly k + 1023 in the exponent field.
+  uint64_t bits;
+  std::memcpy(&bits, &t, 8);
+  uint64_t sbits = (bits + 1023) << 52;
+  double scale;
+  std::memcpy(&scale, &sbits, 8);
+  return p * scale;
+}
+
+/// max over x[0..n), n >= 1 (NaN handling is left to the caller's sums).
+PFRT_ALWAYS_INLINE float rowMax(const float *PFRT_RESTRICT x, int64_t n) {
+  float m[8];
+  for (int j = 0; j < 8; ++j)
+    m[j] = x[0];
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j)
+      m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
+  float r = m[0];
+  for (int j = 1; j < 8; ++j)
+    r = m[j] > r ? m[j] : r;
+  for (; i < n; ++i)
+    r = x[i] > r ? x[i] : r;
+  return r;
+}
+
+/// One softmax row: returns mx = max(x) and the float64 sum of
+/// e[i] = exp(x[i] - mx), which it stores.
+PFRT_MULTIVERSION double softmaxRow(const float *PFRT_RESTRICT x, int64_t n,
+                                    double *PFRT_RESTRICT e, double *mxOut) {
+  const double mx = double(rowMax(x, n));
+  for (int64_t i = 0; i < n; ++i)
+    e[i] = expClamped(double(x[i]) - mx);
+  double acc[4] = {0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int j = 0; j < 4; ++j)
+      acc[j] += e[i + j];
+  double tail = 0;
+  for (; i < n; ++i)
+    tail += e[i];
+  *mxOut = mx;
+  return ((acc[0] + acc[2]) + (acc[1] + acc[3])) + tail;
+}
+
+/// The summing loop of reduce_sum over coalesced dims ext[0..r) (see
+/// there): acc[out] += row sums (last dim reduced) or rows (last dim kept).
+PFRT_MULTIVERSION void reduceRows(const float *PFRT_RESTRICT x,
+                                  double *PFRT_RESTRICT acc, int64_t total,
+                                  int64_t r, const int64_t *ext,
+                                  const int64_t *ostr, bool lastReduced) {
+  const int64_t len = ext[r - 1];
+  int64_t idx[kMaxRank] = {0};
+  int64_t out = 0;
+  for (int64_t xo = 0; xo < total; xo += len) {
+    if (lastReduced)
+      acc[out] += sumF64(x + xo, len);
+    else
+      accumulateRow(acc + out, x + xo, len);
+    // Odometer over dims 0..r-2.
+    for (int64_t d = r - 2; d >= 0; --d) {
+      out += ostr[d];
+      if (++idx[d] < ext[d])
+        break;
+      out -= ostr[d] * ext[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+void checkLabel(const char *fn, const int64_t *labels, int64_t r, int64_t c) {
+  int64_t l = labels[r];
+  if (l < 0 || l >= c)
+    fatal("%s: label %lld at row %lld is outside [0, %lld)", fn, (long long)l,
+          (long long)r, (long long)c);
+}
+
+} // namespace
+
+extern "C" {
+
+//===----------------------------------------------------------------------===//
+// Element-wise
+//===----------------------------------------------------------------------===//
+
+void pfrt_k_relu(const float *x, float *y, int64_t n) {
+  const char *fn = "pfrt_k_relu";
+  checkSize(fn, "n", n);
+  checkPtr(fn, "x", x, n);
+  checkPtr(fn, "y", y, n);
+  PFRT_IVDEP
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    y[i] = v < 0.0f ? 0.0f : v;
+  }
+}
+
+void pfrt_k_relu_grad(const float *y, const float *dy, float *dx, int64_t n) {
+  const char *fn = "pfrt_k_relu_grad";
+  checkSize(fn, "n", n);
+  checkPtr(fn, "y", y, n);
+  checkPtr(fn, "dy", dy, n);
+  checkPtr(fn, "dx", dx, n);
+  // Load dy unconditionally: a load under the condition would be
+  // vectorized as a masked gather or not at all (and branch on random data).
+  PFRT_IVDEP
+  for (int64_t i = 0; i < n; ++i) {
+    float g = dy[i];
+    dx[i] = y[i] > 0.0f ? g : 0.0f;
+  }
+}
+
+void pfrt_k_add(const float *a, const float *b, float *out, int64_t n) {
+  const char *fn = "pfrt_k_add";
+  checkSize(fn, "n", n);
+  checkPtr(fn, "a", a, n);
+  checkPtr(fn, "b", b, n);
+  checkPtr(fn, "out", out, n);
+  PFRT_IVDEP
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = a[i] + b[i];
+}
+
+void pfrt_k_scale(const float *x, float *y, int64_t n, double s) {
+  const char *fn = "pfrt_k_scale";
+  checkSize(fn, "n", n);
+  checkPtr(fn, "x", x, n);
+  checkPtr(fn, "y", y, n);
+  const float f = float(s);
+  PFRT_IVDEP
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = x[i] * f;
+}
+
+void pfrt_k_copy(const float *x, float *y, int64_t n) {
+  const char *fn = "pfrt_k_copy";
+  checkSize(fn, "n", n);
+  checkPtr(fn, "x", x, n);
+  checkPtr(fn, "y", y, n);
+  if (n > 0 && x != y)
+    std::memcpy(y, x, size_t(n) * sizeof(float));
+}
+
+void pfrt_k_fill(float *y, int64_t n, double v) {
+  const char *fn = "pfrt_k_fill";
+  checkSize(fn, "n", n);
+  checkPtr(fn, "y", y, n);
+  const float f = float(v);
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = f;
+}
+
+void pfrt_k_bias_add(const float *x, const float *b, float *y, int64_t outer,
+                     int64_t c, int64_t inner) {
+  const char *fn = "pfrt_k_bias_add";
+  checkSize(fn, "outer", outer);
+  checkSize(fn, "c", c);
+  checkSize(fn, "inner", inner);
+  int64_t total = mulChecked(fn, mulChecked(fn, outer, c), inner);
+  checkPtr(fn, "x", x, total);
+  checkPtr(fn, "y", y, total);
+  checkPtr(fn, "b", b, total > 0 ? c : 0);
+  if (total == 0)
+    return;
+  if (inner == 1) {
+    for (int64_t o = 0; o < outer; ++o) {
+      const float *xr = x + o * c;
+      float *yr = y + o * c;
+      PFRT_IVDEP
+      for (int64_t j = 0; j < c; ++j)
+        yr[j] = xr[j] + b[j];
+    }
+    return;
+  }
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < c; ++j) {
+      const float *xr = x + (o * c + j) * inner;
+      float *yr = y + (o * c + j) * inner;
+      const float bj = b[j];
+      PFRT_IVDEP
+      for (int64_t i = 0; i < inner; ++i)
+        yr[i] = xr[i] + bj;
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// reduce_sum
+//===----------------------------------------------------------------------===//
+
+void pfrt_k_reduce_sum(const float *x, float *y, int64_t rank,
+                       const int64_t *shape, const int8_t *reduce) {
+  const char *fn = "pfrt_k_reduce_sum";
+  if (rank < 0 || rank > kMaxRank)
+    fatal("%s: rank %lld is outside [0, %lld]", fn, (long long)rank,
+          (long long)kMaxRank);
+  checkPtr(fn, "shape", shape, rank);
+  checkPtr(fn, "reduce", reduce, rank);
+  int64_t total = 1, outTotal = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (shape[d] < 0)
+      fatal("%s: shape %s has a negative dimension", fn,
+            shapeToString(rank, shape).c_str());
+    total = mulChecked(fn, total, shape[d]);
+    if (!reduce[d])
+      outTotal = mulChecked(fn, outTotal, shape[d]);
+  }
+  checkPtr(fn, "x", x, total);
+  checkPtr(fn, "y", y, outTotal);
+  if (outTotal == 0)
+    return;
+  if (total == 0) { // every output sums an empty extent
+    std::memset(y, 0, size_t(outTotal) * sizeof(float));
+    return;
+  }
+  // Drop unit dimensions and merge neighbours with the same flag: the
+  // remaining dims alternate kept/reduced.
+  int64_t ext[kMaxRank];
+  bool red[kMaxRank];
+  int64_t r = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (shape[d] == 1)
+      continue;
+    bool rd = reduce[d] != 0;
+    if (r > 0 && red[r - 1] == rd) {
+      ext[r - 1] *= shape[d];
+    } else {
+      ext[r] = shape[d];
+      red[r] = rd;
+      ++r;
+    }
+  }
+  if (r == 0 || (r == 1 && !red[0])) { // nothing to sum
+    std::memcpy(y, x, size_t(total) * sizeof(float));
+    return;
+  }
+  if (r == 1) { // everything reduced
+    y[0] = float(sumF64(x, total));
+    return;
+  }
+  double *acc = scratchOf<double>(0, outTotal);
+  std::memset(acc, 0, size_t(outTotal) * sizeof(double));
+  // Output strides of the kept dims (reduced dims contribute 0).
+  int64_t ostr[kMaxRank];
+  int64_t st = 1;
+  for (int64_t d = r - 1; d >= 0; --d) {
+    ostr[d] = red[d] ? 0 : st;
+    if (!red[d])
+      st *= ext[d];
+  }
+  reduceRows(x, acc, total, r, ext, ostr, red[r - 1]);
+  for (int64_t i = 0; i < outTotal; ++i)
+    y[i] = float(acc[i]);
+}
+
+//===----------------------------------------------------------------------===//
+// transpose
+//===----------------------------------------------------------------------===//
+
+void pfrt_k_transpose(const float *x, float *y, int64_t rank,
+                      const int64_t *shape, const int64_t *perm) {
+  const char *fn = "pfrt_k_transpose";
+  if (rank < 0 || rank > kMaxRank)
+    fatal("%s: rank %lld is outside [0, %lld]", fn, (long long)rank,
+          (long long)kMaxRank);
+  checkPtr(fn, "shape", shape, rank);
+  checkPtr(fn, "perm", perm, rank);
+  bool seen[kMaxRank] = {false};
+  int64_t total = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (shape[d] < 0)
+      fatal("%s: shape %s has a negative dimension", fn,
+            shapeToString(rank, shape).c_str());
+    total = mulChecked(fn, total, shape[d]);
+    if (perm[d] < 0 || perm[d] >= rank || seen[perm[d]])
+      fatal("%s: perm %s is not a permutation of 0..%lld", fn,
+            shapeToString(rank, perm).c_str(), (long long)rank - 1);
+    seen[perm[d]] = true;
+  }
+  checkPtr(fn, "x", x, total);
+  checkPtr(fn, "y", y, total);
+  if (total == 0)
+    return;
+  // Renumber the non-unit input dims, then merge input dims d, d+1 that
+  // stay adjacent (in that order) in the output.
+  int64_t newId[kMaxRank];
+  int64_t e[kMaxRank]; // input extents after dropping unit dims
+  int64_t q = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (shape[d] == 1) {
+      newId[d] = -1;
+    } else {
+      newId[d] = q;
+      e[q++] = shape[d];
+    }
+  }
+  int64_t p[kMaxRank]; // output dim j = input dim p[j]
+  int64_t pq = 0;
+  for (int64_t j = 0; j < rank; ++j)
+    if (newId[perm[j]] >= 0)
+      p[pq++] = newId[perm[j]];
+  // group[d] = id of the merged input dim that input dim d belongs to.
+  int64_t group[kMaxRank], ge[kMaxRank];
+  int64_t g = -1;
+  for (int64_t j = 0; j < q; ++j) {
+    bool join = j > 0 && p[j] == p[j - 1] + 1;
+    if (!join)
+      ++g, ge[g] = 1;
+    group[p[j]] = g; // g numbers groups in OUTPUT order for now
+    ge[g] *= e[p[j]];
+  }
+  int64_t r = g + 1;
+  if (r <= 1) {
+    std::memcpy(y, x, size_t(total) * sizeof(float));
+    return;
+  }
+  // Input order of the groups: a group's first input dim decides.
+  int64_t inOrder[kMaxRank], nIn = 0;
+  for (int64_t d = 0; d < q; ++d)
+    if (d == 0 || group[d] != group[d - 1])
+      inOrder[nIn++] = group[d];
+  int64_t istrOfGroup[kMaxRank];
+  int64_t st = 1;
+  for (int64_t k = r - 1; k >= 0; --k) {
+    istrOfGroup[inOrder[k]] = st;
+    st *= ge[inOrder[k]];
+  }
+  // Output dim j is group j: extent ge[j], output stride ostr[j], input
+  // stride istr[j].
+  int64_t ostr[kMaxRank], istr[kMaxRank];
+  st = 1;
+  for (int64_t j = r - 1; j >= 0; --j) {
+    ostr[j] = st;
+    st *= ge[j];
+    istr[j] = istrOfGroup[j];
+  }
+  if (istr[r - 1] == 1) {
+    // The innermost dim stays innermost: copy contiguous rows.
+    const int64_t len = ge[r - 1];
+    int64_t idx[kMaxRank] = {0};
+    int64_t xo = 0;
+    for (int64_t yo = 0; yo < total; yo += len) {
+      std::memcpy(y + yo, x + xo, size_t(len) * sizeof(float));
+      for (int64_t d = r - 2; d >= 0; --d) {
+        xo += istr[d];
+        if (++idx[d] < ge[d])
+          break;
+        xo -= istr[d] * ge[d];
+        idx[d] = 0;
+      }
+    }
+    return;
+  }
+  // Tiled 2-D transpose between output dim a = r-1 (strided in x) and the
+  // output dim b that holds the input's innermost dim (strided in y).
+  const int64_t a = r - 1;
+  int64_t b = 0;
+  while (istr[b] != 1)
+    ++b;
+  const int64_t na = ge[a], nb = ge[b];
+  const int64_t sa = istr[a], sb = ostr[b];
+  constexpr int64_t T = 32;
+  int64_t idx[kMaxRank] = {0};
+  int64_t xo = 0, yo = 0;
+  for (;;) {
+    for (int64_t i0 = 0; i0 < nb; i0 += T) {
+      int64_t i1 = i0 + T < nb ? i0 + T : nb;
+      for (int64_t j0 = 0; j0 < na; j0 += T) {
+        int64_t j1 = j0 + T < na ? j0 + T : na;
+        for (int64_t i = i0; i < i1; ++i) {
+          float *PFRT_RESTRICT yr = y + yo + i * sb;
+          const float *PFRT_RESTRICT xr = x + xo + i;
+          for (int64_t j = j0; j < j1; ++j)
+            yr[j] = xr[j * sa];
+        }
+      }
+    }
+    // Odometer over the output dims other than a and b.
+    int64_t d = r - 2;
+    for (; d >= 0; --d) {
+      if (d == b)
+        continue;
+      xo += istr[d];
+      yo += ostr[d];
+      if (++idx[d] < ge[d])
+        break;
+      xo -= istr[d] * ge[d];
+      yo -= ostr[d] * ge[d];
+      idx[d] = 0;
+    }
+    if (d < 0)
+      break;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// matmul
+//===----------------------------------------------------------------------===//
+
+void pfrt_k_matmul(const float *a, const float *b, float *c, int64_t batch,
+                   int64_t batch_b, int64_t m, int64_t n, int64_t k, int32_t ta,
+                   int32_t tb) {
+  const char *fn = "pfrt_k_matmul";
+  checkSize(fn, "batch", batch);
+  checkSize(fn, "m", m);
+  checkSize(fn, "n", n);
+  checkSize(fn, "k", k);
+  if (batch_b != batch && batch_b != 1)
+    fatal("%s: batch_b = %lld must be 1 or batch = %lld", fn,
+          (long long)batch_b, (long long)batch);
+  int64_t aSize = mulChecked(fn, m, k), bSize = mulChecked(fn, k, n),
+          cSize = mulChecked(fn, m, n);
+  checkPtr(fn, "a", a, mulChecked(fn, batch, aSize));
+  checkPtr(fn, "b", b, mulChecked(fn, batch_b, bSize));
+  checkPtr(fn, "c", c, mulChecked(fn, batch, cSize));
+  if (batch == 0 || cSize == 0)
+    return;
+  const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  if (k == 0) {
+    std::memset(c, 0, size_t(batch * cSize) * sizeof(float));
+    return;
+  }
+  // A shared B and untransposed A: the batch folds into M (one GEMM).
+  if (batch_b == 1 && !ta && batch > 1 && batch * m <= INT_MAX) {
+    pfrt_sgemm(0, tb, batch * m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
+    return;
+  }
+  for (int64_t i = 0; i < batch; ++i)
+    pfrt_sgemm(ta, tb, m, n, k, 1.0f, a + i * aSize, lda,
+               b + (batch_b == 1 ? 0 : i * bSize), ldb, 0.0f, c + i * cSize, n);
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax cross-entropy
+//===----------------------------------------------------------------------===//
+
+void pfrt_k_softmax_xent(const float *logits, const int64_t *labels,
+                         float *loss, int64_t n, int64_t c) {
+  const char *fn = "pfrt_k_softmax_xent";
+  if (n < 1 || c < 1)
+    fatal("%s: n = %lld and c = %lld must be >= 1", fn, (long long)n,
+          (long long)c);
+  checkPtr(fn, "logits", logits, mulChecked(fn, n, c));
+  checkPtr(fn, "labels", labels, n);
+  checkPtr(fn, "loss", loss, 1);
+  double *e = scratchOf<double>(0, c);
+  double total = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    checkLabel(fn, labels, r, c);
+    const float *x = logits + r * c;
+    double mx;
+    double s = softmaxRow(x, c, e, &mx);
+    total += (std::log(s) + mx) - double(x[labels[r]]);
+  }
+  loss[0] = float(total / double(n));
+}
+
+void pfrt_k_softmax_xent_grad(const float *logits, const int64_t *labels,
+                              const float *dloss, float *dlogits, int64_t n,
+                              int64_t c) {
+  const char *fn = "pfrt_k_softmax_xent_grad";
+  if (n < 1 || c < 1)
+    fatal("%s: n = %lld and c = %lld must be >= 1", fn, (long long)n,
+          (long long)c);
+  checkPtr(fn, "logits", logits, mulChecked(fn, n, c));
+  checkPtr(fn, "labels", labels, n);
+  checkPtr(fn, "dloss", dloss, 1);
+  checkPtr(fn, "dlogits", dlogits, n * c);
+  double *e = scratchOf<double>(0, c);
+  const double scale = double(dloss[0]) / double(n);
+  for (int64_t r = 0; r < n; ++r) {
+    checkLabel(fn, labels, r, c);
+    const float *x = logits + r * c;
+    float *PFRT_RESTRICT d = dlogits + r * c;
+    double mx;
+    double f = scale / softmaxRow(x, c, e, &mx);
+    for (int64_t i = 0; i < c; ++i)
+      d[i] = float(e[i] * f);
+    int64_t l = labels[r];
+    d[l] = float(e[l] * f - scale);
+  }
+}
+
+} // extern "C"

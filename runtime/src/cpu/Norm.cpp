@@ -1,0 +1,275 @@
+//===- Norm.cpp - Training-mode batch normalisation -----------------------===//
+//
+// Statistics come from one pass in float64 over shifted data (shift k = the
+// channel's first value, so the sums stay well conditioned even when
+// |mean| >> std):
+//   s1 = sum(x - k), s2 = sum((x - k)^2), t1 = sum(dy), t2 = sum(dy (x - k))
+//   mean = k + s1/M, var = (s2 - s1^2/M) / M,
+//   sum(dy (x - mean)) = t2 - (s1/M) t1.
+// The per-element formulas are evaluated in float64 and rounded once.
+// x is [N, C, HW]; HW == 1 (2-D input) walks rows and vectorizes over C.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelUtil.h"
+#include "pfrt/pfrt.h"
+
+#include <cmath>
+
+using namespace pfrt;
+using namespace pfrt::kern;
+
+namespace {
+
+/// Per-channel float64 work arrays, all of length C.
+struct Stats {
+  double *k, *s1, *s2, *t1, *t2, *mean, *invstd;
+};
+
+void checkArgs(const char *fn, const float *x, int64_t n, int64_t c, int64_t hw,
+               double eps) {
+  checkSize(fn, "n", n);
+  checkSize(fn, "c", c);
+  checkSize(fn, "hw", hw);
+  int64_t m = mulChecked(fn, n, hw);
+  checkPtr(fn, "x", x, mulChecked(fn, m, c));
+  if (c > 0 && m < 2)
+    fatal("%s: batch norm needs more than one value per channel in "
+          "training (N*HW = %lld)",
+          fn, (long long)m);
+  if (!(eps >= 0.0))
+    fatal("%s: eps = %g must be >= 0", fn, eps);
+}
+
+/// One run of len values of one channel.
+template <bool WithDy>
+PFRT_ALWAYS_INLINE void
+runSums(const float *PFRT_RESTRICT x, const float *PFRT_RESTRICT dy,
+        int64_t len, double k, double &s1, double &s2, double &t1, double &t2) {
+  double a1[4] = {0, 0, 0, 0}, a2[4] = {0, 0, 0, 0};
+  double b1[4] = {0, 0, 0, 0}, b2[4] = {0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 4 <= len; i += 4)
+    for (int j = 0; j < 4; ++j) {
+      double d = double(x[i + j]) - k;
+      a1[j] += d;
+      a2[j] += d * d;
+      if (WithDy) {
+        double g = double(dy[i + j]);
+        b1[j] += g;
+        b2[j] += g * d;
+      }
+    }
+  for (; i < len; ++i) {
+    double d = double(x[i]) - k;
+    a1[0] += d;
+    a2[0] += d * d;
+    if (WithDy) {
+      double g = double(dy[i]);
+      b1[0] += g;
+      b2[0] += g * d;
+    }
+  }
+  s1 += (a1[0] + a1[2]) + (a1[1] + a1[3]);
+  s2 += (a2[0] + a2[2]) + (a2[1] + a2[3]);
+  if (WithDy) {
+    t1 += (b1[0] + b1[2]) + (b1[1] + b1[3]);
+    t2 += (b2[0] + b2[2]) + (b2[1] + b2[3]);
+  }
+}
+
+/// Fills the sums (and t1, t2 when dy != NULL), mean and invstd of s.
+template <bool WithDy>
+PFRT_ALWAYS_INLINE void computeStats(const Stats &s, const float *x,
+                                     const float *dy, int64_t n, int64_t c,
+                                     int64_t hw, double eps) {
+  for (int64_t j = 0; j < c; ++j) {
+    s.k[j] = double(x[j * hw]);
+    s.s1[j] = s.s2[j] = s.t1[j] = s.t2[j] = 0.0;
+  }
+  if (hw == 1) {
+    double *PFRT_RESTRICT k = s.k, *PFRT_RESTRICT s1 = s.s1,
+                          *PFRT_RESTRICT s2 = s.s2, *PFRT_RESTRICT t1 = s.t1,
+                          *PFRT_RESTRICT t2 = s.t2;
+    for (int64_t r = 0; r < n; ++r) {
+      const float *PFRT_RESTRICT xr = x + r * c;
+      const float *PFRT_RESTRICT gr = WithDy ? dy + r * c : nullptr;
+      for (int64_t j = 0; j < c; ++j) {
+        double d = double(xr[j]) - k[j];
+        s1[j] += d;
+        s2[j] += d * d;
+        if (WithDy) {
+          double g = double(gr[j]);
+          t1[j] += g;
+          t2[j] += g * d;
+        }
+      }
+    }
+  } else {
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t j = 0; j < c; ++j) {
+        int64_t off = (r * c + j) * hw;
+        runSums<WithDy>(x + off, WithDy ? dy + off : nullptr, hw, s.k[j],
+                        s.s1[j], s.s2[j], s.t1[j], s.t2[j]);
+      }
+  }
+  const double m = double(n * hw);
+  for (int64_t j = 0; j < c; ++j) {
+    double d = s.s1[j] / m;
+    double var = (s.s2[j] - s.s1[j] * d) / m;
+    var = var > 0.0 ? var : 0.0;
+    s.mean[j] = s.k[j] + d;
+    s.s2[j] = var; // s2 now holds the biased variance
+    s.invstd[j] = 1.0 / std::sqrt(var + eps);
+    if (WithDy)
+      s.t2[j] -= d * s.t1[j]; // t2 now holds sum(dy (x - mean))
+  }
+}
+
+PFRT_MULTIVERSION void statsX(const Stats &s, const float *x, int64_t n,
+                              int64_t c, int64_t hw, double eps) {
+  computeStats<false>(s, x, nullptr, n, c, hw, eps);
+}
+
+PFRT_MULTIVERSION void statsXDy(const Stats &s, const float *x, const float *dy,
+                                int64_t n, int64_t c, int64_t hw, double eps) {
+  computeStats<true>(s, x, dy, n, c, hw, eps);
+}
+
+Stats makeStats(int64_t c) {
+  double *buf = scratchOf<double>(0, 7 * c);
+  return Stats{buf,         buf + c,     buf + 2 * c, buf + 3 * c,
+               buf + 4 * c, buf + 5 * c, buf + 6 * c};
+}
+
+/// out = (x - m[j]) * a[j] + b[j] per channel, in float64.
+PFRT_MULTIVERSION void affine(const float *x, float *out, int64_t n, int64_t c,
+                              int64_t hw, const double *m, const double *a,
+                              const double *b) {
+  if (hw == 1) {
+    for (int64_t r = 0; r < n; ++r) {
+      const float *PFRT_RESTRICT xr = x + r * c;
+      float *PFRT_RESTRICT yr = out + r * c;
+      for (int64_t j = 0; j < c; ++j)
+        yr[j] = float((double(xr[j]) - m[j]) * a[j] + b[j]);
+    }
+    return;
+  }
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t j = 0; j < c; ++j) {
+      const float *PFRT_RESTRICT xr = x + (r * c + j) * hw;
+      float *PFRT_RESTRICT yr = out + (r * c + j) * hw;
+      const double mj = m[j], aj = a[j], bj = b[j];
+      for (int64_t i = 0; i < hw; ++i)
+        yr[i] = float((double(xr[i]) - mj) * aj + bj);
+    }
+}
+
+/// dx = a[j] ((dy - mdy[j]) - (x - mean[j]) k2[j]) per channel, float64.
+PFRT_MULTIVERSION void gradInputOut(const float *x, const float *dy, float *dx,
+                                    int64_t n, int64_t c, int64_t hw,
+                                    const double *a, const double *mdy,
+                                    const double *k2, const double *mean) {
+  if (hw == 1) {
+    for (int64_t r = 0; r < n; ++r) {
+      const float *PFRT_RESTRICT xr = x + r * c;
+      const float *PFRT_RESTRICT gr = dy + r * c;
+      float *PFRT_RESTRICT dr = dx + r * c;
+      for (int64_t j = 0; j < c; ++j)
+        dr[j] = float(a[j] * ((double(gr[j]) - mdy[j]) -
+                              (double(xr[j]) - mean[j]) * k2[j]));
+    }
+    return;
+  }
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t j = 0; j < c; ++j) {
+      int64_t off = (r * c + j) * hw;
+      const float *PFRT_RESTRICT xr = x + off;
+      const float *PFRT_RESTRICT gr = dy + off;
+      float *PFRT_RESTRICT dr = dx + off;
+      const double aj = a[j], mdyj = mdy[j], k2j = k2[j], mj = mean[j];
+      for (int64_t i = 0; i < hw; ++i)
+        dr[i] =
+            float(aj * ((double(gr[i]) - mdyj) - (double(xr[i]) - mj) * k2j));
+    }
+}
+
+} // namespace
+
+extern "C" {
+
+void pfrt_k_batch_norm(const float *x, const float *gamma, const float *beta,
+                       const float *rmean, const float *rvar, float *y,
+                       float *new_mean, float *new_var, int64_t n, int64_t c,
+                       int64_t hw, double eps, double momentum) {
+  const char *fn = "pfrt_k_batch_norm";
+  checkArgs(fn, x, n, c, hw, eps);
+  checkPtr(fn, "y", y, n * c * hw);
+  if (!rmean != !new_mean || !rvar != !new_var)
+    fatal("%s: rmean/new_mean and rvar/new_var must both be given or both "
+          "be NULL",
+          fn);
+  if (c == 0)
+    return;
+  Stats s = makeStats(c);
+  statsX(s, x, n, c, hw, eps);
+  // a = gamma * invstd and b = beta overwrite k and s1 (no longer needed).
+  double *a = s.k, *b = s.s1;
+  for (int64_t j = 0; j < c; ++j) {
+    a[j] = (gamma ? double(gamma[j]) : 1.0) * s.invstd[j];
+    b[j] = beta ? double(beta[j]) : 0.0;
+  }
+  affine(x, y, n, c, hw, s.mean, a, b);
+  const double m = double(n * hw), mom = momentum;
+  for (int64_t j = 0; j < c; ++j) {
+    if (new_mean)
+      new_mean[j] = float((1.0 - mom) * double(rmean[j]) + mom * s.mean[j]);
+    if (new_var)
+      new_var[j] = float((1.0 - mom) * double(rvar[j]) +
+                         mom * (s.s2[j] * m / (m - 1.0)));
+  }
+}
+
+void pfrt_k_batch_norm_grad_input(const float *x, const float *gamma,
+                                  const float *dy, float *dx, int64_t n,
+                                  int64_t c, int64_t hw, double eps) {
+  const char *fn = "pfrt_k_batch_norm_grad_input";
+  checkArgs(fn, x, n, c, hw, eps);
+  checkPtr(fn, "dy", dy, n * c * hw);
+  checkPtr(fn, "dx", dx, n * c * hw);
+  if (c == 0)
+    return;
+  Stats s = makeStats(c);
+  statsXDy(s, x, dy, n, c, hw, eps);
+  // dx = a (dy - mdy - (x - mean) k2) with a = gamma invstd,
+  // mdy = sum(dy)/M, k2 = sum(dy (x - mean)) invstd^2 / M.
+  const double m = double(n * hw);
+  double *a = s.k, *mdy = s.s1, *k2 = s.s2;
+  for (int64_t j = 0; j < c; ++j) {
+    double is = s.invstd[j];
+    a[j] = (gamma ? double(gamma[j]) : 1.0) * is;
+    mdy[j] = s.t1[j] / m;
+    k2[j] = s.t2[j] * is * is / m;
+  }
+  gradInputOut(x, dy, dx, n, c, hw, a, mdy, k2, s.mean);
+}
+
+void pfrt_k_batch_norm_grad_params(const float *x, const float *dy,
+                                   float *dgamma, float *dbeta, int64_t n,
+                                   int64_t c, int64_t hw, double eps) {
+  const char *fn = "pfrt_k_batch_norm_grad_params";
+  checkArgs(fn, x, n, c, hw, eps);
+  checkPtr(fn, "dy", dy, n * c * hw);
+  checkPtr(fn, "dgamma", dgamma, c);
+  checkPtr(fn, "dbeta", dbeta, c);
+  if (c == 0)
+    return;
+  Stats s = makeStats(c);
+  statsXDy(s, x, dy, n, c, hw, eps);
+  for (int64_t j = 0; j < c; ++j) {
+    dgamma[j] = float(s.t2[j] * s.invstd[j]);
+    dbeta[j] = float(s.t1[j]);
+  }
+}
+
+} // extern "C"

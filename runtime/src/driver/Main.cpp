@@ -1,0 +1,203 @@
+//===- Main.cpp - pfrt_main: the driver of a compiled per-rank program ----===//
+//
+// Its own static library (pfrt_main) so that shared-object builds of a rank
+// program, which the Python front end drives itself, can leave it out.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../common/Internal.h"
+#include "pfrt/pfrt.h"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Options {
+  int64_t steps = 1;
+  uint64_t seed = 0;
+  double lr = 0.001;
+  int threads = 1;
+  std::string lossOut;
+  bool help = false;
+};
+
+const char *kUsage =
+    "usage: %s [--steps K] [--seed S] [--lr X] [--threads T] "
+    "[--loss-out FILE]\n"
+    "  --steps K        number of training steps (default 1)\n"
+    "  --seed S         parameter-initialisation seed, uint64 (default 0)\n"
+    "  --lr X           learning rate, run-time scalar \"lr\" (default 0.001)\n"
+    "  --threads T      BLAS threads per rank (default 1)\n"
+    "  --loss-out FILE  append each step's losses as one line to FILE\n"
+    "  --help           print this message\n"
+    "Flags also accept --flag=value.\n";
+
+bool parseI64(const char *s, int64_t lo, int64_t hi, int64_t &out) {
+  if (!*s)
+    return false;
+  errno = 0;
+  char *end = nullptr;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end || v < lo || v > hi)
+    return false;
+  out = v;
+  return true;
+}
+
+bool parseU64(const char *s, uint64_t &out) {
+  if (!*s || *s == '-' || *s == '+')
+    return false;
+  errno = 0;
+  char *end = nullptr;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end)
+    return false;
+  out = v;
+  return true;
+}
+
+bool parseDouble(const char *s, double &out) {
+  if (!*s)
+    return false;
+  errno = 0;
+  char *end = nullptr;
+  double v = strtod(s, &end);
+  if (errno || *end || !std::isfinite(v))
+    return false;
+  out = v;
+  return true;
+}
+
+/// Parses argv into o; on failure returns false with a message in err.
+bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      o.help = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      err = "unexpected argument '" + arg + "'";
+      return false;
+    }
+    std::string name = arg, value;
+    bool haveValue = false;
+    size_t eq = arg.find('=');
+    if (eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      haveValue = true;
+    }
+    if (name != "--steps" && name != "--seed" && name != "--lr" &&
+        name != "--threads" && name != "--loss-out") {
+      err = "unknown flag '" + name + "'";
+      return false;
+    }
+    if (!haveValue) {
+      if (i + 1 >= argc) {
+        err = "flag '" + name + "' needs a value";
+        return false;
+      }
+      value = argv[++i];
+    }
+    const char *v = value.c_str();
+    bool ok = true;
+    int64_t iv = 0;
+    if (name == "--steps") {
+      ok = parseI64(v, 0, INT64_MAX, o.steps);
+    } else if (name == "--seed") {
+      ok = parseU64(v, o.seed);
+    } else if (name == "--lr") {
+      ok = parseDouble(v, o.lr);
+    } else if (name == "--threads") {
+      ok = parseI64(v, 1, 4096, iv);
+      o.threads = int(iv);
+    } else { // --loss-out
+      ok = !value.empty();
+      o.lossOut = value;
+    }
+    if (!ok) {
+      err = "bad value '" + value + "' for flag '" + name + "'";
+      return false;
+    }
+  }
+  return true;
+}
+
+void appendLine(const std::string &path, const std::string &line) {
+  // One fwrite + fflush per line: with O_APPEND the line lands whole even if
+  // several ranks append to the same file.
+  FILE *f = fopen(path.c_str(), "a");
+  if (!f)
+    pfrt::fatal("pfrt_main: cannot open --loss-out file '%s': %s", path.c_str(),
+                strerror(errno));
+  if (fwrite(line.data(), 1, line.size(), f) != line.size() || fflush(f) ||
+      fclose(f))
+    pfrt::fatal("pfrt_main: cannot write --loss-out file '%s': %s",
+                path.c_str(), strerror(errno));
+}
+
+std::string formatLosses(const std::vector<float> &losses) {
+  std::string s;
+  char buf[64];
+  for (size_t i = 0; i < losses.size(); ++i) {
+    snprintf(buf, sizeof(buf), "%s%.9g", i ? " " : "", double(losses[i]));
+    s += buf;
+  }
+  return s;
+}
+
+} // namespace
+
+extern "C" int pfrt_main(int argc, char **argv, const pfrt_program *program) {
+  pfrt_init(&argc, &argv);
+  if (!program || !program->step)
+    pfrt::fatal("pfrt_main: program or program->step is NULL");
+  const char *prog = argc > 0 && argv && argv[0] ? argv[0] : "pfrt_main";
+  Options o;
+  std::string err;
+  bool ok = parseArgs(argc, argv, o, err);
+  if (!ok || o.help) {
+    // Every rank parsed the same arguments and ends the same way.
+    if (pfrt_rank() == 0) {
+      FILE *out = ok ? stdout : stderr;
+      if (!ok)
+        fprintf(out, "%s: %s\n", prog, err.c_str());
+      fprintf(out, kUsage, prog);
+      fflush(out);
+    }
+    pfrt_finalize();
+    if (!ok)
+      exit(2);
+    return 0;
+  }
+  pfrt_set_num_threads(o.threads);
+  *pfrt_scalar("lr") = float(o.lr);
+  float *stepScalar = pfrt_scalar("step");
+  if (program->init_params)
+    program->init_params(o.seed);
+  for (int64_t k = 0; k < o.steps; ++k) {
+    *stepScalar = float(k + 1);
+    pfrt_arena_reset();
+    double t0 = pfrt_now_us();
+    program->step(k);
+    double ms = (pfrt_now_us() - t0) * 1e-3;
+    std::vector<float> losses = pfrt::stepLosses();
+    if (losses.empty())
+      continue;
+    std::string vals = formatLosses(losses);
+    printf("step %" PRId64 " loss %s time_ms %.3f\n", k, vals.c_str(), ms);
+    fflush(stdout);
+    if (!o.lossOut.empty())
+      appendLine(o.lossOut, vals + "\n");
+  }
+  pfrt_finalize();
+  return 0;
+}

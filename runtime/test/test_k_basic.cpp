@@ -1,0 +1,174 @@
+//===- test_k_basic.cpp - Element-wise, bias_add, reduce_sum, transpose ---===//
+//
+// pfrt-test-k-basic DIR; check_kernels.py DIR checks the results. Covers
+// in-place (aliased) calls where the header allows them, odd sizes, unit
+// and empty dimensions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelTest.h"
+
+using kt::Shape;
+
+namespace {
+
+void elementwise(kt::Harness &h) {
+  for (int64_t n : {int64_t(1), int64_t(7), int64_t(1003), int64_t(4099)}) {
+    std::string id = h.newCase();
+    auto x = h.uniform(n), y0 = h.uniform(n), dy = h.uniform(n);
+    auto a = h.uniform(n, -3, 3), b = h.uniform(n, -3, 3);
+    std::vector<float> y(n), yin = x, dx(n), out(n), outA = a, outB = b,
+                             outAA = a, sc(n), scIn = x, cp(n), fl(n),
+                             rgIn = dy;
+    pfrt_k_relu(x.data(), y.data(), n);
+    pfrt_k_relu(yin.data(), yin.data(), n);
+    // relu_grad takes the relu OUTPUT; use one with exact zeros.
+    pfrt_k_relu_grad(y.data(), dy.data(), dx.data(), n);
+    pfrt_k_relu_grad(y.data(), rgIn.data(), rgIn.data(), n);
+    pfrt_k_add(a.data(), b.data(), out.data(), n);
+    pfrt_k_add(outA.data(), b.data(), outA.data(), n);
+    pfrt_k_add(a.data(), outB.data(), outB.data(), n);
+    pfrt_k_add(outAA.data(), outAA.data(), outAA.data(), n);
+    double s = h.uniform1(-3, 3);
+    pfrt_k_scale(x.data(), sc.data(), n, s);
+    pfrt_k_scale(scIn.data(), scIn.data(), n, s);
+    pfrt_k_copy(a.data(), cp.data(), n);
+    std::vector<float> cpIn = a;
+    pfrt_k_copy(cpIn.data(), cpIn.data(), n);
+    double v = h.uniform1(-10, 10);
+    pfrt_k_fill(fl.data(), n, v);
+    Shape sh{n};
+    h.save(id, "x", sh, x);
+    h.save(id, "dy", sh, dy);
+    h.save(id, "a", sh, a);
+    h.save(id, "b", sh, b);
+    h.save(id, "relu", sh, y);
+    h.save(id, "relu_inplace", sh, yin);
+    h.save(id, "relu_grad", sh, dx);
+    h.save(id, "relu_grad_inplace", sh, rgIn);
+    h.save(id, "add", sh, out);
+    h.save(id, "add_out_a", sh, outA);
+    h.save(id, "add_out_b", sh, outB);
+    h.save(id, "add_all_same", sh, outAA);
+    h.save(id, "scale", sh, sc);
+    h.save(id, "scale_inplace", sh, scIn);
+    h.save(id, "copy", sh, cp);
+    h.save(id, "copy_inplace", sh, cpIn);
+    h.save(id, "fill", sh, fl);
+    h.record("elementwise", id, "n=%lld s=%.17g v=%.17g", (long long)n, s, v);
+  }
+}
+
+void biasAdd(kt::Harness &h) {
+  const int64_t shapes[][3] = {{5, 7, 1},  {3, 13, 17}, {1, 1, 1},
+                               {4, 3, 33}, {2, 130, 1}, {1, 9, 49}};
+  for (const auto &s : shapes) {
+    std::string id = h.newCase();
+    int64_t n = s[0] * s[1] * s[2];
+    auto x = h.uniform(n), b = h.uniform(s[1], -2, 2);
+    std::vector<float> y(n), yin = x;
+    pfrt_k_bias_add(x.data(), b.data(), y.data(), s[0], s[1], s[2]);
+    pfrt_k_bias_add(yin.data(), b.data(), yin.data(), s[0], s[1], s[2]);
+    h.save(id, "x", {s[0], s[1], s[2]}, x);
+    h.save(id, "b", {s[1]}, b);
+    h.save(id, "y", {s[0], s[1], s[2]}, y);
+    h.save(id, "y_inplace", {s[0], s[1], s[2]}, yin);
+    h.record("bias_add", id, "outer=%lld c=%lld inner=%lld", (long long)s[0],
+             (long long)s[1], (long long)s[2]);
+  }
+}
+
+void reduceCase(kt::Harness &h, const Shape &shape,
+                const std::vector<int8_t> &red) {
+  std::string id = h.newCase();
+  int64_t n = kt::numel(shape);
+  Shape out;
+  Shape flags;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!red[d])
+      out.push_back(shape[d]);
+    flags.push_back(red[d] ? 1 : 0);
+  }
+  // Offset data: float32 accumulation would visibly lose digits.
+  auto x = h.uniform(n, -1.0f, 3.0f);
+  std::vector<float> y(size_t(std::max<int64_t>(kt::numel(out), 1)), -7.0f);
+  pfrt_k_reduce_sum(x.data(), y.data(), int64_t(shape.size()), shape.data(),
+                    red.data());
+  h.save(id, "x", shape, x.data());
+  h.save(id, "y", out, y.data());
+  h.record("reduce_sum", id, "shape=%s reduce=%s", kt::join(shape).c_str(),
+           kt::join(flags).c_str());
+}
+
+void reduceSum(kt::Harness &h) {
+  reduceCase(h, {37, 129}, {1, 0});
+  reduceCase(h, {37, 129}, {0, 1});
+  reduceCase(h, {4, 6, 5, 7}, {1, 0, 1, 1}); // conv bias gradient
+  reduceCase(h, {3, 1, 5, 1, 2}, {1, 1, 0, 0, 1});
+  reduceCase(h, {5, 4, 3}, {1, 1, 1});
+  reduceCase(h, {5, 4, 3}, {0, 0, 0});
+  reduceCase(h, {20000}, {1});
+  reduceCase(h, {}, {});
+  reduceCase(h, {3, 0, 4}, {0, 1, 0}); // empty reduced extent -> zeros
+  reduceCase(h, {1, 1}, {1, 0});
+  for (int i = 0; i < 14; ++i) {
+    int64_t rank = h.randint(1, 6);
+    Shape s;
+    std::vector<int8_t> r;
+    for (int64_t d = 0; d < rank; ++d) {
+      s.push_back(h.randint(0, 4) == 0 ? 1 : h.randint(2, 9));
+      r.push_back(int8_t(h.randint(0, 1)));
+    }
+    reduceCase(h, s, r);
+  }
+}
+
+void transposeCase(kt::Harness &h, const Shape &shape, const Shape &perm) {
+  std::string id = h.newCase();
+  int64_t n = kt::numel(shape);
+  Shape out;
+  for (int64_t p : perm)
+    out.push_back(shape[size_t(p)]);
+  auto x = h.uniform(n);
+  std::vector<float> y(size_t(std::max<int64_t>(n, 1)));
+  pfrt_k_transpose(x.data(), y.data(), int64_t(shape.size()), shape.data(),
+                   perm.data());
+  h.save(id, "x", shape, x.data());
+  h.save(id, "y", out, y.data());
+  h.record("transpose", id, "shape=%s perm=%s", kt::join(shape).c_str(),
+           kt::join(perm).c_str());
+}
+
+void transpose(kt::Harness &h) {
+  transposeCase(h, {67, 131}, {1, 0});
+  transposeCase(h, {3, 1, 5, 1, 2}, {4, 2, 1, 0, 3});
+  transposeCase(h, {4, 5, 6}, {0, 2, 1});
+  transposeCase(h, {4, 5, 6}, {1, 0, 2});       // innermost stays: row copies
+  transposeCase(h, {2, 3, 4, 5}, {2, 3, 0, 1}); // merges into a 2-D swap
+  transposeCase(h, {6, 7}, {0, 1});
+  transposeCase(h, {}, {});
+  transposeCase(h, {3, 0, 2}, {2, 0, 1});
+  for (int i = 0; i < 14; ++i) {
+    int64_t rank = h.randint(1, 6);
+    Shape s, p;
+    for (int64_t d = 0; d < rank; ++d) {
+      s.push_back(h.randint(0, 5) == 0 ? 1
+                                       : h.randint(2, 7 + 30 * (rank <= 2)));
+      p.push_back(d);
+    }
+    for (int64_t d = rank - 1; d > 0; --d)
+      std::swap(p[size_t(d)], p[size_t(h.randint(0, d))]);
+    transposeCase(h, s, p);
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  kt::Harness h("k-basic", argc, argv);
+  elementwise(h);
+  biasAdd(h);
+  reduceSum(h);
+  transpose(h);
+  return 0;
+}

@@ -1,0 +1,33 @@
+//===- test_k_matmul.cpp - Batched matmul, all transposes, shared B -------===//
+
+#include "KernelTest.h"
+
+int main(int argc, char **argv) {
+  kt::Harness h("k-matmul", argc, argv);
+  const int64_t sizes[][3] = {{1, 1, 1},   {7, 13, 5}, {33, 17, 65},
+                              {2, 100, 3}, {9, 1, 31}, {4, 6, 0}};
+  for (const auto &s : sizes)
+    for (int64_t batch : {int64_t(1), int64_t(3)})
+      for (int shared = 0; shared < 2; ++shared)
+        for (int ta = 0; ta < 2; ++ta)
+          for (int tb = 0; tb < 2; ++tb) {
+            if (batch == 1 && shared)
+              continue;
+            const int64_t m = s[0], n = s[1], k = s[2];
+            const int64_t bb = shared ? 1 : batch;
+            std::string id = h.newCase();
+            auto a = h.uniform(batch * m * k), b = h.uniform(bb * k * n);
+            std::vector<float> c(size_t(batch * m * n), 123.0f);
+            pfrt_k_matmul(a.data(), b.data(), c.data(), batch, bb, m, n, k, ta,
+                          tb);
+            h.save(id, "a", {batch, ta ? k : m, ta ? m : k}, a);
+            h.save(id, "b", {bb, tb ? n : k, tb ? k : n}, b);
+            h.save(id, "c", {batch, m, n}, c);
+            h.record("matmul", id,
+                     "batch=%lld batch_b=%lld m=%lld n=%lld k=%lld ta=%d "
+                     "tb=%d",
+                     (long long)batch, (long long)bb, (long long)m,
+                     (long long)n, (long long)k, ta, tb);
+          }
+  return 0;
+}
