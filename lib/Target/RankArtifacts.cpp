@@ -78,9 +78,17 @@ LogicalResult link(Operation *where, StringRef object, StringRef output,
   args.push_back(object.str());
   args.push_back("-o");
   args.push_back(output.str());
-  if (!shared)
+  if (!shared) {
     args.push_back(PF_RUNTIME_MAIN_LIBRARY);
-  args.push_back(PF_RUNTIME_LIBRARY);
+    args.push_back(PF_RUNTIME_LIBRARY);
+  } else {
+    // A host program (Python) calls runtime entry points the generated code
+    // never references: keep the whole runtime in the shared object.
+    args.push_back(PF_RUNTIME_MAIN_LIBRARY);
+    args.push_back("-Wl,--whole-archive");
+    args.push_back(PF_RUNTIME_LIBRARY);
+    args.push_back("-Wl,--no-whole-archive");
+  }
   for (StringRef lib : llvm::split(StringRef(PF_RUNTIME_LINK_LIBRARIES), ';'))
     if (!lib.empty())
       args.push_back(lib.str());
@@ -148,8 +156,32 @@ LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
         failed(link(rankModule, object, so, /*shared=*/true)))
       return failure();
     llvm::sys::fs::remove(object);
+    llvm::json::Array inputs;
+    if (auto list = rankModule->getAttrOfType<ArrayAttr>("pfrt.inputs"))
+      for (auto entry : list.getAsRange<DictionaryAttr>()) {
+        llvm::json::Array shape;
+        for (int64_t d :
+             cast<DenseI64ArrayAttr>(entry.get("shape")).asArrayRef())
+          shape.push_back(d);
+        inputs.push_back(llvm::json::Object{
+            {"index", cast<IntegerAttr>(entry.get("index")).getInt()},
+            {"shape", std::move(shape)},
+            {"dtype", cast<StringAttr>(entry.get("dtype")).getValue()}});
+      }
+    bool reportsLoss = false;
+    if (auto r = rankModule->getAttrOfType<BoolAttr>("pfrt.reports_loss"))
+      reportsLoss = r.getValue();
+    int64_t microbatches = 1;
+    if (auto m =
+            rankModule->getAttrOfType<IntegerAttr>("pfrt.num_microbatches"))
+      microbatches = m.getInt();
     rankEntries.push_back(llvm::json::Object{
-        {"rank", rank}, {"executable", name}, {"shared_object", "lib" + name + ".so"}});
+        {"rank", rank},
+        {"executable", name},
+        {"shared_object", "lib" + name + ".so"},
+        {"inputs", std::move(inputs)},
+        {"reports_loss", reportsLoss},
+        {"num_microbatches", microbatches}});
   }
   llvm::json::Object manifest{{"format", "pipeflow-artifacts-1"},
                               {"world_size", world},

@@ -86,6 +86,8 @@ private:
   llvm::StringMap<LLVM::GlobalOp> paramGlobals;
   LLVM::GlobalOp seedGlobal;
   DenseMap<Value, Value> values;
+  /// What a host program needs to know about this rank's inputs.
+  SmallVector<Attribute> inputs;
   /// Reads of a parameter that must copy (a write to it happens before a
   /// later use of the read).
   llvm::DenseSet<Operation *> copyingReads;
@@ -268,44 +270,39 @@ LogicalResult RankLowering::lowerInput(BlockArgument arg, func::FuncOp func) {
   auto index = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
                                                   "pf.input");
   int64_t input = index ? index.getInt() : arg.getArgNumber();
+  FailureOr<int64_t> bytes = elementBytes(func, type);
   FailureOr<Value> buffer = alloc(loc, arg);
-  if (failed(buffer))
+  if (failed(bytes) || failed(buffer))
     return failure();
+  // Integer inputs are labels: the loss that reads them gives the range of
+  // their synthetic data (executables); a host program gives real data.
+  int64_t classes = 0;
+  SmallVector<Value> worklist = {arg};
+  while (!worklist.empty() && classes == 0) {
+    Value v = worklist.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (auto ce = dyn_cast<SoftmaxCrossEntropyOp>(user))
+        classes = shape(ce.getLogits())[1];
+      else if (auto ceg = dyn_cast<SoftmaxCrossEntropyGradOp>(user))
+        classes = shape(ceg.getLogits())[1];
+      else if (isa<MicrobatchOp>(user))
+        worklist.push_back(user->getResult(0));
+    }
+  }
+  bool isFloat = type.getElementType().isF32();
+  inputs.push_back(b.getDictionaryAttr(
+      {b.getNamedAttr("index", b.getI64IntegerAttr(input)),
+       b.getNamedAttr("shape", b.getDenseI64ArrayAttr(type.getShape())),
+       b.getNamedAttr("dtype", b.getStringAttr(isFloat ? "f32" : "i64"))}));
   Value seed = LLVM::LoadOp::create(
       b, loc, i64Ty, LLVM::AddressOfOp::create(b, loc, seedGlobal));
   Value stream = call(loc, "pfrt_stream_id", i64Ty,
                       {str(loc, ("input" + Twine(input)).str())});
-  // The seed program feeds one fixed batch every step: data step 0.
-  Value dataStep = constI64(loc, 0);
-  Value rank = constI64(loc, type.getRank());
-  Value dims = i64Array(loc, type.getShape());
-  if (type.getElementType().isF32()) {
-    call(loc, "pfrt_synthetic_batch", i32Ty,
-         {*buffer, seed, stream, dataStep, rank, dims, nullPtr(loc),
-          nullPtr(loc)});
-  } else {
-    // Integer inputs are labels: the loss that reads them gives the range.
-    int64_t classes = 0;
-    SmallVector<Value> worklist = {arg};
-    while (!worklist.empty() && classes == 0) {
-      Value v = worklist.pop_back_val();
-      for (Operation *user : v.getUsers()) {
-        if (auto ce = dyn_cast<SoftmaxCrossEntropyOp>(user))
-          classes = shape(ce.getLogits())[1];
-        else if (auto ceg = dyn_cast<SoftmaxCrossEntropyGradOp>(user))
-          classes = shape(ceg.getLogits())[1];
-        else if (isa<MicrobatchOp>(user))
-          worklist.push_back(user->getResult(0));
-      }
-    }
-    if (classes == 0)
-      return func.emitOpError("convert-pf-to-cpu: integer input ")
-             << input << " is not read as labels by a loss, so no synthetic "
-                         "data can be made for it";
-    call(loc, "pfrt_synthetic_labels", i32Ty,
-         {*buffer, constI64(loc, classes), seed, stream, dataStep, rank, dims,
-          nullPtr(loc), nullPtr(loc)});
-  }
+  call(loc, "pfrt_load_input", i32Ty,
+       {constI64(loc, input), *buffer,
+        constI64(loc, *bytes * type.getNumElements()),
+        constI32(loc, isFloat ? 0 : 1), constI64(loc, classes), seed, stream,
+        constI64(loc, type.getRank()), i64Array(loc, type.getShape())});
   values[arg] = *buffer;
   return success();
 }
@@ -820,6 +817,16 @@ LogicalResult RankLowering::run() {
   if (failed(lowerParams()) || failed(lowerStep(funcs.front())))
     return failure();
   emitMain();
+  // For the artifact manifest (the host reads it to feed the inputs).
+  func::FuncOp step = funcs.front();
+  int64_t microbatches = 0;
+  if (step.getNumResults() > 0)
+    microbatches = std::max<int64_t>(
+        1, cast<GlobalType>(step.getResultTypes()[0]).getNumElements());
+  module->setAttr("pfrt.inputs", b.getArrayAttr(inputs));
+  module->setAttr("pfrt.reports_loss", b.getBoolAttr(microbatches > 0));
+  module->setAttr("pfrt.num_microbatches",
+                  b.getI64IntegerAttr(std::max<int64_t>(microbatches, 1)));
   // The pf program is now fully described by the LLVM functions.
   funcs.front().erase();
   for (auto p : llvm::make_early_inc_range(module.getOps<ParamOp>()))

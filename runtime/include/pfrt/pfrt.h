@@ -547,6 +547,34 @@ float *pfrt_scalar(const char *name);
 void pfrt_report_loss(const float *loss, int32_t microbatch);
 
 /*===----------------------------------------------------------------------===
+ * Inputs and steps of compiled programs driven by a host (Python)
+ *===----------------------------------------------------------------------===*/
+
+/* With on != 0 every input a step needs must be given with pfrt_set_input
+ * (a missing one is fatal); with 0 (the default, executables) steps make
+ * the seed program's fixed synthetic batch: pfrt_synthetic_batch /
+ * pfrt_synthetic_labels with data step 0. */
+void pfrt_use_user_inputs(int32_t on);
+/* Copies `bytes` bytes of this rank's local data of input `index` (its
+ * position in the step function's global signature); used by every later
+ * step until set again. */
+int pfrt_set_input(int64_t index, const void *data, int64_t bytes);
+/* Called by generated code: fills `out` with input `index` (user data of
+ * exactly `bytes` bytes, or synthetic data of `dtype` PFRT_DTYPE_F32 /
+ * PFRT_DTYPE_I64 with `num_classes` for labels). */
+int pfrt_load_input(int64_t index, void *out, int64_t bytes, int32_t dtype,
+                    int64_t num_classes, uint64_t seed, uint64_t stream,
+                    int64_t ndim, const int64_t *shape);
+/* Before a step: arena reset, reported losses cleared, scalar "step" set to
+ * step + 1. After it, pfrt_end_step makes the step's losses readable. */
+void pfrt_begin_step(int64_t step);
+void pfrt_end_step(void);
+/* Losses this rank reported in the last step ended by pfrt_end_step, one
+ * per micro-batch in order (0 on ranks without the loss). */
+int32_t pfrt_loss_count(void);
+float pfrt_loss_value(int32_t k);
+
+/*===----------------------------------------------------------------------===
  * Driver (static library pfrt_main; link -lpfrt_main -lpfrt)
  *===----------------------------------------------------------------------===*/
 
