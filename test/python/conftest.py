@@ -73,3 +73,19 @@ def line_of(path, marker):
 
 def mpiexec_available():
     return shutil.which("mpiexec") is not None
+
+
+def run_job(cmd, timeout, **kwargs):
+    """subprocess.run in a session of its own: on a timeout the whole job
+    (launcher, mpiexec, its proxies and ranks) is killed, not just the launcher."""
+    import signal
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, **kwargs)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"{' '.join(map(str, cmd))} did not finish in {timeout} s (killed)\n"
+                             f"stdout:\n{out}\nstderr:\n{err}") from None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)

@@ -199,13 +199,6 @@ def test_options_and_compile_cache(pf_opt):
     assert graph.compile(x, y).directory == compiled.directory
 
 
-def test_calling_the_graph_needs_the_backend(pf_opt):
-    graph = PipelineGraph(PipelineModule())
-    with pytest.raises(flow.BackendUnavailable, match="CPU backend.*not built yet") as info:
-        graph(*seed_inputs())
-    assert isinstance(info.value, NotImplementedError)
-
-
 # Devices ---------------------------------------------------------------------------
 
 def test_cuda_needs_an_explicit_opt_in(monkeypatch, verify):

@@ -412,3 +412,27 @@ LogicalResult PackOp::verify() {
                          << "] of the elements' type and placement";
   return success();
 }
+
+LogicalResult ScheduleOp::verify() {
+  if (getNumStages() < 1 || getNumMicrobatches() < 1 || getNumChunks() < 1)
+    return emitOpError() << "stage, micro-batch and chunk counts must be "
+                            "positive";
+  if ((int64_t)getActions().size() != getNumStages())
+    return emitOpError() << "has " << getActions().size()
+                         << " action lists for " << getNumStages()
+                         << " pipeline ranks";
+  for (auto [r, list] : llvm::enumerate(getActions().getAsRange<ArrayAttr>()))
+    for (auto a : list.getAsRange<StringAttr>()) {
+      StringRef text = a.getValue();
+      auto [mb, chunk] = text.size() > 1 ? text.drop_front().split(':')
+                                         : std::make_pair(StringRef(), StringRef());
+      int64_t value;
+      if (text.empty() || !StringRef("FBW").contains(text[0]) ||
+          mb.getAsInteger(10, value) ||
+          (!chunk.empty() && chunk.getAsInteger(10, value)))
+        return emitOpError() << "rank " << r << ": '" << text
+                             << "' is not an action (F<mb>, B<mb> or W<mb>, "
+                                "optionally :<chunk>)";
+    }
+  return success();
+}

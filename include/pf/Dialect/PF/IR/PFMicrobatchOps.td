@@ -34,4 +34,29 @@ def PF_PackOp : PF_Op<"pack", [Pure]> {
   let hasVerifier = 1;
 }
 
+def PF_ScheduleOp : PF_Op<"schedule", [HasParent<"::mlir::ModuleOp">]> {
+  let summary = "a static pipeline schedule: each rank's ordered actions";
+  let description = [{
+    One list per rank (pipeline position) of the actions it runs, in order:
+    `F<mb>` forward, `B<mb>` input-gradient backward (with the weight
+    gradient unless the schedule splits it off), `W<mb>` weight-gradient
+    backward of micro-batch `<mb>`; with virtual chunks (interleaved 1F1B)
+    each action names its chunk, `F<mb>:<chunk>`. The stage of an action of
+    chunk `c` on rank `r` is `c * num_stages + r`. `pf-schedule` builds it;
+    `pf-verify-schedule` simulates it (blocking point-to-point semantics) and
+    rejects any order that deadlocks.
+
+    ```mlir
+    pf.schedule {kind = "1f1b", num_stages = 2, num_microbatches = 3, num_chunks = 1,
+                 actions = [["F0", "F1", "B0", "F2", "B1", "B2"],
+                            ["F0", "B0", "F1", "B1", "F2", "B2"]]}
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, I64Attr:$num_stages,
+                   I64Attr:$num_microbatches, I64Attr:$num_chunks,
+                   TypedArrayAttrBase<StrArrayAttr, "per-rank action lists">:$actions);
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
+}
+
 #endif // PF_DIALECT_PF_IR_PFMICROBATCHOPS_TD

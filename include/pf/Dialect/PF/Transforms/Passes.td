@@ -85,6 +85,51 @@ def MicrobatchPass : Pass<"pf-microbatch", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
+def SchedulePass : Pass<"pf-schedule", "::mlir::ModuleOp"> {
+  let summary = "builds a static pipeline schedule and checks it";
+  let description = [{
+    Builds each pipeline rank's ordered actions (`pf.schedule`) for GPipe,
+    1F1B (Megatron-LM's warm-up of p - r - 1 forwards, steady state,
+    cool-down), interleaved 1F1B with `num-chunks` virtual chunks (the
+    micro-batch count must be a multiple of the stage count) or ZB-H1
+    (weight-gradient work placed in the bubbles, at 1F1B's activation
+    memory), simulates it with unit costs (F = B = W = 1) to prove it free of
+    deadlock, and with `report` prints each rank's actions, the predicted
+    bubble (fraction of the step, and idle time per rank) and the peak number
+    of in-flight micro-batches per rank.
+
+    The stage and micro-batch counts come from the program (`pf.stage`,
+    `pf.microbatch`) unless given as options.
+  }];
+  let options = [
+    Option<"kind", "kind", "std::string", "\"1f1b\"",
+           "gpipe, 1f1b, interleaved-1f1b or zb-h1">,
+    Option<"numChunks", "num-chunks", "int64_t", "1",
+           "virtual chunks per rank (interleaved-1f1b)">,
+    Option<"numStages", "num-stages", "int64_t", "0",
+           "pipeline ranks (0: from the program's pf.stage)">,
+    Option<"numMicrobatches", "num-microbatches", "int64_t", "0",
+           "micro-batches (0: from the program's pf.microbatch)">,
+    Option<"report", "report", "bool", "false",
+           "print the schedule report (pf-schedule-report)">
+  ];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
+def VerifySchedulePass : Pass<"pf-verify-schedule", "::mlir::ModuleOp"> {
+  let summary = "simulates every pf.schedule and rejects one that deadlocks";
+  let description = [{
+    Runs each rank's action list of every `pf.schedule` (hand-written or
+    built) with receive-blocking point-to-point semantics; a schedule in
+    which no rank can go on is a located error naming the ranks, the
+    actions and the micro-batches they wait for.
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false", "print the schedule report">
+  ];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 def PartitionRanksPass : Pass<"pf-partition-ranks", "::mlir::ModuleOp"> {
   let summary = "splits the global program into one module per rank";
   let description = [{

@@ -1,0 +1,66 @@
+//===- Schedule.h - static pipeline schedules -------------------*- C++ -*-===//
+//
+// Builds each rank's ordered actions for GPipe, 1F1B, interleaved 1F1B and
+// ZB-H1, and simulates a plan to prove it deadlock-free and to predict its
+// bubble and in-flight micro-batches. Sends are modelled as buffered (the
+// batched non-blocking pairs a schedule lowers to): a rank blocks only
+// where it receives.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PF_DIALECT_PF_TRANSFORMS_SCHEDULE_H
+#define PF_DIALECT_PF_TRANSFORMS_SCHEDULE_H
+
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::pf::schedule {
+
+enum class Kind { GPipe, OneFOneB, Interleaved, ZBH1 };
+std::optional<Kind> parseKind(llvm::StringRef name);
+llvm::StringRef kindName(Kind kind);
+
+struct Action {
+  char kind = 'F'; // 'F' forward, 'B' input gradient (+W if not split), 'W'
+  int64_t mb = 0;
+  int64_t chunk = 0;
+  std::string str(bool withChunk) const;
+  static std::optional<Action> parse(llvm::StringRef text);
+  bool operator==(const Action &o) const {
+    return kind == o.kind && mb == o.mb && chunk == o.chunk;
+  }
+};
+
+/// One ordered action list per rank.
+using Plan = std::vector<std::vector<Action>>;
+
+/// Builds the plan, or returns an error message (e.g. interleaving needs a
+/// micro-batch count that is a multiple of the stage count).
+std::optional<Plan> build(Kind kind, int64_t p, int64_t m, int64_t v,
+                          std::string &error);
+
+struct Costs {
+  double f = 1.0, b = 1.0, w = 1.0;
+};
+
+struct Result {
+  std::string error;             // non-empty on deadlock or a bad plan
+  double makespan = 0.0;
+  std::vector<double> busy;      // per rank
+  std::vector<int64_t> peakInFlight; // per rank: forwards not yet backwarded
+  /// Idle time of the busiest... of rank r: makespan - busy[r].
+  double bubbleFraction() const;
+};
+
+/// Simulates the plan; `splitW` says whether B and W are separate actions
+/// (otherwise a B costs b + w).
+Result simulate(const Plan &plan, int64_t p, int64_t m, int64_t v,
+                bool splitW, Costs costs);
+
+} // namespace mlir::pf::schedule
+
+#endif // PF_DIALECT_PF_TRANSFORMS_SCHEDULE_H

@@ -1,0 +1,111 @@
+"""A float64 NumPy reference of the seeds' MLP training step.
+
+Linear + ReLU layers (the seed MLP ends with a ReLU too), softmax
+cross-entropy, hand-written backprop, and torch.optim's SGD (momentum,
+dampening, Nesterov, weight decay), Adam and AdamW. A step splits the batch
+into ``m`` micro-batches, reports each micro-batch's mean loss, and applies
+one update with the sum of the micro-batch gradients of ``loss / m``
+(gradient accumulation). The initial parameters come from the runtime's
+Philox initialisers (runtime/python/pfrt_philox.py, bit-exact), so the
+reference starts from exactly the compiled program's float32 values.
+"""
+
+import os
+import sys
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "runtime", "python"))
+import pfrt_philox as ph  # noqa: E402
+
+SEED_LAYERS = [("module_pipeline.m_stage0.linear0", 784, 512),
+               ("module_pipeline.m_stage1.linear1", 512, 512),
+               ("module_pipeline.m_stage1.linear2", 512, 10)]
+
+
+def linear_init(seed, prefix, fan_in, fan_out):
+    """nn.Linear's default initialisation as the runtime draws it (float32)."""
+    w = ph.init_param(ph.INIT_KAIMING_UNIFORM, fan_in, 0.0, seed, ph.stream_id(prefix + ".weight"),
+                      (fan_out, fan_in))
+    b = ph.init_param(ph.INIT_KAIMING_UNIFORM, fan_in, 0.0, seed, ph.stream_id(prefix + ".bias"),
+                      (fan_out,))
+    return w, b
+
+
+class Optimizer:
+    """torch.optim.SGD / Adam / AdamW in float64."""
+
+    def __init__(self, kind="sgd", momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0,
+                 betas=(0.9, 0.999), eps=1e-8, bias_correction=True):
+        self.kind, self.momentum, self.dampening, self.nesterov = kind, momentum, dampening, nesterov
+        self.weight_decay, self.betas, self.eps = weight_decay, betas, eps
+        self.bias_correction = bias_correction
+        self.state = {}
+
+    def update(self, key, p, g, lr, t):
+        if self.kind == "sgd":
+            g = g + self.weight_decay * p
+            if self.momentum != 0.0:
+                buf = g.copy() if t == 1 else \
+                    self.momentum * self.state[key] + (1.0 - self.dampening) * g
+                self.state[key] = buf
+                g = g + self.momentum * buf if self.nesterov else buf
+            return p - lr * g
+        beta1, beta2 = self.betas
+        if self.kind == "adamw":
+            p = p * (1.0 - lr * self.weight_decay)
+        else:
+            g = g + self.weight_decay * p
+        m, v = self.state.get(key, (np.zeros_like(p), np.zeros_like(p)))
+        m = beta1 * m + (1.0 - beta1) * g
+        v = beta2 * v + (1.0 - beta2) * g * g
+        self.state[key] = (m, v)
+        if self.bias_correction:
+            m, v = m / (1.0 - beta1 ** t), v / (1.0 - beta2 ** t)
+        return p - lr * m / (np.sqrt(v) + self.eps)
+
+
+def train(params, x, y, lrs, m, optimizer):
+    """Per step, the losses of the m micro-batches. ``params``: [(W, b)] float32
+    initial values; ``x`` [N, ...] (flattened), ``y`` [N] labels; ``lrs``: the
+    learning rate of each step (rounded to float32, as the runtime's scalar)."""
+    params = [[w.astype(np.float64), b.astype(np.float64)] for w, b in params]
+    x = np.asarray(x, dtype=np.float64).reshape(x.shape[0], -1)
+    y = np.asarray(y)
+    rows = x.shape[0] // m
+    out = []
+    for t, lr in enumerate(lrs, 1):
+        lr = float(np.float32(lr))
+        grads = [[np.zeros_like(w), np.zeros_like(b)] for w, b in params]
+        losses = []
+        for k in range(m):
+            xs, ys = x[k * rows:(k + 1) * rows], y[k * rows:(k + 1) * rows]
+            acts, pre = [xs], []
+            for w, b in params:
+                h = acts[-1] @ w.T + b
+                pre.append(h)
+                acts.append(np.maximum(h, 0.0))
+            logits = acts[-1]
+            mx = logits.max(axis=1, keepdims=True)
+            lse = mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1))
+            losses.append(float(np.mean(lse - logits[np.arange(rows), ys])))
+            d = np.exp(logits - lse[:, None])
+            d[np.arange(rows), ys] -= 1.0
+            d /= rows * m
+            for j in reversed(range(len(params))):
+                d = d * (pre[j] > 0)
+                grads[j][0] += d.T @ acts[j]
+                grads[j][1] += d.sum(axis=0)
+                d = d @ params[j][0]
+        out.append(losses)
+        for j, (wb, (dw, db)) in enumerate(zip(params, grads)):
+            wb[0] = optimizer.update((j, 0), wb[0], dw, lr, t)
+            wb[1] = optimizer.update((j, 1), wb[1], db, lr, t)
+    return out
+
+
+def max_relative_error(got, want):
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    return float(np.max(np.abs(got - want) / np.abs(want)))

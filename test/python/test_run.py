@@ -1,0 +1,333 @@
+"""nn.Graph runs compiled steps: losses against a float64 NumPy reference.
+
+Every test draws fresh data and a fresh parameter seed (printed in failure
+messages so that a failure can be replayed). The programs here run in this
+process as a job of one rank: both pipeline stages are placed on rank 0.
+The two-rank runs under the launcher are in test_run_launch.py.
+"""
+
+import os
+import random
+
+import numpy as np
+import pytest
+
+import pipeflow as flow
+from pipeflow import compiler, nn
+from conftest import line_of
+import mlp_reference as ref
+
+HERE = os.path.abspath(__file__)
+B = [flow.sbp.broadcast]
+P0 = flow.placement("cpu", ranks=[0])
+P1 = flow.placement("cpu", ranks=[1])
+TOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def backend():
+    """pf-opt and pf-translate; skips only when the compiler is truly absent."""
+    try:
+        pf_opt = compiler.find_pf_opt()
+        compiler.find_pf_translate(pf_opt)
+    except flow.CompilerNotFound as err:
+        pytest.skip(str(err))
+    return pf_opt
+
+
+class Stage0Module(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.linear0 = nn.Linear(28 * 28, 512)
+        self.relu0 = nn.ReLU()
+
+    def forward(self, x):
+        return self.relu0(self.linear0(self.flatten(x)))
+
+
+class Stage1Module(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear1 = nn.Linear(512, 512)
+        self.relu1 = nn.ReLU()
+        self.linear2 = nn.Linear(512, 10)
+        self.relu2 = nn.ReLU()
+
+    def forward(self, x):
+        return self.relu2(self.linear2(self.relu1(self.linear1(x))))
+
+
+class PipelineModule(nn.Module):
+    """The seed's model; both stages on rank 0 unless told otherwise."""
+
+    def __init__(self, p0=P0, p1=P0):
+        super().__init__()
+        self.p1 = p1
+        self.m_stage0 = Stage0Module()
+        self.m_stage1 = Stage1Module()
+        self.m_stage0.to_global(placement=p0, sbp=B)
+        self.m_stage1.to_global(placement=p1, sbp=B)
+
+    def forward(self, x):
+        return self.m_stage1(self.m_stage0(x).to_global(placement=self.p1, sbp=B))
+
+
+class PipelineGraph(nn.Graph):
+    def __init__(self, module, optimizer, m=2, lr_sch=None, p0=P0, p1=P0):
+        super().__init__()
+        self.module_pipeline = module
+        self.module_pipeline.m_stage0.config.set_stage(stage_id=0, placement=p0)
+        self.module_pipeline.m_stage1.config.set_stage(stage_id=1, placement=p1)
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.config.set_gradient_accumulation_steps(m)
+        self.add_optimizer(optimizer, lr_sch=lr_sch)
+
+    def build(self, x, y):
+        loss = self.loss_fn(self.module_pipeline(x), y)
+        loss.backward()
+        return loss
+
+
+def fresh_seeds():
+    return random.randrange(2**31), random.randrange(2**31)
+
+
+def data(seed, batch=16, p0=P0, p1=P0):
+    """Fresh standard-normal images and labels in [0, 10) (never zeros)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
+    y = rng.integers(0, 10, batch).astype(np.int64)
+    return x, y, flow.tensor(x).to_global(p0, B), flow.tensor(y).to_global(p1, B)
+
+
+def initial_params(pseed):
+    return [ref.linear_init(pseed, name, i, o) for name, i, o in ref.SEED_LAYERS]
+
+
+def train(make_optimizer, steps, m=2, lr_sch=None, batch=16, params_seed=None, data_seed=None):
+    """Runs the graph; returns (losses [steps][m], numpy x, y, graph, seeds)."""
+    dseed, pseed = fresh_seeds()
+    dseed = dseed if data_seed is None else data_seed
+    pseed = pseed if params_seed is None else params_seed
+    flow.manual_seed(pseed)
+    module = PipelineModule()
+    optimizer = make_optimizer(module.parameters())
+    sched = lr_sch(optimizer) if lr_sch else None
+    graph = PipelineGraph(module, optimizer, m=m, lr_sch=sched)
+    x, y, gx, gy = data(dseed, batch)
+    losses, lrs = [], []
+    for _ in range(steps):
+        lrs.append(optimizer.param_groups[0]["lr"])
+        loss = graph(gx, gy)
+        assert loss.is_global and loss.placement == P0 and loss.shape == ((m,) if m > 1 else ())
+        losses.append(np.atleast_1d(loss.to_local().numpy()))
+    return np.array(losses), x, y, lrs, graph, (dseed, pseed)
+
+
+def check_against_numpy(losses, x, y, lrs, m, optimizer, seeds):
+    want = ref.train(initial_params(seeds[1]), x, y, lrs, m, optimizer)
+    err = ref.max_relative_error(losses, want)
+    assert err < TOL, f"seeds {seeds}: max relative error {err:.3e}\ngot  {losses}\nwant {np.array(want)}"
+    return err
+
+
+# Parameters ------------------------------------------------------------------------
+
+def test_python_parameters_are_the_compiled_programs_initial_values():
+    pseed = random.randrange(2**31)
+    flow.manual_seed(pseed)
+    assert flow.initial_seed() == pseed
+    module = PipelineModule()
+    graph = PipelineGraph(module, flow.optim.SGD(module.parameters(), lr=0.1))
+    eager = module.m_stage0.linear0.weight.numpy().copy()  # numpy-generator values before tracing
+    graph.trace(*data(1)[2:])
+    for (name, _, _), (w, b) in zip(ref.SEED_LAYERS, initial_params(pseed)):
+        layer = module
+        for part in name.split(".")[1:]:
+            layer = getattr(layer, part)
+        assert layer.weight.numpy().dtype == np.float32
+        np.testing.assert_array_equal(layer.weight.numpy(), w)
+        np.testing.assert_array_equal(layer.bias.numpy(), b)
+    assert not np.array_equal(eager, module.m_stage0.linear0.weight.numpy())
+    state = module.state_dict()
+    np.testing.assert_array_equal(state["m_stage1.linear2.bias"].numpy(), initial_params(pseed)[2][1])
+
+
+# Training against NumPy ------------------------------------------------------------
+
+def test_sgd_single_rank_matches_numpy(backend):
+    losses, x, y, lrs, graph, seeds = train(lambda p: flow.optim.SGD(p, lr=0.01), steps=8)
+    check_against_numpy(losses, x, y, lrs, 2, ref.Optimizer("sgd"), seeds)
+    assert losses[-1].sum() < losses[0].sum(), f"seeds {seeds}: the loss did not decrease: {losses}"
+    assert graph.artifacts.world_size == 1
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(momentum=0.9, dampening=0.1, weight_decay=0.01),
+    dict(momentum=0.9, nesterov=True),
+], ids=["momentum-dampening-wd", "nesterov"])
+def test_sgd_momentum_matches_numpy(backend, kwargs):
+    losses, x, y, lrs, _, seeds = train(lambda p: flow.optim.SGD(p, lr=0.01, **kwargs), steps=6)
+    check_against_numpy(losses, x, y, lrs, 2, ref.Optimizer("sgd", **kwargs), seeds)
+
+
+@pytest.mark.parametrize("cls,kwargs,expected", [
+    (flow.optim.Adam, dict(betas=(0.8, 0.99), eps=1e-6, weight_decay=0.001),
+     dict(kind="adam", betas=(0.8, 0.99), eps=1e-6, weight_decay=0.001)),
+    (flow.optim.AdamW, dict(), dict(kind="adamw", weight_decay=0.01)),
+    (flow.optim.Adam, dict(do_bias_correction=False), dict(kind="adam", bias_correction=False)),
+], ids=["adam", "adamw", "adam-no-bias-correction"])
+def test_adam_matches_numpy(backend, cls, kwargs, expected):
+    losses, x, y, lrs, _, seeds = train(lambda p: cls(p, lr=1e-3, **kwargs), steps=6)
+    check_against_numpy(losses, x, y, lrs, 2, ref.Optimizer(**expected), seeds)
+
+
+@pytest.mark.parametrize("m", [1, 2, 4])
+def test_gradient_accumulation_matches_numpy(backend, m):
+    dseed, pseed = 12345, random.randrange(2**31)
+    losses, x, y, lrs, graph, seeds = train(lambda p: flow.optim.SGD(p, lr=0.02), steps=5, m=m,
+                                            data_seed=dseed, params_seed=pseed)
+    assert losses.shape == (5, m)
+    check_against_numpy(losses, x, y, lrs, m, ref.Optimizer("sgd"), seeds)
+    # the first step's micro-batch losses are the mean loss of each slice of the batch
+    assert len(set(np.round(losses[0], 6))) == m
+
+
+def test_lr_scheduler_feeds_the_run_time_learning_rate(backend):
+    sched = lambda opt: flow.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    losses, x, y, lrs, _, seeds = train(lambda p: flow.optim.SGD(p, lr=0.05, momentum=0.5), steps=6,
+                                        lr_sch=sched)
+    assert lrs == pytest.approx([0.05, 0.05, 0.025, 0.025, 0.0125, 0.0125])
+    check_against_numpy(losses, x, y, lrs, 2, ref.Optimizer("sgd", momentum=0.5), seeds)
+
+
+def test_graph_reuses_inputs_and_new_data_each_step(backend):
+    """Each call feeds the data it is given (not the first batch again)."""
+    flow.manual_seed(7)
+    module = PipelineModule()
+    opt = flow.optim.SGD(module.parameters(), lr=0.0)  # lr 0: the parameters stay
+    graph = PipelineGraph(module, opt)
+    x1, y1, gx1, gy1 = data(101)
+    x2, y2, gx2, gy2 = data(202)
+    l1, l2, l1b = (graph(gx1, gy1).numpy(), graph(gx2, gy2).numpy(), graph(gx1, gy1).numpy())
+    np.testing.assert_array_equal(l1, l1b)
+    assert not np.allclose(l1, l2)
+    want = ref.train(initial_params(7), x2, y2, [0.0], 2, ref.Optimizer("sgd"))
+    assert ref.max_relative_error([l2], want) < TOL
+
+
+# Errors ----------------------------------------------------------------------------
+
+def test_wrong_input_shape_at_call_time_points_at_the_call(backend):
+    flow.manual_seed(3)
+    module = PipelineModule()
+    graph = PipelineGraph(module, flow.optim.SGD(module.parameters(), lr=0.01))
+    _, _, gx, gy = data(1)
+    graph(gx, gy)
+    _, _, gx8, gy8 = data(2, batch=8)
+    with pytest.raises(flow.CompileError, match=r"graph input 0 has shape \[8, 1, 28, 28\].*\[16, 1, 28, 28\]") as info:
+        graph(gx8, gy)  # <-- wrong-shape
+    assert info.value.filename == HERE and info.value.lineno == line_of(HERE, "wrong-shape")
+    assert "first call" in str(info.value)
+    with pytest.raises(flow.CompileError, match="graph input 1 has dtype int32") as info:
+        graph(gx, gy.to(flow.int32))  # <-- wrong-dtype
+    assert info.value.lineno == line_of(HERE, "wrong-dtype")
+    graph(gx, gy)  # the graph still runs after the rejected calls
+
+
+def test_two_stage_program_in_a_single_process_says_how_to_launch(backend):
+    module = PipelineModule(P0, P1)
+    graph = PipelineGraph(module, flow.optim.SGD(module.parameters(), lr=0.01), p0=P0, p1=P1)
+    _, _, gx, gy = data(1, p0=P0, p1=P1)
+    with pytest.raises(flow.CompileError, match="runs on 2 ranks.*runs alone") as info:
+        graph(gx, gy)  # <-- world-size
+    assert info.value.lineno == line_of(HERE, "world-size")
+    assert "python3 -m pipeflow.distributed.launch --nproc_per_node 2" in str(info.value)
+
+
+def test_state_dict_after_running_is_an_error(backend):
+    module = PipelineModule()
+    graph = PipelineGraph(module, flow.optim.SGD(module.parameters(), lr=0.01))
+    graph(*data(5)[2:])
+    with pytest.raises(flow.BackendUnavailable, match="reading trained parameters back .* not supported yet"):
+        module.state_dict()
+    with pytest.raises(flow.BackendUnavailable, match="m_stage0.linear0.weight"):
+        module.m_stage0.linear0.weight.numpy()
+    with pytest.raises(flow.BackendUnavailable, match="loading parameters into a compiled graph"):
+        module.load_state_dict({"m_stage0.linear0.bias": np.zeros(512, np.float32)}, strict=False)
+    assert "trained by the compiled graph PipelineGraph" in repr(module.m_stage1.linear2.bias)
+    # a module the graph does not use is unaffected
+    assert set(nn.Linear(2, 2).state_dict()) == {"weight", "bias"}
+
+
+def test_load_state_dict_before_running_is_an_error(backend):
+    source = PipelineModule()
+    module = PipelineModule()
+    module.load_state_dict(source.state_dict())  # <-- load
+    graph = PipelineGraph(module, flow.optim.SGD(module.parameters(), lr=0.01))
+    with pytest.raises(flow.CompileError, match="loading parameters into a compiled graph is not supported yet") as info:
+        graph(*data(5)[2:])
+    assert info.value.lineno == line_of(HERE, "load")
+    # tracing keeps the loaded values (the IR is still inspectable)
+    np.testing.assert_array_equal(module.m_stage0.linear0.weight.numpy(), source.m_stage0.linear0.weight.numpy())
+
+
+class HybridMLP(nn.Module):
+    def __init__(self, p01):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.hidden = nn.Linear(28 * 28, 64)  # <-- hybrid-hidden
+        self.relu = nn.ReLU()
+        self.output = nn.Linear(64, 10)
+        self.hidden.to_global(placement=p01, sbp=flow.sbp.broadcast)
+        self.output.to_global(placement=p01, sbp=flow.sbp.split(0))
+
+    def forward(self, x):
+        hidden = self.relu(self.hidden(self.flatten(x))).to_global(sbp=flow.sbp.broadcast)
+        return self.output(hidden)
+
+
+def test_placements_of_several_ranks_are_a_located_compile_error(backend):
+    p01 = flow.placement("cpu", ranks=[0, 1])
+    model = HybridMLP(p01)
+
+    class Hybrid(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.loss_fn = nn.CrossEntropyLoss()
+            self.add_optimizer(flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+
+        def build(self, x, y):
+            loss = self.loss_fn(self.model(x), y)
+            loss.backward()
+            return loss
+
+    graph = Hybrid()
+    x = flow.randn(8, 1, 28, 28).to_global(p01, flow.sbp.split(0))
+    y = flow.randint(0, 10, (16,)).to_global(p01, flow.sbp.broadcast)
+    graph.compile(x, y)  # the IR itself is valid
+    with pytest.raises(flow.CompileError, match="has 2 ranks.*SBP lowering") as info:
+        graph(x, y)
+    assert info.value.filename == HERE and info.value.lineno == line_of(HERE, "hybrid-hidden")
+    assert "reported by pf-opt" in info.value.message
+
+
+@pytest.mark.parametrize("case", ["no-optimizer", "two-groups", "amsgrad", "frozen"])
+def test_unsupported_optimizer_settings(backend, case):
+    module = PipelineModule()
+    if case == "two-groups":
+        opt = flow.optim.SGD([{"params": module.m_stage0.parameters()},
+                              {"params": module.m_stage1.parameters(), "lr": 0.5}], lr=0.1)
+    elif case == "amsgrad":
+        opt = flow.optim.Adam(module.parameters(), amsgrad=True)
+    else:
+        opt = flow.optim.SGD(module.m_stage1.parameters() if case == "frozen" else module.parameters(), lr=0.1)
+    graph = PipelineGraph(module, opt)
+    if case == "no-optimizer":
+        graph._optimizers.clear()
+    match = {"no-optimizer": "no optimizer", "two-groups": "differs from group 0 in lr",
+             "amsgrad": "amsgrad=True", "frozen": "does not update parameter 'module_pipeline.m_stage0"}[case]
+    with pytest.raises(flow.CompileError, match=match):
+        graph(*data(1)[2:])

@@ -1,0 +1,162 @@
+"""nn.Graph across processes: the seed pipeline on two ranks under the launcher.
+
+The two-rank run (stage 0 on rank 0, stage 1 on rank 1) must give the same
+losses as the single-rank run of the same model (both stages on rank 0,
+world size 1) and as the float64 NumPy reference, from fresh seeds.
+"""
+
+import json
+import os
+import random
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import PYTHON_DIR, mpiexec_available, run_job
+import mlp_reference as ref
+
+needs_mpiexec = pytest.mark.skipif(not mpiexec_available(), reason="mpiexec (MPICH) is not installed")
+
+SCRIPT = r'''
+import json, sys
+import numpy as np
+import pipeflow as flow
+from pipeflow import nn
+
+ranks, pseed, dseed, steps, m, fail_rank = (int(a) for a in sys.argv[1:7])
+out_dir = sys.argv[7]
+B = [flow.sbp.broadcast]
+P0 = flow.placement("cpu", ranks=[0])
+P1 = flow.placement("cpu", ranks=[1]) if ranks == 2 else P0
+
+
+class Stage0Module(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.linear0 = nn.Linear(28 * 28, 512)
+        self.relu0 = nn.ReLU()
+
+    def forward(self, x):
+        return self.relu0(self.linear0(self.flatten(x)))
+
+
+class Stage1Module(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear1 = nn.Linear(512, 512)
+        self.relu1 = nn.ReLU()
+        self.linear2 = nn.Linear(512, 10)
+        self.relu2 = nn.ReLU()
+
+    def forward(self, x):
+        return self.relu2(self.linear2(self.relu1(self.linear1(x))))
+
+
+class PipelineModule(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.m_stage0 = Stage0Module()
+        self.m_stage1 = Stage1Module()
+        self.m_stage0.to_global(placement=P0, sbp=B)
+        self.m_stage1.to_global(placement=P1, sbp=B)
+
+    def forward(self, x):
+        return self.m_stage1(self.m_stage0(x).to_global(placement=P1, sbp=B))
+
+
+flow.manual_seed(pseed)
+module_pipeline = PipelineModule()
+sgd = flow.optim.SGD(module_pipeline.parameters(), lr=0.01)
+
+
+class PipelineGraph(nn.Graph):
+    def __init__(self):
+        super().__init__()
+        self.module_pipeline = module_pipeline
+        self.module_pipeline.m_stage0.config.set_stage(stage_id=0, placement=P0)
+        self.module_pipeline.m_stage1.config.set_stage(stage_id=1, placement=P1)
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.config.set_gradient_accumulation_steps(m)
+        self.add_optimizer(sgd)
+
+    def build(self, x, y):
+        loss = self.loss_fn(self.module_pipeline(x), y)
+        loss.backward()
+        return loss
+
+
+graph = PipelineGraph()
+rng = np.random.default_rng(dseed)
+x = flow.tensor(rng.standard_normal((16, 1, 28, 28)).astype(np.float32)).to_global(P0, B)
+y = flow.tensor(rng.integers(0, 10, 16)).to_global(P1, B)
+rank = flow.env.get_rank()
+for step in range(steps):
+    if rank == fail_rank and step == 2:
+        raise ValueError(f"rank {rank} fails on purpose at step {step}")
+    loss = graph(x, y)
+    local = loss.to_local().numpy()
+    # one file per rank and step: the ranks' stdout lines may interleave
+    with open(f"{out_dir}/rank{rank}.step{step}.json", "w") as f:
+        json.dump({"rank": rank, "step": step, "shape": list(loss.shape),
+                   "local": [float(v) for v in local.reshape(-1)]}, f)
+'''
+
+
+def run(tmp_path, ranks, pseed, dseed, steps, m, fail_rank=-1, timeout=120):
+    script = tmp_path / "seed_pipeline.py"
+    script.write_text(SCRIPT)
+    out_dir = tmp_path / f"out{ranks}"
+    out_dir.mkdir()
+    env = dict(os.environ, PIPEFLOW_CACHE=str(tmp_path / "cache"))
+    env.pop("PYTHONPATH", None)
+    args = [str(script), str(ranks), str(pseed), str(dseed), str(steps), str(m), str(fail_rank), str(out_dir)]
+    if ranks == 1:
+        cmd = [sys.executable] + args
+        env["PYTHONPATH"] = PYTHON_DIR
+    else:
+        cmd = [sys.executable, "-m", "pipeflow.distributed.launch", "--nproc_per_node", str(ranks)] + args
+    proc = run_job(cmd, timeout, cwd=PYTHON_DIR if ranks > 1 else str(tmp_path), env=env)
+    proc.records = {}
+    for path in out_dir.iterdir():
+        r = json.loads(path.read_text())
+        proc.records[(r["rank"], r["step"])] = r
+    return proc
+
+
+def records(proc):
+    return proc.records
+
+
+@needs_mpiexec
+def test_seed_pipeline_two_ranks_equals_one_rank_and_numpy(tmp_path):
+    pseed, dseed, steps, m = random.randrange(2**31), random.randrange(2**31), 6, 2
+    two = run(tmp_path, 2, pseed, dseed, steps, m)
+    assert two.returncode == 0, two.stderr
+    one = run(tmp_path, 1, pseed, dseed, steps, m)
+    assert one.returncode == 0, one.stderr
+    r2, r1 = records(two), records(one)
+    for step in range(steps):
+        assert r2[(0, step)]["local"] == [] and r2[(0, step)]["shape"] == [m]  # rank 0 has no loss
+        assert r2[(1, step)]["shape"] == [m] and len(r2[(1, step)]["local"]) == m
+    got2 = np.array([r2[(1, s)]["local"] for s in range(steps)])
+    got1 = np.array([r1[(0, s)]["local"] for s in range(steps)])
+    assert ref.max_relative_error(got2, got1) < 1e-5, f"seeds {pseed} {dseed}:\n{got2}\n{got1}"
+    rng = np.random.default_rng(dseed)
+    x = rng.standard_normal((16, 1, 28, 28)).astype(np.float32)
+    y = rng.integers(0, 10, 16)
+    params = [ref.linear_init(pseed, name, i, o) for name, i, o in ref.SEED_LAYERS]
+    want = ref.train(params, x, y, [0.01] * steps, m, ref.Optimizer("sgd"))
+    assert ref.max_relative_error(got2, want) < 1e-5, f"seeds {pseed} {dseed}:\n{got2}\n{np.array(want)}"
+    assert got2[-1].sum() < got2[0].sum()
+
+
+@needs_mpiexec
+def test_a_failing_rank_ends_the_job(tmp_path):
+    """Rank 0 raises while rank 1 waits for its activations: the job must end
+    (with rank 0's traceback and a failure code), not hang."""
+    proc = run(tmp_path, 2, 1, 2, steps=5, m=2, fail_rank=0, timeout=90)
+    assert proc.returncode != 0
+    assert "ValueError: rank 0 fails on purpose at step 2" in proc.stderr
+    assert (1, 1) in records(proc) and (1, 3) not in records(proc)
