@@ -51,6 +51,13 @@ void mlir::pf::buildCompileCPUPipeline(
   if (options.compileTo == CompileCPUPipelineOptions::Stop::Training)
     return;
   pm.addPass(createPartitionRanksPass());
+  if (options.schedule != "none") {
+    SchedulePassOptions schedule;
+    schedule.kind = options.schedule;
+    schedule.numChunks = options.numChunks;
+    pm.addPass(createSchedulePass(schedule));
+    pm.addPass(createApplySchedulePass());
+  }
   if (options.compileTo == CompileCPUPipelineOptions::Stop::Rank)
     return;
   pm.addPass(createConvertPFToCPUPass());

@@ -331,3 +331,20 @@ def test_unsupported_optimizer_settings(backend, case):
              "amsgrad": "amsgrad=True", "frozen": "does not update parameter 'module_pipeline.m_stage0"}[case]
     with pytest.raises(flow.CompileError, match=match):
         graph(*data(1)[2:])
+
+
+def test_two_graphs_of_the_same_program_are_independent(backend):
+    """Two graphs that compile to the same artifacts each get their own
+    parameters and optimizer state (the second loads a private copy)."""
+    def make():
+        flow.manual_seed(11)
+        module = PipelineModule()
+        return PipelineGraph(module, flow.optim.SGD(module.parameters(), lr=0.05, momentum=0.9))
+
+    _, _, gx, gy = data(4)
+    a, b = make(), make()
+    first = [a(gx, gy).numpy() for _ in range(3)]
+    assert b(gx, gy).numpy().tolist() == first[0].tolist()
+    assert a.artifacts.directory == b.artifacts.directory
+    assert a._run.program.path != b._run.program.path
+    assert a(gx, gy).numpy()[0] < first[2][0]

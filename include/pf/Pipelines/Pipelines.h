@@ -57,6 +57,14 @@ struct CompileCPUPipelineOptions
   Option<double> beta2{*this, "beta2", llvm::cl::init(0.999)};
   Option<double> epsilon{*this, "eps", llvm::cl::init(1e-8)};
   Option<bool> biasCorrection{*this, "bias-correction", llvm::cl::init(true)};
+  Option<std::string> schedule{
+      *this, "schedule",
+      llvm::cl::desc("pipeline schedule: none (GPipe order, blocking), "
+                     "gpipe, 1f1b, interleaved-1f1b or zb-h1"),
+      llvm::cl::init("none")};
+  Option<int64_t> numChunks{*this, "num-chunks",
+                            llvm::cl::desc("virtual chunks (interleaved)"),
+                            llvm::cl::init(1)};
   enum class Stop { Training, Rank, Lower };
   Option<Stop> compileTo{
       *this, "pf-compile-to", llvm::cl::desc("where the compile stops"),

@@ -339,6 +339,7 @@ LogicalResult RankLowering::lowerStep(func::FuncOp func) {
       return failure();
   for (Operation &op : block) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      call(ret.getLoc(), "pfrt_wait_sends", i32Ty, {});
       // The loss, per micro-batch when pf-microbatch packed it.
       if (ret.getNumOperands() > 0) {
         Value loss = ret.getOperand(0);
@@ -754,11 +755,25 @@ LogicalResult RankLowering::lowerOp(Operation *op) {
         FailureOr<int64_t> bytes = elementBytes(s, s.getValue().getType());
         if (failed(bytes))
           return failure();
+        // Non-blocking: only receives block, as the schedule simulator
+        // assumes; every send completes at the end of the step, so its
+        // buffer must not change before then. A parameter's own buffer
+        // could (the update writes it), so that is sent from a copy.
+        Value data = get(s.getValue());
+        int64_t floats = count(s.getValue()) * (*bytes / 4);
+        Operation *def = s.getValue().getDefiningOp();
+        while (isa_and_nonnull<ReshapeOp, FlattenOp, ToGlobalOp>(def))
+          def = def->getOperand(0).getDefiningOp();
+        if (isa_and_nonnull<ReadParamOp>(def)) {
+          Value copy = call(loc, "pfrt_arena_alloc", ptrTy,
+                            {constI64(loc, 4 * floats)});
+          kernel("pfrt_k_copy", {data, copy, constI64(loc, floats)});
+          data = copy;
+        }
         // Counts are in floats; 8-byte elements travel as two floats each.
-        call(loc, "pfrt_send", i32Ty,
-             {get(s.getValue()),
-              constI64(loc, count(s.getValue()) * (*bytes / 4)),
-              constI32(loc, s.getPeer()), constI32(loc, s.getTag())});
+        call(loc, "pfrt_isend", i32Ty,
+             {data, constI64(loc, floats), constI32(loc, s.getPeer()),
+              constI32(loc, s.getTag())});
         return success();
       })
       .Case([&](RecvOp r) -> LogicalResult {

@@ -144,6 +144,12 @@ int pfrt_group_barrier(const int64_t *ranks, int64_t n);
  * a size mismatch is an error, not a partial read. */
 int pfrt_send(const float *buf, int64_t count, int32_t dst, int32_t tag);
 int pfrt_recv(float *buf, int64_t count, int32_t src, int32_t tag);
+/* Non-blocking send: the buffer must stay valid and unchanged until
+ * pfrt_wait_sends, which completes every send posted so far. Pipeline
+ * schedules use it so that only receives block (as the schedule simulator
+ * assumes). */
+int pfrt_isend(const float *buf, int64_t count, int32_t dst, int32_t tag);
+int pfrt_wait_sends(void);
 
 /* One entry of a batch; is_send != 0 sends buf to peer, otherwise receives
  * into buf from peer. */

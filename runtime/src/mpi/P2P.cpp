@@ -16,6 +16,14 @@
 using namespace pfrt;
 
 namespace {
+/// Sends posted by pfrt_isend and not yet completed by pfrt_wait_sends.
+std::vector<MPI_Request> &pendingSends() {
+  static std::vector<MPI_Request> requests;
+  return requests;
+}
+} // namespace
+
+namespace {
 
 int tagUpperBound() {
   static int ub = -1;
@@ -82,6 +90,36 @@ int pfrt_send(const float *buf, int64_t count, int32_t dst, int32_t tag) {
     pieceRange(count, p, off, len);
     PFRT_MPI(MPI_Send, (buf + off, len, MPI_FLOAT, dst, tag, worldComm()));
   }
+  return 0;
+}
+
+int pfrt_isend(const float *buf, int64_t count, int32_t dst, int32_t tag) {
+  const char *fn = "pfrt_isend";
+  requireInit(fn);
+  checkPeer(dst, tag, count, buf, fn);
+  CommScope trace("isend", count * int64_t(sizeof(float)), 2, dst);
+  for (int64_t p = 0, np = numPieces(count); p < np; ++p) {
+    int64_t off;
+    int len;
+    pieceRange(count, p, off, len);
+    MPI_Request request;
+    PFRT_MPI(MPI_Isend,
+             (buf + off, len, MPI_FLOAT, dst, tag, worldComm(), &request));
+    pendingSends().push_back(request);
+  }
+  return 0;
+}
+
+int pfrt_wait_sends(void) {
+  const char *fn = "pfrt_wait_sends";
+  requireInit(fn);
+  std::vector<MPI_Request> &requests = pendingSends();
+  if (requests.empty())
+    return 0;
+  CommScope trace("wait_sends", 0, 2, -1);
+  PFRT_MPI(MPI_Waitall, ((int)requests.size(), requests.data(),
+                         MPI_STATUSES_IGNORE));
+  requests.clear();
   return 0;
 }
 

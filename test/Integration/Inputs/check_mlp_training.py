@@ -116,6 +116,8 @@ def main():
     ap.add_argument("--mlir", required=True, help="forward + loss program")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--microbatches", type=int, default=1)
+    ap.add_argument("--schedule", default="none")
+    ap.add_argument("--num-chunks", type=int, default=1)
     ap.add_argument("--optimizer", default="sgd")
     ap.add_argument("--momentum", type=float, default=0.0)
     ap.add_argument("--dampening", type=float, default=0.0)
@@ -146,7 +148,9 @@ def main():
     batch_shape = tuple(int(d) for d in args.batch_shape.split("x"))
 
     options = ["optimizer=%s" % args.optimizer,
-               "accumulation-steps=%d" % args.microbatches]
+               "accumulation-steps=%d" % args.microbatches,
+               "schedule=%s" % args.schedule,
+               "num-chunks=%d" % args.num_chunks]
     if args.optimizer == "sgd":
         options += ["momentum=%r" % args.momentum,
                     "dampening=%r" % args.dampening,

@@ -3,9 +3,13 @@
 #include "pf/Dialect/PF/Transforms/Passes.h"
 #include "pf/Dialect/PF/Transforms/Schedule.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <tuple>
 
 namespace mlir::pf {
 #define GEN_PASS_DEF_SCHEDULEPASS
@@ -138,6 +142,133 @@ struct VerifySchedulePass
     for (auto op : getOperation().getOps<ScheduleOp>())
       if (failed(check(op, report)))
         return signalPassFailure();
+  }
+};
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// pf-apply-schedule
+//===----------------------------------------------------------------------===//
+
+namespace mlir::pf {
+#define GEN_PASS_DEF_APPLYSCHEDULEPASS
+#include "pf/Dialect/PF/Transforms/Passes.h.inc"
+} // namespace mlir::pf
+
+namespace {
+std::optional<int64_t> stageOf(Operation *op) {
+  auto read = [](Operation *o) -> std::optional<int64_t> {
+    if (!o)
+      return std::nullopt;
+    if (auto s = o->getAttrOfType<IntegerAttr>(PFDialect::getStageAttrName()))
+      return s.getInt();
+    return std::nullopt;
+  };
+  if (auto s = read(op))
+    return s;
+  // Communication and input slices have no stage of their own: they belong
+  // to the stage that consumes (or else produces) their data.
+  for (Operation *user : op->getUsers())
+    if (auto s = read(user))
+      return s;
+  for (Value operand : op->getOperands())
+    if (auto s = read(operand.getDefiningOp()))
+      return s;
+  return std::nullopt;
+}
+
+struct ApplySchedulePass
+    : public pf::impl::ApplySchedulePassBase<ApplySchedulePass> {
+  void runOnOperation() override {
+    ModuleOp top = getOperation();
+    auto schedules = top.getOps<ScheduleOp>();
+    if (schedules.empty()) {
+      top.emitError("pf-apply-schedule: no pf.schedule (run pf-schedule)");
+      return signalPassFailure();
+    }
+    ScheduleOp sched = *schedules.begin();
+    schedule::Plan plan = planOf(sched);
+    int64_t p = sched.getNumStages();
+    bool split = splitsW(plan);
+    for (auto rankModule : top.getOps<ModuleOp>()) {
+      auto rankAttr =
+          rankModule->getAttrOfType<IntegerAttr>(PFDialect::getRankAttrName());
+      if (!rankAttr)
+        continue;
+      for (auto func : rankModule.getOps<func::FuncOp>())
+        if (!func.isExternal() &&
+            failed(apply(func, rankAttr.getInt(), plan, p, split)))
+          return signalPassFailure();
+    }
+  }
+
+  LogicalResult apply(func::FuncOp func, int64_t rank,
+                      const schedule::Plan &plan, int64_t p, bool split) {
+    Block &block = func.getBody().front();
+    SmallVector<Operation *> prologue, epilogue;
+    std::map<std::tuple<char, int64_t, int64_t>, SmallVector<Operation *>>
+        actions;
+    std::optional<int64_t> pipelineRank;
+    for (Operation &op : block) {
+      auto mb = op.getAttrOfType<IntegerAttr>(PFDialect::getMicrobatchAttrName());
+      auto phase = op.getAttrOfType<StringAttr>(PFDialect::getPhaseAttrName());
+      if (!mb) {
+        if (isa<func::ReturnOp, PackOp>(op) ||
+            (phase && phase.getValue() == "update"))
+          epilogue.push_back(&op);
+        else
+          prologue.push_back(&op);
+        continue;
+      }
+      std::optional<int64_t> stage = stageOf(&op);
+      int64_t s = stage.value_or(0);
+      if (stage) {
+        if (pipelineRank && *pipelineRank != s % p)
+          return op.emitOpError()
+                 << "pf-apply-schedule: rank " << rank
+                 << " holds stages of different pipeline ranks";
+        pipelineRank = s % p;
+      }
+      char kind = 'F';
+      if (phase && phase.getValue() != "forward")
+        kind = phase.getValue() == "backward_weight" && split ? 'W' : 'B';
+      actions[{kind, mb.getInt(), s / p}].push_back(&op);
+    }
+    if (!pipelineRank)
+      return success(); // Nothing staged on this rank.
+    const std::vector<schedule::Action> &order = plan[*pipelineRank];
+    SmallVector<Operation *> sequence(prologue);
+    for (const schedule::Action &a : order) {
+      auto it = actions.find({a.kind, a.mb, a.chunk});
+      if (it == actions.end())
+        continue; // This rank has no work for the action (e.g. no W).
+      llvm::append_range(sequence, it->second);
+      actions.erase(it);
+    }
+    if (!actions.empty()) {
+      auto &[key, ops] = *actions.begin();
+      return ops.front()->emitOpError()
+             << "pf-apply-schedule: the schedule of pipeline rank "
+             << *pipelineRank << " has no action " << std::get<0>(key)
+             << std::get<1>(key) << " (chunk " << std::get<2>(key)
+             << ") for this op";
+    }
+    llvm::append_range(sequence, epilogue);
+    // Check that the order computes every value before its use.
+    llvm::DenseSet<Value> defined(block.getArguments().begin(),
+                                  block.getArguments().end());
+    for (Operation *op : sequence) {
+      for (Value operand : op->getOperands())
+        if (operand.getParentBlock() == &block && !defined.contains(operand))
+          return op->emitOpError()
+                 << "pf-apply-schedule: the schedule runs this op before "
+                    "the op that computes its operand";
+      for (Value r : op->getResults())
+        defined.insert(r);
+    }
+    for (Operation *op : sequence)
+      op->moveBefore(&block, block.end());
+    return success();
   }
 };
 } // namespace

@@ -130,6 +130,19 @@ def VerifySchedulePass : Pass<"pf-verify-schedule", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
+def ApplySchedulePass : Pass<"pf-apply-schedule", "::mlir::ModuleOp"> {
+  let summary = "orders each rank's program by the module's pf.schedule";
+  let description = [{
+    After `pf-partition-ranks` and `pf-schedule`: groups each per-rank
+    step's ops into actions (forward `F`, input-gradient `B`, weight-gradient
+    `W` work of micro-batch `pf.microbatch` on chunk `pf.stage / p`) and lays
+    the actions out in the rank's scheduled order, between the step's
+    prologue and its update. Stage `s` must live on pipeline rank `s mod p`.
+    An order that would use a value before it is computed is an error.
+  }];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 def PartitionRanksPass : Pass<"pf-partition-ranks", "::mlir::ModuleOp"> {
   let summary = "splits the global program into one module per rank";
   let description = [{

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Writes a pf program: an MLP of len(widths)-1 Linear+ReLU layers named
+l0, l1, ... split evenly into `stages` pipeline stages, stage s on CPU rank
+s % ranks (so ranks < stages gives interleaved virtual chunks), with a
+cross-entropy loss on the last stage."""
+import argparse
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--widths", required=True, help="in,h1,...,out")
+ap.add_argument("--stages", type=int, required=True)
+ap.add_argument("--ranks", type=int, required=True)
+ap.add_argument("--batch", type=int, required=True)
+args = ap.parse_args()
+w = [int(x) for x in args.widths.split(",")]
+layers = len(w) - 1
+assert layers % args.stages == 0
+per = layers // args.stages
+B = args.batch
+
+
+def pl(stage):
+    return '#pf.placement<"cpu", [%d]>' % (stage % args.ranks)
+
+
+def g(shape, stage, sbp=True, elem="f32"):
+    dims = "".join("%dx" % d for d in shape) + elem
+    return "!pf.global<%s, %s%s>" % (dims, pl(stage),
+                                     ", #pf.sbp<[B]>" if sbp else "")
+
+
+out = []
+for i in range(layers):
+    s = i // per
+    out.append("pf.param @l%d.weight : %s = #pf.init<kaiming_uniform(%d)>" %
+               (i, g([w[i + 1], w[i]], s), w[i]))
+    out.append("pf.param @l%d.bias : %s = #pf.init<kaiming_uniform(%d)>" %
+               (i, g([w[i + 1]], s), w[i]))
+last = args.stages - 1
+out.append("func.func @train_step(%%x: %s, %%y: %s) -> %s {" % (
+    g([B, w[0]], 0), g([B], last, elem="i64"),
+    "!pf.global<f32, %s>" % pl(last)))
+cur, cur_t = "%x", g([B, w[0]], 0)
+n = 0
+for i in range(layers):
+    s = i // per
+    if i > 0 and i % per == 0:
+        t = g([B, w[i]], s)
+        out.append("  %%m%d = pf.to_global %s : %s -> %s" % (i, cur, cur_t, t))
+        cur, cur_t = "%%m%d" % i, t
+    wt, bt = g([w[i + 1], w[i]], s), g([w[i + 1]], s)
+    h = g([B, w[i + 1]], s, sbp=False)
+    st = "pf.stage = %d" % s
+    out.append("  %%w%d = pf.read_param @l%d.weight {%s} : %s" % (i, i, st, wt))
+    out.append("  %%b%d = pf.read_param @l%d.bias {%s} : %s" % (i, i, st, bt))
+    out.append("  %%h%d = pf.matmul %s, %%w%d {transpose_b, %s} : (%s, %s) -> %s"
+               % (i, cur, i, st, cur_t, wt, h))
+    out.append("  %%hb%d = pf.bias_add %%h%d, %%b%d {%s} : (%s, %s) -> %s" %
+               (i, i, i, st, h, bt, h))
+    out.append("  %%a%d = pf.relu %%hb%d {%s} : (%s) -> %s" % (i, i, st, h, h))
+    cur, cur_t = "%%a%d" % i, h
+loss_t = "!pf.global<f32, %s>" % pl(last)
+out.append("  %%loss = pf.softmax_cross_entropy %s, %%y {pf.stage = %d} : (%s, %s) -> %s"
+           % (cur, last, cur_t, g([B], last, elem="i64"), loss_t))
+out.append("  return %%loss : %s" % loss_t)
+out.append("}")
+print("\n".join(out))
