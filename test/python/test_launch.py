@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -79,3 +80,14 @@ def test_worker_environment_from_hydra():
     assert (env["RANK"], env["WORLD_SIZE"], env["LOCAL_RANK"], env["LOCAL_WORLD_SIZE"]) == ("5", "8", "1", "4")
     env = _worker.rank_environment({"PMI_RANK": "5", "PMI_SIZE": "8", "LOCAL_WORLD_SIZE": "4"})
     assert env["LOCAL_RANK"] == "1"
+
+
+@needs_mpiexec
+def test_a_rank_failing_before_mpi_stops_the_others(tmp_path):
+    """Hydra does not end a job when a process that never initialised MPI
+    fails; the launcher stops the others after its grace period."""
+    start = time.monotonic()
+    proc = run_launch(tmp_path, "--nproc_per_node", "2", "--grace_period", "1",
+                      env={"EXIT_CODES": "4,0", "DELAYS": "0,60"})
+    assert proc.returncode == 4
+    assert time.monotonic() - start < 30

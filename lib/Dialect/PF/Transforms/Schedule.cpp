@@ -239,6 +239,7 @@ Result mlir::pf::schedule::simulate(const Plan &plan, int64_t p, int64_t m,
   std::vector<double> clock(p, 0.0);
   result.busy.assign(p, 0.0);
   result.peakInFlight.assign(p, 0);
+  result.times.assign(p, {});
   std::vector<int64_t> inFlight(p, 0);
   std::vector<std::vector<Action>> ready = plan; // ZB-H1 reorders W below
   bool progress = true;
@@ -268,6 +269,7 @@ Result mlir::pf::schedule::simulate(const Plan &plan, int64_t p, int64_t m,
                                       : costs.b + costs.w;
         double start = std::max(clock[r], *dep);
         clock[r] = start + cost;
+        result.times[r].push_back({start, clock[r]});
         result.busy[r] += cost;
         done[{a.kind, a.mb, s}] = clock[r];
         if (a.kind == 'F')

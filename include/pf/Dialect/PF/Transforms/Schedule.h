@@ -52,6 +52,8 @@ struct Result {
   double makespan = 0.0;
   std::vector<double> busy;      // per rank
   std::vector<int64_t> peakInFlight; // per rank: forwards not yet backwarded
+  /// Per rank, per action in plan order: predicted start and end times.
+  std::vector<std::vector<std::pair<double, double>>> times;
   /// Idle time of the busiest... of rank r: makespan - busy[r].
   double bubbleFraction() const;
 };
