@@ -44,6 +44,7 @@ void mlir::pf::buildCompileCPUPipeline(
   training.beta2 = options.beta2;
   training.epsilon = options.epsilon;
   training.biasCorrection = options.biasCorrection;
+  pm.addPass(createAssignStagesPass());
   buildTrainingPipeline(pm, training);
   MicrobatchPassOptions microbatch;
   microbatch.numMicrobatches = options.accumulationSteps;

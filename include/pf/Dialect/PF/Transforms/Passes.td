@@ -5,6 +5,20 @@
 
 include "mlir/Pass/PassBase.td"
 
+def AssignStagesPass : Pass<"pf-assign-stages", "::mlir::ModuleOp"> {
+  let summary = "completes and checks the pipeline-stage assignment";
+  let description = [{
+    On the forward program: an op without `pf.stage` takes the latest stage
+    of the values it reads; an op that reads none (a parameter read, a
+    constant) takes the earliest stage of its users. Layout changes
+    (`pf.to_global`) stay stage-less: they are the boundaries. Errors, each
+    located: a value that flows from a later stage back to an earlier one,
+    a stage whose ops sit on more than one placement, and an empty stage
+    (stage ids must be 0..S-1).
+  }];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 def AutodiffPass : Pass<"pf-autodiff", "::mlir::ModuleOp"> {
   let summary = "builds the reverse-mode gradient of a loss w.r.t. every parameter";
   let description = [{
