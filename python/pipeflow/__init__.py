@@ -10,7 +10,7 @@ from . import config, env, models, nn, optim, sbp
 from . import distributed
 from ._errors import BackendUnavailable, CompileError, CompilerNotFound
 from ._ops import add, matmul, mul, relu
-from ._random import default_generator, manual_seed
+from ._random import default_generator, initial_seed, manual_seed
 from .dtypes import (bool, double, dtype, float, float16, float32, float64, half, int, int8, int32,
                     int64, long, uint8)
 from .placement import placement
@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BackendUnavailable", "CompileError", "CompilerNotFound", "Size", "Tensor", "add", "arange",
     "bool", "config", "default_generator", "distributed", "double", "dtype", "empty", "env",
-    "flatten", "float", "float16", "float32", "float64", "from_numpy", "full", "half", "int",
+    "flatten", "float", "float16", "float32", "float64", "from_numpy", "full", "half", "initial_seed", "int",
     "int8", "int32", "int64", "is_tensor", "long", "manual_seed", "matmul", "models", "mul", "nn",
     "ones", "optim", "placement", "rand", "randint", "randn", "relu", "reshape", "sbp", "tensor",
     "uint8", "zeros",

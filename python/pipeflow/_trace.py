@@ -6,9 +6,14 @@ innermost enclosing module that has one (``pf.stage``) and ``pf.checkpoint``
 when that module asked for activation checkpointing. Ops outside any staged
 module take the latest stage of their operands; ``pf.to_global`` outside a
 staged module gets no stage (it is the hand-over between stages).
+
+Declaring a parameter also sets its Python value to the compiled program's
+initial value (the runtime's Philox draws for the parameter's symbol and the
+``manual_seed`` seed), unless the user loaded a value into it.
 """
 
 from . import _layout
+from . import _random
 from . import config as config_mod
 from . import env
 from . import ir
@@ -53,6 +58,7 @@ class Tracer:
         self.stage_locs = {}                # stage -> first op location
         self.loss = None
         self.loss_loc = None
+        self.seed = _random.initial_seed()  # the compiled program's parameter seed
         self._placements = {}
 
     def __enter__(self):
@@ -205,6 +211,10 @@ class Tracer:
                 ["initialise it with pipeflow.nn.init, e.g. nn.init.normal_(param, 0.0, 0.02)"])
         self.module.params[name] = ir.Param(name, type, init, buffer, getattr(tensor, "_loc", None))
         self.param_objects[name] = tensor
+        if not getattr(tensor, "_loaded", False):
+            # The Python value becomes what the compiled program starts from.
+            from .nn.parameter import set_runtime_init
+            set_runtime_init(tensor, name, self.seed)
         value = self.emit("pf.read_param", [], [type], symbol=name).result
         self.reads[id(tensor)] = value
         return value

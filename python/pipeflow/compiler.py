@@ -1,12 +1,20 @@
-"""Driving ``pf-opt``: the compile cache and diagnostics mapped to user lines.
+"""Driving ``pf-opt`` and ``pf-translate``: the compile cache and diagnostics
+mapped to user lines.
 
 ``compile_ir`` writes the IR and its options to
 ``<cache>/graphs/<sha256(IR + options)>/`` and runs ``pf-opt`` on it; the
 verifier's ``FILE:LINE:COL: error: MSG`` lines name the user's source lines
 (the front end emits them as ``loc(...)``) and become a
-:class:`~pipeflow.CompileError`.
+:class:`~pipeflow.CompileError`. ``build_cpu_artifacts`` then compiles the
+same IR with ``pf-opt -pf-compile-cpu-pipeline="..."`` and
+``pf-translate --pf-emit-rank-artifacts`` into ``<entry>/cpu/``:
+``rank<r>``, ``librank<r>.so`` and ``manifest.json``. Every step holds a
+file lock on the entry, so the ranks of a job that compile the same graph at
+once share one compile.
 """
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -22,22 +30,61 @@ _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__f
 _DIAGNOSTIC = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): (?P<kind>error|warning|note|remark): (?P<msg>.*)$")
 
 
+def _executable(path):
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
 def find_pf_opt():
     """``$PF_OPT``, else ``pf-opt`` on ``PATH``, else ``<repo>/build/bin/pf-opt``."""
     explicit = os.environ.get("PF_OPT")
     if explicit:
-        if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
+        if _executable(explicit):
             return os.path.abspath(explicit)
         raise CompilerNotFound(f"PF_OPT={explicit!r} is not an executable file")
     on_path = shutil.which("pf-opt")
     if on_path:
         return on_path
     built = os.path.join(_REPO_ROOT, "build", "bin", "pf-opt")
-    if os.path.isfile(built) and os.access(built, os.X_OK):
+    if _executable(built):
         return built
     raise CompilerNotFound(
         "cannot find pf-opt: build the compiler (build/bin/pf-opt), put it on PATH, "
         "or point the PF_OPT environment variable at it")
+
+
+def find_pf_translate(pf_opt=None):
+    """``$PF_TRANSLATE``, else the ``pf-translate`` next to pf-opt, else on ``PATH``,
+    else ``<repo>/build/bin/pf-translate``."""
+    explicit = os.environ.get("PF_TRANSLATE")
+    if explicit:
+        if _executable(explicit):
+            return os.path.abspath(explicit)
+        raise CompilerNotFound(f"PF_TRANSLATE={explicit!r} is not an executable file")
+    candidates = []
+    if pf_opt:
+        candidates.append(os.path.join(os.path.dirname(os.path.realpath(pf_opt)), "pf-translate"))
+    on_path = shutil.which("pf-translate")
+    if on_path:
+        candidates.append(on_path)
+    candidates.append(os.path.join(_REPO_ROOT, "build", "bin", "pf-translate"))
+    for path in candidates:
+        if _executable(path):
+            return path
+    raise CompilerNotFound(
+        "cannot find pf-translate: build the compiler (build/bin/pf-translate), put it on PATH, "
+        "or point the PF_TRANSLATE environment variable at it")
+
+
+@contextlib.contextmanager
+def _locked(directory):
+    """An exclusive lock on a cache entry (the ranks of one job compile it once)."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, ".lock"), "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 class CompiledGraph:
@@ -81,31 +128,114 @@ def _stamp(tool):
     return f"{tool} {st.st_size} {st.st_mtime_ns}\n"
 
 
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
 def compile_ir(ir_text, options, pf_opt=None):
     """Caches ``ir_text`` with ``options`` and verifies it with pf-opt."""
     tool = pf_opt or find_pf_opt()
     key = cache_key(ir_text, options)
     directory = os.path.join(config.cache_dir(), "graphs", key[:32])
-    os.makedirs(directory, exist_ok=True)
     result = CompiledGraph(key, directory, options)
     stamp_path = os.path.join(directory, "pf-opt.stamp")
     stamp = _stamp(tool)
-    if os.path.exists(result.verified_path) and os.path.exists(stamp_path):
-        with open(stamp_path) as f:
-            if f.read() == stamp:
-                return result
-    _write_atomic(result.ir_path, ir_text)
-    _write_atomic(result.options_path, json.dumps(options, indent=2, sort_keys=True) + "\n")
-    proc = subprocess.run([tool, result.ir_path, "-o", "-"], capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise diagnostics_to_error(proc.stderr, result.ir_path)
-    _write_atomic(result.verified_path, proc.stdout)
-    _write_atomic(stamp_path, stamp)
+    with _locked(directory):
+        if os.path.exists(result.verified_path) and _read(stamp_path) == stamp:
+            return result
+        _write_atomic(result.ir_path, ir_text)
+        _write_atomic(result.options_path, json.dumps(options, indent=2, sort_keys=True) + "\n")
+        proc = subprocess.run([tool, result.ir_path, "-o", "-"], capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise diagnostics_to_error(proc.stderr, result.ir_path)
+        _write_atomic(result.verified_path, proc.stdout)
+        _write_atomic(stamp_path, stamp)
     return result
 
 
-def diagnostics_to_error(stderr, ir_path):
-    """The first ``error:`` of pf-opt's output as a CompileError at its location."""
+class Artifacts:
+    """The per-rank programs of a compiled graph: ``<entry>/cpu/`` and its manifest."""
+
+    FORMAT = "pipeflow-artifacts-1"
+
+    def __init__(self, directory, pipeline):
+        self.directory = directory
+        self.pipeline = pipeline
+        self.manifest_path = os.path.join(directory, "manifest.json")
+        with open(self.manifest_path) as f:
+            self.manifest = json.load(f)
+        if self.manifest.get("format") != self.FORMAT:
+            raise CompileError(f"{self.manifest_path}: unknown artifact format "
+                               f"{self.manifest.get('format')!r} (expected {self.FORMAT!r})")
+        self.world_size = int(self.manifest["world_size"])
+        self.ranks = {int(r["rank"]): r for r in self.manifest["ranks"]}
+
+    def rank(self, rank):
+        """The manifest entry of ``rank`` (``None`` if the program has no code for it)."""
+        return self.ranks.get(rank)
+
+    def shared_object(self, rank):
+        entry = self.rank(rank)
+        return None if entry is None else os.path.join(self.directory, entry["shared_object"])
+
+    def __repr__(self):
+        return f"Artifacts({self.directory!r}, world_size={self.world_size})"
+
+
+def _artifact_stamp(pipeline, pf_opt, pf_translate):
+    text = f"pipeline {pipeline}\n" + _stamp(pf_opt) + _stamp(pf_translate)
+    # libpfrt is linked statically into the artifacts: a rebuilt runtime means relinking.
+    for lib in ("libpfrt.a", "libpfrt_main.a"):
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(pf_translate))),
+                            "runtime", lib)
+        if os.path.exists(path):
+            text += _stamp(path)
+    return text
+
+
+def build_cpu_artifacts(compiled, pipeline, pf_opt=None, pf_translate=None):
+    """Compiles a cached graph for CPU ranks: ``pf-opt -pf-compile-cpu-pipeline="PIPELINE"``
+    then ``pf-translate --pf-emit-rank-artifacts``; returns its :class:`Artifacts`.
+
+    The compiler's located errors (e.g. placements of several ranks, which need
+    the SBP lowering that is not implemented yet) become CompileErrors at the
+    user's lines.
+    """
+    pf_opt = pf_opt or find_pf_opt()
+    pf_translate = pf_translate or find_pf_translate(pf_opt)
+    directory = os.path.join(compiled.directory, "cpu")
+    stamp_path = os.path.join(compiled.directory, "cpu.stamp")
+    stamp = _artifact_stamp(pipeline, pf_opt, pf_translate)
+    with _locked(compiled.directory):
+        if os.path.exists(os.path.join(directory, "manifest.json")) and _read(stamp_path) == stamp:
+            return Artifacts(directory, pipeline)
+        lowered = os.path.join(compiled.directory, "lowered.mlir")
+        proc = subprocess.run([pf_opt, compiled.ir_path, f"-pf-compile-cpu-pipeline={pipeline}",
+                               "-o", lowered + ".tmp"], capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise diagnostics_to_error(proc.stderr, compiled.ir_path)
+        os.replace(lowered + ".tmp", lowered)
+        staging = tempfile.mkdtemp(dir=compiled.directory, prefix=".cpu-")
+        proc = subprocess.run([pf_translate, "--pf-emit-rank-artifacts", lowered, "-o", staging],
+                              capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise diagnostics_to_error(proc.stderr, lowered, "pf-translate")
+        if os.path.exists(directory):
+            # A process may still have the old shared objects loaded: move them
+            # aside instead of overwriting the files it maps.
+            shutil.move(directory, tempfile.mkdtemp(dir=compiled.directory, prefix=".old-"))
+        os.replace(staging, directory)
+        _write_atomic(stamp_path, stamp)
+    return Artifacts(directory, pipeline)
+
+
+def diagnostics_to_error(stderr, ir_path, tool="pf-opt"):
+    """The first ``error:`` of pf-opt's (or ``tool``'s) output as a CompileError at its location."""
     first, notes = None, []
     for line in stderr.splitlines():
         m = _DIAGNOSTIC.match(line)
@@ -116,12 +246,13 @@ def diagnostics_to_error(stderr, ir_path):
         elif first is not None and not m["msg"].startswith("see current operation"):
             notes.append(f"{m['file']}:{m['line']}: {m['kind']}: {m['msg']}")
     if first is None:
-        return CompileError(f"pf-opt failed without a diagnostic:\n{stderr.strip()}")
+        return CompileError(f"{tool} failed without a diagnostic:\n{stderr.strip()}")
     filename = first["file"]
     if os.path.abspath(filename) == os.path.abspath(ir_path):
+        what = "the IR the front end emitted" if tool == "pf-opt" else os.path.basename(ir_path)
         return CompileError(
-            f"internal error: pf-opt rejected the IR the front end emitted: {first['msg']}",
+            f"internal error: {tool} rejected {what}: {first['msg']}",
             filename, int(first["line"]), int(first["col"]),
             notes + ["please report this with the IR file above"])
-    return CompileError(f"{first['msg']} (reported by pf-opt)", filename, int(first["line"]),
+    return CompileError(f"{first['msg']} (reported by {tool})", filename, int(first["line"]),
                         int(first["col"]), notes)

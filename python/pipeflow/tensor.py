@@ -11,7 +11,7 @@ A process running alone (world size 1) stands for every rank of the
 program: the tensor it converts is every rank's local, and the global
 tensor keeps its logical numpy value. In a real multi-process job a rank
 only knows its own local (and the logical value when it is broadcast);
-layout changes that need communication need the runtime.
+layout changes that need communication happen inside compiled graphs only.
 
 Inside ``nn.Graph.build`` tensors are *lazy*: they hold a value of the
 traced pf IR instead of data.
@@ -145,16 +145,24 @@ class Tensor:
 
     # Data access ------------------------------------------------------------
 
+    def _check_not_trained(self):
+        graph = self.__dict__.get("_trained_by")
+        if graph is not None:
+            from .nn.parameter import stale_message
+            raise BackendUnavailable(stale_message(self.__dict__.get("_symbol"), graph))
+
     def numpy(self):
         """The data as a numpy array (the logical value of a global tensor)."""
         if self._node is not None:
             raise RuntimeError("a tensor traced in nn.Graph.build() has no value while tracing")
+        self._check_not_trained()
         if self._placement is None:
             return self._local
         if self._logical is None:
             raise BackendUnavailable(
-                "the logical value of this global tensor is spread over several processes; "
-                "gathering it needs the runtime, which is not built yet (use .to_local())")
+                "the logical value of this global tensor is spread over several processes, and "
+                "gathering it outside nn.Graph is not supported yet (use .to_local() on the "
+                "ranks that hold it)")
         return self._logical
 
     def item(self):
@@ -225,8 +233,8 @@ class Tensor:
             return self
         raise BackendUnavailable(
             f"changing the layout of a global tensor from {self._placement} {self._sbp} to "
-            f"{placement} {sbp} needs communication between processes, which needs the "
-            "runtime; it is not built yet")
+            f"{placement} {sbp} needs communication between processes, which is only supported "
+            "inside nn.Graph.build() so far")
 
     to_consistent = to_global
 
@@ -253,6 +261,7 @@ class Tensor:
             return _trace.unsupported("to_local() inside nn.Graph.build()")
         if self._placement is None:
             return self
+        self._check_not_trained()
         if env.get_world_size() == 1:
             rank = self._placement.flat_ranks[0]
         else:

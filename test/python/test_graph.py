@@ -569,3 +569,24 @@ def test_error_placement_beyond_the_job(monkeypatch):
     with pytest.raises(flow.CompileError, match="uses rank 3 but the job has only 2 processes") as info:
         SimpleGraph(model).ir(x, y)
     assert info.value.lineno == line_of(HERE, "rank-beyond")
+
+
+def test_sequential_proxies_index_and_iterate():
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2)).to_global(P0, B)
+
+    class G(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def build(self, x):
+            return self.model(x)
+
+    graph = G()
+    assert len(graph.model) == 3
+    graph.model[2].config.set_stage(1, P0)
+    graph.model[0].config.set_stage(0, P0)
+    assert [p.to(nn.Module) for p in graph.model] == list(model)
+    assert graph.model[2].config.stage_id == 1 and graph.model[0]._name == "model.0"
+    traced = graph.trace(flow.randn(3, 4).to_global(P0, B))
+    assert [op.stage for op in traced.ops if op.name == "pf.matmul"] == [0, 1]

@@ -291,6 +291,11 @@ def test_state_dict_after_running_is_an_error(backend):
     with pytest.raises(flow.BackendUnavailable, match="loading parameters into a compiled graph"):
         module.load_state_dict({"m_stage0.linear0.bias": np.zeros(512, np.float32)}, strict=False)
     assert "trained by the compiled graph PipelineGraph" in repr(module.m_stage1.linear2.bias)
+    with pytest.raises(flow.BackendUnavailable, match="PipelineGraph.state_dict"):
+        graph.state_dict()
+    other = PipelineGraph(module, flow.optim.SGD(module.parameters(), lr=0.01))
+    with pytest.raises(flow.CompileError, match="already trained by the compiled graph PipelineGraph"):
+        other(*data(5)[2:])
     # a module the graph does not use is unaffected
     assert set(nn.Linear(2, 2).state_dict()) == {"weight", "bias"}
 
@@ -382,3 +387,13 @@ def test_two_graphs_of_the_same_program_are_independent(backend):
     assert a.artifacts.directory == b.artifacts.directory
     assert a._run.program.path != b._run.program.path
     assert a(gx, gy).numpy()[0] < first[2][0]
+
+
+def test_a_schedule_needs_stages_on_ranks_of_their_own(backend):
+    module = PipelineModule()
+    graph = PipelineGraph(module, flow.optim.SGD(module.parameters(), lr=0.01))
+    graph.config.set_pipeline_schedule("gpipe")  # <-- schedule
+    with pytest.raises(flow.CompileError, match="gpipe schedule needs every pipeline stage on ranks of "
+                                                "its own, but stages 0, 1 are all on rank 0") as info:
+        graph(*data(1)[2:])
+    assert info.value.lineno == line_of(HERE, "schedule")

@@ -10,6 +10,12 @@ process sees ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` and
 ``MASTER_PORT`` for compatibility (MPI does its own bootstrap). The exit
 code is that of the first process to fail, or 0.
 
+When a process fails, the others are stopped after a grace period
+(``--grace_period``, default 3 s, for them to report their own errors):
+MPICH's Hydra ends the job by itself only when a process that initialised
+MPI dies, so a rank failing earlier (say, in Python before its first step)
+would otherwise leave the others waiting forever for its messages.
+
 Several nodes: MPI starts every rank from one ``mpiexec``, so the launch on
 node 0 (``--node_rank 0``) starts them all on the hosts of ``--hostfile``
 (MPICH's ``-f``, one host per line) or ``--hosts a,b`` with
@@ -21,9 +27,11 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 _PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_worker.py")
@@ -44,6 +52,8 @@ def parse_args(argv=None):
     hosts.add_argument("--hosts", help="comma-separated host names for several nodes (mpiexec -hosts)")
     p.add_argument("--mpiexec", default=os.environ.get("PIPEFLOW_MPIEXEC", "mpiexec"),
                    help="the mpiexec to use (default: mpiexec on PATH)")
+    p.add_argument("--grace_period", "--grace-period", type=float, default=3.0,
+                   help="seconds the other processes get to finish after one fails (default 3)")
     p.add_argument("script", help="the Python script to run")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments of the script")
     args = p.parse_args(argv)
@@ -84,6 +94,47 @@ def first_failure(status_dir):
     return min(failures)[2] if failures else 0
 
 
+def _failed(status_dir):
+    """Whether some rank has recorded a non-zero exit code."""
+    try:
+        names = os.listdir(status_dir)
+    except OSError:
+        return False
+    for name in names:
+        if name.endswith(".json"):
+            try:
+                with open(os.path.join(status_dir, name)) as f:
+                    if json.load(f)["code"] != 0:
+                        return True
+            except (OSError, ValueError, KeyError):
+                continue
+    return False
+
+
+def run_job(cmd, env, status_dir, grace_period):
+    """Runs mpiexec; stops the job ``grace_period`` s after a rank fails."""
+    proc = subprocess.Popen(cmd, env=env)
+    failed_at = None
+    try:
+        while True:
+            try:
+                return proc.wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                pass
+            if failed_at is None and _failed(status_dir):
+                failed_at = time.monotonic()
+            if failed_at is not None and time.monotonic() - failed_at > grace_period:
+                proc.terminate()  # Hydra passes the signal on to every process
+                try:
+                    return proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    return proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        return proc.wait()
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.node_rank != 0:
@@ -96,7 +147,7 @@ def main(argv=None):
                PIPEFLOW_NNODES=str(args.nnodes), LOCAL_WORLD_SIZE=str(args.nproc_per_node))
     with tempfile.TemporaryDirectory(prefix="pipeflow-launch-") as status_dir:
         cmd = mpiexec_command(args, status_dir)
-        code = subprocess.call(cmd, env=env)
+        code = run_job(cmd, env, status_dir, args.grace_period)
         failed = first_failure(status_dir)
     if failed:
         return failed

@@ -19,8 +19,21 @@ and micro-batches, and write the step in ``build``::
             return loss
 
 ``graph.ir(x, y)`` returns the pf IR, ``graph.compile(x, y)`` verifies it
-with ``pf-opt``; calling ``graph(x, y)`` compiles and would run a step, which
-needs the CPU backend (not built yet: it raises ``BackendUnavailable``).
+with ``pf-opt``. Calling ``graph(x, y)`` runs one training step: the first
+call traces ``build``, compiles it for CPU ranks (``pf-opt
+-pf-compile-cpu-pipeline`` with the optimizer's options and the
+micro-batches, then ``pf-translate --pf-emit-rank-artifacts``), loads this
+rank's ``librank<r>.so`` and initialises its parameters; every call checks
+the inputs against the first call's, feeds this rank's local inputs and the
+optimizer's current learning rate to the compiled step, steps the
+learning-rate scheduler, and returns the loss as OneFlow does: a global
+tensor on the last stage's placement holding one loss per micro-batch (shape
+``[m]``; a scalar when ``m == 1``). ``loss.to_local()`` is the values on the
+rank that holds it and an empty tensor elsewhere.
+
+The compiled program owns the parameters: their Python values are its
+initial values (see ``pipeflow._trace``), and after the first step reading
+them back (``state_dict``) is not supported yet.
 
 Inside the graph, module attributes are wrapped in proxies whose ``config``
 holds per-module settings: ``config.set_stage(stage_id, placement)``,
@@ -30,18 +43,27 @@ OneFlow's newer spelling.
 """
 
 import numbers
+import os
+import sys
 from collections import OrderedDict
 
+import numpy as np
+
 from .. import _layout
+from .. import _random
+from .. import _runtime
 from .. import _trace
 from .. import compiler
 from .. import config as config_mod
+from .. import env
 from .. import ir
+from .. import sbp as sbp_mod
 from .._errors import BackendUnavailable, CompileError
 from .._source import code_location, user_location
 from ..placement import placement as Placement
 from ..tensor import Tensor
 from .module import Module
+from .parameter import mark_trained, trained_by
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "zb-h1")
 BALANCES = ("flops", "params", "memory")
@@ -178,6 +200,24 @@ class ProxyModule:
     def __call__(self, *args, **kwargs):
         return self._module(*args, **kwargs)
 
+    def _child_proxy(self, module):
+        for key, child in self._module._modules.items():
+            if child is module:
+                return self._graph._proxy(module, f"{self._name}.{key}")
+        return module
+
+    def __getitem__(self, index):
+        """``Sequential``/``ModuleList`` indexing: submodules as proxies too."""
+        item = self._module[index]
+        return self._child_proxy(item) if isinstance(item, Module) else item
+
+    def __len__(self):
+        return len(self._module)
+
+    def __iter__(self):
+        for item in self._module:
+            yield self._child_proxy(item) if isinstance(item, Module) else item
+
     def __repr__(self):
         return f"(GRAPH MODULE:{self._name}): " + repr(self._module)
 
@@ -253,11 +293,15 @@ class GraphConfig:
 class TracedGraph:
     """The result of tracing ``build``: the IR module plus what the options need."""
 
-    def __init__(self, module, function, signature, options):
+    def __init__(self, module, function, signature, options, tracer=None):
         self.module = module
         self.function = function
         self.signature = signature
         self.options = options
+        self.param_objects = dict(tracer.param_objects) if tracer else {}
+        self.seed = tracer.seed if tracer else _random.initial_seed()
+        self.loss = tracer.loss if tracer else None
+        self.loss_loc = tracer.loss_loc if tracer else None
 
     @property
     def ops(self):
@@ -281,6 +325,7 @@ class Graph:
         object.__setattr__(self, "_optimizers", [])
         object.__setattr__(self, "_traced", None)
         object.__setattr__(self, "_compiled", None)
+        object.__setattr__(self, "_run", None)
         object.__setattr__(self, "config", GraphConfig())
 
     # Attributes -------------------------------------------------------------------
@@ -403,7 +448,7 @@ class Graph:
         func.return_loc = code_location(type(self).build)
         self._check_pipeline(tracer, args, loc)
         options = self._options(tracer, func)
-        traced = TracedGraph(tracer.module, func, signature, options)
+        traced = TracedGraph(tracer.module, func, signature, options, tracer)
         object.__setattr__(self, "_traced", traced)
         return traced
 
@@ -534,12 +579,253 @@ class Graph:
         object.__setattr__(self, "_compiled", compiled)
         return compiled
 
+    # Running ------------------------------------------------------------------------
+
     def __call__(self, *args):
+        """Runs one training step on ``args``; returns the loss (see the module docstring)."""
+        loc = user_location()
+        run = self._run
+        if run is None:
+            run = self._start(args, loc)
+        else:
+            run.check_call(self, args, loc)
+        losses = run.step(args, loc)
+        if run.lr_scheduler is not None:
+            run.lr_scheduler.step()
+        return run.loss_tensor(losses)
+
+    @property
+    def artifacts(self):
+        """The compiled per-rank programs (after the first call), else ``None``."""
+        return self._run.artifacts if self._run is not None else None
+
+    def _start(self, args, loc):
+        traced = self.trace(*args)
+        if traced.seed != _random.initial_seed():
+            # manual_seed() changed since tracing: trace again so that the Python
+            # values and the compiled program start from the same parameters.
+            object.__setattr__(self, "_traced", None)
+            traced = self.trace(*args)
+        optimizer, lr_scheduler, pipeline = self._pipeline(traced, loc)
         compiled = self.compile(*args)
-        raise BackendUnavailable(
-            f"{self.name} compiled to verified pf IR ({compiled.ir_path}), but running a step needs "
-            "the CPU backend, which is not built yet")
+        artifacts = compiler.build_cpu_artifacts(compiled, pipeline)
+        run = _Run(self, traced, artifacts, optimizer, lr_scheduler, loc)
+        object.__setattr__(self, "_run", run)
+        return run
+
+    def _pipeline(self, traced, loc):
+        """The optimizer, its scheduler and the options of ``pf-compile-cpu-pipeline``."""
+        if traced.loss is None:
+            raise CompileError.at(
+                code_location(type(self).build),
+                f"{self.name}.build() never calls loss.backward(): running inference graphs is "
+                "not supported yet (only training steps run)",
+                ["use graph.compile(...) to check such a graph"])
+        if len(traced.function.results) != 1:
+            raise CompileError.at(
+                traced.function.return_loc,
+                f"{self.name}.build() returns {len(traced.function.results)} tensors; a compiled "
+                "step returns only its loss so far (other outputs are not supported yet)")
+        if not self._optimizers:
+            raise CompileError.at(
+                traced.loss_loc, f"{self.name}.build() calls loss.backward() but the graph has no "
+                                 "optimizer", ["add one in __init__: self.add_optimizer(optimizer)"])
+        if len(self._optimizers) > 1:
+            raise CompileError.at(
+                self._optimizers[1][2], f"{self.name} has {len(self._optimizers)} optimizers; a "
+                                        "compiled step takes one so far")
+        optimizer, lr_scheduler, opt_loc = self._optimizers[0]
+        updated = {id(p) for g in optimizer.param_groups for p in g["params"]}
+        frozen = [name for name, obj in traced.param_objects.items()
+                  if name in traced.params and not traced.params[name].buffer and id(obj) not in updated]
+        if frozen:
+            raise CompileError.at(
+                opt_loc, f"the optimizer does not update parameter '{frozen[0]}'"
+                         + (f" (and {len(frozen) - 1} more)" if len(frozen) > 1 else "")
+                         + ", which build() uses; the compiled step updates every parameter it "
+                           "uses (frozen parameters are not supported yet)")
+        try:
+            options = optimizer.pipeline_options()
+        except ValueError as err:
+            raise CompileError.at(opt_loc, str(err)) from None
+        for name, obj in traced.param_objects.items():
+            owner = trained_by(obj)
+            if owner is not None:
+                raise CompileError.at(
+                    loc, f"'{name}' is already trained by the compiled {owner}: sharing "
+                         "parameters between compiled graphs is not supported yet (each compiled "
+                         "program owns its parameters)")
+        loaded = [(name, obj) for name, obj in traced.param_objects.items() if getattr(obj, "_loaded", False)]
+        if loaded:
+            name, obj = loaded[0]
+            raise CompileError.at(
+                getattr(obj, "_loaded_loc", None) or loc,
+                f"loading parameters into a compiled graph is not supported yet: '{name}' was "
+                f"loaded with load_state_dict(), but {self.name}'s compiled program initialises "
+                "its parameters itself (from their initializers and the manual_seed seed)",
+                [f"{self.name} is first called at {loc}"] if loc else [])
+        options.append(f"accumulation-steps={self.config.gradient_accumulation_steps}")
+        options += self._schedule_options(traced)
+        return optimizer, lr_scheduler, " ".join(options)
+
+    def _schedule_options(self, traced):
+        """``schedule=...`` (and ``num-chunks``): the configured schedule when the
+        user chose one; by default 1F1B when every stage has ranks of its own,
+        else the plain micro-batch order (one rank holding several stages, as
+        in a single-process run of a pipeline, cannot follow a schedule)."""
+        cfg = self.config
+        ranks = {}
+        for op in traced.ops:
+            if op.stage is not None and op.results and isinstance(op.results[0].type, ir.GlobalType):
+                ranks.setdefault(op.stage, set()).update(op.results[0].type.placement.ranks)
+        shared = sorted({r for s, rs in ranks.items() for r in rs
+                         if any(r in other for t, other in ranks.items() if t != s)})
+        if cfg._schedule_loc is None:
+            return [f"schedule={'1f1b' if len(ranks) > 1 and not shared else 'none'}"]
+        if cfg.pipeline_schedule != "interleaved-1f1b" and shared:
+            holders = sorted(s for s, rs in ranks.items() if shared[0] in rs)
+            raise CompileError.at(
+                cfg._schedule_loc,
+                f"the {cfg.pipeline_schedule} schedule needs every pipeline stage on ranks of its "
+                f"own, but stages {', '.join(map(str, holders))} are all on rank {shared[0]}",
+                ["place the stages on different ranks, or leave the schedule unset (the "
+                 "micro-batches then run in order)"])
+        out = [f"schedule={cfg.pipeline_schedule}"]
+        if cfg.pipeline_schedule == "interleaved-1f1b":
+            out.append(f"num-chunks={cfg.num_chunks}")
+        return out
+
+    def state_dict(self):
+        """The state of the graph's modules by attribute name (before the first call).
+
+        After the first call the compiled program owns the parameters, and
+        reading them back is not supported yet: this raises BackendUnavailable.
+        """
+        if self._run is not None:
+            raise BackendUnavailable(
+                f"{self.name}.state_dict(): reading trained parameters back from a compiled graph "
+                "is not supported yet (the compiled program keeps them on the ranks that run it)")
+        return OrderedDict((name, m.state_dict()) for name, m in self._modules.items())
 
     def __repr__(self):
         lines = [f"({name}): {type(m).__name__}" for name, m in self._modules.items()]
         return f"{self.name}(\n  " + "\n  ".join(lines + [repr(self.config)]) + "\n)"
+
+
+class _Run:
+    """A graph that runs: its compiled program on this rank and the call checks."""
+
+    def __init__(self, graph, traced, artifacts, optimizer, lr_scheduler, loc):
+        self.graph_name = graph.name
+        self.traced = traced
+        self.signature = traced.signature
+        self.artifacts = artifacts
+        self.optimizer = optimizer
+        self.lr_scheduler = lr_scheduler
+        self.first_call = loc
+        self.steps = 0
+        self.trained = False
+        self.m = graph.config.gradient_accumulation_steps
+        self.rank = env.get_rank()
+        world = env.get_world_size()
+        n = artifacts.world_size
+        if n != world:
+            script = os.path.relpath(sys.argv[0]) if sys.argv and sys.argv[0] else "SCRIPT.py"
+            alone = "this process runs alone (world size 1)" if world == 1 else \
+                f"this job has {world} processes"
+            raise CompileError.at(
+                loc, f"{graph.name}'s compiled program runs on {n} rank{'s' if n > 1 else ''} (its "
+                     f"placements use ranks 0..{n - 1}), but {alone}",
+                [f"launch one process per rank: python3 -m pipeflow.distributed.launch "
+                 f"--nproc_per_node {n} {script}"])
+        self.entry = artifacts.rank(self.rank) or {}
+        if self.entry.get("reports_loss") and int(self.entry.get("num_microbatches", self.m)) != self.m:
+            raise BackendUnavailable(
+                f"internal error: {artifacts.manifest_path} says rank {self.rank} runs "
+                f"{self.entry['num_microbatches']} micro-batches per step, the graph asked for {self.m}")
+        self.inputs = self._input_specs(traced)
+        self.loss_placement = traced.loss.placement
+        self.reports_loss = self.entry.get("reports_loss", self.rank in self.loss_placement)
+        so = artifacts.shared_object(self.rank)
+        self.program = None if so is None else _runtime.Program(so, self.rank, world, traced.seed)
+
+    def _input_specs(self, traced):
+        """(index, local shape, numpy dtype) of every input this rank feeds."""
+        entries = self.entry.get("inputs")
+        if entries is not None:
+            out = []
+            for e in entries:
+                dtype = _runtime.DTYPES.get(e["dtype"])
+                if dtype is None:
+                    raise BackendUnavailable(f"the compiled program takes input {e['index']} as "
+                                             f"{e['dtype']}, which the front end cannot feed yet")
+                out.append((int(e["index"]), tuple(int(d) for d in e["shape"]), dtype))
+            return out
+        # Manifests without "inputs": the inputs whose placement holds this rank.
+        from .. import dtypes as dt
+        out = []
+        for i, (shape, dtype, placement, sbp) in enumerate(self.signature[0]):
+            if self.rank in placement:
+                out.append((i, _layout.local_shape(shape, placement, sbp), dt.as_dtype(dtype).numpy))
+        return out
+
+    def check_call(self, graph, args, loc):
+        signature = graph._signature(args, loc)
+        want = self.signature[0]
+        if len(signature) != len(want):
+            raise CompileError.at(loc, f"{self.graph_name} takes {len(want)} inputs, got {len(signature)}")
+        for i, (got, exp) in enumerate(zip(signature, want)):
+            for what, g, e in (("shape", list(got[0]), list(exp[0])), ("dtype", got[1], exp[1]),
+                               ("placement", got[2], exp[2]), ("sbp", got[3], exp[3])):
+                if g != e:
+                    raise CompileError.at(
+                        loc, f"graph input {i} has {what} {_show(g)}, but {self.graph_name} was "
+                             f"compiled for {what} {_show(e)} at its first call",
+                        [f"the first call is at {self.first_call}; an nn.Graph is compiled once, "
+                         "for the inputs of its first call (make another graph for other inputs)"])
+        if graph._fingerprint() != self.signature[1]:
+            raise CompileError.at(
+                loc, f"the modules, parameters or settings of {self.graph_name} changed after its "
+                     "first call; a graph is compiled once, at its first call",
+                [f"the first call is at {self.first_call}"])
+
+    def step(self, args, loc):
+        lr = float(self.optimizer.current_lr())
+        feeds = []
+        for index, shape, dtype in self.inputs:
+            local = args[index].to_local().numpy()
+            if tuple(local.shape) != shape:
+                raise CompileError.at(
+                    loc, f"this rank's local part of graph input {index} has shape "
+                         f"{list(local.shape)}, but the compiled program expects {list(shape)} on "
+                         f"rank {self.rank}")
+            feeds.append((index, np.ascontiguousarray(local, dtype=dtype)))
+        if self.program is None:
+            losses = np.empty((0,), np.float32)
+        else:
+            losses = self.program.step(self.steps, lr, feeds)
+        self.steps += 1
+        if not self.trained:
+            self.trained = True
+            for name, obj in self.traced.param_objects.items():
+                mark_trained(obj, name, f"graph {self.graph_name}")
+        if self.reports_loss and len(losses) != self.m:
+            raise BackendUnavailable(
+                f"internal error: rank {self.rank} reported {len(losses)} losses in a step of "
+                f"{self.m} micro-batches")
+        return losses
+
+    def loss_tensor(self, losses):
+        placement = self.loss_placement
+        sbp = sbp_mod.normalize(sbp_mod.broadcast, placement.ndim)
+        shape = (self.m,) if self.m > 1 else ()
+        from .. import dtypes as dt
+        if env.get_world_size() == 1 or self.reports_loss:
+            value = losses.reshape(shape)
+            return Tensor._new(dt.float32, shape, local=value, logical=value, placement=placement, sbp=sbp)
+        return Tensor._new(dt.float32, shape, local=np.empty((0,), np.float32), logical=None,
+                           placement=placement, sbp=sbp)
+
+
+def _show(value):
+    return repr(value) if not isinstance(value, (list, str)) else str(value)

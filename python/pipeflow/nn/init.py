@@ -1,10 +1,16 @@
 """Parameter initializers: numpy values now, ``#pf.init<...>`` for the compiler.
 
 Each returns the attribute text the IR records; the runtime re-creates the
-same distribution from it with its counter-based generator.
+same distribution from it with its counter-based generator. When a graph
+traces a parameter, its Python value becomes the compiled program's initial
+value (``runtime_values``: the same Philox draws, keyed by the seed and the
+parameter's symbol), computed lazily on first read.
 """
 
+import importlib.util
 import math
+import os
+import re
 
 from .._random import default_generator
 from ..ir import format_float
@@ -54,3 +60,51 @@ def default_uniform_(tensor, fan_in):
     tensor._init = f"#pf.init<kaiming_uniform({int(fan_in)})>"
     return tensor
 
+
+# The compiled programs' initial values ------------------------------------------------
+
+_INIT = re.compile(r"^#pf\.init<\s*(?P<kind>[a-z_]+)\s*(?:\((?P<args>[^)]*)\))?\s*>$")
+_philox = None
+
+
+def philox():
+    """runtime/python/pfrt_philox.py, the bit-exact NumPy twin of libpfrt's initialisers."""
+    global _philox
+    if _philox is None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+        path = os.path.join(root, "runtime", "python", "pfrt_philox.py")
+        if not os.path.isfile(path):
+            raise ImportError(f"cannot find {path}: the compiled programs' parameter initialisation "
+                              "needs the runtime's pfrt_philox.py next to the python/ directory")
+        spec = importlib.util.spec_from_file_location("pipeflow._pfrt_philox", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _philox = module
+    return _philox
+
+
+def parse_init(text):
+    """``#pf.init<kind(a, b)>`` -> (pfrt kind number, a, b)."""
+    m = _INIT.match(text.strip())
+    if m is None:
+        raise ValueError(f"cannot parse the initializer {text!r}")
+    ph = philox()
+    kinds = {"zeros": (ph.INIT_ZEROS, 0), "ones": (ph.INIT_ONES, 0), "constant": (ph.INIT_CONSTANT, 1),
+             "uniform": (ph.INIT_UNIFORM, 2), "normal": (ph.INIT_NORMAL, 2),
+             "kaiming_uniform": (ph.INIT_KAIMING_UNIFORM, 1)}
+    if m["kind"] not in kinds:
+        raise ValueError(f"unknown initializer kind in {text!r}")
+    kind, arity = kinds[m["kind"]]
+    args = [float(a) for a in m["args"].split(",")] if m["args"] else []
+    if len(args) != arity:
+        raise ValueError(f"{text!r}: {m['kind']} takes {arity} arguments")
+    args += [0.0] * (2 - len(args))
+    return kind, args[0], args[1]
+
+
+def runtime_values(text, name, shape, seed):
+    """The float32 logical value the compiled program gives parameter ``name``:
+    ``pfrt_init_param(kind, a, b, seed, pfrt_stream_id(name), shape)``."""
+    kind, a, b = parse_init(text)
+    ph = philox()
+    return ph.init_param(kind, a, b, seed, ph.stream_id(name), tuple(shape))

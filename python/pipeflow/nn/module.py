@@ -6,9 +6,11 @@ import numpy as np
 
 from .. import _trace
 from .. import sbp as sbp_mod
+from .._errors import BackendUnavailable
+from .._source import user_location
 from ..placement import placement as Placement
 from ..tensor import Tensor
-from .parameter import Parameter, set_tensor_layout, storage
+from .parameter import Parameter, set_tensor_layout, stale_message, storage, trained_by
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -211,22 +213,47 @@ class Module:
 
     # State ------------------------------------------------------------------------
 
-    def state_dict(self, destination=None, prefix="", keep_vars=False):
-        """An ordered dict of parameter and persistent buffer values (logical view)."""
-        out = OrderedDict() if destination is None else destination
+    def _state_entries(self, prefix=""):
         for module_prefix, module in self.named_modules(prefix=prefix.rstrip(".")):
             entries = list(module._parameters.items()) + [
                 (k, v) for k, v in module._buffers.items() if k not in module._non_persistent]
             for name, value in entries:
-                if value is None:
-                    continue
-                key = f"{module_prefix}.{name}" if module_prefix else name
-                out[key] = value if keep_vars else value.detach()
+                if value is not None:
+                    yield (f"{module_prefix}.{name}" if module_prefix else name), value
+
+    def state_dict(self, destination=None, prefix="", keep_vars=False):
+        """An ordered dict of parameter and persistent buffer values (logical view).
+
+        Once an ``nn.Graph`` has run, the compiled program owns the trained
+        values of the parameters it uses; reading them back is not supported
+        yet, so ``state_dict`` raises ``BackendUnavailable`` instead of
+        returning the stale initial values.
+        """
+        out = OrderedDict() if destination is None else destination
+        entries = list(self._state_entries(prefix))
+        for key, value in entries:
+            graph = trained_by(value)
+            if graph is not None:
+                raise BackendUnavailable(
+                    f"{type(self).__name__}.state_dict(): " + stale_message(key, graph))
+        for key, value in entries:
+            out[key] = value if keep_vars else value.detach()
         return out
 
     def load_state_dict(self, state_dict, strict=True):
-        """Copies values into the parameters and buffers (their layouts stay)."""
-        own = self.state_dict(keep_vars=True)
+        """Copies values into the parameters and buffers (their layouts stay).
+
+        A graph that uses a loaded parameter refuses to run: its compiled
+        program initialises parameters itself (loading is not supported yet).
+        """
+        own = OrderedDict(self._state_entries())
+        for key, target in own.items():
+            graph = trained_by(target)
+            if graph is not None and key in state_dict:
+                raise BackendUnavailable(
+                    f"loading parameters into a compiled graph is not supported yet: '{key}' is "
+                    f"trained by the compiled {graph}")
+        loc = user_location()
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         errors = []
@@ -241,6 +268,7 @@ class Module:
                 continue
             storage(target)[...] = array
             target._loaded = True
+            target._loaded_loc = loc
         if strict and (missing or unexpected):
             if missing:
                 errors.append("missing keys: " + ", ".join(missing))

@@ -1,4 +1,10 @@
-"""Optimizers: they record hyper-parameters; the compiler emits the updates."""
+"""Optimizers: they record hyper-parameters; the compiler emits the updates.
+
+``pipeline_options()`` gives an optimizer's options of ``pf-opt
+-pf-compile-cpu-pipeline``; the learning rate is not among them: it is the
+compiled step's run-time scalar "lr", which the graph sets before every step
+from ``current_lr()`` (so learning-rate schedulers work unchanged).
+"""
 
 import numbers
 
@@ -60,7 +66,32 @@ class Optimizer:
 
     def step(self, closure=None):
         raise BackendUnavailable("eager optimizer steps are not supported: add the optimizer to an "
-                                 "nn.Graph with add_optimizer() (the CPU backend is not built yet)")
+                                 "nn.Graph with add_optimizer(); calling the graph runs the "
+                                 "compiled step, update included")
+
+    # The compiled step ------------------------------------------------------------
+
+    def current_lr(self):
+        """The learning rate of the next compiled step (the run-time scalar "lr")."""
+        return self.param_groups[0]["lr"]
+
+    def _shared_hyperparameters(self):
+        """The one set of hyper-parameters the compiled update uses; every group must agree."""
+        first = {k: v for k, v in self.param_groups[0].items() if k not in ("params", "initial_lr")}
+        for i, group in enumerate(self.param_groups[1:], 1):
+            other = {k: v for k, v in group.items() if k not in ("params", "initial_lr")}
+            if other != first:
+                diff = sorted(k for k in set(first) | set(other) if first.get(k) != other.get(k))
+                raise ValueError(
+                    f"parameter group {i} of {type(self).__name__} differs from group 0 in "
+                    f"{', '.join(diff)}; the compiled step applies one set of hyper-parameters "
+                    "to every parameter (per-group settings are not supported yet)")
+        return first
+
+    def pipeline_options(self):
+        """The optimizer's options of ``pf-compile-cpu-pipeline`` (the lr is a run-time input)."""
+        raise ValueError(f"{type(self).__name__} is not supported by the compiled step yet "
+                         "(supported: SGD, Adam, AdamW)")
 
     def hyperparameters(self):
         """Every group's hyper-parameters (without the parameters)."""
@@ -102,14 +133,40 @@ class SGD(Optimizer):
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError("Nesterov momentum requires momentum > 0 and dampening = 0")
 
+    def pipeline_options(self):
+        h = self._shared_hyperparameters()
+        if h["maximize"]:
+            raise ValueError("SGD(maximize=True) is not supported by the compiled step yet")
+        return ["optimizer=sgd", f"momentum={h['momentum']!r}", f"dampening={h['dampening']!r}",
+                f"nesterov={'true' if h['nesterov'] else 'false'}",
+                f"weight-decay={h['weight_decay']!r}"]
+
 
 class Adam(Optimizer):
-    """Adam (L2 weight decay added to the gradient); ``amsgrad`` keeps the max second moment."""
+    """Adam (L2 weight decay added to the gradient); ``amsgrad`` keeps the max second moment.
+
+    ``do_bias_correction`` (OneFlow's name; default True, as in torch) divides
+    the moments by ``1 - beta ** t``.
+    """
+
+    _pipeline_name = "adam"
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 amsgrad=False, maximize=False):
+                 amsgrad=False, maximize=False, do_bias_correction=True):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                      amsgrad=amsgrad, maximize=maximize))
+                                      amsgrad=amsgrad, maximize=maximize,
+                                      do_bias_correction=do_bias_correction))
+
+    def pipeline_options(self):
+        h = self._shared_hyperparameters()
+        for flag in ("amsgrad", "maximize"):
+            if h[flag]:
+                raise ValueError(f"{type(self).__name__}({flag}=True) is not supported by the "
+                                 "compiled step yet")
+        beta1, beta2 = h["betas"]
+        return [f"optimizer={self._pipeline_name}", f"beta1={beta1!r}", f"beta2={beta2!r}",
+                f"eps={h['eps']!r}", f"weight-decay={h['weight_decay']!r}",
+                f"bias-correction={'true' if h['do_bias_correction'] else 'false'}"]
 
     def _validate(self, group):
         super()._validate(group)
@@ -121,11 +178,14 @@ class Adam(Optimizer):
         group["eps"] = _real(group["eps"], "epsilon", 0.0)
         group["amsgrad"] = bool(group["amsgrad"])
         group["maximize"] = bool(group["maximize"])
+        group["do_bias_correction"] = bool(group.get("do_bias_correction", True))
 
 
 class AdamW(Adam):
     """Adam with decoupled weight decay (default 0.01)."""
 
+    _pipeline_name = "adamw"
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 amsgrad=False, maximize=False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize)
+                 amsgrad=False, maximize=False, do_bias_correction=True):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize, do_bias_correction)

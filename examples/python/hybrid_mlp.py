@@ -3,9 +3,14 @@
 The hidden layer is data-parallel: its parameters are broadcast and the
 batch is split, S(0). The output layer is model-parallel: its weight
 [10, 512] is split S(0) (by output feature), so with the gathered hidden
-activations as input, ``x @ W^T`` comes out split by columns, S(1)::
+activations as input, ``x @ W^T`` comes out split by columns, S(1).
 
-    PIPEFLOW_CUDA_AS_CPU=1 python3 -m pipeflow.distributed.launch --nproc_per_node 2 hybrid_mlp.py
+It does not run yet: placements of several ranks need SBP lowering (the
+compiler's boxing into collectives), which is not implemented, so training
+stops with the compiler's ``pipeflow.CompileError`` at the line that creates
+the first such layer. ``--compile-only`` traces and verifies the IR::
+
+    PYTHONPATH=python PIPEFLOW_CUDA_AS_CPU=1 /usr/bin/python3 examples/python/hybrid_mlp.py --compile-only
 """
 
 import argparse

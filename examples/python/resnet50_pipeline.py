@@ -3,9 +3,10 @@
 Colossal-AI splits torchvision's ResNet-50 along ``exec_seq`` into 2
 pipeline stages and feeds 4 micro-batches of CIFAR-10 (batch 64) with the
 1F1B schedule and Adam (lr 1e-3). Here the same split is two stage modules
-on ranks 0 and 1, with synthetic CIFAR-shaped data (3x32x32, 10 classes)::
+on ranks 0 and 1, with synthetic CIFAR-shaped data (3x32x32, 10 classes).
+From the repository root::
 
-    PIPEFLOW_CUDA_AS_CPU=1 python3 -m pipeflow.distributed.launch --nproc_per_node 2 resnet50_pipeline.py
+    PYTHONPATH=python PIPEFLOW_CUDA_AS_CPU=1 /usr/bin/python3 -m pipeflow.distributed.launch --nproc_per_node 2 examples/python/resnet50_pipeline.py --steps 10
 
 Colossal-AI's ``LinearWarmupLR`` is replaced by ``CosineAnnealingLR``.
 """

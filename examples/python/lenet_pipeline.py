@@ -1,8 +1,13 @@
 """LeNet-5 in a 2-stage pipeline: convolutions on rank 0, classifier on rank 1.
 
-4 micro-batches per step with the 1F1B schedule and SGD with momentum::
+4 micro-batches per step, SGD with momentum and weight decay, and a StepLR
+schedule (the schedule's learning rate feeds the compiled step every step).
+From the repository root::
 
-    python3 -m pipeflow.distributed.launch --nproc_per_node 2 lenet_pipeline.py
+    PYTHONPATH=python /usr/bin/python3 -m pipeflow.distributed.launch --nproc_per_node 2 examples/python/lenet_pipeline.py
+
+Each rank runs its micro-batches in the 1F1B order that
+``set_pipeline_schedule("1f1b")`` asks for.
 """
 
 import argparse

@@ -1,24 +1,33 @@
-"""Seed 000: the pipeline example in OneFlow's older API.
+"""Pipeline-parallel training of the quick-start MLP (OneFlow seeds 001 and 003).
 
-``flow.placement("cuda", {0: [1]})`` (node -> devices), ``to_consistent`` and
-``config.stage_id = k``; otherwise the same program as ``pipeline.py``::
+Stage 0 (Flatten, Linear(784, 512), ReLU) runs on rank 0, stage 1 (the
+rest and the loss) on rank 1, with 2 micro-batches per step. From the
+repository root::
 
-    PIPEFLOW_CUDA_AS_CPU=1 python3 -m pipeflow.distributed.launch --nproc_per_node 2 pipeline_consistent.py
+    PYTHONPATH=python PIPEFLOW_CUDA_AS_CPU=1 /usr/bin/python3 -m pipeflow.distributed.launch --nproc_per_node 2 examples/python/pipeline.py
+
+trains 20 steps on two CPU ranks; each rank prints ``loss.to_local()``: the 2
+micro-batch losses on rank 1, an empty tensor on rank 0. ``--compile-only``
+stops after tracing and verifying the step with pf-opt and prints the IR.
+``--graph-module`` uses seed 003's ``.to(nn.graph.GraphModule).set_stage``.
+The program is the seed's apart from the import and the device mapping
+(``PIPEFLOW_CUDA_AS_CPU=1`` runs the "cuda" placements on CPUs).
 """
 
 import argparse
 
 import pipeflow as flow
+from pipeflow import nn
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--compile-only", action="store_true", help="trace and verify, print the IR, do not train")
+parser.add_argument("--graph-module", action="store_true", help="seed 003's GraphModule spelling of set_stage")
 args = parser.parse_args()
 
 BATCH_SIZE = 16
-DEVICE = "cuda"
 BROADCAST = [flow.sbp.broadcast]
-P0 = flow.placement("cuda", {0: [0]})
-P1 = flow.placement("cuda", {0: [1]})
+P0 = flow.placement("cuda", ranks=[0])
+P1 = flow.placement("cuda", ranks=[1])
 
 
 class Stage0Module(flow.nn.Module):
@@ -57,12 +66,12 @@ class PipelineModule(flow.nn.Module):
         self.m_stage0 = Stage0Module()
         self.m_stage1 = Stage1Module()
 
-        self.m_stage0.to_consistent(placement=P0, sbp=BROADCAST)
-        self.m_stage1.to_consistent(placement=P1, sbp=BROADCAST)
+        self.m_stage0.to_global(placement=P0, sbp=BROADCAST)
+        self.m_stage1.to_global(placement=P1, sbp=BROADCAST)
 
     def forward(self, x):
         out_stage0 = self.m_stage0(x)
-        in_stage1 = out_stage0.to_consistent(placement=P1, sbp=BROADCAST)
+        in_stage1 = out_stage0.to_global(placement=P1, sbp=BROADCAST)
         out_stage1 = self.m_stage1(in_stage1)
         return out_stage1
 
@@ -75,8 +84,12 @@ class PipelineGraph(flow.nn.Graph):
     def __init__(self):
         super().__init__()
         self.module_pipeline = module_pipeline
-        self.module_pipeline.m_stage0.config.stage_id = 0
-        self.module_pipeline.m_stage1.config.stage_id = 1
+        if args.graph_module:
+            self.module_pipeline.m_stage0.to(nn.graph.GraphModule).set_stage(stage_id=0, placement=P0)
+            self.module_pipeline.m_stage1.to(nn.graph.GraphModule).set_stage(stage_id=1, placement=P1)
+        else:
+            self.module_pipeline.m_stage0.config.set_stage(stage_id=0, placement=P0)
+            self.module_pipeline.m_stage1.config.set_stage(stage_id=1, placement=P1)
         self.loss_fn = flow.nn.CrossEntropyLoss()
         self.config.set_gradient_accumulation_steps(2)
         self.add_optimizer(sgd)
@@ -91,9 +104,9 @@ class PipelineGraph(flow.nn.Graph):
 graph_pipeline = PipelineGraph()
 
 x = flow.randn(BATCH_SIZE, 1, 28, 28)
-x = x.to_consistent(P0, BROADCAST)
+x = x.to_global(P0, BROADCAST)
 y = flow.randint(0, 10, (BATCH_SIZE,))
-y = y.to_consistent(P1, BROADCAST)
+y = y.to_global(P1, BROADCAST)
 
 if args.compile_only:
     compiled = graph_pipeline.compile(x, y)

@@ -1,0 +1,163 @@
+"""Running compiled steps in this process: ``librank<r>.so`` through ctypes.
+
+Each rank of a job loads the shared object of its own rank from a graph's
+artifacts (``compiler.build_cpu_artifacts``). The object carries the rank's
+whole program and its own copy of libpfrt (linked statically), so every
+loaded object has its own parameters, optimizer state and step arena; MPI is
+shared by the process (the first object's ``pfrt_init`` initialises it, and
+its ``pfrt_finalize``, run last at exit, finalises it).
+
+The C ABI (runtime/include/pfrt/pfrt.h): ``pfrt_init``/``pfrt_finalize``,
+``pfrt_rank``/``pfrt_world_size``, ``pf_init_params(seed)``,
+``pfrt_scalar(name)``, ``pfrt_begin_step(step)``,
+``pfrt_use_user_inputs(on)``, ``pfrt_set_input(index, data, bytes)``,
+``pf_step(step)``, ``pfrt_end_step()``, ``pfrt_loss_count()``/``pfrt_loss_value(k)``.
+
+A runtime error (a missing input, a size mismatch) is fatal to the whole job
+(``MPI_Abort``), so :class:`Program` checks everything it can before calling
+in. In a job of several processes, an uncaught Python exception ends this
+process at once after printing its traceback (``os._exit(1)``, skipping the
+collective ``pfrt_finalize``), so that the launcher stops the other ranks
+instead of leaving them waiting for messages from this one.
+"""
+
+import atexit
+import ctypes
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+
+from ._errors import BackendUnavailable
+
+DTYPES = {"f32": np.dtype(np.float32), "i64": np.dtype(np.int64)}
+
+_SIGNATURES = {
+    "pfrt_init": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]),
+    "pfrt_finalize": (ctypes.c_int, []),
+    "pfrt_rank": (ctypes.c_int, []),
+    "pfrt_world_size": (ctypes.c_int, []),
+    "pfrt_set_num_threads": (ctypes.c_int, [ctypes.c_int]),
+    "pf_init_params": (None, [ctypes.c_uint64]),
+    "pfrt_scalar": (ctypes.POINTER(ctypes.c_float), [ctypes.c_char_p]),
+    "pfrt_begin_step": (None, [ctypes.c_int64]),
+    "pfrt_use_user_inputs": (None, [ctypes.c_int32]),
+    "pfrt_set_input": (ctypes.c_int, [ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64]),
+    "pf_step": (None, [ctypes.c_int64]),
+    "pfrt_end_step": (None, []),
+    "pfrt_loss_count": (ctypes.c_int32, []),
+    "pfrt_loss_value": (ctypes.c_float, [ctypes.c_int32]),
+}
+
+_in_use = set()          # real paths of the shared objects loaded by this process
+_private_dir = None      # copies of objects loaded a second time (another graph)
+_abort_hook_installed = False
+
+
+def _private_copy(path):
+    """A copy of ``path`` that dlopen loads as a separate object."""
+    global _private_dir
+    if _private_dir is None:
+        _private_dir = tempfile.mkdtemp(prefix="pipeflow-so-")
+        atexit.register(shutil.rmtree, _private_dir, True)
+    n = len(os.listdir(_private_dir))
+    copy = os.path.join(_private_dir, f"{n}-{os.path.basename(path)}")
+    shutil.copy2(path, copy)
+    return copy
+
+
+def _install_abort_hook():
+    """Several processes: an uncaught exception must not wait in pfrt_finalize."""
+    global _abort_hook_installed
+    if _abort_hook_installed:
+        return
+    _abort_hook_installed = True
+    previous = sys.excepthook
+
+    def hook(kind, value, traceback):
+        try:
+            previous(kind, value, traceback)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(1)
+
+    sys.excepthook = hook
+
+
+def _finalize(lib):
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    lib.pfrt_finalize()
+
+
+class Program:
+    """One rank's compiled step, loaded from ``librank<r>.so``.
+
+    ``seed`` initialises the parameters (``pf_init_params``); the program
+    then takes its inputs from :meth:`step` (``pfrt_use_user_inputs(1)``).
+    """
+
+    def __init__(self, path, rank, world_size, seed, threads=None):
+        real = os.path.realpath(path)
+        if not os.path.exists(real):
+            raise BackendUnavailable(f"the compiled program {path} does not exist")
+        if real in _in_use:
+            # Another graph of this process runs the same program: it gets its
+            # own copy, so the two do not share parameters.
+            real = _private_copy(real)
+        try:
+            lib = ctypes.CDLL(real)
+        except OSError as err:
+            raise BackendUnavailable(f"cannot load the compiled program {path}: {err}") from None
+        missing = [name for name in _SIGNATURES if not hasattr(lib, name)]
+        if missing:
+            raise BackendUnavailable(
+                f"{path} does not export {', '.join(missing)}: it was built with an older "
+                "compiler or runtime; rebuild them (build/bin) and run again (the compile cache "
+                "notices the new tools)")
+        for name, (restype, argtypes) in _SIGNATURES.items():
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = restype, argtypes
+        _in_use.add(real)
+        self.path = real
+        self.lib = lib
+        if lib.pfrt_init(None, None) != 0:
+            raise BackendUnavailable(f"pfrt_init failed in {path}")
+        atexit.register(_finalize, lib)
+        if lib.pfrt_world_size() != world_size or lib.pfrt_rank() != rank:
+            raise BackendUnavailable(
+                f"MPI says this process is rank {lib.pfrt_rank()} of {lib.pfrt_world_size()}, but "
+                f"the environment says rank {rank} of {world_size}: start the job with "
+                "python3 -m pipeflow.distributed.launch (or mpiexec)")
+        if world_size > 1:
+            _install_abort_hook()
+        if threads is None:
+            threads = int(os.environ.get("PIPEFLOW_NUM_THREADS", "1") or 1)
+        lib.pfrt_set_num_threads(max(1, threads))
+        lib.pf_init_params(int(seed) & 0xFFFFFFFFFFFFFFFF)
+        lib.pfrt_use_user_inputs(1)
+        self._lr = lib.pfrt_scalar(b"lr")
+
+    def step(self, step, lr, inputs):
+        """Runs step ``step`` with learning rate ``lr`` on ``inputs`` (``(index,
+        C-contiguous array)`` pairs, this rank's local data); returns the losses
+        this rank reported, one per micro-batch (empty elsewhere)."""
+        lib = self.lib
+        lib.pfrt_begin_step(step)
+        self._lr[0] = lr
+        for index, array in inputs:
+            if lib.pfrt_set_input(index, array.ctypes.data, array.nbytes) != 0:
+                raise BackendUnavailable(f"pfrt_set_input({index}) failed")
+        lib.pf_step(step)
+        lib.pfrt_end_step()
+        count = lib.pfrt_loss_count()
+        return np.array([lib.pfrt_loss_value(k) for k in range(count)], dtype=np.float32)
+
+    def __repr__(self):
+        return f"Program({self.path!r})"
