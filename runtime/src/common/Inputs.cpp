@@ -25,6 +25,12 @@ std::unordered_map<int64_t, UserInput> &userInputs() {
   static std::unordered_map<int64_t, UserInput> m;
   return m;
 }
+/// Executables feed the same synthetic batch every step: made once per
+/// input, then copied.
+std::unordered_map<int64_t, std::vector<char>> &syntheticCache() {
+  static std::unordered_map<int64_t, std::vector<char>> m;
+  return m;
+}
 std::vector<float> &lastLosses() {
   static std::vector<float> v;
   return v;
@@ -66,16 +72,24 @@ int pfrt_load_input(int64_t index, void *out, int64_t bytes, int32_t dtype,
     std::memcpy(out, it->second.data.data(), bytes);
     return 0;
   }
-  // Executables: the seed program's fixed synthetic batch (data step 0).
-  if (dtype == PFRT_DTYPE_F32)
-    return pfrt_synthetic_batch(static_cast<float *>(out), seed, stream, 0,
-                                ndim, shape, nullptr, nullptr);
-  if (dtype == PFRT_DTYPE_I64)
-    return pfrt_synthetic_labels(static_cast<int64_t *>(out), num_classes,
-                                 seed, stream, 0, ndim, shape, nullptr,
-                                 nullptr);
-  fatal("pfrt_load_input: input %lld: unsupported dtype %d", (long long)index,
-        dtype);
+  // Executables: the seed program's fixed synthetic batch (data step 0),
+  // generated on first use and copied afterwards.
+  std::vector<char> &cached = syntheticCache()[index];
+  if ((int64_t)cached.size() != bytes) {
+    cached.resize(bytes);
+    if (dtype == PFRT_DTYPE_F32)
+      pfrt_synthetic_batch(reinterpret_cast<float *>(cached.data()), seed,
+                           stream, 0, ndim, shape, nullptr, nullptr);
+    else if (dtype == PFRT_DTYPE_I64)
+      pfrt_synthetic_labels(reinterpret_cast<int64_t *>(cached.data()),
+                            num_classes, seed, stream, 0, ndim, shape, nullptr,
+                            nullptr);
+    else
+      fatal("pfrt_load_input: input %lld: unsupported dtype %d",
+            (long long)index, dtype);
+  }
+  std::memcpy(out, cached.data(), bytes);
+  return 0;
 }
 
 void pfrt_begin_step(int64_t step) {
