@@ -22,90 +22,25 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
 import pfrt_philox as ph  # noqa: E402
 
-
-def linear_params(seed, prefix, fan_in, fan_out):
-    """nn.Linear's default init: kaiming_uniform(fan_in) for both tensors."""
-    w = ph.init_param(ph.INIT_KAIMING_UNIFORM, fan_in, 0.0, seed,
-                      ph.stream_id(prefix + ".weight"), (fan_out, fan_in))
-    b = ph.init_param(ph.INIT_KAIMING_UNIFORM, fan_in, 0.0, seed,
-                      ph.stream_id(prefix + ".bias"), (fan_out,))
-    return w.astype(np.float64), b.astype(np.float64)
+sys.path.insert(0, os.path.join(ROOT, "test", "python"))
+import mlp_reference as ref  # noqa: E402
 
 
-class Optimizer:
-    """torch.optim.SGD / Adam / AdamW semantics, in float64."""
-
-    def __init__(self, args):
-        self.a = args
-        self.state = {}
-
-    def update(self, key, p, g, lr, t):
-        a = self.a
-        if a.optimizer == "sgd":
-            wd = max(a.weight_decay, 0.0)
-            g = g + wd * p
-            if a.momentum != 0.0:
-                buf = self.state.get(key)
-                buf = g.copy() if t == 1 else \
-                    a.momentum * buf + (1.0 - a.dampening) * g
-                self.state[key] = buf
-                g = g + a.momentum * buf if a.nesterov else buf
-            return p - lr * g
-        wd = a.weight_decay if a.weight_decay >= 0 else \
-            (0.01 if a.optimizer == "adamw" else 0.0)
-        if a.optimizer == "adamw":
-            p = p * (1.0 - lr * wd)
-        else:
-            g = g + wd * p
-        m, v = self.state.get(key, (np.zeros_like(p), np.zeros_like(p)))
-        m = a.beta1 * m + (1.0 - a.beta1) * g
-        v = a.beta2 * v + (1.0 - a.beta2) * g * g
-        self.state[key] = (m, v)
-        if a.bias_correction:
-            mhat, vhat = m / (1.0 - a.beta1 ** t), v / (1.0 - a.beta2 ** t)
-        else:
-            mhat, vhat = m, v
-        return p - lr * mhat / (np.sqrt(vhat) + a.eps)
-
-
-def reference_losses(seed, steps, lr, layers, batch_shape, classes, opt, m):
-    """Per step, the loss of each of the m micro-batches; one update per
-    step from the sum of the micro-batch gradients of loss / m."""
-    params = [list(linear_params(seed, name, i, o)) for name, i, o in layers]
+def reference_losses(seed, steps, lr, layers, batch_shape, classes, args):
+    """The float64 NumPy reference shared with the Python front end's tests
+    (test/python/mlp_reference.py), from the same initial parameters and
+    data as the compiled program."""
+    params = [ref.linear_init(seed, name, i, o) for name, i, o in layers]
     x = ph.synthetic_batch(seed, ph.stream_id("input0"), 0, batch_shape)
     y = ph.synthetic_labels(classes, seed, ph.stream_id("input1"), 0,
                             (batch_shape[0],))
-    x = x.astype(np.float64).reshape(batch_shape[0], -1)
-    rows = x.shape[0] // m
-    losses = []
-    lr = float(np.float32(lr))  # the runtime's scalar is a float32
-    for t in range(1, steps + 1):
-        step_losses = []
-        grads = [[np.zeros_like(w), np.zeros_like(b)] for w, b in params]
-        for k in range(m):
-            xs, ys = x[k * rows:(k + 1) * rows], y[k * rows:(k + 1) * rows]
-            acts, pre = [xs], []
-            for w, b in params:
-                h = acts[-1] @ w.T + b
-                pre.append(h)
-                acts.append(np.maximum(h, 0.0))
-            logits = acts[-1]
-            mx = logits.max(axis=1, keepdims=True)
-            lse = mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1))
-            step_losses.append(float(np.mean(lse - logits[np.arange(rows), ys])))
-            d = np.exp(logits - lse[:, None])
-            d[np.arange(rows), ys] -= 1.0
-            d /= rows * m
-            for j in reversed(range(len(params))):
-                d = d * (pre[j] > 0)
-                grads[j][0] += d.T @ acts[j]
-                grads[j][1] += d.sum(axis=0)
-                d = d @ params[j][0]
-        losses.append(step_losses)
-        for j, (w_b, (dw, db)) in enumerate(zip(params, grads)):
-            w_b[0] = opt.update((j, 0), w_b[0], dw, lr, t)
-            w_b[1] = opt.update((j, 1), w_b[1], db, lr, t)
-    return losses
+    wd = args.weight_decay if args.weight_decay >= 0 else \
+        (0.01 if args.optimizer == "adamw" else 0.0)
+    opt = ref.Optimizer(args.optimizer, momentum=args.momentum,
+                        dampening=args.dampening, nesterov=args.nesterov,
+                        weight_decay=wd, betas=(args.beta1, args.beta2),
+                        eps=args.eps, bias_correction=args.bias_correction)
+    return ref.train(params, x, y, [lr] * steps, args.microbatches, opt)
 
 
 def main():
@@ -180,7 +115,7 @@ def main():
             got = [[float(v) for v in line.split()] for line in f
                    if line.strip()]
     want = reference_losses(seed, args.steps, args.lr, layers, batch_shape,
-                            layers[-1][2], Optimizer(args), args.microbatches)
+                            layers[-1][2], args)
     if len(got) != args.steps or \
             any(len(g) != args.microbatches for g in got):
         print("FAIL: expected %d steps of %d losses, got %r" %
