@@ -31,6 +31,22 @@ void mlir::pf::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
+void mlir::pf::buildSPMDPipeline(OpPassManager &pm,
+                                 const SPMDPipelineOptions &options) {
+  pm.addPass(createInferSBPPass());
+  pm.addPass(createInsertBoxingPass());
+  pm.addPass(createCSEPass());
+  LowerBoxingPassOptions lower;
+  if (!options.boxingReport.empty()) {
+    lower.report = true;
+    if (options.boxingReport != "-")
+      lower.reportFile = options.boxingReport;
+  }
+  pm.addPass(createLowerBoxingPass(lower));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
 void mlir::pf::buildCompileCPUPipeline(
     OpPassManager &pm, const CompileCPUPipelineOptions &options) {
   TrainingPipelineOptions training;
@@ -50,6 +66,11 @@ void mlir::pf::buildCompileCPUPipeline(
   microbatch.numMicrobatches = options.accumulationSteps;
   pm.addPass(createMicrobatchPass(microbatch));
   if (options.compileTo == CompileCPUPipelineOptions::Stop::Training)
+    return;
+  SPMDPipelineOptions spmd;
+  spmd.boxingReport = options.boxingReport;
+  buildSPMDPipeline(pm, spmd);
+  if (options.compileTo == CompileCPUPipelineOptions::Stop::SPMD)
     return;
   pm.addPass(createPartitionRanksPass());
   if (options.schedule != "none") {
@@ -71,6 +92,10 @@ void mlir::pf::registerPipelines() {
       [](OpPassManager &pm, const CompileCPUPipelineOptions &options) {
         buildCompileCPUPipeline(pm, options);
       });
+  PassPipelineRegistration<SPMDPipelineOptions>(
+      "pf-spmd-pipeline",
+      "global program -> SPMD program (infer SBP, insert and lower boxing)",
+      buildSPMDPipeline);
   PassPipelineRegistration<TrainingPipelineOptions>(
       "pf-training-pipeline",
       "forward + loss -> training step (pf-autodiff, pf-optimizer, cleanup)",

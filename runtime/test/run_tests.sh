@@ -120,6 +120,14 @@ done
 run_ok p2p_chunked_n4 60 env PFRT_MAX_MSG_ELEMS=300 \
   "${MPIEXEC[@]}" -n 4 "$BIN/pfrt-test-p2p"
 
+# --- boxing: layout changes of local tensors ---------------------------------
+for n in 1 2 3 4; do
+  run_ok boxing_n$n 60 "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-boxing"
+done
+# Small message cap: the chunked and derived-datatype paths, f32 and int64.
+run_ok boxing_chunked_n4 60 env PFRT_MAX_MSG_ELEMS=13 \
+  "${MPIEXEC[@]}" -n 4 "$BIN/pfrt-test-boxing"
+
 # --- initialisation ----------------------------------------------------------
 run_ok init_n1 60 "${MPIEXEC[@]}" -n 1 "$BIN/pfrt-test-init"
 run_ok init_n4 60 "${MPIEXEC[@]}" -n 4 "$BIN/pfrt-test-init"
@@ -196,6 +204,12 @@ run_fail error_bad_root_n4 20 "root rank 3 is not in group [0, 1, 2]" \
   "${MPIEXEC[@]}" -n 4 "$E" bad_root
 run_fail error_overlap_n2 20 "pfrt_all_gather: input and output buffers overlap" \
   "${MPIEXEC[@]}" -n 2 "$E" overlap
+run_fail error_box_not_member_n4 20 "pfrt: rank 0: pfrt_box_all_gather: this rank is not a member of group [1, 2, 3]" \
+  "${MPIEXEC[@]}" -n 4 "$E" box_not_member
+run_fail error_box_indivisible_n4 20 "pfrt_box_reduce_scatter: in_shape (5, 4): dimension 0 (5) is not divisible by the group size 4" \
+  "${MPIEXEC[@]}" -n 4 "$E" box_indivisible
+run_fail error_copy_box_bounds 20 "pfrt_copy_box: box at dst_offset (0, 3) with sizes (2, 3) does not fit in dst_shape (2, 5) (dimension 1)" \
+  "$E" copy_box_bounds
 run_fail error_mpi_truncate_n2 20 "pfrt: rank 1: pfrt_recv: MPI_Recv failed" \
   "${MPIEXEC[@]}" -n 2 "$E" recv_truncate
 run_fail error_recv_count_n2 20 "has 5 elements, expected 10" \

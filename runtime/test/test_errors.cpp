@@ -13,6 +13,9 @@
 //   dup_group              a group that lists a rank twice
 //   bad_root               broadcast from a root outside the group
 //   overlap                all_gather whose input lies inside its output
+//   box_not_member         rank 0 joins a boxing all_gather without it
+//   box_indivisible        box_reduce_scatter of 5 rows over 4 ranks
+//   copy_box_bounds        copy_box whose box sticks out of dst
 //   recv_truncate          rank 1 receives 5 of the 10 floats rank 0 sent
 //   recv_short             rank 1 expects 10 floats, rank 0 sends 5
 //   bad_shard              init_param with a shard outside the tensor
@@ -102,6 +105,24 @@ int main(int argc, char **argv) {
   } else if (mode == "overlap") {
     std::vector<float> buf(4 * n + 4, 1.0f);
     pfrt_all_gather(buf.data() + 1, buf.data(), 4, world.data(), n);
+  } else if (mode == "box_not_member") {
+    CHECK(n >= 2, "needs 2 ranks");
+    std::vector<int64_t> rest(world.begin() + 1, world.end());
+    float x[2] = {1, 2}, y[64];
+    int64_t shape[1] = {2};
+    pfrt_box_all_gather(x, y, PFRT_DTYPE_F32, 1, shape, 0, rest.data(),
+                        int64_t(rest.size()));
+    blockForever(); // ranks 1.. get here
+  } else if (mode == "box_indivisible") {
+    CHECK(n == 4, "needs 4 ranks");
+    float x[5 * 4] = {0}, y[5 * 4];
+    int64_t shape[2] = {5, 4};
+    pfrt_box_reduce_scatter(x, y, 2, shape, 0, world.data(), n);
+  } else if (mode == "copy_box_bounds") {
+    float src[3 * 4] = {0}, dst[2 * 5] = {0};
+    int64_t ss[2] = {3, 4}, so[2] = {1, 1}, ds[2] = {2, 5}, dof[2] = {0, 3},
+            sz[2] = {2, 3};
+    pfrt_copy_box(src, ss, so, dst, ds, dof, sz, 2, PFRT_DTYPE_F32);
   } else if (mode == "recv_truncate" || mode == "recv_short") {
     CHECK(n >= 2, "needs 2 ranks");
     bool truncate = mode == "recv_truncate";

@@ -65,13 +65,19 @@ struct CompileCPUPipelineOptions
   Option<int64_t> numChunks{*this, "num-chunks",
                             llvm::cl::desc("virtual chunks (interleaved)"),
                             llvm::cl::init(1)};
-  enum class Stop { Training, Rank, Lower };
+  Option<std::string> boxingReport{
+      *this, "boxing-report",
+      llvm::cl::desc("write the boxing report to this file ('-' = stdout)"),
+      llvm::cl::init("")};
+  enum class Stop { Training, SPMD, Rank, Lower };
   Option<Stop> compileTo{
       *this, "pf-compile-to", llvm::cl::desc("where the compile stops"),
       llvm::cl::init(Stop::Lower),
       llvm::cl::values(
           clEnumValN(Stop::Training, "training",
                      "after the training step (autodiff, optimizer)"),
+          clEnumValN(Stop::SPMD, "spmd",
+                     "after SBP inference and boxing (global SPMD program)"),
           clEnumValN(Stop::Rank, "rank", "after per-rank partitioning"),
           clEnumValN(Stop::Lower, "lower", "LLVM dialect (the default)"))};
 };
@@ -79,6 +85,18 @@ struct CompileCPUPipelineOptions
 /// Forward + loss -> full training step: autodiff, optimizer, cleanup.
 void buildTrainingPipeline(OpPassManager &pm,
                            const TrainingPipelineOptions &options);
+
+struct SPMDPipelineOptions
+    : public PassPipelineOptions<SPMDPipelineOptions> {
+  Option<std::string> boxingReport{
+      *this, "boxing-report",
+      llvm::cl::desc("write the boxing report to this file ('-' = stdout)"),
+      llvm::cl::init("")};
+};
+
+/// Global program -> SPMD program: pf-infer-sbp, pf-insert-boxing, cleanup,
+/// pf-lower-boxing.
+void buildSPMDPipeline(OpPassManager &pm, const SPMDPipelineOptions &options);
 
 /// pf IR (forward + loss) -> per-rank LLVM-dialect modules for CPU ranks:
 /// training step, rank partitioning, lowering over libpfrt.

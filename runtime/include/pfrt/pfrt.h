@@ -9,8 +9,9 @@
  *  - Functions returning an `int` status return 0 on success (pfrt_rank,
  *    pfrt_world_size, pfrt_abi_version and pfrt_trace_enabled return
  *    values instead). Calling anything but pfrt_fatal, pfrt_now_us, the
- *    random-number, npy, sgemm, CPU-kernel and memory functions before
- *    pfrt_init or after pfrt_finalize is an error. Every error
+ *    random-number, npy, sgemm, CPU-kernel and memory functions,
+ *    pfrt_box_slice and pfrt_copy_box before pfrt_init or after
+ *    pfrt_finalize is an error. Every error
  *    (a failed MPI call, a bad argument, a bad file) is fatal: the runtime
  *    prints `pfrt: rank R: <cause>` to stderr and ends the whole job with
  *    MPI_Abort(MPI_COMM_WORLD, 1) (exit(1) when MPI is not running), so a
@@ -168,6 +169,84 @@ typedef struct pfrt_p2p_op {
  * a receive whose matching send has a different count is fatal. A count of
  * 0 still sends/receives an empty message (buf may then be NULL). */
 int pfrt_p2p_batch(const pfrt_p2p_op *ops, int64_t nops);
+
+/*===----------------------------------------------------------------------===
+ * Boxing: layout changes of local tensors
+ *
+ * A global (logical) tensor is laid out over a group in SBP form: S(k) =
+ * split along axis k (group position p holds block p of n equal blocks
+ * along k), B = broadcast (every member holds the whole tensor), P =
+ * partial sum (every member holds a tensor of the logical shape; the
+ * logical tensor is their element-wise sum). The functions below change
+ * that layout on each rank's LOCAL tensor: row-major, contiguous, of
+ * `ndim` (0..32) dimensions. Shapes and `axis` arguments describe the
+ * caller's input; the output shape follows from them as stated, and the
+ * caller allocates it. `dtype` is PFRT_DTYPE_F32, PFRT_DTYPE_I64 or
+ * PFRT_DTYPE_I32 (data movement is bit-exact); reductions are float32 only.
+ *
+ * The group functions are collectives (see the conventions at the top):
+ * every member calls them with the same ranks, dtype, ndim, in_shape and
+ * axes; a non-member calling is fatal. Their input and output must not
+ * overlap. Every bad argument is fatal, naming the function and the cause
+ * (a bad rank or axis, a dimension that does not divide, a NULL buffer for
+ * a non-empty tensor). pfrt_box_slice and pfrt_copy_box are local (no MPI)
+ * and usable without pfrt_init.
+ *===----------------------------------------------------------------------===*/
+
+/* S(axis) -> B: gathers the blocks of the group along axis. in has shape
+ * in_shape; out has in_shape with out_shape[axis] = n * in_shape[axis], its
+ * block [p * in_shape[axis], (p + 1) * in_shape[axis]) along axis coming
+ * from group position p. ndim >= 1 and 0 <= axis < ndim. */
+int pfrt_box_all_gather(const void *in, void *out, int32_t dtype,
+                        int64_t ndim, const int64_t *in_shape, int64_t axis,
+                        const int64_t *ranks, int64_t n);
+
+/* P -> S(axis), float32: in (shape in_shape) is this member's partial; out
+ * (in_shape with out_shape[axis] = in_shape[axis] / n) is the sum over all
+ * members of their block `pos` along axis, pos = this member's group
+ * position. in_shape[axis] % n must be 0; ndim >= 1 and 0 <= axis < ndim.
+ * The summation order is MPI's (as pfrt_reduce_scatter_sum). */
+int pfrt_box_reduce_scatter(const float *in, float *out, int64_t ndim,
+                            const int64_t *in_shape, int64_t axis,
+                            const int64_t *ranks, int64_t n);
+
+/* S(concat_axis) -> S(split_axis): group position p holds block p along
+ * concat_axis of the logical tensor, whole along split_axis (shape
+ * in_shape). Afterwards it holds block p along split_axis, whole along
+ * concat_axis: out has in_shape with out_shape[split_axis] =
+ * in_shape[split_axis] / n and out_shape[concat_axis] =
+ * n * in_shape[concat_axis]. Equivalently: the local input is split along
+ * split_axis into n blocks, block q goes to position q, and the block
+ * received from position p lands at block position p along concat_axis.
+ * Needs 0 <= split_axis, concat_axis < ndim, split_axis != concat_axis and
+ * in_shape[split_axis] % n == 0. */
+int pfrt_box_all_to_all(const void *in, void *out, int32_t dtype,
+                        int64_t ndim, const int64_t *in_shape,
+                        int64_t split_axis, int64_t concat_axis,
+                        const int64_t *ranks, int64_t n);
+
+/* B -> S(axis), local: out (in_shape with out_shape[axis] = in_shape[axis]
+ * / n) is block `index` of n equal blocks of in along axis, i.e. elements
+ * [index * in_shape[axis] / n, (index + 1) * in_shape[axis] / n) along axis.
+ * Needs ndim >= 1, 0 <= axis < ndim, n >= 1, 0 <= index < n and
+ * in_shape[axis] % n == 0. in and out must not overlap. */
+int pfrt_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
+                   const int64_t *in_shape, int64_t axis, int64_t index,
+                   int64_t n);
+
+/* Local sub-box copy: for every multi-index i with 0 <= i[d] < sizes[d],
+ *     dst[dst_offset + i] = src[src_offset + i]
+ * where src and dst are row-major tensors of shapes src_shape and
+ * dst_shape; nothing else of dst is written. NULL offsets mean all zeros.
+ * Needs 0 <= offset[d] and offset[d] + sizes[d] <= shape[d] in both
+ * tensors for every d (sizes[d] >= 0), and the memory spans of the two
+ * boxes (from their first to their last element) must not overlap. ndim 0
+ * copies one element (the shape, offset and sizes pointers may then be
+ * NULL). */
+int pfrt_copy_box(const void *src, const int64_t *src_shape,
+                  const int64_t *src_offset, void *dst,
+                  const int64_t *dst_shape, const int64_t *dst_offset,
+                  const int64_t *sizes, int64_t ndim, int32_t dtype);
 
 /*===----------------------------------------------------------------------===
  * Counter-based random numbers: Philox4x32-10

@@ -118,12 +118,14 @@ void checkBuf(const void *p, int64_t count, const char *what,
     fatal("%s: %s is NULL with count %lld", fn, what, (long long)count);
 }
 
-/// Fatal if [a, a+na) and [b, b+nb) (in elements) share memory.
-void checkNoOverlap(const float *a, int64_t na, const float *b, int64_t nb,
-                    const char *fn) {
+/// Fatal if [a, a+na) and [b, b+nb) (in elements of elemSize bytes) share
+/// memory.
+void checkNoOverlap(const void *a, int64_t na, const void *b, int64_t nb,
+                    const char *fn, int64_t elemSize = sizeof(float)) {
   if (na == 0 || nb == 0)
     return;
-  if (a < b + nb && b < a + na)
+  const char *ca = (const char *)a, *cb = (const char *)b;
+  if (ca < cb + nb * elemSize && cb < ca + na * elemSize)
     fatal("%s: input and output buffers overlap", fn);
 }
 
@@ -140,15 +142,17 @@ int64_t bytesOf(int64_t elems, int64_t elemSize = sizeof(float)) {
   return elems * elemSize;
 }
 
-/// A block of c floats whose extent is `stride` floats, so that one datatype
-/// instance per peer addresses the c-element slice of each peer's block.
+/// A block of c elements of `elem` (elemSize bytes each) whose extent is
+/// `stride` elements, so that one datatype instance per peer addresses the
+/// c-element slice of each peer's block.
 struct StridedBlock {
   MPI_Datatype type = MPI_DATATYPE_NULL;
-  StridedBlock(int64_t c, int64_t stride) {
+  StridedBlock(int64_t c, int64_t stride, MPI_Datatype elem = MPI_FLOAT,
+               int64_t elemSize = sizeof(float)) {
     MPI_Datatype tmp;
-    PFRT_MPI(MPI_Type_contiguous, (int(c), MPI_FLOAT, &tmp));
+    PFRT_MPI(MPI_Type_contiguous, (int(c), elem, &tmp));
     PFRT_MPI(MPI_Type_create_resized,
-             (tmp, 0, MPI_Aint(stride) * MPI_Aint(sizeof(float)), &type));
+             (tmp, 0, MPI_Aint(stride) * MPI_Aint(elemSize), &type));
     PFRT_MPI(MPI_Type_commit, (&type));
     PFRT_MPI(MPI_Type_free, (&tmp));
   }
@@ -180,6 +184,92 @@ int broadcastImpl(void *buf, int64_t count, MPI_Datatype type,
 
 } // namespace
 
+namespace pfrt {
+
+int groupPosition(const int64_t *ranks, int64_t n, const char *fn) {
+  return getGroup(ranks, n, fn).pos;
+}
+
+void allGather(const void *in, void *out, int64_t count, MPI_Datatype type,
+               int64_t elemSize, const int64_t *ranks, int64_t n,
+               const char *fn, const char *traceName) {
+  const Group &g = getGroup(ranks, n, fn);
+  checkCount(count, fn);
+  int64_t total = mulCount(n, count, fn);
+  checkBuf(in, count, "in", fn);
+  checkBuf(out, total, "out", fn);
+  checkNoOverlap(in, count, out, total, fn, elemSize);
+  CommScope trace(traceName, bytesOf(total, elemSize), n, -1);
+  if (count == 0)
+    return;
+  if (count <= state().maxMsgElems) {
+    PFRT_MPI_AS(fn, MPI_Allgather,
+                (in, int(count), type, out, int(count), type, g.comm));
+    return;
+  }
+  chunked(count, [&](int64_t off, int64_t c) {
+    StridedBlock blk(c, count, type, elemSize);
+    PFRT_MPI_AS(fn, MPI_Allgather,
+                ((const char *)in + off * elemSize, int(c), type,
+                 (char *)out + off * elemSize, 1, blk.type, g.comm));
+  });
+}
+
+void reduceScatterSum(const float *in, float *out, int64_t count,
+                      const int64_t *ranks, int64_t n, const char *fn,
+                      const char *traceName) {
+  const Group &g = getGroup(ranks, n, fn);
+  checkCount(count, fn);
+  int64_t total = mulCount(n, count, fn);
+  checkBuf(in, total, "in", fn);
+  checkBuf(out, count, "out", fn);
+  checkNoOverlap(in, total, out, count, fn);
+  CommScope trace(traceName, bytesOf(total), n, -1);
+  if (count == 0)
+    return;
+  if (count <= state().maxMsgElems) {
+    PFRT_MPI_AS(fn, MPI_Reduce_scatter_block,
+                (in, out, int(count), MPI_FLOAT, MPI_SUM, g.comm));
+    return;
+  }
+  // Reductions on derived datatypes are not portable, so large blocks go
+  // as one reduce per destination, each chunked.
+  for (int p = 0; p < g.n; ++p)
+    chunked(count, [&](int64_t off, int64_t c) {
+      PFRT_MPI_AS(fn, MPI_Reduce,
+                  (in + int64_t(p) * count + off,
+                   p == g.pos ? out + off : nullptr, int(c), MPI_FLOAT,
+                   MPI_SUM, p, g.comm));
+    });
+}
+
+void allToAll(const void *in, void *out, int64_t count, MPI_Datatype type,
+              int64_t elemSize, const int64_t *ranks, int64_t n,
+              const char *fn, const char *traceName) {
+  const Group &g = getGroup(ranks, n, fn);
+  checkCount(count, fn);
+  int64_t total = mulCount(n, count, fn);
+  checkBuf(in, total, "in", fn);
+  checkBuf(out, total, "out", fn);
+  checkNoOverlap(in, total, out, total, fn, elemSize);
+  CommScope trace(traceName, bytesOf(total, elemSize), n, -1);
+  if (count == 0)
+    return;
+  if (count <= state().maxMsgElems) {
+    PFRT_MPI_AS(fn, MPI_Alltoall,
+                (in, int(count), type, out, int(count), type, g.comm));
+    return;
+  }
+  chunked(count, [&](int64_t off, int64_t c) {
+    StridedBlock blk(c, count, type, elemSize);
+    PFRT_MPI_AS(fn, MPI_Alltoall,
+                ((const char *)in + off * elemSize, 1, blk.type,
+                 (char *)out + off * elemSize, 1, blk.type, g.comm));
+  });
+}
+
+} // namespace pfrt
+
 extern "C" {
 
 int pfrt_all_reduce_sum(const float *in, float *out, int64_t count,
@@ -203,80 +293,22 @@ int pfrt_all_reduce_sum(const float *in, float *out, int64_t count,
 
 int pfrt_all_gather(const float *in, float *out, int64_t count,
                     const int64_t *ranks, int64_t n) {
-  const char *fn = "pfrt_all_gather";
-  const Group &g = getGroup(ranks, n, fn);
-  checkCount(count, fn);
-  int64_t total = mulCount(n, count, fn);
-  checkBuf(in, count, "in", fn);
-  checkBuf(out, total, "out", fn);
-  checkNoOverlap(in, count, out, total, fn);
-  CommScope trace("all_gather", bytesOf(total), n, -1);
-  if (count == 0)
-    return 0;
-  if (count <= state().maxMsgElems) {
-    PFRT_MPI(MPI_Allgather, (in, int(count), MPI_FLOAT, out, int(count),
-                             MPI_FLOAT, g.comm));
-    return 0;
-  }
-  chunked(count, [&](int64_t off, int64_t c) {
-    StridedBlock blk(c, count);
-    PFRT_MPI(MPI_Allgather,
-             (in + off, int(c), MPI_FLOAT, out + off, 1, blk.type, g.comm));
-  });
+  allGather(in, out, count, MPI_FLOAT, sizeof(float), ranks, n,
+            "pfrt_all_gather", "all_gather");
   return 0;
 }
 
 int pfrt_reduce_scatter_sum(const float *in, float *out, int64_t count,
                             const int64_t *ranks, int64_t n) {
-  const char *fn = "pfrt_reduce_scatter_sum";
-  const Group &g = getGroup(ranks, n, fn);
-  checkCount(count, fn);
-  int64_t total = mulCount(n, count, fn);
-  checkBuf(in, total, "in", fn);
-  checkBuf(out, count, "out", fn);
-  checkNoOverlap(in, total, out, count, fn);
-  CommScope trace("reduce_scatter_sum", bytesOf(total), n,
-                  -1);
-  if (count == 0)
-    return 0;
-  if (count <= state().maxMsgElems) {
-    PFRT_MPI(MPI_Reduce_scatter_block,
-             (in, out, int(count), MPI_FLOAT, MPI_SUM, g.comm));
-    return 0;
-  }
-  // Reductions on derived datatypes are not portable, so large blocks go
-  // as one reduce per destination, each chunked.
-  for (int p = 0; p < g.n; ++p)
-    chunked(count, [&](int64_t off, int64_t c) {
-      PFRT_MPI(MPI_Reduce, (in + int64_t(p) * count + off,
-                            p == g.pos ? out + off : nullptr, int(c),
-                            MPI_FLOAT, MPI_SUM, p, g.comm));
-    });
+  reduceScatterSum(in, out, count, ranks, n, "pfrt_reduce_scatter_sum",
+                   "reduce_scatter_sum");
   return 0;
 }
 
 int pfrt_all_to_all(const float *in, float *out, int64_t count,
                     const int64_t *ranks, int64_t n) {
-  const char *fn = "pfrt_all_to_all";
-  const Group &g = getGroup(ranks, n, fn);
-  checkCount(count, fn);
-  int64_t total = mulCount(n, count, fn);
-  checkBuf(in, total, "in", fn);
-  checkBuf(out, total, "out", fn);
-  checkNoOverlap(in, total, out, total, fn);
-  CommScope trace("all_to_all", bytesOf(total), n, -1);
-  if (count == 0)
-    return 0;
-  if (count <= state().maxMsgElems) {
-    PFRT_MPI(MPI_Alltoall, (in, int(count), MPI_FLOAT, out, int(count),
-                            MPI_FLOAT, g.comm));
-    return 0;
-  }
-  chunked(count, [&](int64_t off, int64_t c) {
-    StridedBlock blk(c, count);
-    PFRT_MPI(MPI_Alltoall,
-             (in + off, 1, blk.type, out + off, 1, blk.type, g.comm));
-  });
+  allToAll(in, out, count, MPI_FLOAT, sizeof(float), ranks, n,
+           "pfrt_all_to_all", "all_to_all");
   return 0;
 }
 

@@ -5,6 +5,8 @@
 
 #include <mpi.h>
 
+#include <cstdint>
+
 namespace pfrt {
 
 /// Fatal with MPI's own error text unless rc is MPI_SUCCESS.
@@ -13,10 +15,37 @@ void mpiCheck(int rc, const char *call, const char *fn);
 /// The runtime's private duplicate of MPI_COMM_WORLD (errors return).
 MPI_Comm worldComm();
 
+//===----------------------------------------------------------------------===//
+// Group collectives (Collectives.cpp), for other sources that build on them
+//===----------------------------------------------------------------------===//
+
+/// Validates the group (fatal, naming fn, if it is malformed or this rank is
+/// not a member), creates its cached communicator on first use (a collective
+/// call of the members) and returns this rank's group position.
+int groupPosition(const int64_t *ranks, int64_t n, const char *fn);
+
+/// The cores of pfrt_all_gather and pfrt_all_to_all, on `count` elements of
+/// `type` (elemSize bytes each) per block: same semantics, checks and
+/// chunking; errors name fn and the trace event is called traceName.
+void allGather(const void *in, void *out, int64_t count, MPI_Datatype type,
+               int64_t elemSize, const int64_t *ranks, int64_t n,
+               const char *fn, const char *traceName);
+void allToAll(const void *in, void *out, int64_t count, MPI_Datatype type,
+              int64_t elemSize, const int64_t *ranks, int64_t n,
+              const char *fn, const char *traceName);
+
+/// The core of pfrt_reduce_scatter_sum (float32), naming fn and traceName.
+void reduceScatterSum(const float *in, float *out, int64_t count,
+                      const int64_t *ranks, int64_t n, const char *fn,
+                      const char *traceName);
+
 } // namespace pfrt
 
 /// PFRT_MPI(MPI_Bcast, (buf, ...)) calls and checks, naming the MPI function
 /// and the enclosing pfrt function in the error.
 #define PFRT_MPI(fn, args) ::pfrt::mpiCheck(fn args, #fn, __func__)
+/// The same, naming `name` (a const char *) instead of the enclosing C++
+/// function: for helpers that work on behalf of several pfrt functions.
+#define PFRT_MPI_AS(name, fn, args) ::pfrt::mpiCheck(fn args, #fn, name)
 
 #endif // PFRT_SRC_MPI_MPIINTERNAL_H

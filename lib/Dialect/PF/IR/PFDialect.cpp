@@ -80,6 +80,14 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (attr.getName() == getSBPOperandsAttrName()) {
+    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!list || list.size() != op->getNumOperands() ||
+        !llvm::all_of(list, [](Attribute a) { return isa<SBPAttr>(a); }))
+      return op->emitError() << "'" << getSBPOperandsAttrName()
+                             << "' must list one #pf.sbp per operand";
+    return success();
+  }
   if (attr.getName() == getMicrobatchAttrName()) {
     auto value = dyn_cast<IntegerAttr>(attr.getValue());
     if (!value || value.getInt() < 0)

@@ -58,6 +58,11 @@ def PF_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getGradOfAttrName() {
       return ::llvm::StringLiteral("pf.grad_of");
     }
+    /// Set by pf-infer-sbp: the layouts an op's operands need (one #pf.sbp
+    /// per operand); pf-insert-boxing consumes it.
+    static constexpr ::llvm::StringLiteral getSBPOperandsAttrName() {
+      return ::llvm::StringLiteral("pf.sbp_operands");
+    }
     /// On a per-rank module (after pf-partition-ranks): its world rank.
     static constexpr ::llvm::StringLiteral getRankAttrName() {
       return ::llvm::StringLiteral("pf.rank");

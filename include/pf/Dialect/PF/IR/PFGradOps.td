@@ -13,7 +13,8 @@
 // Backward ops whose result shape is given by the result type (it cannot
 // always be inferred: a strided window forgets trailing input rows).
 class PF_GradOp<string mnemonic, list<Trait> traits = []>
-    : PF_Op<mnemonic, !listconcat(traits, [Pure])> {
+    : PF_Op<mnemonic, !listconcat(traits, [Pure,
+        DeclareOpInterfaceMethods<PF_SBPOpInterface>])> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }

@@ -3,7 +3,8 @@
 #ifndef PF_DIALECT_PF_IR_PFMICROBATCHOPS_TD
 #define PF_DIALECT_PF_IR_PFMICROBATCHOPS_TD
 
-def PF_MicrobatchOp : PF_Op<"microbatch", [Pure]> {
+def PF_MicrobatchOp : PF_Op<"microbatch", [Pure,
+    DeclareOpInterfaceMethods<PF_SBPOpInterface>]> {
   let summary = "micro-batch `index` of `count`: rows [index*B/count, (index+1)*B/count) of axis 0";
   let description = [{
     ```mlir
@@ -18,7 +19,8 @@ def PF_MicrobatchOp : PF_Op<"microbatch", [Pure]> {
   let hasVerifier = 1;
 }
 
-def PF_PackOp : PF_Op<"pack", [Pure]> {
+def PF_PackOp : PF_Op<"pack", [Pure,
+    DeclareOpInterfaceMethods<PF_SBPOpInterface>]> {
   let summary = "stacks scalars (one per micro-batch) into a 1-D tensor";
   let description = [{
     How a step returns its per-micro-batch losses, as OneFlow's graph

@@ -14,6 +14,7 @@
 #include "pf/Dialect/PF/IR/PFDialect.h"
 #include "pf/Dialect/PF/IR/PFTypes.h"
 #include "pf/Interfaces/AutodiffInterface.h"
+#include "pf/Interfaces/SBPInterface.h"
 
 #define GET_OP_CLASSES
 #include "pf/Dialect/PF/IR/PFOps.h.inc"

@@ -10,6 +10,7 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "pf/Interfaces/AutodiffInterface.td"
+include "pf/Interfaces/SBPInterface.td"
 
 def PF_Global : DialectType<PF_Dialect,
     CPred<"::llvm::isa<::mlir::pf::GlobalType>($_self)">, "global tensor",
@@ -20,7 +21,8 @@ def PF_I64Pair : ConfinedAttr<DenseI64ArrayAttr, [DenseArrayCount<2>]>;
 // Ops whose result types follow from their operands; a result type may carry
 // any SBP (or none), shape, element type and placement must match.
 class PF_InferredOp<string mnemonic, list<Trait> traits = []>
-    : PF_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptorWithIsCompatible])> {
+    : PF_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptorWithIsCompatible,
+        DeclareOpInterfaceMethods<PF_SBPOpInterface>])> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
@@ -246,7 +248,8 @@ def PF_FlattenOp : PF_DiffOp<"flatten"> {
 }
 
 def PF_ReshapeOp : PF_Op<"reshape", [Pure,
-    DeclareOpInterfaceMethods<PF_AutodiffOpInterface>]> {
+    DeclareOpInterfaceMethods<PF_AutodiffOpInterface>,
+    DeclareOpInterfaceMethods<PF_SBPOpInterface>]> {
   let summary = "reinterprets the logical shape (row-major, same element count)";
   let description = [{
     ```mlir
@@ -406,6 +409,7 @@ def PF_BatchNormOp : PF_DiffOp<"batch_norm"> {
 include "pf/Dialect/PF/IR/PFGradOps.td"
 include "pf/Dialect/PF/IR/PFOptimOps.td"
 include "pf/Dialect/PF/IR/PFCommOps.td"
+include "pf/Dialect/PF/IR/PFBoxingOps.td"
 include "pf/Dialect/PF/IR/PFMicrobatchOps.td"
 
 #endif // PF_DIALECT_PF_IR_PFOPS_TD

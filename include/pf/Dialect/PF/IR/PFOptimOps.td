@@ -20,7 +20,8 @@ def PF_ScalarInputOp : PF_Op<"scalar_input", [Pure]> {
   let hasVerifier = 1;
 }
 
-def PF_SGDUpdateOp : PF_Op<"sgd_update", [Pure, AttrSizedOperandSegments]> {
+def PF_SGDUpdateOp : PF_Op<"sgd_update", [Pure, AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<PF_SBPOpInterface>]> {
   let summary = "one SGD step (momentum, dampening, weight decay, Nesterov)";
   let description = [{
     As `torch.optim.SGD`: `g = grad + weight_decay * p`; with momentum,
@@ -50,7 +51,8 @@ def PF_SGDUpdateOp : PF_Op<"sgd_update", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def PF_AdamUpdateOp : PF_Op<"adam_update", [Pure]> {
+def PF_AdamUpdateOp : PF_Op<"adam_update", [Pure,
+    DeclareOpInterfaceMethods<PF_SBPOpInterface>]> {
   let summary = "one Adam or AdamW step";
   let description = [{
     As `torch.optim.Adam` / `AdamW` with `t = step` (1-based, a run-time

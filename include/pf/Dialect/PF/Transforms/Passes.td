@@ -157,6 +157,78 @@ def ApplySchedulePass : Pass<"pf-apply-schedule", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
+def InferSBPPass : Pass<"pf-infer-sbp", "::mlir::ModuleOp"> {
+  let summary = "chooses every value's SBP layout by boxing cost";
+  let description = [{
+    Layouts fixed by the user stay: function inputs, parameters and
+    `pf.to_global` targets that carry an SBP, and op results whose type
+    already has one (a constraint on the op's signature). Every other value
+    gets one in program order: for each op the n-D signatures of
+    `SBPOpInterface` (products of 1-D signatures per hierarchy dimension,
+    filtered by shape) are priced by the bytes of boxing their operands need
+    (DESIGN.md's table) and the cheapest wins; ties go to the earlier
+    signature, which the rules order data-parallel first, so "no
+    communication, then data parallel" decides.
+
+    Values whose layout nobody fixed take it from their first consumer
+    (backward propagation): a parameter, an input or a constant without an
+    SBP costs nothing to lay out as the consumer wants; a `pf.to_global`
+    without a target SBP is priced by its transfer. What no consumer
+    decides becomes B (a cross-placement move keeps its source layout when
+    valid). Partial-sum results of the step are returned as B.
+
+    Every op with a signature gets `pf.sbp_operands`, the layouts its
+    operands need; `pf-insert-boxing` materialises the differences. An op
+    whose fixed result layout no signature produces is a located error
+    naming both layouts.
+  }];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
+def InsertBoxingPass : Pass<"pf-insert-boxing", "::mlir::ModuleOp"> {
+  let summary = "inserts a pf.to_global wherever an operand's layout differs from the one its consumer needs";
+  let description = [{
+    Reads `pf.sbp_operands` (from `pf-infer-sbp`), parameter layouts (for
+    `pf.write_param`) and function result types, inserts the layout changes
+    and drops the attribute. Afterwards every op's operand layouts form one
+    of its signatures; an op whose layouts do not is a located error.
+  }];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
+def LowerBoxingPass : Pass<"pf-lower-boxing", "::mlir::ModuleOp"> {
+  let summary = "lowers layout changes to collectives and transfers over explicit rank groups";
+  let description = [{
+    Each `pf.to_global` between two layouts becomes communication on
+    global values:
+    - same placement, per hierarchy dimension `d` within the groups along
+      `d`: P->B `pf.all_reduce`, P->S(k) `pf.reduce_scatter`, S(i)->B
+      `pf.all_gather`, S(i)->S(j) `pf.all_to_all`, B->S(k) `pf.shard`
+      (local), B->P `pf.keep_one` (local); S->P goes through B. A layout
+      that is the same on the flattened placement ((S0, S0) on 2x2 is S0 on
+      4) is changed with one collective over all ranks.
+    - another placement: 1->N `pf.broadcast` (B), N->1 `pf.reduce` (P),
+      otherwise partial sums are reduced in the source placement and
+      `pf.transfer` moves slice intersections (local copies where the
+      placements overlap); partial targets are formed after with
+      `pf.keep_one`.
+    - cpu <-> cuda with the same ranks: `pf.device_copy` after changing the
+      layout on the source device.
+    A change it cannot lower is a located error naming both layouts.
+
+    With `report`, prints every layout change (kind, groups, bytes per rank
+    by DESIGN.md's closed forms) and the step's total to stdout (or to
+    `report-file`).
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "print the boxing report">,
+    Option<"reportFile", "report-file", "std::string", /*default=*/"\"\"",
+           "write the report to this file instead of stdout">
+  ];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 def PartitionRanksPass : Pass<"pf-partition-ranks", "::mlir::ModuleOp"> {
   let summary = "splits the global program into one module per rank";
   let description = [{

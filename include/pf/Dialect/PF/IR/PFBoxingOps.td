@@ -1,0 +1,155 @@
+//===- PFBoxingOps.td - layout changes as communication ----*- tablegen -*-===//
+//
+// pf-lower-boxing turns every layout change (pf.to_global between two global
+// layouts) into these ops. On global values each op names the rank groups
+// it runs over; pf-partition-ranks keeps them in each rank's program with
+// local types, where convert-pf-to-cpu calls the runtime's collectives.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PF_DIALECT_PF_IR_PFBOXINGOPS_TD
+#define PF_DIALECT_PF_IR_PFBOXINGOPS_TD
+
+def PF_GroupsAttr : TypedArrayAttrBase<DenseI64ArrayAttr,
+    "rank groups (one array of world ranks per group)">;
+
+// A collective within groups along one hierarchy dimension: same placement,
+// same logical shape, one SBP entry changes.
+class PF_GroupOp<string mnemonic, string what, dag extra = (ins)>
+    : PF_Op<mnemonic, [Pure]> {
+  let summary = what;
+  let arguments = !con((ins PF_Global:$input, PF_GroupsAttr:$groups), extra);
+  let results = (outs PF_Global:$result);
+  let assemblyFormat = "$input attr-dict `:` qualified(type($input)) `->` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+def PF_AllReduceOp : PF_GroupOp<"all_reduce", "P -> B: sum within each group"> {
+  let description = [{
+    ```mlir
+    %b = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>]}
+        : !pf.global<512xf32, #P4, #pf.sbp<[P]>> -> !pf.global<512xf32, #P4, #pf.sbp<[B]>>
+    ```
+  }];
+}
+
+def PF_ReduceScatterOp : PF_GroupOp<"reduce_scatter",
+    "P -> S(axis): sum within each group, each member keeps its block",
+    (ins I64Attr:$axis)> {
+  let description = [{
+    Blocks along `axis` other than 0 are packed contiguously first (a
+    transposed pack), so any axis works.
+  }];
+}
+
+def PF_AllGatherOp : PF_GroupOp<"all_gather",
+    "S(axis) -> B: every member gets all blocks along axis", (ins I64Attr:$axis)>;
+
+def PF_AllToAllOp : PF_GroupOp<"all_to_all",
+    "S(concat_axis) -> S(split_axis): block exchange within each group",
+    (ins I64Attr:$split_axis, I64Attr:$concat_axis)>;
+
+def PF_ShardOp : PF_GroupOp<"shard",
+    "B -> S(axis): each member keeps its block (local, no communication)",
+    (ins I64Attr:$axis)>;
+
+def PF_KeepOneOp : PF_GroupOp<"keep_one",
+    "B -> P: the group's first member keeps the value, the others zero (local)">;
+
+def PF_BroadcastOp : PF_Op<"broadcast"> {
+  let summary = "1 -> N: the root's value to every rank of a placement";
+  let description = [{
+    On global values: the input lives on the single-rank placement of
+    `root`, the result on a placement (containing the root) as B. In a
+    rank's program the input is present only on the root.
+
+    ```mlir
+    %b = pf.broadcast %x {root = 0, ranks = array<i64: 0, 1, 2, 3>}
+        : (!pf.global<8xf32, #P0, #pf.sbp<[B]>>) -> !pf.global<8xf32, #P4, #pf.sbp<[B]>>
+    ```
+  }];
+  let arguments = (ins Optional<PF_Global>:$input, I64Attr:$root,
+                   DenseI64ArrayAttr:$ranks);
+  let results = (outs PF_Global:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def PF_ReduceOp : PF_Op<"reduce"> {
+  let summary = "N -> 1: the sum of a partial value, on the root alone";
+  let description = [{
+    On global values: the input is P over a placement containing the root,
+    the result B on the root's single-rank placement. In a rank's program
+    the result exists only on the root.
+
+    ```mlir
+    %r = pf.reduce %p {root = 0, ranks = array<i64: 0, 1, 2, 3>}
+        : (!pf.global<8xf32, #P4, #pf.sbp<[P]>>) -> !pf.global<8xf32, #P0, #pf.sbp<[B]>>
+    ```
+  }];
+  let arguments = (ins PF_Global:$input, I64Attr:$root,
+                   DenseI64ArrayAttr:$ranks);
+  let results = (outs Optional<PF_Global>:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def PF_TransferOp : PF_Op<"transfer", [Pure]> {
+  let summary = "a layout change across placements: moves of slice intersections";
+  let description = [{
+    Each entry of `moves` is `[src, dst, offsets..., sizes...]`: world rank
+    `src` sends the logical box (`offsets`, `sizes`) of the tensor to world
+    rank `dst` (a local copy when they are the same rank). The boxes cover
+    every destination rank's part exactly once. The source has no partial
+    entries (they are reduced first) and the destination none (B is given
+    and pf.keep_one applied after).
+
+    ```mlir
+    %y = pf.transfer %x {moves = [array<i64: 0, 2, 0, 0, 8, 784>, array<i64: 1, 3, 8, 0, 8, 784>]}
+        : !pf.global<16x784xf32, #P01, #pf.sbp<[S(0)]>> -> !pf.global<16x784xf32, #P23, #pf.sbp<[S(0)]>>
+    ```
+  }];
+  let arguments = (ins PF_Global:$input, PF_GroupsAttr:$moves);
+  let results = (outs PF_Global:$result);
+  let assemblyFormat = "$input attr-dict `:` qualified(type($input)) `->` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+def PF_DeviceCopyOp : PF_Op<"device_copy", [Pure]> {
+  let summary = "host <-> device copy between a cpu and a cuda placement of the same ranks";
+  let description = [{
+    ```mlir
+    %d = pf.device_copy %h : !pf.global<8xf32, #pf.placement<"cpu", [0, 1]>, #pf.sbp<[S(0)]>>
+                          -> !pf.global<8xf32, #pf.placement<"cuda", [0, 1]>, #pf.sbp<[S(0)]>>
+    ```
+  }];
+  let arguments = (ins PF_Global:$input);
+  let results = (outs PF_Global:$result);
+  let assemblyFormat = "$input attr-dict `:` qualified(type($input)) `->` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Per-rank pieces of a transfer (after pf-partition-ranks)
+//===----------------------------------------------------------------------===//
+
+def PF_ExtractBoxOp : PF_Op<"extract_box", [Pure]> {
+  let summary = "a box of a rank's local tensor (local offsets)";
+  let arguments = (ins PF_Global:$input, DenseI64ArrayAttr:$offsets);
+  let results = (outs PF_Global:$result);
+  let assemblyFormat = "$input attr-dict `:` qualified(type($input)) `->` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+def PF_AssembleOp : PF_Op<"assemble", [Pure]> {
+  let summary = "a rank's local tensor put together from boxes (local offsets)";
+  let description = [{
+    Piece `i` lands at `offsets[i]`; the pieces cover the result exactly.
+  }];
+  let arguments = (ins Variadic<PF_Global>:$pieces, PF_GroupsAttr:$offsets);
+  let results = (outs PF_Global:$result);
+  let assemblyFormat = "$pieces attr-dict `:` functional-type($pieces, results)";
+  let hasVerifier = 1;
+}
+
+#endif // PF_DIALECT_PF_IR_PFBOXINGOPS_TD

@@ -1,0 +1,226 @@
+//===- SBPUtils.cpp - n-D signatures, boxing costs, shard boxes -----------===//
+
+#include "pf/Dialect/PF/IR/SBPUtils.h"
+
+#include "pf/Interfaces/SBPInterface.cpp.inc"
+
+using namespace mlir;
+using namespace mlir::pf;
+
+bool mlir::pf::isValidLayout(ArrayRef<int64_t> shape, PlacementAttr placement,
+                             SBPAttr sbp) {
+  if (!sbp || sbp.size() != placement.getNumHierarchyDims())
+    return false;
+  for (SBPDim d : sbp.getDims())
+    if (d.isSplit() &&
+        (d.getAxis() < 0 || d.getAxis() >= static_cast<int64_t>(shape.size())))
+      return false;
+  for (int64_t axis = 0, e = shape.size(); axis < e; ++axis)
+    if (shape[axis] % sbp.getSplitFactor(axis, placement) != 0)
+      return false;
+  return true;
+}
+
+SmallVector<SBPSignature> mlir::pf::get1DSignatures(Operation *op) {
+  SmallVector<SBPSignature> sigs;
+  auto iface = dyn_cast<SBPOpInterface>(op);
+  if (!iface)
+    return sigs;
+  iface.getSBPSignatures(sigs);
+  SBPSignature allB;
+  allB.operands.assign(op->getNumOperands(), SBPDim::broadcast());
+  allB.results.assign(op->getNumResults(), SBPDim::broadcast());
+  if (!llvm::is_contained(sigs, allB))
+    sigs.push_back(allB);
+  return sigs;
+}
+
+static GlobalType globalOf(Type t) { return dyn_cast<GlobalType>(t); }
+
+SmallVector<NDSBPSignature>
+mlir::pf::getNDSBPSignatures(Operation *op, PlacementAttr placement) {
+  SmallVector<NDSBPSignature> out;
+  SmallVector<SBPSignature> oneD = get1DSignatures(op);
+  if (oneD.empty())
+    return out;
+  SBPSignature allB = oneD.back();
+  for (SBPSignature &s : oneD)
+    if (llvm::all_of(s.operands, [](SBPDim d) { return d.isBroadcast(); }) &&
+        llvm::all_of(s.results, [](SBPDim d) { return d.isBroadcast(); }))
+      allB = s;
+  ArrayRef<int64_t> hierarchy = placement.getHierarchy();
+  unsigned dims = hierarchy.size();
+  // Odometer over the per-dimension choices.
+  SmallVector<ArrayRef<SBPSignature>> choices;
+  for (int64_t extent : hierarchy)
+    choices.push_back(extent == 1 ? ArrayRef<SBPSignature>(allB)
+                                  : ArrayRef<SBPSignature>(oneD));
+  SmallVector<unsigned> index(dims, 0);
+  MLIRContext *ctx = op->getContext();
+  while (true) {
+    NDSBPSignature sig;
+    bool valid = true;
+    auto form = [&](unsigned i, bool result) {
+      SmallVector<SBPDim> entries;
+      for (unsigned d = 0; d < dims; ++d) {
+        const SBPSignature &s = choices[d][index[d]];
+        entries.push_back(result ? s.results[i] : s.operands[i]);
+      }
+      SBPAttr sbp = SBPAttr::get(ctx, entries);
+      Type t = result ? op->getResult(i).getType() : op->getOperand(i).getType();
+      if (GlobalType g = globalOf(t))
+        valid &= isValidLayout(g.getShape(), placement, sbp);
+      return sbp;
+    };
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      sig.operands.push_back(form(i, false));
+    for (unsigned i = 0; i < op->getNumResults(); ++i)
+      sig.results.push_back(form(i, true));
+    if (valid)
+      out.push_back(std::move(sig));
+    // Advance: the last dimension varies fastest, so the first dimension's
+    // preferred choice stays in front.
+    int d = dims - 1;
+    while (d >= 0 && ++index[d] == choices[d].size())
+      index[d--] = 0;
+    if (d < 0)
+      break;
+  }
+  return out;
+}
+
+double mlir::pf::transitionBytes(SBPDim from, SBPDim to, int64_t n,
+                                 double bytes) {
+  if (from == to || n == 1)
+    return 0;
+  double f = static_cast<double>(n - 1) / n;
+  if (from.isPartial())
+    return to.isBroadcast() ? 2 * f * bytes : f * bytes; // all-reduce / RS
+  if (from.isSplit()) {
+    if (to.isBroadcast())
+      return f * bytes; // all-gather
+    if (to.isSplit())
+      return f * bytes / n; // all-to-all
+    return f * bytes;       // S -> B -> P
+  }
+  return 0; // B -> S (slice), B -> P (one rank keeps the value)
+}
+
+double mlir::pf::boxingBytes(GlobalType type, SBPAttr from, SBPAttr to) {
+  PlacementAttr p = type.getPlacement();
+  double total = type.getNumElements() *
+                 std::max<int64_t>(1, type.getElementType().getIntOrFloatBitWidth() / 8);
+  double cost = 0;
+  for (unsigned d = 0; d < from.size(); ++d) {
+    if (from[d] == to[d])
+      continue;
+    // The group along d sees the tensor divided by the other dimensions'
+    // splits.
+    double seen = total;
+    for (unsigned e = 0; e < from.size(); ++e)
+      if (e != d && from[e].isSplit())
+        seen /= p.getHierarchy()[e];
+    cost += transitionBytes(from[d], to[d], p.getHierarchy()[d], seen);
+  }
+  return cost;
+}
+
+double mlir::pf::transferBytes(GlobalType from, GlobalType to) {
+  double elem =
+      std::max<int64_t>(1, from.getElementType().getIntOrFloatBitWidth() / 8);
+  double cost = 0;
+  SBPAttr src = from.getSbp();
+  // Partial sums are reduced inside the source placement first.
+  SmallVector<SBPDim> noPartial;
+  for (SBPDim d : src.getDims())
+    noPartial.push_back(d.isPartial() ? SBPDim::broadcast() : d);
+  SBPAttr reduced = SBPAttr::get(src.getContext(), noPartial);
+  cost += boxingBytes(from, src, reduced);
+  PlacementAttr fp = from.getPlacement(), tp = to.getPlacement();
+  double busiest = 0;
+  for (int64_t q = 0; q < tp.getNumRanks(); ++q) {
+    Box need = shardBox(to.getShape(), tp, to.getSbp(), q);
+    double got = 0;
+    int64_t rank = tp.getRanks()[q];
+    int64_t local = fp.indexOf(rank);
+    if (local >= 0 && fp.getDevice() == tp.getDevice())
+      got = need.intersect(shardBox(from.getShape(), fp, reduced, local))
+                .numElements();
+    busiest = std::max(busiest, (need.numElements() - got) * elem);
+  }
+  return cost + busiest;
+}
+
+Box Box::intersect(const Box &other) const {
+  Box r;
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    int64_t lo = std::max(offsets[i], other.offsets[i]);
+    int64_t hi = std::min(offsets[i] + sizes[i],
+                          other.offsets[i] + other.sizes[i]);
+    r.offsets.push_back(lo);
+    r.sizes.push_back(std::max<int64_t>(0, hi - lo));
+  }
+  return r;
+}
+
+bool Box::isEmpty() const {
+  return llvm::any_of(sizes, [](int64_t s) { return s == 0; });
+}
+
+int64_t Box::numElements() const {
+  int64_t n = 1;
+  for (int64_t s : sizes)
+    n *= s;
+  return n;
+}
+
+Box mlir::pf::shardBox(ArrayRef<int64_t> shape, PlacementAttr placement,
+                       SBPAttr sbp, int64_t pos) {
+  Box box;
+  box.offsets.assign(shape.size(), 0);
+  box.sizes.assign(shape.begin(), shape.end());
+  SmallVector<int64_t> coords = placement.getCoordinates(pos);
+  for (unsigned d = 0; d < sbp.size(); ++d) {
+    if (!sbp[d].isSplit())
+      continue;
+    int64_t axis = sbp[d].getAxis();
+    int64_t n = placement.getHierarchy()[d];
+    box.sizes[axis] /= n;
+    box.offsets[axis] += coords[d] * box.sizes[axis];
+  }
+  return box;
+}
+
+SmallVector<SmallVector<int64_t>> mlir::pf::hierarchyGroups(
+    PlacementAttr placement, unsigned dim) {
+  ArrayRef<int64_t> h = placement.getHierarchy();
+  SmallVector<SmallVector<int64_t>> groups;
+  llvm::DenseMap<int64_t, unsigned> groupOf;
+  // Key: the row-major index over the other dimensions.
+  for (int64_t pos = 0; pos < placement.getNumRanks(); ++pos) {
+    SmallVector<int64_t> c = placement.getCoordinates(pos);
+    int64_t key = 0;
+    for (unsigned d = 0; d < h.size(); ++d)
+      if (d != dim)
+        key = key * h[d] + c[d];
+    auto [it, inserted] = groupOf.try_emplace(key, groups.size());
+    if (inserted)
+      groups.emplace_back();
+    groups[it->second].push_back(placement.getRanks()[pos]);
+  }
+  return groups;
+}
+
+SBPAttr mlir::pf::withDim(SBPAttr sbp, unsigned dim, SBPDim entry) {
+  SmallVector<SBPDim> dims(sbp.getDims());
+  dims[dim] = entry;
+  return SBPAttr::get(sbp.getContext(), dims);
+}
+
+ArrayAttr mlir::pf::groupsAttr(MLIRContext *ctx,
+                               ArrayRef<SmallVector<int64_t>> groups) {
+  SmallVector<Attribute> attrs;
+  for (const SmallVector<int64_t> &g : groups)
+    attrs.push_back(DenseI64ArrayAttr::get(ctx, g));
+  return ArrayAttr::get(ctx, attrs);
+}

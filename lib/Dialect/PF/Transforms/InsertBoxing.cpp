@@ -1,0 +1,106 @@
+//===- InsertBoxing.cpp - explicit layout changes where layouts differ ----===//
+
+#include "pf/Dialect/PF/IR/SBPUtils.h"
+#include "pf/Dialect/PF/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#define DEBUG_TYPE "pf-insert-boxing"
+
+namespace mlir::pf {
+#define GEN_PASS_DEF_INSERTBOXINGPASS
+#include "pf/Dialect/PF/Transforms/Passes.h.inc"
+} // namespace mlir::pf
+
+using namespace mlir;
+using namespace mlir::pf;
+
+namespace {
+
+/// Makes operand `i` of `op` have layout `want`.
+void box(OpBuilder &b, Operation *op, unsigned i, SBPAttr want) {
+  Value v = op->getOperand(i);
+  auto t = dyn_cast<GlobalType>(v.getType());
+  if (!t || !want || t.getSbp() == want)
+    return;
+  b.setInsertionPoint(op);
+  auto move = ToGlobalOp::create(b, op->getLoc(), t.withSBP(want), v);
+  if (auto stage = op->getAttr(PFDialect::getStageAttrName()))
+    move->setAttr(PFDialect::getStageAttrName(), stage);
+  if (auto mb = op->getAttr(PFDialect::getMicrobatchAttrName()))
+    move->setAttr(PFDialect::getMicrobatchAttrName(), mb);
+  if (auto phase = op->getAttr(PFDialect::getPhaseAttrName()))
+    move->setAttr(PFDialect::getPhaseAttrName(), phase);
+  op->setOperand(i, move.getResult());
+}
+
+std::string layouts(TypeRange types) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(types, os, [&](Type t) {
+    auto g = dyn_cast<GlobalType>(t);
+    if (g && g.getSbp())
+      os << g.getSbp();
+    else
+      os << "?";
+  });
+  return s;
+}
+
+/// After boxing, the op's layouts must be one of its signatures.
+LogicalResult checkSignature(Operation *op) {
+  GlobalType first;
+  for (Type t : llvm::concat<const Type>(op->getResultTypes(),
+                                         op->getOperandTypes()))
+    if ((first = dyn_cast<GlobalType>(t)))
+      break;
+  if (!first)
+    return success();
+  for (const NDSBPSignature &sig :
+       getNDSBPSignatures(op, first.getPlacement())) {
+    bool ok = true;
+    for (auto [v, want] : llvm::zip(op->getOperands(), sig.operands))
+      ok &= cast<GlobalType>(v.getType()).getSbp() == want;
+    for (auto [v, want] : llvm::zip(op->getResults(), sig.results))
+      ok &= cast<GlobalType>(v.getType()).getSbp() == want;
+    if (ok)
+      return success();
+  }
+  return op->emitOpError("operand layouts (")
+         << layouts(op->getOperandTypes()) << ") and result layouts ("
+         << layouts(op->getResultTypes())
+         << ") are not an SBP signature of this op";
+}
+
+struct InsertBoxingPass
+    : public pf::impl::InsertBoxingPassBase<InsertBoxingPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    llvm::StringMap<ParamOp> params;
+    for (auto p : module.getOps<ParamOp>())
+      params[p.getSymName()] = p;
+    OpBuilder b(module.getContext());
+    WalkResult walk = module.walk([&](Operation *op) -> WalkResult {
+      if (auto wants = op->getAttrOfType<ArrayAttr>(PFDialect::getSBPOperandsAttrName())) {
+        for (auto [i, want] : llvm::enumerate(wants))
+          box(b, op, i, cast<SBPAttr>(want));
+        op->removeAttr(PFDialect::getSBPOperandsAttrName());
+      } else if (auto write = dyn_cast<WriteParamOp>(op)) {
+        if (ParamOp p = params.lookup(write.getParam()))
+          box(b, op, 0, p.getGlobalType().getSbp());
+      } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        auto func = ret->getParentOfType<func::FuncOp>();
+        for (unsigned i = 0; i < ret.getNumOperands(); ++i)
+          if (auto g = dyn_cast<GlobalType>(func.getResultTypes()[i]))
+            box(b, op, i, g.getSbp());
+      }
+      if (isa<SBPOpInterface>(op) && failed(checkSignature(op)))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,354 @@
+//===- Boxing.cpp - SBP layout changes of local tensors -------------------===//
+//
+// The boxing helpers of pfrt.h: all_gather, reduce_scatter and all_to_all
+// along a tensor axis, built on the group collectives of Collectives.cpp
+// (same communicator cache, chunking and traces), plus the local slice and
+// sub-box copy. A collective moves whole contiguous blocks, so an axis that
+// is not the outermost one needs a local repack around it: the tensor is
+// viewed as [outer, n, chunk] (outer = the dimensions before the axis) and
+// copied to or from [n, outer, chunk], one memcpy per chunk.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../common/Internal.h"
+#include "MpiInternal.h"
+#include "pfrt/pfrt.h"
+
+#include <cstring>
+#include <memory>
+
+using namespace pfrt;
+
+namespace {
+
+/// Bytes per element of a dtype; fatal for an unknown one.
+int64_t elemSizeOf(int32_t dtype, const char *fn) {
+  switch (dtype) {
+  case PFRT_DTYPE_F32:
+  case PFRT_DTYPE_I32:
+    return 4;
+  case PFRT_DTYPE_I64:
+    return 8;
+  }
+  fatal("%s: unknown dtype %d (expected PFRT_DTYPE_F32 = 0, PFRT_DTYPE_I64 "
+        "= 1 or PFRT_DTYPE_I32 = 2)",
+        fn, int(dtype));
+}
+
+MPI_Datatype mpiTypeOf(int32_t dtype) {
+  return dtype == PFRT_DTYPE_I64   ? MPI_INT64_T
+         : dtype == PFRT_DTYPE_I32 ? MPI_INT32_T
+                                   : MPI_FLOAT;
+}
+
+/// Checks rank and shape (what names the shape argument); returns the
+/// element count, fatal if it or its size in bytes overflows int64.
+int64_t checkShape(int64_t ndim, const int64_t *shape, const char *what,
+                   int64_t elemSize, const char *fn) {
+  if (ndim < 0 || ndim > kMaxRank)
+    fatal("%s: tensor rank %lld is outside [0, %lld]", fn, (long long)ndim,
+          (long long)kMaxRank);
+  if (ndim > 0 && !shape)
+    fatal("%s: %s is NULL for a rank-%lld tensor", fn, what, (long long)ndim);
+  int64_t elems = 1, bytes;
+  for (int64_t d = 0; d < ndim; ++d) {
+    if (shape[d] < 0)
+      fatal("%s: %s %s has a negative dimension", fn, what,
+            shapeToString(ndim, shape).c_str());
+    if (__builtin_mul_overflow(elems, shape[d], &elems))
+      fatal("%s: element count of %s %s overflows int64", fn, what,
+            shapeToString(ndim, shape).c_str());
+  }
+  if (__builtin_mul_overflow(elems, elemSize, &bytes))
+    fatal("%s: byte size of %s %s overflows int64", fn, what,
+          shapeToString(ndim, shape).c_str());
+  return elems;
+}
+
+/// Fatal unless 0 <= axis < ndim (what names the argument).
+void checkAxis(int64_t axis, int64_t ndim, const char *what, const char *fn) {
+  if (ndim < 1)
+    fatal("%s: needs a tensor of rank >= 1 for %s, got a scalar", fn, what);
+  if (axis < 0 || axis >= ndim)
+    fatal("%s: %s %lld is outside [0, %lld)", fn, what, (long long)axis,
+          (long long)ndim);
+}
+
+/// Fatal unless in_shape[axis] splits into n equal blocks (what names n).
+void checkDivisible(int64_t ndim, const int64_t *shape, int64_t axis,
+                    int64_t n, const char *what, const char *fn) {
+  if (shape[axis] % n != 0)
+    fatal("%s: in_shape %s: dimension %lld (%lld) is not divisible by %s "
+          "%lld",
+          fn, shapeToString(ndim, shape).c_str(), (long long)axis,
+          (long long)shape[axis], what, (long long)n);
+}
+
+void checkBuf(const void *p, int64_t elems, const char *what, const char *fn) {
+  if (!p && elems > 0)
+    fatal("%s: %s is NULL for a tensor of %lld elements", fn, what,
+          (long long)elems);
+}
+
+/// Fatal if the byte ranges [a, a+na) and [b, b+nb) share memory.
+void checkNoOverlap(const void *a, int64_t na, const void *b, int64_t nb,
+                    const char *what, const char *fn) {
+  if (na == 0 || nb == 0)
+    return;
+  const char *ca = (const char *)a, *cb = (const char *)b;
+  if (ca < cb + nb && cb < ca + na)
+    fatal("%s: %s overlap", fn, what);
+}
+
+/// Product of shape[lo..hi) (no overflow: only called on non-empty tensors,
+/// whose every partial product is at most the element count).
+int64_t prod(const int64_t *shape, int64_t lo, int64_t hi) {
+  int64_t p = 1;
+  for (int64_t d = lo; d < hi; ++d)
+    p *= shape[d];
+  return p;
+}
+
+/// rows times: copies `bytes` bytes from src to dst, then advances src by
+/// srcStride and dst by dstStride bytes.
+void copyRows(char *dst, int64_t dstStride, const char *src, int64_t srcStride,
+              int64_t rows, int64_t bytes) {
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(dst + r * dstStride, src + r * srcStride, size_t(bytes));
+}
+
+/// [outer, n, chunk] -> [n, outer, chunk] (chunkBytes bytes per chunk).
+void packBlocks(char *dst, const char *src, int64_t outer, int64_t n,
+                int64_t chunkBytes) {
+  for (int64_t q = 0; q < n; ++q)
+    copyRows(dst + q * outer * chunkBytes, chunkBytes, src + q * chunkBytes,
+             n * chunkBytes, outer, chunkBytes);
+}
+
+/// [n, outer, chunk] -> [outer, n, chunk]: the inverse of packBlocks.
+void unpackBlocks(char *dst, const char *src, int64_t outer, int64_t n,
+                  int64_t chunkBytes) {
+  for (int64_t p = 0; p < n; ++p)
+    copyRows(dst + p * chunkBytes, n * chunkBytes,
+             src + p * outer * chunkBytes, chunkBytes, outer, chunkBytes);
+}
+
+/// An uninitialised scratch buffer (the packed copy of a tensor).
+std::unique_ptr<char[]> scratch(int64_t bytes) {
+  return std::unique_ptr<char[]>(new char[size_t(bytes)]);
+}
+
+} // namespace
+
+extern "C" {
+
+int pfrt_box_all_gather(const void *in, void *out, int32_t dtype, int64_t ndim,
+                        const int64_t *in_shape, int64_t axis,
+                        const int64_t *ranks, int64_t n) {
+  const char *fn = "pfrt_box_all_gather";
+  groupPosition(ranks, n, fn);
+  int64_t es = elemSizeOf(dtype, fn);
+  int64_t elems = checkShape(ndim, in_shape, "in_shape", es, fn);
+  checkAxis(axis, ndim, "axis", fn);
+  int64_t outElems, outBytes;
+  if (__builtin_mul_overflow(elems, n, &outElems) ||
+      __builtin_mul_overflow(outElems, es, &outBytes))
+    fatal("%s: the gathered size of in_shape %s over %lld ranks overflows", fn,
+          shapeToString(ndim, in_shape).c_str(), (long long)n);
+  checkBuf(in, elems, "in", fn);
+  checkBuf(out, outElems, "out", fn);
+  checkNoOverlap(in, elems * es, out, outBytes, "in and out", fn);
+  if (elems == 0)
+    return 0;
+  // out viewed as [outer, n, inner]: member p's block lands at [o, p, :].
+  int64_t outer = prod(in_shape, 0, axis);
+  int64_t inner = elems / outer;
+  if (outer == 1 || n == 1) {
+    allGather(in, out, elems, mpiTypeOf(dtype), es, ranks, n, fn,
+              "box_all_gather");
+    return 0;
+  }
+  std::unique_ptr<char[]> tmp = scratch(outBytes);
+  allGather(in, tmp.get(), elems, mpiTypeOf(dtype), es, ranks, n, fn,
+            "box_all_gather");
+  unpackBlocks((char *)out, tmp.get(), outer, n, inner * es);
+  return 0;
+}
+
+int pfrt_box_reduce_scatter(const float *in, float *out, int64_t ndim,
+                            const int64_t *in_shape, int64_t axis,
+                            const int64_t *ranks, int64_t n) {
+  const char *fn = "pfrt_box_reduce_scatter";
+  groupPosition(ranks, n, fn);
+  const int64_t es = sizeof(float);
+  int64_t elems = checkShape(ndim, in_shape, "in_shape", es, fn);
+  checkAxis(axis, ndim, "axis", fn);
+  checkDivisible(ndim, in_shape, axis, n, "the group size", fn);
+  int64_t outElems = elems / n;
+  checkBuf(in, elems, "in", fn);
+  checkBuf(out, outElems, "out", fn);
+  checkNoOverlap(in, elems * es, out, outElems * es, "in and out", fn);
+  if (elems == 0)
+    return 0;
+  // in viewed as [outer, n, chunk]; block q = [:, q, :] goes to position q.
+  int64_t outer = prod(in_shape, 0, axis);
+  int64_t chunk = outElems / outer;
+  if (outer == 1 || n == 1) {
+    reduceScatterSum(in, out, outElems, ranks, n, fn, "box_reduce_scatter");
+    return 0;
+  }
+  std::unique_ptr<char[]> packed = scratch(elems * es);
+  packBlocks(packed.get(), (const char *)in, outer, n, chunk * es);
+  reduceScatterSum((const float *)packed.get(), out, outElems, ranks, n, fn,
+                   "box_reduce_scatter");
+  return 0;
+}
+
+int pfrt_box_all_to_all(const void *in, void *out, int32_t dtype, int64_t ndim,
+                        const int64_t *in_shape, int64_t split_axis,
+                        int64_t concat_axis, const int64_t *ranks, int64_t n) {
+  const char *fn = "pfrt_box_all_to_all";
+  groupPosition(ranks, n, fn);
+  int64_t es = elemSizeOf(dtype, fn);
+  int64_t elems = checkShape(ndim, in_shape, "in_shape", es, fn);
+  checkAxis(split_axis, ndim, "split_axis", fn);
+  checkAxis(concat_axis, ndim, "concat_axis", fn);
+  if (split_axis == concat_axis)
+    fatal("%s: split_axis and concat_axis are both %lld", fn,
+          (long long)split_axis);
+  checkDivisible(ndim, in_shape, split_axis, n, "the group size", fn);
+  checkBuf(in, elems, "in", fn);
+  checkBuf(out, elems, "out", fn);
+  checkNoOverlap(in, elems * es, out, elems * es, "in and out", fn);
+  if (elems == 0)
+    return 0;
+  int64_t count = elems / n; // one block, sent to or received from a peer
+  // Send: in viewed as [outerS, n, chunkS] along split_axis.
+  int64_t outerS = prod(in_shape, 0, split_axis);
+  std::unique_ptr<char[]> sendTmp, recvTmp;
+  const char *send = (const char *)in;
+  if (outerS > 1 && n > 1) {
+    sendTmp = scratch(elems * es);
+    packBlocks(sendTmp.get(), send, outerS, n, count / outerS * es);
+    send = sendTmp.get();
+  }
+  // Receive: each block has in_shape with [split_axis] / n; out viewed as
+  // [outerC, n, innerC] along concat_axis takes block p at [:, p, :].
+  int64_t outerC = 1;
+  for (int64_t d = 0; d < concat_axis; ++d)
+    outerC *= d == split_axis ? in_shape[d] / n : in_shape[d];
+  char *recv = (char *)out;
+  if (outerC > 1 && n > 1) {
+    recvTmp = scratch(elems * es);
+    recv = recvTmp.get();
+  }
+  allToAll(send, recv, count, mpiTypeOf(dtype), es, ranks, n, fn,
+           "box_all_to_all");
+  if (recv != out)
+    unpackBlocks((char *)out, recv, outerC, n, count / outerC * es);
+  return 0;
+}
+
+int pfrt_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
+                   const int64_t *in_shape, int64_t axis, int64_t index,
+                   int64_t n) {
+  const char *fn = "pfrt_box_slice";
+  int64_t es = elemSizeOf(dtype, fn);
+  int64_t elems = checkShape(ndim, in_shape, "in_shape", es, fn);
+  checkAxis(axis, ndim, "axis", fn);
+  if (n < 1)
+    fatal("%s: block count n = %lld is not positive", fn, (long long)n);
+  if (index < 0 || index >= n)
+    fatal("%s: index %lld is outside [0, %lld)", fn, (long long)index,
+          (long long)n);
+  checkDivisible(ndim, in_shape, axis, n, "the block count", fn);
+  int64_t outElems = elems / n;
+  checkBuf(in, elems, "in", fn);
+  checkBuf(out, outElems, "out", fn);
+  checkNoOverlap(in, elems * es, out, outElems * es, "in and out", fn);
+  if (outElems == 0)
+    return 0;
+  // in viewed as [outer, n, chunk]; out = [:, index, :].
+  int64_t outer = prod(in_shape, 0, axis);
+  int64_t chunkBytes = outElems / outer * es;
+  copyRows((char *)out, chunkBytes, (const char *)in + index * chunkBytes,
+           n * chunkBytes, outer, chunkBytes);
+  return 0;
+}
+
+int pfrt_copy_box(const void *src, const int64_t *src_shape,
+                  const int64_t *src_offset, void *dst,
+                  const int64_t *dst_shape, const int64_t *dst_offset,
+                  const int64_t *sizes, int64_t ndim, int32_t dtype) {
+  const char *fn = "pfrt_copy_box";
+  int64_t es = elemSizeOf(dtype, fn);
+  int64_t srcElems = checkShape(ndim, src_shape, "src_shape", es, fn);
+  int64_t dstElems = checkShape(ndim, dst_shape, "dst_shape", es, fn);
+  int64_t boxElems = checkShape(ndim, sizes, "sizes", es, fn);
+  struct Side {
+    const char *name;
+    const int64_t *shape, *offset;
+  };
+  for (const Side &s : {Side{"src", src_shape, src_offset},
+                        Side{"dst", dst_shape, dst_offset}})
+    for (int64_t d = 0; d < ndim; ++d) {
+      int64_t o = s.offset ? s.offset[d] : 0;
+      if (o < 0 || o > s.shape[d] - sizes[d])
+        fatal("%s: box at %s_offset %s with sizes %s does not fit in "
+              "%s_shape %s (dimension %lld)",
+              fn, s.name,
+              s.offset ? shapeToString(ndim, s.offset).c_str() : "(0, ...)",
+              shapeToString(ndim, sizes).c_str(), s.name,
+              shapeToString(ndim, s.shape).c_str(), (long long)d);
+    }
+  if (boxElems == 0)
+    return 0;
+  checkBuf(src, srcElems, "src", fn);
+  checkBuf(dst, dstElems, "dst", fn);
+
+  // Row-major strides (elements), the box's first element in each tensor
+  // and the span from its first to its last element.
+  int64_t sStride[kMaxRank], dStride[kMaxRank];
+  int64_t sBase = 0, dBase = 0, sSpan = 1, dSpan = 1;
+  for (int64_t d = ndim - 1, ss = 1, ds = 1; d >= 0; --d) {
+    sStride[d] = ss;
+    dStride[d] = ds;
+    sBase += (src_offset ? src_offset[d] : 0) * ss;
+    dBase += (dst_offset ? dst_offset[d] : 0) * ds;
+    sSpan += (sizes[d] - 1) * ss;
+    dSpan += (sizes[d] - 1) * ds;
+    ss *= src_shape[d];
+    ds *= dst_shape[d];
+  }
+  const char *sp = (const char *)src + sBase * es;
+  char *dp = (char *)dst + dBase * es;
+  checkNoOverlap(sp, sSpan * es, dp, dSpan * es,
+                 "source and destination boxes", fn);
+
+  // Trailing dimensions that the box covers fully in both tensors fold into
+  // one contiguous run, together with the innermost partial dimension k.
+  int64_t k = ndim - 1;
+  int64_t run = 1;
+  while (k >= 0 && sizes[k] == src_shape[k] && sizes[k] == dst_shape[k])
+    run *= sizes[k--];
+  if (k >= 0)
+    run *= sizes[k];
+  size_t runBytes = size_t(run * es);
+  // Odometer over dimensions 0..k-1.
+  int64_t idx[kMaxRank] = {0};
+  for (;;) {
+    std::memcpy(dp, sp, runBytes);
+    int64_t d = k - 1;
+    while (d >= 0 && ++idx[d] == sizes[d]) {
+      sp -= (sizes[d] - 1) * sStride[d] * es;
+      dp -= (sizes[d] - 1) * dStride[d] * es;
+      idx[d--] = 0;
+    }
+    if (d < 0)
+      return 0;
+    sp += sStride[d] * es;
+    dp += dStride[d] * es;
+  }
+}
+
+} // extern "C"
