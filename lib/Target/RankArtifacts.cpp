@@ -159,14 +159,29 @@ LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
     llvm::json::Array inputs;
     if (auto list = rankModule->getAttrOfType<ArrayAttr>("pfrt.inputs"))
       for (auto entry : list.getAsRange<DictionaryAttr>()) {
-        llvm::json::Array shape;
-        for (int64_t d :
-             cast<DenseI64ArrayAttr>(entry.get("shape")).asArrayRef())
-          shape.push_back(d);
-        inputs.push_back(llvm::json::Object{
+        auto array = [](Attribute a) {
+          llvm::json::Array out;
+          for (int64_t d : cast<DenseI64ArrayAttr>(a).asArrayRef())
+            out.push_back(d);
+          return out;
+        };
+        llvm::json::Object input{
             {"index", cast<IntegerAttr>(entry.get("index")).getInt()},
-            {"shape", std::move(shape)},
-            {"dtype", cast<StringAttr>(entry.get("dtype")).getValue()}});
+            {"shape", array(entry.get("shape"))},
+            {"dtype", cast<StringAttr>(entry.get("dtype")).getValue()}};
+        // Where this rank's local data sits in the logical input: boxes
+        // (one per micro-batch when the batch is split) of box_shape.
+        if (Attribute a = entry.get("logical_shape"))
+          input["logical_shape"] = array(a);
+        if (Attribute a = entry.get("box_shape"))
+          input["box_shape"] = array(a);
+        if (auto boxes = dyn_cast_or_null<ArrayAttr>(entry.get("boxes"))) {
+          llvm::json::Array list;
+          for (Attribute b : boxes)
+            list.push_back(array(b));
+          input["boxes"] = std::move(list);
+        }
+        inputs.push_back(std::move(input));
       }
     bool reportsLoss = false;
     if (auto r = rankModule->getAttrOfType<BoolAttr>("pfrt.reports_loss"))

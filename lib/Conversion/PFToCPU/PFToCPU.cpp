@@ -88,6 +88,8 @@ private:
   DenseMap<Value, Value> values;
   /// What a host program needs to know about this rank's inputs.
   SmallVector<Attribute> inputs;
+  /// This module's world rank.
+  int64_t rankId = 0;
   /// Reads of a parameter that must copy (a write to it happens before a
   /// later use of the read).
   llvm::DenseSet<Operation *> copyingReads;
@@ -250,11 +252,18 @@ LogicalResult RankLowering::lowerParams() {
     InitAttr init = param.getInit();
     Value stream = call(ploc, "pfrt_stream_id", i64Ty,
                         {str(ploc, param.getSymName())});
+    // A shard (after pf-partition-ranks) draws its logical elements.
+    auto logical = param->getAttrOfType<DenseI64ArrayAttr>("pf.logical_shape");
+    auto offset = param->getAttrOfType<DenseI64ArrayAttr>("pf.shard_offset");
+    InitKind kind = param->hasAttr("pf.zero_init") ? InitKind::Zeros
+                                                   : init.getKind();
     call(ploc, "pfrt_init_param", i32Ty,
-         {buffer, constI32(ploc, static_cast<int32_t>(init.getKind())),
+         {buffer, constI32(ploc, static_cast<int32_t>(kind)),
           constF64(ploc, init.getFirst()), constF64(ploc, init.getSecond()),
           seed, stream, constI64(ploc, type.getRank()),
-          i64Array(ploc, type.getShape()), nullPtr(ploc), nullPtr(ploc)});
+          i64Array(ploc, logical ? logical.asArrayRef() : type.getShape()),
+          offset ? i64Array(ploc, offset.asArrayRef()) : nullPtr(ploc),
+          i64Array(ploc, type.getShape())});
   }
   LLVM::ReturnOp::create(b, loc, ValueRange{});
   return success();
@@ -290,19 +299,44 @@ LogicalResult RankLowering::lowerInput(BlockArgument arg, func::FuncOp func) {
     }
   }
   bool isFloat = type.getElementType().isF32();
-  inputs.push_back(b.getDictionaryAttr(
-      {b.getNamedAttr("index", b.getI64IntegerAttr(input)),
-       b.getNamedAttr("shape", b.getDenseI64ArrayAttr(type.getShape())),
-       b.getNamedAttr("dtype", b.getStringAttr(isFloat ? "f32" : "i64"))}));
+  {
+    SmallVector<NamedAttribute> facts = {
+        b.getNamedAttr("index", b.getI64IntegerAttr(input)),
+        b.getNamedAttr("shape", b.getDenseI64ArrayAttr(type.getShape())),
+        b.getNamedAttr("dtype", b.getStringAttr(isFloat ? "f32" : "i64"))};
+    unsigned n = arg.getArgNumber();
+    for (StringRef name : {"pf.logical_shape", "pf.boxes", "pf.box_shape"})
+      if (Attribute a = func.getArgAttr(n, name))
+        facts.push_back(b.getNamedAttr(name.drop_front(3), a));
+    inputs.push_back(b.getDictionaryAttr(facts));
+  }
   Value seed = LLVM::LoadOp::create(
       b, loc, i64Ty, LLVM::AddressOfOp::create(b, loc, seedGlobal));
   Value stream = call(loc, "pfrt_stream_id", i64Ty,
                       {str(loc, ("input" + Twine(input)).str())});
-  call(loc, "pfrt_load_input", i32Ty,
+  // This rank's boxes of the logical input (one per micro-batch when the
+  // batch is split), or the whole tensor.
+  unsigned argNo = arg.getArgNumber();
+  auto logical = func.getArgAttrOfType<DenseI64ArrayAttr>(argNo, "pf.logical_shape");
+  auto boxes = func.getArgAttrOfType<ArrayAttr>(argNo, "pf.boxes");
+  auto boxShape = func.getArgAttrOfType<DenseI64ArrayAttr>(argNo, "pf.box_shape");
+  SmallVector<int64_t> offsets;
+  if (boxes)
+    for (Attribute a : boxes)
+      llvm::append_range(offsets, cast<DenseI64ArrayAttr>(a).asArrayRef());
+  else
+    offsets.assign(type.getRank(), 0);
+  ArrayRef<int64_t> logicalShape = logical ? logical.asArrayRef() : type.getShape();
+  ArrayRef<int64_t> oneBox = boxShape ? boxShape.asArrayRef() : type.getShape();
+  int64_t numBoxes = boxes ? boxes.size() : 1;
+  call(loc, "pfrt_load_input_boxes", i32Ty,
        {constI64(loc, input), *buffer,
         constI64(loc, *bytes * type.getNumElements()),
         constI32(loc, isFloat ? 0 : 1), constI64(loc, classes), seed, stream,
-        constI64(loc, type.getRank()), i64Array(loc, type.getShape())});
+        constI64(loc, type.getRank()), i64Array(loc, logicalShape),
+        constI64(loc, numBoxes),
+        offsets.empty() ? nullPtr(loc) : i64Array(loc, offsets),
+        i64Array(loc, oneBox)});
   values[arg] = *buffer;
   return success();
 }
@@ -341,14 +375,17 @@ LogicalResult RankLowering::lowerStep(func::FuncOp func) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       call(ret.getLoc(), "pfrt_wait_sends", i32Ty, {});
       // The loss, per micro-batch when pf-microbatch packed it.
-      if (ret.getNumOperands() > 0) {
+      // A loss held by several ranks is reported by the first of them.
+      if (ret.getNumOperands() > 0 && !func->hasAttr("pf.loss_replica")) {
+        // One loss per element (per micro-batch when packed).
         Value loss = ret.getOperand(0);
-        SmallVector<Value> losses = {loss};
-        if (auto pack = loss.getDefiningOp<PackOp>())
-          losses.assign(pack.getElements().begin(), pack.getElements().end());
-        for (auto [k, l] : llvm::enumerate(losses))
-          call(ret.getLoc(), "pfrt_report_loss", voidTy,
-               {get(l), constI32(ret.getLoc(), k)});
+        Location rl = ret.getLoc();
+        for (int64_t k = 0, e = count(loss); k < e; ++k) {
+          Value at = LLVM::GEPOp::create(b, rl, ptrTy, b.getF32Type(),
+                                         get(loss),
+                                         ValueRange{constI64(rl, k)});
+          call(rl, "pfrt_report_loss", voidTy, {at, constI32(rl, k)});
+        }
       }
       LLVM::ReturnOp::create(b, ret.getLoc(), ValueRange{});
       continue;
@@ -358,7 +395,10 @@ LogicalResult RankLowering::lowerStep(func::FuncOp func) {
     if (traced) {
       auto stage = op.getAttrOfType<IntegerAttr>(PFDialect::getStageAttrName());
       auto phase = op.getAttrOfType<StringAttr>(PFDialect::getPhaseAttrName());
-      StringRef category = isa<SendOp, RecvOp>(op) ? "comm"
+      StringRef category = isa<SendOp, RecvOp, AllReduceOp, AllGatherOp,
+                               ReduceScatterOp, AllToAllOp, BroadcastOp,
+                               ReduceOp>(op)
+                               ? "comm"
                            : phase                  ? phase.getValue()
                                                     : "forward";
       auto microbatch =
@@ -392,6 +432,27 @@ LogicalResult RankLowering::lowerOp(Operation *op) {
   };
   auto kernel = [&](StringRef name, ValueRange args) {
     call(loc, name, voidTy, args);
+  };
+  // A mean over a batch split `split` ways: the local mean is split times
+  // this rank's share of the global one.
+  auto scaleForBatchSplit = [&](Operation *o, Value out, int64_t n) {
+    auto split = o->getAttrOfType<IntegerAttr>("pf.batch_split");
+    if (split && split.getInt() > 1)
+      kernel("pfrt_k_scale", {out, out, constI64(loc, n),
+                              constF64(loc, 1.0 / split.getInt())});
+  };
+  // This rank's group among `groups` and its position there.
+  auto myGroup = [&](ArrayAttr groups) -> std::pair<ArrayRef<int64_t>, int64_t> {
+    for (Attribute g : groups) {
+      ArrayRef<int64_t> ranks = cast<DenseI64ArrayAttr>(g).asArrayRef();
+      for (auto [i, r] : llvm::enumerate(ranks))
+        if (r == rankId)
+          return {ranks, static_cast<int64_t>(i)};
+    }
+    return {ArrayRef<int64_t>(), -1};
+  };
+  auto dtypeOf = [&](Value v) {
+    return constI32(loc, cast<GlobalType>(v.getType()).getElementType().isF32() ? 0 : 1);
   };
 
   return TypeSwitch<Operation *, LogicalResult>(op)
@@ -566,6 +627,7 @@ LogicalResult RankLowering::lowerOp(Operation *op) {
         kernel("pfrt_k_softmax_xent",
                {get(ce.getLogits()), get(ce.getLabels()), *out,
                 constI64(loc, s[0]), constI64(loc, s[1])});
+        scaleForBatchSplit(ce, *out, 1);
         return success();
       })
       .Case([&](SoftmaxCrossEntropyGradOp ce) -> LogicalResult {
@@ -576,6 +638,7 @@ LogicalResult RankLowering::lowerOp(Operation *op) {
         kernel("pfrt_k_softmax_xent_grad",
                {get(ce.getLogits()), get(ce.getLabels()), get(ce.getLossGrad()),
                 *out, constI64(loc, s[0]), constI64(loc, s[1])});
+        scaleForBatchSplit(ce, *out, s[0] * s[1]);
         return success();
       })
       .Case<Conv2DOp, Conv2DGradInputOp, Conv2DGradWeightOp>(
@@ -751,6 +814,107 @@ LogicalResult RankLowering::lowerOp(Operation *op) {
                 constI32(loc, u.getBiasCorrection())});
         return success();
       })
+      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, ShardOp>(
+          [&](Operation *o) -> LogicalResult {
+            auto groups = o->getAttrOfType<ArrayAttr>("groups");
+            auto [ranks, pos] = myGroup(groups);
+            if (pos < 0)
+              return o->emitOpError("rank ")
+                     << rankId << " is in none of the op's groups";
+            FailureOr<Value> out = result();
+            if (failed(out))
+              return failure();
+            Value in = get(o->getOperand(0));
+            Value ranksPtr = i64Array(loc, ranks);
+            Value n = constI64(loc, ranks.size());
+            ArrayRef<int64_t> inShape = shape(o->getOperand(0));
+            Value ndim = constI64(loc, inShape.size());
+            Value shapePtr = i64Array(loc, inShape);
+            auto axisOf = [&](StringRef name) {
+              return constI64(loc, o->getAttrOfType<IntegerAttr>(name).getInt());
+            };
+            if (isa<AllReduceOp>(o)) {
+              if (!cast<GlobalType>(o->getOperand(0).getType())
+                       .getElementType()
+                       .isF32())
+                return o->emitOpError("sums f32 tensors only");
+              call(loc, "pfrt_all_reduce_sum", i32Ty,
+                   {in, *out, constI64(loc, count(o->getOperand(0))),
+                    ranksPtr, n});
+            } else if (isa<AllGatherOp>(o)) {
+              call(loc, "pfrt_box_all_gather", i32Ty,
+                   {in, *out, dtypeOf(o->getOperand(0)), ndim, shapePtr,
+                    axisOf("axis"), ranksPtr, n});
+            } else if (isa<ReduceScatterOp>(o)) {
+              call(loc, "pfrt_box_reduce_scatter", i32Ty,
+                   {in, *out, ndim, shapePtr, axisOf("axis"), ranksPtr, n});
+            } else if (isa<AllToAllOp>(o)) {
+              call(loc, "pfrt_box_all_to_all", i32Ty,
+                   {in, *out, dtypeOf(o->getOperand(0)), ndim, shapePtr,
+                    axisOf("split_axis"), axisOf("concat_axis"), ranksPtr, n});
+            } else {
+              call(loc, "pfrt_box_slice", i32Ty,
+                   {in, *out, dtypeOf(o->getOperand(0)), ndim, shapePtr,
+                    axisOf("axis"), constI64(loc, pos), n});
+            }
+            return success();
+          })
+      .Case([&](BroadcastOp bc) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        bool isF32 = bc.getType().getElementType().isF32();
+        int64_t n = count(bc.getResult());
+        if (bc.getInput())
+          kernel("pfrt_k_copy", {get(bc.getInput()), *out,
+                                 constI64(loc, isF32 ? n : 2 * n)});
+        call(loc, isF32 ? "pfrt_broadcast" : "pfrt_broadcast_i64", i32Ty,
+             {*out, constI64(loc, n), constI64(loc, bc.getRoot()),
+              i64Array(loc, bc.getRanks()), constI64(loc, bc.getRanks().size())});
+        return success();
+      })
+      .Case([&](ReduceOp red) -> LogicalResult {
+        Value out = nullPtr(loc);
+        if (red.getResult()) {
+          FailureOr<Value> buf = result();
+          if (failed(buf))
+            return failure();
+          out = *buf;
+        }
+        call(loc, "pfrt_reduce_sum", i32Ty,
+             {get(red.getInput()), out, constI64(loc, count(red.getInput())),
+              constI64(loc, red.getRoot()), i64Array(loc, red.getRanks()),
+              constI64(loc, red.getRanks().size())});
+        return success();
+      })
+      .Case([&](ExtractBoxOp ex) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        ArrayRef<int64_t> outShape = shape(ex.getResult());
+        call(loc, "pfrt_copy_box", i32Ty,
+             {get(ex.getInput()), i64Array(loc, shape(ex.getInput())),
+              i64Array(loc, ex.getOffsets()), *out, i64Array(loc, outShape),
+              nullPtr(loc), i64Array(loc, outShape),
+              constI64(loc, outShape.size()), dtypeOf(ex.getInput())});
+        return success();
+      })
+      .Case([&](AssembleOp as) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        ArrayRef<int64_t> outShape = shape(as.getResult());
+        for (auto [piece, off] : llvm::zip(as.getPieces(), as.getOffsets())) {
+          ArrayRef<int64_t> ps = shape(piece);
+          call(loc, "pfrt_copy_box", i32Ty,
+               {get(piece), i64Array(loc, ps), nullPtr(loc), *out,
+                i64Array(loc, outShape),
+                i64Array(loc, cast<DenseI64ArrayAttr>(off).asArrayRef()),
+                i64Array(loc, ps), constI64(loc, outShape.size()),
+                dtypeOf(piece)});
+        }
+        return success();
+      })
       .Case([&](SendOp s) -> LogicalResult {
         FailureOr<int64_t> bytes = elementBytes(s, s.getValue().getType());
         if (failed(bytes))
@@ -829,13 +993,15 @@ LogicalResult RankLowering::run() {
     return module.emitOpError("convert-pf-to-cpu expects exactly one step "
                               "function per rank, found ")
            << funcs.size();
+  if (auto r = module->getAttrOfType<IntegerAttr>(PFDialect::getRankAttrName()))
+    rankId = r.getInt();
   if (failed(lowerParams()) || failed(lowerStep(funcs.front())))
     return failure();
   emitMain();
   // For the artifact manifest (the host reads it to feed the inputs).
   func::FuncOp step = funcs.front();
   int64_t microbatches = 0;
-  if (step.getNumResults() > 0)
+  if (step.getNumResults() > 0 && !step->hasAttr("pf.loss_replica"))
     microbatches = std::max<int64_t>(
         1, cast<GlobalType>(step.getResultTypes()[0]).getNumElements());
   module->setAttr("pfrt.inputs", b.getArrayAttr(inputs));

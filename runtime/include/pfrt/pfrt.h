@@ -650,6 +650,17 @@ int pfrt_set_input(int64_t index, const void *data, int64_t bytes);
 int pfrt_load_input(int64_t index, void *out, int64_t bytes, int32_t dtype,
                     int64_t num_classes, uint64_t seed, uint64_t stream,
                     int64_t ndim, const int64_t *shape);
+/* As pfrt_load_input, for a rank holding `num_boxes` boxes of the logical
+ * input (shape logical_shape[0..ndim)), each of shape box_shape, at
+ * offsets[b*ndim .. b*ndim+ndim) for box b; the boxes lie one after another
+ * in out (bytes in all). Synthetic data draws each box's logical elements,
+ * so every layout sees the same logical batch; user data is this rank's
+ * local data, already in box order. offsets may be NULL when ndim is 0. */
+int pfrt_load_input_boxes(int64_t index, void *out, int64_t bytes,
+                          int32_t dtype, int64_t num_classes, uint64_t seed,
+                          uint64_t stream, int64_t ndim,
+                          const int64_t *logical_shape, int64_t num_boxes,
+                          const int64_t *offsets, const int64_t *box_shape);
 /* Before a step: arena reset, reported losses cleared, scalar "step" set to
  * step + 1. After it, pfrt_end_step makes the step's losses readable. */
 void pfrt_begin_step(int64_t step);

@@ -92,6 +92,48 @@ int pfrt_load_input(int64_t index, void *out, int64_t bytes, int32_t dtype,
   return 0;
 }
 
+int pfrt_load_input_boxes(int64_t index, void *out, int64_t bytes,
+                          int32_t dtype, int64_t num_classes, uint64_t seed,
+                          uint64_t stream, int64_t ndim,
+                          const int64_t *logical_shape, int64_t num_boxes,
+                          const int64_t *offsets, const int64_t *box_shape) {
+  if (gUserInputs)
+    return pfrt_load_input(index, out, bytes, dtype, num_classes, seed, stream,
+                           ndim, logical_shape);
+  if (num_boxes < 1 || (ndim > 0 && (!offsets || !box_shape)))
+    fatal("pfrt_load_input_boxes: input %lld: bad boxes (%lld)",
+          (long long)index, (long long)num_boxes);
+  int64_t elems = 1;
+  for (int64_t i = 0; i < ndim; ++i)
+    elems *= box_shape[i];
+  int64_t width = dtype == PFRT_DTYPE_F32 ? 4 : 8;
+  if (elems * width * num_boxes != bytes)
+    fatal("pfrt_load_input_boxes: input %lld: %lld boxes of %lld elements "
+          "do not fill %lld bytes",
+          (long long)index, (long long)num_boxes, (long long)elems,
+          (long long)bytes);
+  std::vector<char> &cached = syntheticCache()[index];
+  if ((int64_t)cached.size() != bytes) {
+    cached.resize(bytes);
+    for (int64_t b = 0; b < num_boxes; ++b) {
+      char *dst = cached.data() + b * elems * width;
+      const int64_t *off = ndim > 0 ? offsets + b * ndim : nullptr;
+      if (dtype == PFRT_DTYPE_F32)
+        pfrt_synthetic_batch(reinterpret_cast<float *>(dst), seed, stream, 0,
+                             ndim, logical_shape, off, box_shape);
+      else if (dtype == PFRT_DTYPE_I64)
+        pfrt_synthetic_labels(reinterpret_cast<int64_t *>(dst), num_classes,
+                              seed, stream, 0, ndim, logical_shape, off,
+                              box_shape);
+      else
+        fatal("pfrt_load_input_boxes: input %lld: unsupported dtype %d",
+              (long long)index, dtype);
+    }
+  }
+  std::memcpy(out, cached.data(), bytes);
+  return 0;
+}
+
 void pfrt_begin_step(int64_t step) {
   lastLosses() = stepLosses();
   pfrt_arena_reset();

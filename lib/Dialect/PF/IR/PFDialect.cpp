@@ -95,6 +95,31 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
                              << "' must be a non-negative integer";
     return success();
   }
+  // Per-rank facts recorded by pf-partition-ranks.
+  if (attr.getName() == "pf.batch_split") {
+    auto value = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!value || value.getInt() < 1)
+      return op->emitError() << "'pf.batch_split' must be a positive integer";
+    return success();
+  }
+  if (attr.getName() == "pf.logical_shape" ||
+      attr.getName() == "pf.shard_offset") {
+    if (!isa<DenseI64ArrayAttr>(attr.getValue()) || !isa<ParamOp>(op))
+      return op->emitError() << "'" << attr.getName().getValue()
+                             << "' must be an i64 array on a pf.param";
+    return success();
+  }
+  if (attr.getName() == "pf.loss_replica") {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'pf.loss_replica' must be a unit attribute";
+    return success();
+  }
+  if (attr.getName() == "pf.zero_init") {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<ParamOp>(op))
+      return op->emitError() << "'pf.zero_init' must be a unit attribute on "
+                                "a pf.param";
+    return success();
+  }
   if (attr.getName() == getRankAttrName() ||
       attr.getName() == getWorldSizeAttrName()) {
     auto value = dyn_cast<IntegerAttr>(attr.getValue());

@@ -83,13 +83,16 @@ LogicalResult splitFunction(func::FuncOp func, int64_t m) {
              << arg.getArgNumber() << " has batch size "
              << (type.getRank() ? type.getShape()[0] : 0)
              << ", which does not divide into " << m << " micro-batches";
-    if (SBPAttr sbp = type.getSbp())
-      for (SBPDim d : sbp.getDims())
-        if (d.isSplit() && d.getAxis() == 0)
-          return func.emitOpError("pf-microbatch: input ")
-                 << arg.getArgNumber()
-                 << " is split along its batch axis; micro-batching a "
-                    "data-parallel input is not supported yet";
+    // A batch split over n ranks: each micro-batch is split the same way
+    // (pf-partition-ranks gives every rank its rows of each micro-batch).
+    if (SBPAttr sbp = type.getSbp()) {
+      int64_t n = sbp.getSplitFactor(0, type.getPlacement());
+      if ((type.getShape()[0] / m) % n != 0)
+        return func.emitOpError("pf-microbatch: input ")
+               << arg.getArgNumber() << " is split over " << n
+               << " ranks along its batch axis, but its micro-batches of "
+               << type.getShape()[0] / m << " rows do not divide by " << n;
+    }
     SmallVector<int64_t> shape(type.getShape());
     shape[0] /= m;
     for (int64_t k = 0; k < m; ++k) {

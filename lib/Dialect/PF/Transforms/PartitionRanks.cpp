@@ -1,5 +1,13 @@
 //===- PartitionRanks.cpp - one module per rank ---------------------------===//
+//
+// The SPMD program (layouts inferred, boxing lowered) becomes one module per
+// world rank: values take their local shapes, ops of placements without the
+// rank disappear, collectives stay with local types (their groups name the
+// ranks), transfers become sends, receives and local box copies.
+//
+//===----------------------------------------------------------------------===//
 
+#include "pf/Dialect/PF/IR/SBPUtils.h"
 #include "pf/Dialect/PF/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -33,95 +41,295 @@ std::optional<PlacementAttr> placementOf(Operation *op) {
 class RankPartitioner {
 public:
   RankPartitioner(ModuleOp module, int64_t rank) : module(module), rank(rank) {
-    MLIRContext *ctx = module.getContext();
-    home = PlacementAttr::get(ctx, "cpu", {1}, {rank});
-    broadcast = SBPAttr::getBroadcast(ctx, 1);
+    broadcast = SBPAttr::getBroadcast(module.getContext(), 1);
   }
 
   /// Rewrites `module` (a clone of the global program) into rank's program.
   LogicalResult run();
 
 private:
-  bool isHome(PlacementAttr p) const {
-    return p.getNumRanks() == 1 && p.getRanks()[0] == rank;
-  }
-  /// The local form of a type on this rank: the single-rank placement and B.
+  /// The local form of a type on this rank: its shard's shape on the
+  /// single-rank placement, B.
   Type localize(Type t) const {
     auto g = dyn_cast<GlobalType>(t);
-    if (!g)
+    if (!g || !g.getPlacement().contains(rank))
       return t;
-    auto device = g.getPlacement().getDevice();
     auto placement =
-        PlacementAttr::get(t.getContext(), device, {1}, {rank});
-    return g.withPlacementAndSBP(placement, broadcast);
+        PlacementAttr::get(t.getContext(), g.getPlacement().getDevice(), {1},
+                           {rank});
+    return GlobalType::get(t.getContext(), box(g).sizes, g.getElementType(),
+                           placement, broadcast);
   }
+  Box box(GlobalType g) const {
+    return shardBox(g.getShape(), g.getPlacement(), g.getSbp(),
+                    g.getPlacement().indexOf(rank));
+  }
+  bool participates(Operation *op) const;
+  LogicalResult rewriteComm(Operation *op, OpBuilder &b,
+                            SmallVectorImpl<Operation *> &foreign);
+  LogicalResult lowerTransfer(TransferOp op, OpBuilder &b,
+                              SmallVectorImpl<Operation *> &foreign);
+  void annotateInput(func::FuncOp func, BlockArgument arg);
   LogicalResult partitionFunction(func::FuncOp func);
 
   ModuleOp module;
   int64_t rank;
-  PlacementAttr home;
   SBPAttr broadcast;
+  /// Message tags: transfers numbered in program order (the same on every
+  /// rank).
+  llvm::DenseMap<Operation *, int64_t> tags;
 };
+
+bool RankPartitioner::participates(Operation *op) const {
+  if (auto t = dyn_cast<TransferOp>(op))
+    return cast<GlobalType>(t.getInput().getType()).getPlacement().contains(rank) ||
+           t.getType().getPlacement().contains(rank);
+  if (auto bc = dyn_cast<BroadcastOp>(op))
+    return llvm::is_contained(bc.getRanks(), rank);
+  if (auto red = dyn_cast<ReduceOp>(op))
+    return llvm::is_contained(red.getRanks(), rank);
+  std::optional<PlacementAttr> p = placementOf(op);
+  return !p || p->contains(rank);
+}
+
+/// Where the rank's rows of each micro-batch come from: a step input split
+/// on its batch axis and cut into m micro-batches holds, per micro-batch,
+/// this rank's share of that micro-batch's logical rows, so that micro-batch
+/// i is the same logical rows on every layout.
+void RankPartitioner::annotateInput(func::FuncOp func, BlockArgument arg) {
+  auto g = dyn_cast<GlobalType>(arg.getType());
+  if (!g || !g.getPlacement().contains(rank))
+    return;
+  OpBuilder b(func.getContext());
+  int64_t m = 1;
+  for (Operation *user : arg.getUsers())
+    if (auto mb = dyn_cast<MicrobatchOp>(user))
+      m = mb.getCount();
+  SmallVector<int64_t> mbShape(g.getShape());
+  bool batchSplit = g.getRank() > 0 &&
+                    g.getSbp().getSplitFactor(0, g.getPlacement()) > 1;
+  if (!batchSplit)
+    m = 1;
+  mbShape[0] = g.getRank() > 0 ? g.getShape()[0] / m : 1;
+  Box one = shardBox(mbShape, g.getPlacement(), g.getSbp(),
+                     g.getPlacement().indexOf(rank));
+  SmallVector<SmallVector<int64_t>> offsets;
+  for (int64_t i = 0; i < m; ++i) {
+    SmallVector<int64_t> off(one.offsets);
+    if (!off.empty())
+      off[0] += i * mbShape[0];
+    offsets.push_back(off);
+  }
+  func.setArgAttr(arg.getArgNumber(), "pf.logical_shape",
+                  b.getDenseI64ArrayAttr(g.getShape()));
+  func.setArgAttr(arg.getArgNumber(), "pf.boxes",
+                  groupsAttr(func.getContext(), offsets));
+  func.setArgAttr(arg.getArgNumber(), "pf.box_shape",
+                  b.getDenseI64ArrayAttr(one.sizes));
+}
+
+LogicalResult
+RankPartitioner::lowerTransfer(TransferOp op, OpBuilder &b,
+                               SmallVectorImpl<Operation *> &foreign) {
+  auto src = cast<GlobalType>(op.getInput().getType());
+  GlobalType dst = op.getType();
+  int64_t thisTag = tags.lookup(op);
+  bool sends = src.getPlacement().contains(rank);
+  bool receives = dst.getPlacement().contains(rank);
+  Box srcBox = sends ? box(src) : Box();
+  Box dstBox = receives ? box(dst) : Box();
+  b.setInsertionPoint(op);
+  Location loc = op.getLoc();
+  int64_t r = src.getRank();
+  SmallVector<Value> pieces;
+  SmallVector<SmallVector<int64_t>> pieceOffsets;
+  auto pieceType = [&](ArrayRef<int64_t> sizes) {
+    return GlobalType::get(op.getContext(), sizes, src.getElementType(),
+                           PlacementAttr::get(op.getContext(),
+                                              dst.getPlacement().getDevice(),
+                                              {1}, {rank}),
+                           broadcast);
+  };
+  auto minus = [](ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+    SmallVector<int64_t> d;
+    for (auto [x, y] : llvm::zip(a, b))
+      d.push_back(x - y);
+    return d;
+  };
+  auto extract = [&](ArrayRef<int64_t> off, ArrayRef<int64_t> sizes) -> Value {
+    if (ArrayRef<int64_t>(srcBox.offsets) == off &&
+        ArrayRef<int64_t>(srcBox.sizes) == sizes)
+      return op.getInput();
+    return ExtractBoxOp::create(b, loc, pieceType(sizes), op.getInput(),
+                                b.getDenseI64ArrayAttr(minus(off, srcBox.offsets)));
+  };
+  for (Attribute a : op.getMoves()) {
+    ArrayRef<int64_t> m = cast<DenseI64ArrayAttr>(a).asArrayRef();
+    int64_t from = m[0], to = m[1];
+    ArrayRef<int64_t> off = m.slice(2, r), sizes = m.slice(2 + r, r);
+    if (from == rank && to == rank) {
+      pieces.push_back(extract(off, sizes));
+      pieceOffsets.push_back(minus(off, dstBox.offsets));
+    } else if (from == rank) {
+      auto send = SendOp::create(b, loc, extract(off, sizes), to, thisTag);
+      send->setAttrs(op->getDiscardableAttrDictionary());
+    } else if (to == rank) {
+      auto recv = RecvOp::create(b, loc, pieceType(sizes), from, thisTag);
+      recv->setAttrs(op->getDiscardableAttrDictionary());
+      pieces.push_back(recv.getResult());
+      pieceOffsets.push_back(minus(off, dstBox.offsets));
+    }
+  }
+  if (!receives) {
+    // The result lives elsewhere; its users go with it.
+    foreign.push_back(op);
+    return success();
+  }
+  Value result;
+  GlobalType local = cast<GlobalType>(localize(dst));
+  if (pieces.size() == 1 &&
+      cast<GlobalType>(pieces[0].getType()).getShape() == local.getShape()) {
+    result = pieces[0];
+    if (result.getType() != local)
+      result = ToGlobalOp::create(b, loc, local, result);
+  } else {
+    auto assemble = AssembleOp::create(b, loc, local, pieces,
+                                       groupsAttr(op.getContext(), pieceOffsets));
+    assemble->setAttrs(op->getDiscardableAttrDictionary());
+    result = assemble.getResult();
+  }
+  op.getResult().replaceAllUsesWith(result);
+  op.erase();
+  return success();
+}
+
+LogicalResult
+RankPartitioner::rewriteComm(Operation *op, OpBuilder &b,
+                             SmallVectorImpl<Operation *> &foreign) {
+  b.setInsertionPoint(op);
+  if (auto keep = dyn_cast<KeepOneOp>(op)) {
+    // The first member of this rank's group keeps the value; the others
+    // hold zeros.
+    bool first = false;
+    for (Attribute g : keep.getGroups()) {
+      auto ranks = cast<DenseI64ArrayAttr>(g).asArrayRef();
+      if (!ranks.empty() && ranks.front() == rank)
+        first = true;
+    }
+    Value v = keep.getInput();
+    if (!first) {
+      auto t = cast<GlobalType>(localize(keep.getType()));
+      auto zero = ConstantOp::create(
+          b, keep.getLoc(), t,
+          DenseElementsAttr::get(
+              RankedTensorType::get(t.getShape(), t.getElementType()),
+              b.getZeroAttr(t.getElementType())));
+      v = zero.getResult();
+    }
+    keep.getResult().replaceAllUsesWith(v);
+    keep.erase();
+    return success();
+  }
+  if (auto copy = dyn_cast<DeviceCopyOp>(op)) {
+    // CPU ranks run "cuda" placements on the host (PIPEFLOW_CUDA_AS_CPU):
+    // the copy is the identity on local data.
+    copy.getResult().replaceAllUsesWith(copy.getInput());
+    copy.erase();
+    return success();
+  }
+  if (auto bc = dyn_cast<BroadcastOp>(op)) {
+    if (bc.getRoot() != rank && bc.getInput()) {
+      auto fresh = BroadcastOp::create(b, bc.getLoc(), bc.getType(), Value(),
+                                       bc.getRootAttr(), bc.getRanksAttr());
+      fresh->setDiscardableAttrs(bc->getDiscardableAttrDictionary());
+      bc.getResult().replaceAllUsesWith(fresh.getResult());
+      bc.erase();
+    }
+    return success();
+  }
+  if (auto red = dyn_cast<ReduceOp>(op)) {
+    if (red.getRoot() != rank && red.getResult()) {
+      auto fresh = ReduceOp::create(b, red.getLoc(), Type(), red.getInput(),
+                                    red.getRootAttr(), red.getRanksAttr());
+      fresh->setDiscardableAttrs(red->getDiscardableAttrDictionary());
+      // The result lives on the root; its users go with it.
+      foreign.push_back(red);
+    }
+    return success();
+  }
+  if (auto t = dyn_cast<TransferOp>(op))
+    return lowerTransfer(t, b, foreign);
+  return success();
+}
 
 LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
   Block &block = func.getBody().front();
   OpBuilder b(func.getContext());
   // Inputs keep their position in the global signature: the data stream of
   // input i is the same on whichever rank it lands.
-  for (BlockArgument arg : block.getArguments())
+  for (BlockArgument arg : block.getArguments()) {
     func.setArgAttr(arg.getArgNumber(), "pf.input",
                     b.getI64IntegerAttr(arg.getArgNumber()));
+    annotateInput(func, arg);
+  }
+  // Layout-dependent local semantics, decided on global types.
+  for (Operation &op : block) {
+    Value logits;
+    if (auto ce = dyn_cast<SoftmaxCrossEntropyOp>(op))
+      logits = ce.getLogits();
+    else if (auto ceg = dyn_cast<SoftmaxCrossEntropyGradOp>(op))
+      logits = ceg.getLogits();
+    if (!logits)
+      continue;
+    auto g = cast<GlobalType>(logits.getType());
+    int64_t split = g.getSbp().getSplitFactor(0, g.getPlacement());
+    if (split > 1)
+      // The local mean covers 1/split of the batch rows.
+      op.setAttr("pf.batch_split", b.getI64IntegerAttr(split));
+  }
+
+  for (auto t : block.getOps<TransferOp>())
+    tags[t] = tags.size();
   SmallVector<Operation *> foreign;
-  int64_t tag = 0;
   for (Operation &op : llvm::make_early_inc_range(block)) {
+    if (isa<func::ReturnOp>(op))
+      continue;
     if (auto move = dyn_cast<ToGlobalOp>(op)) {
       auto src = dyn_cast<GlobalType>(move.getInput().getType());
       if (!src)
         return move.emitOpError(
             "pf-partition-ranks: a local-to-global conversion inside the "
             "step has no per-rank meaning yet");
-      PlacementAttr from = src.getPlacement(), to = move.getType().getPlacement();
-      bool crosses = from != to;
-      int64_t thisTag = crosses ? tag++ : -1;
-      b.setInsertionPoint(move);
-      if (isHome(from) && isHome(to)) {
-        move.getResult().replaceAllUsesWith(move.getInput());
-        move.erase();
-      } else if (isHome(from)) {
-        auto send = SendOp::create(b, move.getLoc(), move.getInput(),
-                                   to.getRanks()[0], thisTag);
-        send->setAttrs(move->getDiscardableAttrDictionary());
-        foreign.push_back(move);
-      } else if (isHome(to)) {
-        auto recv = RecvOp::create(b, move.getLoc(),
-                                   localize(move.getType()),
-                                   from.getRanks()[0], thisTag);
-        recv->setAttrs(move->getDiscardableAttrDictionary());
-        move.getResult().replaceAllUsesWith(recv.getResult());
-        move.erase();
-      } else {
-        foreign.push_back(move);
-      }
+      if (src != move.getType())
+        return move.emitOpError("pf-partition-ranks: layout change ")
+               << src << " -> " << move.getType()
+               << " is not lowered (run pf-lower-boxing first)";
+    }
+    if (!participates(&op)) {
+      foreign.push_back(&op);
       continue;
     }
-    if (isa<func::ReturnOp>(op))
-      continue;
-    std::optional<PlacementAttr> placement = placementOf(&op);
-    if (placement && !isHome(*placement))
-      foreign.push_back(&op);
+    if (failed(rewriteComm(&op, b, foreign)))
+      return failure();
   }
   // Results that live on other ranks leave the signature.
   auto ret = cast<func::ReturnOp>(block.getTerminator());
+  if (ret.getNumOperands() > 0)
+    if (auto g = dyn_cast<GlobalType>(ret.getOperand(0).getType());
+        g && g.getPlacement().contains(rank) &&
+        g.getPlacement().getRanks()[0] != rank)
+      func->setAttr("pf.loss_replica", b.getUnitAttr());
   SmallVector<Value> results;
   for (Value v : ret.getOperands())
     if (auto g = dyn_cast<GlobalType>(v.getType());
-        !g || isHome(g.getPlacement()))
+        !g || g.getPlacement().contains(rank))
       results.push_back(v);
   ret->setOperands(results);
   for (Operation *op : llvm::reverse(foreign)) {
     if (!op->use_empty())
       return op->emitOpError("pf-partition-ranks: a value on another rank's "
-                             "placement is used here without a pf.to_global");
+                             "placement is used on rank ")
+             << rank << " without a layout change";
     op->erase();
   }
 
@@ -129,7 +337,7 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
   llvm::BitVector dropArgs(block.getNumArguments());
   for (BlockArgument arg : block.getArguments())
     if (auto g = dyn_cast<GlobalType>(arg.getType());
-        g && !isHome(g.getPlacement())) {
+        g && !g.getPlacement().contains(rank)) {
       if (!arg.use_empty())
         return func.emitOpError("pf-partition-ranks: argument ")
                << arg.getArgNumber() << " of another rank is still used";
@@ -145,6 +353,12 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
     for (OpResult r : op->getResults())
       r.setType(localize(r.getType()));
   });
+  // Same-layout moves left by the rewrite are no-ops now.
+  for (auto move : llvm::make_early_inc_range(block.getOps<ToGlobalOp>()))
+    if (move.getInput().getType() == move.getType()) {
+      move.getResult().replaceAllUsesWith(move.getInput());
+      move.erase();
+    }
   SmallVector<Type> resultTypes;
   for (Value v : results)
     resultTypes.push_back(v.getType());
@@ -154,12 +368,29 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
 }
 
 LogicalResult RankPartitioner::run() {
+  OpBuilder b(module.getContext());
   for (auto param : llvm::make_early_inc_range(module.getOps<ParamOp>())) {
-    if (!isHome(param.getGlobalType().getPlacement())) {
+    GlobalType g = param.getGlobalType();
+    if (!g.getPlacement().contains(rank)) {
       param.erase();
       continue;
     }
-    param.setTypeAttr(TypeAttr::get(localize(param.getType())));
+    if (!g.hasSBP())
+      return param.emitOpError("pf-partition-ranks: parameter layout not "
+                               "inferred (run pf-infer-sbp first)");
+    Box shard = box(g);
+    // Initialisers draw the logical tensor's elements: the shard records
+    // where it sits.
+    param->setAttr("pf.logical_shape", b.getDenseI64ArrayAttr(g.getShape()));
+    param->setAttr("pf.shard_offset", b.getDenseI64ArrayAttr(shard.offsets));
+    bool partial = llvm::any_of(g.getSbp().getDims(),
+                                [](SBPDim d) { return d.isPartial(); });
+    if (partial && param.getInit().getKind() != InitKind::Zeros) {
+      // Only the first rank of the placement holds the value's addend.
+      if (g.getPlacement().indexOf(rank) != 0)
+        param->setAttr("pf.zero_init", b.getUnitAttr());
+    }
+    param.setTypeAttr(TypeAttr::get(localize(g)));
   }
   for (auto func : module.getOps<func::FuncOp>())
     if (!func.isExternal() && failed(partitionFunction(func)))
@@ -171,7 +402,6 @@ struct PartitionRanksPass
     : public pf::impl::PartitionRanksPassBase<PartitionRanksPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    // World size, and the single-rank restriction of this version.
     int64_t world = 0;
     WalkResult walk = module.walk([&](Operation *op) -> WalkResult {
       SmallVector<Type> types(op->getResultTypes());
@@ -184,16 +414,13 @@ struct PartitionRanksPass
         auto g = dyn_cast<GlobalType>(t);
         if (!g)
           continue;
-        PlacementAttr p = g.getPlacement();
-        if (p.getNumRanks() != 1) {
-          op->emitOpError() << "pf-partition-ranks: placement " << p << " has "
-                            << p.getNumRanks()
-                            << " ranks; placements of several ranks need "
-                               "SBP lowering, which this version does not "
-                               "do yet";
+        if (!g.hasSBP()) {
+          op->emitOpError("pf-partition-ranks: ")
+              << g << " has no layout (run pf-spmd-pipeline first)";
           return WalkResult::interrupt();
         }
-        world = std::max(world, p.getRanks()[0] + 1);
+        for (int64_t r : g.getPlacement().getRanks())
+          world = std::max(world, r + 1);
       }
       return WalkResult::advance();
     });
