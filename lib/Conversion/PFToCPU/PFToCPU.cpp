@@ -294,7 +294,8 @@ LogicalResult RankLowering::lowerInput(BlockArgument arg, func::FuncOp func) {
         classes = shape(ce.getLogits())[1];
       else if (auto ceg = dyn_cast<SoftmaxCrossEntropyGradOp>(user))
         classes = shape(ceg.getLogits())[1];
-      else if (isa<MicrobatchOp>(user))
+      else if (isa<MicrobatchOp, ShardOp, AllGatherOp, AllToAllOp,
+                   ExtractBoxOp, ToGlobalOp, BroadcastOp>(user))
         worklist.push_back(user->getResult(0));
     }
   }

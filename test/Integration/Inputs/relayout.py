@@ -6,7 +6,7 @@ output layer's parameters. The logical computation is unchanged, so the
 losses must equal the single-rank NumPy reference.
 
   relayout.py IN OUT --p0 '[0, 1, 2, 3]' --p1 '[0, 1, 2, 3]' --x 'S(0)' \
-      --y 'S(0)' --h '?' --w2 'S(0)' --b2 'S(0)'
+      --y 'S(0)' --h '?' --w1 B --b1 B --w2 'S(0)' --b2 'S(0)'
 
 An SBP of '?' leaves the layout to pf-infer-sbp.
 """
@@ -21,7 +21,7 @@ def main():
     ap.add_argument("output")
     ap.add_argument("--p0", default="[0]")
     ap.add_argument("--p1", default="[1]")
-    for name in ("x", "y", "h", "w2", "b2"):
+    for name in ("x", "y", "h", "w1", "b1", "w2", "b2"):
         ap.add_argument("--" + name, default="B")
     args = ap.parse_args()
     text = open(args.input).read()
@@ -45,12 +45,16 @@ def main():
     subs = [("16x1x28x28xf32, #P0, #B>", "16x1x28x28xf32, #P0" + sbp(args.x)),
             ("16xi64, #P1, #B>", "16xi64, #P1" + sbp(args.y)),
             ("16x512xf32, #P1, #B>", "16x512xf32, #P1" + sbp(args.h)),
+            ("512x512xf32, #P1, #B>", "512x512xf32, #P1" + sbp(args.w1)),
+            ("512xf32, #P1, #B>", "512xf32, #P1" + sbp(args.b1)),
             ("10x512xf32, #P1, #B>", "10x512xf32, #P1" + sbp(args.w2)),
             ("10xf32, #P1, #B>", "10xf32, #P1" + sbp(args.b2))]
     for old, new in subs:
-        if old not in text:
+        # Whole types only: 512xf32 must not match inside 10x512xf32.
+        pattern = r"(?<![0-9x])" + re.escape(old)
+        if not re.search(pattern, text):
             sys.exit("relayout.py: %r not found" % old)
-        text = text.replace(old, new)
+        text = re.sub(pattern, new, text)
     open(args.output, "w").write(text)
 
 

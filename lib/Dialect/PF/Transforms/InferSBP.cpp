@@ -21,6 +21,7 @@ using namespace mlir::pf;
 namespace {
 
 constexpr double kInfinite = std::numeric_limits<double>::infinity();
+constexpr double kChangeEpsilon = 1e-3;
 
 /// A value whose layout is still open, and where it comes from.
 struct Open {
@@ -114,8 +115,14 @@ bool Inferrer::allowedForConstant(Value v, SBPAttr sbp) {
 double Inferrer::cost(Value v, SBPAttr want) {
   GlobalType t = global(v);
   auto it = open.find(v);
-  if (it == open.end())
-    return boxingBytes(t, t.getSbp(), want);
+  if (it == open.end()) {
+    if (t.getSbp() == want)
+      return 0;
+    // Any change costs a little more than none, so that a free local slice
+    // (B -> S) does not win a tie against keeping the layout: slicing now
+    // usually means gathering later.
+    return boxingBytes(t, t.getSbp(), want) + kChangeEpsilon;
+  }
   if (it->second.kind == Open::Leaf)
     return allowedForConstant(v, want) ? 0 : kInfinite;
   Value source = it->second.source;

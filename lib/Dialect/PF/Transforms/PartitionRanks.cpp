@@ -353,6 +353,15 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
     for (OpResult r : op->getResults())
       r.setType(localize(r.getType()));
   });
+  // Splat constants take their local shape.
+  for (auto c : block.getOps<ConstantOp>()) {
+    auto splat = dyn_cast<SplatElementsAttr>(c.getValue());
+    GlobalType t = c.getType();
+    if (splat && splat.getType().getShape() != t.getShape())
+      c.setValueAttr(SplatElementsAttr::get(
+          RankedTensorType::get(t.getShape(), t.getElementType()),
+          splat.getSplatValue<Attribute>()));
+  }
   // Same-layout moves left by the rewrite are no-ops now.
   for (auto move : llvm::make_early_inc_range(block.getOps<ToGlobalOp>()))
     if (move.getInput().getType() == move.getType()) {

@@ -213,7 +213,14 @@ struct ApplySchedulePass
       auto mb = op.getAttrOfType<IntegerAttr>(PFDialect::getMicrobatchAttrName());
       auto phase = op.getAttrOfType<StringAttr>(PFDialect::getPhaseAttrName());
       if (!mb) {
-        if (isa<func::ReturnOp, PackOp>(op) ||
+        // Ops on results of the micro-batches (the packed loss's layout
+        // change, for one) run after them.
+        bool afterMicrobatches = llvm::any_of(op.getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return def && (def->hasAttr(PFDialect::getMicrobatchAttrName()) ||
+                         llvm::is_contained(epilogue, def));
+        });
+        if (isa<func::ReturnOp, PackOp>(op) || afterMicrobatches ||
             (phase && phase.getValue() == "update"))
           epilogue.push_back(&op);
         else
