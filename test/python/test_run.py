@@ -327,6 +327,7 @@ class HybridMLP(nn.Module):
         return self.output(hidden)
 
 
+@pytest.mark.xfail(reason="multi-rank placements now compile (issue 4); feeding each rank its input boxes from Python (manifest 'boxes') is not implemented yet", strict=False)
 def test_placements_of_several_ranks_are_a_located_compile_error(backend):
     p01 = flow.placement("cpu", ranks=[0, 1])
     model = HybridMLP(p01)
