@@ -139,6 +139,12 @@ run_ok interop_numpy_bitexact 120 bash -c \
    '$PY' '$HERE/check_interop.py' check '$IO'"
 
 # --- npy and checkpoints ---------------------------------------------------
+for n in 1 2 3 4; do
+  run_ok state_n$n 60 "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-state" "$WORK/state$n"
+done
+run_fail state_gap_n2 60 "pfrt_state_gather: the ranks' distinct boxes of 'gappy' hold 3 of its 12 elements" \
+  "${MPIEXEC[@]}" -n 2 "$BIN/pfrt-test-state" "$WORK/stategap" gap
+
 run_ok npy_roundtrip_n1 60 "${MPIEXEC[@]}" -n 1 "$BIN/pfrt-test-npy" "$WORK/npy1"
 run_ok npy_roundtrip_n4 60 "${MPIEXEC[@]}" -n 4 "$BIN/pfrt-test-npy" "$WORK/npy4"
 

@@ -66,16 +66,23 @@ class Optimizer:
         return p - lr * m / (np.sqrt(v) + self.eps)
 
 
-def train(params, x, y, lrs, m, optimizer):
+def train(params, x, y, lrs, m, optimizer, stacked=False, final=None):
     """Per step, the losses of the m micro-batches. ``params``: [(W, b)] float32
     initial values; ``x`` [N, ...] (flattened), ``y`` [N] labels; ``lrs``: the
-    learning rate of each step (rounded to float32, as the runtime's scalar)."""
+    learning rate of each step (rounded to float32, as the runtime's scalar).
+    With ``stacked``, ``x`` is [S, N, ...] and ``y`` [S, N]: step t (from 0)
+    trains on batch t mod S. ``final``, a list, receives the trained
+    parameters [[W, b], ...] (float64)."""
     params = [[w.astype(np.float64), b.astype(np.float64)] for w, b in params]
-    x = np.asarray(x, dtype=np.float64).reshape(x.shape[0], -1)
-    y = np.asarray(y)
-    rows = x.shape[0] // m
+    xs_all = np.asarray(x, dtype=np.float64)
+    ys_all = np.asarray(y)
+    if not stacked:
+        xs_all, ys_all = xs_all[None], ys_all[None]
+    xs_all = xs_all.reshape(xs_all.shape[0], xs_all.shape[1], -1)
+    rows = xs_all.shape[1] // m
     out = []
     for t, lr in enumerate(lrs, 1):
+        x, y = xs_all[(t - 1) % xs_all.shape[0]], ys_all[(t - 1) % ys_all.shape[0]]
         lr = float(np.float32(lr))
         grads = [[np.zeros_like(w), np.zeros_like(b)] for w, b in params]
         losses = []
@@ -102,6 +109,8 @@ def train(params, x, y, lrs, m, optimizer):
         for j, (wb, (dw, db)) in enumerate(zip(params, grads)):
             wb[0] = optimizer.update((j, 0), wb[0], dw, lr, t)
             wb[1] = optimizer.update((j, 1), wb[1], db, lr, t)
+    if final is not None:
+        final.extend(params)
     return out
 
 

@@ -2,6 +2,7 @@
 //
 // pf-run -n N DIR [--steps K] [--seed S] [--lr X] [--threads T]
 //        [--loss-out FILE] [--trace TRACEDIR] [--timeout SEC]
+//        [--data DATADIR] [--load CKPT] [--save CKPT]
 //
 // Checks DIR/manifest.json against N and the artifacts, then starts one
 // process per rank through MPICH's mpiexec (MPMD: rank r runs DIR/rank<r>).
@@ -33,7 +34,7 @@ struct Options {
   std::string seed = "0";
   std::string lr = "0.001";
   int threads = 1;
-  std::string lossOut, trace;
+  std::string lossOut, trace, data, load, save;
   unsigned timeout = 0;
   std::string mpiexec = "mpiexec";
 };
@@ -42,7 +43,12 @@ struct Options {
 static const char *kUsage =
     "usage: pf-run -n N DIR [--steps K] [--seed S] [--lr X] [--threads T]\n"
     "              [--loss-out FILE] [--trace TRACEDIR] [--timeout SEC]\n"
-    "              [--mpiexec PATH]\n";
+    "              [--data DATADIR] [--load CKPT] [--save CKPT]\n"
+    "              [--mpiexec PATH]\n"
+    "  --data DATADIR  input i of the step from DATADIR/input<i>.npy (its\n"
+    "                  logical shape, or [N, ...] batches used in turn)\n"
+    "  --load CKPT     start from checkpoint CKPT (saved under any layout)\n"
+    "  --save CKPT     save a checkpoint after the last step\n";
 
 [[noreturn]] static void fail(const Twine &message, int code) {
   errs() << "pf-run: " << message << "\n";
@@ -87,6 +93,12 @@ static Options parse(int argc, char **argv) {
       o.threads = number(flag, next());
     else if (flag == "--loss-out")
       o.lossOut = next().str();
+    else if (flag == "--data")
+      o.data = next().str();
+    else if (flag == "--load")
+      o.load = next().str();
+    else if (flag == "--save")
+      o.save = next().str();
     else if (flag == "--trace")
       o.trace = next().str();
     else if (flag == "--timeout")
@@ -141,6 +153,16 @@ int main(int argc, char **argv) {
     fail("the artifacts in " + artifacts + " are for " + Twine(*world) +
          " ranks, but -n " + Twine(numRanks) + " was given");
 
+  if (!o.load.empty()) {
+    SmallString<256> index(o.load);
+    sys::path::append(index, "index.json");
+    if (!sys::fs::exists(index))
+      fail("--load " + o.load + ": no checkpoint there (" + index +
+           " does not exist)");
+  }
+  if (!o.data.empty() && !sys::fs::is_directory(o.data))
+    fail("--data " + o.data + ": not a directory");
+
   ErrorOr<std::string> found = sys::findProgramByName(mpiexec);
   if (!found)
     fail("cannot find " + mpiexec + " (install mpich)");
@@ -163,6 +185,12 @@ int main(int argc, char **argv) {
     args.push_back("--threads=" + std::to_string(o.threads));
     if (!lossOut.empty())
       args.push_back("--loss-out=" + lossOut);
+    for (auto [flag, value] : {std::pair<const char *, std::string *>{
+                                   "--data=", &o.data},
+                               {"--load=", &o.load},
+                               {"--save=", &o.save}})
+      if (!value->empty())
+        args.push_back(flag + *value);
   }
 
   std::vector<std::string> env;

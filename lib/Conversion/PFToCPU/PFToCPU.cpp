@@ -264,6 +264,16 @@ LogicalResult RankLowering::lowerParams() {
           i64Array(ploc, logical ? logical.asArrayRef() : type.getShape()),
           offset ? i64Array(ploc, offset.asArrayRef()) : nullPtr(ploc),
           i64Array(ploc, type.getShape())});
+    // Parameters, optimizer states and running statistics persist across
+    // steps: the runtime reads, saves and loads them by name. Gradient
+    // buffers are per-step scratch.
+    if (!param->hasAttr("pf.grad_of"))
+      call(ploc, "pfrt_state_register", i32Ty,
+           {str(ploc, param.getSymName()), constI32(ploc, 0),
+            constI64(ploc, type.getRank()),
+            i64Array(ploc, logical ? logical.asArrayRef() : type.getShape()),
+            offset ? i64Array(ploc, offset.asArrayRef()) : nullPtr(ploc),
+            i64Array(ploc, type.getShape()), buffer});
   }
   LLVM::ReturnOp::create(b, loc, ValueRange{});
   return success();

@@ -396,6 +396,58 @@ int pfrt_checkpoint_load(const char *dir, const char *name, int32_t dtype,
 int pfrt_checkpoint_write_index(const char *dir, const char *json_text);
 
 /*===----------------------------------------------------------------------===
+ * Persistent state: parameters and optimizer states of a compiled program
+ *===----------------------------------------------------------------------===*/
+
+/* Registers (or, by name, re-registers) a tensor this rank keeps across
+ * steps: its logical shape and the box of it this rank holds (offset NULL =
+ * zeros, box_shape NULL = the logical shape), data pointing at the box
+ * (row-major) for as long as the program runs. The generated pf_init_params
+ * registers every parameter and optimizer state (not gradient buffers). */
+int pfrt_state_register(const char *name, int32_t dtype, int64_t rank_ndim,
+                        const int64_t *logical_shape, const int64_t *offset,
+                        const int64_t *box_shape, void *data);
+
+/* Forgets every registration (before the registered storage is freed). */
+void pfrt_state_clear(void);
+
+/* This rank's registered tensors, in name order. */
+int64_t pfrt_state_count(void);
+const char *pfrt_state_name(int64_t k);
+
+/* Collective over WORLD (every rank, same name): assembles the logical value
+ * of `name` from the ranks' boxes (replicas sent once) and copies it to out
+ * on every rank; bytes must be its logical size. Fatal if no rank holds it,
+ * holders disagree on dtype or logical shape, or the boxes do not cover it. */
+int pfrt_state_gather(const char *name, void *out, int64_t bytes);
+
+/* Collective over WORLD: writes a checkpoint in logical form to dir: one
+ * <name>.npy per tensor registered on any rank (gathered on world rank 0 one
+ * tensor at a time, written by it) and last dir/index.json:
+ *   {"format": "pipeflow-checkpoint", "version": 1, "step": <step>,
+ *    "tensors": [{"name": .., "dtype": "f32", "shape": [..]}, ...]}
+ * step is the number of steps taken so far. */
+int pfrt_state_save(const char *dir, int64_t step);
+
+/* Collective over WORLD: every rank reads its box of every tensor it
+ * registered from dir/<name>.npy (any layout of the saving run; the files
+ * hold logical tensors) and stores index.json's step in *step (if not
+ * NULL). A missing index or file, or a dtype or shape mismatch, is fatal
+ * naming the file. */
+int pfrt_state_load(const char *dir, int64_t *step);
+
+/* Real data for executables: with a directory set, the input with index i
+ * is read from dir/input<i>.npy instead of synthetic data. The file holds
+ * either the step's whole logical input (the same batch every step) or N
+ * batches, shape [N, <logical shape>...], step k using batch k mod N. Each
+ * rank reads only its boxes. NULL or "" switches back to synthetic data. */
+int pfrt_set_data_dir(const char *dir);
+
+/* The step whose inputs pfrt_load_input* load (pfrt_begin_step and the
+ * driver set it). */
+void pfrt_set_data_step(int64_t step);
+
+/*===----------------------------------------------------------------------===
  * Timing and traces
  *===----------------------------------------------------------------------===*/
 
@@ -687,9 +739,14 @@ typedef struct pfrt_program {
  *   --threads T    BLAS threads (default 1)
  *   --loss-out F   append each step's losses to file F as one line of
  *                  space-separated %.9g values (only ranks that reported)
+ *   --load DIR     pfrt_state_load(DIR) after init_params; steps go on from
+ *                  the checkpoint's step k0 (default k0 = 0)
+ *   --save DIR     pfrt_state_save(DIR, k0 + K) after the last step
+ *   --data DIR     pfrt_set_data_dir(DIR)
  * (also --flag=value; --help prints the usage and returns 0); sets "lr",
- * calls init_params(seed), then for step k = 0..K-1: sets scalar "step" to
- * k + 1, pfrt_arena_reset(), times program->step(k), and on a rank that
+ * calls init_params(seed), then for step k = k0..k0+K-1: sets scalar "step"
+ * to k + 1 and the data step to k, pfrt_arena_reset(), times
+ * program->step(k), and on a rank that
  * reported losses prints
  *   step <k> loss <v0> [<v1> ...] time_ms <t>
  * to stdout (k 0-based as passed to step(); one %.9g value per micro-batch

@@ -12,9 +12,13 @@
 
 #include "Internal.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 #include <unordered_map>
 #include <vector>
+
+using namespace pfrt;
 
 namespace {
 struct UserInput {
@@ -31,13 +35,67 @@ std::unordered_map<int64_t, std::vector<char>> &syntheticCache() {
   static std::unordered_map<int64_t, std::vector<char>> m;
   return m;
 }
+/// pfrt_set_data_dir's directory ("" = synthetic data) and the data step.
+std::string &dataDir() {
+  static std::string d;
+  return d;
+}
+int64_t gDataStep = 0;
+
+/// Reads this rank's boxes of input `index` for the current data step from
+/// dataDir()/input<index>.npy: the file is the logical input or a stack of
+/// batches [N, logical...] (step k takes batch k mod N).
+void readDataBoxes(int64_t index, void *out, int64_t bytes, int32_t dtype,
+                   int64_t ndim, const int64_t *logical, int64_t numBoxes,
+                   const int64_t *offsets, const int64_t *boxShape) {
+  const char *fn = "pfrt_load_input";
+  std::string path = dataDir() + "/input" + std::to_string(index) + ".npy";
+  std::vector<int64_t> fileShape = npyShape(path.c_str(), fn);
+  std::vector<int64_t> want(logical, logical + ndim);
+  bool stacked = false;
+  if (fileShape != want) {
+    stacked = int64_t(fileShape.size()) == ndim + 1 && fileShape[0] > 0 &&
+              std::equal(want.begin(), want.end(), fileShape.begin() + 1);
+    if (!stacked)
+      fatal("%s: '%s' has shape %s, but input %lld of the step is %s (or a "
+            "stack of batches [N, ...] of it)",
+            fn, path.c_str(),
+            shapeToString(int64_t(fileShape.size()), fileShape.data()).c_str(),
+            (long long)index, shapeToString(ndim, logical).c_str());
+  }
+  int64_t width = dtype == PFRT_DTYPE_F32 ? 4 : 8;
+  int64_t elems = 1;
+  for (int64_t i = 0; i < ndim; ++i)
+    elems *= boxShape[i];
+  if (elems * width * numBoxes != bytes)
+    fatal("%s: input %lld: %lld boxes of %lld elements do not fill %lld "
+          "bytes",
+          fn, (long long)index, (long long)numBoxes, (long long)elems,
+          (long long)bytes);
+  int64_t batch = stacked ? gDataStep % fileShape[0] : 0;
+  std::vector<int64_t> off(size_t(ndim + 1)), shape(size_t(ndim + 1));
+  for (int64_t b = 0; b < numBoxes; ++b) {
+    char *dst = static_cast<char *>(out) + b * elems * width;
+    const int64_t *o = offsets + b * ndim;
+    if (!stacked) {
+      pfrt_npy_read_shard(path.c_str(), dtype, ndim, logical, o, boxShape,
+                          dst);
+      continue;
+    }
+    off[0] = batch;
+    shape[0] = 1;
+    std::copy(o, o + ndim, off.begin() + 1);
+    std::copy(boxShape, boxShape + ndim, shape.begin() + 1);
+    pfrt_npy_read_shard(path.c_str(), dtype, ndim + 1, fileShape.data(),
+                        off.data(), shape.data(), dst);
+  }
+}
+
 std::vector<float> &lastLosses() {
   static std::vector<float> v;
   return v;
 }
 } // namespace
-
-using namespace pfrt;
 
 extern "C" {
 
@@ -70,6 +128,12 @@ int pfrt_load_input(int64_t index, void *out, int64_t bytes, int32_t dtype,
             (long long)index, (long long)it->second.data.size(),
             (long long)bytes);
     std::memcpy(out, it->second.data.data(), bytes);
+    return 0;
+  }
+  if (!dataDir().empty()) {
+    std::vector<int64_t> zeros(size_t(ndim), 0);
+    readDataBoxes(index, out, bytes, dtype, ndim, shape, 1, zeros.data(),
+                  shape);
     return 0;
   }
   // Executables: the seed program's fixed synthetic batch (data step 0),
@@ -112,6 +176,11 @@ int pfrt_load_input_boxes(int64_t index, void *out, int64_t bytes,
           "do not fill %lld bytes",
           (long long)index, (long long)num_boxes, (long long)elems,
           (long long)bytes);
+  if (!dataDir().empty()) {
+    readDataBoxes(index, out, bytes, dtype, ndim, logical_shape, num_boxes,
+                  offsets, box_shape);
+    return 0;
+  }
   std::vector<char> &cached = syntheticCache()[index];
   if ((int64_t)cached.size() != bytes) {
     cached.resize(bytes);
@@ -134,7 +203,17 @@ int pfrt_load_input_boxes(int64_t index, void *out, int64_t bytes,
   return 0;
 }
 
+int pfrt_set_data_dir(const char *dir) {
+  dataDir() = dir ? dir : "";
+  while (dataDir().size() > 1 && dataDir().back() == '/')
+    dataDir().pop_back();
+  return 0;
+}
+
+void pfrt_set_data_step(int64_t step) { gDataStep = step; }
+
 void pfrt_begin_step(int64_t step) {
+  gDataStep = step;
   lastLosses() = stepLosses();
   pfrt_arena_reset();
   *pfrt_scalar("step") = static_cast<float>(step + 1);

@@ -69,6 +69,10 @@ template <typename Fn> void forEachRun(const ShardSpec &s, Fn &&fn);
 
 std::string shapeToString(int64_t ndim, const int64_t *shape);
 
+/// The shape in a .npy file's header; fatal (naming fn and path) if the file
+/// cannot be opened or its header is malformed.
+std::vector<int64_t> npyShape(const char *path, const char *fn);
+
 //===----------------------------------------------------------------------===//
 // Tracing (Trace.cpp)
 //===----------------------------------------------------------------------===//

@@ -275,6 +275,15 @@ void writeAtomically(const std::string &path, const std::string &head,
 
 } // namespace
 
+std::vector<int64_t> pfrt::npyShape(const char *path, const char *fn) {
+  FileError err{fn, path};
+  File file;
+  file.f = fopen(path, "rb");
+  if (!file.f)
+    err("cannot open: %s", strerror(errno));
+  return readHeader(file.f, err).shape;
+}
+
 extern "C" {
 
 int pfrt_npy_read_shard(const char *path, int32_t dtype, int64_t rank_ndim,

@@ -25,17 +25,25 @@ struct Options {
   double lr = 0.001;
   int threads = 1;
   std::string lossOut;
+  std::string save, load, data;
   bool help = false;
 };
 
 const char *kUsage =
     "usage: %s [--steps K] [--seed S] [--lr X] [--threads T] "
     "[--loss-out FILE]\n"
+    "          [--load DIR] [--save DIR] [--data DIR]\n"
     "  --steps K        number of training steps (default 1)\n"
     "  --seed S         parameter-initialisation seed, uint64 (default 0)\n"
     "  --lr X           learning rate, run-time scalar \"lr\" (default 0.001)\n"
     "  --threads T      BLAS threads per rank (default 1)\n"
     "  --loss-out FILE  append each step's losses as one line to FILE\n"
+    "  --load DIR       start from the checkpoint in DIR (any layout) and go\n"
+    "                   on from its step\n"
+    "  --save DIR       write a checkpoint (logical .npy per parameter and\n"
+    "                   optimizer state, index.json) after the last step\n"
+    "  --data DIR       read input i from DIR/input<i>.npy (the step's\n"
+    "                   logical input, or [N, ...] batches used in turn)\n"
     "  --help           print this message\n"
     "Flags also accept --flag=value.\n";
 
@@ -96,7 +104,8 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
       haveValue = true;
     }
     if (name != "--steps" && name != "--seed" && name != "--lr" &&
-        name != "--threads" && name != "--loss-out") {
+        name != "--threads" && name != "--loss-out" && name != "--save" &&
+        name != "--load" && name != "--data") {
       err = "unknown flag '" + name + "'";
       return false;
     }
@@ -119,9 +128,12 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
     } else if (name == "--threads") {
       ok = parseI64(v, 1, 4096, iv);
       o.threads = int(iv);
-    } else { // --loss-out
+    } else { // --loss-out, --save, --load, --data: a non-empty path
       ok = !value.empty();
-      o.lossOut = value;
+      (name == "--loss-out" ? o.lossOut
+       : name == "--save"   ? o.save
+       : name == "--load"   ? o.load
+                            : o.data) = value;
     }
     if (!ok) {
       err = "bad value '" + value + "' for flag '" + name + "'";
@@ -183,8 +195,14 @@ extern "C" int pfrt_main(int argc, char **argv, const pfrt_program *program) {
   float *stepScalar = pfrt_scalar("step");
   if (program->init_params)
     program->init_params(o.seed);
-  for (int64_t k = 0; k < o.steps; ++k) {
+  int64_t first = 0;
+  if (!o.load.empty())
+    pfrt_state_load(o.load.c_str(), &first);
+  if (!o.data.empty())
+    pfrt_set_data_dir(o.data.c_str());
+  for (int64_t k = first; k < first + o.steps; ++k) {
     *stepScalar = float(k + 1);
+    pfrt_set_data_step(k);
     pfrt_arena_reset();
     double t0 = pfrt_now_us();
     program->step(k);
@@ -198,6 +216,8 @@ extern "C" int pfrt_main(int argc, char **argv, const pfrt_program *program) {
     if (!o.lossOut.empty())
       appendLine(o.lossOut, vals + "\n");
   }
+  if (!o.save.empty())
+    pfrt_state_save(o.save.c_str(), first + o.steps);
   pfrt_finalize();
   return 0;
 }
