@@ -60,6 +60,14 @@ void mlir::pf::buildCompileCPUPipeline(
   training.beta2 = options.beta2;
   training.epsilon = options.epsilon;
   training.biasCorrection = options.biasCorrection;
+  if (options.autoStages > 0) {
+    AutoStagesPassOptions autoStages;
+    autoStages.numStages = options.autoStages;
+    autoStages.numChunks = options.numChunks;
+    autoStages.balance = options.balance;
+    autoStages.report = options.scheduleReport;
+    pm.addPass(createAutoStagesPass(autoStages));
+  }
   pm.addPass(createAssignStagesPass());
   buildTrainingPipeline(pm, training);
   MicrobatchPassOptions microbatch;
@@ -77,6 +85,7 @@ void mlir::pf::buildCompileCPUPipeline(
     SchedulePassOptions schedule;
     schedule.kind = options.schedule;
     schedule.numChunks = options.numChunks;
+    schedule.report = options.scheduleReport;
     pm.addPass(createSchedulePass(schedule));
     pm.addPass(createApplySchedulePass());
   }
@@ -85,7 +94,37 @@ void mlir::pf::buildCompileCPUPipeline(
   pm.addPass(createConvertPFToCPUPass());
 }
 
+void mlir::pf::buildStagePipeline(OpPassManager &pm,
+                                  const StagePipelineOptions &options) {
+  if (options.autoStages > 0) {
+    AutoStagesPassOptions autoStages;
+    autoStages.numStages = options.autoStages;
+    autoStages.numChunks = options.numChunks;
+    autoStages.balance = options.balance;
+    autoStages.report = options.report;
+    pm.addPass(createAutoStagesPass(autoStages));
+  }
+  pm.addPass(createAssignStagesPass());
+  TrainingPipelineOptions training;
+  training.accumulationSteps = options.accumulationSteps;
+  buildTrainingPipeline(pm, training);
+  MicrobatchPassOptions microbatch;
+  microbatch.numMicrobatches = options.accumulationSteps;
+  pm.addPass(createMicrobatchPass(microbatch));
+  SchedulePassOptions schedule;
+  schedule.kind = options.schedule;
+  schedule.numChunks = options.numChunks;
+  schedule.costs = options.costs;
+  schedule.report = options.report;
+  pm.addPass(createSchedulePass(schedule));
+}
+
 void mlir::pf::registerPipelines() {
+  PassPipelineRegistration<StagePipelineOptions>(
+      "pf-stage-pipeline",
+      "pf IR (forward + loss) -> staged training step with micro-batches and "
+      "a verified pipeline schedule",
+      buildStagePipeline);
   PassPipelineRegistration<CompileCPUPipelineOptions>(
       "pf-compile-cpu-pipeline",
       "pf IR (forward + loss) -> per-rank LLVM-dialect modules for CPU ranks",

@@ -69,6 +69,19 @@ struct CompileCPUPipelineOptions
       *this, "boxing-report",
       llvm::cl::desc("write the boxing report to this file ('-' = stdout)"),
       llvm::cl::init("")};
+  Option<int64_t> autoStages{
+      *this, "auto-stages",
+      llvm::cl::desc("cut the unstaged program into this many pipeline "
+                     "stages (pf-auto-stages; 0 = the program's pf.stage)"),
+      llvm::cl::init(0)};
+  Option<std::string> balance{
+      *this, "balance",
+      llvm::cl::desc("auto-stages cost: flops, params or memory"),
+      llvm::cl::init("flops")};
+  Option<bool> scheduleReport{
+      *this, "schedule-report",
+      llvm::cl::desc("print the auto-stages cut and the schedule report"),
+      llvm::cl::init(false)};
   enum class Stop { Training, SPMD, Rank, Lower };
   Option<Stop> compileTo{
       *this, "pf-compile-to", llvm::cl::desc("where the compile stops"),
@@ -81,6 +94,40 @@ struct CompileCPUPipelineOptions
           clEnumValN(Stop::Rank, "rank", "after per-rank partitioning"),
           clEnumValN(Stop::Lower, "lower", "LLVM dialect (the default)"))};
 };
+
+struct StagePipelineOptions
+    : public PassPipelineOptions<StagePipelineOptions> {
+  Option<int64_t> autoStages{
+      *this, "auto-stages",
+      llvm::cl::desc("cut the unstaged program into this many pipeline "
+                     "stages (0 = the program's pf.stage)"),
+      llvm::cl::init(0)};
+  Option<std::string> balance{*this, "balance",
+                              llvm::cl::desc("flops, params or memory"),
+                              llvm::cl::init("flops")};
+  Option<int64_t> accumulationSteps{
+      *this, "accumulation-steps",
+      llvm::cl::desc("micro-batches per step"), llvm::cl::init(1)};
+  Option<std::string> schedule{
+      *this, "schedule",
+      llvm::cl::desc("gpipe, 1f1b, interleaved-1f1b or zb-h1"),
+      llvm::cl::init("1f1b")};
+  Option<int64_t> numChunks{*this, "num-chunks",
+                            llvm::cl::desc("virtual chunks per rank"),
+                            llvm::cl::init(1)};
+  Option<std::string> costs{
+      *this, "costs",
+      llvm::cl::desc("schedule report costs: unit or flops"),
+      llvm::cl::init("flops")};
+  Option<bool> report{*this, "report",
+                      llvm::cl::desc("print the cut and the schedule report"),
+                      llvm::cl::init(false)};
+};
+
+/// Forward + loss -> staged training step with micro-batches and a checked
+/// pf.schedule: [pf-auto-stages], pf-assign-stages, the training pipeline
+/// (SGD), pf-microbatch, pf-schedule.
+void buildStagePipeline(OpPassManager &pm, const StagePipelineOptions &options);
 
 /// Forward + loss -> full training step: autodiff, optimizer, cleanup.
 void buildTrainingPipeline(OpPassManager &pm,

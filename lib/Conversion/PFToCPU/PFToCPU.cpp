@@ -417,7 +417,7 @@ LogicalResult RankLowering::lowerStep(func::FuncOp func) {
       call(op.getLoc(), "pfrt_trace_begin", i32Ty,
            {str(op.getLoc(), op.getName().getStringRef()),
             str(op.getLoc(), category),
-            constI32(op.getLoc(), microbatch ? microbatch.getInt() : 0),
+            constI32(op.getLoc(), microbatch ? microbatch.getInt() : -1),
             constI32(op.getLoc(), stage ? stage.getInt() : -1)});
     }
     if (failed(lowerOp(&op)))

@@ -71,6 +71,9 @@ def main():
                          "m_stage0.linear0:784:512,...)")
     ap.add_argument("--batch-shape", required=True, help="e.g. 16x1x28x28")
     ap.add_argument("--tolerance", type=float, default=1e-5)
+    ap.add_argument("--pipeline-options", default="",
+                    help="more pf-compile-cpu-pipeline options, e.g. "
+                         "'auto-stages=4 balance=flops'")
     args = ap.parse_args()
 
     seed = args.seed if args.seed is not None else random.randrange(2**31)
@@ -95,6 +98,7 @@ def main():
                     "bias-correction=%s" % str(args.bias_correction).lower()]
     if args.weight_decay >= 0:
         options.append("weight-decay=%r" % args.weight_decay)
+    options += args.pipeline_options.split()
     os.makedirs(args.workdir, exist_ok=True)
     lowered = os.path.join(args.workdir, "program.llvm.mlir")
     artifacts = os.path.join(args.workdir, "artifacts")

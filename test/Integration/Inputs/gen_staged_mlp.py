@@ -2,7 +2,9 @@
 """Writes a pf program: an MLP of len(widths)-1 Linear+ReLU layers named
 l0, l1, ... split evenly into `stages` pipeline stages, stage s on CPU rank
 s % ranks (so ranks < stages gives interleaved virtual chunks), with a
-cross-entropy loss on the last stage."""
+cross-entropy loss on the last stage. With --unstaged, the whole program is
+on rank 0 without pf.stage (the input of pf-auto-stages) and --stages only
+needs to be 1."""
 import argparse
 
 ap = argparse.ArgumentParser()
@@ -10,7 +12,10 @@ ap.add_argument("--widths", required=True, help="in,h1,...,out")
 ap.add_argument("--stages", type=int, required=True)
 ap.add_argument("--ranks", type=int, required=True)
 ap.add_argument("--batch", type=int, required=True)
+ap.add_argument("--unstaged", action="store_true")
 args = ap.parse_args()
+if args.unstaged:
+    args.stages = args.ranks = 1
 w = [int(x) for x in args.widths.split(",")]
 layers = len(w) - 1
 assert layers % args.stages == 0
@@ -49,18 +54,20 @@ for i in range(layers):
         cur, cur_t = "%%m%d" % i, t
     wt, bt = g([w[i + 1], w[i]], s), g([w[i + 1]], s)
     h = g([B, w[i + 1]], s, sbp=False)
-    st = "pf.stage = %d" % s
-    out.append("  %%w%d = pf.read_param @l%d.weight {%s} : %s" % (i, i, st, wt))
-    out.append("  %%b%d = pf.read_param @l%d.bias {%s} : %s" % (i, i, st, bt))
-    out.append("  %%h%d = pf.matmul %s, %%w%d {transpose_b, %s} : (%s, %s) -> %s"
-               % (i, cur, i, st, cur_t, wt, h))
-    out.append("  %%hb%d = pf.bias_add %%h%d, %%b%d {%s} : (%s, %s) -> %s" %
+    st = "" if args.unstaged else " {pf.stage = %d}" % s
+    tb = "{transpose_b}" if args.unstaged else "{transpose_b, pf.stage = %d}" % s
+    out.append("  %%w%d = pf.read_param @l%d.weight%s : %s" % (i, i, st, wt))
+    out.append("  %%b%d = pf.read_param @l%d.bias%s : %s" % (i, i, st, bt))
+    out.append("  %%h%d = pf.matmul %s, %%w%d %s : (%s, %s) -> %s"
+               % (i, cur, i, tb, cur_t, wt, h))
+    out.append("  %%hb%d = pf.bias_add %%h%d, %%b%d%s : (%s, %s) -> %s" %
                (i, i, i, st, h, bt, h))
-    out.append("  %%a%d = pf.relu %%hb%d {%s} : (%s) -> %s" % (i, i, st, h, h))
+    out.append("  %%a%d = pf.relu %%hb%d%s : (%s) -> %s" % (i, i, st, h, h))
     cur, cur_t = "%%a%d" % i, h
 loss_t = "!pf.global<f32, %s>" % pl(last)
-out.append("  %%loss = pf.softmax_cross_entropy %s, %%y {pf.stage = %d} : (%s, %s) -> %s"
-           % (cur, last, cur_t, g([B], last, elem="i64"), loss_t))
+out.append("  %%loss = pf.softmax_cross_entropy %s, %%y%s : (%s, %s) -> %s"
+           % (cur, "" if args.unstaged else " {pf.stage = %d}" % last, cur_t,
+              g([B], last, elem="i64"), loss_t))
 out.append("  return %%loss : %s" % loss_t)
 out.append("}")
 print("\n".join(out))

@@ -239,8 +239,10 @@ Result mlir::pf::schedule::simulate(const Plan &plan, int64_t p, int64_t m,
   std::vector<double> clock(p, 0.0);
   result.busy.assign(p, 0.0);
   result.peakInFlight.assign(p, 0);
+  result.peakActBytes.assign(p, 0.0);
   result.times.assign(p, {});
   std::vector<int64_t> inFlight(p, 0);
+  std::vector<double> actBytes(p, 0.0);
   std::vector<std::vector<Action>> ready = plan; // ZB-H1 reorders W below
   bool progress = true;
   while (progress) {
@@ -263,20 +265,26 @@ Result mlir::pf::schedule::simulate(const Plan &plan, int64_t p, int64_t m,
           dep = std::nullopt;
         if (!dep)
           break; // Blocked: receives wait; try other ranks.
-        double cost = a.kind == 'F'   ? costs.f
-                      : a.kind == 'W' ? costs.w
-                      : splitW        ? costs.b
-                                      : costs.b + costs.w;
+        double cost = a.kind == 'F'   ? costs.fOf(s)
+                      : a.kind == 'W' ? costs.wOf(s)
+                      : splitW        ? costs.bOf(s)
+                                      : costs.bOf(s) + costs.wOf(s);
         double start = std::max(clock[r], *dep);
         clock[r] = start + cost;
         result.times[r].push_back({start, clock[r]});
         result.busy[r] += cost;
         done[{a.kind, a.mb, s}] = clock[r];
-        if (a.kind == 'F')
+        if (a.kind == 'F') {
           result.peakInFlight[r] =
               std::max(result.peakInFlight[r], ++inFlight[r]);
-        else if (a.kind == 'B')
+          actBytes[r] += costs.actOf(s);
+          result.peakActBytes[r] = std::max(result.peakActBytes[r], actBytes[r]);
+        } else if (a.kind == 'B') {
           --inFlight[r];
+        }
+        // A weight gradient still needs the stage's saved inputs.
+        if ((a.kind == 'B' && !splitW) || a.kind == 'W')
+          actBytes[r] -= costs.actOf(s);
         ++next[r];
         progress = true;
       }

@@ -1,5 +1,6 @@
 //===- SchedulePasses.cpp - pf-schedule and pf-verify-schedule ------------===//
 
+#include "pf/Dialect/PF/Transforms/CostModel.h"
 #include "pf/Dialect/PF/Transforms/Passes.h"
 #include "pf/Dialect/PF/Transforms/Schedule.h"
 
@@ -8,6 +9,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <array>
 #include <map>
 #include <tuple>
 
@@ -40,22 +42,104 @@ bool splitsW(const schedule::Plan &plan) {
   return false;
 }
 
+std::optional<int64_t> intAttr(Operation *op, StringRef name) {
+  if (auto a = op ? op->getAttrOfType<IntegerAttr>(name) : IntegerAttr())
+    return a.getInt();
+  return std::nullopt;
+}
+
+/// Per virtual stage: the FLOPs of micro-batch 0's forward, input-gradient
+/// and weight-gradient ops and the bytes of the values its forward keeps
+/// for the backward. Ops are found in every rank module (or the global
+/// program); a stage replicated over data-parallel ranks counts one rank's
+/// share (the largest).
+schedule::Costs flopCosts(ModuleOp top, int64_t stages) {
+  // (module, stage) -> sums
+  std::map<std::pair<Operation *, int64_t>, std::array<double, 4>> sums;
+  auto stageOfOp = [](Operation *op) -> std::optional<int64_t> {
+    if (auto s = intAttr(op, PFDialect::getStageAttrName()))
+      return s;
+    for (Operation *u : op->getUsers())
+      if (auto s = intAttr(u, PFDialect::getStageAttrName()))
+        return s;
+    return std::nullopt;
+  };
+  auto phaseOf = [](Operation *op) -> StringRef {
+    auto p = op->getAttrOfType<StringAttr>(PFDialect::getPhaseAttrName());
+    return p ? p.getValue() : StringRef("forward");
+  };
+  top.walk([&](Operation *op) {
+    auto func = op->getParentOfType<func::FuncOp>();
+    if (!func || op->hasTrait<OpTrait::IsTerminator>())
+      return;
+    std::optional<int64_t> mb = intAttr(op, PFDialect::getMicrobatchAttrName());
+    std::optional<int64_t> s = stageOfOp(op);
+    if ((mb && *mb != 0) || !s || *s < 0 || *s >= stages)
+      return;
+    StringRef phase = phaseOf(op);
+    if (phase == "update")
+      return;
+    auto &acc = sums[{func->getParentOp(), *s}];
+    double f = double(cost::flops(op));
+    if (phase == "backward_input")
+      acc[1] += f;
+    else if (phase == "backward_weight")
+      acc[2] += f;
+    else {
+      acc[0] += f;
+      for (Value r : op->getResults())
+        if (llvm::any_of(r.getUsers(), [&](Operation *u) {
+              return phaseOf(u).starts_with("backward");
+            }))
+          acc[3] += double(cost::bytes(r.getType()));
+    }
+  });
+  schedule::Costs c;
+  c.stageF.assign(stages, 0.0);
+  c.stageB.assign(stages, 0.0);
+  c.stageW.assign(stages, 0.0);
+  c.stageAct.assign(stages, 0.0);
+  for (auto &[key, acc] : sums) {
+    int64_t s = key.second;
+    c.stageF[s] = std::max(c.stageF[s], acc[0]);
+    c.stageB[s] = std::max(c.stageB[s], acc[1]);
+    c.stageW[s] = std::max(c.stageW[s], acc[2]);
+    c.stageAct[s] = std::max(c.stageAct[s], acc[3]);
+  }
+  return c;
+}
+
 /// Simulates `op`; reports a deadlock as a located error.
-LogicalResult check(ScheduleOp op, bool report) {
+LogicalResult check(ScheduleOp op, bool report, StringRef costKind = "unit") {
   schedule::Plan plan = planOf(op);
   int64_t p = op.getNumStages(), m = op.getNumMicrobatches(),
           v = op.getNumChunks();
   bool split = splitsW(plan);
-  schedule::Result result =
-      schedule::simulate(plan, p, m, v, split, schedule::Costs());
+  if (costKind != "unit" && costKind != "flops")
+    return op.emitOpError() << "unknown costs '" << costKind
+                            << "': expected unit or flops";
+  schedule::Costs costs;
+  if (costKind == "flops")
+    costs = flopCosts(op->getParentOfType<ModuleOp>(), p * v);
+  schedule::Result result = schedule::simulate(plan, p, m, v, split, costs);
   if (!result.error.empty())
     return op.emitOpError() << result.error;
   if (!report)
     return success();
   raw_ostream &os = llvm::outs();
   os << "schedule " << op.getKind() << ": " << p << " stages, " << m
-     << " micro-batches, " << v << " chunk(s); unit costs F=1 B=1 W=1"
+     << " micro-batches, " << v << " chunk(s); "
+     << (costKind == "unit" ? "unit costs F=1 B=1 W=1" : "FLOP costs")
      << (split ? " (B and W apart)" : " (B includes W)") << "\n";
+  if (costKind == "flops") {
+    for (int64_t s = 0; s < p * v; ++s)
+      os << "stage " << s << " (rank " << s % p << "): F "
+         << llvm::format("%.6g", costs.fOf(s)) << " B "
+         << llvm::format("%.6g", costs.bOf(s)) << " W "
+         << llvm::format("%.6g", costs.wOf(s))
+         << " FLOPs, activations kept per micro-batch "
+         << llvm::format("%.0f", costs.actOf(s)) << " bytes\n";
+  }
   for (int64_t r = 0; r < p; ++r) {
     os << "rank " << r << ":";
     for (auto &a : plan[r])
@@ -72,6 +156,12 @@ LogicalResult check(ScheduleOp op, bool report) {
   for (int64_t r = 0; r < p; ++r)
     os << " " << result.peakInFlight[r];
   os << "\n";
+  if (costKind == "flops") {
+    os << "peak activation bytes per rank:";
+    for (int64_t r = 0; r < p; ++r)
+      os << " " << llvm::format("%.0f", result.peakActBytes[r]);
+    os << "\n";
+  }
   return success();
 }
 
@@ -130,7 +220,7 @@ struct SchedulePass : public pf::impl::SchedulePassBase<SchedulePass> {
                                  b.getStringAttr(schedule::kindName(*k)),
                                  b.getI64IntegerAttr(p), b.getI64IntegerAttr(m),
                                  b.getI64IntegerAttr(v), b.getArrayAttr(ranks));
-    if (failed(check(op, report)))
+    if (failed(check(op, report, costs)))
       return signalPassFailure();
   }
 };
@@ -140,7 +230,7 @@ struct VerifySchedulePass
   using VerifySchedulePassBase::VerifySchedulePassBase;
   void runOnOperation() override {
     for (auto op : getOperation().getOps<ScheduleOp>())
-      if (failed(check(op, report)))
+      if (failed(check(op, report, costs)))
         return signalPassFailure();
   }
 };

@@ -19,6 +19,35 @@ def AssignStagesPass : Pass<"pf-assign-stages", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
+def AutoStagesPass : Pass<"pf-auto-stages", "::mlir::ModuleOp"> {
+  let summary = "cuts an unstaged program into balanced pipeline stages";
+  let description = [{
+    For a forward program on one placement without `pf.stage`: cuts its
+    compute ops, in program order, into `num-stages` x `num-chunks`
+    contiguous stages minimising the largest stage's cost (exact: binary
+    search on the optimum and a dynamic program that, among optimal cuts,
+    picks the one carrying the fewest activation bytes). Costs (`balance`):
+    `flops` (forward + input- and weight-gradient FLOPs), `params` (parameter
+    bytes) or `memory` (parameter and gradient bytes plus the activations an
+    op keeps for its backward). Virtual stage g runs on pipeline rank
+    g mod num-stages, whose placement is the program's layout shifted to
+    ranks r*W .. r*W + W - 1. Parameter reads and constants join their
+    first consumer's stage, inputs the stage of their first use, and values
+    that cross stages get a `pf.to_global` keeping their SBP. `report`
+    prints the cut and every stage's cost.
+  }];
+  let options = [
+    Option<"numStages", "num-stages", "int64_t", "2", "pipeline ranks">,
+    Option<"numChunks", "num-chunks", "int64_t", "1",
+           "virtual chunks per rank (interleaved 1F1B)">,
+    Option<"balance", "balance", "std::string", "\"flops\"",
+           "flops, params or memory">,
+    Option<"report", "report", "bool", "false",
+           "print the chosen cut and each stage's cost">
+  ];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 def AutodiffPass : Pass<"pf-autodiff", "::mlir::ModuleOp"> {
   let summary = "builds the reverse-mode gradient of a loss w.r.t. every parameter";
   let description = [{
@@ -110,7 +139,10 @@ def SchedulePass : Pass<"pf-schedule", "::mlir::ModuleOp"> {
     memory), simulates it with unit costs (F = B = W = 1) to prove it free of
     deadlock, and with `report` prints each rank's actions, the predicted
     bubble (fraction of the step, and idle time per rank) and the peak number
-    of in-flight micro-batches per rank.
+    of in-flight micro-batches per rank. With `costs=flops` the prediction
+    uses every stage's forward, input-gradient and weight-gradient FLOPs
+    (CostModel.h) and the report adds each stage's activation bytes per
+    micro-batch and every rank's peak activation bytes.
 
     The stage and micro-batch counts come from the program (`pf.stage`,
     `pf.microbatch`) unless given as options.
@@ -125,7 +157,10 @@ def SchedulePass : Pass<"pf-schedule", "::mlir::ModuleOp"> {
     Option<"numMicrobatches", "num-microbatches", "int64_t", "0",
            "micro-batches (0: from the program's pf.microbatch)">,
     Option<"report", "report", "bool", "false",
-           "print the schedule report (pf-schedule-report)">
+           "print the schedule report (pf-schedule-report)">,
+    Option<"costs", "costs", "std::string", "\"unit\"",
+           "report costs: unit (F = B = W = 1) or flops (per-stage FLOPs "
+           "of the program's ops)">
   ];
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
@@ -139,7 +174,9 @@ def VerifySchedulePass : Pass<"pf-verify-schedule", "::mlir::ModuleOp"> {
     actions and the micro-batches they wait for.
   }];
   let options = [
-    Option<"report", "report", "bool", "false", "print the schedule report">
+    Option<"report", "report", "bool", "false", "print the schedule report">,
+    Option<"costs", "costs", "std::string", "\"unit\"",
+           "report costs: unit or flops">
   ];
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }

@@ -45,6 +45,14 @@ std::optional<Plan> build(Kind kind, int64_t p, int64_t m, int64_t v,
 
 struct Costs {
   double f = 1.0, b = 1.0, w = 1.0;
+  /// Per virtual stage (chunk * p + rank): overrides of f, b and w when not
+  /// empty, and the activation bytes one micro-batch keeps on the stage
+  /// from its forward until its backward (its W when B and W are apart).
+  std::vector<double> stageF, stageB, stageW, stageAct;
+  double fOf(int64_t s) const { return stageF.empty() ? f : stageF[s]; }
+  double bOf(int64_t s) const { return stageB.empty() ? b : stageB[s]; }
+  double wOf(int64_t s) const { return stageW.empty() ? w : stageW[s]; }
+  double actOf(int64_t s) const { return stageAct.empty() ? 0.0 : stageAct[s]; }
 };
 
 struct Result {
@@ -52,6 +60,7 @@ struct Result {
   double makespan = 0.0;
   std::vector<double> busy;      // per rank
   std::vector<int64_t> peakInFlight; // per rank: forwards not yet backwarded
+  std::vector<double> peakActBytes;  // per rank, from Costs::stageAct
   /// Per rank, per action in plan order: predicted start and end times.
   std::vector<std::vector<std::pair<double, double>>> times;
   /// Idle time of the busiest... of rank r: makespan - busy[r].
