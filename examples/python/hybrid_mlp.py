@@ -3,12 +3,18 @@
 The hidden layer is data-parallel: its parameters are broadcast and the
 batch is split, S(0). The output layer is model-parallel: its weight
 [10, 512] is split S(0) (by output feature), so with the gathered hidden
-activations as input, ``x @ W^T`` comes out split by columns, S(1).
+activations as input, ``x @ W^T`` comes out split by columns, S(1). The
+compiler infers the other layouts and inserts the collectives. From the
+repository root::
 
-It does not run yet: placements of several ranks need SBP lowering (the
-compiler's boxing into collectives), which is not implemented, so training
-stops with the compiler's ``pipeflow.CompileError`` at the line that creates
-the first such layer. ``--compile-only`` traces and verifies the IR::
+    PYTHONPATH=python PIPEFLOW_CUDA_AS_CPU=1 /usr/bin/python3 -m pipeflow.distributed.launch --nproc_per_node 2 examples/python/hybrid_mlp.py
+
+trains 20 steps (SGD with momentum) on two CPU ranks; each rank prints
+``loss.to_local()``: the loss is broadcast on both ranks, so both print it.
+Each rank passes only its own share of the batch (the rows it would load);
+``--micro-batches 2`` splits every step into two micro-batches, whose rows
+the ranks then exchange. ``--seed`` seeds the data and the parameters (the
+same on every rank), ``--lr`` sets the learning rate. ``--compile-only`` traces and verifies the IR::
 
     PYTHONPATH=python PIPEFLOW_CUDA_AS_CPU=1 /usr/bin/python3 examples/python/hybrid_mlp.py --compile-only
 """
@@ -20,7 +26,14 @@ from pipeflow import nn
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--compile-only", action="store_true", help="trace and verify, print the IR, do not train")
+parser.add_argument("--steps", type=int, default=20, help="training steps (default 20)")
+parser.add_argument("--micro-batches", type=int, default=1, help="gradient accumulation steps (default 1)")
+parser.add_argument("--seed", type=int, default=0, help="seed of the data and the parameters (default 0)")
+parser.add_argument("--lr", type=float, default=0.1, help="learning rate (default 0.1)")
 args = parser.parse_args()
+# The same seed on every rank: the compiled program initialises the parameters
+# from it, and the broadcast labels below must be the same on both ranks.
+flow.manual_seed(args.seed)
 
 BATCH_SIZE = 16
 P01 = flow.placement("cuda", ranks=[0, 1])
@@ -45,7 +58,7 @@ class HybridMLP(nn.Module):
 
 
 model = HybridMLP()
-sgd = flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+sgd = flow.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
 
 
 class HybridGraph(nn.Graph):
@@ -53,6 +66,7 @@ class HybridGraph(nn.Graph):
         super().__init__()
         self.model = model
         self.loss_fn = nn.CrossEntropyLoss()
+        self.config.set_gradient_accumulation_steps(args.micro_batches)
         self.add_optimizer(sgd)
 
     def build(self, x, y):
@@ -63,15 +77,20 @@ class HybridGraph(nn.Graph):
 
 graph = HybridGraph()
 
-# Each rank loads its share of the batch; to_global(S(0)) joins the shares.
-x = flow.randn(BATCH_SIZE // P01.size, 1, 28, 28).to_global(placement=P01, sbp=S0)
-y = flow.randint(0, 10, (BATCH_SIZE,)).to_global(placement=P01, sbp=B)
+# Each rank keeps only its share of the batch (drawn whole here; a data loader
+# would read just this rank's rows); to_global(S(0)) joins the shares.
+images = flow.randn(BATCH_SIZE, 1, 28, 28)
+labels = flow.randint(0, 10, (BATCH_SIZE,))
+share = BATCH_SIZE // P01.size
+rank = flow.env.get_rank()
+x = images[rank * share:(rank + 1) * share].to_global(placement=P01, sbp=S0)
+y = labels.to_global(placement=P01, sbp=B)
 
 if args.compile_only:
     compiled = graph.compile(x, y)
     print(compiled.verified_ir, end="")
     print(f"// verified by pf-opt; cached in {compiled.directory}")
 else:
-    for i in range(20):
+    for i in range(args.steps):
         loss = graph(x, y)
         print(loss.to_local())

@@ -11,7 +11,12 @@ The C ABI (runtime/include/pfrt/pfrt.h): ``pfrt_init``/``pfrt_finalize``,
 ``pfrt_rank``/``pfrt_world_size``, ``pf_init_params(seed)``,
 ``pfrt_scalar(name)``, ``pfrt_begin_step(step)``,
 ``pfrt_use_user_inputs(on)``, ``pfrt_set_input(index, data, bytes)``,
-``pf_step(step)``, ``pfrt_end_step()``, ``pfrt_loss_count()``/``pfrt_loss_value(k)``.
+``pf_step(step)``, ``pfrt_end_step()``, ``pfrt_loss_count()``/``pfrt_loss_value(k)``,
+and two of libpfrt's collectives, which the front end uses between steps to
+assemble inputs and share losses (:meth:`Program.all_gather`,
+:meth:`Program.broadcast`): ``pfrt_box_all_gather`` (bit-exact for every
+dtype) and ``pfrt_broadcast``. Like every collective, each member of the
+group must make the same calls in the same order.
 
 A runtime error (a missing input, a size mismatch) is fatal to the whole job
 (``MPI_Abort``), so :class:`Program` checks everything it can before calling
@@ -33,6 +38,9 @@ import numpy as np
 from ._errors import BackendUnavailable
 
 DTYPES = {"f32": np.dtype(np.float32), "i64": np.dtype(np.int64)}
+# libpfrt's element types (PFRT_DTYPE_F32, _I64, _I32): data movement is bit-exact.
+_PFRT_DTYPES = {np.dtype(np.float32): 0, np.dtype(np.int64): 1, np.dtype(np.int32): 2}
+_I64_ARRAY = ctypes.POINTER(ctypes.c_int64)
 
 _SIGNATURES = {
     "pfrt_init": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]),
@@ -49,6 +57,10 @@ _SIGNATURES = {
     "pfrt_end_step": (None, []),
     "pfrt_loss_count": (ctypes.c_int32, []),
     "pfrt_loss_value": (ctypes.c_float, [ctypes.c_int32]),
+    "pfrt_box_all_gather": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64,
+                                           _I64_ARRAY, ctypes.c_int64, _I64_ARRAY, ctypes.c_int64]),
+    "pfrt_broadcast": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, _I64_ARRAY,
+                                      ctypes.c_int64]),
 }
 
 _in_use = set()          # real paths of the shared objects loaded by this process
@@ -159,5 +171,39 @@ class Program:
         count = lib.pfrt_loss_count()
         return np.array([lib.pfrt_loss_value(k) for k in range(count)], dtype=np.float32)
 
+    def all_gather(self, array, ranks):
+        """Every member's ``array`` (same size and dtype on all of them): an array
+        of shape ``(len(ranks), array.size)`` whose row ``p`` comes from
+        ``ranks[p]``. A collective over the world ranks ``ranks``, which must hold
+        this rank; the data is moved bit for bit (int64 labels included)."""
+        flat = np.ascontiguousarray(array).reshape(-1)
+        code = _PFRT_DTYPES.get(flat.dtype)
+        if code is None:
+            raise BackendUnavailable(f"internal error: cannot gather {flat.dtype} data between ranks")
+        group = _group(ranks)
+        out = np.empty((len(group), flat.size), dtype=flat.dtype)
+        if flat.size:
+            shape = (ctypes.c_int64 * 1)(flat.size)
+            if self.lib.pfrt_box_all_gather(flat.ctypes.data, out.ctypes.data, code, 1, shape, 0,
+                                            group, len(group)) != 0:
+                raise BackendUnavailable("pfrt_box_all_gather failed")
+        return out
+
+    def broadcast(self, array, root, ranks):
+        """``root``'s float32 ``array`` on every member of ``ranks`` (world ranks,
+        ``root`` among them); a collective. Returns the array (a new one on
+        the members other than ``root``)."""
+        buf = np.array(array, dtype=np.float32, copy=True).reshape(-1)
+        group = _group(ranks)
+        if buf.size and self.lib.pfrt_broadcast(buf.ctypes.data, buf.size, int(root), group,
+                                                len(group)) != 0:
+            raise BackendUnavailable("pfrt_broadcast failed")
+        return buf.reshape(np.shape(array))
+
     def __repr__(self):
         return f"Program({self.path!r})"
+
+
+def _group(ranks):
+    ranks = [int(r) for r in ranks]
+    return (ctypes.c_int64 * len(ranks))(*ranks)

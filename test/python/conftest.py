@@ -12,6 +12,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PYTHON_DIR = os.path.join(REPO, "python")
 sys.path.insert(0, PYTHON_DIR)
 
+# Tools given by relative paths (PF_OPT=build/bin/pf-opt) must still be found by
+# the jobs the tests start in other directories.
+for _name in ("PF_OPT", "PF_TRANSLATE", "PF_BUILD_DIR"):
+    if os.environ.get(_name):
+        os.environ[_name] = os.path.abspath(os.environ[_name])
+
 import pipeflow  # noqa: E402
 from pipeflow import compiler, config  # noqa: E402
 

@@ -66,13 +66,14 @@ class Optimizer:
         return p - lr * m / (np.sqrt(v) + self.eps)
 
 
-def train(params, x, y, lrs, m, optimizer, stacked=False, final=None):
+def train(params, x, y, lrs, m, optimizer, stacked=False, final=None, relu_last=True):
     """Per step, the losses of the m micro-batches. ``params``: [(W, b)] float32
     initial values; ``x`` [N, ...] (flattened), ``y`` [N] labels; ``lrs``: the
     learning rate of each step (rounded to float32, as the runtime's scalar).
     With ``stacked``, ``x`` is [S, N, ...] and ``y`` [S, N]: step t (from 0)
     trains on batch t mod S. ``final``, a list, receives the trained
-    parameters [[W, b], ...] (float64)."""
+    parameters [[W, b], ...] (float64). ``relu_last=False``: no ReLU after
+    the last layer (seed 004's MLP)."""
     params = [[w.astype(np.float64), b.astype(np.float64)] for w, b in params]
     xs_all = np.asarray(x, dtype=np.float64)
     ys_all = np.asarray(y)
@@ -89,10 +90,10 @@ def train(params, x, y, lrs, m, optimizer, stacked=False, final=None):
         for k in range(m):
             xs, ys = x[k * rows:(k + 1) * rows], y[k * rows:(k + 1) * rows]
             acts, pre = [xs], []
-            for w, b in params:
+            for j, (w, b) in enumerate(params):
                 h = acts[-1] @ w.T + b
                 pre.append(h)
-                acts.append(np.maximum(h, 0.0))
+                acts.append(np.maximum(h, 0.0) if relu_last or j + 1 < len(params) else h)
             logits = acts[-1]
             mx = logits.max(axis=1, keepdims=True)
             lse = mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1))
@@ -101,7 +102,8 @@ def train(params, x, y, lrs, m, optimizer, stacked=False, final=None):
             d[np.arange(rows), ys] -= 1.0
             d /= rows * m
             for j in reversed(range(len(params))):
-                d = d * (pre[j] > 0)
+                if relu_last or j + 1 < len(params):
+                    d = d * (pre[j] > 0)
                 grads[j][0] += d.T @ acts[j]
                 grads[j][1] += d.sum(axis=0)
                 d = d @ params[j][0]
@@ -120,7 +122,8 @@ def max_relative_error(got, want):
     return float(np.max(np.abs(got - want) / np.abs(want)))
 
 
-def ill_conditioned(params, x, y, lrs, m, make_optimizer, want, tol, trials=3, scale=3e-7):
+def ill_conditioned(params, x, y, lrs, m, make_optimizer, want, tol, trials=3, scale=3e-7,
+                    relu_last=True):
     """Whether float32-sized perturbations of the parameters and data move the
     float64 losses by more than ``tol / 2``.
 
@@ -133,7 +136,8 @@ def ill_conditioned(params, x, y, lrs, m, make_optimizer, want, tol, trials=3, s
     rng = np.random.default_rng(0)
     for _ in range(trials):
         bump = lambda a: (np.asarray(a, np.float64) * (1 + scale * rng.standard_normal(np.shape(a))))
-        moved = train([(bump(w), bump(b)) for w, b in params], bump(x), y, lrs, m, make_optimizer())
+        moved = train([(bump(w), bump(b)) for w, b in params], bump(x), y, lrs, m, make_optimizer(),
+                      relu_last=relu_last)
         if max_relative_error(moved, want) > tol / 2:
             return True
     return False

@@ -1,20 +1,25 @@
 """nn.Graph runs compiled steps: losses against a float64 NumPy reference.
 
 Every test draws fresh data and a fresh parameter seed (printed in failure
-messages so that a failure can be replayed). The programs here run in this
+messages so that a failure can be replayed). Most programs here run in this
 process as a job of one rank: both pipeline stages are placed on rank 0.
-The two-rank runs under the launcher are in test_run_launch.py.
+The last tests run placements of several ranks (data parallel, hybrid,
+broadcast and partial-sum inputs, a 2x2 hierarchy) under the launcher and
+compare them with the same model on one rank; the two-stage pipeline under
+the launcher is in test_run_launch.py.
 """
 
+import json
 import os
 import random
+import sys
 
 import numpy as np
 import pytest
 
 import pipeflow as flow
 from pipeflow import compiler, nn
-from conftest import line_of
+from conftest import PYTHON_DIR, line_of, mpiexec_available, run_job
 import mlp_reference as ref
 
 HERE = os.path.abspath(__file__)
@@ -327,8 +332,8 @@ class HybridMLP(nn.Module):
         return self.output(hidden)
 
 
-@pytest.mark.xfail(reason="multi-rank placements now compile (issue 4); feeding each rank its input boxes from Python (manifest 'boxes') is not implemented yet", strict=False)
-def test_placements_of_several_ranks_are_a_located_compile_error(backend):
+def test_placements_of_several_ranks_in_a_single_process_say_how_to_launch(backend):
+    """A program of several ranks compiles, but one process cannot run it."""
     p01 = flow.placement("cpu", ranks=[0, 1])
     model = HybridMLP(p01)
 
@@ -337,6 +342,7 @@ def test_placements_of_several_ranks_are_a_located_compile_error(backend):
             super().__init__()
             self.model = model
             self.loss_fn = nn.CrossEntropyLoss()
+            self.config.set_gradient_accumulation_steps(2)
             self.add_optimizer(flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
 
         def build(self, x, y):
@@ -348,10 +354,15 @@ def test_placements_of_several_ranks_are_a_located_compile_error(backend):
     x = flow.randn(8, 1, 28, 28).to_global(p01, flow.sbp.split(0))
     y = flow.randint(0, 10, (16,)).to_global(p01, flow.sbp.broadcast)
     graph.compile(x, y)  # the IR itself is valid
-    with pytest.raises(flow.CompileError, match="has 2 ranks.*SBP lowering") as info:
-        graph(x, y)
-    assert info.value.filename == HERE and info.value.lineno == line_of(HERE, "hybrid-hidden")
-    assert "reported by pf-opt" in info.value.message
+    with pytest.raises(flow.CompileError, match=r"runs on 2 ranks .*runs alone \(world size 1\)") as info:
+        graph(x, y)  # <-- several-ranks
+    assert info.value.filename == HERE and info.value.lineno == line_of(HERE, "several-ranks")
+    assert "python3 -m pipeflow.distributed.launch --nproc_per_node 2" in str(info.value)
+    # the program was built for 2 ranks: each rank reads 2 micro-batch boxes of the logical batch
+    artifacts = compiler.Artifacts(os.path.join(graph._compiled.directory, "cpu"), None)
+    entries = {e["rank"]: e for e in artifacts.manifest["ranks"]}
+    assert sorted(entries) == [0, 1]
+    assert [b[0] for b in entries[1]["inputs"][0]["boxes"]] == [4, 12]
 
 
 @pytest.mark.parametrize("case", ["no-optimizer", "two-groups", "amsgrad", "frozen"])
@@ -398,3 +409,238 @@ def test_a_schedule_needs_stages_on_ranks_of_their_own(backend):
                                                 "its own, but stages 0, 1 are all on rank 0") as info:
         graph(*data(1)[2:])
     assert info.value.lineno == line_of(HERE, "schedule")
+
+
+# Placements of several ranks under the launcher ----------------------------------------
+
+needs_mpiexec = pytest.mark.skipif(not mpiexec_available(), reason="mpiexec (MPICH) is not installed")
+
+LAYOUTS = r"""
+import json, sys
+import numpy as np
+import pipeflow as flow
+from pipeflow import nn, _feed
+
+layout, pseed, dseed, steps, m, out_dir = sys.argv[1], *(int(a) for a in sys.argv[2:6]), sys.argv[6]
+rank = flow.env.get_rank()
+B, S0, S1, P = flow.sbp.broadcast, flow.sbp.split(0), flow.sbp.split(1), flow.sbp.partial_sum
+PL = {"single": flow.placement("cpu", ranks=[0]),
+      "2x2": flow.placement("cpu", ranks=[[0, 1], [2, 3]]),
+      "2x2-partial": flow.placement("cpu", ranks=[[0, 1], [2, 3]])}.get(layout, flow.placement("cpu", ranks=[0, 1]))
+BB = [B] * PL.ndim
+SPLIT_OUTPUT = layout in ("hybrid", "2x2", "2x2-partial")
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.hidden = nn.Linear(28 * 28, 64)
+        self.relu = nn.ReLU()
+        self.output = nn.Linear(64, 10)
+        self.hidden.to_global(placement=PL, sbp=BB)
+        # hybrid: the output layer's rows (outputs) split; 2x2: split along the second dimension
+        self.output.to_global(placement=PL, sbp={"hybrid": [S0], "2x2": [B, S0], "2x2-partial": [S0, B]}.get(layout, BB))
+
+    def forward(self, x):
+        h = self.relu(self.hidden(self.flatten(x)))
+        if SPLIT_OUTPUT:
+            h = h.to_global(sbp=BB)
+        return self.output(h)
+
+
+flow.manual_seed(pseed)
+model = MLP()
+
+
+class Graph(nn.Graph):
+    def __init__(self):
+        super().__init__()
+        self.model = model
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.config.set_gradient_accumulation_steps(m)
+        self.add_optimizer(flow.optim.SGD(model.parameters(), lr=0.05, momentum=0.9))
+
+    def build(self, x, y):
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        return loss
+
+
+rng = np.random.default_rng(dseed)
+X = rng.standard_normal((16, 1, 28, 28)).astype(np.float32)
+Y = rng.integers(0, 10, 16).astype(np.int64)
+
+
+def part(a, sbp):
+    # this rank's local part of a under sbp (P: half of it on each of the 2 ranks)
+    for entry, extent, c in zip(sbp, PL.hierarchy, PL.coordinates(rank)):
+        if entry == S0 or entry == S1:
+            axis, n = entry.axis, a.shape[entry.axis] // extent
+            a = a[(slice(None),) * axis + (slice(c * n, (c + 1) * n),)]
+        elif entry == P:
+            a = a / np.float32(extent)
+    return np.ascontiguousarray(a)
+
+
+def from_locals(a, sbp):
+    # a global tensor made from every rank's own local part: its logical value is spread
+    return flow.tensor(part(a, sbp)).to_global(PL, sbp)
+
+
+x, y = {
+    "single": lambda: (flow.tensor(X).to_global(PL, B), flow.tensor(Y).to_global(PL, B)),
+    "dp": lambda: (from_locals(X, [S0]), from_locals(Y, [S0])),
+    "dp-global": lambda: (flow.tensor(X, placement=PL, sbp=S0), flow.tensor(Y, placement=PL, sbp=S0)),
+    "hybrid": lambda: (from_locals(X, [S0]), from_locals(Y, [B])),
+    "broadcast": lambda: (from_locals(X, [B]), from_locals(Y, [S0])),
+    "partial": lambda: (from_locals(X, [P]), from_locals(Y, [S0])),
+    "2x2": lambda: (from_locals(X.reshape(16, 28 * 28), [S0, S1]), from_locals(Y, [S0, B])),
+    "2x2-partial": lambda: (from_locals(X, [S0, P]), from_locals(Y, [B, S0])),
+}[layout]()
+known = []
+for t in (x, y):
+    try:
+        t.numpy()
+        known.append(True)
+    except flow.BackendUnavailable:
+        known.append(False)
+gathers = []
+assemble = _feed.assemble
+_feed.assemble = lambda *a: gathers.append(len(gathers)) or assemble(*a)
+graph = Graph()
+losses = []
+for step in range(steps):
+    loss = graph(x, y)
+    losses.append(loss.to_local().numpy().reshape(-1).tolist())
+entry = graph.artifacts.rank(rank)
+with open(f"{out_dir}/{layout}.rank{rank}.json", "w") as f:
+    json.dump({"losses": losses, "known": known, "gathers": len(gathers), "shape": list(loss.shape),
+               "sbp": [str(e) for e in loss.sbp], "boxes": [e.get("boxes") for e in entry["inputs"]]}, f)
+"""
+
+
+def job_env(tmp_path, pf_opt):
+    return dict(os.environ, PIPEFLOW_CACHE=str(tmp_path / "cache"), PYTHONPATH=PYTHON_DIR, PF_OPT=pf_opt)
+
+
+def run_layout(tmp_path, pf_opt, layout, ranks, pseed, dseed, steps, m, timeout=240):
+    """Runs LAYOUTS with ``layout`` on ``ranks`` processes; returns every rank's record."""
+    script = tmp_path / "layouts.py"
+    script.write_text(LAYOUTS)
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    env = job_env(tmp_path, pf_opt)
+    cmd = [sys.executable, str(script), layout, str(pseed), str(dseed), str(steps), str(m), str(out)]
+    if ranks > 1:
+        cmd[1:1] = ["-m", "pipeflow.distributed.launch", "--nproc_per_node", str(ranks)]
+    proc = run_job(cmd, timeout, env=env, cwd=str(tmp_path))
+    assert proc.returncode == 0, f"{layout}: {proc.stderr}"
+    return [json.loads((out / f"{layout}.rank{r}.json").read_text()) for r in range(ranks)]
+
+
+# layout: (ranks, whether each input's logical value is known on every rank, gathers per step,
+#          rank 1's first box of x (None: its whole local part, fed without communication))
+SEVERAL_RANKS = {
+    "dp": (2, [False, False], 2, [4, 0, 0, 0]),
+    "dp-global": (2, [True, True], 0, [4, 0, 0, 0]),
+    "hybrid": (2, [False, True], 1, [4, 0, 0, 0]),
+    "broadcast": (2, [True, False], 1, None),
+    "partial": (2, [False, False], 1, None),
+    "2x2": (4, [False, False], 2, None),
+    "2x2-partial": (4, [False, False], 2, None),
+}
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("layout", sorted(SEVERAL_RANKS))
+def test_placements_of_several_ranks_equal_one_rank(backend, tmp_path, layout):
+    """Data parallel with the batch split S(0) from each rank's own rows (so the
+    logical input is spread and must be gathered), the same from a tensor made
+    with a global placement (known everywhere: no gather), seed 004's hybrid,
+    a broadcast input, a partial-sum input given as per-rank addends, and a
+    2x2 hierarchy (batch S(0) x features S(1)); 2 micro-batches, so a rank's
+    boxes are not its own shard. Every rank holds the (broadcast) losses, and
+    they equal the same model's on one rank."""
+    ranks, known, gathers, box = SEVERAL_RANKS[layout]
+    pseed, dseed = fresh_seeds()
+    steps, m = 5, 2
+    got = run_layout(tmp_path, backend, layout, ranks, pseed, dseed, steps, m)
+    want = run_layout(tmp_path, backend, "single", 1, pseed, dseed, steps, m)[0]
+    where = f"{layout}, seeds {pseed} {dseed}"
+    assert np.array(want["losses"]).shape == (steps, m) and want["gathers"] == 0, where
+    for r, record in enumerate(got):
+        assert record["known"] == known, where
+        assert record["gathers"] == gathers * steps, (where, r, record["gathers"])
+        assert record["shape"] == [m] and record["sbp"] == ["pipeflow.sbp.broadcast"] * (2 if ranks == 4 else 1)
+        err = ref.max_relative_error(record["losses"], want["losses"])
+        assert err < TOL, f"{where}, rank {r}: error {err:.2e}\n{record['losses']}\n{want['losses']}"
+    assert got[0]["losses"] == got[1]["losses"], where
+    if box is not None:  # micro-batch 0 of rank 1 starts at row 4: not rank 1's own rows 8-15
+        assert got[1]["boxes"][0][0] == box and len(got[1]["boxes"][0]) == m, got[1]["boxes"]
+    losses = np.array(got[0]["losses"])
+    assert losses[-1].sum() < losses[0].sum(), (where, losses)
+
+
+MISMATCH = r"""
+import sys
+import numpy as np
+import pipeflow as flow
+from pipeflow import nn
+
+rank, case = flow.env.get_rank(), sys.argv[1]
+P01 = flow.placement("cpu", ranks=[0, 1])
+model = nn.Linear(8, 4)
+model.to_global(placement=P01, sbp=flow.sbp.broadcast)
+
+
+class Graph(nn.Graph):
+    def __init__(self):
+        super().__init__()
+        self.model = model
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.add_optimizer(flow.optim.SGD(model.parameters(), lr=0.1))
+
+    def build(self, x, y):
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        return loss
+
+
+graph = Graph()
+rows = 4 if case == "later" or rank == 0 else 2  # first call: rank 1 passes fewer rows
+y = flow.tensor(np.arange(2 * rows) % 4).to_global(P01, flow.sbp.broadcast)
+x = flow.tensor(np.ones((rows, 8), np.float32)).to_global(P01, flow.sbp.split(0))
+if case == "later":
+    graph(x, y)
+    if rank == 1:  # later: rank 1 passes its rows as if they were the whole batch
+        x = flow.tensor(np.ones((rows, 8), np.float32)).to_global(P01, flow.sbp.broadcast)
+try:
+    graph(x, y)  # <-- mismatch
+except flow.CompileError as err:
+    with open(f"{sys.argv[2]}/rank{rank}.txt", "w") as f:  # the ranks' stdout lines may interleave
+        f.write(f"{type(err).__name__}: {err}")
+    sys.exit(3)
+"""
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("case", ["first", "later"])
+def test_inputs_that_differ_between_processes_are_a_located_error_on_every_rank(backend, tmp_path, case):
+    """Rank 1 passes its local part of another shape (first call: the ranks even
+    compile different programs) or another layout (later call): every rank
+    stops with a CompileError at the call instead of waiting for the other."""
+    script = tmp_path / "mismatch.py"
+    script.write_text(MISMATCH)
+    env = job_env(tmp_path, backend)
+    proc = run_job([sys.executable, "-m", "pipeflow.distributed.launch", "--nproc_per_node", "2",
+                    str(script), case, str(tmp_path)], 120, env=env, cwd=str(tmp_path))
+    assert proc.returncode == 3, proc.stderr
+    line = line_of(str(script), "mismatch")
+    said = [(tmp_path / f"rank{r}.txt").read_text() for r in (0, 1)]
+    mine = "[8, 8] float32 placement [0, 1] sbp (S(0))"
+    other = "[4, 8] float32 placement [0, 1] sbp " + ("(S(0))" if case == "first" else "(B)")
+    for rank, shape in ((0, mine), (1, other)):
+        assert said[rank].startswith(f"CompileError: {script}:{line}: error: graph input 0 differs between "
+                                     f"the processes: on rank {rank} it has shape {shape}, which differs on "
+                                     f"rank {1 - rank}\n"), said[rank]

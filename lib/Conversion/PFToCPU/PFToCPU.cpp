@@ -348,6 +348,12 @@ LogicalResult RankLowering::lowerInput(BlockArgument arg, func::FuncOp func) {
         constI64(loc, numBoxes),
         offsets.empty() ? nullPtr(loc) : i64Array(loc, offsets),
         i64Array(loc, oneBox)});
+  // A partial-sum input from a source of logical values (synthetic data,
+  // .npy files): ranks off coordinate 0 of a P dimension hold zeros. Inputs a
+  // host program gives are the rank's own addends and stay as given.
+  if (func.getArgAttr(argNo, "pf.zero_input"))
+    call(loc, "pfrt_zero_partial_input", i32Ty,
+         {*buffer, constI64(loc, *bytes * type.getNumElements())});
   values[arg] = *buffer;
   return success();
 }

@@ -24,12 +24,15 @@ call traces ``build``, compiles it for CPU ranks (``pf-opt
 -pf-compile-cpu-pipeline`` with the optimizer's options and the
 micro-batches, then ``pf-translate --pf-emit-rank-artifacts``), loads this
 rank's ``librank<r>.so`` and initialises its parameters; every call checks
-the inputs against the first call's, feeds this rank's local inputs and the
-optimizer's current learning rate to the compiled step, steps the
-learning-rate scheduler, and returns the loss as OneFlow does: a global
-tensor on the last stage's placement holding one loss per micro-batch (shape
-``[m]``; a scalar when ``m == 1``). ``loss.to_local()`` is the values on the
-rank that holds it and an empty tensor elsewhere.
+the inputs against the first call's (and, in a job of several processes,
+against the other processes'), feeds this rank's inputs (for placements of
+several ranks the micro-batch boxes of the logical inputs, see
+``pipeflow._feed``) and the optimizer's current learning rate to the
+compiled step, steps the learning-rate scheduler, and returns the loss as
+OneFlow does: a global tensor on the last stage's placement holding one loss
+per micro-batch (shape ``[m]``; a scalar when ``m == 1``).
+``loss.to_local()`` is the values on the ranks of that placement and an
+empty tensor elsewhere.
 
 The compiled program owns the parameters: their Python values are its
 initial values (see ``pipeflow._trace``), and after the first step reading
@@ -49,6 +52,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .. import _feed
 from .. import _layout
 from .. import _random
 from .. import _runtime
@@ -585,11 +589,13 @@ class Graph:
         """Runs one training step on ``args``; returns the loss (see the module docstring)."""
         loc = user_location()
         run = self._run
-        if run is None:
+        first = run is None
+        if first:
             run = self._start(args, loc)
-        else:
+        known = run.agree(args, loc)
+        if not first:
             run.check_call(self, args, loc)
-        losses = run.step(args, loc)
+        losses = run.step(args, loc, known)
         if run.lr_scheduler is not None:
             run.lr_scheduler.step()
         return run.loss_tensor(losses)
@@ -743,31 +749,55 @@ class _Run:
             raise BackendUnavailable(
                 f"internal error: {artifacts.manifest_path} says rank {self.rank} runs "
                 f"{self.entry['num_microbatches']} micro-batches per step, the graph asked for {self.m}")
-        self.inputs = self._input_specs(traced)
+        self.world = world
+        self.plans = self._input_plans(artifacts)
         self.loss_placement = traced.loss.placement
         self.reports_loss = self.entry.get("reports_loss", self.rank in self.loss_placement)
+        self.loss_root = self._loss_root(artifacts)
+        # Collectives between steps (input agreement and gathers, the loss
+        # broadcast) need a program on every rank of the job.
+        self.collective = world > 1 and all(
+            artifacts.shared_object(r) is not None for r in range(world))
         so = artifacts.shared_object(self.rank)
         self.program = None if so is None else _runtime.Program(so, self.rank, world, traced.seed)
 
-    def _input_specs(self, traced):
-        """(index, local shape, numpy dtype) of every input this rank feeds."""
-        entries = self.entry.get("inputs")
-        if entries is not None:
-            out = []
-            for e in entries:
-                dtype = _runtime.DTYPES.get(e["dtype"])
-                if dtype is None:
-                    raise BackendUnavailable(f"the compiled program takes input {e['index']} as "
-                                             f"{e['dtype']}, which the front end cannot feed yet")
-                out.append((int(e["index"]), tuple(int(d) for d in e["shape"]), dtype))
-            return out
+    def _input_plans(self, artifacts):
+        """How this rank feeds every graph input (see pipeflow._feed)."""
+        if all("inputs" in entry for entry in artifacts.ranks.values()) and artifacts.ranks:
+            return _feed.plan(artifacts.ranks, self.signature[0], self.rank, _runtime.DTYPES,
+                              artifacts.manifest_path)
         # Manifests without "inputs": the inputs whose placement holds this rank.
         from .. import dtypes as dt
-        out = []
+        plans = []
         for i, (shape, dtype, placement, sbp) in enumerate(self.signature[0]):
+            entry = None
             if self.rank in placement:
-                out.append((i, _layout.local_shape(shape, placement, sbp), dt.as_dtype(dtype).numpy))
-        return out
+                entry = {"index": i, "shape": list(_layout.local_shape(shape, placement, sbp))}
+            plans.append(_feed.InputPlan(i, shape, placement, sbp, dt.as_dtype(dtype).numpy,
+                                         _feed.LOCAL, entry, self.rank))
+        return plans
+
+    def _loss_root(self, artifacts):
+        """The rank that reports the losses when it is the only one of the loss's
+        placement that does: after each step it broadcasts them to the others
+        of the placement, which hold the (broadcast) loss too."""
+        placement = self.loss_placement
+        if placement.size < 2 or not all(r in artifacts.ranks for r in placement.flat_ranks):
+            return None
+        reporters = [r for r in placement.flat_ranks if artifacts.rank(r).get("reports_loss")]
+        return reporters[0] if len(reporters) == 1 else None
+
+    def agree(self, args, loc):
+        """Before a call's first collective: every process checks that all make the
+        same call with the same kind of inputs (see _feed.agreement). Returns,
+        per input, the ranks that know its logical value (``None`` in a process
+        running alone)."""
+        if self.world == 1:
+            return None
+        if not self.collective or self.program is None:
+            return [set() for _ in args]  # no agreement: gather whatever needs gathering
+        return _feed.agreement(self.program, self.world, self.graph_name, self.steps, args,
+                               self.rank, loc)
 
     def check_call(self, graph, args, loc):
         signature = graph._signature(args, loc)
@@ -789,17 +819,13 @@ class _Run:
                      "first call; a graph is compiled once, at its first call",
                 [f"the first call is at {self.first_call}"])
 
-    def step(self, args, loc):
+    def step(self, args, loc, known=None):
         lr = float(self.optimizer.current_lr())
         feeds = []
-        for index, shape, dtype in self.inputs:
-            local = args[index].to_local().numpy()
-            if tuple(local.shape) != shape:
-                raise CompileError.at(
-                    loc, f"this rank's local part of graph input {index} has shape "
-                         f"{list(local.shape)}, but the compiled program expects {list(shape)} on "
-                         f"rank {self.rank}")
-            feeds.append((index, np.ascontiguousarray(local, dtype=dtype)))
+        for plan in self.plans:
+            data = self._feed(plan, args[plan.index], loc, None if known is None else known[plan.index])
+            if data is not None:
+                feeds.append((plan.index, data))
         if self.program is None:
             losses = np.empty((0,), np.float32)
         else:
@@ -813,14 +839,51 @@ class _Run:
             raise BackendUnavailable(
                 f"internal error: rank {self.rank} reported {len(losses)} losses in a step of "
                 f"{self.m} micro-batches")
+        if self.loss_root is not None and self.collective and self.rank in self.loss_placement:
+            losses = self.program.broadcast(
+                losses if self.rank == self.loss_root else np.zeros((self.m,), np.float32),
+                self.loss_root, self.loss_placement.flat_ranks)
         return losses
+
+    def _feed(self, plan, tensor, loc, known):
+        """The C-contiguous buffer this rank feeds for one input (``None``: none).
+
+        Every member of the input's placement reaches the same collectives
+        here (see pipeflow._feed): participation depends on the placement and
+        the agreed ``known`` only, never on this rank's manifest entry.
+        """
+        if plan.mode == _feed.LOCAL or plan.mode == _feed.DIRECT:
+            if plan.entry is None:
+                return None
+            if plan.mode == _feed.LOCAL:
+                local = tensor.to_local().numpy()
+            else:
+                local = _feed.component(tensor, self.rank)
+            if tuple(local.shape) != plan.buffer_shape:
+                raise CompileError.at(
+                    loc, f"this rank's local part of graph input {plan.index} has shape "
+                         f"{list(local.shape)}, but the compiled program expects "
+                         f"{list(plan.buffer_shape)} on rank {self.rank}")
+            return np.ascontiguousarray(local, dtype=plan.dtype)
+        if not plan.member:
+            return None
+        logical = _feed.logical_value(self.program, tensor, plan, known, self.rank, loc)
+        if plan.entry is None:
+            return None
+        if tuple(logical.shape) != plan.shape:
+            raise CompileError.at(
+                loc, f"graph input {plan.index} has logical shape {list(logical.shape)}, but the "
+                     f"compiled program expects {list(plan.shape)}")
+        data = _feed.cut_boxes(logical, plan.boxes, plan.box_shape, plan.dtype, plan.zero)
+        return data.reshape(plan.buffer_shape)
 
     def loss_tensor(self, losses):
         placement = self.loss_placement
-        sbp = sbp_mod.normalize(sbp_mod.broadcast, placement.ndim)
+        sbp = sbp_mod.normalize([sbp_mod.broadcast] * placement.ndim, placement.ndim)
         shape = (self.m,) if self.m > 1 else ()
         from .. import dtypes as dt
-        if env.get_world_size() == 1 or self.reports_loss:
+        shared = self.loss_root is not None and self.collective and self.rank in placement
+        if env.get_world_size() == 1 or self.reports_loss or shared:
             value = losses.reshape(shape)
             return Tensor._new(dt.float32, shape, local=value, logical=value, placement=placement, sbp=sbp)
         return Tensor._new(dt.float32, shape, local=np.empty((0,), np.float32), logical=None,

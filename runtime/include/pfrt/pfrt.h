@@ -421,6 +421,11 @@ const char *pfrt_state_name(int64_t k);
  * holders disagree on dtype or logical shape, or the boxes do not cover it. */
 int pfrt_state_gather(const char *name, void *out, int64_t bytes);
 
+/* Not collective: copies this rank's box of `name` out of `logical` (the
+ * whole logical tensor, bytes long). Fatal if this rank holds no such
+ * tensor or the size differs. */
+int pfrt_state_set(const char *name, const void *logical, int64_t bytes);
+
 /* Collective over WORLD: writes a checkpoint in logical form to dir: one
  * <name>.npy per tensor registered on any rank (gathered on world rank 0 one
  * tensor at a time, written by it) and last dir/index.json:
@@ -442,6 +447,12 @@ int pfrt_state_load(const char *dir, int64_t *step);
  * batches, shape [N, <logical shape>...], step k using batch k mod N. Each
  * rank reads only its boxes. NULL or "" switches back to synthetic data. */
 int pfrt_set_data_dir(const char *dir);
+
+/* After pfrt_load_input_boxes of a partial-sum (P) input on a rank off
+ * coordinate 0 of a P dimension: zeros the buffer when the data came from a
+ * source of logical values (synthetic, .npy); user inputs (a host program's
+ * pfrt_set_input) are the rank's own addends and are left as given. */
+int pfrt_zero_partial_input(void *buf, int64_t bytes);
 
 /* The step whose inputs pfrt_load_input* load (pfrt_begin_step and the
  * driver set it). */

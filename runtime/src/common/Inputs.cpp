@@ -203,6 +203,14 @@ int pfrt_load_input_boxes(int64_t index, void *out, int64_t bytes,
   return 0;
 }
 
+int pfrt_zero_partial_input(void *buf, int64_t bytes) {
+  if (bytes < 0 || (bytes > 0 && !buf))
+    fatal("pfrt_zero_partial_input: bad buffer (%lld bytes)", (long long)bytes);
+  if (!gUserInputs && bytes > 0)
+    std::memset(buf, 0, size_t(bytes));
+  return 0;
+}
+
 int pfrt_set_data_dir(const char *dir) {
   dataDir() = dir ? dir : "";
   while (dataDir().size() > 1 && dataDir().back() == '/')

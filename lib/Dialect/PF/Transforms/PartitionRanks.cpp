@@ -92,6 +92,22 @@ bool RankPartitioner::participates(Operation *op) const {
   return !p || p->contains(rank);
 }
 
+/// Whether `rank` holds zeros of a value laid out by `g`: under a partial
+/// sum only the rank at coordinate 0 of each P dimension holds the value.
+bool holdsZerosOfPartial(GlobalType g, int64_t rank) {
+  PlacementAttr p = g.getPlacement();
+  int64_t index = p.indexOf(rank);
+  ArrayRef<int64_t> hierarchy = p.getHierarchy();
+  ArrayRef<SBPDim> dims = g.getSbp().getDims();
+  for (int64_t d = int64_t(hierarchy.size()) - 1; d >= 0; --d) {
+    int64_t coord = index % hierarchy[d];
+    index /= hierarchy[d];
+    if (d < int64_t(dims.size()) && dims[d].isPartial() && coord != 0)
+      return true;
+  }
+  return false;
+}
+
 /// Where the rank's rows of each micro-batch come from: a step input split
 /// on its batch axis and cut into m micro-batches holds, per micro-batch,
 /// this rank's share of that micro-batch's logical rows, so that micro-batch
@@ -126,6 +142,8 @@ void RankPartitioner::annotateInput(func::FuncOp func, BlockArgument arg) {
                   groupsAttr(func.getContext(), offsets));
   func.setArgAttr(arg.getArgNumber(), "pf.box_shape",
                   b.getDenseI64ArrayAttr(one.sizes));
+  if (holdsZerosOfPartial(g, rank))
+    func.setArgAttr(arg.getArgNumber(), "pf.zero_input", b.getUnitAttr());
 }
 
 LogicalResult
@@ -392,19 +410,38 @@ LogicalResult RankPartitioner::run() {
     // where it sits.
     param->setAttr("pf.logical_shape", b.getDenseI64ArrayAttr(g.getShape()));
     param->setAttr("pf.shard_offset", b.getDenseI64ArrayAttr(shard.offsets));
-    bool partial = llvm::any_of(g.getSbp().getDims(),
-                                [](SBPDim d) { return d.isPartial(); });
-    if (partial && param.getInit().getKind() != InitKind::Zeros) {
-      // Only the first rank of the placement holds the value's addend.
-      if (g.getPlacement().indexOf(rank) != 0)
-        param->setAttr("pf.zero_init", b.getUnitAttr());
-    }
+    // Under a partial sum only coordinate 0 of each P dimension holds the
+    // value; the other ranks' addends are zeros.
+    if (param.getInit().getKind() != InitKind::Zeros &&
+        holdsZerosOfPartial(g, rank))
+      param->setAttr("pf.zero_init", b.getUnitAttr());
     param.setTypeAttr(TypeAttr::get(localize(g)));
   }
   for (auto func : module.getOps<func::FuncOp>())
     if (!func.isExternal() && failed(partitionFunction(func)))
       return failure();
   return success();
+}
+
+/// A collective whose every group is one rank moves nothing: on a one-rank
+/// placement P -> B, S -> B and the like are the same local data. (After
+/// partitioning, its input and result have the same local type.)
+void dropTrivialCollectives(ModuleOp rankModule) {
+  SmallVector<Operation *> dead;
+  rankModule.walk([&](Operation *op) {
+    if (!isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(op))
+      return;
+    auto groups = op->getAttrOfType<ArrayAttr>("groups");
+    if (!groups || op->getOperand(0).getType() != op->getResult(0).getType())
+      return;
+    for (auto g : groups.getAsRange<DenseI64ArrayAttr>())
+      if (g.size() != 1)
+        return;
+    op->getResult(0).replaceAllUsesWith(op->getOperand(0));
+    dead.push_back(op);
+  });
+  for (Operation *op : dead)
+    op->erase();
 }
 
 struct PartitionRanksPass
@@ -452,6 +489,7 @@ struct PartitionRanksPass
         inner.clone(*op, mapping);
       if (failed(RankPartitioner(rankModule, r).run()))
         return signalPassFailure();
+      dropTrivialCollectives(rankModule);
     }
     for (Operation *op : original)
       op->erase();
