@@ -89,6 +89,7 @@ void mlir::pf::buildCompileCPUPipeline(
     pm.addPass(createSchedulePass(schedule));
     pm.addPass(createApplySchedulePass());
   }
+  pm.addPass(createForwardGradBuffersPass());
   if (options.compileTo == CompileCPUPipelineOptions::Stop::Rank)
     return;
   pm.addPass(createConvertPFToCPUPass());

@@ -185,6 +185,17 @@ int main(int argc, char **argv) {
   CHECK(step == 42, "step %lld", (long long)step);
   for (Held &h : held)
     checkBox(h, "load");
+
+  // pfrt_state_set: every rank copies its box out of the logical value.
+  {
+    Layout l = rows(3, 5);
+    Held h = make("fresh", PFRT_DTYPE_F32, l, false);
+    std::vector<float> full(size_t(3 * gSize * 5));
+    for (size_t i = 0; i < full.size(); ++i)
+      full[i] = fval("fresh", int64_t(i));
+    pfrt_state_set("fresh", full.data(), int64_t(full.size() * 4));
+    checkBox(h, "set");
+  }
   if (gRank == 0)
     printf("state: %d ranks OK\n", gSize);
   pfrt_finalize();

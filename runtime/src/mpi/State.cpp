@@ -340,6 +340,33 @@ int pfrt_state_gather(const char *name, void *out, int64_t bytes) {
   return 0;
 }
 
+int pfrt_state_set(const char *name, const void *logical, int64_t bytes) {
+  const char *fn = "pfrt_state_set";
+  if (!name)
+    fatal("%s: name is NULL", fn);
+  auto it = registry().find(name);
+  if (it == registry().end())
+    fatal("%s: this rank holds no tensor named '%s'", fn, name);
+  StateEntry &e = it->second;
+  int64_t width = widthOf(e.dtype, fn);
+  int64_t logicalElems = 1;
+  for (int64_t d : e.logical)
+    logicalElems *= d;
+  if (bytes != logicalElems * width || (bytes > 0 && !logical))
+    fatal("%s: '%s' has %lld bytes (%s%s), the buffer %lld", fn, name,
+          (long long)(logicalElems * width), dtypeName(e.dtype),
+          shapeToString(int64_t(e.logical.size()), e.logical.data()).c_str(),
+          (long long)bytes);
+  ShardSpec s = makeShard(fn, int64_t(e.logical.size()), e.logical.data(),
+                          e.offset.data(), e.shape.data());
+  const char *src = static_cast<const char *>(logical);
+  char *dst = static_cast<char *>(e.data);
+  forEachRun(s, [&](int64_t start, int64_t local, int64_t len) {
+    std::memcpy(dst + local * width, src + start * width, size_t(len * width));
+  });
+  return 0;
+}
+
 int pfrt_state_save(const char *dir, int64_t step) {
   const char *fn = "pfrt_state_save";
   requireInit(fn);

@@ -194,6 +194,19 @@ def ApplySchedulePass : Pass<"pf-apply-schedule", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
+def ForwardGradBuffersPass : Pass<"pf-forward-grad-buffers", "::mlir::ModuleOp"> {
+  let summary = "keeps accumulated gradients in values instead of buffers";
+  let description = [{
+    On each rank's final straight-line step (after `pf-apply-schedule`):
+    a gradient buffer (`pf.grad_of`, zero-initialised, reset to a zero
+    splat at the end of the step) is forwarded: the step's first read is
+    zeros, so `add(read, g)` becomes `g`; later reads take the last value
+    written; then every write is dead and the buffer goes. A buffer whose
+    use does not fit this pattern is left unchanged.
+  }];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 def InferSBPPass : Pass<"pf-infer-sbp", "::mlir::ModuleOp"> {
   let summary = "chooses every value's SBP layout by boxing cost";
   let description = [{
