@@ -93,6 +93,9 @@ private:
   /// Reads of a parameter that must copy (a write to it happens before a
   /// later use of the read).
   llvm::DenseSet<Operation *> copyingReads;
+  /// Optimizer results computed straight into the parameter (or state)
+  /// buffer they are written back to; their write_param is then a no-op.
+  llvm::DenseMap<Value, StringRef> inPlace;
 };
 
 LLVM::LLVMFuncOp RankLowering::declare(StringRef name, Type result,
@@ -379,6 +382,43 @@ LogicalResult RankLowering::lowerStep(func::FuncOp func) {
         copyingReads.insert(read);
   }
 
+  // Element-wise optimizer updates may write their results straight into
+  // the buffer a write_param stores them to (the kernels allow out == in),
+  // unless the old value is still read after the update or a read between
+  // the update and the store would see the new value early.
+  for (Operation &op : block) {
+    if (!isa<SGDUpdateOp, AdamUpdateOp>(op))
+      continue;
+    unsigned p = order[&op];
+    for (Value r : op.getResults()) {
+      if (!r.hasOneUse())
+        continue;
+      auto write = dyn_cast<WriteParamOp>(*r.getUsers().begin());
+      if (!write || r.getType() != write.getValue().getType())
+        continue;
+      unsigned q = order[write];
+      bool safe = true;
+      for (Operation &other : block) {
+        if (auto read = dyn_cast<ReadParamOp>(other);
+            read && read.getParam() == write.getParam()) {
+          unsigned at = order[read];
+          if (at > p && at < q)
+            safe = false;
+          if (!copyingReads.contains(read))
+            for (Operation *user : read->getUsers())
+              if (user != &op && order[user] > p)
+                safe = false;
+        } else if (auto w = dyn_cast<WriteParamOp>(other);
+                   w && w != write && w.getParam() == write.getParam() &&
+                   order[w] > p && order[w] < q) {
+          safe = false;
+        }
+      }
+      if (safe)
+        inPlace[r] = write.getParam();
+    }
+  }
+
   b.setInsertionPointToEnd(module.getBody());
   Location loc = func.getLoc();
   auto fn = LLVM::LLVMFuncOp::create(
@@ -436,16 +476,21 @@ LogicalResult RankLowering::lowerStep(func::FuncOp func) {
 
 LogicalResult RankLowering::lowerOp(Operation *op) {
   Location loc = op->getLoc();
-  auto result = [&](unsigned i = 0) -> FailureOr<Value> {
-    FailureOr<Value> buffer = alloc(loc, op->getResult(i));
-    if (succeeded(buffer))
-      values[op->getResult(i)] = *buffer;
-    return buffer;
-  };
   auto paramPtr = [&](StringRef name) -> Value {
     return LLVM::LoadOp::create(
         b, loc, ptrTy,
         LLVM::AddressOfOp::create(b, loc, paramGlobals.lookup(name)));
+  };
+  auto result = [&](unsigned i = 0) -> FailureOr<Value> {
+    if (auto it = inPlace.find(op->getResult(i)); it != inPlace.end()) {
+      Value buffer = paramPtr(it->second);
+      values[op->getResult(i)] = buffer;
+      return buffer;
+    }
+    FailureOr<Value> buffer = alloc(loc, op->getResult(i));
+    if (succeeded(buffer))
+      values[op->getResult(i)] = *buffer;
+    return buffer;
   };
   auto kernel = [&](StringRef name, ValueRange args) {
     call(loc, name, voidTy, args);
@@ -488,6 +533,8 @@ LogicalResult RankLowering::lowerOp(Operation *op) {
         return success();
       })
       .Case([&](WriteParamOp write) -> LogicalResult {
+        if (inPlace.count(write.getValue()))
+          return success(); // computed in place
         Value dst = paramPtr(write.getParam());
         Value n = constI64(loc, count(write.getValue()));
         // Clearing a gradient buffer: fill in place, no temporary.
