@@ -8,6 +8,9 @@
 
 #include "KernelTest.h"
 
+#include <cmath>
+#include <cstring>
+
 using kt::Shape;
 
 namespace {
@@ -69,6 +72,20 @@ void biasAdd(kt::Harness &h) {
     std::vector<float> y(n), yin = x;
     pfrt_k_bias_add(x.data(), b.data(), y.data(), s[0], s[1], s[2]);
     pfrt_k_bias_add(yin.data(), b.data(), yin.data(), s[0], s[1], s[2]);
+    // The fused bias + ReLU is bit for bit relu(bias_add) (NaN included).
+    {
+      std::vector<float> xs = x, sum(n), want(n), fused(n), fusedIn;
+      xs[0] = std::nanf("");
+      pfrt_k_bias_add(xs.data(), b.data(), sum.data(), s[0], s[1], s[2]);
+      pfrt_k_relu(sum.data(), want.data(), n);
+      pfrt_k_bias_add_relu(xs.data(), b.data(), fused.data(), s[0], s[1], s[2]);
+      fusedIn = xs;
+      pfrt_k_bias_add_relu(fusedIn.data(), b.data(), fusedIn.data(), s[0], s[1], s[2]);
+      CHECK(std::memcmp(fused.data(), want.data(), n * sizeof(float)) == 0 &&
+                std::memcmp(fusedIn.data(), want.data(), n * sizeof(float)) == 0,
+            "bias_add_relu differs from relu(bias_add) for shape %lld x %lld x %lld",
+            (long long)s[0], (long long)s[1], (long long)s[2]);
+    }
     h.save(id, "x", {s[0], s[1], s[2]}, x);
     h.save(id, "b", {s[1]}, b);
     h.save(id, "y", {s[0], s[1], s[2]}, y);

@@ -96,6 +96,8 @@ private:
   /// Optimizer results computed straight into the parameter (or state)
   /// buffer they are written back to; their write_param is then a no-op.
   llvm::DenseMap<Value, StringRef> inPlace;
+  /// Relus computed by the bias_add before them (pfrt_k_bias_add_relu).
+  llvm::DenseSet<Operation *> fusedRelus;
 };
 
 LLVM::LLVMFuncOp RankLowering::declare(StringRef name, Type result,
@@ -626,12 +628,26 @@ LogicalResult RankLowering::lowerOp(Operation *op) {
         return success();
       })
       .Case([&](BiasAddOp ba) -> LogicalResult {
-        FailureOr<Value> out = result();
+        // bias_add feeding only a relu: one fused pass into the relu's
+        // buffer (the pre-activation is never stored).
+        ReluOp relu;
+        if (ba->hasOneUse())
+          relu = dyn_cast<ReluOp>(*ba->getUsers().begin());
+        FailureOr<Value> out;
+        if (relu) {
+          out = alloc(loc, relu.getResult());
+          if (succeeded(out)) {
+            values[relu.getResult()] = *out;
+            fusedRelus.insert(relu);
+          }
+        } else {
+          out = result();
+        }
         if (failed(out))
           return failure();
         ArrayRef<int64_t> s = shape(ba.getInput());
         int64_t axis = ba.getAxis();
-        kernel("pfrt_k_bias_add",
+        kernel(relu ? "pfrt_k_bias_add_relu" : "pfrt_k_bias_add",
                {get(ba.getInput()), get(ba.getBias()), *out,
                 constI64(loc, product(s.take_front(axis))),
                 constI64(loc, s[axis]),
@@ -656,6 +672,8 @@ LogicalResult RankLowering::lowerOp(Operation *op) {
         return success();
       })
       .Case([&](ReluOp r) -> LogicalResult {
+        if (fusedRelus.contains(r))
+          return success(); // computed with its bias_add
         FailureOr<Value> out = result();
         if (failed(out))
           return failure();

@@ -538,6 +538,10 @@ void pfrt_k_fill(float *y, int64_t n, double v);
 /* y[o, c, i] = x[o, c, i] + b[c], x viewed as [outer, c, inner]. */
 void pfrt_k_bias_add(const float *x, const float *b, float *y, int64_t outer,
                      int64_t c, int64_t inner);
+/* The same followed by ReLU in one pass, bit for bit pfrt_k_relu of
+ * pfrt_k_bias_add's result (s < 0 ? 0 : s, so NaN and -0 pass through). */
+void pfrt_k_bias_add_relu(const float *x, const float *b, float *y,
+                          int64_t outer, int64_t c, int64_t inner);
 
 /* x has `rank` (0..32) dims `shape`; reduce[i] != 0 marks a reduced axis.
  * y is x with those axes dropped (kept axes in order); an output element

@@ -251,9 +251,30 @@ void pfrt_k_fill(float *y, int64_t n, double v) {
     y[i] = f;
 }
 
+} // extern "C"
+namespace {
+/// y = x + b (broadcast over [outer, c, inner]), then relu if Relu.
+template <bool Relu>
+void biasAdd(const char *fn, const float *x, const float *b, float *y,
+             int64_t outer, int64_t c, int64_t inner);
+} // namespace
+extern "C" {
+
 void pfrt_k_bias_add(const float *x, const float *b, float *y, int64_t outer,
                      int64_t c, int64_t inner) {
-  const char *fn = "pfrt_k_bias_add";
+  biasAdd<false>("pfrt_k_bias_add", x, b, y, outer, c, inner);
+}
+
+void pfrt_k_bias_add_relu(const float *x, const float *b, float *y,
+                          int64_t outer, int64_t c, int64_t inner) {
+  biasAdd<true>("pfrt_k_bias_add_relu", x, b, y, outer, c, inner);
+}
+} // extern "C"
+
+namespace {
+template <bool Relu>
+void biasAdd(const char *fn, const float *x, const float *b, float *y,
+             int64_t outer, int64_t c, int64_t inner) {
   checkSize(fn, "outer", outer);
   checkSize(fn, "c", c);
   checkSize(fn, "inner", inner);
@@ -268,8 +289,10 @@ void pfrt_k_bias_add(const float *x, const float *b, float *y, int64_t outer,
       const float *xr = x + o * c;
       float *yr = y + o * c;
       PFRT_IVDEP
-      for (int64_t j = 0; j < c; ++j)
-        yr[j] = xr[j] + b[j];
+      for (int64_t j = 0; j < c; ++j) {
+        float v = xr[j] + b[j];
+        yr[j] = Relu ? (v < 0.0f ? 0.0f : v) : v;
+      }
     }
     return;
   }
@@ -279,10 +302,14 @@ void pfrt_k_bias_add(const float *x, const float *b, float *y, int64_t outer,
       float *yr = y + (o * c + j) * inner;
       const float bj = b[j];
       PFRT_IVDEP
-      for (int64_t i = 0; i < inner; ++i)
-        yr[i] = xr[i] + bj;
+      for (int64_t i = 0; i < inner; ++i) {
+        float v = xr[i] + bj;
+        yr[i] = Relu ? (v < 0.0f ? 0.0f : v) : v;
+      }
     }
 }
+} // namespace
+extern "C" {
 
 //===----------------------------------------------------------------------===//
 // reduce_sum
