@@ -11,6 +11,21 @@
 using namespace mlir;
 using namespace mlir::pf;
 
+/// pf-auto-stages when asked for (autoStages > 0 stages), then
+/// pf-assign-stages.
+static void addStagePasses(OpPassManager &pm, int64_t autoStages,
+                           int64_t numChunks, StringRef balance, bool report) {
+  if (autoStages > 0) {
+    AutoStagesPassOptions options;
+    options.numStages = autoStages;
+    options.numChunks = numChunks;
+    options.balance = balance.str();
+    options.report = report;
+    pm.addPass(createAutoStagesPass(options));
+  }
+  pm.addPass(createAssignStagesPass());
+}
+
 void mlir::pf::buildTrainingPipeline(OpPassManager &pm,
                                      const TrainingPipelineOptions &options) {
   AutodiffPassOptions autodiff;
@@ -60,15 +75,8 @@ void mlir::pf::buildCompileCPUPipeline(
   training.beta2 = options.beta2;
   training.epsilon = options.epsilon;
   training.biasCorrection = options.biasCorrection;
-  if (options.autoStages > 0) {
-    AutoStagesPassOptions autoStages;
-    autoStages.numStages = options.autoStages;
-    autoStages.numChunks = options.numChunks;
-    autoStages.balance = options.balance;
-    autoStages.report = options.scheduleReport;
-    pm.addPass(createAutoStagesPass(autoStages));
-  }
-  pm.addPass(createAssignStagesPass());
+  addStagePasses(pm, options.autoStages, options.numChunks, options.balance,
+                 options.scheduleReport);
   buildTrainingPipeline(pm, training);
   MicrobatchPassOptions microbatch;
   microbatch.numMicrobatches = options.accumulationSteps;
@@ -97,15 +105,8 @@ void mlir::pf::buildCompileCPUPipeline(
 
 void mlir::pf::buildStagePipeline(OpPassManager &pm,
                                   const StagePipelineOptions &options) {
-  if (options.autoStages > 0) {
-    AutoStagesPassOptions autoStages;
-    autoStages.numStages = options.autoStages;
-    autoStages.numChunks = options.numChunks;
-    autoStages.balance = options.balance;
-    autoStages.report = options.report;
-    pm.addPass(createAutoStagesPass(autoStages));
-  }
-  pm.addPass(createAssignStagesPass());
+  addStagePasses(pm, options.autoStages, options.numChunks, options.balance,
+                 options.report);
   TrainingPipelineOptions training;
   training.accumulationSteps = options.accumulationSteps;
   buildTrainingPipeline(pm, training);
