@@ -14,7 +14,11 @@ trains 20 steps (SGD with momentum) on two CPU ranks; each rank prints
 Each rank passes only its own share of the batch (the rows it would load);
 ``--micro-batches 2`` splits every step into two micro-batches, whose rows
 the ranks then exchange. ``--seed`` seeds the data and the parameters (the
-same on every rank), ``--lr`` sets the learning rate. ``--compile-only`` traces and verifies the IR::
+same on every rank), ``--lr`` sets the learning rate. ``--save DIR`` writes a
+checkpoint after training (``graph.save_checkpoint``: one logical .npy per
+parameter and momentum buffer, and the step), and ``--load DIR`` starts from
+one (``graph.load_state_dict(flow.load(DIR))``), saved under any layout,
+also by ``pf-run --save``. ``--compile-only`` traces and verifies the IR::
 
     PYTHONPATH=python PIPEFLOW_CUDA_AS_CPU=1 /usr/bin/python3 examples/python/hybrid_mlp.py --compile-only
 """
@@ -30,6 +34,8 @@ parser.add_argument("--steps", type=int, default=20, help="training steps (defau
 parser.add_argument("--micro-batches", type=int, default=1, help="gradient accumulation steps (default 1)")
 parser.add_argument("--seed", type=int, default=0, help="seed of the data and the parameters (default 0)")
 parser.add_argument("--lr", type=float, default=0.1, help="learning rate (default 0.1)")
+parser.add_argument("--load", metavar="DIR", help="start from the checkpoint in DIR")
+parser.add_argument("--save", metavar="DIR", help="write a checkpoint to DIR after training")
 args = parser.parse_args()
 # The same seed on every rank: the compiled program initialises the parameters
 # from it, and the broadcast labels below must be the same on both ranks.
@@ -91,6 +97,12 @@ if args.compile_only:
     print(compiled.verified_ir, end="")
     print(f"// verified by pf-opt; cached in {compiled.directory}")
 else:
+    if args.load:
+        graph.load_state_dict(flow.load(args.load))  # every process loads the whole values
     for i in range(args.steps):
         loss = graph(x, y)
         print(loss.to_local())
+    if args.save:
+        graph.save_checkpoint(args.save)  # collective: rank 0 writes, every rank returns when done
+        if rank == 0:
+            print(f"saved to {args.save}")

@@ -4,11 +4,14 @@
 (``flow.randn``, ``flow.placement``, ``flow.sbp``, ``Tensor.to_global``),
 modules (``flow.nn``), optimizers (``flow.optim``) and ``flow.nn.Graph``,
 which traces a training step into pf IR and compiles it with ``pf-opt``.
+``flow.save``/``flow.load`` write and read state dicts as checkpoint
+directories in the runtime's format (``pf-run --save/--load``).
 """
 
 from . import config, env, models, nn, optim, sbp
 from . import distributed
-from ._errors import BackendUnavailable, CompileError, CompilerNotFound
+from ._checkpoint import load, save
+from ._errors import BackendUnavailable, CompileError, CompilerNotFound, StateDictError
 from ._ops import add, matmul, mul, relu
 from ._random import default_generator, initial_seed, manual_seed
 from .dtypes import (bool, double, dtype, float, float16, float32, float64, half, int, int8, int32,
@@ -23,9 +26,9 @@ __all__ = [
     "BackendUnavailable", "CompileError", "CompilerNotFound", "Size", "Tensor", "add", "arange",
     "bool", "config", "default_generator", "distributed", "double", "dtype", "empty", "env",
     "flatten", "float", "float16", "float32", "float64", "from_numpy", "full", "half", "initial_seed", "int",
-    "int8", "int32", "int64", "is_tensor", "long", "manual_seed", "matmul", "models", "mul", "nn",
-    "ones", "optim", "placement", "rand", "randint", "randn", "relu", "reshape", "sbp", "tensor",
-    "uint8", "zeros",
+    "int8", "int32", "int64", "is_tensor", "load", "long", "manual_seed", "matmul", "models", "mul",
+    "nn", "ones", "optim", "placement", "rand", "randint", "randn", "relu", "reshape", "save", "sbp",
+    "StateDictError", "tensor", "uint8", "zeros",
 ]
 
 

@@ -31,6 +31,13 @@ class CompileError(Exception):
         return "\n".join([head] + [f"  note: {n}" for n in self.notes])
 
 
+class StateDictError(CompileError, RuntimeError):
+    """A state dict or checkpoint that does not fit the modules or graph it is
+    loaded into (an unknown key, a wrong shape, missing keys), located at the
+    user's ``load_state_dict`` line like a :class:`CompileError` (and a
+    ``RuntimeError``, as torch's and OneFlow's loading errors are)."""
+
+
 class BackendUnavailable(NotImplementedError):
     """Raised when a step would have to run but no backend is built yet."""
 
@@ -39,6 +46,6 @@ class CompilerNotFound(RuntimeError):
     """The ``pf-opt`` compiler driver could not be found."""
 
 
-for _cls in (CompileError, BackendUnavailable, CompilerNotFound):
+for _cls in (CompileError, StateDictError, BackendUnavailable, CompilerNotFound):
     _cls.__module__ = "pipeflow"
 del _cls

@@ -12,11 +12,16 @@ The C ABI (runtime/include/pfrt/pfrt.h): ``pfrt_init``/``pfrt_finalize``,
 ``pfrt_scalar(name)``, ``pfrt_begin_step(step)``,
 ``pfrt_use_user_inputs(on)``, ``pfrt_set_input(index, data, bytes)``,
 ``pf_step(step)``, ``pfrt_end_step()``, ``pfrt_loss_count()``/``pfrt_loss_value(k)``,
-and two of libpfrt's collectives, which the front end uses between steps to
+two of libpfrt's collectives, which the front end uses between steps to
 assemble inputs and share losses (:meth:`Program.all_gather`,
 :meth:`Program.broadcast`): ``pfrt_box_all_gather`` (bit-exact for every
-dtype) and ``pfrt_broadcast``. Like every collective, each member of the
-group must make the same calls in the same order.
+dtype) and ``pfrt_broadcast``, and the registry of the rank's persistent
+tensors (parameters, optimizer states, batch-norm statistics; see
+``pipeflow._state``): ``pfrt_state_count``/``pfrt_state_name``,
+``pfrt_state_gather`` (a collective over the whole job), ``pfrt_state_set``
+(this rank only), ``pfrt_state_save`` and ``pfrt_state_load`` (collectives).
+Like every collective, each member of the group must make the same calls in
+the same order.
 
 A runtime error (a missing input, a size mismatch) is fatal to the whole job
 (``MPI_Abort``), so :class:`Program` checks everything it can before calling
@@ -61,6 +66,18 @@ _SIGNATURES = {
                                            _I64_ARRAY, ctypes.c_int64, _I64_ARRAY, ctypes.c_int64]),
     "pfrt_broadcast": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, _I64_ARRAY,
                                       ctypes.c_int64]),
+}
+
+# The persistent-state registry (runtime/include/pfrt/pfrt.h, "Persistent
+# state"); bound when the object exports it (programs linked with an older
+# libpfrt do not, and only reading or loading state needs it).
+_STATE_SIGNATURES = {
+    "pfrt_state_count": (ctypes.c_int64, []),
+    "pfrt_state_name": (ctypes.c_char_p, [ctypes.c_int64]),
+    "pfrt_state_gather": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64]),
+    "pfrt_state_set": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64]),
+    "pfrt_state_save": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int64]),
+    "pfrt_state_load": (ctypes.c_int, [ctypes.c_char_p, _I64_ARRAY]),
 }
 
 _in_use = set()          # real paths of the shared objects loaded by this process
@@ -136,6 +153,11 @@ class Program:
         for name, (restype, argtypes) in _SIGNATURES.items():
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = restype, argtypes
+        self.has_state = all(hasattr(lib, name) for name in _STATE_SIGNATURES)
+        if self.has_state:
+            for name, (restype, argtypes) in _STATE_SIGNATURES.items():
+                fn = getattr(lib, name)
+                fn.restype, fn.argtypes = restype, argtypes
         _in_use.add(real)
         self.path = real
         self.lib = lib
@@ -199,6 +221,44 @@ class Program:
                                                 len(group)) != 0:
             raise BackendUnavailable("pfrt_broadcast failed")
         return buf.reshape(np.shape(array))
+
+    # Persistent state ---------------------------------------------------------------
+
+    def _need_state(self):
+        if not self.has_state:
+            raise BackendUnavailable(
+                f"{self.path} does not export pfrt_state_*: it was linked with an older runtime; "
+                "rebuild the runtime (build/runtime) and run again (the compile cache notices)")
+
+    def state_names(self):
+        """The names of the persistent tensors this rank holds, sorted."""
+        self._need_state()
+        lib = self.lib
+        return [lib.pfrt_state_name(k).decode() for k in range(lib.pfrt_state_count())]
+
+    def state_gather(self, name, shape, dtype):
+        """The logical value of ``name`` (``shape``, ``dtype``) on every rank: a
+        collective over the whole job (every process, same name, same order)."""
+        self._need_state()
+        out = np.empty(tuple(shape), dtype=dtype)
+        if self.lib.pfrt_state_gather(name.encode(), out.ctypes.data, out.nbytes) != 0:
+            raise BackendUnavailable(f"pfrt_state_gather({name!r}) failed")
+        return out
+
+    def state_set(self, name, logical):
+        """Copies this rank's box of ``name`` out of its whole logical value (not a
+        collective); the caller checks that this rank holds ``name`` and the size."""
+        self._need_state()
+        data = np.ascontiguousarray(logical)
+        if self.lib.pfrt_state_set(name.encode(), data.ctypes.data, data.nbytes) != 0:
+            raise BackendUnavailable(f"pfrt_state_set({name!r}) failed")
+
+    def state_save(self, directory, step):
+        """Writes a checkpoint of every rank's persistent tensors (a collective;
+        world rank 0 writes)."""
+        self._need_state()
+        if self.lib.pfrt_state_save(os.fsencode(directory), int(step)) != 0:
+            raise BackendUnavailable(f"pfrt_state_save({directory!r}) failed")
 
     def __repr__(self):
         return f"Program({self.path!r})"

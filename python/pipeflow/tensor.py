@@ -146,10 +146,10 @@ class Tensor:
     # Data access ------------------------------------------------------------
 
     def _check_not_trained(self):
-        graph = self.__dict__.get("_trained_by")
-        if graph is not None:
-            from .nn.parameter import stale_message
-            raise BackendUnavailable(stale_message(self.__dict__.get("_symbol"), graph))
+        """A parameter or buffer a compiled graph trains: read its value back first."""
+        if self.__dict__.get("_trained_by") is not None:
+            from .nn.parameter import sync
+            sync(self)
 
     def numpy(self):
         """The data as a numpy array (the logical value of a global tensor)."""

@@ -2,6 +2,7 @@
 and those whose placements hold one rank each train under the launcher."""
 
 import glob
+import json
 import os
 import re
 import sys
@@ -143,3 +144,23 @@ def test_hybrid_mlp_trains_on_two_ranks_as_numpy(pf_opt, tmp_path, monkeypatch, 
         assert ref.ill_conditioned(params, images, labels, [lr] * steps, m, make, want, 1e-5, relu_last=False), \
             f"seed {seed}: error {err:.2e}\n{losses}\n{np.array(want)}"
     pytest.fail("3 problems in a row were ill-conditioned")
+
+
+@needs_mpiexec
+def test_hybrid_mlp_resumes_from_its_checkpoint(pf_opt, tmp_path):
+    """--steps 3 --save DIR, then --load DIR --steps 3: the losses of the
+    uninterrupted --steps 6 run."""
+    path = os.path.join(EXAMPLES_DIR, "hybrid_mlp.py")
+    seed = str(np.random.default_rng().integers(2**31))
+    common = ["--seed", seed, "--lr", "0.01", "--micro-batches", "2"]
+    runs = [run(path, *common, "--steps", "6", cache=tmp_path, ranks=2),
+            run(path, *common, "--steps", "3", "--save", str(tmp_path / "ckpt"), cache=tmp_path, ranks=2),
+            run(path, *common, "--steps", "3", "--load", str(tmp_path / "ckpt"), cache=tmp_path, ranks=2)]
+    for proc in runs:
+        assert proc.returncode == 0, proc.stderr
+    whole, first, second = (np.array(one_copy(printed_losses(p.stdout))) for p in runs)
+    assert f"saved to {tmp_path / 'ckpt'}" in runs[1].stdout
+    assert json.loads((tmp_path / "ckpt" / "index.json").read_text())["step"] == 3
+    assert whole.shape == (6, 2) and first.shape == second.shape == (3, 2)
+    np.testing.assert_allclose(first, whole[:3], rtol=1e-6, err_msg=f"seed {seed}")
+    np.testing.assert_allclose(second, whole[3:], rtol=1e-5, err_msg=f"seed {seed}")

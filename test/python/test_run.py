@@ -285,36 +285,7 @@ def test_two_stage_program_in_a_single_process_says_how_to_launch(backend):
     assert "python3 -m pipeflow.distributed.launch --nproc_per_node 2" in str(info.value)
 
 
-def test_state_dict_after_running_is_an_error(backend):
-    module = PipelineModule()
-    graph = PipelineGraph(module, flow.optim.SGD(module.parameters(), lr=0.01))
-    graph(*data(5)[2:])
-    with pytest.raises(flow.BackendUnavailable, match="reading trained parameters back .* not supported yet"):
-        module.state_dict()
-    with pytest.raises(flow.BackendUnavailable, match="m_stage0.linear0.weight"):
-        module.m_stage0.linear0.weight.numpy()
-    with pytest.raises(flow.BackendUnavailable, match="loading parameters into a compiled graph"):
-        module.load_state_dict({"m_stage0.linear0.bias": np.zeros(512, np.float32)}, strict=False)
-    assert "trained by the compiled graph PipelineGraph" in repr(module.m_stage1.linear2.bias)
-    with pytest.raises(flow.BackendUnavailable, match="PipelineGraph.state_dict"):
-        graph.state_dict()
-    other = PipelineGraph(module, flow.optim.SGD(module.parameters(), lr=0.01))
-    with pytest.raises(flow.CompileError, match="already trained by the compiled graph PipelineGraph"):
-        other(*data(5)[2:])
-    # a module the graph does not use is unaffected
-    assert set(nn.Linear(2, 2).state_dict()) == {"weight", "bias"}
-
-
-def test_load_state_dict_before_running_is_an_error(backend):
-    source = PipelineModule()
-    module = PipelineModule()
-    module.load_state_dict(source.state_dict())  # <-- load
-    graph = PipelineGraph(module, flow.optim.SGD(module.parameters(), lr=0.01))
-    with pytest.raises(flow.CompileError, match="loading parameters into a compiled graph is not supported yet") as info:
-        graph(*data(5)[2:])
-    assert info.value.lineno == line_of(HERE, "load")
-    # tracing keeps the loaded values (the IR is still inspectable)
-    np.testing.assert_array_equal(module.m_stage0.linear0.weight.numpy(), source.m_stage0.linear0.weight.numpy())
+# Reading trained parameters back, loading them and checkpoints: test_state.py.
 
 
 class HybridMLP(nn.Module):

@@ -34,9 +34,13 @@ per micro-batch (shape ``[m]``; a scalar when ``m == 1``).
 ``loss.to_local()`` is the values on the ranks of that placement and an
 empty tensor elsewhere.
 
-The compiled program owns the parameters: their Python values are its
-initial values (see ``pipeflow._trace``), and after the first step reading
-them back (``state_dict``) is not supported yet.
+The compiled program owns the parameters: their Python values (or values
+loaded with ``load_state_dict``) are its initial values (see
+``pipeflow._trace``). After the first call ``graph.state_dict()`` reads the
+trained parameters, buffers and optimizer states back (a collective: every
+process calls it, as in OneFlow), ``graph.load_state_dict()`` sets them, and
+``graph.save_checkpoint()`` writes them in the runtime's checkpoint format
+(see ``pipeflow._state`` and ``pipeflow._checkpoint``).
 
 Inside the graph, module attributes are wrapped in proxies whose ``config``
 holds per-module settings: ``config.set_stage(stage_id, placement)``,
@@ -52,22 +56,24 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .. import _checkpoint
 from .. import _feed
 from .. import _layout
 from .. import _random
 from .. import _runtime
+from .. import _state
 from .. import _trace
 from .. import compiler
 from .. import config as config_mod
 from .. import env
 from .. import ir
 from .. import sbp as sbp_mod
-from .._errors import BackendUnavailable, CompileError
+from .._errors import BackendUnavailable, CompileError, StateDictError
 from .._source import code_location, user_location
 from ..placement import placement as Placement
 from ..tensor import Tensor
-from .module import Module
-from .parameter import mark_trained, trained_by
+from .module import IncompatibleKeys, Module
+from .parameter import mark_trained, storage, trained_by
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "zb-h1")
 BALANCES = ("flops", "params", "memory")
@@ -330,6 +336,8 @@ class Graph:
         object.__setattr__(self, "_traced", None)
         object.__setattr__(self, "_compiled", None)
         object.__setattr__(self, "_run", None)
+        object.__setattr__(self, "_pending_state", OrderedDict())  # loaded before the first call
+        object.__setattr__(self, "_pending_step", None)
         object.__setattr__(self, "config", GraphConfig())
 
     # Attributes -------------------------------------------------------------------
@@ -616,8 +624,47 @@ class Graph:
         compiled = self.compile(*args)
         artifacts = compiler.build_cpu_artifacts(compiled, pipeline)
         run = _Run(self, traced, artifacts, optimizer, lr_scheduler, loc)
+        self._load_initial(run, traced)
         object.__setattr__(self, "_run", run)
         return run
+
+    def _load_initial(self, run, traced):
+        """Before the first step: the values loaded into the modules, the graph
+        (optimizer states, the step) and the optimizer go into the program."""
+        state = run.state
+        what = f"{self.name}'s first call"
+        loaded = [(name, obj) for name, obj in traced.param_objects.items()
+                  if getattr(obj, "_loaded", False) and name in state.info]
+        pending = list(self._pending_state.items())
+        optim = [(id_, kind, value) for id_, kinds in run.optimizer._pending_state.items()
+                 for kind, value in kinds.items()]
+        steps = [s for s in (self._pending_step, run.optimizer._pending_step) if s is not None]
+        if not (loaded or pending or optim or steps):
+            return
+        state._require(what)
+        for name, obj in loaded:
+            state.set(name, storage(obj), "the parameter")
+        for name, (value, loc) in pending:
+            if name not in state.info:
+                raise StateDictError.at(
+                    loc, f"the state dict loaded into {self.name} holds '{name}', but its compiled "
+                         "program keeps no such tensor (its optimizer has no state of that kind)",
+                    [f"{self.name} is first called at {run.first_call}"])
+            state.set(name, value, "the optimizer state")
+        for id_, kind, (value, loc) in optim:
+            name = f"{state.symbol.get(id_)}.{kind}"
+            if name not in state.info:
+                raise StateDictError.at(
+                    loc, f"the optimizer state dict loaded into {type(run.optimizer).__name__} holds "
+                         f"'{kind}' for parameter '{state.symbol.get(id_)}', but the compiled program "
+                         "keeps no such state", [f"{self.name} is first called at {run.first_call}"])
+            state.set(name, value, "the optimizer state")
+        for step, _ in steps:
+            state.set_step(step)
+        self._pending_state.clear()
+        object.__setattr__(self, "_pending_step", None)
+        run.optimizer._pending_state.clear()
+        run.optimizer._pending_step = None
 
     def _pipeline(self, traced, loc):
         """The optimizer, its scheduler and the options of ``pf-compile-cpu-pipeline``."""
@@ -661,15 +708,6 @@ class Graph:
                     loc, f"'{name}' is already trained by the compiled {owner}: sharing "
                          "parameters between compiled graphs is not supported yet (each compiled "
                          "program owns its parameters)")
-        loaded = [(name, obj) for name, obj in traced.param_objects.items() if getattr(obj, "_loaded", False)]
-        if loaded:
-            name, obj = loaded[0]
-            raise CompileError.at(
-                getattr(obj, "_loaded_loc", None) or loc,
-                f"loading parameters into a compiled graph is not supported yet: '{name}' was "
-                f"loaded with load_state_dict(), but {self.name}'s compiled program initialises "
-                "its parameters itself (from their initializers and the manual_seed seed)",
-                [f"{self.name} is first called at {loc}"] if loc else [])
         options.append(f"accumulation-steps={self.config.gradient_accumulation_steps}")
         options += self._schedule_options(traced)
         return optimizer, lr_scheduler, " ".join(options)
@@ -701,17 +739,205 @@ class Graph:
             out.append(f"num-chunks={cfg.num_chunks}")
         return out
 
-    def state_dict(self):
-        """The state of the graph's modules by attribute name (before the first call).
+    # State ------------------------------------------------------------------------
 
-        After the first call the compiled program owns the parameters, and
-        reading them back is not supported yet: this raises BackendUnavailable.
+    def state_dict(self):
+        """The graph's state, as OneFlow's ``nn.Graph.state_dict()``: each module
+        attribute's ``state_dict()`` under its name, then the optimizer's states
+        by the compiled names (``"<attr>.<param>.momentum_buffer"``,
+        ``".exp_avg"``, ``".exp_avg_sq"``) and ``"System-Train-TrainStep"`` (an
+        int64 tensor of shape [1]: the steps taken).
+
+        After the first call the values are the trained ones, read back from
+        the compiled program in logical form (global tensors with the
+        parameters' placements and SBPs, whole on every process). Reading them
+        back is a collective over the job: every process must call
+        ``state_dict()`` at the same point. It also writes the values into the
+        modules (``module.state_dict()``, ``param.numpy()``), where they stay
+        until the next step. Before the first call it returns the modules'
+        values (and whatever ``load_state_dict`` queued for the program).
         """
-        if self._run is not None:
-            raise BackendUnavailable(
-                f"{self.name}.state_dict(): reading trained parameters back from a compiled graph "
-                "is not supported yet (the compiled program keeps them on the ranks that run it)")
-        return OrderedDict((name, m.state_dict()) for name, m in self._modules.items())
+        run = self._run
+        if run is None:
+            out = OrderedDict((name, m.state_dict()) for name, m in self._modules.items())
+            for name, (value, _) in self._pending_state.items():
+                out[name] = _local_tensor(value)
+            if self._pending_step is not None:
+                out[_checkpoint.STEP_KEY] = _step_tensor(self._pending_step[0])
+            return out
+        state = run.state
+        values = state.gather_all(f"{self.name}.state_dict()")
+        out = OrderedDict((name, m.state_dict()) for name, m in self._modules.items())
+        for name in state.names:
+            if name not in state.objects:
+                out[name] = state.tensor(name, values[name])
+        out[_checkpoint.STEP_KEY] = _step_tensor(run.steps)
+        return out
+
+    def _module_entries(self):
+        """Every module state entry by its flat key ``attr.key``: ``(attr, key, tensor)``."""
+        out = OrderedDict()
+        for attr, module in self._modules.items():
+            for key, value in module._state_entries():
+                out.setdefault(f"{attr}.{key}", (attr, key, value))
+        return out
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Loads a state dict into the graph, as OneFlow's ``nn.Graph.load_state_dict``.
+
+        ``state_dict`` is what :meth:`state_dict` returns (module attributes
+        holding their modules' state dicts, optimizer states, the step) or the
+        same flat, keyed by compiled names (``flow.load`` of a checkpoint that
+        ``pf-run --save`` or :meth:`save_checkpoint` wrote). Before the first
+        call the values become the compiled program's initial values; after
+        it they replace the program's (each process copies its part of the
+        logical values; no communication, but every process should load the
+        same values). ``"System-Train-TrainStep"`` sets the step the program
+        goes on from (Adam's bias correction counts from it). Optimizer states
+        are optional; with ``strict`` every parameter and buffer must be
+        given. Unknown keys and wrong shapes raise ``StateDictError`` at the
+        calling line, before anything is loaded.
+        """
+        loc = user_location()
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"{self.name}.load_state_dict() expects a dict, got {type(state_dict).__name__}")
+        entries = self._module_entries()
+        run = self._run
+        state = run.state if run is not None else None
+        if state is not None:
+            state._require(f"{self.name}.load_state_dict()")
+        names = {} if state is not None else self._naming()[0]
+        targets, given, unexpected, errors = OrderedDict(), set(), [], []
+        step = None
+
+        def array_of(key, value):
+            array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+            if array.dtype.kind not in "biuf":
+                errors.append(f"'{key}' holds {array.dtype} values, not numbers")
+                return None
+            return array
+
+        def module_entry(key, obj, value):
+            array = array_of(key, value)
+            if array is None:
+                return
+            if tuple(array.shape) != tuple(obj.shape):
+                errors.append(f"size mismatch for '{key}': copying a value of shape "
+                              f"{list(array.shape)}, the {_kind_of(obj)} has shape {list(obj.shape)}")
+                return
+            given.add(id(obj))
+            name = state.symbol.get(id(obj)) if state is not None else None
+            if name is not None and name in state.info:
+                targets[name] = ("state", name, array)
+            else:
+                targets[("module", id(obj))] = ("module", obj, array)
+
+        def optimizer_entry(key, name, shape, value):
+            array = array_of(key, value)
+            if array is None:
+                return
+            if tuple(array.shape) != tuple(shape):
+                errors.append(f"size mismatch for '{key}': copying a value of shape "
+                              f"{list(array.shape)}, the optimizer state has shape {list(shape)}")
+                return
+            targets[name] = ("state" if state is not None else "pending", name, array)
+
+        for key, value in state_dict.items():
+            if key == _checkpoint.STEP_KEY:
+                array = array_of(key, value)
+                if array is not None and (array.size != 1 or array.dtype.kind not in "iu"
+                                          or int(array.reshape(-1)[0]) < 0):
+                    errors.append(f"'{key}' must hold one non-negative integer, got {array!r}")
+                elif array is not None:
+                    step = int(array.reshape(-1)[0])
+                continue
+            if key in self._modules and isinstance(value, dict):
+                for sub, v in value.items():
+                    flat = f"{key}.{sub}"
+                    if flat in entries:
+                        module_entry(flat, entries[flat][2], v)
+                    else:
+                        unexpected.append(flat)
+                continue
+            if not isinstance(key, str):
+                unexpected.append(repr(key))
+                continue
+            if key in entries:
+                module_entry(key, entries[key][2], value)
+                continue
+            if state is not None and state.info.get(key) is not None:
+                info = state.info[key]
+                if info[3] is None:
+                    module_entry(key, state.objects[key], value)
+                else:
+                    optimizer_entry(key, key, info[0], value)
+                continue
+            base, _, kind = key.rpartition(".")
+            if state is None and base in entries and kind in _state.OPTIMIZER_STATES:
+                obj = entries[base][2]
+                optimizer_entry(key, f"{names.get(id(obj), base)}.{kind}", obj.shape, value)
+                continue
+            unexpected.append(key)
+        missing = [flat for flat, (_, _, obj) in entries.items() if id(obj) not in given]
+        if unexpected:
+            errors.append(f"unexpected key{'s' if len(unexpected) > 1 else ''} "
+                          + ", ".join(f"'{k}'" for k in unexpected)
+                          + f": {self.name} has no parameter, buffer or optimizer state of that name")
+        if strict and missing:
+            errors.append("missing key" + ("s " if len(missing) > 1 else " ")
+                          + ", ".join(f"'{k}'" for k in missing))
+        if errors:
+            notes = []
+            if unexpected:
+                example = next(iter(entries), "model.weight")
+                notes.append(f"its keys are module attributes holding their modules' state dicts "
+                             f"({', '.join(self._modules)}), or flat names such as '{example}', "
+                             f"optimizer states '<parameter>.momentum_buffer' (or '.exp_avg', "
+                             f"'.exp_avg_sq') and '{_checkpoint.STEP_KEY}'")
+            raise StateDictError.at(loc, f"{self.name}.load_state_dict(): " + errors[0],
+                                    errors[1:] + notes)
+        if run is None:
+            for kind, target, array in targets.values():
+                if kind == "module":
+                    storage(target)[...] = array
+                    target._loaded = True
+                    target._loaded_loc = loc
+                else:
+                    self._pending_state[target] = (array, loc)
+            if step is not None:
+                object.__setattr__(self, "_pending_step", (step, loc))
+        else:
+            if step is not None:
+                state.set_step(step)
+            for kind, target, array in targets.values():
+                if kind == "state":
+                    state.set(target, array, "the graph's tensor")
+                else:
+                    storage(target)[...] = array
+        return IncompatibleKeys(missing, unexpected)
+
+    def save_checkpoint(self, path):
+        """Writes the graph's state to the checkpoint directory ``path`` in the
+        runtime's format (``pf-run --load`` and ``flow.load`` read it).
+
+        After the first call the compiled program writes it itself
+        (``pfrt_state_save``: world rank 0 gathers one tensor at a time and
+        writes it), keyed by the compiled names, with the step taken so far; a
+        collective that returns on every process once the checkpoint is
+        complete. Before the first call it is ``flow.save(self.state_dict(),
+        path)``.
+        """
+        run = self._run
+        if run is None:
+            _checkpoint.save(self.state_dict(), path)
+            return
+        run.state.save(os.fspath(path), f"{self.name}.save_checkpoint()")
+
+    def load_checkpoint(self, path, strict=True):
+        """``self.load_state_dict(flow.load(path), strict)``: a checkpoint of any
+        layout (the files hold logical tensors; each process copies its part
+        into the program)."""
+        return self.load_state_dict(_checkpoint.load(path, mmap=True), strict)
 
     def __repr__(self):
         lines = [f"({name}): {type(m).__name__}" for name, m in self._modules.items()]
@@ -760,6 +986,10 @@ class _Run:
             artifacts.shared_object(r) is not None for r in range(world))
         so = artifacts.shared_object(self.rank)
         self.program = None if so is None else _runtime.Program(so, self.rank, world, traced.seed)
+        self.version = 0  # changes with every step (see pipeflow._state)
+        self.state = _state.ProgramState(self, self.program, traced.param_objects, world,
+                                         self.collective)
+        optimizer._bind_state(self.state)
 
     def _input_plans(self, artifacts):
         """How this rank feeds every graph input (see pipeflow._feed)."""
@@ -830,11 +1060,13 @@ class _Run:
             losses = np.empty((0,), np.float32)
         else:
             losses = self.program.step(self.steps, lr, feeds)
+        start = self.version
         self.steps += 1
+        self.version += 1
         if not self.trained:
             self.trained = True
             for name, obj in self.traced.param_objects.items():
-                mark_trained(obj, name, f"graph {self.graph_name}")
+                mark_trained(obj, name, f"graph {self.graph_name}", self.state, start)
         if self.reports_loss and len(losses) != self.m:
             raise BackendUnavailable(
                 f"internal error: rank {self.rank} reported {len(losses)} losses in a step of "
@@ -892,3 +1124,17 @@ class _Run:
 
 def _show(value):
     return repr(value) if not isinstance(value, (list, str)) else str(value)
+
+
+def _kind_of(tensor):
+    from .parameter import Parameter
+    return "parameter" if isinstance(tensor, Parameter) else "buffer"
+
+
+def _local_tensor(array):
+    from .. import dtypes as dt
+    return Tensor._new(dt.from_numpy_dtype(array.dtype), array.shape, local=array)
+
+
+def _step_tensor(step):
+    return _local_tensor(np.array([int(step)], np.int64))

@@ -6,11 +6,11 @@ import numpy as np
 
 from .. import _trace
 from .. import sbp as sbp_mod
-from .._errors import BackendUnavailable
+from .._errors import StateDictError
 from .._source import user_location
 from ..placement import placement as Placement
 from ..tensor import Tensor
-from .parameter import Parameter, set_tensor_layout, stale_message, storage, trained_by
+from .parameter import Parameter, set_tensor_layout, state_owner, storage, sync, trained_by
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -225,17 +225,20 @@ class Module:
         """An ordered dict of parameter and persistent buffer values (logical view).
 
         Once an ``nn.Graph`` has run, the compiled program owns the trained
-        values of the parameters it uses; reading them back is not supported
-        yet, so ``state_dict`` raises ``BackendUnavailable`` instead of
-        returning the stale initial values.
+        values of the parameters and buffers it uses, and ``state_dict``
+        returns those, as OneFlow does (its graphs train the modules' own
+        tensors). A process running alone reads them back from the program
+        on demand. In a job of several processes reading back is a
+        collective, so call ``graph.state_dict()`` on every process first: it
+        writes the trained values into the modules, where ``state_dict`` (and
+        ``param.numpy()``) find them until the next step; otherwise this
+        raises ``BackendUnavailable`` saying so.
         """
         out = OrderedDict() if destination is None else destination
         entries = list(self._state_entries(prefix))
         for key, value in entries:
-            graph = trained_by(value)
-            if graph is not None:
-                raise BackendUnavailable(
-                    f"{type(self).__name__}.state_dict(): " + stale_message(key, graph))
+            if trained_by(value) is not None:
+                sync(value, f"{type(self).__name__}.state_dict()")
         for key, value in entries:
             out[key] = value if keep_vars else value.detach()
         return out
@@ -243,20 +246,18 @@ class Module:
     def load_state_dict(self, state_dict, strict=True):
         """Copies values into the parameters and buffers (their layouts stay).
 
-        A graph that uses a loaded parameter refuses to run: its compiled
-        program initialises parameters itself (loading is not supported yet).
+        Before a graph that uses the module first runs, the loaded values
+        become its compiled program's initial values. Afterwards they go into
+        the program too (each process copies its part of the logical value it
+        is given; no communication). Errors (wrong shapes, and with
+        ``strict`` missing or unexpected keys) raise ``StateDictError`` (a
+        ``RuntimeError``) at the calling line, before anything is copied.
         """
         own = OrderedDict(self._state_entries())
-        for key, target in own.items():
-            graph = trained_by(target)
-            if graph is not None and key in state_dict:
-                raise BackendUnavailable(
-                    f"loading parameters into a compiled graph is not supported yet: '{key}' is "
-                    f"trained by the compiled {graph}")
         loc = user_location()
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
-        errors = []
+        errors, values = [], []
         for key, target in own.items():
             if key not in state_dict:
                 continue
@@ -264,18 +265,26 @@ class Module:
             array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
             if tuple(array.shape) != tuple(target.shape):
                 errors.append(f"size mismatch for {key}: copying a value of shape {list(array.shape)}, "
-                              f"the parameter has shape {list(target.shape)}")
+                              f"the {'parameter' if isinstance(target, Parameter) else 'buffer'} has "
+                              f"shape {list(target.shape)}")
                 continue
-            storage(target)[...] = array
-            target._loaded = True
-            target._loaded_loc = loc
+            values.append((target, array))
         if strict and (missing or unexpected):
             if missing:
                 errors.append("missing keys: " + ", ".join(missing))
             if unexpected:
                 errors.append("unexpected keys: " + ", ".join(unexpected))
         if errors:
-            raise RuntimeError(f"error(s) loading the state dict of {type(self).__name__}:\n  " + "\n  ".join(errors))
+            raise StateDictError.at(
+                loc, f"error(s) loading the state dict of {type(self).__name__}:\n  " + "\n  ".join(errors))
+        for target, array in values:
+            owner = state_owner(target)
+            if owner is not None and target.__dict__.get("_symbol") in owner.info:
+                owner.set(target.__dict__["_symbol"], array, "the parameter")
+                continue
+            storage(target)[...] = array
+            target._loaded = True
+            target._loaded_loc = loc
         return IncompatibleKeys(missing, unexpected)
 
     # Calling ----------------------------------------------------------------------

@@ -18,8 +18,10 @@ class Parameter(Tensor):
 
     When a graph traces the parameter, the value becomes the compiled
     program's initial value (``set_runtime_init``), computed on first read.
-    Once the graph has run, the compiled program owns the trained value and
-    reading the stale Python copy is an error (``mark_trained``).
+    Once the graph has run, the compiled program owns the trained value
+    (``mark_trained``): reading the parameter reads it back from the program
+    (see ``pipeflow._state``), or raises when that would need the other
+    processes of the job.
     """
 
     def __new__(cls, data=None, requires_grad=True, init=None):
@@ -48,9 +50,8 @@ class Parameter(Tensor):
     @property
     def _logical(self):
         d = self.__dict__
-        trained = d.get("_trained_by")
-        if trained is not None:
-            raise BackendUnavailable(stale_message(d.get("_symbol"), trained))
+        if d.get("_trained_by") is not None:
+            sync(self)
         pending = d.get("_pending_init")
         if pending is not None:
             d["_pending_init"] = None
@@ -76,7 +77,7 @@ class Parameter(Tensor):
 
     def __repr__(self):
         trained = self.__dict__.get("_trained_by")
-        if trained is not None:
+        if trained is not None and not is_current(self):
             return (f"Parameter(shape={list(self.shape)}, placement={self._placement!r}, "
                     f"trained by the compiled {trained})")
         return "Parameter containing:\n" + super().__repr__()
@@ -84,9 +85,8 @@ class Parameter(Tensor):
 
 def stale_message(name, graph):
     what = f"'{name}'" if name else "this parameter"
-    return (f"reading trained parameters back from a compiled graph is not supported yet: {what} "
-            f"is trained by the compiled {graph}, which keeps its value on the ranks that run it; "
-            "the Python copy still holds the initial value")
+    return (f"{what} is trained by the compiled {graph}, which keeps its value on the ranks that "
+            "run it, and it cannot be read back here")
 
 
 def set_runtime_init(tensor, name, seed):
@@ -107,10 +107,41 @@ def set_runtime_init(tensor, name, seed):
         storage(tensor)[...] = compute()
 
 
-def mark_trained(tensor, name, graph):
-    """After a graph's first step: the compiled program owns the value."""
-    tensor.__dict__["_symbol"] = name
-    tensor.__dict__["_trained_by"] = graph
+def mark_trained(tensor, name, graph, owner=None, version=0):
+    """After a graph's first step: the compiled program owns the value. ``owner``
+    (a ``pipeflow._state.ProgramState``) reads it back; the Python value is
+    the program's as of its ``version`` (its initial or loaded value)."""
+    d = tensor.__dict__
+    d["_symbol"] = name
+    d["_trained_by"] = graph
+    d["_state_owner"] = owner
+    d["_synced_step"] = version
+
+
+def sync(tensor, what=None):
+    """Makes the Python value of a tensor that a compiled graph trains current,
+    reading it back from the program if needed; raises BackendUnavailable
+    when that is not possible here (see ``pipeflow._state``)."""
+    d = tensor.__dict__
+    graph = d.get("_trained_by")
+    if graph is None:
+        return
+    owner = d.get("_state_owner")
+    if owner is None:
+        raise BackendUnavailable(stale_message(d.get("_symbol"), graph))
+    owner.sync(tensor, what or f"reading '{d.get('_symbol')}'")
+
+
+def is_current(tensor):
+    """Whether the Python value of ``tensor`` is its trained value now."""
+    d = tensor.__dict__
+    owner = d.get("_state_owner")
+    return d.get("_trained_by") is None or (owner is not None and d.get("_synced_step") == owner.version)
+
+
+def state_owner(tensor):
+    """The ``ProgramState`` of the graph that trains ``tensor`` (``None`` if none has run)."""
+    return tensor.__dict__.get("_state_owner")
 
 
 def trained_by(tensor):

@@ -7,9 +7,17 @@ from ``current_lr()`` (so learning-rate schedulers work unchanged).
 """
 
 import numbers
+from collections import OrderedDict
 
-from .._errors import BackendUnavailable
+import numpy as np
+
+from .._errors import BackendUnavailable, StateDictError
+from .._source import user_location
 from ..tensor import Tensor
+
+# Hyper-parameters that are not compiled into the step (the learning rate is a
+# run-time input; initial_lr is the scheduler's).
+_RUN_TIME = ("lr", "initial_lr")
 
 
 def _real(value, what, low=None, high=None, low_open=False, high_open=False):
@@ -30,6 +38,9 @@ class Optimizer:
         self.defaults = dict(defaults)
         self.param_groups = []
         self.state = {}
+        self._state_owner = None     # the ProgramState of the graph that runs the optimizer
+        self._pending_state = {}     # loaded before that graph's first call: id(param) -> {kind: (array, loc)}
+        self._pending_step = None
         if isinstance(params, Tensor):
             raise TypeError("params must be an iterable of parameters or of dicts, not a single tensor")
         groups = list(params)
@@ -68,6 +79,128 @@ class Optimizer:
         raise BackendUnavailable("eager optimizer steps are not supported: add the optimizer to an "
                                  "nn.Graph with add_optimizer(); calling the graph runs the "
                                  "compiled step, update included")
+
+    # State ----------------------------------------------------------------------
+
+    _has_step = False  # whether torch's state keeps a per-parameter "step" (Adam)
+
+    def _bind_state(self, owner):
+        """Called by the graph that runs the optimizer, when its program loads."""
+        self._state_owner = owner
+
+    def _indexed_params(self):
+        out = []
+        for g in self.param_groups:
+            out.extend(g["params"])
+        return out
+
+    def state_dict(self):
+        """torch.optim's layout: ``{"state": {index: {kind: tensor}}, "param_groups":
+        [{hyper-parameters..., "params": [index, ...]}]}``, parameters numbered in
+        group order. Once a graph has run the optimizer, ``state`` holds the
+        compiled program's states (``momentum_buffer``; ``exp_avg``,
+        ``exp_avg_sq`` and ``step`` for Adam), read back as
+        ``nn.Graph.state_dict()`` reads parameters (a process running alone
+        reads them on demand; in a job of several processes call
+        ``graph.state_dict()`` on every process first)."""
+        params = self._indexed_params()
+        index = {id(p): i for i, p in enumerate(params)}
+        groups = []
+        for g in self.param_groups:
+            entry = {k: (list(v) if isinstance(v, tuple) else v) for k, v in g.items() if k != "params"}
+            entry["params"] = [index[id(p)] for p in g["params"]]
+            groups.append(entry)
+        state = OrderedDict()
+        owner = self._state_owner
+        if owner is not None:
+            what = f"{type(self).__name__}.state_dict()"
+            for i, p in enumerate(params):
+                symbol = owner.symbol.get(id(p))
+                kinds = owner.optimizer_states(symbol) if symbol is not None else {}
+                if not kinds:
+                    continue
+                entry = state[i] = OrderedDict()
+                if self._has_step:
+                    entry["step"] = owner.step
+                for kind in sorted(kinds):
+                    entry[kind] = owner.tensor(kinds[kind], owner.value(kinds[kind], what))
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Loads what :meth:`state_dict` returns: the hyper-parameters of every group
+        and the optimizer states, which go into the compiled program of the
+        graph that runs the optimizer (at its first call if it has not run
+        yet). Hyper-parameters other than the learning rate are compiled
+        into the step, so once it runs they must not change. Errors raise
+        ``StateDictError`` at the calling line, before anything is loaded."""
+        loc = user_location()
+        name = type(self).__name__
+        owner = self._state_owner
+        if not isinstance(state_dict, dict) or "param_groups" not in state_dict:
+            raise StateDictError.at(loc, f"{name}.load_state_dict() expects a dict with 'state' and "
+                                         "'param_groups' (what state_dict() returns)")
+        groups = list(state_dict["param_groups"])
+        if len(groups) != len(self.param_groups) or any(
+                len(saved.get("params", ())) != len(g["params"]) for saved, g in zip(groups, self.param_groups)):
+            raise StateDictError.at(
+                loc, f"{name}.load_state_dict(): the state dict has groups of "
+                     f"{[len(g.get('params', ())) for g in groups]} parameters, the optimizer "
+                     f"{[len(g['params']) for g in self.param_groups]}")
+        new_groups = []
+        for saved, g in zip(groups, self.param_groups):
+            merged = dict(g)
+            merged.update({k: (tuple(v) if isinstance(v, list) else v) for k, v in saved.items() if k != "params"})
+            try:
+                self._validate(merged)
+            except ValueError as err:
+                raise StateDictError.at(loc, f"{name}.load_state_dict(): {err}") from None
+            if owner is not None:
+                changed = sorted(k for k in set(g) | set(merged)
+                                 if k not in _RUN_TIME + ("params",) and g.get(k) != merged.get(k))
+                if changed:
+                    raise StateDictError.at(
+                        loc, f"{name}.load_state_dict(): the state dict has {changed[0]}="
+                             f"{merged.get(changed[0])!r}, but the compiled step of the graph that runs "
+                             f"this optimizer uses {g.get(changed[0])!r}; only the learning rate can "
+                             "change once a graph has run")
+            new_groups.append(merged)
+        params = self._indexed_params()
+        values, step = [], None
+        for key, entry in dict(state_dict.get("state", {})).items():
+            i = int(key)
+            if not 0 <= i < len(params):
+                raise StateDictError.at(loc, f"{name}.load_state_dict(): state of parameter {i}, but "
+                                             f"the optimizer has {len(params)}")
+            p = params[i]
+            for kind, value in entry.items():
+                if kind == "step":
+                    step = int(np.asarray(value.numpy() if isinstance(value, Tensor) else value).reshape(-1)[0])
+                    continue
+                array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+                if tuple(array.shape) != tuple(p.shape):
+                    raise StateDictError.at(
+                        loc, f"{name}.load_state_dict(): size mismatch for the {kind} of parameter {i}: "
+                             f"copying a value of shape {list(array.shape)}, the parameter has shape "
+                             f"{list(p.shape)}")
+                if owner is not None:
+                    symbol = owner.symbol.get(id(p))
+                    if symbol is None or f"{symbol}.{kind}" not in owner.info:
+                        raise StateDictError.at(
+                            loc, f"{name}.load_state_dict(): the state dict holds '{kind}' for "
+                                 f"parameter {i}, but the compiled program keeps no such state")
+                values.append((p, kind, array))
+        for g, merged in zip(self.param_groups, new_groups):
+            g.update({k: v for k, v in merged.items() if k != "params"})
+        if owner is not None:
+            if step is not None and self._has_step:
+                owner.set_step(step)
+            for p, kind, array in values:
+                owner.set(f"{owner.symbol[id(p)]}.{kind}", array, "the optimizer state")
+        else:
+            for p, kind, array in values:
+                self._pending_state.setdefault(id(p), {})[kind] = (array, loc)
+            if step is not None and self._has_step:
+                self._pending_step = (step, loc)
 
     # The compiled step ------------------------------------------------------------
 
@@ -150,6 +283,7 @@ class Adam(Optimizer):
     """
 
     _pipeline_name = "adam"
+    _has_step = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
                  amsgrad=False, maximize=False, do_bias_correction=True):
