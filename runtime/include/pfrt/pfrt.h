@@ -411,6 +411,14 @@ int pfrt_state_register(const char *name, int32_t dtype, int64_t rank_ndim,
 /* Forgets every registration (before the registered storage is freed). */
 void pfrt_state_clear(void);
 
+/* Not collective: what this rank holds of `name` (dtype, rank, logical
+ * shape, its box's offset and shape; arrays of at least 32 entries, any may
+ * be NULL). Returns 0, or -1 (writing nothing) if this rank holds no such
+ * tensor. */
+int pfrt_state_info(const char *name, int32_t *dtype, int64_t *rank_ndim,
+                    int64_t *logical_shape, int64_t *offset,
+                    int64_t *box_shape);
+
 /* This rank's registered tensors, in name order. */
 int64_t pfrt_state_count(void);
 const char *pfrt_state_name(int64_t k);

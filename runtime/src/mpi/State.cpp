@@ -246,7 +246,27 @@ std::string jsonString(const std::string &s) {
   return out + "\"";
 }
 
-/// The integer after "step": in index.json; fatal if absent.
+/// Position just after `"key"` and the colon that follows it (any JSON
+/// whitespace around), or npos.
+size_t afterKey(const std::string &text, const char *key) {
+  std::string quoted = std::string("\"") + key + "\"";
+  for (size_t at = text.find(quoted); at != std::string::npos;
+       at = text.find(quoted, at + 1)) {
+    size_t i = at + quoted.size();
+    while (i < text.size() && strchr(" \t\r\n", text[i]))
+      ++i;
+    if (i < text.size() && text[i] == ':') {
+      ++i;
+      while (i < text.size() && strchr(" \t\r\n", text[i]))
+        ++i;
+      return i;
+    }
+  }
+  return std::string::npos;
+}
+
+/// The "step" of a checkpoint's index.json (after checking its "format");
+/// fatal if the file is missing or not a PipeFlow checkpoint index.
 int64_t readIndexStep(const std::string &dir, const char *fn) {
   std::string path = dir + "/index.json";
   FILE *f = fopen(path.c_str(), "rb");
@@ -260,14 +280,16 @@ int64_t readIndexStep(const std::string &dir, const char *fn) {
   while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
     text.append(buf, n);
   fclose(f);
-  if (text.find("\"format\": \"pipeflow-checkpoint\"") == std::string::npos)
+  size_t format = afterKey(text, "format");
+  if (format == std::string::npos ||
+      text.compare(format, 21, "\"pipeflow-checkpoint\"") != 0)
     fatal("%s: '%s' is not a PipeFlow checkpoint index (no \"format\": "
           "\"pipeflow-checkpoint\")",
           fn, path.c_str());
-  size_t at = text.find("\"step\":");
+  size_t at = afterKey(text, "step");
   long long step = -1;
-  if (at == std::string::npos ||
-      sscanf(text.c_str() + at + 7, " %lld", &step) != 1 || step < 0)
+  if (at == std::string::npos || sscanf(text.c_str() + at, "%lld", &step) != 1 ||
+      step < 0)
     fatal("%s: '%s' has no valid \"step\"", fn, path.c_str());
   return step;
 }
@@ -304,6 +326,28 @@ int pfrt_state_register(const char *name, int32_t dtype, int64_t ndim,
 }
 
 void pfrt_state_clear(void) { registry().clear(); }
+
+int pfrt_state_info(const char *name, int32_t *dtype, int64_t *rank_ndim,
+                    int64_t *logical_shape, int64_t *offset,
+                    int64_t *box_shape) {
+  auto it = name ? registry().find(name) : registry().end();
+  if (it == registry().end())
+    return -1;
+  const StateEntry &e = it->second;
+  if (dtype)
+    *dtype = e.dtype;
+  if (rank_ndim)
+    *rank_ndim = int64_t(e.logical.size());
+  for (size_t d = 0; d < e.logical.size(); ++d) {
+    if (logical_shape)
+      logical_shape[d] = e.logical[d];
+    if (offset)
+      offset[d] = e.offset[d];
+    if (box_shape)
+      box_shape[d] = e.shape[d];
+  }
+  return 0;
+}
 
 int64_t pfrt_state_count(void) { return int64_t(registry().size()); }
 
