@@ -184,6 +184,19 @@ def relu(x):
     return _result(tracer, op, x)
 
 
+def dropout(x, p):
+    """Traced dropout (``pf.dropout``): the compiled program draws the mask
+    from its counter-based generator at logical indices, per step and
+    micro-batch, so every layout drops the same elements. Each call in a
+    trace gets its own stream (the trace order)."""
+    _need_float("dropout", x)
+    tracer, (xv,) = _operands("dropout", x)
+    tracer.dropout_streams = getattr(tracer, "dropout_streams", 0) + 1
+    op = tracer.emit("pf.dropout", [xv], [xv.type.with_shape(x.shape)],
+                     {"p": ir.F64(p), "stream": tracer.dropout_streams})
+    return _result(tracer, op, x)
+
+
 # Shapes ----------------------------------------------------------------------
 
 def flatten(x, start_dim=1, end_dim=-1):

@@ -66,14 +66,17 @@ class Optimizer:
         return p - lr * m / (np.sqrt(v) + self.eps)
 
 
-def train(params, x, y, lrs, m, optimizer, stacked=False, final=None, relu_last=True):
+def train(params, x, y, lrs, m, optimizer, stacked=False, final=None, relu_last=True,
+          dropout=None):
     """Per step, the losses of the m micro-batches. ``params``: [(W, b)] float32
     initial values; ``x`` [N, ...] (flattened), ``y`` [N] labels; ``lrs``: the
     learning rate of each step (rounded to float32, as the runtime's scalar).
     With ``stacked``, ``x`` is [S, N, ...] and ``y`` [S, N]: step t (from 0)
     trains on batch t mod S. ``final``, a list, receives the trained
     parameters [[W, b], ...] (float64). ``relu_last=False``: no ReLU after
-    the last layer (seed 004's MLP)."""
+    the last layer (seed 004's MLP). ``dropout(j, step, k, shape)``: the
+    multiplier (0 or 1/(1-p)) applied after layer j's activation in step
+    ``step`` (from 0) and micro-batch k, or None for no dropout there."""
     params = [[w.astype(np.float64), b.astype(np.float64)] for w, b in params]
     xs_all = np.asarray(x, dtype=np.float64)
     ys_all = np.asarray(y)
@@ -89,11 +92,14 @@ def train(params, x, y, lrs, m, optimizer, stacked=False, final=None, relu_last=
         losses = []
         for k in range(m):
             xs, ys = x[k * rows:(k + 1) * rows], y[k * rows:(k + 1) * rows]
-            acts, pre = [xs], []
+            acts, pre, masks = [xs], [], []
             for j, (w, b) in enumerate(params):
                 h = acts[-1] @ w.T + b
                 pre.append(h)
-                acts.append(np.maximum(h, 0.0) if relu_last or j + 1 < len(params) else h)
+                a = np.maximum(h, 0.0) if relu_last or j + 1 < len(params) else h
+                mask = dropout(j, t - 1, k, a.shape) if dropout else None
+                masks.append(mask)
+                acts.append(a if mask is None else a * mask)
             logits = acts[-1]
             mx = logits.max(axis=1, keepdims=True)
             lse = mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1))
@@ -102,6 +108,8 @@ def train(params, x, y, lrs, m, optimizer, stacked=False, final=None, relu_last=
             d[np.arange(rows), ys] -= 1.0
             d /= rows * m
             for j in reversed(range(len(params))):
+                if masks[j] is not None:
+                    d = d * masks[j]
                 if relu_last or j + 1 < len(params):
                     d = d * (pre[j] > 0)
                 grads[j][0] += d.T @ acts[j]

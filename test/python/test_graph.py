@@ -483,15 +483,21 @@ class DropoutModel(nn.Module):
         return self.fc(self.drop(x))  # <-- dropout
 
 
-def test_error_dropout_not_supported_yet(verify):
+def test_dropout_is_traced_with_its_own_stream(verify):
     model = DropoutModel().to_global(P0, B)
+    model.drop2 = nn.Dropout(0.25)
     x = flow.randn(2, 4).to_global(P0, B)
     y = flow.randint(0, 2, (2,)).to_global(P0, B)
-    with pytest.raises(flow.CompileError, match="Dropout.*not supported yet") as info:
-        SimpleGraph(model).ir(x, y)
-    assert info.value.lineno == line_of(HERE, "dropout")
+    text = verify(SimpleGraph(model).ir(x, y))
+    assert "pf.dropout" in text and "p = 1.000000e-01 : f64, stream = 1 : i64" in text, text
+    ir_text = SimpleGraph(model).ir(x, y)
+    line = next(l for l in ir_text.splitlines() if "pf.dropout" in l)
+    assert f":{line_of(HERE, 'dropout')}:" in ir_text.split("pf.dropout", 1)[1].split("\n", 1)[0] or \
+        f"{line_of(HERE, 'dropout')}" in line, line
     model.drop.eval()
-    verify(SimpleGraph(model).ir(x, y))
+    assert "pf.dropout" not in verify(SimpleGraph(model).ir(x, y))
+    with pytest.raises(NotImplementedError, match="runs only inside nn.Graph"):
+        nn.Dropout(0.5)(flow.randn(2, 4))
 
 
 def test_error_backward_on_a_non_scalar():

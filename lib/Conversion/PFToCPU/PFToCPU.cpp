@@ -671,6 +671,28 @@ LogicalResult RankLowering::lowerOp(Operation *op) {
                 constF64(loc, m.getScalar().convertToDouble())});
         return success();
       })
+      .Case([&](DropoutOp d) -> LogicalResult {
+        FailureOr<Value> out = result();
+        if (failed(out))
+          return failure();
+        auto logical =
+            d->getAttrOfType<DenseI64ArrayAttr>("pf.logical_shape");
+        auto offset = d->getAttrOfType<DenseI64ArrayAttr>("pf.shard_offset");
+        ArrayRef<int64_t> local = shape(d.getInput());
+        auto mb = d->getAttrOfType<IntegerAttr>(
+            PFDialect::getMicrobatchAttrName());
+        Value seed = LLVM::LoadOp::create(
+            b, loc, i64Ty, LLVM::AddressOfOp::create(b, loc, seedGlobal));
+        call(loc, "pfrt_k_dropout", i32Ty,
+             {get(d.getInput()), *out, constI64(loc, count(d)),
+              constF64(loc, d.getP().convertToDouble()), seed,
+              constI64(loc, d.getStream()), constI64(loc, mb ? mb.getInt() : 0),
+              constI64(loc, local.size()),
+              i64Array(loc, logical ? logical.asArrayRef() : local),
+              offset ? i64Array(loc, offset.asArrayRef()) : nullPtr(loc),
+              i64Array(loc, local)});
+        return success();
+      })
       .Case([&](ReluOp r) -> LogicalResult {
         if (fusedRelus.contains(r))
           return success(); // computed with its bias_add

@@ -82,9 +82,12 @@ class Identity(Module):
 class Dropout(Module):
     """Dropout with probability ``p``.
 
-    With ``p == 0`` or in eval mode it is the identity. Random dropout is not
-    supported by the compiler yet: a training-mode call with ``p > 0`` is an
-    error at the line that calls it.
+    With ``p == 0`` or in eval mode it is the identity. In a traced graph it
+    is ``pf.dropout``: the compiled program draws the mask from the run's
+    seed at each element's logical index (per step and micro-batch), so
+    every layout, and the single-rank run, drops the same elements; the
+    backward uses the same mask. Eager (untraced) dropout with ``p > 0`` is
+    not supported.
     """
 
     def __init__(self, p=0.5, inplace=False):
@@ -96,11 +99,11 @@ class Dropout(Module):
     def forward(self, x):
         if self.p == 0.0 or not self.training:
             return x
-        message = (f"Dropout(p={self.p}) in training mode is not supported yet; "
-                   "use p=0 or call .eval() on the module")
         if _trace.current() is not None:
-            raise CompileError.at(user_location(), message)
-        raise NotImplementedError(message)
+            return _ops.dropout(x, self.p)
+        raise NotImplementedError(
+            f"Dropout(p={self.p}) in training mode runs only inside nn.Graph (compiled); "
+            "call .eval() on the module for eager use")
 
     def extra_repr(self):
         return f"p={self.p}"

@@ -462,6 +462,18 @@ int pfrt_set_data_dir(const char *dir);
  * pfrt_set_input) are the rank's own addends and are left as given. */
 int pfrt_zero_partial_input(void *buf, int64_t bytes);
 
+/* Dropout: y[i] = u[i] >= (float)p ? x[i] * (float)(1 / (1 - p)) : 0 (all
+ * zeros when p == 1), where u is exactly pfrt_init_param(UNIFORM, 0, 1,
+ * seed, s, ...) over this box of the logical tensor with
+ *   s = pfrt_stream_for_step(pfrt_stream_for_step(stream, step), microbatch)
+ * and step the current data step (pfrt_set_data_step / pfrt_begin_step).
+ * The mask depends on logical indices only, so every layout drops the same
+ * elements; the gradient is the same call on dy. x == y is allowed. */
+int pfrt_k_dropout(const float *x, float *y, int64_t n, double p,
+                   uint64_t seed, uint64_t stream, int64_t microbatch,
+                   int64_t rank_ndim, const int64_t *logical_shape,
+                   const int64_t *offset, const int64_t *shape);
+
 /* The step whose inputs pfrt_load_input* load (pfrt_begin_step and the
  * driver set it). */
 void pfrt_set_data_step(int64_t step);

@@ -220,6 +220,36 @@ int pfrt_set_data_dir(const char *dir) {
 
 void pfrt_set_data_step(int64_t step) { gDataStep = step; }
 
+int pfrt_k_dropout(const float *x, float *y, int64_t n, double p,
+                   uint64_t seed, uint64_t stream, int64_t microbatch,
+                   int64_t rank_ndim, const int64_t *logical_shape,
+                   const int64_t *offset, const int64_t *shape) {
+  const char *fn = "pfrt_k_dropout";
+  if (!(p >= 0.0 && p <= 1.0))
+    fatal("%s: probability %g is not in [0, 1]", fn, p);
+  if (n < 0 || (n > 0 && (!x || !y)))
+    fatal("%s: bad buffers (%lld elements)", fn, (long long)n);
+  ShardSpec s = makeShard(fn, rank_ndim, logical_shape, offset, shape);
+  if (s.shardElems != n)
+    fatal("%s: the box holds %lld elements, the buffers %lld", fn,
+          (long long)s.shardElems, (long long)n);
+  if (n == 0)
+    return 0;
+  // u at every element's logical index (the initialisers' generator), on a
+  // stream of this op, step and micro-batch.
+  uint64_t sub = pfrt_stream_for_step(
+      pfrt_stream_for_step(stream, uint64_t(gDataStep)), uint64_t(microbatch));
+  static thread_local std::vector<float> u;
+  u.resize(size_t(n));
+  pfrt_init_param(u.data(), PFRT_INIT_UNIFORM, 0.0, 1.0, seed, sub, rank_ndim,
+                  logical_shape, offset, shape);
+  const float scale = p < 1.0 ? float(1.0 / (1.0 - p)) : 0.0f;
+  const float threshold = float(p);
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = u[size_t(i)] >= threshold ? x[i] * scale : 0.0f;
+  return 0;
+}
+
 void pfrt_begin_step(int64_t step) {
   gDataStep = step;
   lastLosses() = stepLosses();

@@ -736,3 +736,12 @@ func.func @adam_scalar(%p: !W) {
   %0:3 = pf.adam_update %p, %p, %p, %p, %p, %p : (!W, !W, !W, !W, !W, !W) -> (!W, !W, !W)
   return
 }
+
+// -----
+
+#P = #pf.placement<"cpu", [0]>
+func.func @dropout_p(%x: !pf.global<4xf32, #P>) -> !pf.global<4xf32, #P> {
+  // expected-error @+1 {{dropout probability must be in [0, 1], got 1.5}}
+  %d = pf.dropout %x {p = 1.5 : f64, stream = 1 : i64} : (!pf.global<4xf32, #P>) -> !pf.global<4xf32, #P>
+  return %d : !pf.global<4xf32, #P>
+}

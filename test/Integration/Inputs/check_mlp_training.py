@@ -15,6 +15,8 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
+
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -39,7 +41,18 @@ def reference_losses(seed, steps, lr, layers, batch_shape, classes, args):
                         dampening=args.dampening, nesterov=args.nesterov,
                         weight_decay=wd, betas=(args.beta1, args.beta2),
                         eps=args.eps, bias_correction=args.bias_correction)
-    return ref.train(params, x, y, [lr] * steps, args.microbatches, opt)
+    dropout = None
+    if args.dropout > 0:
+        p = args.dropout
+
+        def dropout(j, step, k, shape):
+            if j + 1 == len(layers):
+                return None
+            s = ph.stream_for_step(ph.stream_for_step(j + 1, step), k)
+            u = ph.init_param(ph.INIT_UNIFORM, 0.0, 1.0, seed, s, shape)
+            return np.where(u >= np.float32(p), np.float64(np.float32(1.0 / (1.0 - p))), 0.0)
+    return ref.train(params, x, y, [lr] * steps, args.microbatches, opt,
+                     dropout=dropout)
 
 
 def main():
@@ -71,6 +84,10 @@ def main():
                          "m_stage0.linear0:784:512,...)")
     ap.add_argument("--batch-shape", required=True, help="e.g. 16x1x28x28")
     ap.add_argument("--tolerance", type=float, default=1e-5)
+    ap.add_argument("--dropout", type=float, default=0.0,
+                    help="the program has pf.dropout(p) after every hidden "
+                         "layer (gen_staged_mlp.py --dropout): the reference "
+                         "draws the same masks")
     ap.add_argument("--pipeline-options", default="",
                     help="more pf-compile-cpu-pipeline options, e.g. "
                          "'auto-stages=4 balance=flops'")

@@ -13,6 +13,12 @@ ap.add_argument("--stages", type=int, required=True)
 ap.add_argument("--ranks", type=int, required=True)
 ap.add_argument("--batch", type=int, required=True)
 ap.add_argument("--unstaged", action="store_true")
+ap.add_argument("--dp", type=int, default=1,
+                help="data parallel: every stage on this many ranks, the "
+                     "batch split S(0)")
+ap.add_argument("--dropout", type=float, default=0.0,
+                help="pf.dropout with this p after every hidden layer's relu "
+                     "(stream = layer index + 1)")
 args = ap.parse_args()
 if args.unstaged:
     args.stages = args.ranks = 1
@@ -24,7 +30,9 @@ B = args.batch
 
 
 def pl(stage):
-    return '#pf.placement<"cpu", [%d]>' % (stage % args.ranks)
+    r = stage % args.ranks
+    return '#pf.placement<"cpu", [%s]>' % ", ".join(
+        str(r * args.dp + i) for i in range(args.dp))
 
 
 def g(shape, stage, sbp=True, elem="f32"):
@@ -41,10 +49,11 @@ for i in range(layers):
     out.append("pf.param @l%d.bias : %s = #pf.init<kaiming_uniform(%d)>" %
                (i, g([w[i + 1]], s), w[i]))
 last = args.stages - 1
+split = (lambda t: t.replace("#pf.sbp<[B]>", "#pf.sbp<[S(0)]>")) if args.dp > 1 else (lambda t: t)
 out.append("func.func @train_step(%%x: %s, %%y: %s) -> %s {" % (
-    g([B, w[0]], 0), g([B], last, elem="i64"),
+    split(g([B, w[0]], 0)), split(g([B], last, elem="i64")),
     "!pf.global<f32, %s>" % pl(last)))
-cur, cur_t = "%x", g([B, w[0]], 0)
+cur, cur_t = "%x", split(g([B, w[0]], 0))
 n = 0
 for i in range(layers):
     s = i // per
@@ -64,10 +73,15 @@ for i in range(layers):
                (i, i, i, st, h, bt, h))
     out.append("  %%a%d = pf.relu %%hb%d%s : (%s) -> %s" % (i, i, st, h, h))
     cur, cur_t = "%%a%d" % i, h
+    if args.dropout > 0 and i + 1 < layers:
+        attrs = "{p = %r : f64, stream = %d : i64%s}" % (
+            args.dropout, i + 1, "" if args.unstaged else ", pf.stage = %d" % s)
+        out.append("  %%d%d = pf.dropout %%a%d %s : (%s) -> %s" % (i, i, attrs, h, h))
+        cur = "%%d%d" % i
 loss_t = "!pf.global<f32, %s>" % pl(last)
 out.append("  %%loss = pf.softmax_cross_entropy %s, %%y%s : (%s, %s) -> %s"
            % (cur, "" if args.unstaged else " {pf.stage = %d}" % last, cur_t,
-              g([B], last, elem="i64"), loss_t))
+              split(g([B], last, elem="i64")), loss_t))
 out.append("  return %%loss : %s" % loss_t)
 out.append("}")
 print("\n".join(out))

@@ -102,6 +102,20 @@ LogicalResult MulScalarOp::buildGradient(OpBuilder &b,
   return success();
 }
 
+LogicalResult DropoutOp::buildGradient(OpBuilder &b,
+                                       ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  // dx = dy * mask / (1 - p): the same dropout (same stream, hence the same
+  // mask) applied to dy.
+  Value dy = resultGrads[0];
+  operandGrads.push_back(
+      dy ? DropoutOp::create(b, getLoc(), gradType(getInput()), dy, getPAttr(),
+                             getStreamAttr())
+               .getResult()
+         : Value());
+  return success();
+}
+
 LogicalResult ReluOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];

@@ -104,9 +104,11 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == "pf.logical_shape" ||
       attr.getName() == "pf.shard_offset") {
-    if (!isa<DenseI64ArrayAttr>(attr.getValue()) || !isa<ParamOp>(op))
+    if (!isa<DenseI64ArrayAttr>(attr.getValue()) ||
+        !isa<ParamOp, DropoutOp>(op))
       return op->emitError() << "'" << attr.getName().getValue()
-                             << "' must be an i64 array on a pf.param";
+                             << "' must be an i64 array on a pf.param or "
+                                "pf.dropout";
     return success();
   }
   if (attr.getName() == "pf.loss_replica") {

@@ -30,6 +30,7 @@ PF_COMPATIBLE_RETURN_TYPES(BiasAddOp)
 PF_COMPATIBLE_RETURN_TYPES(AddOp)
 PF_COMPATIBLE_RETURN_TYPES(MulScalarOp)
 PF_COMPATIBLE_RETURN_TYPES(ReluOp)
+PF_COMPATIBLE_RETURN_TYPES(DropoutOp)
 PF_COMPATIBLE_RETURN_TYPES(FlattenOp)
 PF_COMPATIBLE_RETURN_TYPES(TransposeOp)
 PF_COMPATIBLE_RETURN_TYPES(SoftmaxCrossEntropyOp)
@@ -303,6 +304,21 @@ LogicalResult ReluOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
                                        SmallVectorImpl<Type> &results) {
   return inferUnaryFloat(loc, getOperationName().drop_front(3),
                          adaptor.getInput(), results);
+}
+
+LogicalResult DropoutOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  return inferUnaryFloat(loc, getOperationName().drop_front(3),
+                         adaptor.getInput(), results);
+}
+
+LogicalResult DropoutOp::verify() {
+  double p = getP().convertToDouble();
+  if (!(p >= 0.0 && p <= 1.0))
+    return emitOpError() << "dropout probability must be in [0, 1], got " << p;
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -73,6 +73,11 @@ void MulScalarOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   unary(sigs, rankOf(getInput()), /*linear=*/true);
 }
 
+void DropoutOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  // Linear for a fixed mask, and the mask is a function of logical indices.
+  unary(sigs, rankOf(getInput()), /*linear=*/true);
+}
+
 void ReluOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   unary(sigs, rankOf(getInput()), /*linear=*/false);
 }

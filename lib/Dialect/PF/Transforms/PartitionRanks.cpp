@@ -417,6 +417,22 @@ LogicalResult RankPartitioner::run() {
       param->setAttr("pf.zero_init", b.getUnitAttr());
     param.setTypeAttr(TypeAttr::get(localize(g)));
   }
+  // Dropout draws its mask at logical indices: record where this rank's
+  // box of the operand sits.
+  WalkResult walk = module.walk([&](DropoutOp op) -> WalkResult {
+    auto g = cast<GlobalType>(op.getInput().getType());
+    if (!g.getPlacement().contains(rank))
+      return WalkResult::advance();
+    if (!g.hasSBP()) {
+      op.emitOpError("pf-partition-ranks: layout not inferred");
+      return WalkResult::interrupt();
+    }
+    op->setAttr("pf.logical_shape", b.getDenseI64ArrayAttr(g.getShape()));
+    op->setAttr("pf.shard_offset", b.getDenseI64ArrayAttr(box(g).offsets));
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
   for (auto func : module.getOps<func::FuncOp>())
     if (!func.isExternal() && failed(partitionFunction(func)))
       return failure();

@@ -144,6 +144,25 @@ func.func @elementwise(%x: !pf.global<4x2x3xf32, #P, #pf.sbp<[B]>>, %y: !Y) -> !
 
 // -----
 
+// Dropout's gradient is the same dropout (same p, same stream: the same
+// mask) of the upstream gradient.
+#P = #pf.placement<"cpu", [0]>
+!T = !pf.global<4x6xf32, #P>
+!Y = !pf.global<4xi64, #P, #pf.sbp<[B]>>
+!L = !pf.global<f32, #P>
+// CHECK-LABEL: func.func @dropout
+// CHECK: %[[D:.*]] = pf.dropout %{{.*}} {p = 2.500000e-01 : f64, stream = 9 : i64}
+// CHECK: %[[DL:.*]] = pf.softmax_cross_entropy_grad %[[D]]
+// CHECK: %[[DX:.*]] = pf.dropout %[[DL]] {p = 2.500000e-01 : f64, pf.phase = "backward_input", stream = 9 : i64}
+// CHECK: return %{{.*}}, %[[DX]]
+func.func @dropout(%x: !T, %y: !Y) -> !L {
+  %d = pf.dropout %x {p = 0.25 : f64, stream = 9 : i64} : (!T) -> !T
+  %l = pf.softmax_cross_entropy %d, %y : (!T, !Y) -> !L
+  return %l : !L
+}
+
+// -----
+
 // conv2d, max/avg/global pooling and batch norm.
 #P = #pf.placement<"cpu", [0]>
 !Y = !pf.global<2xi64, #P, #pf.sbp<[B]>>

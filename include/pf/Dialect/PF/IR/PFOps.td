@@ -227,6 +227,25 @@ def PF_ReluOp : PF_DiffOp<"relu"> {
   let results = (outs PF_Global:$result);
 }
 
+def PF_DropoutOp : PF_DiffOp<"dropout"> {
+  let summary = "seeded, layout-independent dropout";
+  let description = [{
+    `y = keep ? x / (1 - p) : 0` per element, `keep = u >= p` with `u` the
+    uniform draw of the runtime's counter-based generator (the initialisers'
+    Philox) at the element's logical index, under the run's seed and a
+    stream from `stream`, the step and the micro-batch. Every layout of the
+    program, and its single-rank run, drops the same logical elements. The
+    gradient is the same dropout of the upstream gradient (same mask).
+
+    ```mlir
+    %y = pf.dropout %x {p = 5.000000e-01 : f64, stream = 7 : i64} : (!T) -> !T
+    ```
+  }];
+  let arguments = (ins PF_Global:$input, F64Attr:$p, I64Attr:$stream);
+  let results = (outs PF_Global:$result);
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Shape ops
 //===----------------------------------------------------------------------===//
