@@ -132,8 +132,16 @@ struct ForwardGradBuffersPass
         if (!f.isExternal())
           funcs.push_back(f);
       for (ParamOp buffer : buffers) {
+        // Only a buffer one function uses: another function would rely on
+        // the writes this one stops doing.
+        auto users = [&](func::FuncOp f) {
+          return !SymbolTable::symbolKnownUseEmpty(buffer, f);
+        };
+        if (llvm::count_if(funcs, users) != 1)
+          continue;
         for (func::FuncOp f : funcs)
-          forward(f, buffer);
+          if (users(f))
+            forward(f, buffer);
         if (SymbolTable::symbolKnownUseEmpty(buffer, module))
           buffer.erase();
       }

@@ -70,3 +70,30 @@ func.func @other_use(%g0: !G) -> !G {
   pf.write_param %zero to @w.grad : !G
   return %x : !G
 }
+
+// -----
+
+// Used by two functions: the second relies on the first one's writes, so
+// the buffer stays.
+#P = #pf.placement<"cpu", [0]>
+!G = !pf.global<4x3xf32, #P, #pf.sbp<[B]>>
+pf.param @w.grad : !G = #pf.init<zeros> buffer {pf.grad_of = @w}
+pf.param @w : !G = #pf.init<ones>
+// CHECK-LABEL: pf.param @w.grad
+// CHECK-LABEL: func.func @accumulate
+// CHECK: pf.read_param @w.grad
+// CHECK: pf.write_param {{.*}} to @w.grad
+// CHECK-LABEL: func.func @peek
+// CHECK: pf.read_param @w.grad
+func.func @accumulate(%g0: !G) {
+  %r0 = pf.read_param @w.grad : !G
+  %a0 = pf.add %r0, %g0 : (!G, !G) -> !G
+  pf.write_param %a0 to @w.grad : !G
+  %zero = pf.constant dense<0.0> : tensor<4x3xf32> : !G
+  pf.write_param %zero to @w.grad : !G
+  return
+}
+func.func @peek() -> !G {
+  %r = pf.read_param @w.grad : !G
+  return %r : !G
+}
