@@ -28,6 +28,16 @@ When every rank's single box is exactly its own shard (no micro-batch split
 of a split batch), each rank feeds its local component as it is, without
 communication. Manifests without ``boxes`` (older compilers, programs of
 one rank) feed every listed input's local component, as before.
+
+With automatic stages (``set_pipeline_stages``) the compiler moves each
+input to the stage of its first use, on the input's placement shifted to
+another pipeline rank (ranks ``k*W ..``, ``W`` = the largest rank of the
+placement + 1): the labels, for instance, are read on the last stage's
+ranks, which are outside the placement the user's tensor lives on. Such an
+input's logical value is first made known on its placement as above, then
+broadcast from the placement's first rank to the readers outside it that
+do not know it already (:func:`forward`). The group again depends only on
+the manifest and the agreed ``known``.
 """
 
 import hashlib
@@ -44,7 +54,8 @@ LOCAL, DIRECT, BOXES = "local", "direct", "boxes"
 class InputPlan:
     """How one graph input is fed on this rank (see the module docstring)."""
 
-    def __init__(self, index, shape, placement, sbp, dtype, mode, entry, rank):
+    def __init__(self, index, shape, placement, sbp, dtype, mode, entry, rank, outside=(),
+                 width=None):
         self.index = index
         self.shape = tuple(shape)              # logical shape
         self.placement = placement
@@ -53,11 +64,15 @@ class InputPlan:
         self.mode = mode                        # LOCAL, DIRECT or BOXES
         self.entry = entry                      # this rank's manifest entry (None: feeds nothing)
         self.member = rank in placement
+        self.outside = tuple(outside)          # readers outside the placement (automatic stages)
         if entry is not None:
             self.buffer_shape = tuple(int(d) for d in entry["shape"])
             self.boxes = [tuple(int(o) for o in off) for off in entry.get("boxes", ())]
             self.box_shape = tuple(int(d) for d in entry.get("box_shape", ()))
-        index_ = _layout.shard_index(self.shape, placement, sbp, rank) if self.member else None
+        # A reader outside the placement sits on the placement shifted by a
+        # multiple of ``width``: its coordinates are those of ``rank % width``.
+        at = rank if self.member else (rank % width if width and entry is not None else None)
+        index_ = _layout.shard_index(self.shape, placement, sbp, at) if at is not None else None
         self.zero = bool(index_ and index_[1])  # a P dimension at a non-zero coordinate
 
     def __repr__(self):
@@ -72,12 +87,14 @@ def _dtype(entry, dtypes):
     return dtype
 
 
-def plan(manifest_ranks, signature, rank, dtypes, manifest_path):
+def plan(manifest_ranks, signature, rank, dtypes, manifest_path, width=None):
     """An :class:`InputPlan` per graph input (in input order).
 
     ``manifest_ranks``: every rank's manifest entry by rank (all ranks read the
     same manifest, so decisions taken from it agree); ``signature``: the
-    graph's ``(shape, dtype name, placement, sbp)`` per input.
+    graph's ``(shape, dtype name, placement, sbp)`` per input; ``width``: with
+    automatic stages, the rank offset between pipeline ranks (the program may
+    read an input on its placement shifted by multiples of it), else ``None``.
     """
     by_input = {}
     for r, entry in manifest_ranks.items():
@@ -91,11 +108,14 @@ def plan(manifest_ranks, signature, rank, dtypes, manifest_path):
             dtype = _dtype(mine, dtypes) if mine is not None else None
             plans.append(InputPlan(i, shape, placement, sbp, dtype, LOCAL, mine, rank))
             continue
+        outside = sorted(r for r in entries if r not in placement)
         for r, e in entries.items():
             where = f"internal error: {manifest_path}: rank {r}'s entry of input {i}"
-            if r not in placement:
+            if r not in placement and not (width and r % width in placement):
                 raise BackendUnavailable(f"{where} lists it, but the input's placement {placement} "
-                                         "does not hold that rank")
+                                         "does not hold that rank"
+                                         + (f" (nor does it shifted by multiples of {width})"
+                                            if width else ""))
             box_shape = [int(d) for d in e.get("box_shape", ())]
             boxes = e.get("boxes", ())
             if list(e.get("logical_shape", shape)) != list(shape) or len(box_shape) != len(shape) \
@@ -114,8 +134,10 @@ def plan(manifest_ranks, signature, rank, dtypes, manifest_path):
             raise BackendUnavailable(f"internal error: {manifest_path}: the ranks read input {i} as "
                                      f"different dtypes {sorted(kinds)}")
         dtype = _dtype(next(iter(entries.values())), dtypes)
-        direct = all(_is_own_shard(e, shape, placement, sbp, r) for r, e in entries.items())
-        plans.append(InputPlan(i, shape, placement, sbp, dtype, DIRECT if direct else BOXES, mine, rank))
+        direct = not outside and all(_is_own_shard(e, shape, placement, sbp, r)
+                                     for r, e in entries.items())
+        plans.append(InputPlan(i, shape, placement, sbp, dtype, DIRECT if direct else BOXES, mine, rank,
+                               outside, width))
     return plans
 
 
@@ -263,3 +285,33 @@ def logical_value(program, tensor, plan, known, rank, loc):
                                  "but has no compiled program to exchange it with")
     blocks = program.all_gather(np.ascontiguousarray(local, dtype=plan.dtype), placement.flat_ranks)
     return assemble(blocks, plan.shape, placement, plan.sbp)
+
+
+def forward(program, tensor, logical, plan, known, rank):
+    """The logical value of a BOXES input read on ranks outside its placement
+    (automatic stages), on those readers; ``logical`` elsewhere.
+
+    ``logical`` is the value on the members of the placement (after
+    :func:`logical_value`), ``None`` on the other ranks. The readers outside
+    the placement that do not know the value (``known``, agreed by every
+    rank) get it by a broadcast from the placement's first rank: a collective
+    of that rank and those readers, the same on every rank of the job since
+    it depends on the manifest and ``known`` only.
+    """
+    root = plan.placement.flat_ranks[0]
+    need = [r for r in plan.outside if known is None or r not in known]
+    if rank in plan.outside and rank not in need:
+        if tensor._logical is None:
+            raise BackendUnavailable(f"internal error: the logical value of graph input {plan.index} "
+                                     "is not known on this rank")
+        return tensor._logical
+    if not need or (rank != root and rank not in need):
+        return logical
+    if program is None:
+        raise BackendUnavailable(f"internal error: rank {rank} takes part in forwarding graph input "
+                                 f"{plan.index} but has no compiled program to do it with")
+    if rank == root:
+        buf = np.ascontiguousarray(logical, dtype=plan.dtype)
+    else:
+        buf = np.zeros(plan.shape, dtype=plan.dtype)
+    return program.broadcast_exact(buf, root, [root] + need)

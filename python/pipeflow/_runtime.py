@@ -12,11 +12,12 @@ The C ABI (runtime/include/pfrt/pfrt.h): ``pfrt_init``/``pfrt_finalize``,
 ``pfrt_scalar(name)``, ``pfrt_begin_step(step)``,
 ``pfrt_use_user_inputs(on)``, ``pfrt_set_input(index, data, bytes)``,
 ``pf_step(step)``, ``pfrt_end_step()``, ``pfrt_loss_count()``/``pfrt_loss_value(k)``,
-two of libpfrt's collectives, which the front end uses between steps to
-assemble inputs and share losses (:meth:`Program.all_gather`,
-:meth:`Program.broadcast`): ``pfrt_box_all_gather`` (bit-exact for every
-dtype) and ``pfrt_broadcast``, and the registry of the rank's persistent
-tensors (parameters, optimizer states, batch-norm statistics; see
+libpfrt's collectives that the front end uses between steps to assemble
+and forward inputs and share losses (:meth:`Program.all_gather`,
+:meth:`Program.broadcast`, :meth:`Program.broadcast_exact`):
+``pfrt_box_all_gather`` (bit-exact for every dtype), ``pfrt_broadcast`` and
+``pfrt_broadcast_i64`` (when exported), and the registry of the rank's
+persistent tensors (parameters, optimizer states, batch-norm statistics; see
 ``pipeflow._state``): ``pfrt_state_count``/``pfrt_state_name``,
 ``pfrt_state_gather`` (a collective over the whole job), ``pfrt_state_set``
 (this rank only), ``pfrt_state_save`` and ``pfrt_state_load`` (collectives).
@@ -66,6 +67,13 @@ _SIGNATURES = {
                                            _I64_ARRAY, ctypes.c_int64, _I64_ARRAY, ctypes.c_int64]),
     "pfrt_broadcast": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, _I64_ARRAY,
                                       ctypes.c_int64]),
+}
+
+# Bound when the object exports them (objects linked with an older libpfrt
+# may not; the front end then falls back to a bit-exact all-gather).
+_OPTIONAL_SIGNATURES = {
+    "pfrt_broadcast_i64": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, _I64_ARRAY,
+                                          ctypes.c_int64]),
 }
 
 # The persistent-state registry (runtime/include/pfrt/pfrt.h, "Persistent
@@ -153,6 +161,10 @@ class Program:
         for name, (restype, argtypes) in _SIGNATURES.items():
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = restype, argtypes
+        for name, (restype, argtypes) in _OPTIONAL_SIGNATURES.items():
+            if hasattr(lib, name):
+                fn = getattr(lib, name)
+                fn.restype, fn.argtypes = restype, argtypes
         self.has_state = all(hasattr(lib, name) for name in _STATE_SIGNATURES)
         if self.has_state:
             for name, (restype, argtypes) in _STATE_SIGNATURES.items():
@@ -221,6 +233,26 @@ class Program:
                                                 len(group)) != 0:
             raise BackendUnavailable("pfrt_broadcast failed")
         return buf.reshape(np.shape(array))
+
+    def broadcast_exact(self, array, root, ranks):
+        """``root``'s ``array`` (float32, int64 or int32, moved bit for bit) on
+        every member of ``ranks`` (world ranks, ``root`` among them); a
+        collective. The members other than ``root`` pass an array of the same
+        shape and dtype, which is overwritten and returned."""
+        buf = np.array(array, copy=True, order="C")
+        group = _group(ranks)
+        if buf.size == 0:
+            return buf
+        if buf.dtype == np.float32:
+            code = self.lib.pfrt_broadcast(buf.ctypes.data, buf.size, int(root), group, len(group))
+        elif buf.dtype == np.int64 and hasattr(self.lib, "pfrt_broadcast_i64"):
+            code = self.lib.pfrt_broadcast_i64(buf.ctypes.data, buf.size, int(root), group, len(group))
+        else:
+            rows = self.all_gather(buf, [int(r) for r in group])
+            return rows[[int(r) for r in group].index(int(root))].reshape(buf.shape)
+        if code != 0:
+            raise BackendUnavailable("pfrt_broadcast failed")
+        return buf
 
     # Persistent state ---------------------------------------------------------------
 

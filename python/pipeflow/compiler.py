@@ -234,6 +234,18 @@ def build_cpu_artifacts(compiled, pipeline, pf_opt=None, pf_translate=None):
     return Artifacts(directory, pipeline)
 
 
+def stage_report(compiled, num_stages, num_chunks=1, balance="flops", pf_opt=None):
+    """pf-auto-stages' report of how it cuts a cached graph into ``num_stages``
+    x ``num_chunks`` stages (``pf-opt -pf-auto-stages="... report"``), as text."""
+    tool = pf_opt or find_pf_opt()
+    options = f"num-stages={int(num_stages)} num-chunks={int(num_chunks)} balance={balance} report"
+    proc = subprocess.run([tool, compiled.ir_path, f"-pf-auto-stages={options}", "-o", os.devnull],
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise diagnostics_to_error(proc.stderr, compiled.ir_path)
+    return proc.stdout
+
+
 def diagnostics_to_error(stderr, ir_path, tool="pf-opt"):
     """The first ``error:`` of pf-opt's (or ``tool``'s) output as a CompileError at its location."""
     first, notes = None, []

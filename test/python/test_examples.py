@@ -37,7 +37,7 @@ def printed_tensors(stdout):
 def test_examples_exist():
     names = {os.path.basename(p) for p in EXAMPLES}
     assert {"pipeline.py", "pipeline_consistent.py", "hybrid_mlp.py", "lenet_pipeline.py",
-            "resnet50_pipeline.py"} <= names
+            "resnet50_pipeline.py", "auto_stages.py"} <= names
     assert not os.path.exists(os.path.join(PYTHON_DIR, "examples_draft"))
 
 
@@ -87,6 +87,21 @@ def test_lenet_pipeline_trains(pf_opt, tmp_path):
     losses = np.array([t for t in printed_tensors(proc.stdout) if t])
     assert losses.shape == (20, 4) and np.all(np.isfinite(losses))
     assert losses[-1].sum() < losses[0].sum() - 0.05, losses
+
+
+@needs_mpiexec
+def test_auto_stages_trains_under_the_launcher(pf_opt, tmp_path):
+    """set_pipeline_stages(2) on a model written on rank 0: rank 0 prints the
+    compiler's cut, rank 1 (the last stage) the 4 losses of every step."""
+    proc = run(os.path.join(EXAMPLES_DIR, "auto_stages.py"), cache=tmp_path, ranks=2)
+    assert proc.returncode == 0, proc.stderr
+    assert 'stage 0 on #pf.placement<"cpu", [0]>' in proc.stdout
+    assert 'stage 1 on #pf.placement<"cpu", [1]>' in proc.stdout
+    tensors = printed_tensors(proc.stdout)
+    losses = np.array([t for t in tensors if t])
+    assert len(tensors) == 40 and sum(1 for t in tensors if not t) == 20, proc.stdout
+    assert losses.shape == (20, 4) and np.all(np.isfinite(losses))
+    assert losses[-1].sum() < losses[0].sum(), losses
 
 
 def printed_losses(stdout):

@@ -112,3 +112,55 @@ def test_manifests_without_boxes_feed_local_parts():
     ranks = {0: {"inputs": [{"index": 0, "dtype": "i64", "shape": [16]}]}}
     p = plan(ranks, 0, sbp=(B,), placement=flow.placement("cpu", ranks=[0]), logical=(16,))
     assert p.mode == _feed.LOCAL and p.buffer_shape == (16,) and p.dtype == np.int64
+
+
+class FakeProgram:
+    """Records the broadcasts forward() makes; the root's array reaches everyone."""
+
+    sent = None
+
+    def __init__(self, log):
+        self.log = log
+
+    def broadcast_exact(self, array, root, ranks):
+        self.log.append((root, list(ranks)))
+        return FakeProgram.sent if FakeProgram.sent is not None else array
+
+
+def test_readers_outside_the_placement_get_the_value_by_a_broadcast():
+    """Automatic stages: P = [0, 1] shifted by 2 to the last stage [2, 3], which
+    reads the labels (rank 2 rows 0-3 and 8-11, rank 3 rows 4-7 and 12-15)."""
+    labels = np.random.default_rng().integers(0, 10, 16)
+    logical = (16,)
+    entry = lambda boxes: {"inputs": [{"index": 0, "dtype": "i64", "shape": [2, 4],
+                                       "logical_shape": [16], "boxes": boxes, "box_shape": [4]}]}
+    ranks = {0: {"inputs": []}, 1: {"inputs": []}, 2: entry([[0], [8]]), 3: entry([[4], [12]])}
+    sig = [(logical, "int64", P01, (S(0),))]
+    with pytest.raises(flow.BackendUnavailable, match="does not hold that rank"):
+        _feed.plan(ranks, sig, 0, _runtime.DTYPES, "manifest.json")  # not automatic stages
+    plans = {r: _feed.plan(ranks, sig, r, _runtime.DTYPES, "manifest.json", width=2)[0] for r in range(4)}
+    assert all(p.mode == _feed.BOXES and p.outside == (2, 3) for p in plans.values())
+    assert plans[0].member and plans[0].entry is None and not plans[2].member
+    log = []
+    FakeProgram.sent = labels
+    tensor = flow.tensor(labels).to_global(P01, S(0))  # one process: the value is known
+    # nobody outside knows it: rank 0 (P's first) broadcasts to 2 and 3; rank 1 takes no part
+    got = {r: _feed.forward(FakeProgram(log), tensor, labels if r < 2 else None, plans[r], {0, 1}, r)
+           for r in range(4)}
+    assert log == [(0, [0, 2, 3])] * 3
+    assert got[1] is labels and all(np.array_equal(got[r], labels) for r in (0, 2, 3))
+    cut = _feed.cut_boxes(got[3], plans[3].boxes, plans[3].box_shape, np.int64)
+    assert np.array_equal(cut.reshape(-1), np.concatenate([labels[4:8], labels[12:16]]))
+    # rank 3 knows it: only rank 2 needs the broadcast; rank 3 reads its own value
+    log.clear()
+    for r in range(4):
+        _feed.forward(FakeProgram(log), tensor, labels if r < 2 else None, plans[r], {0, 1, 3}, r)
+    assert log == [(0, [0, 2])] * 2
+    # every reader knows it: no broadcast at all
+    log.clear()
+    for r in range(4):
+        _feed.forward(FakeProgram(log), tensor, labels if r < 2 else None, plans[r], {0, 1, 2, 3}, r)
+    assert log == []
+    # a partial-sum input: the reader at the non-zero coordinate of the shifted placement feeds zeros
+    psig = [(logical, "int64", P01, (P,))]
+    assert [_feed.plan(ranks, psig, r, _runtime.DTYPES, "m.json", width=2)[0].zero for r in (2, 3)] == [False, True]

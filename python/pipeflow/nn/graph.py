@@ -42,6 +42,11 @@ process calls it, as in OneFlow), ``graph.load_state_dict()`` sets them, and
 ``graph.save_checkpoint()`` writes them in the runtime's checkpoint format
 (see ``pipeflow._state`` and ``pipeflow._checkpoint``).
 
+``config.set_pipeline_stages(n)`` without explicit stages lets the compiler
+choose ``n`` balanced stages of a model written on one placement (see
+``set_pipeline_stages`` and ``graph.stage_report()``); the loss then comes
+back on the last stage's ranks.
+
 Inside the graph, module attributes are wrapped in proxies whose ``config``
 holds per-module settings: ``config.set_stage(stage_id, placement)``,
 ``config.stage_id = k`` and ``config.activation_checkpointing = True``;
@@ -278,7 +283,15 @@ class GraphConfig:
         return self._num_chunks
 
     def set_pipeline_stages(self, num_stages, balance="flops"):
-        """Asks the compiler to split the model into ``num_stages`` balanced stages."""
+        """Asks the compiler to split the model into ``num_stages`` balanced stages.
+
+        With no module's stage set, the graph (everything on one placement P)
+        is traced without stages and pf-auto-stages cuts it into
+        ``num_stages`` (x ``num_chunks`` under interleaved 1F1B) contiguous
+        stages of balanced ``balance`` (``flops``, ``params`` or ``memory``)
+        cost; pipeline rank ``k`` runs on P shifted by ``k * (max rank of P +
+        1)``, so the job needs that many more processes. With explicit stages
+        it must agree with their number."""
         if isinstance(num_stages, bool) or not isinstance(num_stages, numbers.Integral) or num_stages < 1:
             raise ValueError(f"the number of pipeline stages must be a positive integer, got {num_stages!r}")
         if balance not in BALANCES:
@@ -501,6 +514,8 @@ class Graph:
                 cfg._stages_loc,
                 f"set_pipeline_stages({cfg.pipeline_stages}) disagrees with the {len(stages)} stages the "
                 "modules' set_stage() assigns", ["use either explicit stages or automatic balancing"])
+        if not stages and cfg.pipeline_stages is not None:
+            self._check_auto_stages(tracer, args, loc)
         m = cfg.gradient_accumulation_steps
         if m > 1:
             for i, a in enumerate(args):
@@ -538,6 +553,79 @@ class Graph:
                     f"of the number of pipeline stages: {m} micro-batches, {p} stages",
                     [f"set_gradient_accumulation_steps() to a multiple of {p}"])
 
+    def _check_auto_stages(self, tracer, args, loc):
+        """``set_pipeline_stages(n)`` without explicit stages: the compiler
+        (pf-auto-stages) cuts the program, which must be on one placement, into
+        ``n * num_chunks`` stages of at least one compute op each."""
+        cfg = self.config
+        n, v = cfg.pipeline_stages, cfg.num_chunks
+        call = f"set_pipeline_stages({n})"
+        func = tracer.func
+        where = [f"{call} is at {cfg._stages_loc}" if cfg._stages_loc else None,
+                 "keep every module, parameter and input of the graph on one placement (no "
+                 "to_global() onto another placement): the compiler chooses each stage's ranks; "
+                 "or place the stages yourself with set_stage() and leave set_pipeline_stages out"]
+        where = [w for w in where if w]
+        base = first = None
+        for i, value in enumerate(func.args):
+            placement = value.type.placement if isinstance(value.type, ir.GlobalType) else None
+            if placement is None:
+                continue
+            if base is None:
+                base, first = placement, f"graph input {i}"
+            elif placement != base:
+                raise CompileError.at(
+                    loc, f"{call} needs the whole graph on one placement, but graph input {i} is on "
+                         f"{_ranks_text(placement)} and {first} on {_ranks_text(base)}", where)
+        compute = 0
+        for op in func.ops:
+            if op.name not in _FOLLOWS_USERS:
+                compute += 1
+            for result in op.results:
+                if not isinstance(result.type, ir.GlobalType):
+                    continue
+                placement = result.type.placement
+                if base is None:
+                    base, first = placement, f"the {op.name} at {op.loc}"
+                elif placement != base:
+                    what = "moves a value to" if op.name == "pf.to_global" else "computes a value on"
+                    raise CompileError.at(
+                        op.loc, f"{call} needs the whole graph on one placement, but this "
+                                f"{op.name} {what} {_ranks_text(placement)} while {first} is on "
+                                f"{_ranks_text(base)}", where)
+        if compute < n * v:
+            chunks = f" ({n} stages x {v} chunks)" if v > 1 else ""
+            raise CompileError.at(
+                cfg._stages_loc or loc,
+                f"{call} cannot cut {self.name}'s {compute} compute op{'s' if compute != 1 else ''} "
+                f"into {n * v} stages{chunks}: every stage needs at least one op",
+                ["ask for fewer stages"])
+
+    def _auto_placement(self, traced):
+        """With automatic stages: the one placement of the traced program (as a
+        pipeflow.placement), else ``None``."""
+        if not traced.options["pipeline"].get("auto_stages"):
+            return None
+        for _, _, placement, _ in traced.signature[0]:
+            return placement
+        for obj in traced.param_objects.values():
+            if obj.placement is not None:
+                return obj.placement
+        return None
+
+    def stage_report(self, *args):
+        """With automatic stages (``config.set_pipeline_stages(n)`` and no
+        ``set_stage``): pf-auto-stages' report of the cut (each stage's ops,
+        placement and cost, the imbalance, the bytes crossing the cuts) for
+        the graph traced on ``args`` (or traced already), as text."""
+        traced = self.trace(*args)
+        if not traced.options["pipeline"].get("auto_stages"):
+            raise ValueError(f"{self.name} has no automatic stages: call "
+                             "config.set_pipeline_stages(n) and set no module's stage")
+        cfg = self.config
+        compiled = self.compile(*args) if args or self._compiled is None else self._compiled
+        return compiler.stage_report(compiled, cfg.pipeline_stages, cfg.num_chunks, cfg.balance)
+
     def _options(self, tracer, func):
         symbols = {id(obj): name for name, obj in tracer.param_objects.items()}
         all_names, _ = self._naming()
@@ -570,6 +658,7 @@ class Graph:
                 "num_chunks": cfg.num_chunks,
                 "num_stages": cfg.pipeline_stages,
                 "balance": cfg.balance,
+                "auto_stages": bool(cfg.pipeline_stages is not None and not stages),
                 "stages": stages,
             },
             "activation_checkpointing": sorted(
@@ -710,6 +799,8 @@ class Graph:
                          "program owns its parameters)")
         options.append(f"accumulation-steps={self.config.gradient_accumulation_steps}")
         options += self._schedule_options(traced)
+        if traced.options["pipeline"].get("auto_stages"):
+            options.append(f"auto-stages={self.config.pipeline_stages} balance={self.config.balance}")
         return optimizer, lr_scheduler, " ".join(options)
 
     def _schedule_options(self, traced):
@@ -718,6 +809,15 @@ class Graph:
         else the plain micro-batch order (one rank holding several stages, as
         in a single-process run of a pipeline, cannot follow a schedule)."""
         cfg = self.config
+        if traced.options["pipeline"].get("auto_stages"):
+            # pf-auto-stages puts the stages on ranks of their own (the chunks
+            # of interleaved 1F1B share them, as that schedule expects).
+            if cfg._schedule_loc is None:
+                return [f"schedule={'1f1b' if cfg.pipeline_stages > 1 else 'none'}"]
+            out = [f"schedule={cfg.pipeline_schedule}"]
+            if cfg.pipeline_schedule == "interleaved-1f1b":
+                out.append(f"num-chunks={cfg.num_chunks}")
+            return out
         ranks = {}
         for op in traced.ops:
             if op.stage is not None and op.results and isinstance(op.results[0].type, ir.GlobalType):
@@ -961,13 +1061,31 @@ class _Run:
         self.rank = env.get_rank()
         world = env.get_world_size()
         n = artifacts.world_size
+        # Automatic stages: the program runs on the user's placement P shifted
+        # to every pipeline rank k (ranks k*W .. k*W+W-1, W = max rank of P + 1).
+        self.auto_placement = graph._auto_placement(traced)
+        self.auto_width = None
+        if self.auto_placement is not None:
+            self.auto_width = max(self.auto_placement.flat_ranks) + 1
         if n != world:
             script = os.path.relpath(sys.argv[0]) if sys.argv and sys.argv[0] else "SCRIPT.py"
             alone = "this process runs alone (world size 1)" if world == 1 else \
                 f"this job has {world} processes"
+            if self.auto_placement is not None:
+                cfg = graph.config
+                k = cfg.pipeline_stages
+                homes = [str(_shifted(self.auto_placement, s * self.auto_width).ranks)
+                         for s in range(min(k, 4))]
+                homes = ", ".join(homes[:-1]) + (" and " if k <= 4 else ", ") + homes[-1] \
+                    if k > 1 else homes[0]
+                uses = (f"set_pipeline_stages({k}) runs its {k} pipeline stage{'s' if k > 1 else ''} "
+                        f"on ranks {homes}{', ...' if k > 4 else ''}: the graph's placement "
+                        f"{self.auto_placement.ranks} shifted")
+            else:
+                uses = f"its placements use ranks 0..{n - 1}"
             raise CompileError.at(
-                loc, f"{graph.name}'s compiled program runs on {n} rank{'s' if n > 1 else ''} (its "
-                     f"placements use ranks 0..{n - 1}), but {alone}",
+                loc, f"{graph.name}'s compiled program runs on {n} rank{'s' if n > 1 else ''} "
+                     f"({uses}), but {alone}",
                 [f"launch one process per rank: python3 -m pipeflow.distributed.launch "
                  f"--nproc_per_node {n} {script}"])
         self.entry = artifacts.rank(self.rank) or {}
@@ -977,7 +1095,7 @@ class _Run:
                 f"{self.entry['num_microbatches']} micro-batches per step, the graph asked for {self.m}")
         self.world = world
         self.plans = self._input_plans(artifacts)
-        self.loss_placement = traced.loss.placement
+        self.loss_placement = self._loss_placement(graph, traced, artifacts)
         self.reports_loss = self.entry.get("reports_loss", self.rank in self.loss_placement)
         self.loss_root = self._loss_root(artifacts)
         # Collectives between steps (input agreement and gathers, the loss
@@ -995,7 +1113,7 @@ class _Run:
         """How this rank feeds every graph input (see pipeflow._feed)."""
         if all("inputs" in entry for entry in artifacts.ranks.values()) and artifacts.ranks:
             return _feed.plan(artifacts.ranks, self.signature[0], self.rank, _runtime.DTYPES,
-                              artifacts.manifest_path)
+                              artifacts.manifest_path, self.auto_width)
         # Manifests without "inputs": the inputs whose placement holds this rank.
         from .. import dtypes as dt
         plans = []
@@ -1006,6 +1124,21 @@ class _Run:
             plans.append(_feed.InputPlan(i, shape, placement, sbp, dt.as_dtype(dtype).numpy,
                                          _feed.LOCAL, entry, self.rank))
         return plans
+
+    def _loss_placement(self, graph, traced, artifacts):
+        """The placement of the returned loss: the last stage's. With automatic
+        stages that is the user's placement shifted to the last pipeline rank
+        (the manifest's loss reporters must lie in it), else the traced loss's."""
+        if self.auto_placement is None:
+            return traced.loss.placement
+        last = graph.config.pipeline_stages - 1
+        placement = _shifted(self.auto_placement, last * self.auto_width)
+        reporters = sorted(r for r, e in artifacts.ranks.items() if e.get("reports_loss"))
+        if not reporters or any(r not in placement for r in reporters):
+            raise BackendUnavailable(
+                f"internal error: {artifacts.manifest_path}: the ranks reporting the loss "
+                f"{reporters} are not on the last stage's placement {placement.ranks}")
+        return placement
 
     def _loss_root(self, artifacts):
         """The rank that reports the losses when it is the only one of the loss's
@@ -1081,8 +1214,9 @@ class _Run:
         """The C-contiguous buffer this rank feeds for one input (``None``: none).
 
         Every member of the input's placement reaches the same collectives
-        here (see pipeflow._feed): participation depends on the placement and
-        the agreed ``known`` only, never on this rank's manifest entry.
+        here (see pipeflow._feed), and so do the readers outside it
+        (automatic stages): participation depends on the placement, the
+        manifest and the agreed ``known`` only, never on what this rank holds.
         """
         if plan.mode == _feed.LOCAL or plan.mode == _feed.DIRECT:
             if plan.entry is None:
@@ -1097,11 +1231,16 @@ class _Run:
                          f"{list(local.shape)}, but the compiled program expects "
                          f"{list(plan.buffer_shape)} on rank {self.rank}")
             return np.ascontiguousarray(local, dtype=plan.dtype)
-        if not plan.member:
-            return None
-        logical = _feed.logical_value(self.program, tensor, plan, known, self.rank, loc)
+        logical = None
+        if plan.member:
+            logical = _feed.logical_value(self.program, tensor, plan, known, self.rank, loc)
+        if plan.outside:
+            logical = _feed.forward(self.program, tensor, logical, plan, known, self.rank)
         if plan.entry is None:
             return None
+        if logical is None:
+            raise BackendUnavailable(f"internal error: rank {self.rank} reads graph input "
+                                     f"{plan.index} but has not got its value")
         if tuple(logical.shape) != plan.shape:
             raise CompileError.at(
                 loc, f"graph input {plan.index} has logical shape {list(logical.shape)}, but the "
@@ -1120,6 +1259,20 @@ class _Run:
             return Tensor._new(dt.float32, shape, local=value, logical=value, placement=placement, sbp=sbp)
         return Tensor._new(dt.float32, shape, local=np.empty((0,), np.float32), logical=None,
                            placement=placement, sbp=sbp)
+
+
+# Ops that pf-auto-stages does not cut: they follow their users' stage.
+_FOLLOWS_USERS = ("pf.read_param", "pf.constant", "pf.to_global")
+
+
+def _ranks_text(placement):
+    """An IR placement in words: ``"cpu" ranks [0, 1]``."""
+    return f'"{placement.device}" ranks {placement.nested()}'
+
+
+def _shifted(placement, by):
+    """``placement`` with every rank moved up by ``by`` (same type and hierarchy)."""
+    return Placement(placement.type, ranks=(np.array(placement.ranks, dtype=np.int64) + by).tolist())
 
 
 def _show(value):
