@@ -178,8 +178,13 @@ RankPartitioner::lowerTransfer(TransferOp op, OpBuilder &b,
     if (ArrayRef<int64_t>(srcBox.offsets) == off &&
         ArrayRef<int64_t>(srcBox.sizes) == sizes)
       return op.getInput();
-    return ExtractBoxOp::create(b, loc, pieceType(sizes), op.getInput(),
-                                b.getDenseI64ArrayAttr(minus(off, srcBox.offsets)));
+    auto box = ExtractBoxOp::create(
+        b, loc, pieceType(sizes), op.getInput(),
+        b.getDenseI64ArrayAttr(minus(off, srcBox.offsets)));
+    // The transfer's micro-batch, stage and phase: the copy belongs to the
+    // same scheduled action as the send it feeds.
+    box->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+    return box.getResult();
   };
   for (Attribute a : op.getMoves()) {
     ArrayRef<int64_t> m = cast<DenseI64ArrayAttr>(a).asArrayRef();
