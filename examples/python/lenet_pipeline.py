@@ -18,12 +18,17 @@ from pipeflow.models import LeNet
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--compile-only", action="store_true", help="trace and verify, print the IR, do not train")
+parser.add_argument("--seed", type=int, default=None, help="flow.manual_seed for the parameters and data")
+parser.add_argument("--one-rank", action="store_true",
+                    help="both stages on rank 0 (one process, micro-batches in order): the reference run")
 args = parser.parse_args()
+if args.seed is not None:
+    flow.manual_seed(args.seed)
 
 BATCH_SIZE = 32
 B = [flow.sbp.broadcast]
 P0 = flow.placement("cpu", ranks=[0])
-P1 = flow.placement("cpu", ranks=[1])
+P1 = flow.placement("cpu", ranks=[0] if args.one_rank else [1])
 
 
 class LeNetPipeline(nn.Module):
@@ -53,7 +58,8 @@ class LeNetGraph(nn.Graph):
         self.model.stage1.config.set_stage(stage_id=1, placement=P1)
         self.loss_fn = nn.CrossEntropyLoss()
         self.config.set_gradient_accumulation_steps(4)
-        self.config.set_pipeline_schedule("1f1b")
+        if not args.one_rank:
+            self.config.set_pipeline_schedule("1f1b")
         self.add_optimizer(sgd, lr_sch=schedule)
 
     def build(self, x, y):

@@ -90,6 +90,24 @@ def test_lenet_pipeline_trains(pf_opt, tmp_path):
 
 
 @needs_mpiexec
+def test_lenet_pipeline_on_two_ranks_equals_one_rank(pf_opt, tmp_path):
+    """The LeNet example under the launcher (1F1B on 2 ranks) and with both
+    stages on one rank, same fresh seed: every micro-batch loss of every step
+    equal within 1e-5 relative."""
+    seed = str(np.random.default_rng().integers(2**31))
+    path = os.path.join(EXAMPLES_DIR, "lenet_pipeline.py")
+    two = run(path, "--seed", seed, cache=tmp_path, ranks=2)
+    one = run(path, "--seed", seed, "--one-rank", cache=tmp_path)
+    assert two.returncode == 0 and one.returncode == 0, two.stderr + one.stderr
+    got = np.array([t for t in printed_tensors(two.stdout) if t])
+    want = np.array([t for t in printed_tensors(one.stdout) if t])
+    assert got.shape == want.shape == (20, 4)
+    err = np.max(np.abs(got - want) / np.abs(want))
+    assert err < 1e-5, (seed, err)
+    assert want[-1].sum() < want[0].sum() - 0.05
+
+
+@needs_mpiexec
 def test_auto_stages_trains_under_the_launcher(pf_opt, tmp_path):
     """set_pipeline_stages(2) on a model written on rank 0: rank 0 prints the
     compiler's cut, rank 1 (the last stage) the 4 losses of every step."""
