@@ -20,13 +20,19 @@ from pipeflow.models import resnet50
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--compile-only", action="store_true", help="trace and verify, print the IR, do not train")
 parser.add_argument("--steps", type=int, default=2 * 782, help="training steps (2 epochs of CIFAR-10)")
+parser.add_argument("--seed", type=int, default=None, help="flow.manual_seed for the parameters and data")
+parser.add_argument("--one-rank", action="store_true",
+                    help="both stages on rank 0 (one process, micro-batches in order): the reference run")
+parser.add_argument("--print-every", type=int, default=50, help="print the losses every this many steps")
 args = parser.parse_args()
+if args.seed is not None:
+    flow.manual_seed(args.seed)
 
 BATCH_SIZE = 64
 NUM_MICRO_BATCHES = 4
 B = [flow.sbp.broadcast]
 P0 = flow.placement("cuda", ranks=[0])
-P1 = flow.placement("cuda", ranks=[1])
+P1 = flow.placement("cuda", ranks=[0] if args.one_rank else [1])
 
 
 class PipelineResNet(nn.Module):
@@ -58,7 +64,8 @@ class ResNetPipelineGraph(nn.Graph):
         self.model.stage1.config.set_stage(stage_id=1, placement=P1)
         self.criterion = nn.CrossEntropyLoss()
         self.config.set_gradient_accumulation_steps(NUM_MICRO_BATCHES)
-        self.config.set_pipeline_schedule("1f1b")
+        if not args.one_rank:
+            self.config.set_pipeline_schedule("1f1b")
         self.add_optimizer(optimizer, lr_sch=lr_scheduler)
 
     def build(self, images, labels):
@@ -78,5 +85,5 @@ if args.compile_only:
 else:
     for step in range(args.steps):
         loss = graph(images, labels)
-        if step % 50 == 0:
+        if step % args.print_every == 0:
             print(step, loss.to_local())

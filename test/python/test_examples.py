@@ -108,6 +108,24 @@ def test_lenet_pipeline_on_two_ranks_equals_one_rank(pf_opt, tmp_path):
 
 
 @needs_mpiexec
+def test_resnet50_pipeline_on_two_ranks_equals_one_rank(pf_opt, tmp_path):
+    """Colossal-AI's ResNet-50 example (2 stages, 4 micro-batches, Adam):
+    3 steps under the launcher and on one rank, same fresh seed, equal
+    losses within 1e-5 relative."""
+    seed = str(np.random.default_rng().integers(2**31))
+    path = os.path.join(EXAMPLES_DIR, "resnet50_pipeline.py")
+    args = ("--seed", seed, "--steps", "3", "--print-every", "1")
+    two = run(path, *args, cache=tmp_path, ranks=2, timeout=600)
+    one = run(path, *args, "--one-rank", cache=tmp_path, timeout=600)
+    assert two.returncode == 0 and one.returncode == 0, two.stderr + one.stderr
+    got = np.array([t for t in printed_tensors(two.stdout) if t])
+    want = np.array([t for t in printed_tensors(one.stdout) if t])
+    assert got.shape == want.shape == (3, 4)
+    err = np.max(np.abs(got - want) / np.abs(want))
+    assert err < 1e-5, (seed, err)
+
+
+@needs_mpiexec
 def test_auto_stages_trains_under_the_launcher(pf_opt, tmp_path):
     """set_pipeline_stages(2) on a model written on rank 0: rank 0 prints the
     compiler's cut, rank 1 (the last stage) the 4 losses of every step."""
