@@ -97,6 +97,12 @@ void mlir::pf::buildCompileCPUPipeline(
     pm.addPass(createSchedulePass(schedule));
     pm.addPass(createApplySchedulePass());
   }
+  if (options.splitStages) {
+    pm.addPass(createSplitStagesPass());
+    if (options.compileTo == CompileCPUPipelineOptions::Stop::Rank)
+      return;
+    pm.addPass(createInlineStagesPass());
+  }
   pm.addPass(createForwardGradBuffersPass());
   if (options.compileTo == CompileCPUPipelineOptions::Stop::Rank)
     return;

@@ -78,6 +78,11 @@ struct CompileCPUPipelineOptions
       *this, "balance",
       llvm::cl::desc("auto-stages cost: flops, params or memory"),
       llvm::cl::init("flops")};
+  Option<bool> splitStages{
+      *this, "split-stages",
+      llvm::cl::desc("make every scheduled action a function "
+                     "(pf-split-stages; inlined again before the lowering)"),
+      llvm::cl::init(false)};
   Option<bool> scheduleReport{
       *this, "schedule-report",
       llvm::cl::desc("print the auto-stages cut and the schedule report"),

@@ -1,6 +1,7 @@
 //===- PFDialect.cpp - PipeFlow dialect -----------------------------------===//
 
 #include "pf/Dialect/PF/IR/PFDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "pf/Dialect/PF/IR/PFOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -109,6 +110,12 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << attr.getName().getValue()
                              << "' must be an i64 array on a pf.param or "
                                 "pf.dropout";
+    return success();
+  }
+  if (attr.getName() == "pf.stage_function") {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<func::FuncOp>(op))
+      return op->emitError()
+             << "'pf.stage_function' must be a unit attribute on a func.func";
     return success();
   }
   if (attr.getName() == "pf.loss_replica") {

@@ -207,6 +207,27 @@ def ForwardGradBuffersPass : Pass<"pf-forward-grad-buffers", "::mlir::ModuleOp">
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
+def SplitStagesPass : Pass<"pf-split-stages", "::mlir::ModuleOp"> {
+  let summary = "makes every scheduled action of a stage a function";
+  let description = [{
+    On each rank's step in its final order (after `pf-apply-schedule`): the
+    ops of each action become a private function `@stage<s>_forward_mb<k>`,
+    `@stage<s>_backward_input_mb<k>`, `@stage<s>_backward_weight_mb<k>`
+    (apart when the schedule splits W, as ZB-H1 does) or `@stage<s>_update`,
+    tagged with its stage, phase and micro-batch; the step calls them in the
+    schedule's order. Values crossing actions are arguments and results;
+    values crossing stages are the static-shape send/recv pairs (carrying
+    their layout) that `pf-partition-ranks` made. `pf-inline-stages` undoes
+    it for the CPU lowering.
+  }];
+  let dependentDialects = ["::mlir::pf::PFDialect", "::mlir::func::FuncDialect"];
+}
+
+def InlineStagesPass : Pass<"pf-inline-stages", "::mlir::ModuleOp"> {
+  let summary = "inlines pf-split-stages' functions back into the step";
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 def InferSBPPass : Pass<"pf-infer-sbp", "::mlir::ModuleOp"> {
   let summary = "chooses every value's SBP layout by boxing cost";
   let description = [{
