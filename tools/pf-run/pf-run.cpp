@@ -35,6 +35,7 @@ struct Options {
   std::string lr = "0.001";
   int threads = 1;
   std::string lossOut, trace, data, load, save;
+  std::vector<std::string> scalars;
   unsigned timeout = 0;
   std::string mpiexec = "mpiexec";
 };
@@ -48,7 +49,9 @@ static const char *kUsage =
     "  --data DATADIR  input i of the step from DATADIR/input<i>.npy (its\n"
     "                  logical shape, or [N, ...] batches used in turn)\n"
     "  --load CKPT     start from checkpoint CKPT (saved under any layout)\n"
-    "  --save CKPT     save a checkpoint after the last step\n";
+    "  --save CKPT     save a checkpoint after the last step\n"
+    "  --scalar N=X    run-time scalar N (a parameter group's learning rate\n"
+    "                  such as lr.head); repeatable\n";
 
 [[noreturn]] static void fail(const Twine &message, int code) {
   errs() << "pf-run: " << message << "\n";
@@ -93,6 +96,8 @@ static Options parse(int argc, char **argv) {
       o.threads = number(flag, next());
     else if (flag == "--loss-out")
       o.lossOut = next().str();
+    else if (flag == "--scalar")
+      o.scalars.push_back(next().str());
     else if (flag == "--data")
       o.data = next().str();
     else if (flag == "--load")
@@ -191,6 +196,8 @@ int main(int argc, char **argv) {
                                {"--save=", &o.save}})
       if (!value->empty())
         args.push_back(flag + *value);
+    for (const std::string &sc : o.scalars)
+      args.push_back("--scalar=" + sc);
   }
 
   std::vector<std::string> env;

@@ -26,6 +26,7 @@ struct Options {
   int threads = 1;
   std::string lossOut;
   std::string save, load, data;
+  std::vector<std::pair<std::string, double>> scalars;
   bool help = false;
 };
 
@@ -42,6 +43,8 @@ const char *kUsage =
     "                   on from its step\n"
     "  --save DIR       write a checkpoint (logical .npy per parameter and\n"
     "                   optimizer state, index.json) after the last step\n"
+    "  --scalar NAME=X  sets run-time scalar NAME (e.g. a parameter group's\n"
+    "                   learning rate \"lr.head\"); repeatable\n"
     "  --data DIR       read input i from DIR/input<i>.npy (the step's\n"
     "                   logical input, or [N, ...] batches used in turn)\n"
     "  --help           print this message\n"
@@ -105,7 +108,7 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
     }
     if (name != "--steps" && name != "--seed" && name != "--lr" &&
         name != "--threads" && name != "--loss-out" && name != "--save" &&
-        name != "--load" && name != "--data") {
+        name != "--load" && name != "--data" && name != "--scalar") {
       err = "unknown flag '" + name + "'";
       return false;
     }
@@ -128,6 +131,13 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
     } else if (name == "--threads") {
       ok = parseI64(v, 1, 4096, iv);
       o.threads = int(iv);
+    } else if (name == "--scalar") {
+      size_t at = value.find('=');
+      double x = 0;
+      ok = at != std::string::npos && at > 0 &&
+           parseDouble(value.c_str() + at + 1, x);
+      if (ok)
+        o.scalars.push_back({value.substr(0, at), x});
     } else { // --loss-out, --save, --load, --data: a non-empty path
       ok = !value.empty();
       (name == "--loss-out" ? o.lossOut
@@ -192,6 +202,8 @@ extern "C" int pfrt_main(int argc, char **argv, const pfrt_program *program) {
   }
   pfrt_set_num_threads(o.threads);
   *pfrt_scalar("lr") = float(o.lr);
+  for (auto &[name, value] : o.scalars)
+    *pfrt_scalar(name.c_str()) = float(value);
   float *stepScalar = pfrt_scalar("step");
   if (program->init_params)
     program->init_params(o.seed);

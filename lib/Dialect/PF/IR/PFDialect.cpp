@@ -112,6 +112,12 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
                                 "pf.dropout";
     return success();
   }
+  if (attr.getName() == "pf.optimizer") {
+    if (!isa<DictionaryAttr>(attr.getValue()) || !isa<ParamOp>(op))
+      return op->emitError()
+             << "'pf.optimizer' must be a dictionary on a pf.param";
+    return success();
+  }
   if (attr.getName() == "pf.stage_function") {
     if (!isa<UnitAttr>(attr.getValue()) || !isa<func::FuncOp>(op))
       return op->emitError()

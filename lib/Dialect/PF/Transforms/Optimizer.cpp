@@ -31,11 +31,104 @@ private:
   Value getScalar(OpBuilder &b, Location loc, StringRef name,
                   PlacementAttr placement);
 
+  /// One parameter's update rule: the pass options, overridden by the
+  /// parameter's `pf.optimizer` dictionary (parameter groups, several
+  /// optimizers).
+  struct Settings {
+    std::string kind, lr = "lr";
+    double momentum = 0, dampening = 0, decay = 0, beta1 = 0.9,
+           beta2 = 0.999, epsilon = 1e-8;
+    bool nesterov = false, biasCorrection = true;
+  };
+  FailureOr<Settings> settingsFor(ParamOp param);
+  LogicalResult check(const Settings &s, Operation *at, double rawDecay);
+
   double decay = 0.0;
   DenseMap<std::pair<Attribute, Attribute>, Value> scalars;
   /// Scalars created since the last update was tagged with its stage.
   SmallVector<Operation *> newScalars;
 };
+
+LogicalResult OptimizerPass::check(const Settings &s, Operation *at,
+                                   double rawDecay) {
+  auto err = [&]() {
+    return at->emitError() << "pf-optimizer"
+                           << (isa<ParamOp>(at) ? " (pf.optimizer)" : "")
+                           << ": ";
+  };
+  if (s.kind != "sgd" && s.kind != "adam" && s.kind != "adamw")
+    return err() << "kind must be sgd, adam or adamw, got '" << s.kind << "'";
+  if (rawDecay < 0.0 && rawDecay != -1.0)
+    return err() << "weight-decay must be >= 0, got " << rawDecay;
+  if (s.lr.empty())
+    return err() << "the learning-rate scalar name is empty";
+  if (s.kind == "sgd") {
+    if (s.momentum < 0.0)
+      return err() << "momentum must be >= 0, got " << s.momentum;
+    if (s.dampening < 0.0 || s.dampening > 1.0)
+      return err() << "dampening must be in [0, 1], got " << s.dampening;
+    if (s.nesterov && (s.momentum <= 0.0 || s.dampening != 0.0))
+      return err() << "nesterov needs momentum > 0 and zero dampening";
+    return success();
+  }
+  if (s.beta1 < 0.0 || s.beta1 >= 1.0 || s.beta2 < 0.0 || s.beta2 >= 1.0)
+    return err() << "betas must be in [0, 1), got (" << s.beta1 << ", "
+                 << s.beta2 << ")";
+  if (s.epsilon < 0.0)
+    return err() << "eps must be >= 0, got " << s.epsilon;
+  return success();
+}
+
+FailureOr<OptimizerPass::Settings> OptimizerPass::settingsFor(ParamOp param) {
+  Settings s;
+  s.kind = kind;
+  s.momentum = momentum, s.dampening = dampening, s.nesterov = nesterov;
+  s.beta1 = beta1, s.beta2 = beta2, s.epsilon = epsilon;
+  s.biasCorrection = biasCorrection;
+  double rawDecay = weightDecay;
+  auto dict = param->getAttrOfType<DictionaryAttr>("pf.optimizer");
+  if (dict) {
+    for (NamedAttribute a : dict) {
+      StringRef key = a.getName().getValue();
+      auto f = dyn_cast<FloatAttr>(a.getValue());
+      auto i = dyn_cast<IntegerAttr>(a.getValue());
+      auto str = dyn_cast<StringAttr>(a.getValue());
+      auto flag = dyn_cast<BoolAttr>(a.getValue());
+      double num = f ? f.getValueAsDouble() : i ? double(i.getInt()) : 0.0;
+      bool isNum = f || i;
+      if (key == "kind" && str)
+        s.kind = str.str();
+      else if (key == "lr" && str)
+        s.lr = str.str();
+      else if (key == "momentum" && isNum)
+        s.momentum = num;
+      else if (key == "dampening" && isNum)
+        s.dampening = num;
+      else if (key == "weight_decay" && isNum)
+        rawDecay = num;
+      else if (key == "beta1" && isNum)
+        s.beta1 = num;
+      else if (key == "beta2" && isNum)
+        s.beta2 = num;
+      else if (key == "eps" && isNum)
+        s.epsilon = num;
+      else if (key == "nesterov" && flag)
+        s.nesterov = flag.getValue();
+      else if (key == "bias_correction" && flag)
+        s.biasCorrection = flag.getValue();
+      else
+        return param.emitOpError()
+               << "pf.optimizer: unknown or ill-typed entry '" << key
+               << "' (expected kind, lr: strings; momentum, dampening, "
+                  "weight_decay, beta1, beta2, eps: numbers; nesterov, "
+                  "bias_correction: booleans)";
+    }
+  }
+  s.decay = rawDecay >= 0.0 ? rawDecay : (s.kind == "adamw" ? 0.01 : 0.0);
+  if (failed(check(s, dict ? param.getOperation() : getOperation(), rawDecay)))
+    return failure();
+  return s;
+}
 
 LogicalResult OptimizerPass::checkOptions() {
   ModuleOp module = getOperation();
@@ -159,15 +252,19 @@ void OptimizerPass::runOnOperation() {
       auto write = [&](Value v, ParamOp p) {
         track(WriteParamOp::create(b, loc, v, FlatSymbolRefAttr::get(p)));
       };
+      FailureOr<Settings> set = settingsFor(param);
+      if (failed(set))
+        return signalPassFailure();
+      const Settings &o = *set;
       Value w = read(param);
       Value g = read(gradBuffer);
-      Value lr = getScalar(b, loc, "lr", placement);
+      Value lr = getScalar(b, loc, o.lr, placement);
 
-      if (kind == "sgd") {
+      if (o.kind == "sgd") {
         Value buf, step;
         Type bufType;
         ParamOp state;
-        if (momentum != 0.0) {
+        if (o.momentum != 0.0) {
           state = getOrCreateState(table, param, "momentum_buffer");
           buf = read(state);
           step = getScalar(b, loc, "step", placement);
@@ -175,8 +272,9 @@ void OptimizerPass::runOnOperation() {
         }
         auto update = SGDUpdateOp::create(
             b, loc, updated, bufType, w, g, lr, buf, step,
-            b.getF64FloatAttr(momentum), b.getF64FloatAttr(dampening),
-            b.getF64FloatAttr(decay), nesterov ? b.getUnitAttr() : UnitAttr());
+            b.getF64FloatAttr(o.momentum), b.getF64FloatAttr(o.dampening),
+            b.getF64FloatAttr(o.decay),
+            o.nesterov ? b.getUnitAttr() : UnitAttr());
         track(update);
         write(update.getNewParam(), param);
         if (state)
@@ -187,10 +285,10 @@ void OptimizerPass::runOnOperation() {
         Value step = getScalar(b, loc, "step", placement);
         auto update = AdamUpdateOp::create(
             b, loc, updated, updated, updated, w, g, read(m), read(v), lr,
-            step, b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
-            b.getF64FloatAttr(epsilon), b.getF64FloatAttr(decay),
-            kind == "adamw" ? b.getUnitAttr() : UnitAttr(),
-            b.getBoolAttr(biasCorrection));
+            step, b.getF64FloatAttr(o.beta1), b.getF64FloatAttr(o.beta2),
+            b.getF64FloatAttr(o.epsilon), b.getF64FloatAttr(o.decay),
+            o.kind == "adamw" ? b.getUnitAttr() : UnitAttr(),
+            b.getBoolAttr(o.biasCorrection));
         track(update);
         write(update.getNewParam(), param);
         write(update.getNewExpAvg(), m);
