@@ -18,9 +18,11 @@ count() { # name passed failed
 
 # lit: per-test result lines ("PASS: ...", "FAIL: ...").
 /usr/lib/llvm-22/bin/lit -v "$build/test" >"$log/lit" 2>&1
-grep -E "^(FAIL|XPASS|UNRESOLVED|TIMEOUT):" "$log/lit" || true
-count lit "$(grep -cE '^(PASS|XFAIL):' "$log/lit")" \
-  "$(grep -cE '^(FAIL|XPASS|UNRESOLVED|TIMEOUT):' "$log/lit")"
+# (Only lit's own result lines: "RESULT: PIPEFLOW :: test"; a test's output
+# may contain lines that start with "FAIL:" too.)
+grep -E "^(FAIL|XPASS|UNRESOLVED|TIMEOUT): PIPEFLOW ::" "$log/lit" || true
+count lit "$(grep -cE '^(PASS|XFAIL): PIPEFLOW ::' "$log/lit")" \
+  "$(grep -cE '^(FAIL|XPASS|UNRESOLVED|TIMEOUT): PIPEFLOW ::' "$log/lit")"
 
 # gtest.
 "$build/unittests/PFUnitTests" >"$log/gtest" 2>&1

@@ -152,7 +152,9 @@ def main():
     if max(rel) >= args.tolerance:
         print("FAIL: tolerance %.1e exceeded" % args.tolerance)
         return 1
-    if not sum(want[-1]) < sum(want[0]):
+    # (With dropout a few steps are too noisy for a decrease to be certain;
+    # the equality with the reference above is the check.)
+    if args.dropout == 0 and not sum(want[-1]) < sum(want[0]):
         print("FAIL: the loss did not decrease")
         return 1
     print("PASS")
