@@ -188,15 +188,26 @@ class Program:
         lib.pfrt_set_num_threads(max(1, threads))
         lib.pf_init_params(int(seed) & 0xFFFFFFFFFFFFFFFF)
         lib.pfrt_use_user_inputs(1)
-        self._lr = lib.pfrt_scalar(b"lr")
+        self._scalars = {"lr": lib.pfrt_scalar(b"lr")}
+
+    def scalar(self, name):
+        """The run-time scalar ``name`` (``pfrt_scalar``: a float the host writes)."""
+        ptr = self._scalars.get(name)
+        if ptr is None:
+            ptr = self._scalars[name] = self.lib.pfrt_scalar(name.encode())
+        return ptr
 
     def step(self, step, lr, inputs):
-        """Runs step ``step`` with learning rate ``lr`` on ``inputs`` (``(index,
-        C-contiguous array)`` pairs, this rank's local data); returns the losses
-        this rank reported, one per micro-batch (empty elsewhere)."""
+        """Runs step ``step`` on ``inputs`` (``(index, C-contiguous array)`` pairs,
+        this rank's local data) with the learning rate ``lr``: a number (the
+        scalar "lr") or ``{scalar name: value}`` (every parameter group's, see
+        ``pf.optimizer``); returns the losses this rank reported, one per
+        micro-batch (empty elsewhere)."""
         lib = self.lib
         lib.pfrt_begin_step(step)
-        self._lr[0] = lr
+        scalars = lr if isinstance(lr, dict) else {"lr": lr}
+        for name, value in scalars.items():
+            self.scalar(name)[0] = float(value)
         for index, array in inputs:
             if lib.pfrt_set_input(index, array.ctypes.data, array.nbytes) != 0:
                 raise BackendUnavailable(f"pfrt_set_input({index}) failed")

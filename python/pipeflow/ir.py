@@ -157,7 +157,15 @@ def format_attr(value):
         return f"dense<{v}> : " + TensorType(value.shape, value.element).text()
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, dict):
+        return format_dict(value)
     raise TypeError(f"cannot print attribute {value!r}")
+
+
+def format_dict(attrs):
+    """``{k = v, ...}`` (a unit attribute as its bare name), in insertion order."""
+    return "{" + ", ".join(k if isinstance(v, Unit) else f"{k} = {format_attr(v)}"
+                           for k, v in attrs.items()) + "}"
 
 
 def symbol(name):
@@ -202,10 +210,12 @@ class Op:
 
 
 class Param:
-    """``pf.param @name : type = #pf.init<...> [buffer]``."""
+    """``pf.param @name : type = #pf.init<...> [buffer] [{attrs}]``; ``attrs``
+    (e.g. ``pf.optimizer``, a dict) keeps insertion order."""
 
-    def __init__(self, name, type, init, buffer=False, loc=None):
+    def __init__(self, name, type, init, buffer=False, loc=None, attrs=None):
         self.name, self.type, self.init, self.buffer, self.loc = name, type, init, buffer, loc
+        self.attrs = dict(attrs or {})
 
 
 class Function:
@@ -272,6 +282,8 @@ class _Printer:
             text = f"pf.param {symbol(p.name)} : {self.type(p.type)} = {p.init}"
             if p.buffer:
                 text += " buffer"
+            if p.attrs:
+                text += " " + format_dict(p.attrs)
             if p.loc is not None:
                 text += " " + p.loc.text()
             lines.append(text)

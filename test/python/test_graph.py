@@ -177,6 +177,25 @@ def test_printing_is_deterministic():
     assert a == b
 
 
+def test_parameter_rules_are_in_the_ir_and_the_cache_key(pf_opt):
+    """Parameter groups put pf.optimizer on their parameters (pf-opt verifies
+    them); changing a group's hyper-parameter changes the IR and so the
+    compile cache entry."""
+    module = PipelineModule()
+    graph = PipelineGraph(module)
+    sgd = flow.optim.SGD([{"params": module.m_stage0.parameters()},
+                          {"params": module.m_stage1.parameters(), "momentum": 0.5}], lr=0.1)
+    graph._optimizers.clear()
+    graph.add_optimizer(sgd)
+    x, y = seed_inputs()
+    first = graph.compile(x, y)
+    text = graph.ir(x, y)
+    assert text.count('{pf.optimizer = {lr = "lr.o0.g1", momentum = 0.5 : f64}}') == 4
+    sgd.param_groups[1]["momentum"] = 0.25
+    second = graph.compile(x, y)
+    assert 'momentum = 0.25 : f64' in graph.ir(x, y) and second.key != first.key
+
+
 def test_options_and_compile_cache(pf_opt):
     graph = PipelineGraph(PipelineModule(), accumulation=4)
     graph.config.set_pipeline_schedule("gpipe")

@@ -256,6 +256,141 @@ def test_graph_reuses_inputs_and_new_data_each_step(backend):
     assert ref.max_relative_error([l2], want) < TOL
 
 
+# Parameter groups and several optimizers -----------------------------------------
+
+LAYER_INDEX = {"m_stage0.linear0": 0, "m_stage1.linear1": 1, "m_stage1.linear2": 2}
+
+
+class PerParam:
+    """mlp_reference's optimizer with each parameter's own rule and learning rates:
+    ``rules`` maps a key (layer, 0 weight / 1 bias) to (ref.Optimizer, the lr of
+    every step)."""
+
+    def __init__(self, rules):
+        self.rules = rules
+
+    def update(self, key, p, g, lr, t):
+        opt, lrs = self.rules[key]
+        return opt.update(key, p, g, float(np.float32(lrs[t - 1])), t)
+
+
+def add_optimizers(make):
+    """The seed graph on fresh seeds with the optimizers ``make(module)`` returns,
+    ``[(optimizer, scheduler or None)]``, added in order."""
+    dseed, pseed = fresh_seeds()
+    flow.manual_seed(pseed)
+    module = PipelineModule()
+    optims = make(module)
+    graph = PipelineGraph(module, optims[0][0], lr_sch=optims[0][1])
+    for opt, sched in optims[1:]:
+        graph.add_optimizer(opt, lr_sch=sched)
+    keys = {}
+    for name, param in module.named_parameters():
+        layer, _, what = name.rpartition(".")
+        keys[id(param)] = (LAYER_INDEX[layer], 0 if what == "weight" else 1)
+    where = {keys[id(p)]: (i, j) for i, (opt, _) in enumerate(optims)
+             for j, group in enumerate(opt.param_groups) for p in group["params"]}
+    return graph, module, optims, where, (dseed, pseed)
+
+
+def train_rules(make, rule_of, steps, m=2, attempts=3):
+    """Trains the seed graph with ``make``'s optimizers (see add_optimizers); the
+    losses must equal a float64 reference that updates each parameter by its
+    group's rule (``rule_of(optimizer index, group index)``: ref.Optimizer's
+    arguments) at its group's learning rate of each step, and differ from
+    group 0's rule for all. Returns (graph, optimizers, lrs by (i, j), the
+    reference's rules by parameter key, x, y, seeds)."""
+    for _ in range(attempts):
+        graph, module, optims, where, seeds = add_optimizers(make)
+        graph.config.set_gradient_accumulation_steps(m)
+        x, y, gx, gy = data(seeds[0])
+        lrs, losses = {}, []
+        for _ in range(steps):
+            for i, (opt, _) in enumerate(optims):
+                for j, group in enumerate(opt.param_groups):
+                    lrs.setdefault((i, j), []).append(group["lr"])
+            losses.append(np.atleast_1d(graph(gx, gy).numpy()))
+        losses = np.array(losses)
+        def make_reference():
+            return PerParam({key: (ref.Optimizer(**rule_of(*ij)), lrs[ij]) for key, ij in where.items()})
+        try:
+            check_against_numpy(losses, x, y, lrs[(0, 0)], m, make_reference, seeds)
+        except IllConditioned as err:
+            print(err)
+            continue
+        plain = ref.train(initial_params(seeds[1]), x, y, lrs[(0, 0)], m, ref.Optimizer(**rule_of(0, 0)))
+        assert ref.max_relative_error(losses, plain) > 1e-4, \
+            f"seeds {seeds}: the per-group rules changed nothing: {losses}"
+        final = make_reference()
+        ref.train(initial_params(seeds[1]), x, y, lrs[(0, 0)], m, final)  # the final states
+        return graph, [o for o, _ in optims], lrs, final.rules, seeds
+    pytest.fail(f"{attempts} problems in a row were ill-conditioned")
+
+
+def test_parameter_groups_differing_in_lr_and_weight_decay_match_numpy(backend):
+    """SGD with three groups: the body's weights (momentum, weight decay: the
+    pipeline's options), its biases without weight decay, the last layer at
+    another learning rate; each parameter gets its group's rule and lr scalar."""
+    def make(module):
+        s0, s1 = module.m_stage0, module.m_stage1
+        return [(flow.optim.SGD([
+            {"params": [s0.linear0.weight, s1.linear1.weight]},
+            {"params": [s0.linear0.bias, s1.linear1.bias], "weight_decay": 0.0},
+            {"params": s1.linear2.parameters(), "lr": 0.004}], lr=0.05, momentum=0.9,
+            weight_decay=1e-3), None)]
+
+    def rule_of(i, j):
+        return dict(kind="sgd", momentum=0.9, weight_decay=0.0 if j == 1 else 1e-3)
+
+    graph, _, lrs, _, seeds = train_rules(make, rule_of, steps=6)
+    assert lrs[(0, 2)] == [0.004] * 6 and lrs[(0, 0)] == [0.05] * 6
+    params = {p.name: p for p in graph._traced.params.values()}
+    assert not params["module_pipeline.m_stage0.linear0.weight"].attrs
+    assert params["module_pipeline.m_stage1.linear1.bias"].attrs == {
+        "pf.optimizer": {"lr": "lr.o0.g1", "weight_decay": 0.0}}
+    assert params["module_pipeline.m_stage1.linear2.weight"].attrs == {"pf.optimizer": {"lr": "lr.o0.g2"}}
+    assert '{pf.optimizer = {lr = "lr.o0.g1", weight_decay = 0.0 : f64}}' in graph._traced.text()
+
+
+def test_two_optimizers_with_their_own_schedules_match_numpy(backend):
+    """SGD with momentum for the body and Adam for the head, each with a StepLR;
+    each optimizer's state_dict holds its own parameters' states, equal to the
+    reference's."""
+    def make(module):
+        body = list(module.m_stage0.parameters()) + list(module.m_stage1.linear1.parameters())
+        sgd = flow.optim.SGD(body, lr=0.05, momentum=0.9)
+        adam = flow.optim.Adam(module.m_stage1.linear2.parameters(), lr=3e-3, weight_decay=1e-4)
+        return [(sgd, flow.optim.lr_scheduler.StepLR(sgd, step_size=2, gamma=0.5)),
+                (adam, flow.optim.lr_scheduler.StepLR(adam, step_size=3, gamma=0.1))]
+
+    def rule_of(i, j):
+        return dict(kind="sgd", momentum=0.9) if i == 0 else dict(kind="adam", weight_decay=1e-4)
+
+    steps = 6
+    graph, (sgd, adam), lrs, rules, seeds = train_rules(make, rule_of, steps=steps)
+    assert lrs[(0, 0)] == pytest.approx([0.05, 0.05, 0.025, 0.025, 0.0125, 0.0125])
+    assert lrs[(1, 0)] == pytest.approx([3e-3] * 3 + [3e-4] * 3)
+    assert '{kind = "adam", lr = "lr.o1.g0"' in graph._traced.text()
+    body, head = sgd.state_dict(), adam.state_dict()
+    assert sorted(body["state"]) == [0, 1, 2, 3] and sorted(head["state"]) == [0, 1]
+    assert all(list(e) == ["momentum_buffer"] for e in body["state"].values())
+    assert all(sorted(e) == ["exp_avg", "exp_avg_sq", "step"] and e["step"] == steps
+               for e in head["state"].values())
+    for got, key in ((body["state"][0]["momentum_buffer"], (0, 0)),
+                     (body["state"][3]["momentum_buffer"], (1, 1)),
+                     (head["state"][0]["exp_avg"], (2, 0)), (head["state"][1]["exp_avg_sq"], (2, 1))):
+        opt, _ = rules[key]
+        want = opt.state[key]
+        if isinstance(want, tuple):
+            want = want[0] if key == (2, 0) else want[1]
+        err = np.abs(got.numpy() - want).max() / np.abs(want).max()
+        assert err < 1e-4, f"seeds {seeds}: state of {key}: error {err:.2e}"
+    state = graph.state_dict()
+    assert "module_pipeline.m_stage0.linear0.weight.momentum_buffer" in state
+    assert "module_pipeline.m_stage1.linear2.weight.exp_avg" in state
+    assert "module_pipeline.m_stage1.linear2.weight.momentum_buffer" not in state
+
+
 # Errors ----------------------------------------------------------------------------
 
 def test_wrong_input_shape_at_call_time_points_at_the_call(backend):
@@ -336,23 +471,39 @@ def test_placements_of_several_ranks_in_a_single_process_say_how_to_launch(backe
     assert [b[0] for b in entries[1]["inputs"][0]["boxes"]] == [4, 12]
 
 
-@pytest.mark.parametrize("case", ["no-optimizer", "two-groups", "amsgrad", "frozen"])
+@pytest.mark.parametrize("case", ["no-optimizer", "amsgrad", "amsgrad-group", "frozen", "frozen-two",
+                                  "shared"])
 def test_unsupported_optimizer_settings(backend, case):
     module = PipelineModule()
-    if case == "two-groups":
-        opt = flow.optim.SGD([{"params": module.m_stage0.parameters()},
-                              {"params": module.m_stage1.parameters(), "lr": 0.5}], lr=0.1)
-    elif case == "amsgrad":
+    second = None
+    if case == "amsgrad":
         opt = flow.optim.Adam(module.parameters(), amsgrad=True)
+    elif case == "amsgrad-group":
+        opt = flow.optim.SGD(module.m_stage0.parameters(), lr=0.1)
+        second = flow.optim.Adam([{"params": module.m_stage1.linear1.parameters()},
+                                  {"params": module.m_stage1.linear2.parameters(), "amsgrad": True}])
+    elif case == "frozen-two":
+        opt = flow.optim.SGD(module.m_stage0.parameters(), lr=0.1)
+        second = flow.optim.Adam(module.m_stage1.linear2.parameters())
+    elif case == "shared":
+        opt = flow.optim.SGD(module.parameters(), lr=0.1)
+        second = flow.optim.Adam(module.m_stage1.linear2.parameters())
     else:
         opt = flow.optim.SGD(module.m_stage1.parameters() if case == "frozen" else module.parameters(), lr=0.1)
     graph = PipelineGraph(module, opt)
+    if second is not None:
+        graph.add_optimizer(second)  # <-- second-optimizer
     if case == "no-optimizer":
         graph._optimizers.clear()
-    match = {"no-optimizer": "no optimizer", "two-groups": "differs from group 0 in lr",
-             "amsgrad": "amsgrad=True", "frozen": "does not update parameter 'module_pipeline.m_stage0"}[case]
-    with pytest.raises(flow.CompileError, match=match):
+    match = {"no-optimizer": "no optimizer", "amsgrad": "amsgrad=True",
+             "amsgrad-group": r"Adam\(amsgrad=True\) is not supported .* \(parameter group 1\)",
+             "frozen": "the optimizer does not update parameter 'module_pipeline.m_stage0",
+             "frozen-two": "none of the 2 optimizers updates parameter 'module_pipeline.m_stage1.linear1",
+             "shared": "parameter 'module_pipeline.m_stage1.linear2.weight' is in two optimizers"}[case]
+    with pytest.raises(flow.CompileError, match=match) as info:
         graph(*data(1)[2:])
+    if second is not None:
+        assert info.value.filename == HERE and info.value.lineno == line_of(HERE, "second-optimizer")
 
 
 def test_two_graphs_of_the_same_program_are_independent(backend):

@@ -298,6 +298,56 @@ def test_optimizer_state_dict_round_trip(backend, tmp_path):
     assert ref.max_relative_error(resumed, whole[2:]) < TOL, f"seeds {dseed} {pseed}"
 
 
+def two_optimizer_graph(pseed):
+    """SGD with momentum for the body, Adam for the head (two optimizers)."""
+    flow.manual_seed(pseed)
+    module = PipelineModule()
+    body = list(module.m_stage0.parameters()) + list(module.m_stage1.linear1.parameters())
+    graph = PipelineGraph(module, flow.optim.SGD(body, lr=0.05, momentum=0.9))
+    graph.add_optimizer(flow.optim.Adam(module.m_stage1.linear2.parameters(), lr=3e-3))
+    return graph, module
+
+
+def test_checkpoints_of_two_optimizers_resume_the_uninterrupted_run(backend, tmp_path):
+    """Two optimizers: graph.save_checkpoint() holds both kinds of state, and a
+    new graph resumes from it (or from each optimizer's state_dict, which lists
+    only that optimizer's parameters) with the uninterrupted run's losses."""
+    dseed, pseed = fresh_seeds()
+    _, _, gx, gy = data(dseed)
+    graph, _ = two_optimizer_graph(pseed)
+    whole = np.array([graph(gx, gy).numpy() for _ in range(5)])
+    graph, module = two_optimizer_graph(pseed)
+    for _ in range(3):
+        graph(gx, gy)
+    graph.save_checkpoint(tmp_path / "ckpt")
+    index = json.loads((tmp_path / "ckpt" / "index.json").read_text())
+    assert index["step"] == 3
+    assert {t["name"] for t in index["tensors"]} == {
+        name + s for j, _, _, name in layer_keys()
+        for s in (("", ".exp_avg", ".exp_avg_sq") if j == 2 else ("", ".momentum_buffer"))}
+    sgd, adam = (o for o, _, _ in graph._optimizers)
+    flow.save({"model": module.state_dict(), "sgd": sgd.state_dict(), "adam": adam.state_dict()},
+              tmp_path / "parts")
+    saved = flow.load(tmp_path / "parts")
+    assert sorted(saved["sgd"]["state"]) == [0, 1, 2, 3] and sorted(saved["adam"]["state"]) == [0, 1]
+    assert saved["adam"]["state"][0]["step"] == 3
+    resumed, _ = two_optimizer_graph(pseed + 1)
+    resumed.load_checkpoint(tmp_path / "ckpt")
+    got = np.array([resumed(gx, gy).numpy() for _ in range(2)])
+    assert ref.max_relative_error(got, whole[3:]) < TOL, f"seeds {dseed} {pseed}"
+    fresh, fresh_module = two_optimizer_graph(pseed + 2)
+    fresh_module.load_state_dict(saved["model"])
+    fresh._optimizers[0][0].load_state_dict(saved["sgd"])
+    fresh._optimizers[1][0].load_state_dict(saved["adam"])
+    got = np.array([fresh(gx, gy).numpy() for _ in range(2)])
+    assert ref.max_relative_error(got, whole[3:]) < TOL, f"seeds {dseed} {pseed}"
+    # without the optimizer states the run differs
+    bare, bare_module = two_optimizer_graph(pseed + 3)
+    bare_module.load_state_dict(saved["model"])
+    got = np.array([bare(gx, gy).numpy() for _ in range(2)])
+    assert ref.max_relative_error(got, whole[3:]) > 1e-4, f"seeds {dseed} {pseed}"
+
+
 def test_save_and_load_state_dicts(tmp_path):
     """flow.save/flow.load of plain state dicts: nesting, dtypes, other values."""
     a = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))

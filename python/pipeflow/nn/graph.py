@@ -27,8 +27,8 @@ rank's ``librank<r>.so`` and initialises its parameters; every call checks
 the inputs against the first call's (and, in a job of several processes,
 against the other processes'), feeds this rank's inputs (for placements of
 several ranks the micro-batch boxes of the logical inputs, see
-``pipeflow._feed``) and the optimizer's current learning rate to the
-compiled step, steps the learning-rate scheduler, and returns the loss as
+``pipeflow._feed``) and every parameter group's current learning rate to
+the compiled step, steps the learning-rate schedulers, and returns the loss as
 OneFlow does: a global tensor on the last stage's placement holding one loss
 per micro-batch (shape ``[m]``; a scalar when ``m == 1``).
 ``loss.to_local()`` is the values on the ranks of that placement and an
@@ -41,6 +41,15 @@ trained parameters, buffers and optimizer states back (a collective: every
 process calls it, as in OneFlow), ``graph.load_state_dict()`` sets them, and
 ``graph.save_checkpoint()`` writes them in the runtime's checkpoint format
 (see ``pipeflow._state`` and ``pipeflow._checkpoint``).
+
+A graph may have several optimizers (``add_optimizer`` once for each, every
+one with its own scheduler), and an optimizer several parameter groups that
+differ in ``lr`` and hyper-parameters: the first optimizer's first group is
+the compiled pipeline's options and reads the run-time scalar "lr"; every
+other group's parameters carry a ``pf.optimizer`` dictionary in the traced
+IR (their rule where it differs, and their own learning-rate scalar
+"lr.o<i>.g<j>"), see ``Graph._update_rules``. Every parameter the step uses
+must be in exactly one optimizer.
 
 ``config.set_pipeline_stages(n)`` without explicit stages lets the compiler
 choose ``n`` balanced stages of a model written on one placement (see
@@ -325,6 +334,10 @@ class TracedGraph:
         self.seed = tracer.seed if tracer else _random.initial_seed()
         self.loss = tracer.loss if tracer else None
         self.loss_loc = tracer.loss_loc if tracer else None
+        # The run-time learning-rate scalars: (name, optimizer index, group index).
+        self.lr_scalars = []
+        # An optimizer setting the compiled step cannot apply: (loc, message).
+        self.rule_error = None
 
     @property
     def ops(self):
@@ -391,7 +404,8 @@ class Graph:
         return type(self).__name__
 
     def add_optimizer(self, optim, *, lr_sch=None, is_sparse=False):
-        """Trains the parameters of ``optim`` with it (``lr_sch`` sets its lr per step)."""
+        """Trains the parameters of ``optim`` with it (``lr_sch`` sets its lr per step);
+        call it once per optimizer (each parameter in one of them)."""
         from ..optim.optimizer import Optimizer
         if not isinstance(optim, Optimizer):
             raise TypeError(f"add_optimizer() expects a pipeflow.optim optimizer, got {type(optim).__name__}")
@@ -443,7 +457,10 @@ class Graph:
                                for key, (_, c) in self._configs.items()))
         settings = (cfg.gradient_accumulation_steps, cfg.pipeline_schedule, cfg.num_chunks,
                     cfg.pipeline_stages, cfg.balance, config_mod.cuda_as_cpu_enabled())
-        optimizers = tuple((id(o), id(s)) for o, s, _ in self._optimizers)
+        optimizers = tuple(
+            (id(o), id(s), tuple((tuple(id(p) for p in g["params"]), _group_settings(g))
+                                 for g in o.param_groups))
+            for o, s, _ in self._optimizers)
         return (tuple(modules), configs, settings, optimizers)
 
     def trace(self, *args):
@@ -474,6 +491,7 @@ class Graph:
         self._check_pipeline(tracer, args, loc)
         options = self._options(tracer, func)
         traced = TracedGraph(tracer.module, func, signature, options, tracer)
+        traced.lr_scalars, traced.rule_error = self._update_rules(tracer)
         object.__setattr__(self, "_traced", traced)
         return traced
 
@@ -629,8 +647,8 @@ class Graph:
     def _options(self, tracer, func):
         symbols = {id(obj): name for name, obj in tracer.param_objects.items()}
         all_names, _ = self._naming()
-        optimizers = []
-        for optim, lr_sch, loc in self._optimizers:
+        optimizers, owners = [], {}
+        for index, (optim, lr_sch, loc) in enumerate(self._optimizers):
             if tracer.loss is None:
                 raise CompileError.at(loc, "the graph has an optimizer but build() never calls loss.backward()")
             for group in optim.param_groups:
@@ -639,6 +657,15 @@ class Graph:
                         raise CompileError.at(
                             loc, f"the optimizer updates a parameter of shape {list(p.shape)} that belongs "
                                  "to no module of this graph")
+                    first = owners.setdefault(id(p), index)
+                    if first != index:
+                        other = self._optimizers[first]
+                        raise CompileError.at(
+                            loc, f"parameter '{symbols.get(id(p), all_names[id(p)])}' is in two "
+                                 f"optimizers of {self.name} ({type(other[0]).__name__} and "
+                                 f"{type(optim).__name__}); each parameter has one update rule",
+                            [f"the other optimizer is added at {other[2]}",
+                             "give each optimizer its own parameters"])
             optimizers.append(optim.describe(lambda p: symbols.get(id(p), all_names[id(p)]), lr_sch))
         stages = []
         for stage in sorted(tracer.stage_locs):
@@ -667,6 +694,48 @@ class Graph:
             "cuda_as_cpu": config_mod.cuda_as_cpu_enabled(),
         }
 
+    def _update_rules(self, tracer):
+        """Every parameter's update rule in the traced IR; returns the run-time
+        learning-rate scalars ``[(name, optimizer index, group index)]`` and the
+        first setting the compiled step cannot apply (``(loc, message)``, raised
+        when the graph runs) or ``None``.
+
+        The first optimizer's first group is the pipeline's options
+        (``pf-compile-cpu-pipeline``) and reads the scalar "lr"; the parameters
+        of every other group (optimizer ``i``, group ``j``) carry a
+        ``pf.optimizer`` dictionary: the scalar "lr.o<i>.g<j>" and the settings
+        of their rule that differ from the pipeline's."""
+        from ..optim.optimizer import rule_overrides
+        rules = []
+        for optim, _, loc in self._optimizers:
+            try:
+                rules.append(optim.rules())
+            except ValueError as err:
+                return [], (loc, str(err))
+        if not rules:
+            return [], None
+        params = tracer.module.params
+        symbols = {id(obj): name for name, obj in tracer.param_objects.items()}
+        default = rules[0][0]
+        scalars = []
+        for i, (optim, _, _) in enumerate(self._optimizers):
+            for j, group in enumerate(optim.param_groups):
+                if (i, j) == (0, 0):
+                    scalars.append(("lr", 0, 0))
+                    continue
+                name = f"lr.o{i}.g{j}"
+                scalars.append((name, i, j))
+                entries = rule_overrides(rules[i][j], default)
+                attrs = {"kind": entries.pop("kind")} if "kind" in entries else {}
+                attrs["lr"] = name
+                for key, value in entries.items():
+                    attrs[key] = ir.F64(value) if isinstance(value, float) else value
+                for p in group["params"]:
+                    param = params.get(symbols.get(id(p)))
+                    if param is not None and not param.buffer:
+                        param.attrs["pf.optimizer"] = dict(attrs)
+        return scalars, None
+
     # Compiling ----------------------------------------------------------------------
 
     def ir(self, *args):
@@ -693,8 +762,9 @@ class Graph:
         if not first:
             run.check_call(self, args, loc)
         losses = run.step(args, loc, known)
-        if run.lr_scheduler is not None:
-            run.lr_scheduler.step()
+        for lr_scheduler in run.lr_schedulers:
+            if lr_scheduler is not None:
+                lr_scheduler.step()
         return run.loss_tensor(losses)
 
     @property
@@ -709,10 +779,10 @@ class Graph:
             # values and the compiled program start from the same parameters.
             object.__setattr__(self, "_traced", None)
             traced = self.trace(*args)
-        optimizer, lr_scheduler, pipeline = self._pipeline(traced, loc)
+        _, _, pipeline = self._pipeline(traced, loc)
         compiled = self.compile(*args)
         artifacts = compiler.build_cpu_artifacts(compiled, pipeline)
-        run = _Run(self, traced, artifacts, optimizer, lr_scheduler, loc)
+        run = _Run(self, traced, artifacts, self._optimizers, loc)
         self._load_initial(run, traced)
         object.__setattr__(self, "_run", run)
         return run
@@ -725,9 +795,10 @@ class Graph:
         loaded = [(name, obj) for name, obj in traced.param_objects.items()
                   if getattr(obj, "_loaded", False) and name in state.info]
         pending = list(self._pending_state.items())
-        optim = [(id_, kind, value) for id_, kinds in run.optimizer._pending_state.items()
-                 for kind, value in kinds.items()]
-        steps = [s for s in (self._pending_step, run.optimizer._pending_step) if s is not None]
+        optim = [(o, id_, kind, value) for o in run.optimizers
+                 for id_, kinds in o._pending_state.items() for kind, value in kinds.items()]
+        steps = [s for s in [self._pending_step] + [o._pending_step for o in run.optimizers]
+                 if s is not None]
         if not (loaded or pending or optim or steps):
             return
         state._require(what)
@@ -740,11 +811,11 @@ class Graph:
                          "program keeps no such tensor (its optimizer has no state of that kind)",
                     [f"{self.name} is first called at {run.first_call}"])
             state.set(name, value, "the optimizer state")
-        for id_, kind, (value, loc) in optim:
+        for o, id_, kind, (value, loc) in optim:
             name = f"{state.symbol.get(id_)}.{kind}"
             if name not in state.info:
                 raise StateDictError.at(
-                    loc, f"the optimizer state dict loaded into {type(run.optimizer).__name__} holds "
+                    loc, f"the optimizer state dict loaded into {type(o).__name__} holds "
                          f"'{kind}' for parameter '{state.symbol.get(id_)}', but the compiled program "
                          "keeps no such state", [f"{self.name} is first called at {run.first_call}"])
             state.set(name, value, "the optimizer state")
@@ -752,11 +823,14 @@ class Graph:
             state.set_step(step)
         self._pending_state.clear()
         object.__setattr__(self, "_pending_step", None)
-        run.optimizer._pending_state.clear()
-        run.optimizer._pending_step = None
+        for o in run.optimizers:
+            o._pending_state.clear()
+            o._pending_step = None
 
     def _pipeline(self, traced, loc):
-        """The optimizer, its scheduler and the options of ``pf-compile-cpu-pipeline``."""
+        """The first optimizer, its scheduler and the options of
+        ``pf-compile-cpu-pipeline``: that optimizer's first group's rule (the
+        other groups' rules are on their parameters, see _update_rules)."""
         if traced.loss is None:
             raise CompileError.at(
                 code_location(type(self).build),
@@ -772,24 +846,23 @@ class Graph:
             raise CompileError.at(
                 traced.loss_loc, f"{self.name}.build() calls loss.backward() but the graph has no "
                                  "optimizer", ["add one in __init__: self.add_optimizer(optimizer)"])
-        if len(self._optimizers) > 1:
-            raise CompileError.at(
-                self._optimizers[1][2], f"{self.name} has {len(self._optimizers)} optimizers; a "
-                                        "compiled step takes one so far")
+        from ..optim.optimizer import pipeline_options
         optimizer, lr_scheduler, opt_loc = self._optimizers[0]
-        updated = {id(p) for g in optimizer.param_groups for p in g["params"]}
+        updated = {id(p) for o, _, _ in self._optimizers for g in o.param_groups for p in g["params"]}
         frozen = [name for name, obj in traced.param_objects.items()
                   if name in traced.params and not traced.params[name].buffer and id(obj) not in updated]
         if frozen:
+            which = "the optimizer does not update" if len(self._optimizers) == 1 else \
+                f"none of the {len(self._optimizers)} optimizers updates"
             raise CompileError.at(
-                opt_loc, f"the optimizer does not update parameter '{frozen[0]}'"
-                         + (f" (and {len(frozen) - 1} more)" if len(frozen) > 1 else "")
-                         + ", which build() uses; the compiled step updates every parameter it "
-                           "uses (frozen parameters are not supported yet)")
-        try:
-            options = optimizer.pipeline_options()
-        except ValueError as err:
-            raise CompileError.at(opt_loc, str(err)) from None
+                self._optimizers[-1][2],
+                f"{which} parameter '{frozen[0]}'"
+                + (f" (and {len(frozen) - 1} more)" if len(frozen) > 1 else "")
+                + ", which build() uses; the compiled step updates every parameter it "
+                  "uses (frozen parameters are not supported yet)")
+        if traced.rule_error is not None:
+            raise CompileError.at(*traced.rule_error)
+        options = pipeline_options(optimizer.rules()[0])
         for name, obj in traced.param_objects.items():
             owner = trained_by(obj)
             if owner is not None:
@@ -1047,13 +1120,13 @@ class Graph:
 class _Run:
     """A graph that runs: its compiled program on this rank and the call checks."""
 
-    def __init__(self, graph, traced, artifacts, optimizer, lr_scheduler, loc):
+    def __init__(self, graph, traced, artifacts, optimizers, loc):
         self.graph_name = graph.name
         self.traced = traced
         self.signature = traced.signature
         self.artifacts = artifacts
-        self.optimizer = optimizer
-        self.lr_scheduler = lr_scheduler
+        self.optimizers = [o for o, _, _ in optimizers]
+        self.lr_schedulers = [s for _, s, _ in optimizers]
         self.first_call = loc
         self.steps = 0
         self.trained = False
@@ -1107,7 +1180,8 @@ class _Run:
         self.version = 0  # changes with every step (see pipeflow._state)
         self.state = _state.ProgramState(self, self.program, traced.param_objects, world,
                                          self.collective)
-        optimizer._bind_state(self.state)
+        for optimizer in self.optimizers:
+            optimizer._bind_state(self.state)
 
     def _input_plans(self, artifacts):
         """How this rank feeds every graph input (see pipeflow._feed)."""
@@ -1183,7 +1257,8 @@ class _Run:
                 [f"the first call is at {self.first_call}"])
 
     def step(self, args, loc, known=None):
-        lr = float(self.optimizer.current_lr())
+        scalars = {name: float(self.optimizers[i].param_groups[j]["lr"])
+                   for name, i, j in self.traced.lr_scalars}
         feeds = []
         for plan in self.plans:
             data = self._feed(plan, args[plan.index], loc, None if known is None else known[plan.index])
@@ -1192,7 +1267,7 @@ class _Run:
         if self.program is None:
             losses = np.empty((0,), np.float32)
         else:
-            losses = self.program.step(self.steps, lr, feeds)
+            losses = self.program.step(self.steps, scalars, feeds)
         start = self.version
         self.steps += 1
         self.version += 1
@@ -1273,6 +1348,12 @@ def _ranks_text(placement):
 def _shifted(placement, by):
     """``placement`` with every rank moved up by ``by`` (same type and hierarchy)."""
     return Placement(placement.type, ranks=(np.array(placement.ranks, dtype=np.int64) + by).tolist())
+
+
+def _group_settings(group):
+    """A parameter group's settings compiled into the step (all but the lr)."""
+    return tuple(sorted((k, repr(v)) for k, v in group.items()
+                        if k not in ("params", "lr", "initial_lr")))
 
 
 def _show(value):

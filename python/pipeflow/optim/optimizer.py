@@ -1,9 +1,14 @@
 """Optimizers: they record hyper-parameters; the compiler emits the updates.
 
-``pipeline_options()`` gives an optimizer's options of ``pf-opt
--pf-compile-cpu-pipeline``; the learning rate is not among them: it is the
-compiled step's run-time scalar "lr", which the graph sets before every step
-from ``current_lr()`` (so learning-rate schedulers work unchanged).
+Every parameter group has an update rule (:meth:`Optimizer.rules`: the kind,
+``sgd``, ``adam`` or ``adamw``, and the hyper-parameters compiled into the
+step). The graph compiles one rule, the first optimizer's first group's, as
+the options of ``pf-opt -pf-compile-cpu-pipeline`` (:func:`pipeline_options`);
+the parameters of every other group carry their own rule as a ``pf.optimizer``
+dictionary in the traced IR. The learning rate is not compiled in: each group
+reads a run-time scalar ("lr" for the first group of the first optimizer,
+"lr.o<i>.g<j>" for the others), which the graph sets before every step from
+the group's current ``lr`` (so learning-rate schedulers work unchanged).
 """
 
 import numbers
@@ -205,26 +210,35 @@ class Optimizer:
     # The compiled step ------------------------------------------------------------
 
     def current_lr(self):
-        """The learning rate of the next compiled step (the run-time scalar "lr")."""
+        """The learning rate of the next compiled step in group 0."""
         return self.param_groups[0]["lr"]
 
-    def _shared_hyperparameters(self):
-        """The one set of hyper-parameters the compiled update uses; every group must agree."""
-        first = {k: v for k, v in self.param_groups[0].items() if k not in ("params", "initial_lr")}
-        for i, group in enumerate(self.param_groups[1:], 1):
-            other = {k: v for k, v in group.items() if k not in ("params", "initial_lr")}
-            if other != first:
-                diff = sorted(k for k in set(first) | set(other) if first.get(k) != other.get(k))
-                raise ValueError(
-                    f"parameter group {i} of {type(self).__name__} differs from group 0 in "
-                    f"{', '.join(diff)}; the compiled step applies one set of hyper-parameters "
-                    "to every parameter (per-group settings are not supported yet)")
-        return first
+    def current_lrs(self):
+        """Every group's learning rate of the next compiled step."""
+        return [g["lr"] for g in self.param_groups]
 
-    def pipeline_options(self):
-        """The optimizer's options of ``pf-compile-cpu-pipeline`` (the lr is a run-time input)."""
+    def _rule(self, group):
+        """One group's update rule: ``{"kind": ..., hyper-parameters...}`` (the
+        keys of ``pf.optimizer``); ValueError where the compiled step cannot
+        apply it."""
         raise ValueError(f"{type(self).__name__} is not supported by the compiled step yet "
                          "(supported: SGD, Adam, AdamW)")
+
+    def rules(self):
+        """The update rule of every parameter group (see :meth:`_rule`)."""
+        out = []
+        for i, group in enumerate(self.param_groups):
+            try:
+                out.append(self._rule(group))
+            except ValueError as err:
+                where = f" (parameter group {i})" if len(self.param_groups) > 1 else ""
+                raise ValueError(f"{err}{where}") from None
+        return out
+
+    def pipeline_options(self):
+        """The options of ``pf-compile-cpu-pipeline`` for group 0's rule (the lr is a
+        run-time input)."""
+        return pipeline_options(self.rules()[0])
 
     def hyperparameters(self):
         """Every group's hyper-parameters (without the parameters)."""
@@ -249,6 +263,33 @@ class Optimizer:
         return f"{type(self).__name__}(\n{body}\n)"
 
 
+# pf.optimizer's keys -> pf-compile-cpu-pipeline's option names.
+_OPTION_NAMES = {"kind": "optimizer", "weight_decay": "weight-decay",
+                 "bias_correction": "bias-correction"}
+
+
+def pipeline_options(rule):
+    """A rule (see :meth:`Optimizer.rules`) as ``pf-compile-cpu-pipeline`` options."""
+    out = []
+    for key, value in rule.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif isinstance(value, float):
+            value = repr(value)
+        out.append(f"{_OPTION_NAMES.get(key, key)}={value}")
+    return out
+
+
+def rule_overrides(rule, default):
+    """The entries of ``rule`` that a parameter's ``pf.optimizer`` dictionary must
+    hold when the pipeline's options are ``default``: all of them for another
+    kind of update, else those that differ (both rules list every setting of
+    their kind, so the pipeline's values stand for the rest)."""
+    if rule["kind"] != default["kind"]:
+        return dict(rule)
+    return {k: v for k, v in rule.items() if default.get(k) != v}
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent with optional momentum, dampening, Nesterov and weight decay."""
 
@@ -266,13 +307,11 @@ class SGD(Optimizer):
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError("Nesterov momentum requires momentum > 0 and dampening = 0")
 
-    def pipeline_options(self):
-        h = self._shared_hyperparameters()
+    def _rule(self, h):
         if h["maximize"]:
             raise ValueError("SGD(maximize=True) is not supported by the compiled step yet")
-        return ["optimizer=sgd", f"momentum={h['momentum']!r}", f"dampening={h['dampening']!r}",
-                f"nesterov={'true' if h['nesterov'] else 'false'}",
-                f"weight-decay={h['weight_decay']!r}"]
+        return {"kind": "sgd", "momentum": h["momentum"], "dampening": h["dampening"],
+                "nesterov": h["nesterov"], "weight_decay": h["weight_decay"]}
 
 
 class Adam(Optimizer):
@@ -291,16 +330,14 @@ class Adam(Optimizer):
                                       amsgrad=amsgrad, maximize=maximize,
                                       do_bias_correction=do_bias_correction))
 
-    def pipeline_options(self):
-        h = self._shared_hyperparameters()
+    def _rule(self, h):
         for flag in ("amsgrad", "maximize"):
             if h[flag]:
                 raise ValueError(f"{type(self).__name__}({flag}=True) is not supported by the "
                                  "compiled step yet")
         beta1, beta2 = h["betas"]
-        return [f"optimizer={self._pipeline_name}", f"beta1={beta1!r}", f"beta2={beta2!r}",
-                f"eps={h['eps']!r}", f"weight-decay={h['weight_decay']!r}",
-                f"bias-correction={'true' if h['do_bias_correction'] else 'false'}"]
+        return {"kind": self._pipeline_name, "beta1": beta1, "beta2": beta2, "eps": h["eps"],
+                "weight_decay": h["weight_decay"], "bias_correction": h["do_bias_correction"]}
 
     def _validate(self, group):
         super()._validate(group)
