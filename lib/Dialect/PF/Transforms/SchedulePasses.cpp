@@ -246,47 +246,7 @@ namespace mlir::pf {
 } // namespace mlir::pf
 
 namespace {
-std::optional<int64_t> stageOf(Operation *op) {
-  auto read = [](Operation *o) -> std::optional<int64_t> {
-    if (!o)
-      return std::nullopt;
-    if (auto s = o->getAttrOfType<IntegerAttr>(PFDialect::getStageAttrName()))
-      return s.getInt();
-    return std::nullopt;
-  };
-  if (auto s = read(op))
-    return s;
-  // Communication, box copies and input slices have no stage of their own:
-  // they belong to the stage that consumes (or else produces) their data,
-  // looking through other stage-less ops (a send of an extract_box of a
-  // stage's value, an assemble of received boxes).
-  auto search = [&](bool down) -> std::optional<int64_t> {
-    SmallVector<Operation *> work = {op};
-    llvm::SmallPtrSet<Operation *, 8> seen = {op};
-    while (!work.empty()) {
-      Operation *cur = work.pop_back_val();
-      SmallVector<Operation *> next;
-      if (down) {
-        for (Operation *user : cur->getUsers())
-          next.push_back(user);
-      } else {
-        for (Value operand : cur->getOperands())
-          if (Operation *def = operand.getDefiningOp())
-            next.push_back(def);
-      }
-      for (Operation *n : next) {
-        if (auto s = read(n))
-          return s;
-        if (seen.insert(n).second && n->getNumRegions() == 0)
-          work.push_back(n);
-      }
-    }
-    return std::nullopt;
-  };
-  if (auto s = search(/*down=*/true))
-    return s;
-  return search(/*down=*/false);
-}
+using schedule::stageOf;
 
 struct ApplySchedulePass
     : public pf::impl::ApplySchedulePassBase<ApplySchedulePass> {

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pf/Dialect/PF/Transforms/Passes.h"
+#include "pf/Dialect/PF/Transforms/Schedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -43,33 +44,7 @@ std::optional<int64_t> intAttr(Operation *op, StringRef name) {
   return std::nullopt;
 }
 
-/// The stage of an op, looking through stage-less neighbours (sends, box
-/// copies, micro-batch slices).
-std::optional<int64_t> stageOf(Operation *op) {
-  if (auto s = intAttr(op, PFDialect::getStageAttrName()))
-    return s;
-  for (bool down : {true, false}) {
-    SmallVector<Operation *> work = {op};
-    llvm::SmallPtrSet<Operation *, 8> seen = {op};
-    while (!work.empty()) {
-      Operation *cur = work.pop_back_val();
-      SmallVector<Operation *> next;
-      if (down)
-        llvm::append_range(next, cur->getUsers());
-      else
-        for (Value v : cur->getOperands())
-          if (Operation *d = v.getDefiningOp())
-            next.push_back(d);
-      for (Operation *n : next) {
-        if (auto s = intAttr(n, PFDialect::getStageAttrName()))
-          return s;
-        if (seen.insert(n).second)
-          work.push_back(n);
-      }
-    }
-  }
-  return std::nullopt;
-}
+using schedule::stageOf;
 
 struct Key {
   int64_t stage = -1;

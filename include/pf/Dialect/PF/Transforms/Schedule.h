@@ -11,6 +11,7 @@
 #ifndef PF_DIALECT_PF_TRANSFORMS_SCHEDULE_H
 #define PF_DIALECT_PF_TRANSFORMS_SCHEDULE_H
 
+#include "mlir/IR/Operation.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -71,6 +72,11 @@ struct Result {
 /// (otherwise a B costs b + w).
 Result simulate(const Plan &plan, int64_t p, int64_t m, int64_t v,
                 bool splitW, Costs costs);
+
+/// The pipeline stage an op works for: its pf.stage, else (communication,
+/// box copies, micro-batch slices) the first stage found among its users
+/// and theirs, else among its producers, looking through stage-less ops.
+std::optional<int64_t> stageOf(Operation *op);
 
 } // namespace mlir::pf::schedule
 
