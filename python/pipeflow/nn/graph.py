@@ -734,6 +734,15 @@ class Graph:
                     param = params.get(symbols.get(id(p)))
                     if param is not None and not param.buffer:
                         param.attrs["pf.optimizer"] = dict(attrs)
+        # Frozen parameters (in no optimizer): plain SGD whose learning-rate
+        # scalar nobody sets (it stays 0), so p - 0 * g leaves them as they are.
+        updated = {id(p) for o, _, _ in self._optimizers for g in o.param_groups for p in g["params"]}
+        for name, obj in tracer.param_objects.items():
+            param = params.get(name)
+            if param is not None and not param.buffer and id(obj) not in updated:
+                param.attrs["pf.optimizer"] = {
+                    "kind": "sgd", "lr": "lr.frozen", "momentum": ir.F64(0.0),
+                    "dampening": ir.F64(0.0), "weight_decay": ir.F64(0.0), "nesterov": False}
         return scalars, None
 
     # Compiling ----------------------------------------------------------------------
@@ -848,18 +857,6 @@ class Graph:
                                  "optimizer", ["add one in __init__: self.add_optimizer(optimizer)"])
         from ..optim.optimizer import pipeline_options
         optimizer, lr_scheduler, opt_loc = self._optimizers[0]
-        updated = {id(p) for o, _, _ in self._optimizers for g in o.param_groups for p in g["params"]}
-        frozen = [name for name, obj in traced.param_objects.items()
-                  if name in traced.params and not traced.params[name].buffer and id(obj) not in updated]
-        if frozen:
-            which = "the optimizer does not update" if len(self._optimizers) == 1 else \
-                f"none of the {len(self._optimizers)} optimizers updates"
-            raise CompileError.at(
-                self._optimizers[-1][2],
-                f"{which} parameter '{frozen[0]}'"
-                + (f" (and {len(frozen) - 1} more)" if len(frozen) > 1 else "")
-                + ", which build() uses; the compiled step updates every parameter it "
-                  "uses (frozen parameters are not supported yet)")
         if traced.rule_error is not None:
             raise CompileError.at(*traced.rule_error)
         options = pipeline_options(optimizer.rules()[0])
