@@ -59,6 +59,20 @@ def clean_env(monkeypatch, tmp_path_factory):
     yield
 
 
+@pytest.fixture(scope="session")
+def backend():
+    """pf-opt and pf-translate, for tests that compile and run graphs; skips
+    only when the compiler is truly absent."""
+    import pipeflow as flow
+    from pipeflow import compiler
+    try:
+        pf_opt = compiler.find_pf_opt()
+        compiler.find_pf_translate(pf_opt)
+    except flow.CompilerNotFound as err:
+        pytest.skip(str(err))
+    return pf_opt
+
+
 @pytest.fixture
 def verify(pf_opt):
     """Runs pf-opt on IR text; returns its output or fails with its diagnostics."""

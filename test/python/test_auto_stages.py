@@ -30,14 +30,6 @@ TOL = 1e-5
 needs_mpiexec = pytest.mark.skipif(not mpiexec_available(), reason="mpiexec (MPICH) is not installed")
 
 
-@pytest.fixture(scope="module")
-def backend():
-    try:
-        pf_opt = compiler.find_pf_opt()
-        compiler.find_pf_translate(pf_opt)
-    except flow.CompilerNotFound as err:
-        pytest.skip(str(err))
-    return pf_opt
 
 
 class MLP(nn.Module):

@@ -13,7 +13,7 @@ import pipeflow as flow
 from pipeflow import nn
 
 import mlp_reference as ref
-from test_run import B, P0, TOL, backend, fresh_seeds  # noqa: F401
+from test_run import B, P0, TOL, fresh_seeds
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "runtime", "python"))
 import pfrt_philox as ph  # noqa: E402

@@ -29,15 +29,6 @@ P1 = flow.placement("cpu", ranks=[1])
 TOL = 1e-5
 
 
-@pytest.fixture(scope="module")
-def backend():
-    """pf-opt and pf-translate; skips only when the compiler is truly absent."""
-    try:
-        pf_opt = compiler.find_pf_opt()
-        compiler.find_pf_translate(pf_opt)
-    except flow.CompilerNotFound as err:
-        pytest.skip(str(err))
-    return pf_opt
 
 
 class Stage0Module(nn.Module):

@@ -19,7 +19,6 @@ import pytest
 
 import pipeflow as flow
 from pipeflow import nn
-from pipeflow import compiler
 from conftest import PYTHON_DIR, line_of, mpiexec_available, run_job
 import mlp_reference as ref
 from test_run import PipelineGraph, PipelineModule, data, fresh_seeds, initial_params, train
@@ -30,15 +29,6 @@ STEP = "System-Train-TrainStep"
 needs_mpiexec = pytest.mark.skipif(not mpiexec_available(), reason="mpiexec (MPICH) is not installed")
 
 
-@pytest.fixture(scope="module")
-def backend():
-    """pf-opt and pf-translate; skips only when the compiler is truly absent."""
-    try:
-        pf_opt = compiler.find_pf_opt()
-        compiler.find_pf_translate(pf_opt)
-    except flow.CompilerNotFound as err:
-        pytest.skip(str(err))
-    return pf_opt
 
 
 def rel(got, want):
