@@ -1,0 +1,58 @@
+//===- BufferAnalysis.h - buffer facts of a rank's step ---------*- C++ -*-===//
+//
+// Decisions about buffers that every backend's conversion makes the same
+// way, taken once over a rank's step (one block, in program order):
+//
+//  - copying reads: a read_param aliases its parameter's buffer unless the
+//    parameter is written before the read's last use; then it copies.
+//  - in-place results: an element-wise optimizer update may compute its
+//    result straight into the buffer a write_param stores it to (the
+//    kernels allow out == in), unless the old value is still read after the
+//    update or a read between the update and the store would see the new
+//    value early. Its write_param is then a no-op.
+//  - fused ReLUs: a bias_add whose only user is a relu computes both in one
+//    pass into the relu's buffer (the pre-activation is never stored).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PF_CONVERSION_COMMON_BUFFERANALYSIS_H
+#define PF_CONVERSION_COMMON_BUFFERANALYSIS_H
+
+#include "mlir/IR/Block.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir::pf {
+
+class BufferAnalysis {
+public:
+  /// Analyses `step`, the body of a rank's step function.
+  explicit BufferAnalysis(Block &step);
+
+  /// Whether the read_param `read` must copy its parameter.
+  bool isCopyingRead(Operation *read) const {
+    return copyingReads.contains(read);
+  }
+  /// The parameter (or state) a result is computed into, if any.
+  StringRef inPlaceTarget(Value result) const {
+    return inPlace.lookup(result);
+  }
+  /// Whether the relu `relu` is computed by the bias_add before it.
+  bool isFusedRelu(Operation *relu) const { return fusedRelus.contains(relu); }
+  /// The relu a bias_add computes too, or null.
+  Operation *fusedReluOf(Operation *biasAdd) const {
+    return fusedWith.lookup(biasAdd);
+  }
+
+private:
+  llvm::DenseSet<Operation *> copyingReads;
+  llvm::DenseMap<Value, StringRef> inPlace;
+  llvm::DenseSet<Operation *> fusedRelus;
+  llvm::DenseMap<Operation *, Operation *> fusedWith;
+};
+
+} // namespace mlir::pf
+
+#endif // PF_CONVERSION_COMMON_BUFFERANALYSIS_H

@@ -1,0 +1,138 @@
+//===- PFToCPU.h - pf to LLVM over libpfrt's CPU kernels --------*- C++ -*-===//
+//
+// convert-pf-to-cpu in pieces: a type converter (every !pf.global becomes
+// the !llvm.ptr of its local buffer), a lowering state shared by the
+// patterns of one rank module, and one populate function per op family:
+//
+//   compute         element-wise ops, matmul, bias_add, reductions, losses,
+//                   dropout, transpose
+//   conv and pool   convolutions, pooling, batch norm
+//   communication   collectives, broadcast/reduce, boxes, send/recv
+//   optimizer/state parameter reads and writes, run-time scalars, SGD, Adam
+//   control/memory  constants, micro-batch views, packing, shape views,
+//                   the step's return
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PF_CONVERSION_PFTOCPU_PFTOCPU_H
+#define PF_CONVERSION_PFTOCPU_PFTOCPU_H
+
+#include "pf/Conversion/Common/BufferAnalysis.h"
+#include "pf/Conversion/Common/RuntimeABI.h"
+#include "pf/Dialect/PF/IR/PFOps.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::pf {
+
+/// !pf.global -> !llvm.ptr (the local buffer).
+class CPUTypeConverter : public TypeConverter {
+public:
+  explicit CPUTypeConverter(MLIRContext *ctx);
+};
+
+/// What the patterns of one rank module share.
+struct CPULoweringState {
+  CPULoweringState(ModuleOp module, Block &step)
+      : module(module), rt(module), buffers(step) {}
+
+  ModuleOp module;
+  rt::RuntimeABI rt;
+  BufferAnalysis buffers;
+  /// This module's world rank.
+  int64_t rankId = 0;
+  /// Parameter name -> the global holding its buffer's address.
+  llvm::StringMap<LLVM::GlobalOp> paramGlobals;
+  /// The run's seed (written by pf_init_params).
+  LLVM::GlobalOp seedGlobal;
+  /// Whether another rank reports the loss (several hold it).
+  bool lossReplica = false;
+
+  // Helpers for patterns.
+  Type ptrType() { return LLVM::LLVMPointerType::get(module.getContext()); }
+  /// The address held by a parameter's global.
+  Value paramPtr(OpBuilder &b, Location loc, StringRef name);
+  /// The run's seed.
+  Value seed(OpBuilder &b, Location loc);
+  /// A fresh step-arena buffer for `v`'s local data (located error for an
+  /// element type the CPU kernels do not take).
+  FailureOr<Value> alloc(OpBuilder &b, Location loc, Value v);
+  /// The buffer of result `i` of `op`: the parameter it is computed into
+  /// (BufferAnalysis) or a fresh arena buffer.
+  FailureOr<Value> result(OpBuilder &b, Operation *op, unsigned i = 0);
+};
+
+/// 4 for f32, 8 for i64; a located error for anything else.
+FailureOr<int64_t> elementBytes(Operation *op, Type type);
+/// Local shape and element count of a !pf.global value.
+ArrayRef<int64_t> localShape(Value v);
+int64_t localCount(Value v);
+/// 0 for f32 data, 1 for i64 (the runtime's dtype code).
+int32_t dtypeCode(Value v);
+
+/// pfrt_trace_begin for `op`: its name, "comm" or its phase ("forward"
+/// when it has none), its micro-batch and stage (-1 when absent).
+void emitTraceBegin(CPULoweringState &state, Operation *op, OpBuilder &b,
+                    bool comm);
+
+/// Base of every pattern: wraps what the op lowers to in a trace event
+/// (name, category, micro-batch, stage) unless the op is a view.
+template <typename OpTy>
+class CPUPattern : public OpConversionPattern<OpTy> {
+public:
+  using OpAdaptor = typename OpConversionPattern<OpTy>::OpAdaptor;
+  enum class Trace { None, Compute, Comm };
+
+  CPUPattern(const TypeConverter &converter, CPULoweringState &state,
+             Trace trace = Trace::Compute)
+      : OpConversionPattern<OpTy>(converter, state.module.getContext()),
+        state(state), trace(trace) {}
+
+  LogicalResult
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const final {
+    if (trace != Trace::None)
+      emitTraceBegin(state, op, rewriter, trace == Trace::Comm);
+    if (failed(lower(op, adaptor, rewriter)))
+      return failure();
+    if (trace != Trace::None)
+      state.rt.pfrt_trace_end(rewriter, op.getLoc());
+    return success();
+  }
+
+protected:
+  /// Emits the op's code before it and replaces (or erases) it.
+  virtual LogicalResult lower(OpTy op, OpAdaptor adaptor,
+                              ConversionPatternRewriter &rewriter) const = 0;
+
+  CPULoweringState &state;
+
+private:
+  Trace trace;
+};
+
+void populatePFToCPUComputePatterns(const TypeConverter &converter,
+                                    RewritePatternSet &patterns,
+                                    CPULoweringState &state);
+void populatePFToCPUConvPoolPatterns(const TypeConverter &converter,
+                                     RewritePatternSet &patterns,
+                                     CPULoweringState &state);
+void populatePFToCPUCommPatterns(const TypeConverter &converter,
+                                 RewritePatternSet &patterns,
+                                 CPULoweringState &state);
+void populatePFToCPUOptimizerPatterns(const TypeConverter &converter,
+                                      RewritePatternSet &patterns,
+                                      CPULoweringState &state);
+void populatePFToCPUControlPatterns(const TypeConverter &converter,
+                                    RewritePatternSet &patterns,
+                                    CPULoweringState &state);
+
+/// All of the above.
+void populatePFToCPUPatterns(const TypeConverter &converter,
+                             RewritePatternSet &patterns,
+                             CPULoweringState &state);
+
+} // namespace mlir::pf
+
+#endif // PF_CONVERSION_PFTOCPU_PFTOCPU_H

@@ -1,0 +1,70 @@
+//===- BufferAnalysis.cpp - buffer facts of a rank's step -----------------===//
+
+#include "pf/Conversion/Common/BufferAnalysis.h"
+#include "pf/Dialect/PF/IR/PFOps.h"
+
+using namespace mlir;
+using namespace mlir::pf;
+
+BufferAnalysis::BufferAnalysis(Block &block) {
+  llvm::DenseMap<Operation *, unsigned> order;
+  unsigned position = 0;
+  for (Operation &op : block)
+    order[&op] = position++;
+
+  // Reads, and writes, per parameter.
+  llvm::StringMap<SmallVector<ReadParamOp>> reads;
+  llvm::StringMap<SmallVector<WriteParamOp>> writes;
+  for (Operation &op : block) {
+    if (auto read = dyn_cast<ReadParamOp>(op))
+      reads[read.getParam()].push_back(read);
+    else if (auto write = dyn_cast<WriteParamOp>(op))
+      writes[write.getParam()].push_back(write);
+  }
+
+  for (auto &[name, list] : reads)
+    for (ReadParamOp read : list) {
+      unsigned lastUse = order[read];
+      for (Operation *user : read->getUsers())
+        lastUse = std::max(lastUse, order[user]);
+      for (WriteParamOp write : writes.lookup(name))
+        if (order[write] > order[read] && order[write] < lastUse)
+          copyingReads.insert(read);
+    }
+
+  for (Operation &op : block) {
+    if (!isa<SGDUpdateOp, AdamUpdateOp>(op))
+      continue;
+    unsigned p = order[&op];
+    for (Value r : op.getResults()) {
+      if (!r.hasOneUse())
+        continue;
+      auto write = dyn_cast<WriteParamOp>(*r.getUsers().begin());
+      if (!write || r.getType() != write.getValue().getType())
+        continue;
+      unsigned q = order[write];
+      bool safe = true;
+      for (ReadParamOp read : reads.lookup(write.getParam())) {
+        unsigned at = order[read];
+        if (at > p && at < q)
+          safe = false;
+        if (!copyingReads.contains(read))
+          for (Operation *user : read->getUsers())
+            if (user != &op && order[user] > p)
+              safe = false;
+      }
+      for (WriteParamOp w : writes.lookup(write.getParam()))
+        if (w != write && order[w] > p && order[w] < q)
+          safe = false;
+      if (safe)
+        inPlace[r] = write.getParam();
+    }
+  }
+
+  for (auto ba : block.getOps<BiasAddOp>())
+    if (ba->hasOneUse())
+      if (auto relu = dyn_cast<ReluOp>(*ba->getUsers().begin())) {
+        fusedRelus.insert(relu);
+        fusedWith[ba] = relu;
+      }
+}

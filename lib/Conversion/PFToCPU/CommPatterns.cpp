@@ -1,0 +1,246 @@
+//===- CommPatterns.cpp - collectives, boxes, point-to-point --------------===//
+//
+// Collectives run over this rank's group of the op's `groups` (MPI
+// communicators cached by the runtime); boxes are local copies between
+// sub-boxes; sends are non-blocking (only receives block, as the schedule
+// simulator assumes) and complete at the end of the step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pf/Conversion/PFToCPU/PFToCPU.h"
+
+using namespace mlir;
+using namespace mlir::pf;
+
+namespace {
+
+/// This rank's group among `groups` and its position there (-1: none).
+std::pair<ArrayRef<int64_t>, int64_t> groupOf(ArrayAttr groups,
+                                              int64_t rank) {
+  for (Attribute g : groups) {
+    ArrayRef<int64_t> ranks = cast<DenseI64ArrayAttr>(g).asArrayRef();
+    for (auto [i, r] : llvm::enumerate(ranks))
+      if (r == rank)
+        return {ranks, static_cast<int64_t>(i)};
+  }
+  return {ArrayRef<int64_t>(), -1};
+}
+
+/// all_reduce, all_gather, reduce_scatter, all_to_all and shard (a local
+/// slice by group position): the runtime's boxing helpers over one group.
+template <typename OpTy>
+struct GroupOpLowering : CPUPattern<OpTy> {
+  using Base = CPUPattern<OpTy>;
+  using typename Base::OpAdaptor;
+  using Base::state;
+  GroupOpLowering(const TypeConverter &converter, CPULoweringState &state)
+      : Base(converter, state,
+             std::is_same_v<OpTy, ShardOp> ? Base::Trace::Compute
+                                           : Base::Trace::Comm) {}
+
+  LogicalResult lower(OpTy op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    auto [ranks, pos] = groupOf(op.getGroups(), state.rankId);
+    if (pos < 0)
+      return op.emitOpError("rank ")
+             << state.rankId << " is in none of the op's groups";
+    Value source = op.getInput();
+    if constexpr (std::is_same_v<OpTy, AllReduceOp>)
+      if (!cast<GlobalType>(source.getType()).getElementType().isF32())
+        return op.emitOpError("sums f32 tensors only");
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    Location loc = op.getLoc();
+    rt::RuntimeABI &rt = state.rt;
+    Value in = adaptor.getInput();
+    Value ranksPtr = rt.i64Array(b, loc, ranks);
+    auto n = static_cast<int64_t>(ranks.size());
+    ArrayRef<int64_t> shape = localShape(source);
+    auto ndim = static_cast<int64_t>(shape.size());
+    Value shapePtr = rt.i64Array(b, loc, shape);
+    int32_t dtype = dtypeCode(source);
+    if constexpr (std::is_same_v<OpTy, AllReduceOp>)
+      rt.pfrt_all_reduce_sum(b, loc, in, *out, localCount(source), ranksPtr,
+                             n);
+    else if constexpr (std::is_same_v<OpTy, AllGatherOp>)
+      rt.pfrt_box_all_gather(b, loc, in, *out, dtype, ndim, shapePtr,
+                             op.getAxis(), ranksPtr, n);
+    else if constexpr (std::is_same_v<OpTy, ReduceScatterOp>)
+      rt.pfrt_box_reduce_scatter(b, loc, in, *out, ndim, shapePtr,
+                                 op.getAxis(), ranksPtr, n);
+    else if constexpr (std::is_same_v<OpTy, AllToAllOp>)
+      rt.pfrt_box_all_to_all(b, loc, in, *out, dtype, ndim, shapePtr,
+                             op.getSplitAxis(), op.getConcatAxis(), ranksPtr,
+                             n);
+    else
+      rt.pfrt_box_slice(b, loc, in, *out, dtype, ndim, shapePtr, op.getAxis(),
+                        pos, n);
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct BroadcastLowering : CPUPattern<BroadcastOp> {
+  BroadcastLowering(const TypeConverter &converter, CPULoweringState &state)
+      : CPUPattern(converter, state, Trace::Comm) {}
+  LogicalResult lower(BroadcastOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    Location loc = op.getLoc();
+    rt::RuntimeABI &rt = state.rt;
+    bool isF32 = op.getType().getElementType().isF32();
+    int64_t n = localCount(op.getResult());
+    // The root copies its value in; an i64 element is two floats.
+    if (op.getInput())
+      rt.pfrt_k_copy(b, loc, adaptor.getInput(), *out, isF32 ? n : 2 * n);
+    Value ranks = rt.i64Array(b, loc, op.getRanks());
+    auto size = static_cast<int64_t>(op.getRanks().size());
+    if (isF32)
+      rt.pfrt_broadcast(b, loc, *out, n, op.getRoot(), ranks, size);
+    else
+      rt.pfrt_broadcast_i64(b, loc, *out, n, op.getRoot(), ranks, size);
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct ReduceLowering : CPUPattern<ReduceOp> {
+  ReduceLowering(const TypeConverter &converter, CPULoweringState &state)
+      : CPUPattern(converter, state, Trace::Comm) {}
+  LogicalResult lower(ReduceOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    // Ranks other than the root have no result.
+    Value out = state.rt.nullPtr(b, loc);
+    if (op.getResult()) {
+      FailureOr<Value> buf = state.result(b, op);
+      if (failed(buf))
+        return failure();
+      out = *buf;
+    }
+    state.rt.pfrt_reduce_sum(b, loc, adaptor.getInput(), out,
+                             localCount(op.getInput()), op.getRoot(),
+                             state.rt.i64Array(b, loc, op.getRanks()),
+                             static_cast<int64_t>(op.getRanks().size()));
+    if (op.getResult())
+      b.replaceOp(op, out);
+    else
+      b.eraseOp(op);
+    return success();
+  }
+};
+
+struct ExtractBoxLowering : CPUPattern<ExtractBoxOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(ExtractBoxOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    Location loc = op.getLoc();
+    rt::RuntimeABI &rt = state.rt;
+    ArrayRef<int64_t> outShape = localShape(op.getResult());
+    rt.pfrt_copy_box(b, loc, adaptor.getInput(),
+                     rt.i64Array(b, loc, localShape(op.getInput())),
+                     rt.i64Array(b, loc, op.getOffsets()), *out,
+                     rt.i64Array(b, loc, outShape), rt.nullPtr(b, loc),
+                     rt.i64Array(b, loc, outShape),
+                     static_cast<int64_t>(outShape.size()),
+                     dtypeCode(op.getInput()));
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct AssembleLowering : CPUPattern<AssembleOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(AssembleOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    Location loc = op.getLoc();
+    rt::RuntimeABI &rt = state.rt;
+    ArrayRef<int64_t> outShape = localShape(op.getResult());
+    for (auto [piece, buffer, off] :
+         llvm::zip(op.getPieces(), adaptor.getPieces(), op.getOffsets())) {
+      ArrayRef<int64_t> ps = localShape(piece);
+      rt.pfrt_copy_box(b, loc, buffer, rt.i64Array(b, loc, ps),
+                       rt.nullPtr(b, loc), *out,
+                       rt.i64Array(b, loc, outShape),
+                       rt.i64Array(b, loc,
+                                   cast<DenseI64ArrayAttr>(off).asArrayRef()),
+                       rt.i64Array(b, loc, ps),
+                       static_cast<int64_t>(outShape.size()),
+                       dtypeCode(piece));
+    }
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct SendLowering : CPUPattern<SendOp> {
+  SendLowering(const TypeConverter &converter, CPULoweringState &state)
+      : CPUPattern(converter, state, Trace::Comm) {}
+  LogicalResult lower(SendOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<int64_t> bytes = elementBytes(op, op.getValue().getType());
+    if (failed(bytes))
+      return failure();
+    Location loc = op.getLoc();
+    // Every send completes at the end of the step, so its buffer must not
+    // change before then. A parameter's own buffer could (the update writes
+    // it), so that is sent from a copy.
+    Value data = adaptor.getValue();
+    int64_t floats = localCount(op.getValue()) * (*bytes / 4);
+    Operation *def = op.getValue().getDefiningOp();
+    while (isa_and_nonnull<ReshapeOp, FlattenOp, ToGlobalOp>(def))
+      def = def->getOperand(0).getDefiningOp();
+    if (isa_and_nonnull<ReadParamOp>(def)) {
+      Value copy = state.rt.pfrt_arena_alloc(b, loc, 4 * floats);
+      state.rt.pfrt_k_copy(b, loc, data, copy, floats);
+      data = copy;
+    }
+    // Counts are in floats; 8-byte elements travel as two floats each.
+    state.rt.pfrt_isend(b, loc, data, floats,
+                        static_cast<int32_t>(op.getPeer()),
+                        static_cast<int32_t>(op.getTag()));
+    b.eraseOp(op);
+    return success();
+  }
+};
+
+struct RecvLowering : CPUPattern<RecvOp> {
+  RecvLowering(const TypeConverter &converter, CPULoweringState &state)
+      : CPUPattern(converter, state, Trace::Comm) {}
+  LogicalResult lower(RecvOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<int64_t> bytes = elementBytes(op, op.getType());
+    if (failed(bytes))
+      return failure();
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    state.rt.pfrt_recv(b, op.getLoc(), *out,
+                       localCount(op.getResult()) * (*bytes / 4),
+                       static_cast<int32_t>(op.getPeer()),
+                       static_cast<int32_t>(op.getTag()));
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::pf::populatePFToCPUCommPatterns(const TypeConverter &converter,
+                                           RewritePatternSet &patterns,
+                                           CPULoweringState &state) {
+  patterns.add<GroupOpLowering<AllReduceOp>, GroupOpLowering<AllGatherOp>,
+               GroupOpLowering<ReduceScatterOp>, GroupOpLowering<AllToAllOp>,
+               GroupOpLowering<ShardOp>, BroadcastLowering, ReduceLowering,
+               ExtractBoxLowering, AssembleLowering, SendLowering,
+               RecvLowering>(converter, state);
+}

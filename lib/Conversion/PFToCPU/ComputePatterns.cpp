@@ -1,0 +1,246 @@
+//===- ComputePatterns.cpp - element-wise, GEMM, reductions, losses -------===//
+
+#include "pf/Conversion/PFToCPU/PFToCPU.h"
+
+using namespace mlir;
+using namespace mlir::pf;
+
+namespace {
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+struct TransposeLowering : CPUPattern<TransposeOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(TransposeOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    Location loc = op.getLoc();
+    ArrayRef<int64_t> shape = localShape(op.getInput());
+    state.rt.pfrt_k_transpose(b, loc, adaptor.getInput(), *out,
+                              static_cast<int64_t>(shape.size()),
+                              state.rt.i64Array(b, loc, shape),
+                              state.rt.i64Array(b, loc, op.getPerm()));
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct MatmulLowering : CPUPattern<MatmulOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(MatmulOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    ArrayRef<int64_t> as = localShape(op.getA()), bs = localShape(op.getB()),
+                      cs = localShape(op.getResult());
+    int64_t k = op.getTransposeA() ? as[as.size() - 2] : as.back();
+    state.rt.pfrt_k_matmul(b, op.getLoc(), adaptor.getA(), adaptor.getB(),
+                           *out, product(cs.drop_back(2)),
+                           product(bs.drop_back(2)), cs[cs.size() - 2],
+                           cs.back(), k, op.getTransposeA(),
+                           op.getTransposeB());
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+/// bias_add feeding only a relu: one fused pass into the relu's buffer
+/// (BufferAnalysis); the relu then forwards it.
+struct BiasAddLowering : CPUPattern<BiasAddOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(BiasAddOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    Operation *relu = state.buffers.fusedReluOf(op);
+    FailureOr<Value> out = relu ? state.alloc(b, op.getLoc(),
+                                              relu->getResult(0))
+                                : state.result(b, op);
+    if (failed(out))
+      return failure();
+    ArrayRef<int64_t> s = localShape(op.getInput());
+    int64_t axis = op.getAxis();
+    int64_t outer = product(s.take_front(axis)), channels = s[axis],
+            inner = product(s.drop_front(axis + 1));
+    if (relu)
+      state.rt.pfrt_k_bias_add_relu(b, op.getLoc(), adaptor.getInput(),
+                                    adaptor.getBias(), *out, outer, channels,
+                                    inner);
+    else
+      state.rt.pfrt_k_bias_add(b, op.getLoc(), adaptor.getInput(),
+                               adaptor.getBias(), *out, outer, channels,
+                               inner);
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct ReluLowering : CPUPattern<ReluOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(ReluOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    if (state.buffers.isFusedRelu(op)) {
+      b.replaceOp(op, adaptor.getInput()); // computed with its bias_add
+      return success();
+    }
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    state.rt.pfrt_k_relu(b, op.getLoc(), adaptor.getInput(), *out,
+                         localCount(op.getResult()));
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct ReluGradLowering : CPUPattern<ReluGradOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(ReluGradOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    state.rt.pfrt_k_relu_grad(b, op.getLoc(), adaptor.getOutput(),
+                              adaptor.getResultGrad(), *out, localCount(op.getResult()));
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct AddLowering : CPUPattern<AddOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(AddOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    state.rt.pfrt_k_add(b, op.getLoc(), adaptor.getLhs(), adaptor.getRhs(),
+                        *out, localCount(op.getResult()));
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct MulScalarLowering : CPUPattern<MulScalarOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(MulScalarOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    state.rt.pfrt_k_scale(b, op.getLoc(), adaptor.getInput(), *out,
+                          localCount(op.getResult()),
+                          op.getScalar().convertToDouble());
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+/// Seeded, layout-independent: the mask comes from the logical indices of
+/// this rank's shard, the step's seed, the op's stream and micro-batch.
+struct DropoutLowering : CPUPattern<DropoutOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(DropoutOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    Location loc = op.getLoc();
+    rt::RuntimeABI &rt = state.rt;
+    auto logical = op->getAttrOfType<DenseI64ArrayAttr>("pf.logical_shape");
+    auto offset = op->getAttrOfType<DenseI64ArrayAttr>("pf.shard_offset");
+    ArrayRef<int64_t> local = localShape(op.getInput());
+    auto mb = op->getAttrOfType<IntegerAttr>(PFDialect::getMicrobatchAttrName());
+    rt.pfrt_k_dropout(
+        b, loc, adaptor.getInput(), *out, localCount(op.getResult()),
+        op.getP().convertToDouble(), state.seed(b, loc), op.getStream(),
+        static_cast<int64_t>(mb ? mb.getInt() : 0),
+        static_cast<int64_t>(local.size()),
+        rt.i64Array(b, loc, logical ? logical.asArrayRef() : local),
+        offset ? rt.i64Array(b, loc, offset.asArrayRef()) : rt.nullPtr(b, loc),
+        rt.i64Array(b, loc, local));
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct ReduceSumLowering : CPUPattern<ReduceSumOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(ReduceSumOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    Location loc = op.getLoc();
+    ArrayRef<int64_t> s = localShape(op.getInput());
+    SmallVector<int8_t> mask(s.size(), 0);
+    for (int64_t axis : op.getAxes())
+      mask[axis] = 1;
+    state.rt.pfrt_k_reduce_sum(b, loc, adaptor.getInput(), *out,
+                               static_cast<int64_t>(s.size()),
+                               state.rt.i64Array(b, loc, s),
+                               state.rt.i8Array(b, loc, mask));
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+/// A mean over a batch split `pf.batch_split` ways: the local mean is that
+/// many times this rank's share of the global one.
+void scaleForBatchSplit(CPULoweringState &state, OpBuilder &b, Operation *op,
+                        Value out, int64_t n) {
+  auto split = op->getAttrOfType<IntegerAttr>("pf.batch_split");
+  if (split && split.getInt() > 1)
+    state.rt.pfrt_k_scale(b, op->getLoc(), out, out, n,
+                          1.0 / static_cast<double>(split.getInt()));
+}
+
+struct SoftmaxXentLowering : CPUPattern<SoftmaxCrossEntropyOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(SoftmaxCrossEntropyOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    ArrayRef<int64_t> s = localShape(op.getLogits());
+    state.rt.pfrt_k_softmax_xent(b, op.getLoc(), adaptor.getLogits(),
+                                 adaptor.getLabels(), *out, s[0], s[1]);
+    scaleForBatchSplit(state, b, op, *out, 1);
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct SoftmaxXentGradLowering : CPUPattern<SoftmaxCrossEntropyGradOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(SoftmaxCrossEntropyGradOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    ArrayRef<int64_t> s = localShape(op.getLogits());
+    state.rt.pfrt_k_softmax_xent_grad(
+        b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
+        adaptor.getLossGrad(), *out, s[0], s[1]);
+    scaleForBatchSplit(state, b, op, *out, s[0] * s[1]);
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::pf::populatePFToCPUComputePatterns(const TypeConverter &converter,
+                                              RewritePatternSet &patterns,
+                                              CPULoweringState &state) {
+  patterns.add<TransposeLowering, MatmulLowering, BiasAddLowering,
+               ReluLowering, ReluGradLowering, AddLowering, MulScalarLowering,
+               DropoutLowering, ReduceSumLowering, SoftmaxXentLowering,
+               SoftmaxXentGradLowering>(converter, state);
+}

@@ -1,0 +1,123 @@
+//===- ControlPatterns.cpp - constants, views, micro-batches, return ------===//
+
+#include "pf/Conversion/PFToCPU/PFToCPU.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+using namespace mlir::pf;
+
+namespace {
+
+struct ConstantLowering : CPUPattern<ConstantOp> {
+  ConstantLowering(const TypeConverter &converter, CPULoweringState &state)
+      : CPUPattern(converter, state, Trace::None) {}
+  LogicalResult lower(ConstantOp op, OpAdaptor,
+                      ConversionPatternRewriter &b) const override {
+    auto dense = dyn_cast<SplatElementsAttr>(op.getValue());
+    if (!dense || !op.getType().getElementType().isF32())
+      return op.emitOpError("convert-pf-to-cpu supports f32 splat constants");
+    // Constants only stored by write_param are filled in place there.
+    if (llvm::all_of(op->getUsers(),
+                     [](Operation *u) { return isa<WriteParamOp>(u); })) {
+      b.replaceOp(op, state.rt.nullPtr(b, op.getLoc()));
+      return success();
+    }
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    state.rt.pfrt_k_fill(b, op.getLoc(), *out, localCount(op.getResult()),
+                         dense.getSplatValue<APFloat>().convertToDouble());
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+/// Micro-batch k is a contiguous block of rows: a view, no copy.
+struct MicrobatchLowering : CPUPattern<MicrobatchOp> {
+  MicrobatchLowering(const TypeConverter &converter, CPULoweringState &state)
+      : CPUPattern(converter, state, Trace::None) {}
+  LogicalResult lower(MicrobatchOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<int64_t> bytes = elementBytes(op, op.getType());
+    if (failed(bytes))
+      return failure();
+    Location loc = op.getLoc();
+    Value offset = LLVM::ConstantOp::create(
+        b, loc, b.getI64Type(),
+        b.getI64IntegerAttr(op.getIndex() * localCount(op.getResult()) *
+                            *bytes));
+    b.replaceOpWithNewOp<LLVM::GEPOp>(op, state.ptrType(), b.getI8Type(),
+                                      adaptor.getInput(), ValueRange{offset});
+    return success();
+  }
+};
+
+/// The per-micro-batch losses side by side.
+struct PackLowering : CPUPattern<PackOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(PackOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    Location loc = op.getLoc();
+    for (auto [k, e] : llvm::enumerate(adaptor.getElements())) {
+      Value index = LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                             b.getI64IntegerAttr(k));
+      Value dst = LLVM::GEPOp::create(b, loc, state.ptrType(), b.getF32Type(),
+                                      *out, ValueRange{index});
+      state.rt.pfrt_k_copy(b, loc, e, dst, int64_t{1});
+    }
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+/// Same local data, another view of it.
+template <typename OpTy> struct ViewLowering : CPUPattern<OpTy> {
+  using Base = CPUPattern<OpTy>;
+  ViewLowering(const TypeConverter &converter, CPULoweringState &state)
+      : Base(converter, state, Base::Trace::None) {}
+  LogicalResult lower(OpTy op, typename Base::OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    b.replaceOp(op, adaptor.getOperands()[0]);
+    return success();
+  }
+};
+
+/// The end of the step: pending sends complete, and the loss (one value
+/// per micro-batch when packed) goes to the runtime unless another rank
+/// holding it reports it.
+struct ReturnLowering : CPUPattern<func::ReturnOp> {
+  ReturnLowering(const TypeConverter &converter, CPULoweringState &state)
+      : CPUPattern(converter, state, Trace::None) {}
+  LogicalResult lower(func::ReturnOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    state.rt.pfrt_wait_sends(b, loc);
+    if (op.getNumOperands() > 0 && !state.lossReplica) {
+      Value loss = adaptor.getOperands()[0];
+      for (int64_t k = 0, e = localCount(op.getOperand(0)); k < e; ++k) {
+        Value index = LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                               b.getI64IntegerAttr(k));
+        Value at = LLVM::GEPOp::create(b, loc, state.ptrType(),
+                                       b.getF32Type(), loss,
+                                       ValueRange{index});
+        state.rt.pfrt_report_loss(b, loc, at, static_cast<int32_t>(k));
+      }
+    }
+    b.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange{});
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::pf::populatePFToCPUControlPatterns(const TypeConverter &converter,
+                                              RewritePatternSet &patterns,
+                                              CPULoweringState &state) {
+  patterns.add<ConstantLowering, MicrobatchLowering, PackLowering,
+               ViewLowering<ReshapeOp>, ViewLowering<FlattenOp>,
+               ViewLowering<ToGlobalOp>, ReturnLowering>(converter, state);
+}

@@ -1,0 +1,255 @@
+//===- ConvPoolPatterns.cpp - convolutions, pooling, batch norm -----------===//
+
+#include "pf/Conversion/PFToCPU/PFToCPU.h"
+
+using namespace mlir;
+using namespace mlir::pf;
+
+namespace {
+
+/// The runtime's convolution geometry:
+/// {N, C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, groups}, from the
+/// forward input x, weight w and output y shapes.
+template <typename ConvLikeOp>
+SmallVector<int64_t> convDims(ConvLikeOp op, ArrayRef<int64_t> x,
+                              ArrayRef<int64_t> w, ArrayRef<int64_t> y) {
+  ArrayRef<int64_t> stride = op.getStride(), pad = op.getPadding(),
+                    dil = op.getDilation();
+  return {x[0],      x[1],      x[2],   x[3],   w[0],   w[2],
+          w[3],      y[2],      y[3],   stride[0], stride[1], pad[0],
+          pad[1],    dil[0],    dil[1], static_cast<int64_t>(op.getGroups())};
+}
+
+struct Conv2DLowering : CPUPattern<Conv2DOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(Conv2DOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    auto dims = convDims(op, localShape(op.getInput()),
+                         localShape(op.getWeight()), localShape(op.getResult()));
+    state.rt.pfrt_k_conv2d(b, op.getLoc(), adaptor.getInput(),
+                           adaptor.getWeight(), *out,
+                           state.rt.i64Array(b, op.getLoc(), dims));
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct Conv2DGradInputLowering : CPUPattern<Conv2DGradInputOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(Conv2DGradInputOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    auto dims = convDims(op, localShape(op.getResult()), localShape(op.getWeight()),
+                         localShape(op.getResultGrad()));
+    state.rt.pfrt_k_conv2d_grad_input(b, op.getLoc(), adaptor.getResultGrad(),
+                                      adaptor.getWeight(), *out,
+                                      state.rt.i64Array(b, op.getLoc(), dims));
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct Conv2DGradWeightLowering : CPUPattern<Conv2DGradWeightOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(Conv2DGradWeightOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    auto dims = convDims(op, localShape(op.getInput()), localShape(op.getResult()),
+                         localShape(op.getResultGrad()));
+    state.rt.pfrt_k_conv2d_grad_weight(b, op.getLoc(), adaptor.getInput(),
+                                       adaptor.getResultGrad(), *out,
+                                       state.rt.i64Array(b, op.getLoc(), dims));
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+/// The runtime's pooling geometry: {N, C, H, W, OH, OW, KH, KW, sh, sw, ph,
+/// pw} from the forward input and output shapes.
+Value poolDims(CPULoweringState &state, OpBuilder &b, Operation *op,
+               ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
+  auto kernelAttr = op->getAttrOfType<DenseI64ArrayAttr>("kernel");
+  auto strideAttr = op->getAttrOfType<DenseI64ArrayAttr>("stride");
+  auto padAttr = op->getAttrOfType<DenseI64ArrayAttr>("padding");
+  ArrayRef<int64_t> k = kernelAttr.asArrayRef();
+  ArrayRef<int64_t> s = strideAttr ? strideAttr.asArrayRef() : k;
+  static const int64_t kNoPad[2] = {0, 0};
+  ArrayRef<int64_t> p =
+      padAttr ? padAttr.asArrayRef() : ArrayRef<int64_t>(kNoPad);
+  SmallVector<int64_t> dims = {in[0], in[1], in[2], in[3], out[2], out[3],
+                               k[0],  k[1],  s[0],  s[1],  p[0],   p[1]};
+  return state.rt.i64Array(b, op->getLoc(), dims);
+}
+
+struct MaxPool2DLowering : CPUPattern<MaxPool2DOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(MaxPool2DOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    Value dims = poolDims(state, b, op, localShape(op.getInput()),
+                          localShape(op.getResult()));
+    state.rt.pfrt_k_max_pool2d(b, op.getLoc(), adaptor.getInput(), *out,
+                               dims);
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct AvgPool2DLowering : CPUPattern<AvgPool2DOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(AvgPool2DOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    Value dims = poolDims(state, b, op, localShape(op.getInput()),
+                          localShape(op.getResult()));
+    state.rt.pfrt_k_avg_pool2d(b, op.getLoc(), adaptor.getInput(), *out,
+                               dims);
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct MaxPool2DGradLowering : CPUPattern<MaxPool2DGradOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(MaxPool2DGradOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    Value dims = poolDims(state, b, op, localShape(op.getResult()),
+                          localShape(op.getResultGrad()));
+    state.rt.pfrt_k_max_pool2d_grad(b, op.getLoc(), adaptor.getInput(),
+                                    adaptor.getResultGrad(), *out, dims);
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct AvgPool2DGradLowering : CPUPattern<AvgPool2DGradOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(AvgPool2DGradOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    Value dims = poolDims(state, b, op, localShape(op.getResult()),
+                          localShape(op.getResultGrad()));
+    state.rt.pfrt_k_avg_pool2d_grad(b, op.getLoc(), adaptor.getResultGrad(),
+                                    *out, dims);
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct GlobalAvgPoolLowering : CPUPattern<GlobalAvgPoolOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(GlobalAvgPoolOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    ArrayRef<int64_t> s = localShape(op.getInput());
+    state.rt.pfrt_k_global_avg_pool(b, op.getLoc(), adaptor.getInput(), *out,
+                                    s[0], s[1], s[2] * s[3]);
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct GlobalAvgPoolGradLowering : CPUPattern<GlobalAvgPoolGradOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(GlobalAvgPoolGradOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    ArrayRef<int64_t> s = localShape(op.getResult());
+    state.rt.pfrt_k_global_avg_pool_grad(b, op.getLoc(),
+                                         adaptor.getResultGrad(), *out, s[0],
+                                         s[1], s[2] * s[3]);
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+/// {N, C, H*W} of a batch-norm input (2-D inputs have H*W = 1).
+std::tuple<int64_t, int64_t, int64_t> bnDims(Value input) {
+  ArrayRef<int64_t> s = localShape(input);
+  return {s[0], s[1], s.size() == 4 ? s[2] * s[3] : 1};
+}
+
+struct BatchNormLowering : CPUPattern<BatchNormOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(BatchNormOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> y = state.result(b, op, 0), m = state.result(b, op, 1),
+                     v = state.result(b, op, 2);
+    if (failed(y) || failed(m) || failed(v))
+      return failure();
+    auto [n, c, hw] = bnDims(op.getInput());
+    state.rt.pfrt_k_batch_norm(
+        b, op.getLoc(), adaptor.getInput(), adaptor.getGamma(),
+        adaptor.getBeta(), adaptor.getRunningMean(), adaptor.getRunningVar(),
+        *y, *m, *v, n, c, hw, op.getEpsilon().convertToDouble(),
+        op.getMomentum().convertToDouble());
+    b.replaceOp(op, ValueRange{*y, *m, *v});
+    return success();
+  }
+};
+
+struct BatchNormGradInputLowering : CPUPattern<BatchNormGradInputOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(BatchNormGradInputOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    auto [n, c, hw] = bnDims(op.getInput());
+    state.rt.pfrt_k_batch_norm_grad_input(
+        b, op.getLoc(), adaptor.getInput(), adaptor.getGamma(),
+        adaptor.getResultGrad(), *out, n, c, hw,
+        op.getEpsilon().convertToDouble());
+    b.replaceOp(op, *out);
+    return success();
+  }
+};
+
+struct BatchNormGradParamsLowering : CPUPattern<BatchNormGradParamsOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(BatchNormGradParamsOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> dg = state.result(b, op, 0), db = state.result(b, op, 1);
+    if (failed(dg) || failed(db))
+      return failure();
+    auto [n, c, hw] = bnDims(op.getInput());
+    state.rt.pfrt_k_batch_norm_grad_params(
+        b, op.getLoc(), adaptor.getInput(), adaptor.getResultGrad(), *dg, *db,
+        n, c, hw, op.getEpsilon().convertToDouble());
+    b.replaceOp(op, ValueRange{*dg, *db});
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::pf::populatePFToCPUConvPoolPatterns(const TypeConverter &converter,
+                                               RewritePatternSet &patterns,
+                                               CPULoweringState &state) {
+  patterns.add<Conv2DLowering, Conv2DGradInputLowering,
+               Conv2DGradWeightLowering, MaxPool2DLowering, AvgPool2DLowering,
+               MaxPool2DGradLowering, AvgPool2DGradLowering,
+               GlobalAvgPoolLowering, GlobalAvgPoolGradLowering,
+               BatchNormLowering, BatchNormGradInputLowering,
+               BatchNormGradParamsLowering>(converter, state);
+}

@@ -1,0 +1,137 @@
+//===- OptimizerPatterns.cpp - parameters, run-time scalars, updates ------===//
+//
+// Parameters (and optimizer states) live in persistent buffers behind
+// globals made by pf_init_params. Reads alias them unless BufferAnalysis
+// says a later write would be seen; optimizer updates write in place when
+// it allows, which makes their write_param a no-op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pf/Conversion/PFToCPU/PFToCPU.h"
+
+using namespace mlir;
+using namespace mlir::pf;
+
+namespace {
+
+struct ReadParamLowering : CPUPattern<ReadParamOp> {
+  ReadParamLowering(const TypeConverter &converter, CPULoweringState &state)
+      : CPUPattern(converter, state, Trace::None) {}
+  LogicalResult lower(ReadParamOp op, OpAdaptor,
+                      ConversionPatternRewriter &b) const override {
+    if (!state.paramGlobals.count(op.getParam()))
+      return op.emitOpError("reads a parameter this rank does not hold");
+    Value ptr = state.paramPtr(b, op.getLoc(), op.getParam());
+    if (state.buffers.isCopyingRead(op)) {
+      FailureOr<Value> copy = state.result(b, op);
+      if (failed(copy))
+        return failure();
+      state.rt.pfrt_k_copy(b, op.getLoc(), ptr, *copy,
+                           localCount(op.getResult()));
+      ptr = *copy;
+    }
+    b.replaceOp(op, ptr);
+    return success();
+  }
+};
+
+struct WriteParamLowering : CPUPattern<WriteParamOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(WriteParamOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    if (!state.paramGlobals.count(op.getParam()))
+      return op.emitOpError("writes a parameter this rank does not hold");
+    if (!state.buffers.inPlaceTarget(op.getValue()).empty()) {
+      b.eraseOp(op); // computed in place
+      return success();
+    }
+    Value dst = state.paramPtr(b, loc, op.getParam());
+    int64_t n = localCount(op.getValue());
+    // Clearing a gradient buffer: fill in place, no temporary.
+    if (auto c = op.getValue().getDefiningOp<ConstantOp>())
+      if (auto dense = dyn_cast<SplatElementsAttr>(c.getValue())) {
+        state.rt.pfrt_k_fill(
+            b, loc, dst, n,
+            dense.getSplatValue<APFloat>().convertToDouble());
+        b.eraseOp(op);
+        return success();
+      }
+    state.rt.pfrt_k_copy(b, loc, adaptor.getValue(), dst, n);
+    b.eraseOp(op);
+    return success();
+  }
+};
+
+struct ScalarInputLowering : CPUPattern<ScalarInputOp> {
+  ScalarInputLowering(const TypeConverter &converter, CPULoweringState &state)
+      : CPUPattern(converter, state, Trace::None) {}
+  LogicalResult lower(ScalarInputOp op, OpAdaptor,
+                      ConversionPatternRewriter &b) const override {
+    b.replaceOp(op, state.rt.pfrt_scalar(
+                        b, op.getLoc(),
+                        state.rt.str(b, op.getLoc(), op.getName())));
+    return success();
+  }
+};
+
+struct SGDUpdateLowering : CPUPattern<SGDUpdateOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(SGDUpdateOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    FailureOr<Value> p = state.result(b, op, 0);
+    if (failed(p))
+      return failure();
+    SmallVector<Value, 2> results = {*p};
+    Value buf = state.rt.nullPtr(b, loc), step = state.rt.nullPtr(b, loc),
+          newBuf = state.rt.nullPtr(b, loc);
+    if (op.getMomentumBuffer()) {
+      FailureOr<Value> nb = state.result(b, op, 1);
+      if (failed(nb))
+        return failure();
+      buf = adaptor.getMomentumBuffer(), step = adaptor.getStep();
+      newBuf = *nb;
+      results.push_back(*nb);
+    }
+    state.rt.pfrt_k_sgd(b, loc, adaptor.getParam(), adaptor.getGrad(),
+                        adaptor.getLr(), buf, step, *p, newBuf,
+                        localCount(op.getParam()),
+                        op.getMomentum().convertToDouble(),
+                        op.getDampening().convertToDouble(),
+                        op.getWeightDecay().convertToDouble(),
+                        op.getNesterov());
+    b.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct AdamUpdateLowering : CPUPattern<AdamUpdateOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(AdamUpdateOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> p = state.result(b, op, 0), m = state.result(b, op, 1),
+                     v = state.result(b, op, 2);
+    if (failed(p) || failed(m) || failed(v))
+      return failure();
+    state.rt.pfrt_k_adam(
+        b, op.getLoc(), adaptor.getParam(), adaptor.getGrad(),
+        adaptor.getExpAvg(), adaptor.getExpAvgSq(), adaptor.getLr(),
+        adaptor.getStep(), *p, *m, *v, localCount(op.getParam()),
+        op.getBeta1().convertToDouble(), op.getBeta2().convertToDouble(),
+        op.getEpsilon().convertToDouble(),
+        op.getWeightDecay().convertToDouble(), op.getDecoupled(),
+        op.getBiasCorrection());
+    b.replaceOp(op, ValueRange{*p, *m, *v});
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::pf::populatePFToCPUOptimizerPatterns(const TypeConverter &converter,
+                                                RewritePatternSet &patterns,
+                                                CPULoweringState &state) {
+  patterns.add<ReadParamLowering, WriteParamLowering, ScalarInputLowering,
+               SGDUpdateLowering, AdamUpdateLowering>(converter, state);
+}
