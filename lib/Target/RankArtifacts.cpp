@@ -190,13 +190,21 @@ LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
     if (auto m =
             rankModule->getAttrOfType<IntegerAttr>("pfrt.num_microbatches"))
       microbatches = m.getInt();
+    // The static memory plan's totals (bytes): the runtime's arena size.
+    llvm::json::Object memory;
+    if (auto plan = rankModule->getAttrOfType<DictionaryAttr>("pfrt.memory"))
+      for (NamedAttribute entry : plan)
+        if (auto v = dyn_cast<IntegerAttr>(entry.getValue()))
+          memory[entry.getName().getValue()] = v.getInt();
     rankEntries.push_back(llvm::json::Object{
         {"rank", rank},
         {"executable", name},
         {"shared_object", "lib" + name + ".so"},
+        {"backend", "cpu"},
         {"inputs", std::move(inputs)},
         {"reports_loss", reportsLoss},
-        {"num_microbatches", microbatches}});
+        {"num_microbatches", microbatches},
+        {"memory", std::move(memory)}});
   }
   llvm::json::Object manifest{{"format", "pipeflow-artifacts-1"},
                               {"world_size", world},

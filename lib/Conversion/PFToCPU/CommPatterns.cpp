@@ -200,7 +200,7 @@ struct SendLowering : CPUPattern<SendOp> {
     while (isa_and_nonnull<ReshapeOp, FlattenOp, ToGlobalOp>(def))
       def = def->getOperand(0).getDefiningOp();
     if (isa_and_nonnull<ReadParamOp>(def)) {
-      Value copy = state.rt.pfrt_arena_alloc(b, loc, 4 * floats);
+      Value copy = state.sendCopy(b, op, 4 * floats);
       state.rt.pfrt_k_copy(b, loc, data, copy, floats);
       data = copy;
     }

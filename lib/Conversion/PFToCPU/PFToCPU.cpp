@@ -85,10 +85,19 @@ FailureOr<Value> CPULoweringState::alloc(OpBuilder &b, Location loc,
                                          Value v) {
   Operation *owner = v.getDefiningOp() ? v.getDefiningOp()
                                        : module.getOperation();
-  FailureOr<int64_t> bytes = elementBytes(owner, v.getType());
-  if (failed(bytes))
+  if (failed(elementBytes(owner, v.getType())))
     return failure();
-  return rt.pfrt_arena_alloc(b, loc, *bytes * localCount(v));
+  int64_t offset = plan->offsetOf(v);
+  if (offset < 0)
+    return owner->emitOpError("convert-pf-to-cpu: the memory plan gave this "
+                              "value no buffer");
+  return rt.pfrt_arena_at(b, loc, offset, plan->bytesOf(v));
+}
+
+Value CPULoweringState::sendCopy(OpBuilder &b, Operation *send,
+                                 int64_t bytes) {
+  return rt.pfrt_arena_at(b, send->getLoc(), plan->sendCopyOffset(send),
+                          bytes);
 }
 
 FailureOr<Value> CPULoweringState::result(OpBuilder &b, Operation *op,
@@ -192,6 +201,8 @@ LogicalResult RankLowering::lowerParams() {
   Value seed = entry->getArgument(0);
   LLVM::StoreOp::create(b, loc, seed,
                         LLVM::AddressOfOp::create(b, loc, state.seedGlobal));
+  // The whole plan at once: parameters first, then the step's buffers.
+  rt.pfrt_arena_plan(b, loc, state.plan->arenaBytes);
   unsigned index = 0;
   for (auto param : module.getOps<ParamOp>()) {
     GlobalType type = param.getGlobalType();
@@ -201,7 +212,8 @@ LogicalResult RankLowering::lowerParams() {
     state.paramGlobals[param.getSymName()] = global;
     Location ploc = param.getLoc();
     Value buffer =
-        rt.pfrt_alloc_persistent(b, ploc, 4 * type.getNumElements());
+        rt.pfrt_arena_at(b, ploc, state.plan->paramOffset(param.getSymName()),
+                         4 * type.getNumElements());
     LLVM::StoreOp::create(b, ploc, buffer,
                           LLVM::AddressOfOp::create(b, ploc, global));
     InitAttr init = param.getInit();
@@ -267,7 +279,8 @@ FailureOr<Value> RankLowering::lowerInput(BlockArgument arg) {
   FailureOr<int64_t> bytes = elementBytes(step, type);
   if (failed(bytes))
     return failure();
-  Value buffer = rt.pfrt_arena_alloc(b, loc, *bytes * type.getNumElements());
+  Value buffer = rt.pfrt_arena_at(b, loc, state.plan->offsetOf(arg),
+                                  state.plan->bytesOf(arg));
   bool isFloat = type.getElementType().isF32();
   SmallVector<NamedAttribute> facts = {
       b.getNamedAttr("index", b.getI64IntegerAttr(input)),
@@ -394,11 +407,17 @@ LogicalResult RankLowering::run() {
   if (step.getNumResults() > 0 && !step->hasAttr("pf.loss_replica"))
     microbatches = std::max<int64_t>(
         1, cast<GlobalType>(step.getResultTypes()[0]).getNumElements());
+  FailureOr<MemoryPlan> plan = MemoryPlan::build(
+      module, step.getBody().front(), state.buffers);
+  if (failed(plan))
+    return failure();
+  state.plan = std::move(*plan);
   if (failed(lowerParams()) || failed(lowerStep()))
     return failure();
   emitMain();
   module->setAttr("pfrt.inputs", b.getArrayAttr(inputs));
   module->setAttr("pfrt.reports_loss", b.getBoolAttr(microbatches > 0));
+  module->setAttr("pfrt.memory", state.plan->toAttr(module.getContext()));
   module->setAttr("pfrt.num_microbatches",
                   b.getI64IntegerAttr(std::max<int64_t>(microbatches, 1)));
   // The pf program is now fully described by the LLVM functions.

@@ -704,6 +704,25 @@ void *pfrt_arena_alloc(int64_t bytes);
  * and starts a new step for pfrt_report_loss. */
 void pfrt_arena_reset(void);
 
+/* The arena of the compiler's static memory plan: one block of `bytes`
+ * bytes, 64-byte aligned and zeroed, allocated once (pf_init_params calls
+ * it before anything else). Parameters, gradient buffers and optimizer
+ * states sit at its start; every buffer of the step at an offset the
+ * compiler chose. A second call with at most the planned size is a no-op
+ * (the block and every pointer into it stay); a larger one is an error.
+ * When the memory cannot be had the error names the rank, the bytes asked
+ * and the bytes the machine has available. */
+int pfrt_arena_plan(int64_t bytes);
+/* The planned arena's address at `offset` for a buffer of `bytes` bytes;
+ * records the high-water mark (the largest offset + bytes handed out). A
+ * range outside the plan is an error, never a silent overrun. */
+void *pfrt_arena_at(int64_t offset, int64_t bytes);
+/* The planned size (0 before pfrt_arena_plan) and the high-water mark. */
+int64_t pfrt_arena_planned_bytes(void);
+int64_t pfrt_arena_high_water(void);
+/* The process's peak resident set size in bytes (getrusage). */
+int64_t pfrt_peak_rss_bytes(void);
+
 /* Persistent allocation (parameters, optimizer state): 64-byte aligned,
  * zeroed, non-NULL, never freed. bytes >= 0. */
 void *pfrt_alloc_persistent(int64_t bytes);

@@ -3,12 +3,17 @@
 #include "Internal.h"
 #include "pfrt/pfrt.h"
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include <sys/mman.h>
+#include <sys/resource.h>
 
 namespace pfrt {
 namespace {
@@ -106,6 +111,86 @@ void pfrt_arena_reset(void) {
   a.used = 0;
   gLosses.value.clear();
   gLosses.have.clear();
+}
+
+namespace {
+/// The planned arena: mapped once, zero pages until touched.
+struct PlannedArena {
+  char *base = nullptr;
+  int64_t bytes = 0;
+  int64_t highWater = 0;
+} gPlanned;
+
+/// Bytes this process may still take: PFRT_ARENA_LIMIT when set (tests),
+/// else MemAvailable from /proc/meminfo; -1 when unknown.
+int64_t availableBytes() {
+  if (const char *limit = std::getenv("PFRT_ARENA_LIMIT"))
+    return std::strtoll(limit, nullptr, 10);
+  FILE *f = std::fopen("/proc/meminfo", "r");
+  if (!f)
+    return -1;
+  char line[256];
+  int64_t kib = -1;
+  while (std::fgets(line, sizeof(line), f))
+    if (std::sscanf(line, "MemAvailable: %lld kB", (long long *)&kib) == 1)
+      break;
+  std::fclose(f);
+  return kib < 0 ? -1 : kib * 1024;
+}
+} // namespace
+
+int pfrt_arena_plan(int64_t bytes) {
+  PlannedArena &a = gPlanned;
+  if (bytes < 0)
+    fatal("pfrt_arena_plan: negative size %lld", (long long)bytes);
+  if (a.base) {
+    if (bytes > a.bytes)
+      fatal("pfrt_arena_plan: the arena was planned with %lld bytes, now "
+            "%lld are asked",
+            (long long)a.bytes, (long long)bytes);
+    return 0;
+  }
+  int64_t size = roundUp(bytes > 0 ? bytes : 1);
+  int64_t available = availableBytes();
+  if (available >= 0 && size > available)
+    fatal("cannot allocate the planned arena: %lld bytes asked, %lld bytes "
+          "available",
+          (long long)size, (long long)available);
+  void *p = mmap(nullptr, size_t(size), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    fatal("cannot allocate the planned arena: %lld bytes asked, %lld bytes "
+          "available (mmap: %s)",
+          (long long)size, (long long)available, std::strerror(errno));
+  a.base = static_cast<char *>(p);
+  a.bytes = size;
+  return 0;
+}
+
+void *pfrt_arena_at(int64_t offset, int64_t bytes) {
+  PlannedArena &a = gPlanned;
+  if (!a.base)
+    fatal("pfrt_arena_at: no planned arena (pfrt_arena_plan not called)");
+  if (offset < 0 || bytes < 0 || offset % kAlign != 0 ||
+      offset > a.bytes - bytes)
+    fatal("pfrt_arena_at: [%lld, %lld + %lld) is outside the planned arena "
+          "of %lld bytes or misaligned",
+          (long long)offset, (long long)offset, (long long)bytes,
+          (long long)a.bytes);
+  if (offset + bytes > a.highWater)
+    a.highWater = offset + bytes;
+  return a.base + offset;
+}
+
+int64_t pfrt_arena_planned_bytes(void) { return gPlanned.bytes; }
+
+int64_t pfrt_arena_high_water(void) { return gPlanned.highWater; }
+
+int64_t pfrt_peak_rss_bytes(void) {
+  struct rusage u;
+  if (getrusage(RUSAGE_SELF, &u) != 0)
+    return -1;
+  return int64_t(u.ru_maxrss) * 1024; // Linux: KiB
 }
 
 void *pfrt_alloc_persistent(int64_t bytes) {

@@ -230,6 +230,15 @@ extern "C" int pfrt_main(int argc, char **argv, const pfrt_program *program) {
   }
   if (!o.save.empty())
     pfrt_state_save(o.save.c_str(), first + o.steps);
+  // PF_MEMORY_REPORT (pf-run --memory-report): the plan against what ran.
+  if (const char *report = getenv("PF_MEMORY_REPORT");
+      report && *report && strcmp(report, "0") != 0) {
+    printf("memory rank %d planned_bytes %" PRId64 " high_water_bytes %" PRId64
+           " peak_rss_bytes %" PRId64 "\n",
+           pfrt_rank(), pfrt_arena_planned_bytes(), pfrt_arena_high_water(),
+           pfrt_peak_rss_bytes());
+    fflush(stdout);
+  }
   pfrt_finalize();
   return 0;
 }

@@ -13,7 +13,7 @@
 // CHECK-NOT: pfrt_k_copy({{.*}}%[[WOUT]]
 // CHECK: %[[V0:.+]] = llvm.mlir.addressof @__pf_param1
 // CHECK: %[[V:.+]] = llvm.load %[[V0]]
-// CHECK: %[[OLD:.+]] = llvm.call @pfrt_arena_alloc
+// CHECK: %[[OLD:.+]] = llvm.call @pfrt_arena_at
 // CHECK: llvm.call @pfrt_k_copy(%[[V]], %[[OLD]],
 // CHECK: %[[V1:.+]] = llvm.mlir.addressof @__pf_param1
 // CHECK: %[[VOUT:.+]] = llvm.load %[[V1]]

@@ -11,6 +11,7 @@ on every run (printed, so a failure can be replayed with --seed).
 import argparse
 import os
 import random
+import json
 import subprocess
 import sys
 import tempfile
@@ -53,6 +54,29 @@ def reference_losses(seed, steps, lr, layers, batch_shape, classes, args):
             return np.where(u >= np.float32(p), np.float64(np.float32(1.0 / (1.0 - p))), 0.0)
     return ref.train(params, x, y, [lr] * steps, args.microbatches, opt,
                      dropout=dropout)
+
+
+def check_memory_plan(stdout, artifacts, ranks):
+    """Every rank's arena is the compiler's plan, and the step used all of
+    it: the measured high-water mark equals the planned peak exactly."""
+    with open(os.path.join(artifacts, "manifest.json")) as f:
+        planned = {r["rank"]: r["memory"]["arena_bytes"]
+                   for r in json.load(f)["ranks"]}
+    seen = {}
+    for line in stdout.splitlines():
+        w = line.split()
+        if len(w) == 9 and w[0] == "memory" and w[1] == "rank":
+            seen[int(w[2])] = (int(w[4]), int(w[6]), int(w[8]))
+    if sorted(seen) != list(range(ranks)):
+        print("FAIL: memory reports from ranks %s" % sorted(seen))
+        return 1
+    for r, (arena, high, rss) in sorted(seen.items()):
+        if arena != planned[r] or high != planned[r]:
+            print("FAIL: rank %d planned %d bytes, arena %d, high-water %d" %
+                  (r, planned[r], arena, high))
+            return 1
+    print("memory plan: high-water == planned on %d ranks" % ranks)
+    return 0
 
 
 def main():
@@ -127,13 +151,18 @@ def main():
     print("compiled with", " ".join(options))
     with tempfile.TemporaryDirectory() as tmp:
         loss_file = os.path.join(tmp, "losses")
-        subprocess.run([args.pf_run, "-n", str(args.ranks), artifacts,
-                        "--steps", str(args.steps), "--seed", str(seed),
-                        "--lr", repr(args.lr), "--loss-out", loss_file,
-                        "--timeout", "120"], check=True)
+        run = subprocess.run([args.pf_run, "-n", str(args.ranks), artifacts,
+                              "--steps", str(args.steps), "--seed", str(seed),
+                              "--lr", repr(args.lr), "--loss-out", loss_file,
+                              "--timeout", "120"], check=True,
+                             stdout=subprocess.PIPE, text=True,
+                             env=dict(os.environ, PF_MEMORY_REPORT="1"))
+        sys.stdout.write(run.stdout)
         with open(loss_file) as f:
             got = [[float(v) for v in line.split()] for line in f
                    if line.strip()]
+    if check_memory_plan(run.stdout, artifacts, args.ranks):
+        return 1
     want = reference_losses(seed, args.steps, args.lr, layers, batch_shape,
                             layers[-1][2], args)
     if len(got) != args.steps or \

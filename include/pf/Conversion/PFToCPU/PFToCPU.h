@@ -18,6 +18,7 @@
 #define PF_CONVERSION_PFTOCPU_PFTOCPU_H
 
 #include "pf/Conversion/Common/BufferAnalysis.h"
+#include "pf/Conversion/Common/MemoryPlan.h"
 #include "pf/Conversion/Common/RuntimeABI.h"
 #include "pf/Dialect/PF/IR/PFOps.h"
 
@@ -40,6 +41,8 @@ struct CPULoweringState {
   ModuleOp module;
   rt::RuntimeABI rt;
   BufferAnalysis buffers;
+  /// Every buffer's arena offset (set before the patterns run).
+  std::optional<MemoryPlan> plan;
   /// This module's world rank.
   int64_t rankId = 0;
   /// Parameter name -> the global holding its buffer's address.
@@ -55,11 +58,13 @@ struct CPULoweringState {
   Value paramPtr(OpBuilder &b, Location loc, StringRef name);
   /// The run's seed.
   Value seed(OpBuilder &b, Location loc);
-  /// A fresh step-arena buffer for `v`'s local data (located error for an
+  /// The planned arena buffer of `v`'s local data (located error for an
   /// element type the CPU kernels do not take).
   FailureOr<Value> alloc(OpBuilder &b, Location loc, Value v);
+  /// The planned temporary a send of a parameter's buffer copies into.
+  Value sendCopy(OpBuilder &b, Operation *send, int64_t bytes);
   /// The buffer of result `i` of `op`: the parameter it is computed into
-  /// (BufferAnalysis) or a fresh arena buffer.
+  /// (BufferAnalysis) or its planned arena buffer.
   FailureOr<Value> result(OpBuilder &b, Operation *op, unsigned i = 0);
 };
 

@@ -1,0 +1,265 @@
+//===- MemoryPlan.cpp - one arena per rank, planned at compile time -------===//
+
+#include "pf/Conversion/Common/MemoryPlan.h"
+#include "pf/Dialect/PF/IR/PFOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace mlir::pf;
+
+namespace {
+
+int64_t roundUp(int64_t bytes) {
+  int64_t b = bytes > 0 ? bytes : 1;
+  return (b + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
+
+FailureOr<int64_t> bytesOfType(Location loc, Type type) {
+  auto global = cast<GlobalType>(type);
+  Type elem = global.getElementType();
+  int64_t width = elem.isIntOrFloat() ? elem.getIntOrFloatBitWidth() / 8 : 0;
+  if (width == 0)
+    return emitError(loc) << "the memory plan has no size for " << elem;
+  return roundUp(width * global.getNumElements());
+}
+
+/// One buffer: an alias class of values and its lifetime in op positions
+/// (inputs are defined at 0, ops count from 1; kEnd = after the last op).
+struct Interval {
+  int64_t bytes = 0;
+  int64_t start = 0, end = 0;
+  bool external = false; // a parameter, a run-time scalar, or nothing
+};
+constexpr int64_t kEnd = INT64_MAX;
+
+/// Best-fit over a coalescing free list, in order of starts.
+int64_t allocate(SmallVectorImpl<Interval> &buffers,
+                 SmallVectorImpl<int64_t> &offsets) {
+  SmallVector<unsigned> byStart, byEnd;
+  for (auto [i, b] : llvm::enumerate(buffers))
+    if (!b.external)
+      byStart.push_back(i);
+  byEnd = byStart;
+  llvm::stable_sort(byStart, [&](unsigned a, unsigned b) {
+    return buffers[a].start < buffers[b].start;
+  });
+  llvm::stable_sort(byEnd, [&](unsigned a, unsigned b) {
+    return buffers[a].end < buffers[b].end;
+  });
+  std::map<int64_t, int64_t> freeBlocks; // offset -> size
+  int64_t top = 0;
+  auto release = [&](int64_t off, int64_t size) {
+    auto next = freeBlocks.lower_bound(off);
+    if (next != freeBlocks.end() && off + size == next->first) {
+      size += next->second;
+      next = freeBlocks.erase(next);
+    }
+    if (next != freeBlocks.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == off) {
+        prev->second += size;
+        off = prev->first;
+        size = prev->second;
+      } else {
+        freeBlocks[off] = size;
+      }
+    } else {
+      freeBlocks[off] = size;
+    }
+    // A free block at the top shrinks the arena in use.
+    auto last = freeBlocks.find(off);
+    if (off + size == top) {
+      top = off;
+      freeBlocks.erase(last);
+    }
+  };
+  int64_t peak = 0;
+  size_t nextEnd = 0;
+  for (unsigned i : byStart) {
+    Interval &b = buffers[i];
+    // Buffers whose last reader ran before this definition are free.
+    while (nextEnd < byEnd.size() && buffers[byEnd[nextEnd]].end < b.start) {
+      unsigned j = byEnd[nextEnd++];
+      if (offsets[j] >= 0)
+        release(offsets[j], buffers[j].bytes);
+    }
+    auto best = freeBlocks.end();
+    for (auto it = freeBlocks.begin(); it != freeBlocks.end(); ++it)
+      if (it->second >= b.bytes &&
+          (best == freeBlocks.end() || it->second < best->second))
+        best = it;
+    if (best != freeBlocks.end()) {
+      offsets[i] = best->first;
+      int64_t rest = best->second - b.bytes, at = best->first + b.bytes;
+      freeBlocks.erase(best);
+      if (rest > 0)
+        freeBlocks[at] = rest;
+    } else {
+      offsets[i] = top;
+      top += b.bytes;
+    }
+    peak = std::max(peak, top);
+  }
+  return peak;
+}
+
+/// The most bytes live at any position.
+int64_t lowerBound(ArrayRef<Interval> buffers) {
+  SmallVector<std::pair<int64_t, int64_t>> events; // (position, +-bytes)
+  for (const Interval &b : buffers)
+    if (!b.external) {
+      events.push_back({b.start, b.bytes});
+      if (b.end != kEnd)
+        events.push_back({b.end + 1, -b.bytes});
+    }
+  llvm::sort(events, [](auto a, auto b) {
+    return a.first != b.first ? a.first < b.first : a.second < b.second;
+  });
+  int64_t live = 0, most = 0;
+  for (auto [at, delta] : events) {
+    live += delta;
+    most = std::max(most, live);
+  }
+  return most;
+}
+
+} // namespace
+
+FailureOr<MemoryPlan> MemoryPlan::build(ModuleOp module, Block &step,
+                                        const BufferAnalysis &buffers) {
+  MemoryPlan plan;
+  for (auto param : module.getOps<ParamOp>()) {
+    FailureOr<int64_t> bytes = bytesOfType(param.getLoc(), param.getType());
+    if (failed(bytes))
+      return failure();
+    plan.params[param.getSymName()] = plan.persistentBytes;
+    plan.persistentBytes += *bytes;
+    if (param->hasAttr(PFDialect::getGradOfAttrName()))
+      plan.gradientBytes += *bytes;
+    else if (param.getBuffer())
+      plan.stateBytes += *bytes;
+    else
+      plan.parameterBytes += *bytes;
+  }
+
+  SmallVector<Interval> classes;
+  auto newClass = [&](Value v, int64_t start, bool external) -> LogicalResult {
+    Interval c;
+    c.start = c.end = start;
+    c.external = external;
+    if (!external) {
+      FailureOr<int64_t> bytes = bytesOfType(v.getLoc(), v.getType());
+      if (failed(bytes))
+        return failure();
+      c.bytes = *bytes;
+    }
+    plan.classOf[v] = classes.size();
+    classes.push_back(c);
+    return success();
+  };
+  auto alias = [&](Value v, Value of) { plan.classOf[v] = plan.classOf[of]; };
+  auto use = [&](Value v, int64_t at) {
+    auto it = plan.classOf.find(v);
+    if (it != plan.classOf.end())
+      classes[it->second].end = std::max(classes[it->second].end, at);
+  };
+
+  for (BlockArgument arg : step.getArguments()) {
+    if (failed(newClass(arg, 0, false)))
+      return failure();
+    plan.inputBytes += classes.back().bytes;
+  }
+  int64_t position = 0;
+  for (Operation &op : step) {
+    int64_t p = ++position;
+    for (Value operand : op.getOperands())
+      use(operand, p);
+    if (isa<func::ReturnOp>(op)) {
+      for (Value operand : op.getOperands())
+        use(operand, kEnd);
+      continue;
+    }
+    if (auto send = dyn_cast<SendOp>(op)) {
+      // Non-blocking: the buffer must stay until the sends complete at the
+      // end of the step. A parameter's own buffer is sent from a copy.
+      use(send.getValue(), kEnd);
+      Operation *def = send.getValue().getDefiningOp();
+      while (isa_and_nonnull<ReshapeOp, FlattenOp, ToGlobalOp>(def))
+        def = def->getOperand(0).getDefiningOp();
+      if (isa_and_nonnull<ReadParamOp>(def)) {
+        Interval c;
+        c.start = p;
+        c.end = kEnd;
+        FailureOr<int64_t> bytes =
+            bytesOfType(send.getLoc(), send.getValue().getType());
+        if (failed(bytes))
+          return failure();
+        c.bytes = *bytes;
+        plan.sendCopies[send] = classes.size(); // an index until allocation
+        classes.push_back(c);
+      }
+      continue;
+    }
+    if (isa<ReshapeOp, FlattenOp, ToGlobalOp, MicrobatchOp>(op)) {
+      alias(op.getResult(0), op.getOperand(0));
+      continue;
+    }
+    if (buffers.isFusedRelu(&op)) {
+      alias(op.getResult(0), op.getOperand(0));
+      continue;
+    }
+    bool noStorage =
+        isa<ScalarInputOp>(op) ||
+        (isa<ReadParamOp>(op) && !buffers.isCopyingRead(&op)) ||
+        (isa<ConstantOp>(op) &&
+         llvm::all_of(op.getUsers(),
+                      [](Operation *u) { return isa<WriteParamOp>(u); }));
+    for (Value r : op.getResults())
+      if (failed(newClass(r, p,
+                          noStorage || !buffers.inPlaceTarget(r).empty())))
+        return failure();
+  }
+
+  SmallVector<int64_t> offsets(classes.size(), -1);
+  plan.stepPeakBytes = allocate(classes, offsets);
+  plan.lowerBoundBytes = lowerBound(classes);
+  for (auto [i, c] : llvm::enumerate(classes)) {
+    plan.classOffset.push_back(c.external ? -1
+                                          : plan.persistentBytes + offsets[i]);
+    plan.classBytes.push_back(c.bytes);
+    plan.numBuffers += c.external ? 0 : 1;
+  }
+  for (auto &[send, index] : plan.sendCopies)
+    index = plan.classOffset[index];
+  plan.arenaBytes = plan.persistentBytes + plan.stepPeakBytes;
+  return plan;
+}
+
+int64_t MemoryPlan::offsetOf(Value v) const {
+  auto it = classOf.find(v);
+  return it == classOf.end() ? -1 : classOffset[it->second];
+}
+
+int64_t MemoryPlan::bytesOf(Value v) const {
+  auto it = classOf.find(v);
+  return it == classOf.end() ? 0 : classBytes[it->second];
+}
+
+DictionaryAttr MemoryPlan::toAttr(MLIRContext *ctx) const {
+  Builder b(ctx);
+  auto entry = [&](StringRef name, int64_t v) {
+    return b.getNamedAttr(name, b.getI64IntegerAttr(v));
+  };
+  return b.getDictionaryAttr(
+      {entry("arena_bytes", arenaBytes),
+       entry("persistent_bytes", persistentBytes),
+       entry("parameter_bytes", parameterBytes),
+       entry("gradient_bytes", gradientBytes),
+       entry("state_bytes", stateBytes), entry("input_bytes", inputBytes),
+       entry("step_peak_bytes", stepPeakBytes),
+       entry("step_lower_bound_bytes", lowerBoundBytes),
+       entry("step_buffers", numBuffers)});
+}
