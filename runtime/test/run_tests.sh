@@ -259,6 +259,17 @@ run_fail kernel_error_transpose_perm 20 \
 
 # --- memory services and the pfrt_main driver --------------------------------
 run_ok memory_arena_persistent_scalars 30 "$BIN/pfrt-test-memory"
+run_fail memory_plan_too_large 20 \
+  "cannot allocate the planned arena: 4096 bytes asked, 1000 bytes available" \
+  env PFRT_ARENA_LIMIT=1000 "$BIN/pfrt-test-memory" plan_too_large
+run_fail memory_at_outside 20 \
+  "pfrt_arena_at: [4032, 4032 + 128) is outside the planned arena of 4096" \
+  "$BIN/pfrt-test-memory" at_outside
+run_fail memory_plan_grows 20 \
+  "the arena was planned with 4096 bytes, now 8192 are asked" \
+  "$BIN/pfrt-test-memory" plan_grows
+run_fail memory_at_unplanned 20 "no planned arena" \
+  "$BIN/pfrt-test-memory" at_unplanned
 DRV=$WORK/driver
 mkdir -p "$DRV"
 D=$BIN/pfrt-test-driver

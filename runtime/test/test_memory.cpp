@@ -12,6 +12,9 @@
 
 #include "TestUtil.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include <string>
 #include <vector>
 
@@ -49,9 +52,62 @@ std::vector<void *> runStep(const std::vector<int64_t> &sizes, int round) {
 
 } // namespace
 
+/// Error cases of the planned arena, one per run (run_tests.sh checks the
+/// message and the non-zero exit): asking for more than is available
+/// (PFRT_ARENA_LIMIT), a buffer outside the plan, growing a plan.
+int errorCase(const char *which) {
+  if (!strcmp(which, "plan_too_large")) {
+    pfrt_arena_plan(4096);
+  } else if (!strcmp(which, "at_outside")) {
+    pfrt_arena_plan(4096);
+    pfrt_arena_at(4096 - 64, 128);
+  } else if (!strcmp(which, "plan_grows")) {
+    pfrt_arena_plan(4096);
+    pfrt_arena_plan(8192);
+  } else if (!strcmp(which, "at_unplanned")) {
+    pfrt_arena_at(0, 64);
+  }
+  return 0; // reaching here is the failure run_tests.sh reports
+}
+
+/// The planned arena: offsets from the base, zeroed, aligned; the
+/// high-water mark is the largest offset + bytes handed out; a second plan
+/// no larger keeps the block.
+void plannedArena(uint64_t &st) {
+  CHECK(pfrt_arena_planned_bytes() == 0, "no plan yet, got %lld",
+        (long long)pfrt_arena_planned_bytes());
+  const int64_t bytes = 3 << 20;
+  CHECK(pfrt_arena_plan(bytes) == 0, "pfrt_arena_plan failed");
+  CHECK(pfrt_arena_planned_bytes() == bytes, "planned %lld, asked %lld",
+        (long long)pfrt_arena_planned_bytes(), (long long)bytes);
+  char *base = static_cast<char *>(pfrt_arena_at(0, 64));
+  CHECK(base && aligned64(base), "arena base %p", (void *)base);
+  int64_t high = 64;
+  for (int i = 0; i < 200; ++i) {
+    int64_t off = 64 * pt_randint(&st, 0, bytes / 64 - 1);
+    int64_t len = pt_randint(&st, 0, bytes - off);
+    char *p = static_cast<char *>(pfrt_arena_at(off, len));
+    CHECK(p == base + off, "offset %lld maps to %p, not base + offset",
+          (long long)off, (void *)p);
+    for (int64_t j = 0; j < len; j += 4093)
+      CHECK(p[j] == 0, "planned arena byte %lld is not zero",
+            (long long)(off + j));
+    high = std::max(high, off + len);
+    CHECK(pfrt_arena_high_water() == high, "high-water %lld, expected %lld",
+          (long long)pfrt_arena_high_water(), (long long)high);
+  }
+  CHECK(pfrt_arena_plan(bytes / 2) == 0, "a smaller second plan failed");
+  CHECK(pfrt_arena_at(0, 64) == base, "a second plan moved the arena");
+  CHECK(pfrt_peak_rss_bytes() > 0, "peak RSS %lld",
+        (long long)pfrt_peak_rss_bytes());
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1)
+    return errorCase(argv[1]);
   pfrt_init(&argc, &argv);
   uint64_t seed = pt_seed("memory"), st = seed;
+  plannedArena(st);
 
   // --- arena -----------------------------------------------------------------
   std::vector<int64_t> sizes;
