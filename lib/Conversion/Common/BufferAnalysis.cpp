@@ -67,4 +67,23 @@ BufferAnalysis::BufferAnalysis(Block &block) {
         fusedRelus.insert(relu);
         fusedWith[ba] = relu;
       }
+
+  // Accumulating GEMMs. The accumulator must own a fresh step buffer (not a
+  // parameter, input, view or in-place result) that nothing else reads.
+  for (auto add : block.getOps<AddOp>()) {
+    for (unsigned i = 0; i < 2; ++i) {
+      Value acc = add->getOperand(i), product = add->getOperand(1 - i);
+      auto mm = product.getDefiningOp<MatmulOp>();
+      Operation *def = acc.getDefiningOp();
+      if (!mm || !product.hasOneUse() || !acc.hasOneUse() || !def ||
+          acc == product || def->getBlock() != &block ||
+          order[def] >= order[mm] || acc.getType() != product.getType() ||
+          !inPlace.lookup(acc).empty() ||
+          !isa<MatmulOp, AddOp, ReluGradOp, ReduceSumOp, RecvOp>(def))
+        continue;
+      accumulators[mm] = acc;
+      foldedAdds.insert(add);
+      break;
+    }
+  }
 }

@@ -167,9 +167,12 @@ FailureOr<MemoryPlan> MemoryPlan::build(ModuleOp module, Block &step,
       classes[it->second].end = std::max(classes[it->second].end, at);
   };
 
+  // Inputs stay resident and unwritten for the whole step: the runtime
+  // loads a fixed synthetic batch once and not again.
   for (BlockArgument arg : step.getArguments()) {
     if (failed(newClass(arg, 0, false)))
       return failure();
+    classes.back().end = kEnd;
     plan.inputBytes += classes.back().bytes;
   }
   int64_t position = 0;
@@ -209,6 +212,18 @@ FailureOr<MemoryPlan> MemoryPlan::build(ModuleOp module, Block &step,
     }
     if (buffers.isFusedRelu(&op)) {
       alias(op.getResult(0), op.getOperand(0));
+      continue;
+    }
+    // An accumulating GEMM writes into its accumulator; the add is free.
+    if (Value acc = buffers.accumulatorOf(&op)) {
+      alias(op.getResult(0), acc);
+      continue;
+    }
+    if (buffers.isFoldedAdd(&op)) {
+      Value lhs = op.getOperand(0);
+      alias(op.getResult(0), buffers.accumulatorOf(lhs.getDefiningOp())
+                                 ? lhs
+                                 : op.getOperand(1));
       continue;
     }
     bool noStorage =

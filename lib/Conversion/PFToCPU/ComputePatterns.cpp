@@ -42,11 +42,20 @@ struct MatmulLowering : CPUPattern<MatmulOp> {
     ArrayRef<int64_t> as = localShape(op.getA()), bs = localShape(op.getB()),
                       cs = localShape(op.getResult());
     int64_t k = op.getTransposeA() ? as[as.size() - 2] : as.back();
-    state.rt.pfrt_k_matmul(b, op.getLoc(), adaptor.getA(), adaptor.getB(),
-                           *out, product(cs.drop_back(2)),
-                           product(bs.drop_back(2)), cs[cs.size() - 2],
-                           cs.back(), k, op.getTransposeA(),
-                           op.getTransposeB());
+    // Accumulating into its accumulator's buffer (C += A B), or C = A B.
+    if (state.buffers.accumulatorOf(op))
+      state.rt.pfrt_k_matmul_acc(b, op.getLoc(), adaptor.getA(),
+                                 adaptor.getB(), *out,
+                                 product(cs.drop_back(2)),
+                                 product(bs.drop_back(2)), cs[cs.size() - 2],
+                                 cs.back(), k, op.getTransposeA(),
+                                 op.getTransposeB());
+    else
+      state.rt.pfrt_k_matmul(b, op.getLoc(), adaptor.getA(), adaptor.getB(),
+                             *out, product(cs.drop_back(2)),
+                             product(bs.drop_back(2)), cs[cs.size() - 2],
+                             cs.back(), k, op.getTransposeA(),
+                             op.getTransposeB());
     b.replaceOp(op, *out);
     return success();
   }
@@ -117,6 +126,14 @@ struct AddLowering : CPUPattern<AddOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(AddOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
+    // Folded into the matmul that produced one operand: the sum is already
+    // in that matmul's (the accumulator's) buffer.
+    if (state.buffers.isFoldedAdd(op)) {
+      bool lhsIsProduct = static_cast<bool>(
+          state.buffers.accumulatorOf(op.getLhs().getDefiningOp()));
+      b.replaceOp(op, lhsIsProduct ? adaptor.getLhs() : adaptor.getRhs());
+      return success();
+    }
     FailureOr<Value> out = state.result(b, op);
     if (failed(out))
       return failure();

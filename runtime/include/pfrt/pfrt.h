@@ -581,6 +581,11 @@ void pfrt_k_transpose(const float *x, float *y, int64_t rank,
 void pfrt_k_matmul(const float *a, const float *b, float *c, int64_t batch,
                    int64_t batch_b, int64_t m, int64_t n, int64_t k,
                    int32_t ta, int32_t tb);
+/* The same with C += op(A) * op(B) (beta = 1): a weight gradient
+ * accumulated over micro-batches straight into its buffer. */
+void pfrt_k_matmul_acc(const float *a, const float *b, float *c,
+                       int64_t batch, int64_t batch_b, int64_t m, int64_t n,
+                       int64_t k, int32_t ta, int32_t tb);
 
 /* loss[0] = mean over the n rows of logsumexp(logits[r]) - logits[r][label]
  * (c classes, max-subtracted, float64 sums). labels are int64 in [0, c); an
@@ -761,7 +766,11 @@ int pfrt_load_input(int64_t index, void *out, int64_t bytes, int32_t dtype,
  * offsets[b*ndim .. b*ndim+ndim) for box b; the boxes lie one after another
  * in out (bytes in all). Synthetic data draws each box's logical elements,
  * so every layout sees the same logical batch; user data is this rank's
- * local data, already in box order. offsets may be NULL when ndim is 0. */
+ * local data, already in box order. offsets may be NULL when ndim is 0.
+ * Synthetic data is the same batch every step: it is generated into `out`
+ * once, and a later load of the same input into the same `out` does
+ * nothing, so the caller must not write `out` between loads (the
+ * compiler's memory plan keeps inputs resident and read-only). */
 int pfrt_load_input_boxes(int64_t index, void *out, int64_t bytes,
                           int32_t dtype, int64_t num_classes, uint64_t seed,
                           uint64_t stream, int64_t ndim,

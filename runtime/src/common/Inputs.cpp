@@ -29,11 +29,28 @@ std::unordered_map<int64_t, UserInput> &userInputs() {
   static std::unordered_map<int64_t, UserInput> m;
   return m;
 }
-/// Executables feed the same synthetic batch every step: made once per
-/// input, then copied.
-std::unordered_map<int64_t, std::vector<char>> &syntheticCache() {
-  static std::unordered_map<int64_t, std::vector<char>> m;
+/// Executables feed the same synthetic batch every step. The compiler's
+/// memory plan keeps an input's buffer resident for the whole step and the
+/// program never writes it, so the batch is generated straight into the
+/// buffer once and later loads of the same input into the same buffer
+/// have nothing to do (no second copy of the data in memory).
+struct Resident {
+  void *out = nullptr;
+  int64_t bytes = -1;
+};
+std::unordered_map<int64_t, Resident> &syntheticResident() {
+  static std::unordered_map<int64_t, Resident> m;
   return m;
+}
+/// Whether input `index` already holds its synthetic batch at `out`; if
+/// not, records that it will.
+bool alreadyLoaded(int64_t index, void *out, int64_t bytes) {
+  Resident &r = syntheticResident()[index];
+  if (r.out == out && r.bytes == bytes)
+    return true;
+  r.out = out;
+  r.bytes = bytes;
+  return false;
 }
 /// pfrt_set_data_dir's directory ("" = synthetic data) and the data step.
 std::string &dataDir() {
@@ -138,21 +155,17 @@ int pfrt_load_input(int64_t index, void *out, int64_t bytes, int32_t dtype,
   }
   // Executables: the seed program's fixed synthetic batch (data step 0),
   // generated on first use and copied afterwards.
-  std::vector<char> &cached = syntheticCache()[index];
-  if ((int64_t)cached.size() != bytes) {
-    cached.resize(bytes);
-    if (dtype == PFRT_DTYPE_F32)
-      pfrt_synthetic_batch(reinterpret_cast<float *>(cached.data()), seed,
-                           stream, 0, ndim, shape, nullptr, nullptr);
-    else if (dtype == PFRT_DTYPE_I64)
-      pfrt_synthetic_labels(reinterpret_cast<int64_t *>(cached.data()),
-                            num_classes, seed, stream, 0, ndim, shape, nullptr,
-                            nullptr);
-    else
-      fatal("pfrt_load_input: input %lld: unsupported dtype %d",
-            (long long)index, dtype);
-  }
-  std::memcpy(out, cached.data(), bytes);
+  if (alreadyLoaded(index, out, bytes))
+    return 0;
+  if (dtype == PFRT_DTYPE_F32)
+    pfrt_synthetic_batch(static_cast<float *>(out), seed, stream, 0, ndim,
+                         shape, nullptr, nullptr);
+  else if (dtype == PFRT_DTYPE_I64)
+    pfrt_synthetic_labels(static_cast<int64_t *>(out), num_classes, seed,
+                          stream, 0, ndim, shape, nullptr, nullptr);
+  else
+    fatal("pfrt_load_input: input %lld: unsupported dtype %d",
+          (long long)index, dtype);
   return 0;
 }
 
@@ -181,25 +194,22 @@ int pfrt_load_input_boxes(int64_t index, void *out, int64_t bytes,
                   offsets, box_shape);
     return 0;
   }
-  std::vector<char> &cached = syntheticCache()[index];
-  if ((int64_t)cached.size() != bytes) {
-    cached.resize(bytes);
-    for (int64_t b = 0; b < num_boxes; ++b) {
-      char *dst = cached.data() + b * elems * width;
-      const int64_t *off = ndim > 0 ? offsets + b * ndim : nullptr;
-      if (dtype == PFRT_DTYPE_F32)
-        pfrt_synthetic_batch(reinterpret_cast<float *>(dst), seed, stream, 0,
-                             ndim, logical_shape, off, box_shape);
-      else if (dtype == PFRT_DTYPE_I64)
-        pfrt_synthetic_labels(reinterpret_cast<int64_t *>(dst), num_classes,
-                              seed, stream, 0, ndim, logical_shape, off,
-                              box_shape);
-      else
-        fatal("pfrt_load_input_boxes: input %lld: unsupported dtype %d",
-              (long long)index, dtype);
-    }
+  if (alreadyLoaded(index, out, bytes))
+    return 0;
+  for (int64_t b = 0; b < num_boxes; ++b) {
+    char *dst = static_cast<char *>(out) + b * elems * width;
+    const int64_t *off = ndim > 0 ? offsets + b * ndim : nullptr;
+    if (dtype == PFRT_DTYPE_F32)
+      pfrt_synthetic_batch(reinterpret_cast<float *>(dst), seed, stream, 0,
+                           ndim, logical_shape, off, box_shape);
+    else if (dtype == PFRT_DTYPE_I64)
+      pfrt_synthetic_labels(reinterpret_cast<int64_t *>(dst), num_classes,
+                            seed, stream, 0, ndim, logical_shape, off,
+                            box_shape);
+    else
+      fatal("pfrt_load_input_boxes: input %lld: unsupported dtype %d",
+            (long long)index, dtype);
   }
-  std::memcpy(out, cached.data(), bytes);
   return 0;
 }
 

@@ -524,10 +524,11 @@ void pfrt_k_transpose(const float *x, float *y, int64_t rank,
 // matmul
 //===----------------------------------------------------------------------===//
 
-void pfrt_k_matmul(const float *a, const float *b, float *c, int64_t batch,
-                   int64_t batch_b, int64_t m, int64_t n, int64_t k, int32_t ta,
-                   int32_t tb) {
-  const char *fn = "pfrt_k_matmul";
+namespace {
+/// C = op(A) op(B) + beta C for beta in {0, 1}.
+void matmulBeta(const char *fn, const float *a, const float *b, float *c,
+            int64_t batch, int64_t batch_b, int64_t m, int64_t n, int64_t k,
+            int32_t ta, int32_t tb, float beta) {
   checkSize(fn, "batch", batch);
   checkSize(fn, "m", m);
   checkSize(fn, "n", n);
@@ -544,17 +545,31 @@ void pfrt_k_matmul(const float *a, const float *b, float *c, int64_t batch,
     return;
   const int64_t lda = ta ? m : k, ldb = tb ? k : n;
   if (k == 0) {
-    std::memset(c, 0, size_t(batch * cSize) * sizeof(float));
+    if (beta == 0.0f)
+      std::memset(c, 0, size_t(batch * cSize) * sizeof(float));
     return;
   }
   // A shared B and untransposed A: the batch folds into M (one GEMM).
   if (batch_b == 1 && !ta && batch > 1 && batch * m <= INT_MAX) {
-    pfrt_sgemm(0, tb, batch * m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
+    pfrt_sgemm(0, tb, batch * m, n, k, 1.0f, a, lda, b, ldb, beta, c, n);
     return;
   }
   for (int64_t i = 0; i < batch; ++i)
     pfrt_sgemm(ta, tb, m, n, k, 1.0f, a + i * aSize, lda,
-               b + (batch_b == 1 ? 0 : i * bSize), ldb, 0.0f, c + i * cSize, n);
+               b + (batch_b == 1 ? 0 : i * bSize), ldb, beta, c + i * cSize, n);
+}
+} // namespace
+
+void pfrt_k_matmul(const float *a, const float *b, float *c, int64_t batch,
+                   int64_t batch_b, int64_t m, int64_t n, int64_t k, int32_t ta,
+                   int32_t tb) {
+  matmulBeta("pfrt_k_matmul", a, b, c, batch, batch_b, m, n, k, ta, tb, 0.0f);
+}
+
+void pfrt_k_matmul_acc(const float *a, const float *b, float *c,
+                       int64_t batch, int64_t batch_b, int64_t m, int64_t n,
+                       int64_t k, int32_t ta, int32_t tb) {
+  matmulBeta("pfrt_k_matmul_acc", a, b, c, batch, batch_b, m, n, k, ta, tb, 1.0f);
 }
 
 //===----------------------------------------------------------------------===//

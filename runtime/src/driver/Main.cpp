@@ -205,6 +205,8 @@ extern "C" int pfrt_main(int argc, char **argv, const pfrt_program *program) {
   for (auto &[name, value] : o.scalars)
     *pfrt_scalar(name.c_str()) = float(value);
   float *stepScalar = pfrt_scalar("step");
+  // The process before its arena: libraries, MPI, the runtime's tables.
+  int64_t baselineRss = pfrt_peak_rss_bytes();
   if (program->init_params)
     program->init_params(o.seed);
   int64_t first = 0;
@@ -234,9 +236,9 @@ extern "C" int pfrt_main(int argc, char **argv, const pfrt_program *program) {
   if (const char *report = getenv("PF_MEMORY_REPORT");
       report && *report && strcmp(report, "0") != 0) {
     printf("memory rank %d planned_bytes %" PRId64 " high_water_bytes %" PRId64
-           " peak_rss_bytes %" PRId64 "\n",
+           " peak_rss_bytes %" PRId64 " baseline_rss_bytes %" PRId64 "\n",
            pfrt_rank(), pfrt_arena_planned_bytes(), pfrt_arena_high_water(),
-           pfrt_peak_rss_bytes());
+           pfrt_peak_rss_bytes(), baselineRss);
     fflush(stdout);
   }
   pfrt_finalize();

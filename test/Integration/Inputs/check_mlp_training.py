@@ -65,12 +65,14 @@ def check_memory_plan(stdout, artifacts, ranks):
     seen = {}
     for line in stdout.splitlines():
         w = line.split()
-        if len(w) == 9 and w[0] == "memory" and w[1] == "rank":
-            seen[int(w[2])] = (int(w[4]), int(w[6]), int(w[8]))
+        if len(w) > 3 and w[0] == "memory" and w[1] == "rank":
+            fields = dict(zip(w[3::2], map(int, w[4::2])))
+            seen[int(w[2])] = (fields["planned_bytes"],
+                               fields["high_water_bytes"])
     if sorted(seen) != list(range(ranks)):
         print("FAIL: memory reports from ranks %s" % sorted(seen))
         return 1
-    for r, (arena, high, rss) in sorted(seen.items()):
+    for r, (arena, high) in sorted(seen.items()):
         if arena != planned[r] or high != planned[r]:
             print("FAIL: rank %d planned %d bytes, arena %d, high-water %d" %
                   (r, planned[r], arena, high))

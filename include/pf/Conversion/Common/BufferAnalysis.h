@@ -12,6 +12,11 @@
 //    value early. Its write_param is then a no-op.
 //  - fused ReLUs: a bias_add whose only user is a relu computes both in one
 //    pass into the relu's buffer (the pre-activation is never stored).
+//  - accumulating GEMMs: in `add(acc, matmul(...))` where the matmul's only
+//    user is the add and `acc` (a step buffer computed before the matmul)
+//    is read by nothing else, the matmul adds its product into acc's buffer
+//    (C += A B, beta = 1) and the add is free: gradient accumulation over
+//    micro-batches without a separate pass or a temporary per micro-batch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,7 +51,16 @@ public:
     return fusedWith.lookup(biasAdd);
   }
 
+  /// The accumulator a matmul adds its product into, or null.
+  Value accumulatorOf(Operation *matmul) const {
+    return accumulators.lookup(matmul);
+  }
+  /// Whether `add` is folded into the matmul that feeds it.
+  bool isFoldedAdd(Operation *add) const { return foldedAdds.contains(add); }
+
 private:
+  llvm::DenseMap<Operation *, Value> accumulators;
+  llvm::DenseSet<Operation *> foldedAdds;
   llvm::DenseSet<Operation *> copyingReads;
   llvm::DenseMap<Value, StringRef> inPlace;
   llvm::DenseSet<Operation *> fusedRelus;
