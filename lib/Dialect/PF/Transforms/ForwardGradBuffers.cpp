@@ -20,6 +20,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::pf {
 #define GEN_PASS_DEF_FORWARDGRADBUFFERSPASS
@@ -43,16 +44,9 @@ bool isZeroSplat(Value v) {
   return false;
 }
 
-/// Forwards one buffer in one function; returns whether it did.
-bool forward(func::FuncOp func, ParamOp buffer) {
-  SmallVector<Operation *> accesses;
-  func.walk([&](Operation *op) {
-    if (auto r = dyn_cast<ReadParamOp>(op); r && r.getParam() == buffer.getSymName())
-      accesses.push_back(op);
-    else if (auto w = dyn_cast<WriteParamOp>(op);
-             w && w.getParam() == buffer.getSymName())
-      accesses.push_back(op);
-  });
+/// Forwards one buffer given its reads and writes (all in one function, in
+/// walk order); returns whether it did.
+bool forward(ParamOp buffer, SmallVector<Operation *> accesses) {
   if (accesses.empty())
     return false;
   Block *block = accesses.front()->getBlock();
@@ -121,31 +115,57 @@ struct ForwardGradBuffersPass
       if (m != top)
         modules.push_back(m);
     });
-    for (ModuleOp module : modules) {
-      SmallVector<ParamOp> buffers;
-      for (auto p : module.getOps<ParamOp>())
-        if (p->hasAttr(PFDialect::getGradOfAttrName()) &&
-            p.getInit().getKind() == InitKind::Zeros)
-          buffers.push_back(p);
-      SmallVector<func::FuncOp> funcs;
-      for (auto f : module.getOps<func::FuncOp>())
-        if (!f.isExternal())
-          funcs.push_back(f);
-      for (ParamOp buffer : buffers) {
-        // Only a buffer one function uses: another function would rely on
-        // the writes this one stops doing.
-        auto users = [&](func::FuncOp f) {
-          return !SymbolTable::symbolKnownUseEmpty(buffer, f);
-        };
-        if (llvm::count_if(funcs, users) != 1)
-          continue;
-        for (func::FuncOp f : funcs)
-          if (users(f))
-            forward(f, buffer);
-        if (SymbolTable::symbolKnownUseEmpty(buffer, module))
-          buffer.erase();
-      }
-    }
+    for (ModuleOp module : modules)
+      runOnModule(module);
+  }
+
+  /// One walk collects every buffer's accesses and the functions they are
+  /// in; each buffer is then forwarded from its own list, and the buffers
+  /// nothing refers to any more go. Linear in the module's size.
+  void runOnModule(ModuleOp module) {
+    llvm::StringMap<ParamOp> buffers;
+    for (auto p : module.getOps<ParamOp>())
+      if (p->hasAttr(PFDialect::getGradOfAttrName()) &&
+          p.getInit().getKind() == InitKind::Zeros)
+        buffers[p.getSymName()] = p;
+    if (buffers.empty())
+      return;
+    llvm::StringMap<SmallVector<Operation *>> accesses;
+    llvm::StringMap<llvm::SmallPtrSet<Operation *, 2>> functions;
+    for (auto f : module.getOps<func::FuncOp>())
+      f.walk([&](Operation *op) {
+        StringRef name;
+        if (auto r = dyn_cast<ReadParamOp>(op))
+          name = r.getParam();
+        else if (auto w = dyn_cast<WriteParamOp>(op))
+          name = w.getParam();
+        if (name.empty() || !buffers.count(name))
+          return;
+        accesses[name].push_back(op);
+        functions[name].insert(f);
+      });
+    for (auto &[name, list] : accesses)
+      // Only a buffer one function uses: another function would rely on
+      // the writes this one stops doing.
+      if (functions[name].size() == 1)
+        forward(buffers[name], list);
+    // Erase the buffers with no reference left (one walk over the module:
+    // parameter accesses, whose symbol is a property, and symbol references
+    // in any other attribute).
+    llvm::StringSet<> referenced;
+    module.walk([&](Operation *op) {
+      if (auto r = dyn_cast<ReadParamOp>(op))
+        referenced.insert(r.getParam());
+      else if (auto w = dyn_cast<WriteParamOp>(op))
+        referenced.insert(w.getParam());
+      else if (op != module.getOperation())
+        op->getAttrDictionary().walk([&](SymbolRefAttr ref) {
+          referenced.insert(ref.getRootReference().getValue());
+        });
+    });
+    for (auto &[name, buffer] : buffers)
+      if (!referenced.contains(name))
+        buffer.erase();
   }
 };
 
