@@ -72,7 +72,7 @@ def run_config(t, program, schedule, m, steps, work):
     subprocess.run([t["pf-opt"], src, "-pf-compile-cpu-pipeline=" + opts,
                     "-o", lowered], check=True)
     subprocess.run([t["pf-translate"], "--pf-emit-rank-artifacts", lowered,
-                    "-o", art], check=True, stdout=subprocess.DEVNULL)
+                    "--pf-artifact-dir=" + art], check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(art, "manifest.json")) as f:
         manifest = json.load(f)
     env = dict(os.environ, PF_MEMORY_REPORT="1")

@@ -284,7 +284,7 @@ def compile_pf(cfg, work):
     art = os.path.join(work, cfg["name"])
     shutil.rmtree(art, ignore_errors=True)
     subprocess.run([os.path.join(BIN, "pf-translate"),
-                    "--pf-emit-rank-artifacts", llvm, "-o", art], check=True,
+                    "--pf-emit-rank-artifacts", llvm, "--pf-artifact-dir=" + art], check=True,
                    stdout=subprocess.DEVNULL)
     return art
 

@@ -26,7 +26,7 @@ options="optimizer=sgd accumulation-steps=2"
 echo "   per-rank pf programs: $out/seed_mlp.ranks.mlir"
 echo "== 3. emit one executable per rank"
 "$build/bin/pf-translate" --pf-emit-rank-artifacts "$out/seed_mlp.llvm.mlir" \
-  -o "$out/artifacts" >/dev/null
+  --pf-artifact-dir="$out/artifacts" >/dev/null
 ls "$out/artifacts"
 echo "== 4. train 20 steps on 2 CPU ranks (pf-run -> mpiexec)"
 "$build/bin/pf-run" -n 2 "$out/artifacts" --steps 20 --lr 0.001 \

@@ -2,6 +2,7 @@
 
 #include "pf/Target/RankArtifacts.h"
 #include "pf/Config.h"
+#include "pf/Target/ManifestFormat.h"
 #include "pf/Dialect/PF/IR/PFDialect.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -13,6 +14,7 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -31,12 +33,6 @@ using namespace mlir;
 using namespace mlir::pf;
 
 namespace {
-/// The directory given as `-o DIR` (see rewriteArtifactArguments).
-std::string &artifactDir() {
-  static std::string dir;
-  return dir;
-}
-
 /// Compiles one LLVM module to an object file for the host.
 LogicalResult compileObject(Operation *where, llvm::Module &module,
                             StringRef path) {
@@ -111,10 +107,13 @@ LogicalResult link(Operation *where, StringRef object, StringRef output,
 
 LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
                                           raw_ostream &os) {
+  // Located at the module, without printing it: the whole input would follow.
   if (dir.empty())
-    return module.emitError("pf-emit-rank-artifacts needs an output "
-                            "directory: pf-translate --pf-emit-rank-artifacts "
-                            "in.mlir -o DIR");
+    return emitError(
+        module.getLoc(),
+        "pf-emit-rank-artifacts needs an output directory: pf-translate "
+        "--pf-emit-rank-artifacts in.mlir --pf-artifact-dir=DIR (-o names "
+        "the file that receives a copy of the manifest)");
   SmallVector<ModuleOp> ranks;
   for (auto m : module.getOps<ModuleOp>())
     if (m->hasAttr(PFDialect::getRankAttrName()))
@@ -206,7 +205,7 @@ LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
         {"num_microbatches", microbatches},
         {"memory", std::move(memory)}});
   }
-  llvm::json::Object manifest{{"format", "pipeflow-artifacts-1"},
+  llvm::json::Object manifest{{"format", kRankArtifactsFormat},
                               {"world_size", world},
                               {"ranks", std::move(rankEntries)}};
   std::string text;
@@ -224,54 +223,23 @@ LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
   return success();
 }
 
-void mlir::pf::rewriteArtifactArguments(int &argc, char **&argv) {
-  static std::vector<std::string> storage;
-  static std::vector<char *> rewritten;
-  bool artifacts = false;
-  for (int i = 1; i < argc; ++i)
-    if (StringRef(argv[i]) == "--pf-emit-rank-artifacts" ||
-        StringRef(argv[i]) == "-pf-emit-rank-artifacts")
-      artifacts = true;
-  if (!artifacts)
-    return;
-  storage.clear();
-  for (int i = 0; i < argc; ++i) {
-    StringRef arg(argv[i]);
-    std::string dir;
-    if ((arg == "-o" || arg == "--o") && i + 1 < argc)
-      dir = argv[++i];
-    else if (arg.starts_with("-o="))
-      dir = arg.drop_front(3).str();
-    else if (arg.starts_with("-o") && arg.size() > 2 && !arg.starts_with("-op"))
-      dir = arg.drop_front(2).str();
-    else {
-      storage.push_back(arg.str());
-      continue;
-    }
-    // The files go to DIR; the translation's own output (a copy of the
-    // manifest) goes to stdout.
-    artifactDir() = dir;
-    storage.push_back("-o");
-    storage.push_back("-");
-  }
-  rewritten.clear();
-  for (std::string &s : storage)
-    rewritten.push_back(s.data());
-  rewritten.push_back(nullptr);
-  argc = static_cast<int>(storage.size());
-  argv = rewritten.data();
-}
-
 void mlir::pf::registerRankArtifactsTranslation() {
+  // The translation writes several files: their directory is its own option
+  // (mlir-translate's `-o` is one output file, here a copy of the manifest).
+  static llvm::cl::opt<std::string> artifactDir(
+      "pf-artifact-dir",
+      llvm::cl::desc("Directory that --pf-emit-rank-artifacts writes "
+                     "rank<r>, librank<r>.so and manifest.json into"),
+      llvm::cl::value_desc("directory"));
   TranslateFromMLIRRegistration registration(
       "pf-emit-rank-artifacts",
       "compile per-rank LLVM-dialect modules into DIR/rank<r> executables, "
-      "DIR/librank<r>.so and DIR/manifest.json (-o DIR)",
+      "DIR/librank<r>.so and DIR/manifest.json (--pf-artifact-dir=DIR)",
       [](Operation *op, raw_ostream &os) -> LogicalResult {
         auto module = dyn_cast<ModuleOp>(op);
         if (!module)
           return op->emitError("expected a builtin.module");
-        return emitRankArtifacts(module, artifactDir(), os);
+        return emitRankArtifacts(module, artifactDir, os);
       },
       [](DialectRegistry &registry) {
         registry.insert<PFDialect, LLVM::LLVMDialect>();

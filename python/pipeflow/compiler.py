@@ -220,7 +220,7 @@ def build_cpu_artifacts(compiled, pipeline, pf_opt=None, pf_translate=None):
             raise diagnostics_to_error(proc.stderr, compiled.ir_path)
         os.replace(lowered + ".tmp", lowered)
         staging = tempfile.mkdtemp(dir=compiled.directory, prefix=".cpu-")
-        proc = subprocess.run([pf_translate, "--pf-emit-rank-artifacts", lowered, "-o", staging],
+        proc = subprocess.run([pf_translate, "--pf-emit-rank-artifacts", lowered, "--pf-artifact-dir=" + staging],
                               capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)

@@ -1,4 +1,9 @@
 //===- pf-translate.cpp - PipeFlow's emitters -----------------------------===//
+//
+// Registration only: each emitter, and the options it takes, lives in
+// lib/Target and registers itself as an mlir-translate translation.
+//
+//===----------------------------------------------------------------------===//
 
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 #include "pf/Target/GraphDot.h"
@@ -9,7 +14,6 @@ int main(int argc, char **argv) {
   mlir::pf::registerGraphDotTranslation();
   mlir::pf::registerRankArtifactsTranslation();
   mlir::pf::registerScheduleTraceTranslations();
-  mlir::pf::rewriteArtifactArguments(argc, argv);
   return mlir::failed(
       mlir::mlirTranslateMain(argc, argv, "PipeFlow translation driver\n"));
 }

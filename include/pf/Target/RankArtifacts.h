@@ -16,13 +16,10 @@ namespace pf {
 LogicalResult emitRankArtifacts(ModuleOp module, StringRef dir,
                                 raw_ostream &os);
 
-/// Registers `--pf-emit-rank-artifacts`. Its output directory is the
-/// translation's `-o DIR` (rewritten by rewriteArtifactArguments).
+/// Registers `--pf-emit-rank-artifacts` and its option
+/// `--pf-artifact-dir=DIR`, the directory it writes; the translation's own
+/// output (`-o`, stdout by default) receives a copy of the manifest.
 void registerRankArtifactsTranslation();
-
-/// pf-translate's `-o DIR` for `--pf-emit-rank-artifacts` names a directory:
-/// rewrites it to `-o DIR/manifest.json` and remembers DIR.
-void rewriteArtifactArguments(int &argc, char **&argv);
 
 } // namespace pf
 } // namespace mlir

@@ -70,7 +70,7 @@ def main():
             subprocess.run([args.pf_opt, mlir, "-pf-compile-cpu-pipeline=" + options,
                             "-o", lowered], check=True)
             subprocess.run([args.pf_translate, "--pf-emit-rank-artifacts", lowered,
-                            "-o", out], check=True, stdout=subprocess.DEVNULL)
+                            "--pf-artifact-dir=" + out], check=True, stdout=subprocess.DEVNULL)
             compiled[mlir] = out
         return compiled[mlir]
 

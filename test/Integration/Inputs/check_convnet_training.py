@@ -137,7 +137,7 @@ def main():
     subprocess.run([args.pf_opt, args.mlir, "-pf-compile-cpu-pipeline",
                     "-o", lowered], check=True)
     subprocess.run([args.pf_translate, "--pf-emit-rank-artifacts", lowered,
-                    "-o", artifacts], check=True, stdout=subprocess.DEVNULL)
+                    "--pf-artifact-dir=" + artifacts], check=True, stdout=subprocess.DEVNULL)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "losses")
         subprocess.run([args.pf_run, "-n", "1", artifacts, "--steps",

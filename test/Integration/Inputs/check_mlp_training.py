@@ -149,7 +149,7 @@ def main():
                     "-pf-compile-cpu-pipeline=" + " ".join(options),
                     "-o", lowered], check=True)
     subprocess.run([args.pf_translate, "--pf-emit-rank-artifacts", lowered,
-                    "-o", artifacts], check=True, stdout=subprocess.DEVNULL)
+                    "--pf-artifact-dir=" + artifacts], check=True, stdout=subprocess.DEVNULL)
     print("compiled with", " ".join(options))
     with tempfile.TemporaryDirectory() as tmp:
         loss_file = os.path.join(tmp, "losses")

@@ -80,7 +80,7 @@ def main():
     subprocess.run([args.pf_opt, annotated, "-pf-compile-cpu-pipeline=optimizer=sgd momentum=0.9 "
                     "weight-decay=0.001 accumulation-steps=%d" % args.microbatches, "-o", lowered],
                    check=True)
-    subprocess.run([args.pf_translate, "--pf-emit-rank-artifacts", lowered, "-o", art],
+    subprocess.run([args.pf_translate, "--pf-emit-rank-artifacts", lowered, "--pf-artifact-dir=" + art],
                    check=True, stdout=subprocess.DEVNULL)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "losses")

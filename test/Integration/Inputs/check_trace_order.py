@@ -197,7 +197,7 @@ def main():
     subprocess.run([args.pf_opt, rank_ir, "-convert-pf-to-cpu", "-o",
                     lowered], check=True)
     subprocess.run([args.pf_translate, "--pf-emit-rank-artifacts", lowered,
-                    "-o", artifacts], check=True, stdout=subprocess.DEVNULL)
+                    "--pf-artifact-dir=" + artifacts], check=True, stdout=subprocess.DEVNULL)
     shutil.rmtree(trace_dir, ignore_errors=True)
     subprocess.run([args.pf_run, "-n", str(p), artifacts, "--steps",
                     str(args.steps), "--trace", trace_dir, "--timeout", "120"],
