@@ -17,6 +17,7 @@ config.test_exec_root = os.path.join(config.pf_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%pf_src_root", config.pf_src_root))
+config.substitutions.append(("%pf_obj_root", config.pf_obj_root))
 # Debian's Python: it has numpy (a pyenv python3 first on PATH may not).
 config.substitutions.append(("%python", "/usr/bin/python3"))
 

@@ -215,3 +215,97 @@ func.func @optimizer_ops(%p: !W, %g: !W, %b: !W) {
   %2:3 = pf.adam_update %p, %g, %b, %b, %lr, %t {decoupled} : (!W, !W, !W, !W, !S, !S) -> (!W, !W, !W)
   return
 }
+
+// -----
+
+// Layout changes on global values (pf-lower-boxing's output): collectives
+// within rank groups, and moves between placements and devices.
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+#Q = #pf.placement<"cpu", [[0, 1], [2, 3]]>
+#P0 = #pf.placement<"cpu", [0]>
+#P01 = #pf.placement<"cpu", [0, 1]>
+#P23 = #pf.placement<"cpu", [2, 3]>
+#G01 = #pf.placement<"cuda", [0, 1]>
+// CHECK-LABEL: func.func @boxing
+// CHECK-SAME: (%[[P:[^:]*]]: {{.*}}, %[[S0:[^:]*]]: {{.*}}, %[[B:[^:]*]]: {{.*}}, %[[Q:[^:]*]]: {{.*}}, %[[R:[^:]*]]: {{.*}}, %[[H:[^:]*]]:
+func.func @boxing(%p: !pf.global<8x16xf32, #P4, #pf.sbp<[P]>>,
+                  %s0: !pf.global<8x16xf32, #P4, #pf.sbp<[S(0)]>>,
+                  %b: !pf.global<8x16xf32, #P4, #pf.sbp<[B]>>,
+                  %q: !pf.global<8x16xf32, #Q, #pf.sbp<[S(0), P]>>,
+                  %r: !pf.global<8x16xf32, #P0, #pf.sbp<[B]>>,
+                  %h: !pf.global<16x4xf32, #P01, #pf.sbp<[S(0)]>>) {
+  // CHECK: pf.all_reduce %[[P]] {groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8x16xf32, #{{.*}}, #pf.sbp<[P]>> -> !pf.global<8x16xf32, #{{.*}}, #pf.sbp<[B]>>
+  %0 = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8x16xf32, #P4, #pf.sbp<[P]>> -> !pf.global<8x16xf32, #P4, #pf.sbp<[B]>>
+  // Within the rows of a 2x2 hierarchy.
+  // CHECK: pf.all_reduce %[[Q]] {groups = [array<i64: 0, 1>, array<i64: 2, 3>]} : {{.*}}[S(0), P]>> -> {{.*}}[S(0), B]>>
+  %1 = pf.all_reduce %q {groups = [array<i64: 0, 1>, array<i64: 2, 3>]} : !pf.global<8x16xf32, #Q, #pf.sbp<[S(0), P]>> -> !pf.global<8x16xf32, #Q, #pf.sbp<[S(0), B]>>
+  // CHECK: pf.reduce_scatter %[[P]] {axis = 1 : i64, groups = [array<i64: 0, 1, 2, 3>]} : {{.*}}[P]>> -> {{.*}}[S(1)]>>
+  %2 = pf.reduce_scatter %p {axis = 1, groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8x16xf32, #P4, #pf.sbp<[P]>> -> !pf.global<8x16xf32, #P4, #pf.sbp<[S(1)]>>
+  // CHECK: pf.all_gather %[[S0]] {axis = 0 : i64, groups = [array<i64: 0, 1, 2, 3>]} : {{.*}}[S(0)]>> -> {{.*}}[B]>>
+  %3 = pf.all_gather %s0 {axis = 0, groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8x16xf32, #P4, #pf.sbp<[S(0)]>> -> !pf.global<8x16xf32, #P4, #pf.sbp<[B]>>
+  // CHECK: pf.all_to_all %[[S0]] {concat_axis = 0 : i64, groups = [array<i64: 0, 1, 2, 3>], split_axis = 1 : i64} : {{.*}}[S(0)]>> -> {{.*}}[S(1)]>>
+  %4 = pf.all_to_all %s0 {split_axis = 1, concat_axis = 0, groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8x16xf32, #P4, #pf.sbp<[S(0)]>> -> !pf.global<8x16xf32, #P4, #pf.sbp<[S(1)]>>
+  // CHECK: pf.shard %[[B]] {axis = 0 : i64, groups = [array<i64: 0, 1, 2, 3>]} : {{.*}}[B]>> -> {{.*}}[S(0)]>>
+  %5 = pf.shard %b {axis = 0, groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8x16xf32, #P4, #pf.sbp<[B]>> -> !pf.global<8x16xf32, #P4, #pf.sbp<[S(0)]>>
+  // CHECK: pf.keep_one %[[B]] {groups = [array<i64: 0, 1, 2, 3>]} : {{.*}}[B]>> -> {{.*}}[P]>>
+  %6 = pf.keep_one %b {groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8x16xf32, #P4, #pf.sbp<[B]>> -> !pf.global<8x16xf32, #P4, #pf.sbp<[P]>>
+  // CHECK: pf.broadcast %[[R]] {ranks = array<i64: 0, 1, 2, 3>, root = 0 : i64} : (!pf.global<8x16xf32, #{{.*}}, #pf.sbp<[B]>>) -> !pf.global<8x16xf32, #{{.*}}, #pf.sbp<[B]>>
+  %7 = pf.broadcast %r {root = 0, ranks = array<i64: 0, 1, 2, 3>} : (!pf.global<8x16xf32, #P0, #pf.sbp<[B]>>) -> !pf.global<8x16xf32, #P4, #pf.sbp<[B]>>
+  // CHECK: pf.reduce %[[P]] {ranks = array<i64: 0, 1, 2, 3>, root = 0 : i64} : (!pf.global<8x16xf32, #{{.*}}, #pf.sbp<[P]>>) -> !pf.global<8x16xf32, #{{.*}}, #pf.sbp<[B]>>
+  %8 = pf.reduce %p {root = 0, ranks = array<i64: 0, 1, 2, 3>} : (!pf.global<8x16xf32, #P4, #pf.sbp<[P]>>) -> !pf.global<8x16xf32, #P0, #pf.sbp<[B]>>
+  // CHECK: pf.transfer %[[H]] {moves = [array<i64: 0, 2, 0, 0, 8, 4>, array<i64: 1, 3, 8, 0, 8, 4>]} : !pf.global<16x4xf32, #{{.*}}, #pf.sbp<[S(0)]>> -> !pf.global<16x4xf32, #{{.*}}, #pf.sbp<[S(0)]>>
+  %9 = pf.transfer %h {moves = [array<i64: 0, 2, 0, 0, 8, 4>, array<i64: 1, 3, 8, 0, 8, 4>]} : !pf.global<16x4xf32, #P01, #pf.sbp<[S(0)]>> -> !pf.global<16x4xf32, #P23, #pf.sbp<[S(0)]>>
+  // CHECK: pf.device_copy %[[H]] : !pf.global<16x4xf32, #{{.*}}, #pf.sbp<[S(0)]>> -> !pf.global<16x4xf32, #{{.*}}, #pf.sbp<[S(0)]>>
+  %10 = pf.device_copy %h : !pf.global<16x4xf32, #P01, #pf.sbp<[S(0)]>> -> !pf.global<16x4xf32, #G01, #pf.sbp<[S(0)]>>
+  return
+}
+
+// -----
+
+// A rank's program (pf-partition-ranks' output, local types): point-to-point
+// messages, box copies, and the root-only halves of broadcast and reduce.
+#R0 = #pf.placement<"cpu", [0]>
+!T = !pf.global<8x4xf32, #R0, #pf.sbp<[B]>>
+!H = !pf.global<4x4xf32, #R0, #pf.sbp<[B]>>
+// CHECK-LABEL: module @rank0 attributes {pf.rank = 0 : i64}
+// CHECK: func.func @per_rank(%[[X:[^:]*]]:
+// CHECK-NEXT: %[[TOP:.*]] = pf.extract_box %[[X]] {offsets = array<i64: 0, 0>} : !pf.global<8x4xf32, #{{.*}}> -> !pf.global<4x4xf32, #{{.*}}>
+// CHECK-NEXT: pf.send %[[TOP]] to 1 tag 3 : !pf.global<4x4xf32
+// CHECK-NEXT: %[[IN:.*]] = pf.recv from 1 tag 4 : !pf.global<4x4xf32
+// CHECK-NEXT: %[[ALL:.*]] = pf.assemble %[[TOP]], %[[IN]] {offsets = [array<i64: 0, 0>, array<i64: 4, 0>]} : (!pf.global<4x4xf32, {{.*}}>, !pf.global<4x4xf32, {{.*}}>) -> !pf.global<8x4xf32
+// CHECK-NEXT: %[[BC:.*]] = pf.broadcast {ranks = array<i64: 1, 0>, root = 1 : i64} : () -> !pf.global<8x4xf32
+// CHECK-NEXT: pf.reduce %[[BC]] {ranks = array<i64: 1, 0>, root = 1 : i64} : (!pf.global<8x4xf32, {{.*}}>) -> (){{$}}
+// CHECK-NEXT: return %[[ALL]]
+module @rank0 attributes {pf.rank = 0} {
+  func.func @per_rank(%x: !T) -> !T {
+    %top = pf.extract_box %x {offsets = array<i64: 0, 0>} : !T -> !H
+    pf.send %top to 1 tag 3 : !H
+    %in = pf.recv from 1 tag 4 : !H
+    %all = pf.assemble %top, %in {offsets = [array<i64: 0, 0>, array<i64: 4, 0>]} : (!H, !H) -> !T
+    %bc = pf.broadcast {root = 1, ranks = array<i64: 1, 0>} : () -> !T
+    pf.reduce %bc {root = 1, ranks = array<i64: 1, 0>} : (!T) -> ()
+    return %all : !T
+  }
+}
+
+// -----
+
+// Micro-batching, the packed losses, a pipeline schedule and dropout.
+#P = #pf.placement<"cpu", [0]>
+!X = !pf.global<16x4xf32, #P, #pf.sbp<[B]>>
+!M = !pf.global<8x4xf32, #P, #pf.sbp<[B]>>
+!L = !pf.global<f32, #P, #pf.sbp<[B]>>
+// CHECK: pf.schedule {actions = {{\[\[}}"F0", "F1", "B0", "B1"], ["F0", "B0", "F1", "B1"]], kind = "1f1b", num_chunks = 1 : i64, num_microbatches = 2 : i64, num_stages = 2 : i64}
+pf.schedule {kind = "1f1b", num_stages = 2, num_microbatches = 2, num_chunks = 1,
+             actions = [["F0", "F1", "B0", "B1"], ["F0", "B0", "F1", "B1"]]}
+// CHECK-LABEL: func.func @microbatches
+// CHECK-SAME: (%[[X:[^:]*]]: {{.*}}, %[[L0:[^:]*]]: {{.*}}, %[[L1:[^:]*]]:
+// CHECK: %[[M:.*]] = pf.microbatch %[[X]] {count = 2 : i64, index = 1 : i64} : !pf.global<16x4xf32, {{.*}}> -> !pf.global<8x4xf32
+// CHECK: pf.dropout %[[M]] {p = 2.500000e-01 : f64, stream = 7 : i64} : (!pf.global<8x4xf32, {{.*}}>) -> !pf.global<8x4xf32
+// CHECK: pf.pack %[[L0]], %[[L1]] : (!pf.global<f32, {{.*}}>, !pf.global<f32, {{.*}}>) -> !pf.global<2xf32
+func.func @microbatches(%x: !X, %l0: !L, %l1: !L) -> !pf.global<2xf32, #P, #pf.sbp<[B]>> {
+  %m = pf.microbatch %x {index = 1, count = 2} : !X -> !M
+  %d = pf.dropout %m {p = 0.25 : f64, stream = 7 : i64} : (!M) -> !M
+  %l = pf.pack %l0, %l1 : (!L, !L) -> !pf.global<2xf32, #P, #pf.sbp<[B]>>
+  return %l : !pf.global<2xf32, #P, #pf.sbp<[B]>>
+}
