@@ -745,3 +745,437 @@ func.func @dropout_p(%x: !pf.global<4xf32, #P>) -> !pf.global<4xf32, #P> {
   %d = pf.dropout %x {p = 1.5 : f64, stream = 1 : i64} : (!pf.global<4xf32, #P>) -> !pf.global<4xf32, #P>
   return %d : !pf.global<4xf32, #P>
 }
+
+// -----
+
+// Layout changes (PFBoxingOps.cpp): one case per verifier message
+// (test/Coverage/verifier-messages.test checks that each has one).
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+func.func @groups_ragged(%p: !pf.global<8xf32, #P4, #pf.sbp<[P]>>) {
+  // expected-error @+1 {{'pf.all_reduce' op groups must be non-empty and of one size}}
+  %0 = pf.all_reduce %p {groups = [array<i64: 0, 1, 2>, array<i64: 3>]} : !pf.global<8xf32, #P4, #pf.sbp<[P]>> -> !pf.global<8xf32, #P4, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+func.func @group_rank_outside(%p: !pf.global<8xf32, #P4, #pf.sbp<[P]>>) {
+  // expected-error @+1 {{'pf.all_reduce' op group rank 5 is not in the placement #pf.placement<"cpu", [0, 1, 2, 3]>}}
+  %0 = pf.all_reduce %p {groups = [array<i64: 0, 1>, array<i64: 2, 5>]} : !pf.global<8xf32, #P4, #pf.sbp<[P]>> -> !pf.global<8xf32, #P4, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+func.func @rank_in_two_groups(%p: !pf.global<8xf32, #P4, #pf.sbp<[P]>>) {
+  // expected-error @+1 {{'pf.all_reduce' op rank 1 is in two groups}}
+  %0 = pf.all_reduce %p {groups = [array<i64: 0, 1>, array<i64: 1, 2>]} : !pf.global<8xf32, #P4, #pf.sbp<[P]>> -> !pf.global<8xf32, #P4, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+func.func @groups_not_covering(%p: !pf.global<8xf32, #P4, #pf.sbp<[P]>>) {
+  // expected-error @+1 {{'pf.all_reduce' op groups must cover the placement's 4 ranks}}
+  %0 = pf.all_reduce %p {groups = [array<i64: 0, 1>]} : !pf.global<8xf32, #P4, #pf.sbp<[P]>> -> !pf.global<8xf32, #P4, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+func.func @collective_changes_shape(%p: !pf.global<8xf32, #P4, #pf.sbp<[P]>>) {
+  // expected-error @+1 {{'pf.all_reduce' op input and result must have the same shape, element type and placement}}
+  %0 = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8xf32, #P4, #pf.sbp<[P]>> -> !pf.global<4xf32, #P4, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+func.func @collective_without_layout(%p: !pf.global<8xf32, #P4, #pf.sbp<[P]>>) {
+  // expected-error @+1 {{'pf.all_reduce' op needs layouts on input and result}}
+  %0 = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8xf32, #P4, #pf.sbp<[P]>> -> !pf.global<8xf32, #P4>
+  return
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+func.func @collective_keeps_layout(%p: !pf.global<8xf32, #P4, #pf.sbp<[P]>>) {
+  // expected-error @+1 {{'pf.all_reduce' op does not change the layout #pf.sbp<[P]>}}
+  %0 = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8xf32, #P4, #pf.sbp<[P]>> -> !pf.global<8xf32, #P4, #pf.sbp<[P]>>
+  return
+}
+
+// -----
+
+// Each collective changes one kind of entry.
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+func.func @all_reduce_wrong_change(%s: !pf.global<8xf32, #P4, #pf.sbp<[S(0)]>>) {
+  // expected-error @+1 {{'pf.all_reduce' op changes #pf.sbp<[S(0)]> to #pf.sbp<[B]>; it does P -> B}}
+  %0 = pf.all_reduce %s {groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8xf32, #P4, #pf.sbp<[S(0)]>> -> !pf.global<8xf32, #P4, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+func.func @reduce_scatter_wrong_axis(%p: !pf.global<8x8xf32, #P4, #pf.sbp<[P]>>) {
+  // expected-error @+1 {{'pf.reduce_scatter' op changes #pf.sbp<[P]> to #pf.sbp<[S(0)]>; it does P -> S(axis)}}
+  %0 = pf.reduce_scatter %p {axis = 1, groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8x8xf32, #P4, #pf.sbp<[P]>> -> !pf.global<8x8xf32, #P4, #pf.sbp<[S(0)]>>
+  return
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+func.func @all_gather_wrong_axis(%s: !pf.global<8x8xf32, #P4, #pf.sbp<[S(1)]>>) {
+  // expected-error @+1 {{'pf.all_gather' op changes #pf.sbp<[S(1)]> to #pf.sbp<[B]>; it does S(axis) -> B}}
+  %0 = pf.all_gather %s {axis = 0, groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8x8xf32, #P4, #pf.sbp<[S(1)]>> -> !pf.global<8x8xf32, #P4, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+func.func @all_to_all_swapped_axes(%s: !pf.global<8x8xf32, #P4, #pf.sbp<[S(0)]>>) {
+  // expected-error @+1 {{'pf.all_to_all' op changes #pf.sbp<[S(0)]> to #pf.sbp<[S(1)]>; it does S(concat_axis) -> S(split_axis)}}
+  %0 = pf.all_to_all %s {split_axis = 0, concat_axis = 1, groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8x8xf32, #P4, #pf.sbp<[S(0)]>> -> !pf.global<8x8xf32, #P4, #pf.sbp<[S(1)]>>
+  return
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+func.func @all_to_all_same_axes(%s: !pf.global<8x8xf32, #P4, #pf.sbp<[S(0)]>>) {
+  // expected-error @+1 {{'pf.all_to_all' op split and concat axes must differ}}
+  %0 = pf.all_to_all %s {split_axis = 0, concat_axis = 0, groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8x8xf32, #P4, #pf.sbp<[S(0)]>> -> !pf.global<8x8xf32, #P4, #pf.sbp<[S(1)]>>
+  return
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+func.func @shard_from_partial(%p: !pf.global<8xf32, #P4, #pf.sbp<[P]>>) {
+  // expected-error @+1 {{'pf.shard' op changes #pf.sbp<[P]> to #pf.sbp<[S(0)]>; it does B -> S(axis)}}
+  %0 = pf.shard %p {axis = 0, groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8xf32, #P4, #pf.sbp<[P]>> -> !pf.global<8xf32, #P4, #pf.sbp<[S(0)]>>
+  return
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+func.func @keep_one_to_split(%b: !pf.global<8xf32, #P4, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.keep_one' op changes #pf.sbp<[B]> to #pf.sbp<[S(0)]>; it does B -> P}}
+  %0 = pf.keep_one %b {groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8xf32, #P4, #pf.sbp<[B]>> -> !pf.global<8xf32, #P4, #pf.sbp<[S(0)]>>
+  return
+}
+
+// -----
+
+#P0 = #pf.placement<"cpu", [0]>
+#P01 = #pf.placement<"cpu", [0, 1]>
+func.func @broadcast_root_outside(%x: !pf.global<8xf32, #P0, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.broadcast' op root 2 is not among the ranks}}
+  %0 = pf.broadcast %x {root = 2, ranks = array<i64: 0, 1>} : (!pf.global<8xf32, #P0, #pf.sbp<[B]>>) -> !pf.global<8xf32, #P01, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P01 = #pf.placement<"cpu", [0, 1]>
+func.func @broadcast_without_input() {
+  // expected-error @+1 {{'pf.broadcast' op needs its input on global values}}
+  %0 = pf.broadcast {root = 0, ranks = array<i64: 0, 1>} : () -> !pf.global<8xf32, #P01, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P0 = #pf.placement<"cpu", [0]>
+#P01 = #pf.placement<"cpu", [0, 1]>
+func.func @broadcast_changes_shape(%x: !pf.global<8xf32, #P0, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.broadcast' op input and result must have the same shape and element type}}
+  %0 = pf.broadcast %x {root = 0, ranks = array<i64: 0, 1>} : (!pf.global<8xf32, #P0, #pf.sbp<[B]>>) -> !pf.global<4xf32, #P01, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P01 = #pf.placement<"cpu", [0, 1]>
+func.func @broadcast_input_not_on_root(%x: !pf.global<8xf32, #P01, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.broadcast' op input must live on the root's single-rank placement}}
+  %0 = pf.broadcast %x {root = 0, ranks = array<i64: 0, 1>} : (!pf.global<8xf32, #P01, #pf.sbp<[B]>>) -> !pf.global<8xf32, #P01, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P0 = #pf.placement<"cpu", [0]>
+#P01 = #pf.placement<"cpu", [0, 1]>
+func.func @broadcast_result_split(%x: !pf.global<8xf32, #P0, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.broadcast' op result must be B on a placement holding the root}}
+  %0 = pf.broadcast %x {root = 0, ranks = array<i64: 0, 1>} : (!pf.global<8xf32, #P0, #pf.sbp<[B]>>) -> !pf.global<8xf32, #P01, #pf.sbp<[S(0)]>>
+  return
+}
+
+// -----
+
+#P0 = #pf.placement<"cpu", [0]>
+#P01 = #pf.placement<"cpu", [0, 1]>
+func.func @reduce_root_outside(%p: !pf.global<8xf32, #P01, #pf.sbp<[P]>>) {
+  // expected-error @+1 {{'pf.reduce' op root 3 is not among the ranks}}
+  %0 = pf.reduce %p {root = 3, ranks = array<i64: 0, 1>} : (!pf.global<8xf32, #P01, #pf.sbp<[P]>>) -> !pf.global<8xf32, #P0, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P01 = #pf.placement<"cpu", [0, 1]>
+func.func @reduce_without_result(%p: !pf.global<8xf32, #P01, #pf.sbp<[P]>>) {
+  // expected-error @+1 {{'pf.reduce' op needs its result on global values}}
+  pf.reduce %p {root = 0, ranks = array<i64: 0, 1>} : (!pf.global<8xf32, #P01, #pf.sbp<[P]>>) -> ()
+  return
+}
+
+// -----
+
+#P0 = #pf.placement<"cpu", [0]>
+#P01 = #pf.placement<"cpu", [0, 1]>
+func.func @reduce_changes_type(%p: !pf.global<8xf32, #P01, #pf.sbp<[P]>>) {
+  // expected-error @+1 {{'pf.reduce' op input and result must have the same shape and element type}}
+  %0 = pf.reduce %p {root = 0, ranks = array<i64: 0, 1>} : (!pf.global<8xf32, #P01, #pf.sbp<[P]>>) -> !pf.global<8xf16, #P0, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P0 = #pf.placement<"cpu", [0]>
+#P01 = #pf.placement<"cpu", [0, 1]>
+func.func @reduce_of_broadcast(%b: !pf.global<8xf32, #P01, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.reduce' op input must be P in every hierarchy dimension}}
+  %0 = pf.reduce %b {root = 0, ranks = array<i64: 0, 1>} : (!pf.global<8xf32, #P01, #pf.sbp<[B]>>) -> !pf.global<8xf32, #P0, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P01 = #pf.placement<"cpu", [0, 1]>
+func.func @reduce_result_everywhere(%p: !pf.global<8xf32, #P01, #pf.sbp<[P]>>) {
+  // expected-error @+1 {{'pf.reduce' op result must live on the root's single-rank placement}}
+  %0 = pf.reduce %p {root = 0, ranks = array<i64: 0, 1>} : (!pf.global<8xf32, #P01, #pf.sbp<[P]>>) -> !pf.global<8xf32, #P01, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P0 = #pf.placement<"cpu", [0]>
+#P1 = #pf.placement<"cpu", [1]>
+func.func @transfer_changes_shape(%x: !pf.global<8x4xf32, #P0, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.transfer' op input and result must have the same shape and element type}}
+  %0 = pf.transfer %x {moves = [array<i64: 0, 1, 0, 0, 8, 4>]} : !pf.global<8x4xf32, #P0, #pf.sbp<[B]>> -> !pf.global<4x8xf32, #P1, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P0 = #pf.placement<"cpu", [0]>
+#P1 = #pf.placement<"cpu", [1]>
+func.func @transfer_short_move(%x: !pf.global<8x4xf32, #P0, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.transfer' op each move is [src, dst, offsets, sizes] with 6 entries, got 5}}
+  %0 = pf.transfer %x {moves = [array<i64: 0, 1, 0, 0, 8>]} : !pf.global<8x4xf32, #P0, #pf.sbp<[B]>> -> !pf.global<8x4xf32, #P1, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P0 = #pf.placement<"cpu", [0]>
+#P1 = #pf.placement<"cpu", [1]>
+func.func @transfer_foreign_rank(%x: !pf.global<8x4xf32, #P0, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.transfer' op move 0 -> 2 names a rank outside the source or destination placement}}
+  %0 = pf.transfer %x {moves = [array<i64: 0, 2, 0, 0, 8, 4>]} : !pf.global<8x4xf32, #P0, #pf.sbp<[B]>> -> !pf.global<8x4xf32, #P1, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P0 = #pf.placement<"cpu", [0]>
+#P1 = #pf.placement<"cpu", [1]>
+func.func @transfer_box_outside(%x: !pf.global<8x4xf32, #P0, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.transfer' op move box out of bounds on axis 1}}
+  %0 = pf.transfer %x {moves = [array<i64: 0, 1, 0, 2, 8, 4>]} : !pf.global<8x4xf32, #P0, #pf.sbp<[B]>> -> !pf.global<8x4xf32, #P1, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#C = #pf.placement<"cpu", [0, 1]>
+#G = #pf.placement<"cuda", [0, 1]>
+func.func @device_copy_changes_layout(%x: !pf.global<8xf32, #C, #pf.sbp<[S(0)]>>) {
+  // expected-error @+1 {{'pf.device_copy' op copies one layout between devices; shape, element type and SBP must agree}}
+  %0 = pf.device_copy %x : !pf.global<8xf32, #C, #pf.sbp<[S(0)]>> -> !pf.global<8xf32, #G, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#C = #pf.placement<"cpu", [0, 1]>
+#C2 = #pf.placement<"cpu", [2, 3]>
+func.func @device_copy_same_device(%x: !pf.global<8xf32, #C, #pf.sbp<[S(0)]>>) {
+  // expected-error @+1 {{'pf.device_copy' op needs the same ranks on two device kinds}}
+  %0 = pf.device_copy %x : !pf.global<8xf32, #C, #pf.sbp<[S(0)]>> -> !pf.global<8xf32, #C2, #pf.sbp<[S(0)]>>
+  return
+}
+
+// -----
+
+#R = #pf.placement<"cpu", [0]>
+func.func @extract_box_rank(%x: !pf.global<8x4xf32, #R, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.extract_box' op offsets, input and result need one rank}}
+  %0 = pf.extract_box %x {offsets = array<i64: 0>} : !pf.global<8x4xf32, #R, #pf.sbp<[B]>> -> !pf.global<4x4xf32, #R, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#R = #pf.placement<"cpu", [0]>
+func.func @extract_box_outside(%x: !pf.global<8x4xf32, #R, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.extract_box' op box out of bounds on axis 0}}
+  %0 = pf.extract_box %x {offsets = array<i64: 6, 0>} : !pf.global<8x4xf32, #R, #pf.sbp<[B]>> -> !pf.global<4x4xf32, #R, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#R = #pf.placement<"cpu", [0]>
+!H = !pf.global<4x4xf32, #R, #pf.sbp<[B]>>
+func.func @assemble_offsets_count(%a: !H, %b: !H) {
+  // expected-error @+1 {{'pf.assemble' op needs one offset per piece}}
+  %0 = pf.assemble %a, %b {offsets = [array<i64: 0, 0>]} : (!H, !H) -> !pf.global<8x4xf32, #R, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#R = #pf.placement<"cpu", [0]>
+!H = !pf.global<4x4xf32, #R, #pf.sbp<[B]>>
+func.func @assemble_rank(%a: !H, %b: !H) {
+  // expected-error @+1 {{'pf.assemble' op pieces, offsets and result need one rank}}
+  %0 = pf.assemble %a, %b {offsets = [array<i64: 0, 0>, array<i64: 4>]} : (!H, !H) -> !pf.global<8x4xf32, #R, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#R = #pf.placement<"cpu", [0]>
+!H = !pf.global<4x4xf32, #R, #pf.sbp<[B]>>
+func.func @assemble_outside(%a: !H, %b: !H) {
+  // expected-error @+1 {{'pf.assemble' op piece out of bounds on axis 0}}
+  %0 = pf.assemble %a, %b {offsets = [array<i64: 0, 0>, array<i64: 6, 0>]} : (!H, !H) -> !pf.global<8x4xf32, #R, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#R = #pf.placement<"cpu", [0]>
+!H = !pf.global<4x4xf32, #R, #pf.sbp<[B]>>
+func.func @assemble_gap(%a: !H) {
+  // expected-error @+1 {{'pf.assemble' op pieces hold 16 elements but the result has 32}}
+  %0 = pf.assemble %a {offsets = [array<i64: 0, 0>]} : (!H) -> !pf.global<8x4xf32, #R, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+// Point-to-point and micro-batching (PFGradOps.cpp).
+#R = #pf.placement<"cpu", [0]>
+func.func @send_to_self(%x: !pf.global<4xf32, #R, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.send' op peer 0 is a rank of the value's own placement #pf.placement<"cpu", [0]>}}
+  pf.send %x to 0 tag 0 : !pf.global<4xf32, #R, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#R = #pf.placement<"cpu", [1]>
+func.func @recv_from_self() {
+  // expected-error @+1 {{'pf.recv' op peer 1 is a rank of the value's own placement #pf.placement<"cpu", [1]>}}
+  %0 = pf.recv from 1 tag 0 : !pf.global<4xf32, #R, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P = #pf.placement<"cpu", [0]>
+func.func @microbatch_index(%x: !pf.global<16x4xf32, #P, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.microbatch' op index 2 is not a micro-batch of 2}}
+  %0 = pf.microbatch %x {index = 2, count = 2} : !pf.global<16x4xf32, #P, #pf.sbp<[B]>> -> !pf.global<8x4xf32, #P, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P = #pf.placement<"cpu", [0]>
+func.func @microbatch_uneven(%x: !pf.global<15x4xf32, #P, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.microbatch' op the batch (axis 0) of [15, 4] does not divide into 2 micro-batches}}
+  %0 = pf.microbatch %x {index = 0, count = 2} : !pf.global<15x4xf32, #P, #pf.sbp<[B]>> -> !pf.global<7x4xf32, #P, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P = #pf.placement<"cpu", [0]>
+func.func @microbatch_result(%x: !pf.global<16x4xf32, #P, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.microbatch' op result must be [8, 4] of the input's element type and placement}}
+  %0 = pf.microbatch %x {index = 0, count = 2} : !pf.global<16x4xf32, #P, #pf.sbp<[B]>> -> !pf.global<16x4xf32, #P, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P = #pf.placement<"cpu", [0]>
+func.func @pack_nothing() {
+  // expected-error @+1 {{'pf.pack' op needs at least one element}}
+  %0 = pf.pack : () -> !pf.global<1xf32, #P, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P = #pf.placement<"cpu", [0]>
+func.func @pack_non_scalar(%a: !pf.global<2xf32, #P, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.pack' op elements must be scalars of one element type and placement}}
+  %0 = pf.pack %a : (!pf.global<2xf32, #P, #pf.sbp<[B]>>) -> !pf.global<1xf32, #P, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P = #pf.placement<"cpu", [0]>
+func.func @pack_result(%a: !pf.global<f32, #P, #pf.sbp<[B]>>, %b: !pf.global<f32, #P, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.pack' op result must be [2] of the elements' type and placement}}
+  %0 = pf.pack %a, %b : (!pf.global<f32, #P, #pf.sbp<[B]>>, !pf.global<f32, #P, #pf.sbp<[B]>>) -> !pf.global<3xf32, #P, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'pf.schedule' op stage, micro-batch and chunk counts must be positive}}
+pf.schedule {kind = "custom", num_stages = 1, num_microbatches = 0, num_chunks = 1,
+             actions = [[]]}
+
+// -----
+
+// expected-error @+1 {{'pf.schedule' op has 1 action lists for 2 pipeline ranks}}
+pf.schedule {kind = "custom", num_stages = 2, num_microbatches = 1, num_chunks = 1,
+             actions = [["F0", "B0"]]}
+
+// -----
+
+// expected-error @+1 {{'pf.schedule' op rank 0: 'B0:x' is not an action (F<mb>, B<mb> or W<mb>, optionally :<chunk>)}}
+pf.schedule {kind = "custom", num_stages = 1, num_microbatches = 1, num_chunks = 1,
+             actions = [["F0", "B0:x"]]}
