@@ -1,6 +1,6 @@
 //===- PartitionTest.cpp - pf-auto-stages' partition against brute force --===//
 
-#include "pf/Dialect/PF/Transforms/Partition.h"
+#include "pf/Analysis/Partition.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 //===- ScheduleTrace.cpp - pictures of pipeline schedules -----------------===//
 
 #include "pf/Target/ScheduleTrace.h"
+#include "pf/Analysis/Schedule.h"
 #include "pf/Dialect/PF/IR/PFOps.h"
-#include "pf/Dialect/PF/Transforms/Schedule.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
@@ -25,18 +25,10 @@ FailureOr<SmallVector<Timeline>> timelines(Operation *root) {
   if (!module)
     return root->emitError("expected a builtin.module");
   for (auto op : module.getOps<ScheduleOp>()) {
-    Timeline t{op, {}, {}};
-    bool split = false;
-    for (auto rank : op.getActions().getAsRange<ArrayAttr>()) {
-      t.plan.emplace_back();
-      for (auto a : rank.getAsRange<StringAttr>()) {
-        t.plan.back().push_back(*schedule::Action::parse(a.getValue()));
-        split |= t.plan.back().back().kind == 'W';
-      }
-    }
+    Timeline t{op, schedule::planOf(op), {}};
     t.result = schedule::simulate(t.plan, op.getNumStages(),
                                   op.getNumMicrobatches(), op.getNumChunks(),
-                                  split, schedule::Costs());
+                                  schedule::splitsW(t.plan), schedule::Costs());
     if (!t.result.error.empty())
       return op.emitOpError() << t.result.error;
     out.push_back(std::move(t));

@@ -48,6 +48,13 @@ void PFDialect::initialize() {
   addInterfaces<PFOpAsmInterface>();
 }
 
+std::optional<int64_t> mlir::pf::getIntAttrValue(Operation *op,
+                                                 StringRef name) {
+  if (auto a = op ? op->getAttrOfType<IntegerAttr>(name) : IntegerAttr())
+    return a.getInt();
+  return std::nullopt;
+}
+
 LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   if (attr.getName() == getStageAttrName()) {

@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pf/Dialect/PF/Transforms/CostModel.h"
-#include "pf/Dialect/PF/Transforms/Partition.h"
+#include "pf/Analysis/CostModel.h"
+#include "pf/Analysis/Partition.h"
 #include "pf/Dialect/PF/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

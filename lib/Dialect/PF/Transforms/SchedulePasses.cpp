@@ -1,8 +1,8 @@
 //===- SchedulePasses.cpp - pf-schedule and pf-verify-schedule ------------===//
 
-#include "pf/Dialect/PF/Transforms/CostModel.h"
 #include "pf/Dialect/PF/Transforms/Passes.h"
-#include "pf/Dialect/PF/Transforms/Schedule.h"
+#include "pf/Analysis/CostModel.h"
+#include "pf/Analysis/Schedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -24,29 +24,8 @@ using namespace mlir::pf;
 
 namespace {
 
-schedule::Plan planOf(ScheduleOp op) {
-  schedule::Plan plan;
-  for (auto rank : op.getActions().getAsRange<ArrayAttr>()) {
-    plan.emplace_back();
-    for (auto a : rank.getAsRange<StringAttr>())
-      plan.back().push_back(*schedule::Action::parse(a.getValue()));
-  }
-  return plan;
-}
-
-bool splitsW(const schedule::Plan &plan) {
-  for (auto &rank : plan)
-    for (auto &a : rank)
-      if (a.kind == 'W')
-        return true;
-  return false;
-}
-
-std::optional<int64_t> intAttr(Operation *op, StringRef name) {
-  if (auto a = op ? op->getAttrOfType<IntegerAttr>(name) : IntegerAttr())
-    return a.getInt();
-  return std::nullopt;
-}
+using schedule::planOf;
+using schedule::splitsW;
 
 /// Per virtual stage: the FLOPs of micro-batch 0's forward, input-gradient
 /// and weight-gradient ops and the bytes of the values its forward keeps
@@ -57,10 +36,10 @@ schedule::Costs flopCosts(ModuleOp top, int64_t stages) {
   // (module, stage) -> sums
   std::map<std::pair<Operation *, int64_t>, std::array<double, 4>> sums;
   auto stageOfOp = [](Operation *op) -> std::optional<int64_t> {
-    if (auto s = intAttr(op, PFDialect::getStageAttrName()))
+    if (auto s = getIntAttrValue(op, PFDialect::getStageAttrName()))
       return s;
     for (Operation *u : op->getUsers())
-      if (auto s = intAttr(u, PFDialect::getStageAttrName()))
+      if (auto s = getIntAttrValue(u, PFDialect::getStageAttrName()))
         return s;
     return std::nullopt;
   };
@@ -72,7 +51,7 @@ schedule::Costs flopCosts(ModuleOp top, int64_t stages) {
     auto func = op->getParentOfType<func::FuncOp>();
     if (!func || op->hasTrait<OpTrait::IsTerminator>())
       return;
-    std::optional<int64_t> mb = intAttr(op, PFDialect::getMicrobatchAttrName());
+    std::optional<int64_t> mb = getIntAttrValue(op, PFDialect::getMicrobatchAttrName());
     std::optional<int64_t> s = stageOfOp(op);
     if ((mb && *mb != 0) || !s || *s < 0 || *s >= stages)
       return;

@@ -16,7 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pf/Dialect/PF/Transforms/Passes.h"
-#include "pf/Dialect/PF/Transforms/Schedule.h"
+#include "pf/Analysis/Schedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -38,12 +38,6 @@ namespace {
 
 constexpr StringLiteral kStageFunction = "pf.stage_function";
 
-std::optional<int64_t> intAttr(Operation *op, StringRef name) {
-  if (auto a = op ? op->getAttrOfType<IntegerAttr>(name) : IntegerAttr())
-    return a.getInt();
-  return std::nullopt;
-}
-
 using schedule::stageOf;
 
 struct Key {
@@ -60,7 +54,7 @@ std::optional<Key> keyOf(Operation *op, bool splitW) {
   if (op->hasTrait<OpTrait::IsTerminator>())
     return std::nullopt;
   auto phase = op->getAttrOfType<StringAttr>(PFDialect::getPhaseAttrName());
-  std::optional<int64_t> mb = intAttr(op, PFDialect::getMicrobatchAttrName());
+  std::optional<int64_t> mb = getIntAttrValue(op, PFDialect::getMicrobatchAttrName());
   std::optional<int64_t> stage = stageOf(op);
   if (!stage)
     return std::nullopt;

@@ -5,6 +5,16 @@
 
 #include "mlir/IR/Dialect.h"
 
+#include <optional>
+
 #include "pf/Dialect/PF/IR/PFDialect.h.inc"
+
+namespace mlir::pf {
+
+/// The value of `op`'s integer attribute `name` (`pf.stage`,
+/// `pf.microbatch`, ...); none when `op` is null or has no such attribute.
+std::optional<int64_t> getIntAttrValue(Operation *op, StringRef name);
+
+} // namespace mlir::pf
 
 #endif // PF_DIALECT_PF_IR_PFDIALECT_H

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PF_DIALECT_PF_TRANSFORMS_PARTITION_H
-#define PF_DIALECT_PF_TRANSFORMS_PARTITION_H
+#ifndef PF_ANALYSIS_PARTITION_H
+#define PF_ANALYSIS_PARTITION_H
 
 #include "llvm/ADT/ArrayRef.h"
 
@@ -38,4 +38,4 @@ std::optional<Result> minMaxContiguous(llvm::ArrayRef<int64_t> costs, size_t k,
 
 } // namespace mlir::pf::partition
 
-#endif // PF_DIALECT_PF_TRANSFORMS_PARTITION_H
+#endif // PF_ANALYSIS_PARTITION_H

@@ -1,6 +1,6 @@
 //===- Partition.cpp - balanced contiguous partitions ---------------------===//
 
-#include "pf/Dialect/PF/Transforms/Partition.h"
+#include "pf/Analysis/Partition.h"
 
 #include <deque>
 #include <limits>

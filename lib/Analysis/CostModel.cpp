@@ -1,6 +1,6 @@
 //===- CostModel.cpp - FLOP and byte estimates of pf ops ------------------===//
 
-#include "pf/Dialect/PF/Transforms/CostModel.h"
+#include "pf/Analysis/CostModel.h"
 
 #include "pf/Dialect/PF/IR/PFOps.h"
 

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PF_DIALECT_PF_TRANSFORMS_SCHEDULE_H
-#define PF_DIALECT_PF_TRANSFORMS_SCHEDULE_H
+#ifndef PF_ANALYSIS_SCHEDULE_H
+#define PF_ANALYSIS_SCHEDULE_H
 
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LLVM.h"
@@ -18,6 +18,10 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace mlir::pf {
+class ScheduleOp;
+} // namespace mlir::pf
 
 namespace mlir::pf::schedule {
 
@@ -38,6 +42,12 @@ struct Action {
 
 /// One ordered action list per rank.
 using Plan = std::vector<std::vector<Action>>;
+
+/// The plan a pf.schedule holds (its verifier checks that the actions parse).
+Plan planOf(ScheduleOp op);
+
+/// Whether the plan runs weight gradients as actions of their own (W).
+bool splitsW(const Plan &plan);
 
 /// Builds the plan, or returns an error message (e.g. interleaving needs a
 /// micro-batch count that is a multiple of the stage count).
@@ -80,4 +90,4 @@ std::optional<int64_t> stageOf(Operation *op);
 
 } // namespace mlir::pf::schedule
 
-#endif // PF_DIALECT_PF_TRANSFORMS_SCHEDULE_H
+#endif // PF_ANALYSIS_SCHEDULE_H

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PF_DIALECT_PF_TRANSFORMS_COSTMODEL_H
-#define PF_DIALECT_PF_TRANSFORMS_COSTMODEL_H
+#ifndef PF_ANALYSIS_COSTMODEL_H
+#define PF_ANALYSIS_COSTMODEL_H
 
 #include "mlir/IR/Operation.h"
 
@@ -33,4 +33,4 @@ TrainFlops trainFlops(Operation *op);
 
 } // namespace mlir::pf::cost
 
-#endif // PF_DIALECT_PF_TRANSFORMS_COSTMODEL_H
+#endif // PF_ANALYSIS_COSTMODEL_H

@@ -1,6 +1,6 @@
 //===- Schedule.cpp - static pipeline schedules ---------------------------===//
 
-#include "pf/Dialect/PF/Transforms/Schedule.h"
+#include "pf/Analysis/Schedule.h"
 
 #include "pf/Dialect/PF/IR/PFOps.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -58,6 +58,24 @@ std::optional<Action> Action::parse(llvm::StringRef text) {
   if (!chunk.empty() && (chunk.getAsInteger(10, a.chunk) || a.chunk < 0))
     return std::nullopt;
   return a;
+}
+
+Plan mlir::pf::schedule::planOf(ScheduleOp op) {
+  Plan plan;
+  for (auto rank : op.getActions().getAsRange<ArrayAttr>()) {
+    plan.emplace_back();
+    for (auto a : rank.getAsRange<StringAttr>())
+      plan.back().push_back(*Action::parse(a.getValue()));
+  }
+  return plan;
+}
+
+bool mlir::pf::schedule::splitsW(const Plan &plan) {
+  for (auto &rank : plan)
+    for (auto &a : rank)
+      if (a.kind == 'W')
+        return true;
+  return false;
 }
 
 double Result::bubbleFraction() const {
