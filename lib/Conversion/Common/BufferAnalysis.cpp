@@ -3,6 +3,8 @@
 #include "pf/Conversion/Common/BufferAnalysis.h"
 #include "pf/Dialect/PF/IR/PFOps.h"
 
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
 using namespace mlir;
 using namespace mlir::pf;
 
@@ -67,6 +69,35 @@ BufferAnalysis::BufferAnalysis(Block &block) {
         fusedRelus.insert(relu);
         fusedWith[ba] = relu;
       }
+
+  // Inputs loaded by parts: only micro-batch slices read them, and each
+  // part is whole boxes or an even row range of one box.
+  auto func = dyn_cast_or_null<FunctionOpInterface>(block.getParentOp());
+  for (BlockArgument arg : block.getArguments()) {
+    if (!func || arg.use_empty())
+      continue;
+    int64_t parts = 0;
+    bool slicesOnly = llvm::all_of(arg.getUsers(), [&](Operation *user) {
+      auto mb = dyn_cast<MicrobatchOp>(user);
+      if (!mb || (parts && parts != static_cast<int64_t>(mb.getCount())))
+        return false;
+      parts = static_cast<int64_t>(mb.getCount());
+      return true;
+    });
+    if (!slicesOnly || parts < 2)
+      continue;
+    unsigned n = arg.getArgNumber();
+    auto boxes = func.getArgAttrOfType<ArrayAttr>(n, "pf.boxes");
+    auto boxShape = func.getArgAttrOfType<DenseI64ArrayAttr>(n, "pf.box_shape");
+    int64_t numBoxes = boxes ? static_cast<int64_t>(boxes.size()) : 1;
+    auto type = cast<GlobalType>(arg.getType());
+    if (type.getRank() == 0)
+      continue;
+    int64_t rows = boxShape ? boxShape.asArrayRef()[0] : type.getShape()[0];
+    if (numBoxes % parts == 0 ||
+        (parts % numBoxes == 0 && rows % (parts / numBoxes) == 0))
+      partLoaded.insert(arg);
+  }
 
   // Accumulating GEMMs. The accumulator must own a fresh step buffer (not a
   // parameter, input, view or in-place result) that nothing else reads.

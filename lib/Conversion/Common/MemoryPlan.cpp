@@ -128,8 +128,9 @@ int64_t lowerBound(ArrayRef<Interval> buffers) {
 
 } // namespace
 
-FailureOr<MemoryPlan> MemoryPlan::build(ModuleOp module, Block &step,
-                                        const BufferAnalysis &buffers) {
+FailureOr<MemoryPlan>
+MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
+                  const llvm::DenseMap<Operation *, Operation *> &sendDone) {
   MemoryPlan plan;
   for (auto param : module.getOps<ParamOp>()) {
     FailureOr<int64_t> bytes = bytesOfType(param.getLoc(), param.getType());
@@ -167,14 +168,22 @@ FailureOr<MemoryPlan> MemoryPlan::build(ModuleOp module, Block &step,
       classes[it->second].end = std::max(classes[it->second].end, at);
   };
 
-  // Inputs stay resident and unwritten for the whole step: the runtime
-  // loads a fixed synthetic batch once and not again.
+  // Inputs loaded by parts have no buffer of their own: each micro-batch
+  // slice gets one where it is taken. Other inputs stay resident and
+  // unwritten for the whole step: the runtime loads a fixed synthetic batch
+  // once and not again.
   for (BlockArgument arg : step.getArguments()) {
-    if (failed(newClass(arg, 0, false)))
+    bool parts = buffers.isPartLoadedInput(arg);
+    if (failed(newClass(arg, 0, parts)))
       return failure();
-    classes.back().end = kEnd;
-    plan.inputBytes += classes.back().bytes;
+    if (!parts) {
+      classes.back().end = kEnd;
+      plan.inputBytes += classes.back().bytes;
+    }
   }
+  llvm::DenseMap<Operation *, int64_t> positionOf;
+  for (Operation &op : step)
+    positionOf[&op] = static_cast<int64_t>(positionOf.size()) + 1;
   int64_t position = 0;
   for (Operation &op : step) {
     int64_t p = ++position;
@@ -186,16 +195,19 @@ FailureOr<MemoryPlan> MemoryPlan::build(ModuleOp module, Block &step,
       continue;
     }
     if (auto send = dyn_cast<SendOp>(op)) {
-      // Non-blocking: the buffer must stay until the sends complete at the
-      // end of the step. A parameter's own buffer is sent from a copy.
-      use(send.getValue(), kEnd);
+      // Non-blocking: the buffer must stay until the send is known complete
+      // (or the end of the step). A parameter's own buffer is sent from a
+      // copy.
+      Operation *done = sendDone.lookup(send);
+      int64_t end = done ? positionOf.lookup(done) : kEnd;
+      use(send.getValue(), end);
       Operation *def = send.getValue().getDefiningOp();
       while (isa_and_nonnull<ReshapeOp, FlattenOp, ToGlobalOp>(def))
         def = def->getOperand(0).getDefiningOp();
       if (isa_and_nonnull<ReadParamOp>(def)) {
         Interval c;
         c.start = p;
-        c.end = kEnd;
+        c.end = end;
         FailureOr<int64_t> bytes =
             bytesOfType(send.getLoc(), send.getValue().getType());
         if (failed(bytes))
@@ -204,6 +216,12 @@ FailureOr<MemoryPlan> MemoryPlan::build(ModuleOp module, Block &step,
         plan.sendCopies[send] = classes.size(); // an index until allocation
         classes.push_back(c);
       }
+      continue;
+    }
+    if (isa<MicrobatchOp>(op) &&
+        buffers.isPartLoadedInput(op.getOperand(0))) {
+      if (failed(newClass(op.getResult(0), p, false)))
+        return failure();
       continue;
     }
     if (isa<ReshapeOp, FlattenOp, ToGlobalOp, MicrobatchOp>(op)) {

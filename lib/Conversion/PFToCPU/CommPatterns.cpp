@@ -191,8 +191,8 @@ struct SendLowering : CPUPattern<SendOp> {
     if (failed(bytes))
       return failure();
     Location loc = op.getLoc();
-    // Every send completes at the end of the step, so its buffer must not
-    // change before then. A parameter's own buffer could (the update writes
+    // A send completes where SendCompletion proves it received (or at the
+    // end of the step), so its buffer must not change before then. A parameter's own buffer could (the update writes
     // it), so that is sent from a copy.
     Value data = adaptor.getValue();
     int64_t floats = localCount(op.getValue()) * (*bytes / 4);
@@ -205,9 +205,13 @@ struct SendLowering : CPUPattern<SendOp> {
       data = copy;
     }
     // Counts are in floats; 8-byte elements travel as two floats each.
-    state.rt.pfrt_isend(b, loc, data, floats,
-                        static_cast<int32_t>(op.getPeer()),
-                        static_cast<int32_t>(op.getTag()));
+    auto peer = static_cast<int32_t>(op.getPeer());
+    auto tag = static_cast<int32_t>(op.getTag());
+    if (Operation *done = state.sendDone.lookup(op))
+      state.waitsAfter[done].push_back(
+          state.rt.pfrt_isend_tracked(b, loc, data, floats, peer, tag));
+    else
+      state.rt.pfrt_isend(b, loc, data, floats, peer, tag);
     b.eraseOp(op);
     return success();
   }

@@ -33,16 +33,47 @@ struct ConstantLowering : CPUPattern<ConstantOp> {
   }
 };
 
-/// Micro-batch k is a contiguous block of rows: a view, no copy.
+/// Micro-batch k is a contiguous block of rows: a view, no copy; or, of an
+/// input loaded by parts, part k loaded into its own buffer.
 struct MicrobatchLowering : CPUPattern<MicrobatchOp> {
   MicrobatchLowering(const TypeConverter &converter, CPULoweringState &state)
       : CPUPattern(converter, state, Trace::None) {}
+
+  LogicalResult loadPart(MicrobatchOp op, const PartInput &part,
+                         int64_t elementBytes,
+                         ConversionPatternRewriter &b) const {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    Location loc = op.getLoc();
+    rt::RuntimeABI &rt = state.rt;
+    int64_t bytes = elementBytes * localCount(op.getResult());
+    Value stream = rt.pfrt_stream_id(
+        b, loc, rt.str(b, loc, ("input" + Twine(part.index)).str()));
+    rt.pfrt_load_input_part(
+        b, loc, part.index, *out, bytes,
+        static_cast<int64_t>(op.getIndex()),
+        static_cast<int64_t>(op.getCount()), part.dtype, part.classes,
+        state.seed(b, loc), stream,
+        static_cast<int64_t>(part.logicalShape.size()),
+        rt.i64Array(b, loc, part.logicalShape), part.numBoxes,
+        rt.i64Array(b, loc, part.offsets), rt.i64Array(b, loc, part.boxShape));
+    if (part.zero)
+      rt.pfrt_zero_partial_input(b, loc, *out, bytes);
+    b.replaceOp(op, *out);
+    return success();
+  }
+
   LogicalResult lower(MicrobatchOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     FailureOr<int64_t> bytes = elementBytes(op, op.getType());
     if (failed(bytes))
       return failure();
     Location loc = op.getLoc();
+    // An input loaded by parts: this micro-batch, loaded here.
+    auto part = state.partInputs.find(op.getInput());
+    if (part != state.partInputs.end())
+      return loadPart(op, part->second, *bytes, b);
     Value offset = LLVM::ConstantOp::create(
         b, loc, b.getI64Type(),
         b.getI64IntegerAttr(op.getIndex() * localCount(op.getResult()) *

@@ -13,6 +13,7 @@
 
 #include "pf/Conversion/PFToCPU/PFToCPU.h"
 #include "pf/Conversion/Passes.h"
+#include "pf/Conversion/Common/SendCompletion.h"
 
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -144,16 +145,19 @@ namespace {
 
 class RankLowering {
 public:
-  RankLowering(ModuleOp module, func::FuncOp step)
+  RankLowering(ModuleOp module, func::FuncOp step,
+               const llvm::DenseMap<Operation *, Operation *> &sendDone)
       : module(module), step(step), b(module.getContext()),
-        state(module, step.getBody().front()) {}
+        state(module, step.getBody().front()) {
+    state.sendDone = sendDone;
+  }
 
   LogicalResult run();
 
 private:
   LLVM::GlobalOp ptrGlobal(StringRef name);
   LogicalResult lowerParams();
-  FailureOr<Value> lowerInput(BlockArgument arg);
+  FailureOr<Value> lowerInput(BlockArgument arg, PartInput &part);
   LogicalResult lowerStep();
   void emitMain();
 
@@ -267,9 +271,10 @@ static int64_t classesOf(Value input) {
 }
 
 /// Loads one input of the step (this rank's boxes of the logical input, one
-/// per micro-batch when the batch is split, or the whole tensor) into a
-/// fresh buffer and records it for the manifest.
-FailureOr<Value> RankLowering::lowerInput(BlockArgument arg) {
+/// per micro-batch when the batch is split, or the whole tensor) into its
+/// planned buffer and records it for the manifest. An input loaded by parts
+/// gets no buffer: `part` receives how its micro-batches load.
+FailureOr<Value> RankLowering::lowerInput(BlockArgument arg, PartInput &part) {
   rt::RuntimeABI &rt = state.rt;
   Location loc = arg.getLoc();
   auto type = cast<GlobalType>(arg.getType());
@@ -279,8 +284,6 @@ FailureOr<Value> RankLowering::lowerInput(BlockArgument arg) {
   FailureOr<int64_t> bytes = elementBytes(step, type);
   if (failed(bytes))
     return failure();
-  Value buffer = rt.pfrt_arena_at(b, loc, state.plan->offsetOf(arg),
-                                  state.plan->bytesOf(arg));
   bool isFloat = type.getElementType().isF32();
   SmallVector<NamedAttribute> facts = {
       b.getNamedAttr("index", b.getI64IntegerAttr(input)),
@@ -296,31 +299,38 @@ FailureOr<Value> RankLowering::lowerInput(BlockArgument arg) {
   auto boxes = step.getArgAttrOfType<ArrayAttr>(argNo, "pf.boxes");
   auto boxShape =
       step.getArgAttrOfType<DenseI64ArrayAttr>(argNo, "pf.box_shape");
-  SmallVector<int64_t> offsets;
+  part.index = input;
+  part.dtype = isFloat ? 0 : 1;
+  part.classes = classesOf(arg);
+  part.logicalShape.assign(logical ? logical.asArrayRef() : type.getShape());
   if (boxes)
     for (Attribute a : boxes)
-      llvm::append_range(offsets, cast<DenseI64ArrayAttr>(a).asArrayRef());
+      llvm::append_range(part.offsets, cast<DenseI64ArrayAttr>(a).asArrayRef());
   else
-    offsets.assign(type.getRank(), 0);
-  ArrayRef<int64_t> logicalShape =
-      logical ? logical.asArrayRef() : type.getShape();
-  ArrayRef<int64_t> oneBox = boxShape ? boxShape.asArrayRef() : type.getShape();
-  Value stream = rt.pfrt_stream_id(
-      b, loc, rt.str(b, loc, ("input" + Twine(input)).str()));
-  rt.pfrt_load_input_boxes(
-      b, loc, input, buffer, *bytes * type.getNumElements(),
-      static_cast<int32_t>(isFloat ? 0 : 1), classesOf(arg),
-      state.seed(b, loc), stream, type.getRank(),
-      rt.i64Array(b, loc, logicalShape),
-      static_cast<int64_t>(boxes ? boxes.size() : 1),
-      offsets.empty() ? rt.nullPtr(b, loc) : rt.i64Array(b, loc, offsets),
-      rt.i64Array(b, loc, oneBox));
+    part.offsets.assign(type.getRank(), 0);
+  part.boxShape.assign(boxShape ? boxShape.asArrayRef() : type.getShape());
+  part.numBoxes = boxes ? static_cast<int64_t>(boxes.size()) : 1;
   // A partial-sum input from a source of logical values (synthetic data,
   // .npy files): ranks off coordinate 0 of a P dimension hold zeros. Inputs a
   // host program gives are the rank's own addends and stay as given.
-  if (step.getArgAttr(argNo, "pf.zero_input"))
-    rt.pfrt_zero_partial_input(b, loc, buffer,
-                               *bytes * type.getNumElements());
+  part.zero = static_cast<bool>(step.getArgAttr(argNo, "pf.zero_input"));
+  if (state.buffers.isPartLoadedInput(arg))
+    return rt.nullPtr(b, loc);
+
+  Value buffer = rt.pfrt_arena_at(b, loc, state.plan->offsetOf(arg),
+                                  state.plan->bytesOf(arg));
+  int64_t total = *bytes * type.getNumElements();
+  Value stream = rt.pfrt_stream_id(
+      b, loc, rt.str(b, loc, ("input" + Twine(input)).str()));
+  rt.pfrt_load_input_boxes(
+      b, loc, input, buffer, total, part.dtype, part.classes,
+      state.seed(b, loc), stream, type.getRank(),
+      rt.i64Array(b, loc, part.logicalShape), part.numBoxes,
+      part.offsets.empty() ? rt.nullPtr(b, loc)
+                           : rt.i64Array(b, loc, part.offsets),
+      rt.i64Array(b, loc, part.boxShape));
+  if (part.zero)
+    rt.pfrt_zero_partial_input(b, loc, buffer, total);
   return buffer;
 }
 
@@ -341,11 +351,14 @@ LogicalResult RankLowering::lowerStep() {
   Block *entry = fn.addEntryBlock(b);
   b.setInsertionPointToStart(entry);
   for (BlockArgument arg : body.getArguments()) {
-    FailureOr<Value> buffer = lowerInput(arg);
+    PartInput part;
+    FailureOr<Value> buffer = lowerInput(arg, part);
     if (failed(buffer))
       return failure();
     auto cast = UnrealizedConversionCastOp::create(b, arg.getLoc(),
                                                    arg.getType(), *buffer);
+    if (state.buffers.isPartLoadedInput(arg))
+      state.partInputs[cast.getResult(0)] = std::move(part);
     arg.replaceAllUsesWith(cast.getResult(0));
   }
   entry->getOperations().splice(entry->end(), body.getOperations());
@@ -408,7 +421,7 @@ LogicalResult RankLowering::run() {
     microbatches = std::max<int64_t>(
         1, cast<GlobalType>(step.getResultTypes()[0]).getNumElements());
   FailureOr<MemoryPlan> plan = MemoryPlan::build(
-      module, step.getBody().front(), state.buffers);
+      module, step.getBody().front(), state.buffers, state.sendDone);
   if (failed(plan))
     return failure();
   state.plan = std::move(*plan);
@@ -442,20 +455,29 @@ struct ConvertPFToCPUPass
                     "pf-partition-ranks first");
       return signalPassFailure();
     }
+    // Every rank's step first: where a send completes depends on its peer.
+    SmallVector<std::pair<ModuleOp, func::FuncOp>> steps;
+    RankSteps blocks;
     for (ModuleOp m : ranks) {
       SmallVector<func::FuncOp> funcs;
       for (auto f : m.getOps<func::FuncOp>())
         if (!f.isExternal())
           funcs.push_back(f);
-      if (funcs.size() != 1) {
+      if (funcs.size() != 1 || !funcs.front().getBody().hasOneBlock()) {
         m.emitOpError("convert-pf-to-cpu expects exactly one step function "
-                      "per rank, found ")
-            << funcs.size();
+                      "of one block per rank, found ")
+            << funcs.size() << " functions";
         return signalPassFailure();
       }
-      if (failed(RankLowering(m, funcs.front()).run()))
-        return signalPassFailure();
+      steps.push_back({m, funcs.front()});
+      blocks[m->getAttrOfType<IntegerAttr>(PFDialect::getRankAttrName())
+                 .getInt()] = &funcs.front().getBody().front();
     }
+    llvm::DenseMap<Operation *, Operation *> sendDone =
+        analyzeSendCompletion(blocks);
+    for (auto [m, step] : steps)
+      if (failed(RankLowering(m, step, sendDone).run()))
+        return signalPassFailure();
   }
 };
 } // namespace

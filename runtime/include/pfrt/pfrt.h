@@ -151,6 +151,15 @@ int pfrt_recv(float *buf, int64_t count, int32_t src, int32_t tag);
  * assumes). */
 int pfrt_isend(const float *buf, int64_t count, int32_t dst, int32_t tag);
 int pfrt_wait_sends(void);
+/* The same send, returning a handle for pfrt_wait_send: the compiler
+ * proves from the static schedule where a send has certainly been received
+ * (its peer has since sent this rank something this rank has received, or
+ * entered a collective this rank has completed) and waits for it there, so
+ * its buffer is reused before the end of the step. pfrt_wait_sends still
+ * completes whatever is left; handles are valid until then. */
+int64_t pfrt_isend_tracked(const float *buf, int64_t count, int32_t dst,
+                           int32_t tag);
+int pfrt_wait_send(int64_t handle);
 
 /* One entry of a batch; is_send != 0 sends buf to peer, otherwise receives
  * into buf from peer. */
@@ -455,6 +464,22 @@ int pfrt_state_load(const char *dir, int64_t *step);
  * batches, shape [N, <logical shape>...], step k using batch k mod N. Each
  * rank reads only its boxes. NULL or "" switches back to synthetic data. */
 int pfrt_set_data_dir(const char *dir);
+
+/* One micro-batch of an input: part `part` of `num_parts` equal, contiguous
+ * parts (bytes each) of what pfrt_load_input_boxes would load with the same
+ * boxes. The parts either group whole boxes (num_boxes a multiple of
+ * num_parts) or split each box's first axis evenly (num_parts a multiple of
+ * num_boxes); anything else is an error. User data (pfrt_set_input) holds
+ * the whole input and the part is copied from it; synthetic and .npy data
+ * are drawn for the part's boxes only. The compiler loads each micro-batch
+ * just before its first use, so an input never occupies more than the
+ * micro-batches in flight. */
+int pfrt_load_input_part(int64_t index, void *out, int64_t bytes,
+                         int64_t part, int64_t num_parts, int32_t dtype,
+                         int64_t num_classes, uint64_t seed, uint64_t stream,
+                         int64_t ndim, const int64_t *logical_shape,
+                         int64_t num_boxes, const int64_t *offsets,
+                         const int64_t *box_shape);
 
 /* After pfrt_load_input_boxes of a partial-sum (P) input on a rank off
  * coordinate 0 of a P dimension: zeros the buffer when the data came from a

@@ -169,6 +169,31 @@ int pfrt_load_input(int64_t index, void *out, int64_t bytes, int32_t dtype,
   return 0;
 }
 
+namespace {
+/// Synthetic data for `num_boxes` boxes of the logical input, one after
+/// another in `out` (`boxBytes` each).
+void syntheticBoxes(int64_t index, void *out, int32_t dtype,
+                    int64_t num_classes, uint64_t seed, uint64_t stream,
+                    int64_t ndim, const int64_t *logical_shape,
+                    int64_t num_boxes, const int64_t *offsets,
+                    const int64_t *box_shape, int64_t boxBytes) {
+  for (int64_t b = 0; b < num_boxes; ++b) {
+    char *dst = static_cast<char *>(out) + b * boxBytes;
+    const int64_t *off = ndim > 0 ? offsets + b * ndim : nullptr;
+    if (dtype == PFRT_DTYPE_F32)
+      pfrt_synthetic_batch(reinterpret_cast<float *>(dst), seed, stream, 0,
+                           ndim, logical_shape, off, box_shape);
+    else if (dtype == PFRT_DTYPE_I64)
+      pfrt_synthetic_labels(reinterpret_cast<int64_t *>(dst), num_classes,
+                            seed, stream, 0, ndim, logical_shape, off,
+                            box_shape);
+    else
+      fatal("pfrt_load_input: input %lld: unsupported dtype %d",
+            (long long)index, dtype);
+  }
+}
+} // namespace
+
 int pfrt_load_input_boxes(int64_t index, void *out, int64_t bytes,
                           int32_t dtype, int64_t num_classes, uint64_t seed,
                           uint64_t stream, int64_t ndim,
@@ -196,20 +221,8 @@ int pfrt_load_input_boxes(int64_t index, void *out, int64_t bytes,
   }
   if (alreadyLoaded(index, out, bytes))
     return 0;
-  for (int64_t b = 0; b < num_boxes; ++b) {
-    char *dst = static_cast<char *>(out) + b * elems * width;
-    const int64_t *off = ndim > 0 ? offsets + b * ndim : nullptr;
-    if (dtype == PFRT_DTYPE_F32)
-      pfrt_synthetic_batch(reinterpret_cast<float *>(dst), seed, stream, 0,
-                           ndim, logical_shape, off, box_shape);
-    else if (dtype == PFRT_DTYPE_I64)
-      pfrt_synthetic_labels(reinterpret_cast<int64_t *>(dst), num_classes,
-                            seed, stream, 0, ndim, logical_shape, off,
-                            box_shape);
-    else
-      fatal("pfrt_load_input_boxes: input %lld: unsupported dtype %d",
-            (long long)index, dtype);
-  }
+  syntheticBoxes(index, out, dtype, num_classes, seed, stream, ndim,
+                 logical_shape, num_boxes, offsets, box_shape, elems * width);
   return 0;
 }
 
@@ -279,3 +292,67 @@ float pfrt_loss_value(int32_t k) {
 }
 
 } // extern "C"
+
+int pfrt_load_input_part(int64_t index, void *out, int64_t bytes,
+                         int64_t part, int64_t num_parts, int32_t dtype,
+                         int64_t num_classes, uint64_t seed, uint64_t stream,
+                         int64_t ndim, const int64_t *logical_shape,
+                         int64_t num_boxes, const int64_t *offsets,
+                         const int64_t *box_shape) {
+  const char *fn = "pfrt_load_input_part";
+  if (num_parts < 1 || part < 0 || part >= num_parts || num_boxes < 1 ||
+      bytes < 0 || (ndim > 0 && (!offsets || !box_shape)))
+    fatal("%s: input %lld: part %lld of %lld, %lld boxes", fn,
+          (long long)index, (long long)part, (long long)num_parts,
+          (long long)num_boxes);
+  if (gUserInputs) {
+    auto it = userInputs().find(index);
+    if (it == userInputs().end())
+      fatal("input %lld of the step was not given (pfrt_set_input) before "
+            "the step",
+            (long long)index);
+    if ((int64_t)it->second.data.size() != bytes * num_parts)
+      fatal("input %lld has %lld bytes but this rank's part of it needs "
+            "%lld",
+            (long long)index, (long long)it->second.data.size(),
+            (long long)(bytes * num_parts));
+    std::memcpy(out, it->second.data.data() + part * bytes, size_t(bytes));
+    return 0;
+  }
+  // The part's boxes: whole boxes when the parts group them, else one row
+  // range of the box that holds the part.
+  std::vector<int64_t> off, shape(box_shape, box_shape + ndim);
+  int64_t count;
+  if (num_boxes % num_parts == 0) {
+    count = num_boxes / num_parts;
+    off.assign(offsets + part * count * ndim,
+               offsets + (part + 1) * count * ndim);
+  } else if (num_parts % num_boxes == 0 && ndim > 0 &&
+             box_shape[0] % (num_parts / num_boxes) == 0) {
+    int64_t split = num_parts / num_boxes, box = part / split;
+    count = 1;
+    shape[0] = box_shape[0] / split;
+    off.assign(offsets + box * ndim, offsets + (box + 1) * ndim);
+    off[0] += (part % split) * shape[0];
+  } else {
+    fatal("%s: input %lld: %lld parts of %lld boxes", fn, (long long)index,
+          (long long)num_parts, (long long)num_boxes);
+  }
+  int64_t elems = 1;
+  for (int64_t d : shape)
+    elems *= d;
+  int64_t width = dtype == PFRT_DTYPE_F32 ? 4 : 8;
+  if (elems * width * count != bytes)
+    fatal("%s: input %lld: %lld boxes of %lld elements do not fill %lld "
+          "bytes",
+          fn, (long long)index, (long long)count, (long long)elems,
+          (long long)bytes);
+  if (!dataDir().empty())
+    readDataBoxes(index, out, bytes, dtype, ndim, logical_shape, count,
+                  off.data(), shape.data());
+  else
+    syntheticBoxes(index, out, dtype, num_classes, seed, stream, ndim,
+                   logical_shape, count, off.data(), shape.data(),
+                   elems * width);
+  return 0;
+}

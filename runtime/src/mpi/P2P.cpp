@@ -21,6 +21,12 @@ std::vector<MPI_Request> &pendingSends() {
   static std::vector<MPI_Request> requests;
   return requests;
 }
+/// pfrt_isend_tracked's handles: the range of pendingSends() each send's
+/// pieces took.
+std::vector<std::pair<size_t, size_t>> &trackedSends() {
+  static std::vector<std::pair<size_t, size_t>> ranges;
+  return ranges;
+}
 } // namespace
 
 namespace {
@@ -114,12 +120,37 @@ int pfrt_wait_sends(void) {
   const char *fn = "pfrt_wait_sends";
   requireInit(fn);
   std::vector<MPI_Request> &requests = pendingSends();
+  trackedSends().clear();
   if (requests.empty())
     return 0;
   CommScope trace("wait_sends", 0, 2, -1);
+  // Requests already completed by pfrt_wait_send are MPI_REQUEST_NULL.
   PFRT_MPI(MPI_Waitall, ((int)requests.size(), requests.data(),
                          MPI_STATUSES_IGNORE));
   requests.clear();
+  return 0;
+}
+
+int64_t pfrt_isend_tracked(const float *buf, int64_t count, int32_t dst,
+                           int32_t tag) {
+  size_t first = pendingSends().size();
+  pfrt_isend(buf, count, dst, tag);
+  trackedSends().push_back({first, pendingSends().size()});
+  return int64_t(trackedSends().size()) - 1;
+}
+
+int pfrt_wait_send(int64_t handle) {
+  const char *fn = "pfrt_wait_send";
+  requireInit(fn);
+  std::vector<std::pair<size_t, size_t>> &tracked = trackedSends();
+  if (handle < 0 || handle >= int64_t(tracked.size()))
+    fatal("%s: no pending send has handle %lld", fn, (long long)handle);
+  auto [first, last] = tracked[size_t(handle)];
+  if (last > first) {
+    CommScope trace("wait_send", 0, 2, -1);
+    PFRT_MPI(MPI_Waitall, (int(last - first), pendingSends().data() + first,
+                           MPI_STATUSES_IGNORE));
+  }
   return 0;
 }
 

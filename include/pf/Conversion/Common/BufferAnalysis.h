@@ -12,6 +12,10 @@
 //    value early. Its write_param is then a no-op.
 //  - fused ReLUs: a bias_add whose only user is a relu computes both in one
 //    pass into the relu's buffer (the pre-activation is never stored).
+//  - inputs loaded by parts: an input read only through pf.microbatch
+//    slices whose parts line up with its boxes is loaded one micro-batch at
+//    a time where each slice is taken, into the slice's own buffer, so an
+//    input never occupies more than the micro-batches in flight.
 //  - accumulating GEMMs: in `add(acc, matmul(...))` where the matmul's only
 //    user is the add and `acc` (a step buffer computed before the matmul)
 //    is read by nothing else, the matmul adds its product into acc's buffer
@@ -51,6 +55,9 @@ public:
     return fusedWith.lookup(biasAdd);
   }
 
+  /// Whether input `arg` (a block argument) is loaded by parts.
+  bool isPartLoadedInput(Value arg) const { return partLoaded.contains(arg); }
+
   /// The accumulator a matmul adds its product into, or null.
   Value accumulatorOf(Operation *matmul) const {
     return accumulators.lookup(matmul);
@@ -59,6 +66,7 @@ public:
   bool isFoldedAdd(Operation *add) const { return foldedAdds.contains(add); }
 
 private:
+  llvm::DenseSet<Value> partLoaded;
   llvm::DenseMap<Operation *, Value> accumulators;
   llvm::DenseSet<Operation *> foldedAdds;
   llvm::DenseSet<Operation *> copyingReads;

@@ -13,8 +13,9 @@
 // Buffers are alias classes of values (views, micro-batch slices, a relu
 // fused into its bias_add, reads that alias a parameter and results
 // computed in place share storage). A class lives from its first
-// definition to its last use; values sent with a non-blocking send and the
-// step's results live to the end of the step. Offsets come from a
+// definition to its last use; a value sent with a non-blocking send lives
+// until the op after which the send is known complete (SendCompletion.h),
+// or to the end of the step; inputs and the step's results live to the end. Offsets come from a
 // time-ordered best-fit allocator (free blocks coalesce; a buffer takes the
 // smallest free block it fits, else the top grows); `lowerBound` is the
 // most bytes live at any op, which no allocator can beat.
@@ -39,8 +40,11 @@ public:
   /// Plans `module`'s parameters and the buffers of `step` (its step
   /// function's body, before conversion). A located error for a value whose
   /// element type has no size.
-  static FailureOr<MemoryPlan> build(ModuleOp module, Block &step,
-                                     const BufferAnalysis &buffers);
+  /// `sendDone` maps a send to the op after which it is complete
+  /// (analyzeSendCompletion); other sends keep their buffer to the end.
+  static FailureOr<MemoryPlan>
+  build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
+        const llvm::DenseMap<Operation *, Operation *> &sendDone);
 
   /// The arena offset of `v`'s buffer, or -1 when it has none (it aliases a
   /// parameter, or lives outside the arena: run-time scalars).

@@ -33,6 +33,17 @@ public:
   explicit CPUTypeConverter(MLIRContext *ctx);
 };
 
+/// How to load one micro-batch of an input loaded by parts (the arguments
+/// of pfrt_load_input_part but the part).
+struct PartInput {
+  int64_t index = 0;
+  int32_t dtype = 0;
+  int64_t classes = 0;
+  SmallVector<int64_t> logicalShape, offsets, boxShape;
+  int64_t numBoxes = 1;
+  bool zero = false;
+};
+
 /// What the patterns of one rank module share.
 struct CPULoweringState {
   CPULoweringState(ModuleOp module, Block &step)
@@ -51,6 +62,13 @@ struct CPULoweringState {
   LLVM::GlobalOp seedGlobal;
   /// Whether another rank reports the loss (several hold it).
   bool lossReplica = false;
+  /// Send -> the op after which it is complete (SendCompletion.h).
+  llvm::DenseMap<Operation *, Operation *> sendDone;
+  /// The step's inputs loaded by parts (keyed by the value that stands for
+  /// the input in the step's body).
+  llvm::DenseMap<Value, PartInput> partInputs;
+  /// Op -> the handles of the sends to wait for right after it.
+  llvm::DenseMap<Operation *, SmallVector<Value, 1>> waitsAfter;
 
   // Helpers for patterns.
   Type ptrType() { return LLVM::LLVMPointerType::get(module.getContext()); }
@@ -103,6 +121,9 @@ public:
       return failure();
     if (trace != Trace::None)
       state.rt.pfrt_trace_end(rewriter, op.getLoc());
+    // Sends this op's completion proves received: their buffers are free.
+    for (Value handle : state.waitsAfter.lookup(op))
+      state.rt.pfrt_wait_send(rewriter, op.getLoc(), handle);
     return success();
   }
 
