@@ -259,6 +259,10 @@ run_fail kernel_error_transpose_perm 20 \
 
 # --- memory services and the pfrt_main driver --------------------------------
 run_ok memory_arena_persistent_scalars 30 "$BIN/pfrt-test-memory"
+run_ok inputs_by_parts 30 "$BIN/pfrt-test-inputs"
+run_fail inputs_part_mismatch 20 \
+  "pfrt_load_input_part: input 0: 3 parts of 2 boxes" \
+  "$BIN/pfrt-test-inputs" part_mismatch
 run_fail memory_plan_too_large 20 \
   "cannot allocate the planned arena: 4096 bytes asked, 1000 bytes available" \
   env PFRT_ARENA_LIMIT=1000 "$BIN/pfrt-test-memory" plan_too_large
