@@ -1,211 +1,238 @@
 //===- pf-run.cpp - launches PipeFlow's per-rank executables --------------===//
 //
-// pf-run -n N DIR [--steps K] [--seed S] [--lr X] [--threads T]
-//        [--loss-out FILE] [--trace TRACEDIR] [--timeout SEC]
-//        [--data DATADIR] [--load CKPT] [--save CKPT]
+// pf-run -n N DIR [options]   (pf-run --help lists them)
 //
-// Checks DIR/manifest.json against N and the artifacts, then starts one
-// process per rank through MPICH's mpiexec (MPMD: rank r runs DIR/rank<r>).
-// The exit code is the job's: a rank that fails ends the whole job.
+// Checks DIR/manifest.json (its format, its world size against N, the
+// artifacts it names), then starts one process per rank through MPICH's
+// mpiexec (MPMD: rank r runs DIR/rank<r>). The exit code is the job's: a rank
+// that fails ends the whole job. Usage errors exit with 2.
 //
 //===----------------------------------------------------------------------===//
 
+#include "pf/Target/ManifestFormat.h"
+
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <optional>
-#include <unistd.h>
 #include <string>
 #include <vector>
 
 using namespace llvm;
 
-[[noreturn]] static void fail(const Twine &message, int code = 2);
+static cl::OptionCategory runCategory("pf-run options");
 
-namespace {
-struct Options {
-  int numRanks = 0;
-  std::string artifacts;
-  int steps = 1;
-  std::string seed = "0";
-  std::string lr = "0.001";
-  int threads = 1;
-  std::string lossOut, trace, data, load, save;
-  std::vector<std::string> scalars;
-  unsigned timeout = 0;
-  std::string mpiexec = "mpiexec";
-};
-} // namespace
+static cl::opt<std::string> artifactDir(
+    cl::Positional, cl::Required, cl::desc("<artifact directory>"),
+    cl::cat(runCategory));
 
-static const char *kUsage =
-    "usage: pf-run -n N DIR [--steps K] [--seed S] [--lr X] [--threads T]\n"
-    "              [--loss-out FILE] [--trace TRACEDIR] [--timeout SEC]\n"
-    "              [--data DATADIR] [--load CKPT] [--save CKPT]\n"
-    "              [--mpiexec PATH]\n"
-    "  --data DATADIR  input i of the step from DATADIR/input<i>.npy (its\n"
-    "                  logical shape, or [N, ...] batches used in turn)\n"
-    "  --load CKPT     start from checkpoint CKPT (saved under any layout)\n"
-    "  --save CKPT     save a checkpoint after the last step\n"
-    "  --scalar N=X    run-time scalar N (a parameter group's learning rate\n"
-    "                  such as lr.head); repeatable\n";
+static cl::opt<unsigned> numRanks(
+    "n", cl::Required, cl::value_desc("N"),
+    cl::desc("Number of ranks: the manifest's world size"),
+    cl::cat(runCategory));
 
-[[noreturn]] static void fail(const Twine &message, int code) {
+static cl::opt<unsigned> steps("steps", cl::init(1), cl::value_desc("K"),
+                               cl::desc("Training steps to run"),
+                               cl::cat(runCategory));
+
+static cl::opt<uint64_t>
+    seed("seed", cl::init(0), cl::value_desc("S"),
+         cl::desc("Seed of parameter initialisation and of random ops"),
+         cl::cat(runCategory));
+
+static cl::opt<std::string> lr("lr", cl::init("0.001"), cl::value_desc("X"),
+                               cl::desc("Learning rate (the scalar 'lr')"),
+                               cl::cat(runCategory));
+
+static cl::list<std::string>
+    scalars("scalar", cl::value_desc("NAME=X"),
+            cl::desc("Run-time scalar NAME, such as a parameter group's "
+                     "learning rate lr.head (repeatable)"),
+            cl::cat(runCategory));
+
+static cl::opt<unsigned> threads("threads", cl::init(1), cl::value_desc("T"),
+                                 cl::desc("BLAS threads per rank"),
+                                 cl::cat(runCategory));
+
+static cl::opt<std::string>
+    lossOut("loss-out", cl::value_desc("file"),
+            cl::desc("Append each step's loss to this file"),
+            cl::cat(runCategory));
+
+static cl::opt<std::string>
+    traceDir("trace", cl::value_desc("directory"),
+             cl::desc("Write each rank's Chrome trace into this directory "
+                      "(PF_TRACE for the ranks)"),
+             cl::cat(runCategory));
+
+static cl::opt<std::string>
+    dataDir("data", cl::value_desc("directory"),
+            cl::desc("Input i of the step from <directory>/input<i>.npy (its "
+                     "logical shape, or [N, ...] batches used in turn)"),
+            cl::cat(runCategory));
+
+static cl::opt<std::string>
+    loadDir("load", cl::value_desc("checkpoint"),
+            cl::desc("Start from this checkpoint (saved under any layout)"),
+            cl::cat(runCategory));
+
+static cl::opt<std::string>
+    saveDir("save", cl::value_desc("checkpoint"),
+            cl::desc("Save a checkpoint after the last step"),
+            cl::cat(runCategory));
+
+static cl::opt<unsigned>
+    timeout("timeout", cl::init(0), cl::value_desc("seconds"),
+            cl::desc("Kill the job after this many seconds (0: no limit)"),
+            cl::cat(runCategory));
+
+static cl::opt<std::string> mpiexec("mpiexec", cl::init("mpiexec"),
+                                    cl::value_desc("path"),
+                                    cl::desc("The MPI launcher to run"),
+                                    cl::cat(runCategory));
+
+[[noreturn]] static void fail(const Twine &message, int code = 2) {
   errs() << "pf-run: " << message << "\n";
   std::exit(code);
 }
 
 extern char **environ;
 
-static Options parse(int argc, char **argv) {
-  Options o;
-  auto number = [](StringRef flag, StringRef text) {
-    long long v;
-    if (text.getAsInteger(10, v) || v < 0)
-      fail(flag + " needs a non-negative integer, got '" + text + "'\n" +
-           kUsage);
-    return v;
-  };
-  for (int i = 1; i < argc; ++i) {
-    StringRef arg(argv[i]);
-    StringRef flag = arg, value;
-    bool hasValue = false;
-    if (arg.starts_with("--") && arg.contains('=')) {
-      std::tie(flag, value) = arg.split('=');
-      hasValue = true;
-    }
-    auto next = [&]() -> StringRef {
-      if (hasValue)
-        return value;
-      if (i + 1 >= argc)
-        fail(flag + " needs a value\n" + kUsage);
-      return argv[++i];
-    };
-    if (flag == "-n")
-      o.numRanks = number(flag, next());
-    else if (flag == "--steps")
-      o.steps = number(flag, next());
-    else if (flag == "--seed")
-      o.seed = std::to_string(number(flag, next()));
-    else if (flag == "--lr")
-      o.lr = next().str();
-    else if (flag == "--threads")
-      o.threads = number(flag, next());
-    else if (flag == "--loss-out")
-      o.lossOut = next().str();
-    else if (flag == "--scalar")
-      o.scalars.push_back(next().str());
-    else if (flag == "--data")
-      o.data = next().str();
-    else if (flag == "--load")
-      o.load = next().str();
-    else if (flag == "--save")
-      o.save = next().str();
-    else if (flag == "--trace")
-      o.trace = next().str();
-    else if (flag == "--timeout")
-      o.timeout = number(flag, next());
-    else if (flag == "--mpiexec")
-      o.mpiexec = next().str();
-    else if (flag == "-h" || flag == "--help") {
-      outs() << kUsage;
-      std::exit(0);
-    } else if (flag.starts_with("-"))
-      fail("unknown option '" + arg + "'\n" + kUsage);
-    else if (o.artifacts.empty())
-      o.artifacts = arg.str();
-    else
-      fail("more than one artifact directory given\n" + Twine(kUsage));
-  }
-  if (o.numRanks < 1)
-    fail("-n N (the number of ranks, at least 1) is required\n" +
-         Twine(kUsage));
-  if (o.artifacts.empty())
-    fail("the artifact directory is required\n" + Twine(kUsage));
-  return o;
+/// Whether `text` is a finite number, as the rank driver will read it.
+static bool isNumber(StringRef text) {
+  double v;
+  return !text.trim().empty() && !text.getAsDouble(v) && std::isfinite(v);
 }
 
-int main(int argc, char **argv) {
-  Options o = parse(argc, argv);
-  int numRanks = o.numRanks;
-  const std::string &artifacts = o.artifacts;
-  const std::string &mpiexec = o.mpiexec;
-  const std::string &lr = o.lr;
-  const std::string &lossOut = o.lossOut;
-  const std::string &trace = o.trace;
-  unsigned timeout = o.timeout;
+/// Parses the command line; usage errors end the process with exit code 2.
+static void parseCommandLine(int argc, char **argv) {
+  // `-h`, which the launcher has always accepted: --help's short form.
+  static cl::alias shortHelp("h", cl::desc("Alias for --help"),
+                             cl::aliasopt(*cl::getRegisteredOptions()["help"]));
+  cl::HideUnrelatedOptions(runCategory);
+  std::string errors;
+  raw_string_ostream errorStream(errors);
+  if (!cl::ParseCommandLineOptions(
+          argc, argv,
+          "PipeFlow launcher: checks DIR/manifest.json (written by "
+          "pf-translate --pf-emit-rank-artifacts --pf-artifact-dir=DIR) and "
+          "runs DIR/rank<r> on N ranks under mpiexec\n",
+          &errorStream)) {
+    errs() << errors;
+    if (!StringRef(errors).contains("--help"))
+      errs() << "pf-run: see pf-run --help\n";
+    std::exit(2);
+  }
+  if (numRanks < 1)
+    fail("-n needs at least 1 rank");
+  if (threads < 1)
+    fail("--threads needs at least 1 thread");
+  if (!isNumber(lr))
+    fail("--lr needs a number, got '" + lr + "'");
+  for (StringRef sc : scalars) {
+    auto [name, value] = sc.split('=');
+    if (name.empty() || !sc.contains('=') || !isNumber(value))
+      fail("--scalar needs NAME=X with X a number, got '" + sc + "'");
+  }
+}
 
-  SmallString<256> manifestPath(artifacts);
+/// Checks DIR/manifest.json: its format first, then its world size.
+static void checkManifest() {
+  SmallString<256> manifestPath(artifactDir);
   sys::path::append(manifestPath, "manifest.json");
+  std::string compile = "with pf-translate --pf-emit-rank-artifacts "
+                        "--pf-artifact-dir=" +
+                        artifactDir + ")";
   auto buffer = MemoryBuffer::getFile(manifestPath);
   if (!buffer)
-    fail(manifestPath + ": " + buffer.getError().message() +
-         " (compile with pf-translate --pf-emit-rank-artifacts -o " +
-         artifacts + ")");
+    fail(manifestPath + ": " + buffer.getError().message() + " (compile " +
+         compile);
   Expected<json::Value> manifest = json::parse((*buffer)->getBuffer());
   if (!manifest)
     fail(manifestPath + ": not valid JSON: " + toString(manifest.takeError()));
   const json::Object *root = manifest->getAsObject();
-  std::optional<int64_t> world = root ? root->getInteger("world_size")
-                                      : std::nullopt;
-  const json::Array *ranks = root ? root->getArray("ranks") : nullptr;
-  if (!world || !ranks)
-    fail(manifestPath + ": missing world_size or ranks");
-  if (*world != numRanks)
-    fail("the artifacts in " + artifacts + " are for " + Twine(*world) +
-         " ranks, but -n " + Twine(numRanks) + " was given");
+  if (!root)
+    fail(manifestPath + ": not a JSON object");
 
-  if (!o.load.empty()) {
-    SmallString<256> index(o.load);
+  // The format first: a manifest of another version may mean anything.
+  StringRef expected = mlir::pf::kRankArtifactsFormat;
+  std::optional<StringRef> format = root->getString("format");
+  if (!format)
+    fail(manifestPath + ": no \"format\" field, expected \"" + expected +
+         "\" (recompile " + compile);
+  if (*format != expected)
+    fail(manifestPath + ": format \"" + *format + "\", expected \"" +
+         expected + "\" (recompile " + compile);
+
+  std::optional<int64_t> world = root->getInteger("world_size");
+  if (!world || !root->getArray("ranks"))
+    fail(manifestPath + ": missing world_size or ranks");
+  if (*world != numRanks.getValue())
+    fail("the artifacts in " + artifactDir + " are for " + Twine(*world) +
+         " ranks, but -n " + Twine(numRanks.getValue()) + " was given");
+}
+
+int main(int argc, char **argv) {
+  InitLLVM initLLVM(argc, argv);
+  parseCommandLine(argc, argv);
+  checkManifest();
+
+  if (!loadDir.empty()) {
+    SmallString<256> index(loadDir);
     sys::path::append(index, "index.json");
     if (!sys::fs::exists(index))
-      fail("--load " + o.load + ": no checkpoint there (" + index +
+      fail("--load " + loadDir + ": no checkpoint there (" + index +
            " does not exist)");
   }
-  if (!o.data.empty() && !sys::fs::is_directory(o.data))
-    fail("--data " + o.data + ": not a directory");
+  if (!dataDir.empty() && !sys::fs::is_directory(dataDir))
+    fail("--data " + dataDir + ": not a directory");
 
-  ErrorOr<std::string> found = sys::findProgramByName(mpiexec);
-  if (!found)
+  ErrorOr<std::string> launcher = sys::findProgramByName(mpiexec);
+  if (!launcher)
     fail("cannot find " + mpiexec + " (install mpich)");
-  std::optional<std::string> launcher = *found;
 
+  // MPMD: `mpiexec -n 1 DIR/rank0 FLAGS : -n 1 DIR/rank1 FLAGS : ...`.
   std::vector<std::string> args = {*launcher};
-  for (int r = 0; r < numRanks; ++r) {
-    SmallString<256> exe(artifacts);
+  for (unsigned r = 0; r < numRanks; ++r) {
+    SmallString<256> exe(artifactDir);
     sys::path::append(exe, "rank" + Twine(r));
     if (!sys::fs::can_execute(exe))
       fail("missing artifact " + exe);
     if (r > 0)
       args.push_back(":");
-    for (const char *a : {"-n", "1"})
-      args.push_back(a);
+    args.push_back("-n");
+    args.push_back("1");
     args.push_back(std::string(exe));
-    args.push_back("--steps=" + std::to_string(o.steps));
-    args.push_back("--seed=" + o.seed);
+    args.push_back("--steps=" + std::to_string(steps.getValue()));
+    args.push_back("--seed=" + std::to_string(seed.getValue()));
     args.push_back("--lr=" + lr);
-    args.push_back("--threads=" + std::to_string(o.threads));
+    args.push_back("--threads=" + std::to_string(threads.getValue()));
     if (!lossOut.empty())
       args.push_back("--loss-out=" + lossOut);
-    for (auto [flag, value] : {std::pair<const char *, std::string *>{
-                                   "--data=", &o.data},
-                               {"--load=", &o.load},
-                               {"--save=", &o.save}})
+    for (auto [flag, value] :
+         {std::pair<const char *, const std::string *>{"--data=", &dataDir},
+          {"--load=", &loadDir},
+          {"--save=", &saveDir}})
       if (!value->empty())
         args.push_back(flag + *value);
-    for (const std::string &sc : o.scalars)
+    for (const std::string &sc : scalars)
       args.push_back("--scalar=" + sc);
   }
 
+  // The ranks inherit the environment; --trace replaces any PF_TRACE.
   std::vector<std::string> env;
   for (char **e = environ; *e; ++e)
     if (!StringRef(*e).starts_with("PF_TRACE="))
       env.push_back(*e);
-  if (!trace.empty())
-    env.push_back("PF_TRACE=" + trace);
+  if (!traceDir.empty())
+    env.push_back("PF_TRACE=" + traceDir);
 
   std::vector<StringRef> argRefs(args.begin(), args.end());
   std::vector<StringRef> envRefs(env.begin(), env.end());
@@ -216,8 +243,7 @@ int main(int argc, char **argv) {
   if (failedToRun)
     fail("cannot start " + *launcher + ": " + error);
   if (rc == -2)
-    fail("the job ran past --timeout " + Twine(timeout) +
-             " s and was killed",
+    fail("the job ran past --timeout " + Twine(timeout) + " s and was killed",
          124);
   if (rc != 0) {
     errs() << "pf-run: the job failed (exit code " << rc
