@@ -64,8 +64,8 @@ def measure(layers, m, width, stages, repeat, work):
     lowered = os.path.join(work, "lowered.mlir")
     t_opt = timed([PF_OPT, src, "-pf-compile-cpu-pipeline=" + opts, "-o",
                    lowered], repeat)
-    t_tr = timed([PF_TRANSLATE, "--pf-emit-rank-artifacts", lowered, "-o",
-                  os.path.join(work, "art")], repeat)
+    t_tr = timed([PF_TRANSLATE, "--pf-emit-rank-artifacts", lowered,
+                  "--pf-artifact-dir=" + os.path.join(work, "art")], repeat)
     return ops, t_opt, t_tr
 
 
