@@ -3,6 +3,8 @@
 
 import os
 import shutil
+import subprocess
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -21,7 +23,8 @@ config.substitutions.append(("%pf_obj_root", config.pf_obj_root))
 # Debian's Python: it has numpy (a pyenv python3 first on PATH may not).
 config.substitutions.append(("%python", "/usr/bin/python3"))
 
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.with_system_environment(
+    ["HOME", "INCLUDE", "LIB", "TMP", "TEMP", "CUDA_VISIBLE_DEVICES"])
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
@@ -31,7 +34,40 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 if shutil.which("dot"):
     config.available_features.add("graphviz")
-if config.pf_enable_mpi:
+
+# mpi: a launcher for jobs (pf-run's default, mpiexec on the tests' PATH).
+# The build itself always needs MPI.
+if shutil.which("mpiexec", path=config.environment["PATH"]):
     config.available_features.add("mpi")
+
+# cuda: the runtime's CUDA parts are built (PF_ENABLE_CUDA).
+# cuda-device: and a CUDA device answers, found by running a probe that does
+# what the runtime does (load libcuda at run time, cuInit, count devices):
+# a toolkit, a driver library or nvidia-smi alone do not make it true.
+CUDA_DEVICE_PROBE = r"""
+import ctypes, sys
+try:
+    cuda = ctypes.CDLL("libcuda.so.1")
+except OSError:
+    sys.exit(1)
+count = ctypes.c_int(0)
+ok = cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0
+sys.exit(0 if ok and count.value > 0 else 1)
+"""
+
+
+def has_cuda_device():
+    try:
+        probe = subprocess.run([sys.executable, "-c", CUDA_DEVICE_PROBE],
+                               env=config.environment, timeout=60,
+                               stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
 if config.pf_enable_cuda:
     config.available_features.add("cuda")
+    if has_cuda_device():
+        config.available_features.add("cuda-device")
