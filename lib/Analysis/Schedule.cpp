@@ -337,12 +337,8 @@ Result mlir::pf::schedule::simulate(const Plan &plan, int64_t p, int64_t m,
 }
 
 std::optional<int64_t> mlir::pf::schedule::stageOf(Operation *op) {
-  auto read = [](Operation *o) -> std::optional<int64_t> {
-    if (!o)
-      return std::nullopt;
-    if (auto s = o->getAttrOfType<IntegerAttr>(PFDialect::getStageAttrName()))
-      return s.getInt();
-    return std::nullopt;
+  auto read = [](Operation *o) {
+    return getIntAttrValue(o, PFDialect::StageAttrHelper::getNameStr());
   };
   if (auto s = read(op))
     return s;

@@ -66,9 +66,7 @@ std::string describe(Type type) {
 }
 
 std::optional<int64_t> stageOf(Operation *op) {
-  if (auto stage = op->getAttrOfType<IntegerAttr>(PFDialect::getStageAttrName()))
-    return stage.getInt();
-  return std::nullopt;
+  return getIntAttrValue(op, PFDialect::StageAttrHelper::getNameStr());
 }
 
 class GraphWriter {

@@ -2,8 +2,9 @@
 
 #include "pf/Target/RankArtifacts.h"
 #include "pf/Config.h"
-#include "pf/Target/ManifestFormat.h"
 #include "pf/Dialect/PF/IR/PFDialect.h"
+#include "pf/Target/ArtifactAttrs.h"
+#include "pf/Target/ManifestFormat.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -119,9 +120,12 @@ LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
         "pf-emit-rank-artifacts needs an output directory: pf-translate "
         "--pf-emit-rank-artifacts in.mlir --pf-artifact-dir=DIR (-o names "
         "the file that receives a copy of the manifest)");
+  // The pf dialect need not be loaded here: the rank modules are LLVM
+  // dialect by now, so the helpers are built from the context.
+  PFDialect::RankAttrHelper rankAttr(module.getContext());
   SmallVector<ModuleOp> ranks;
   for (auto m : module.getOps<ModuleOp>())
-    if (m->hasAttr(PFDialect::getRankAttrName()))
+    if (rankAttr.isAttrPresent(m))
       ranks.push_back(m);
   if (ranks.empty())
     return module.emitError("pf-emit-rank-artifacts expects per-rank modules "
@@ -136,13 +140,11 @@ LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
 
   llvm::json::Array rankEntries;
   int64_t world = 0;
-  if (auto ws = module->getAttrOfType<IntegerAttr>(
-          PFDialect::getWorldSizeAttrName()))
+  if (IntegerAttr ws =
+          PFDialect::WorldSizeAttrHelper(module.getContext()).getAttr(module))
     world = ws.getInt();
   for (ModuleOp rankModule : ranks) {
-    int64_t rank =
-        rankModule->getAttrOfType<IntegerAttr>(PFDialect::getRankAttrName())
-            .getInt();
+    int64_t rank = rankAttr.getAttr(rankModule).getInt();
     world = std::max(world, rank + 1);
     llvm::LLVMContext llvmContext;
     std::string name = ("rank" + llvm::Twine(rank)).str();
@@ -161,7 +163,8 @@ LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
       return failure();
     llvm::sys::fs::remove(object);
     llvm::json::Array inputs;
-    if (auto list = rankModule->getAttrOfType<ArrayAttr>("pfrt.inputs"))
+    if (auto list =
+            rankModule->getAttrOfType<ArrayAttr>(artifact::kInputsAttrName))
       for (auto entry : list.getAsRange<DictionaryAttr>()) {
         auto array = [](Attribute a) {
           llvm::json::Array out;
@@ -169,17 +172,18 @@ LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
             out.push_back(d);
           return out;
         };
+        namespace key = artifact::input;
         llvm::json::Object input{
-            {"index", cast<IntegerAttr>(entry.get("index")).getInt()},
-            {"shape", array(entry.get("shape"))},
-            {"dtype", cast<StringAttr>(entry.get("dtype")).getValue()}};
+            {"index", cast<IntegerAttr>(entry.get(key::kIndex)).getInt()},
+            {"shape", array(entry.get(key::kShape))},
+            {"dtype", cast<StringAttr>(entry.get(key::kDtype)).getValue()}};
         // Where this rank's local data sits in the logical input: boxes
         // (one per micro-batch when the batch is split) of box_shape.
-        if (Attribute a = entry.get("logical_shape"))
+        if (Attribute a = entry.get(key::kLogicalShape))
           input["logical_shape"] = array(a);
-        if (Attribute a = entry.get("box_shape"))
+        if (Attribute a = entry.get(key::kBoxShape))
           input["box_shape"] = array(a);
-        if (auto boxes = dyn_cast_or_null<ArrayAttr>(entry.get("boxes"))) {
+        if (auto boxes = dyn_cast_or_null<ArrayAttr>(entry.get(key::kBoxes))) {
           llvm::json::Array list;
           for (Attribute b : boxes)
             list.push_back(array(b));
@@ -188,15 +192,17 @@ LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
         inputs.push_back(std::move(input));
       }
     bool reportsLoss = false;
-    if (auto r = rankModule->getAttrOfType<BoolAttr>("pfrt.reports_loss"))
+    if (auto r =
+            rankModule->getAttrOfType<BoolAttr>(artifact::kReportsLossAttrName))
       reportsLoss = r.getValue();
     int64_t microbatches = 1;
-    if (auto m =
-            rankModule->getAttrOfType<IntegerAttr>("pfrt.num_microbatches"))
+    if (auto m = rankModule->getAttrOfType<IntegerAttr>(
+            artifact::kNumMicrobatchesAttrName))
       microbatches = m.getInt();
     // The static memory plan's totals (bytes): the runtime's arena size.
     llvm::json::Object memory;
-    if (auto plan = rankModule->getAttrOfType<DictionaryAttr>("pfrt.memory"))
+    if (auto plan = rankModule->getAttrOfType<DictionaryAttr>(
+            artifact::kMemoryAttrName))
       for (NamedAttribute entry : plan)
         if (auto v = dyn_cast<IntegerAttr>(entry.getValue()))
           memory[entry.getName().getValue()] = v.getInt();

@@ -11,7 +11,7 @@ using namespace mlir::pf;
 /// the global checks do not apply there.
 static bool inRankProgram(Operation *op) {
   auto module = op->getParentOfType<ModuleOp>();
-  return module && module->hasAttr(PFDialect::getRankAttrName());
+  return module && module->hasAttr(PFDialect::RankAttrHelper::getNameStr());
 }
 
 static LogicalResult verifyGroups(Operation *op, ArrayAttr groups,

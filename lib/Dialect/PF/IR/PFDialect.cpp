@@ -57,106 +57,108 @@ std::optional<int64_t> mlir::pf::getIntAttrValue(Operation *op,
 
 LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
-  if (attr.getName() == getStageAttrName()) {
-    auto stage = dyn_cast<IntegerAttr>(attr.getValue());
+  StringAttr name = attr.getName();
+  Attribute value = attr.getValue();
+  // Quotes the attribute's name for a message: 'pf.stage'.
+  auto quoted = [&]() { return "'" + name.getValue().str() + "'"; };
+  auto nonNegativeInt = [](Attribute a) {
+    auto i = dyn_cast<IntegerAttr>(a);
+    return i && i.getInt() >= 0;
+  };
+  if (name == getStageAttrHelper().getName()) {
+    auto stage = dyn_cast<IntegerAttr>(value);
     if (!stage || !stage.getType().isSignlessInteger())
-      return op->emitError() << "'" << getStageAttrName()
-                             << "' must be an integer stage id, got "
-                             << attr.getValue();
+      return op->emitError()
+             << quoted() << " must be an integer stage id, got " << value;
     if (stage.getInt() < 0)
-      return op->emitError() << "'" << getStageAttrName()
-                             << "' must be non-negative, got "
-                             << stage.getInt();
+      return op->emitError()
+             << quoted() << " must be non-negative, got " << stage.getInt();
     return success();
   }
-  if (attr.getName() == getCheckpointAttrName()) {
-    if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitError() << "'" << getCheckpointAttrName()
-                             << "' must be a unit attribute";
+  if (name == getCheckpointAttrHelper().getName()) {
+    if (!isa<UnitAttr>(value))
+      return op->emitError() << quoted() << " must be a unit attribute";
     return success();
   }
-  if (attr.getName() == getPhaseAttrName()) {
-    auto phase = dyn_cast<StringAttr>(attr.getValue());
+  if (name == getPhaseAttrHelper().getName()) {
+    auto phase = dyn_cast<StringAttr>(value);
     if (!phase ||
         !llvm::is_contained({"forward", "backward_input", "backward_weight",
                              "recompute", "update"},
                             phase.getValue()))
       return op->emitError()
-             << "'" << getPhaseAttrName()
-             << "' must be one of \"forward\", \"backward_input\", "
+             << quoted()
+             << " must be one of \"forward\", \"backward_input\", "
                 "\"backward_weight\", \"recompute\", \"update\"; got "
-             << attr.getValue();
+             << value;
     return success();
   }
-  if (attr.getName() == getSBPOperandsAttrName()) {
-    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+  if (name == getSbpOperandsAttrHelper().getName()) {
+    auto list = dyn_cast<ArrayAttr>(value);
     if (!list || list.size() != op->getNumOperands() ||
         !llvm::all_of(list, [](Attribute a) { return isa<SBPAttr>(a); }))
-      return op->emitError() << "'" << getSBPOperandsAttrName()
-                             << "' must list one #pf.sbp per operand";
+      return op->emitError()
+             << quoted() << " must list one #pf.sbp per operand";
     return success();
   }
-  if (attr.getName() == getMicrobatchAttrName()) {
-    auto value = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!value || value.getInt() < 0)
-      return op->emitError() << "'" << getMicrobatchAttrName()
-                             << "' must be a non-negative integer";
+  if (name == getMicrobatchAttrHelper().getName()) {
+    if (!nonNegativeInt(value))
+      return op->emitError() << quoted() << " must be a non-negative integer";
     return success();
   }
   // Per-rank facts recorded by pf-partition-ranks.
-  if (attr.getName() == "pf.batch_split") {
-    auto value = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!value || value.getInt() < 1)
-      return op->emitError() << "'pf.batch_split' must be a positive integer";
+  if (name == getBatchSplitAttrHelper().getName()) {
+    auto split = dyn_cast<IntegerAttr>(value);
+    if (!split || split.getInt() < 1)
+      return op->emitError() << quoted() << " must be a positive integer";
     return success();
   }
-  if (attr.getName() == "pf.logical_shape" ||
-      attr.getName() == "pf.shard_offset") {
-    if (!isa<DenseI64ArrayAttr>(attr.getValue()) ||
-        !isa<ParamOp, DropoutOp>(op))
-      return op->emitError() << "'" << attr.getName().getValue()
-                             << "' must be an i64 array on a pf.param or "
+  if (name == getLogicalShapeAttrHelper().getName() ||
+      name == getShardOffsetAttrHelper().getName()) {
+    if (!isa<DenseI64ArrayAttr>(value) || !isa<ParamOp, DropoutOp>(op))
+      return op->emitError() << quoted()
+                             << " must be an i64 array on a pf.param or "
                                 "pf.dropout";
     return success();
   }
-  if (attr.getName() == "pf.optimizer") {
-    if (!isa<DictionaryAttr>(attr.getValue()) || !isa<ParamOp>(op))
+  if (name == getOptimizerAttrHelper().getName()) {
+    if (!isa<DictionaryAttr>(value) || !isa<ParamOp>(op))
       return op->emitError()
-             << "'pf.optimizer' must be a dictionary on a pf.param";
+             << quoted() << " must be a dictionary on a pf.param";
     return success();
   }
-  if (attr.getName() == "pf.stage_function") {
-    if (!isa<UnitAttr>(attr.getValue()) || !isa<func::FuncOp>(op))
+  if (name == getStageFunctionAttrHelper().getName()) {
+    if (!isa<UnitAttr>(value) || !isa<func::FuncOp>(op))
       return op->emitError()
-             << "'pf.stage_function' must be a unit attribute on a func.func";
+             << quoted() << " must be a unit attribute on a func.func";
     return success();
   }
-  if (attr.getName() == "pf.loss_replica") {
-    if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitError() << "'pf.loss_replica' must be a unit attribute";
+  if (name == getLossReplicaAttrHelper().getName()) {
+    if (!isa<UnitAttr>(value))
+      return op->emitError() << quoted() << " must be a unit attribute";
     return success();
   }
-  if (attr.getName() == "pf.zero_init") {
-    if (!isa<UnitAttr>(attr.getValue()) || !isa<ParamOp>(op))
-      return op->emitError() << "'pf.zero_init' must be a unit attribute on "
-                                "a pf.param";
+  if (name == getZeroInitAttrHelper().getName()) {
+    if (!isa<UnitAttr>(value) || !isa<ParamOp>(op))
+      return op->emitError()
+             << quoted() << " must be a unit attribute on a pf.param";
     return success();
   }
-  if (attr.getName() == getRankAttrName() ||
-      attr.getName() == getWorldSizeAttrName()) {
-    auto value = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!value || value.getInt() < 0 || !isa<ModuleOp>(op))
-      return op->emitError() << "'" << attr.getName().getValue()
-                             << "' must be a non-negative integer on a module";
+  if (name == getRankAttrHelper().getName() ||
+      name == getWorldSizeAttrHelper().getName()) {
+    if (!nonNegativeInt(value) || !isa<ModuleOp>(op))
+      return op->emitError()
+             << quoted() << " must be a non-negative integer on a module";
     return success();
   }
-  if (attr.getName() == getGradOfAttrName()) {
-    if (!isa<FlatSymbolRefAttr>(attr.getValue()) || !isa<ParamOp>(op))
-      return op->emitError() << "'" << getGradOfAttrName()
-                             << "' must be a symbol reference on a pf.param";
+  if (name == getGradOfAttrHelper().getName()) {
+    if (!isa<FlatSymbolRefAttr>(value) || !isa<ParamOp>(op))
+      return op->emitError()
+             << quoted() << " must be a symbol reference on a pf.param";
     return success();
   }
-  return op->emitError() << "unknown discardable attribute '"
-                         << attr.getName().getValue()
+  // pf.input, pf.boxes, pf.box_shape and pf.zero_input are argument
+  // attributes: on an op they are as unknown as a misspelling.
+  return op->emitError() << "unknown discardable attribute '" << name.getValue()
                          << "' of the pf dialect";
 }

@@ -21,11 +21,7 @@ using namespace mlir::pf;
 namespace {
 
 std::optional<int64_t> stageOf(Operation *op) {
-  if (!op)
-    return std::nullopt;
-  if (auto s = op->getAttrOfType<IntegerAttr>(PFDialect::getStageAttrName()))
-    return s.getInt();
-  return std::nullopt;
+  return getIntAttrValue(op, PFDialect::StageAttrHelper::getNameStr());
 }
 
 bool isBoundary(Operation *op) {
@@ -35,8 +31,9 @@ bool isBoundary(Operation *op) {
 LogicalResult assign(func::FuncOp func) {
   Block &block = func.getBody().front();
   OpBuilder b(func.getContext());
+  PFDialect::StageAttrHelper stageAttr(func.getContext());
   auto set = [&](Operation *op, int64_t s) {
-    op->setAttr(PFDialect::getStageAttrName(), b.getI64IntegerAttr(s));
+    stageAttr.setAttr(op, b.getI64IntegerAttr(s));
   };
   // Forward: the latest stage among the values an op reads.
   for (Operation &op : block) {

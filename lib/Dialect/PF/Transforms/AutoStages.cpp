@@ -85,6 +85,7 @@ struct AutoStagesPass : public pf::impl::AutoStagesPassBase<AutoStagesPass> {
 LogicalResult AutoStagesPass::run(ModuleOp module, func::FuncOp func) {
   Block &block = func.getBody().front();
   SymbolTable symbols(module);
+  PFDialect::StageAttrHelper stageAttr(module.getContext());
 
   // One placement, no stages yet.
   PlacementAttr base;
@@ -112,7 +113,7 @@ LogicalResult AutoStagesPass::run(ModuleOp module, func::FuncOp func) {
     if (failed(checkPlacement(t, func)))
       return failure();
   for (Operation &op : block) {
-    if (op.hasAttr(PFDialect::getStageAttrName()))
+    if (stageAttr.isAttrPresent(&op))
       return op.emitOpError()
              << "already has a pipeline stage: pf-auto-stages partitions an "
                 "unstaged program (drop pf.stage, or drop pf-auto-stages)";
@@ -229,7 +230,7 @@ LogicalResult AutoStagesPass::run(ModuleOp module, func::FuncOp func) {
     if (auto it = stageOf.find(&op); it != stageOf.end()) {
       for (Value r : op.getResults())
         retype(r, it->second);
-      op.setAttr(PFDialect::getStageAttrName(), b.getI64IntegerAttr(it->second));
+      stageAttr.setAttr(&op, b.getI64IntegerAttr(it->second));
       continue;
     }
     if (!isa<ReadParamOp, ConstantOp>(op))
@@ -237,7 +238,7 @@ LogicalResult AutoStagesPass::run(ModuleOp module, func::FuncOp func) {
     std::optional<int64_t> s = firstUse(op.getResult(0));
     int64_t stage = s.value_or(0);
     stageOf[&op] = stage;
-    op.setAttr(PFDialect::getStageAttrName(), b.getI64IntegerAttr(stage));
+    stageAttr.setAttr(&op, b.getI64IntegerAttr(stage));
     retype(op.getResult(0), stage);
     if (auto read = dyn_cast<ReadParamOp>(op)) {
       auto [it, inserted] =

@@ -43,19 +43,22 @@ bool isParamDerived(Value v) {
 }
 
 void setPhase(Operation *op, StringRef phase) {
-  op->setAttr(PFDialect::getPhaseAttrName(),
-              StringAttr::get(op->getContext(), phase));
+  MLIRContext *ctx = op->getContext();
+  PFDialect::PhaseAttrHelper(ctx).setAttr(op, StringAttr::get(ctx, phase));
 }
 
 void copyStage(Operation *from, Operation *to) {
-  if (Attribute stage = from->getAttr(PFDialect::getStageAttrName()))
-    to->setAttr(PFDialect::getStageAttrName(), stage);
+  PFDialect::StageAttrHelper stageAttr(from->getContext());
+  if (IntegerAttr stage = stageAttr.getAttr(from))
+    stageAttr.setAttr(to, stage);
 }
 
 class FunctionDifferentiator {
 public:
   FunctionDifferentiator(func::FuncOp func, int64_t steps, bool wrtInputs)
-      : func(func), steps(steps), wrtInputs(wrtInputs) {}
+      : func(func), steps(steps), wrtInputs(wrtInputs),
+        phaseAttr(func.getContext()), checkpointAttr(func.getContext()),
+        gradOfAttr(func.getContext()) {}
 
   LogicalResult run();
 
@@ -71,6 +74,9 @@ private:
   func::FuncOp func;
   int64_t steps;
   bool wrtInputs;
+  PFDialect::PhaseAttrHelper phaseAttr;
+  PFDialect::CheckpointAttrHelper checkpointAttr;
+  PFDialect::GradOfAttrHelper gradOfAttr;
   DenseMap<Value, Value> grads;
   DenseMap<Value, Value> recomputed;
   /// Per parameter: its gradient so far and the read that defines its stage.
@@ -145,7 +151,7 @@ LogicalResult FunctionDifferentiator::run() {
   // the data input) are dead: drop them.
   SmallVector<Operation *> backward;
   for (Operation &op : block.without_terminator())
-    if (op.hasAttr(PFDialect::getPhaseAttrName()))
+    if (phaseAttr.isAttrPresent(&op))
       backward.push_back(&op);
   for (Operation *op : llvm::reverse(backward))
     if (isOpTriviallyDead(op))
@@ -155,7 +161,7 @@ LogicalResult FunctionDifferentiator::run() {
 
 Value FunctionDifferentiator::recompute(Value v, OpBuilder &b) {
   Operation *def = v.getDefiningOp();
-  if (!def || !def->hasAttr(PFDialect::getCheckpointAttrName()))
+  if (!def || !checkpointAttr.isAttrPresent(def))
     return v;
   if (Value done = recomputed.lookup(v))
     return done;
@@ -163,7 +169,7 @@ Value FunctionDifferentiator::recompute(Value v, OpBuilder &b) {
   for (Value operand : def->getOperands())
     mapping.map(operand, recompute(operand, b));
   Operation *clone = b.clone(*def, mapping);
-  clone->removeAttr(PFDialect::getCheckpointAttrName());
+  checkpointAttr.removeAttr(clone);
   setPhase(clone, kRecompute);
   for (auto [from, to] : llvm::zip(def->getResults(), clone->getResults()))
     recomputed[from] = to;
@@ -213,11 +219,10 @@ LogicalResult FunctionDifferentiator::differentiate(Operation *op,
   // if the op itself is checkpointed, results) are recomputed.
   Operation *target = op;
   bool temporary = false;
-  if (op->hasAttr(PFDialect::getCheckpointAttrName())) {
+  if (checkpointAttr.isAttrPresent(op)) {
     target = recompute(op->getResult(0), b).getDefiningOp();
-  } else if (llvm::any_of(op->getOperands(), [&](Value v) {
-               return recompute(v, b) != v;
-             })) {
+  } else if (llvm::any_of(op->getOperands(),
+                          [&](Value v) { return recompute(v, b) != v; })) {
     IRMapping mapping;
     for (Value operand : op->getOperands())
       mapping.map(operand, recompute(operand, b));
@@ -301,8 +306,7 @@ LogicalResult FunctionDifferentiator::finishParams(OpBuilder &b) {
           InitAttr::get(param.getContext(), InitKind::Zeros, APFloat(0.0),
                         APFloat(0.0)),
           /*buffer=*/mb.getUnitAttr());
-      gradParam->setAttr(PFDialect::getGradOfAttrName(),
-                         FlatSymbolRefAttr::get(name));
+      gradOfAttr.setAttr(gradParam, FlatSymbolRefAttr::get(name));
       table.insert(gradParam);
     } else if (gradParam.getType() != TypeAttr::get(bufferType).getValue()) {
       return gradParam.emitOpError()

@@ -124,8 +124,9 @@ struct ForwardGradBuffersPass
   /// nothing refers to any more go. Linear in the module's size.
   void runOnModule(ModuleOp module) {
     llvm::StringMap<ParamOp> buffers;
+    PFDialect::GradOfAttrHelper gradOfAttr(module.getContext());
     for (auto p : module.getOps<ParamOp>())
-      if (p->hasAttr(PFDialect::getGradOfAttrName()) &&
+      if (gradOfAttr.isAttrPresent(p) &&
           p.getInit().getKind() == InitKind::Zeros)
         buffers[p.getSymName()] = p;
     if (buffers.empty())

@@ -197,7 +197,8 @@ LogicalResult Inferrer::visitSignatureOp(Operation *op) {
     if (GlobalType t = global(r))
       r.setType(t.withSBP(sbp));
   SmallVector<Attribute> wants(best->operands.begin(), best->operands.end());
-  op->setAttr(PFDialect::getSBPOperandsAttrName(), ArrayAttr::get(op->getContext(), wants));
+  PFDialect::SbpOperandsAttrHelper(op->getContext())
+      .setAttr(op, ArrayAttr::get(op->getContext(), wants));
   return success();
 }
 

@@ -26,12 +26,12 @@ void box(OpBuilder &b, Operation *op, unsigned i, SBPAttr want) {
     return;
   b.setInsertionPoint(op);
   auto move = ToGlobalOp::create(b, op->getLoc(), t.withSBP(want), v);
-  if (auto stage = op->getAttr(PFDialect::getStageAttrName()))
-    move->setAttr(PFDialect::getStageAttrName(), stage);
-  if (auto mb = op->getAttr(PFDialect::getMicrobatchAttrName()))
-    move->setAttr(PFDialect::getMicrobatchAttrName(), mb);
-  if (auto phase = op->getAttr(PFDialect::getPhaseAttrName()))
-    move->setAttr(PFDialect::getPhaseAttrName(), phase);
+  // The layout change runs in the consumer's stage, micro-batch and phase.
+  for (StringRef name : {PFDialect::StageAttrHelper::getNameStr(),
+                         PFDialect::MicrobatchAttrHelper::getNameStr(),
+                         PFDialect::PhaseAttrHelper::getNameStr()})
+    if (Attribute a = op->getAttr(name))
+      move->setAttr(name, a);
   op->setOperand(i, move.getResult());
 }
 
@@ -81,11 +81,12 @@ struct InsertBoxingPass
     for (auto p : module.getOps<ParamOp>())
       params[p.getSymName()] = p;
     OpBuilder b(module.getContext());
+    PFDialect::SbpOperandsAttrHelper sbpOperandsAttr(module.getContext());
     WalkResult walk = module.walk([&](Operation *op) -> WalkResult {
-      if (auto wants = op->getAttrOfType<ArrayAttr>(PFDialect::getSBPOperandsAttrName())) {
+      if (ArrayAttr wants = sbpOperandsAttr.getAttr(op)) {
         for (auto [i, want] : llvm::enumerate(wants))
           box(b, op, i, cast<SBPAttr>(want));
-        op->removeAttr(PFDialect::getSBPOperandsAttrName());
+        sbpOperandsAttr.removeAttr(op);
       } else if (auto write = dyn_cast<WriteParamOp>(op)) {
         if (ParamOp p = params.lookup(write.getParam()))
           box(b, op, 0, p.getGlobalType().getSbp());

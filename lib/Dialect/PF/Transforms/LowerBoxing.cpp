@@ -66,9 +66,9 @@ private:
     return op->getResult(0);
   }
   void copyAttrs(Operation *op) {
-    for (StringRef name :
-         {PFDialect::getStageAttrName(), PFDialect::getMicrobatchAttrName(),
-          PFDialect::getPhaseAttrName()})
+    for (StringRef name : {PFDialect::StageAttrHelper::getNameStr(),
+                           PFDialect::MicrobatchAttrHelper::getNameStr(),
+                           PFDialect::PhaseAttrHelper::getNameStr()})
       if (Attribute a = move->getAttr(name))
         op->setAttr(name, a);
   }

@@ -22,7 +22,7 @@ namespace {
 enum class Part { Forward, Backward, Update };
 
 Part partOf(Operation &op) {
-  auto phase = op.getAttrOfType<StringAttr>(PFDialect::getPhaseAttrName());
+  StringAttr phase = PFDialect::PhaseAttrHelper(op.getContext()).getAttr(&op);
   if (!phase || phase.getValue() == "forward")
     return Part::Forward;
   if (phase.getValue() == "update")
@@ -72,6 +72,7 @@ LogicalResult splitFunction(func::FuncOp func, int64_t m) {
   Block &block = func.getBody().front();
   auto ret = cast<func::ReturnOp>(block.getTerminator());
   OpBuilder b(ret);
+  PFDialect::MicrobatchAttrHelper microbatchAttr(func.getContext());
 
   // Micro-batch slices of every input.
   SmallVector<IRMapping> maps(m);
@@ -98,8 +99,7 @@ LogicalResult splitFunction(func::FuncOp func, int64_t m) {
     for (int64_t k = 0; k < m; ++k) {
       auto slice = MicrobatchOp::create(b, arg.getLoc(), type.withShape(shape),
                                         arg, k, m);
-      slice->setAttr(PFDialect::getMicrobatchAttrName(),
-                     b.getI64IntegerAttr(k));
+      microbatchAttr.setAttr(slice, b.getI64IntegerAttr(k));
       maps[k].map(arg, slice);
     }
   }
@@ -127,8 +127,7 @@ LogicalResult splitFunction(func::FuncOp func, int64_t m) {
     for (int64_t k = 0; k < m; ++k)
       for (Operation *op : ops) {
         Operation *copy = b.clone(*op, maps[k]);
-        copy->setAttr(PFDialect::getMicrobatchAttrName(),
-                      b.getI64IntegerAttr(k));
+        microbatchAttr.setAttr(copy, b.getI64IntegerAttr(k));
         if (failed(retype(op, copy, m)))
           return failure();
       }
@@ -150,9 +149,10 @@ LogicalResult splitFunction(func::FuncOp func, int64_t m) {
     auto lossType = cast<GlobalType>(loss.getType());
     auto packed = PackOp::create(
         b, ret.getLoc(), lossType.withSBP({}).withShape({m}), losses);
+    PFDialect::StageAttrHelper stageAttr(b.getContext());
     if (Operation *def = loss.getDefiningOp())
-      if (Attribute stage = def->getAttr(PFDialect::getStageAttrName()))
-        packed->setAttr(PFDialect::getStageAttrName(), stage);
+      if (IntegerAttr stage = stageAttr.getAttr(def))
+        stageAttr.setAttr(packed, stage);
     results.front() = packed;
   }
   ret->setOperands(results);

@@ -86,7 +86,8 @@ FailureOr<OptimizerPass::Settings> OptimizerPass::settingsFor(ParamOp param) {
   s.beta1 = beta1, s.beta2 = beta2, s.epsilon = epsilon;
   s.biasCorrection = biasCorrection;
   double rawDecay = weightDecay;
-  auto dict = param->getAttrOfType<DictionaryAttr>("pf.optimizer");
+  DictionaryAttr dict =
+      PFDialect::OptimizerAttrHelper(param.getContext()).getAttr(param);
   if (dict) {
     for (NamedAttribute a : dict) {
       StringRef key = a.getName().getValue();
@@ -200,11 +201,14 @@ void OptimizerPass::runOnOperation() {
     return signalPassFailure();
   SymbolTable table(module);
   MLIRContext *ctx = module.getContext();
+  PFDialect::GradOfAttrHelper gradOfAttr(ctx);
+  PFDialect::StageAttrHelper stageAttr(ctx);
+  PFDialect::PhaseAttrHelper phaseAttr(ctx);
 
   // Gradient buffers and the functions that accumulate into them.
   SmallVector<ParamOp> gradBuffers;
   for (auto p : module.getOps<ParamOp>())
-    if (p->hasAttr(PFDialect::getGradOfAttrName()))
+    if (gradOfAttr.isAttrPresent(p))
       gradBuffers.push_back(p);
   if (gradBuffers.empty()) {
     module.emitError("pf-optimizer found no gradient buffers: run "
@@ -227,8 +231,7 @@ void OptimizerPass::runOnOperation() {
       });
       if (!lastWrite)
         continue;
-      auto ofRef = gradBuffer->getAttrOfType<FlatSymbolRefAttr>(
-          PFDialect::getGradOfAttrName());
+      FlatSymbolRefAttr ofRef = gradOfAttr.getAttr(gradBuffer);
       auto param = table.lookup<ParamOp>(ofRef.getValue());
       if (!param) {
         gradBuffer.emitOpError() << "holds the gradient of " << ofRef
@@ -308,10 +311,9 @@ void OptimizerPass::runOnOperation() {
                        ->getResult(0);
       write(zero, gradBuffer);
       for (Operation *op : created) {
-        if (Attribute stage =
-                lastWrite->getAttr(PFDialect::getStageAttrName()))
-          op->setAttr(PFDialect::getStageAttrName(), stage);
-        op->setAttr(PFDialect::getPhaseAttrName(), StringAttr::get(ctx, "update"));
+        if (IntegerAttr stage = stageAttr.getAttr(lastWrite))
+          stageAttr.setAttr(op, stage);
+        phaseAttr.setAttr(op, StringAttr::get(ctx, "update"));
       }
     }
   }

@@ -40,7 +40,9 @@ std::optional<PlacementAttr> placementOf(Operation *op) {
 
 class RankPartitioner {
 public:
-  RankPartitioner(ModuleOp module, int64_t rank) : module(module), rank(rank) {
+  RankPartitioner(ModuleOp module, int64_t rank)
+      : module(module), rank(rank),
+        dialect(module.getContext()->getLoadedDialect<PFDialect>()) {
     broadcast = SBPAttr::getBroadcast(module.getContext(), 1);
   }
 
@@ -74,6 +76,8 @@ private:
 
   ModuleOp module;
   int64_t rank;
+  /// The per-rank facts this pass records are the dialect's attributes.
+  PFDialect *dialect;
   SBPAttr broadcast;
   /// Message tags: transfers numbered in program order (the same on every
   /// rank).
@@ -136,14 +140,16 @@ void RankPartitioner::annotateInput(func::FuncOp func, BlockArgument arg) {
       off[0] += i * mbShape[0];
     offsets.push_back(off);
   }
-  func.setArgAttr(arg.getArgNumber(), "pf.logical_shape",
+  unsigned i = arg.getArgNumber();
+  func.setArgAttr(i, dialect->getLogicalShapeAttrHelper().getName(),
                   b.getDenseI64ArrayAttr(g.getShape()));
-  func.setArgAttr(arg.getArgNumber(), "pf.boxes",
+  func.setArgAttr(i, dialect->getBoxesAttrHelper().getName(),
                   groupsAttr(func.getContext(), offsets));
-  func.setArgAttr(arg.getArgNumber(), "pf.box_shape",
+  func.setArgAttr(i, dialect->getBoxShapeAttrHelper().getName(),
                   b.getDenseI64ArrayAttr(one.sizes));
   if (holdsZerosOfPartial(g, rank))
-    func.setArgAttr(arg.getArgNumber(), "pf.zero_input", b.getUnitAttr());
+    func.setArgAttr(i, dialect->getZeroInputAttrHelper().getName(),
+                    b.getUnitAttr());
 }
 
 LogicalResult
@@ -291,7 +297,7 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
   // Inputs keep their position in the global signature: the data stream of
   // input i is the same on whichever rank it lands.
   for (BlockArgument arg : block.getArguments()) {
-    func.setArgAttr(arg.getArgNumber(), "pf.input",
+    func.setArgAttr(arg.getArgNumber(), dialect->getInputAttrHelper().getName(),
                     b.getI64IntegerAttr(arg.getArgNumber()));
     annotateInput(func, arg);
   }
@@ -308,7 +314,8 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
     int64_t split = g.getSbp().getSplitFactor(0, g.getPlacement());
     if (split > 1)
       // The local mean covers 1/split of the batch rows.
-      op.setAttr("pf.batch_split", b.getI64IntegerAttr(split));
+      dialect->getBatchSplitAttrHelper().setAttr(&op,
+                                                 b.getI64IntegerAttr(split));
   }
 
   for (auto t : block.getOps<TransferOp>())
@@ -341,7 +348,7 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
     if (auto g = dyn_cast<GlobalType>(ret.getOperand(0).getType());
         g && g.getPlacement().contains(rank) &&
         g.getPlacement().getRanks()[0] != rank)
-      func->setAttr("pf.loss_replica", b.getUnitAttr());
+      dialect->getLossReplicaAttrHelper().setAttr(func, b.getUnitAttr());
   SmallVector<Value> results;
   for (Value v : ret.getOperands())
     if (auto g = dyn_cast<GlobalType>(v.getType());
@@ -413,13 +420,15 @@ LogicalResult RankPartitioner::run() {
     Box shard = box(g);
     // Initialisers draw the logical tensor's elements: the shard records
     // where it sits.
-    param->setAttr("pf.logical_shape", b.getDenseI64ArrayAttr(g.getShape()));
-    param->setAttr("pf.shard_offset", b.getDenseI64ArrayAttr(shard.offsets));
+    dialect->getLogicalShapeAttrHelper().setAttr(
+        param, b.getDenseI64ArrayAttr(g.getShape()));
+    dialect->getShardOffsetAttrHelper().setAttr(
+        param, b.getDenseI64ArrayAttr(shard.offsets));
     // Under a partial sum only coordinate 0 of each P dimension holds the
     // value; the other ranks' addends are zeros.
     if (param.getInit().getKind() != InitKind::Zeros &&
         holdsZerosOfPartial(g, rank))
-      param->setAttr("pf.zero_init", b.getUnitAttr());
+      dialect->getZeroInitAttrHelper().setAttr(param, b.getUnitAttr());
     param.setTypeAttr(TypeAttr::get(localize(g)));
   }
   // Dropout draws its mask at logical indices: record where this rank's
@@ -432,8 +441,10 @@ LogicalResult RankPartitioner::run() {
       op.emitOpError("pf-partition-ranks: layout not inferred");
       return WalkResult::interrupt();
     }
-    op->setAttr("pf.logical_shape", b.getDenseI64ArrayAttr(g.getShape()));
-    op->setAttr("pf.shard_offset", b.getDenseI64ArrayAttr(box(g).offsets));
+    dialect->getLogicalShapeAttrHelper().setAttr(
+        op, b.getDenseI64ArrayAttr(g.getShape()));
+    dialect->getShardOffsetAttrHelper().setAttr(
+        op, b.getDenseI64ArrayAttr(box(g).offsets));
     return WalkResult::advance();
   });
   if (walk.wasInterrupted())
@@ -496,13 +507,14 @@ struct PartitionRanksPass
 
     OpBuilder b(module.getContext());
     b.setInsertionPointToEnd(module.getBody());
+    auto *dialect = getContext().getLoadedDialect<PFDialect>();
     SmallVector<Operation *> original;
     for (Operation &op : module.getBody()->getOperations())
       original.push_back(&op);
     for (int64_t r = 0; r < world; ++r) {
       auto rankModule = ModuleOp::create(module.getLoc(),
                                          ("rank" + Twine(r)).str());
-      rankModule->setAttr(PFDialect::getRankAttrName(), b.getI64IntegerAttr(r));
+      dialect->getRankAttrHelper().setAttr(rankModule, b.getI64IntegerAttr(r));
       b.insert(rankModule);
       OpBuilder inner = OpBuilder::atBlockBegin(rankModule.getBody());
       IRMapping mapping;
@@ -514,7 +526,8 @@ struct PartitionRanksPass
     }
     for (Operation *op : original)
       op->erase();
-    module->setAttr(PFDialect::getWorldSizeAttrName(), b.getI64IntegerAttr(world));
+    dialect->getWorldSizeAttrHelper().setAttr(module,
+                                              b.getI64IntegerAttr(world));
   }
 };
 } // namespace

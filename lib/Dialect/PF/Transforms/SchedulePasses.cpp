@@ -35,23 +35,26 @@ using schedule::splitsW;
 schedule::Costs flopCosts(ModuleOp top, int64_t stages) {
   // (module, stage) -> sums
   std::map<std::pair<Operation *, int64_t>, std::array<double, 4>> sums;
-  auto stageOfOp = [](Operation *op) -> std::optional<int64_t> {
-    if (auto s = getIntAttrValue(op, PFDialect::getStageAttrName()))
+  constexpr StringLiteral stageName = PFDialect::StageAttrHelper::getNameStr();
+  auto stageOfOp = [&](Operation *op) -> std::optional<int64_t> {
+    if (auto s = getIntAttrValue(op, stageName))
       return s;
     for (Operation *u : op->getUsers())
-      if (auto s = getIntAttrValue(u, PFDialect::getStageAttrName()))
+      if (auto s = getIntAttrValue(u, stageName))
         return s;
     return std::nullopt;
   };
-  auto phaseOf = [](Operation *op) -> StringRef {
-    auto p = op->getAttrOfType<StringAttr>(PFDialect::getPhaseAttrName());
+  PFDialect::PhaseAttrHelper phaseAttr(top.getContext());
+  auto phaseOf = [&](Operation *op) -> StringRef {
+    StringAttr p = phaseAttr.getAttr(op);
     return p ? p.getValue() : StringRef("forward");
   };
   top.walk([&](Operation *op) {
     auto func = op->getParentOfType<func::FuncOp>();
     if (!func || op->hasTrait<OpTrait::IsTerminator>())
       return;
-    std::optional<int64_t> mb = getIntAttrValue(op, PFDialect::getMicrobatchAttrName());
+    std::optional<int64_t> mb =
+        getIntAttrValue(op, PFDialect::MicrobatchAttrHelper::getNameStr());
     std::optional<int64_t> s = stageOfOp(op);
     if ((mb && *mb != 0) || !s || *s < 0 || *s >= stages)
       return;
@@ -159,12 +162,12 @@ struct SchedulePass : public pf::impl::SchedulePassBase<SchedulePass> {
     int64_t v = numChunks, p = numStages, m = numMicrobatches;
     if (p == 0 || m == 0) {
       int64_t maxStage = -1, maxMb = -1;
+      PFDialect::StageAttrHelper stageAttr(&getContext());
+      PFDialect::MicrobatchAttrHelper microbatchAttr(&getContext());
       module.walk([&](Operation *op) {
-        if (auto s = op->getAttrOfType<IntegerAttr>(
-                PFDialect::getStageAttrName()))
+        if (IntegerAttr s = stageAttr.getAttr(op))
           maxStage = std::max(maxStage, s.getInt());
-        if (auto mb = op->getAttrOfType<IntegerAttr>(
-                PFDialect::getMicrobatchAttrName()))
+        if (IntegerAttr mb = microbatchAttr.getAttr(op))
           maxMb = std::max(maxMb, mb.getInt());
       });
       if (p == 0) {
@@ -241,8 +244,8 @@ struct ApplySchedulePass
     int64_t p = sched.getNumStages();
     bool split = splitsW(plan);
     for (auto rankModule : top.getOps<ModuleOp>()) {
-      auto rankAttr =
-          rankModule->getAttrOfType<IntegerAttr>(PFDialect::getRankAttrName());
+      IntegerAttr rankAttr =
+          PFDialect::RankAttrHelper(&getContext()).getAttr(rankModule);
       if (!rankAttr)
         continue;
       for (auto func : rankModule.getOps<func::FuncOp>())
@@ -259,15 +262,17 @@ struct ApplySchedulePass
     std::map<std::tuple<char, int64_t, int64_t>, SmallVector<Operation *>>
         actions;
     std::optional<int64_t> pipelineRank;
+    PFDialect::MicrobatchAttrHelper microbatchAttr(func.getContext());
+    PFDialect::PhaseAttrHelper phaseAttr(func.getContext());
     for (Operation &op : block) {
-      auto mb = op.getAttrOfType<IntegerAttr>(PFDialect::getMicrobatchAttrName());
-      auto phase = op.getAttrOfType<StringAttr>(PFDialect::getPhaseAttrName());
+      IntegerAttr mb = microbatchAttr.getAttr(&op);
+      StringAttr phase = phaseAttr.getAttr(&op);
       if (!mb) {
         // Ops on results of the micro-batches (the packed loss's layout
         // change, for one) run after them.
         bool afterMicrobatches = llvm::any_of(op.getOperands(), [&](Value v) {
           Operation *def = v.getDefiningOp();
-          return def && (def->hasAttr(PFDialect::getMicrobatchAttrName()) ||
+          return def && (microbatchAttr.isAttrPresent(def) ||
                          llvm::is_contained(epilogue, def));
         });
         if (isa<func::ReturnOp, PackOp>(op) || afterMicrobatches ||

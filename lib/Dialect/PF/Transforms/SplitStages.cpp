@@ -36,8 +36,6 @@ using namespace mlir::pf;
 
 namespace {
 
-constexpr StringLiteral kStageFunction = "pf.stage_function";
-
 using schedule::stageOf;
 
 struct Key {
@@ -53,8 +51,9 @@ struct Key {
 std::optional<Key> keyOf(Operation *op, bool splitW) {
   if (op->hasTrait<OpTrait::IsTerminator>())
     return std::nullopt;
-  auto phase = op->getAttrOfType<StringAttr>(PFDialect::getPhaseAttrName());
-  std::optional<int64_t> mb = getIntAttrValue(op, PFDialect::getMicrobatchAttrName());
+  StringAttr phase = PFDialect::PhaseAttrHelper(op->getContext()).getAttr(op);
+  std::optional<int64_t> mb =
+      getIntAttrValue(op, PFDialect::MicrobatchAttrHelper::getNameStr());
   std::optional<int64_t> stage = stageOf(op);
   if (!stage)
     return std::nullopt;
@@ -96,12 +95,14 @@ LogicalResult outline(func::FuncOp func, ArrayRef<Operation *> run,
   auto callee = func::FuncOp::create(b, run.front()->getLoc(), name,
                                      b.getFunctionType(inTypes, outTypes));
   callee.setPrivate();
-  callee->setAttr(kStageFunction, b.getUnitAttr());
-  callee->setAttr(PFDialect::getStageAttrName(), b.getI64IntegerAttr(key.stage));
-  callee->setAttr(PFDialect::getPhaseAttrName(), b.getStringAttr(key.phase));
+  MLIRContext *ctx = b.getContext();
+  PFDialect::StageFunctionAttrHelper(ctx).setAttr(callee, b.getUnitAttr());
+  PFDialect::StageAttrHelper(ctx).setAttr(callee,
+                                          b.getI64IntegerAttr(key.stage));
+  PFDialect::PhaseAttrHelper(ctx).setAttr(callee, b.getStringAttr(key.phase));
   if (key.mb >= 0)
-    callee->setAttr(PFDialect::getMicrobatchAttrName(),
-                    b.getI64IntegerAttr(key.mb));
+    PFDialect::MicrobatchAttrHelper(ctx).setAttr(callee,
+                                                 b.getI64IntegerAttr(key.mb));
   symbols.insert(callee); // renames on a clash
   Block *body = callee.addEntryBlock();
   IRMapping map;
@@ -145,11 +146,12 @@ struct SplitStagesPass
     if (modules.empty())
       modules.push_back(top);
     OpBuilder b(top.getContext());
+    PFDialect::StageFunctionAttrHelper stageFunctionAttr(top.getContext());
     for (ModuleOp module : modules) {
       SymbolTable symbols(module);
       SmallVector<func::FuncOp> funcs;
       for (auto f : module.getOps<func::FuncOp>())
-        if (!f.isExternal() && !f->hasAttr(kStageFunction))
+        if (!f.isExternal() && !stageFunctionAttr.isAttrPresent(f))
           funcs.push_back(f);
       for (func::FuncOp func : funcs) {
         if (!func.getBody().hasOneBlock()) {
@@ -183,11 +185,12 @@ struct InlineStagesPass
     SmallVector<func::CallOp> calls;
     top.walk([&](func::CallOp call) { calls.push_back(call); });
     OpBuilder b(top.getContext());
+    PFDialect::StageFunctionAttrHelper stageFunctionAttr(top.getContext());
     llvm::SetVector<func::FuncOp> inlined;
     for (func::CallOp call : calls) {
       auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
           call, call.getCalleeAttr());
-      if (!callee || !callee->hasAttr(kStageFunction))
+      if (!callee || !stageFunctionAttr.isAttrPresent(callee))
         continue;
       IRMapping map;
       Block &body = callee.getBody().front();

@@ -32,48 +32,92 @@ def PF_Dialect : Dialect {
 
     Ops carry their pipeline stage in the discardable attribute
     `pf.stage = <int>` and, when the user asks for activation checkpointing,
-    the unit attribute `pf.checkpoint`.
+    the unit attribute `pf.checkpoint`; the passes record what they decide
+    in further `pf.*` discardable attributes, each declared on the dialect
+    with a typed C++ helper (`PFDialect::StageAttrHelper`, ...).
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let hasCanonicalizer = 0;
+  // The discardable attributes every pass agrees on. Each generates a
+  // typed helper, e.g. `PFDialect::StageAttrHelper` (getNameStr(), getName(),
+  // getAttr(op), setAttr(op, value), isAttrPresent(op), removeAttr(op));
+  // PFDialect::verifyOperationAttribute checks their values and owners.
+  let discardableAttrs = (ins
+    // `pf.stage = s`: the pipeline stage an op (or a pf-split-stages
+    // function) works for; non-negative. The front end, pf-auto-stages or
+    // pf-assign-stages set it; later passes copy it onto what they create.
+    "::mlir::IntegerAttr":$stage,
+    // `pf.checkpoint`: recompute this forward op in the backward pass
+    // instead of keeping its result (activation checkpointing).
+    "::mlir::UnitAttr":$checkpoint,
+    // `pf.phase = "..."`: the part of a training step an op belongs to:
+    // forward (the default when absent), backward_input, backward_weight,
+    // recompute or update (pf-autodiff, pf-optimizer).
+    "::mlir::StringAttr":$phase,
+    // `pf.microbatch = k`: the micro-batch an op works on (pf-microbatch).
+    "::mlir::IntegerAttr":$microbatch,
+    // `pf.grad_of = @p` on a gradient-buffer pf.param: the parameter whose
+    // gradient it accumulates (pf-autodiff; pf-optimizer consumes it).
+    "::mlir::FlatSymbolRefAttr":$grad_of,
+    // `pf.optimizer = {...}` on a pf.param: its own update rule (kind, lr
+    // scalar, hyper-parameters), overriding pf-optimizer's options.
+    "::mlir::DictionaryAttr":$optimizer,
+    // `pf.sbp_operands = [...]`: the layout each operand needs, one #pf.sbp
+    // per operand (pf-infer-sbp; pf-insert-boxing consumes and drops it).
+    "::mlir::ArrayAttr":$sbp_operands,
+    // `pf.rank = r` on a per-rank module (pf-partition-ranks).
+    "::mlir::IntegerAttr":$rank,
+    // `pf.world_size = n` on the module holding the per-rank modules.
+    "::mlir::IntegerAttr":$world_size,
+    // `pf.logical_shape` on a per-rank pf.param or pf.dropout: the logical
+    // (global) shape of the tensor whose shard it holds; also an argument
+    // attribute of a per-rank step input.
+    "::mlir::DenseI64ArrayAttr":$logical_shape,
+    // `pf.shard_offset` on a per-rank pf.param or pf.dropout: where its
+    // shard starts in the logical tensor (initialisers, dropout masks).
+    "::mlir::DenseI64ArrayAttr":$shard_offset,
+    // `pf.zero_init` on a per-rank pf.param: this rank holds zeros of a
+    // partial sum instead of the initialiser's values.
+    "::mlir::UnitAttr":$zero_init,
+    // `pf.batch_split = n` on a per-rank cross-entropy (or its gradient):
+    // its local mean covers 1/n of the batch rows.
+    "::mlir::IntegerAttr":$batch_split,
+    // `pf.loss_replica` on a per-rank step: the loss it returns is a
+    // replica, not the one the host reports.
+    "::mlir::UnitAttr":$loss_replica,
+    // `pf.stage_function` on a func.func that pf-split-stages outlined
+    // (pf-inline-stages inlines exactly these).
+    "::mlir::UnitAttr":$stage_function,
+    // Argument attributes of a per-rank step's inputs (pf-partition-ranks):
+    // `pf.input = i`, the input's position in the global signature;
+    "::mlir::IntegerAttr":$input,
+    // `pf.boxes`, the offsets in the logical input of the boxes this rank
+    // reads (one per micro-batch when the batch is split);
+    "::mlir::ArrayAttr":$boxes,
+    // `pf.box_shape`, the shape of one such box;
+    "::mlir::DenseI64ArrayAttr":$box_shape,
+    // `pf.zero_input`, the rank holds zeros of a partial-sum input.
+    "::mlir::UnitAttr":$zero_input
+  );
   let extraClassDeclaration = [{
-    /// Name of the discardable attribute that assigns an op to a stage.
+    // Kept until lib/Conversion uses the helpers above: the names of
+    // pf.stage, pf.phase, pf.microbatch, pf.rank and pf.grad_of.
     static constexpr ::llvm::StringLiteral getStageAttrName() {
-      return ::llvm::StringLiteral("pf.stage");
+      return StageAttrHelper::getNameStr();
     }
-    /// Name of the discardable unit attribute that marks an op for
-    /// activation checkpointing (recomputed in the backward pass).
-    static constexpr ::llvm::StringLiteral getCheckpointAttrName() {
-      return ::llvm::StringLiteral("pf.checkpoint");
-    }
-    /// Name of the discardable string attribute that says which part of a
-    /// training step an op belongs to: forward (the default when absent),
-    /// backward_input, backward_weight, recompute or update.
     static constexpr ::llvm::StringLiteral getPhaseAttrName() {
-      return ::llvm::StringLiteral("pf.phase");
+      return PhaseAttrHelper::getNameStr();
     }
-    /// On a gradient-buffer pf.param: the parameter whose gradient it holds.
-    static constexpr ::llvm::StringLiteral getGradOfAttrName() {
-      return ::llvm::StringLiteral("pf.grad_of");
-    }
-    /// Set by pf-infer-sbp: the layouts an op's operands need (one #pf.sbp
-    /// per operand); pf-insert-boxing consumes it.
-    static constexpr ::llvm::StringLiteral getSBPOperandsAttrName() {
-      return ::llvm::StringLiteral("pf.sbp_operands");
-    }
-    /// On a per-rank module (after pf-partition-ranks): its world rank.
-    static constexpr ::llvm::StringLiteral getRankAttrName() {
-      return ::llvm::StringLiteral("pf.rank");
-    }
-    /// On the module holding the per-rank modules: the number of ranks.
-    static constexpr ::llvm::StringLiteral getWorldSizeAttrName() {
-      return ::llvm::StringLiteral("pf.world_size");
-    }
-    /// On ops of one micro-batch (after pf-microbatch): its index.
     static constexpr ::llvm::StringLiteral getMicrobatchAttrName() {
-      return ::llvm::StringLiteral("pf.microbatch");
+      return MicrobatchAttrHelper::getNameStr();
+    }
+    static constexpr ::llvm::StringLiteral getRankAttrName() {
+      return RankAttrHelper::getNameStr();
+    }
+    static constexpr ::llvm::StringLiteral getGradOfAttrName() {
+      return GradOfAttrHelper::getNameStr();
     }
   private:
     void registerAttributes();

@@ -3,7 +3,9 @@
 #ifndef PF_DIALECT_PF_IR_PFDIALECT_H
 #define PF_DIALECT_PF_IR_PFDIALECT_H
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
+#include "mlir/IR/Operation.h"
 
 #include <optional>
 

@@ -1,0 +1,47 @@
+//===- ArtifactAttrs.h - a lowered rank module's facts ----------*- C++ -*-===//
+//
+// convert-pf-to-cpu leaves these module attributes on every per-rank module
+// (`pf.rank = r`) for pf-emit-rank-artifacts, which copies them into
+// manifest.json for pf-run and the Python front end. They describe the
+// runtime's view of the rank (the `pfrt` prefix), not pf IR, so they are
+// named constants rather than pf dialect attributes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PF_TARGET_ARTIFACTATTRS_H
+#define PF_TARGET_ARTIFACTATTRS_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir::pf::artifact {
+
+/// ArrayAttr: one DictionaryAttr per step input the rank reads, with the
+/// keys in `input` below.
+inline constexpr llvm::StringLiteral kInputsAttrName = "pfrt.inputs";
+/// BoolAttr: whether the rank's step returns a loss the host reports.
+inline constexpr llvm::StringLiteral kReportsLossAttrName = "pfrt.reports_loss";
+/// IntegerAttr: micro-batches per step, i.e. losses per step (1 if absent).
+inline constexpr llvm::StringLiteral kNumMicrobatchesAttrName =
+    "pfrt.num_microbatches";
+/// DictionaryAttr of IntegerAttr: the static memory plan's totals in bytes
+/// (the runtime's arena size among them).
+inline constexpr llvm::StringLiteral kMemoryAttrName = "pfrt.memory";
+
+/// Keys of one `pfrt.inputs` entry.
+namespace input {
+/// IntegerAttr: the input's position in the global step signature.
+inline constexpr llvm::StringLiteral kIndex = "index";
+/// DenseI64ArrayAttr: the local (per-rank) shape.
+inline constexpr llvm::StringLiteral kShape = "shape";
+/// StringAttr: "f32" or "i64".
+inline constexpr llvm::StringLiteral kDtype = "dtype";
+/// Where the local data sits in the logical input, copied from the step
+/// argument's pf.logical_shape, pf.box_shape and pf.boxes (optional).
+inline constexpr llvm::StringLiteral kLogicalShape = "logical_shape";
+inline constexpr llvm::StringLiteral kBoxShape = "box_shape";
+inline constexpr llvm::StringLiteral kBoxes = "boxes";
+} // namespace input
+
+} // namespace mlir::pf::artifact
+
+#endif // PF_TARGET_ARTIFACTATTRS_H
