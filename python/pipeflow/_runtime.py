@@ -22,7 +22,9 @@ persistent tensors (parameters, optimizer states, batch-norm statistics; see
 ``pfrt_state_gather`` (a collective over the whole job), ``pfrt_state_set``
 (this rank only), ``pfrt_state_save`` and ``pfrt_state_load`` (collectives).
 Like every collective, each member of the group must make the same calls in
-the same order.
+the same order. Every function is bound with the signature of its row in
+``runtime/include/pfrt/pfrt_abi.def`` (see ``pipeflow._abi``), so a changed
+row fails at the Python call instead of passing garbage.
 
 A runtime error (a missing input, a size mismatch) is fatal to the whole job
 (``MPI_Abort``), so :class:`Program` checks everything it can before calling
@@ -41,51 +43,40 @@ import tempfile
 
 import numpy as np
 
+from . import _abi
 from ._errors import BackendUnavailable
 
 DTYPES = {"f32": np.dtype(np.float32), "i64": np.dtype(np.int64)}
 # libpfrt's element types (PFRT_DTYPE_F32, _I64, _I32): data movement is bit-exact.
 _PFRT_DTYPES = {np.dtype(np.float32): 0, np.dtype(np.int64): 1, np.dtype(np.int32): 2}
-_I64_ARRAY = ctypes.POINTER(ctypes.c_int64)
 
-_SIGNATURES = {
-    "pfrt_init": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]),
-    "pfrt_finalize": (ctypes.c_int, []),
-    "pfrt_rank": (ctypes.c_int, []),
-    "pfrt_world_size": (ctypes.c_int, []),
-    "pfrt_set_num_threads": (ctypes.c_int, [ctypes.c_int]),
-    "pf_init_params": (None, [ctypes.c_uint64]),
-    "pfrt_scalar": (ctypes.POINTER(ctypes.c_float), [ctypes.c_char_p]),
-    "pfrt_begin_step": (None, [ctypes.c_int64]),
-    "pfrt_use_user_inputs": (None, [ctypes.c_int32]),
-    "pfrt_set_input": (ctypes.c_int, [ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64]),
-    "pf_step": (None, [ctypes.c_int64]),
-    "pfrt_end_step": (None, []),
-    "pfrt_loss_count": (ctypes.c_int32, []),
-    "pfrt_loss_value": (ctypes.c_float, [ctypes.c_int32]),
-    "pfrt_box_all_gather": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64,
-                                           _I64_ARRAY, ctypes.c_int64, _I64_ARRAY, ctypes.c_int64]),
-    "pfrt_broadcast": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, _I64_ARRAY,
-                                      ctypes.c_int64]),
-}
-
+# The functions this module calls; their signatures come from pfrt_abi.def
+# (pipeflow._abi), the generated pf_* ones from _abi.GENERATED.
+REQUIRED = ("pfrt_init", "pfrt_finalize", "pfrt_rank", "pfrt_world_size", "pfrt_set_num_threads",
+            "pf_init_params", "pfrt_scalar", "pfrt_begin_step", "pfrt_use_user_inputs",
+            "pfrt_set_input", "pf_step", "pfrt_end_step", "pfrt_loss_count", "pfrt_loss_value",
+            "pfrt_box_all_gather", "pfrt_broadcast")
 # Bound when the object exports them (objects linked with an older libpfrt
 # may not; the front end then falls back to a bit-exact all-gather).
-_OPTIONAL_SIGNATURES = {
-    "pfrt_broadcast_i64": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, _I64_ARRAY,
-                                          ctypes.c_int64]),
-}
+OPTIONAL = ("pfrt_broadcast_i64",)
+# The persistent-state registry (pfrt.h, "Persistent state"); bound when the
+# object exports all of it (only reading or loading state needs it).
+STATE = ("pfrt_state_count", "pfrt_state_name", "pfrt_state_gather", "pfrt_state_set",
+         "pfrt_state_save", "pfrt_state_load")
+FUNCTIONS = REQUIRED + OPTIONAL + STATE
 
-# The persistent-state registry (runtime/include/pfrt/pfrt.h, "Persistent
-# state"); bound when the object exports it (programs linked with an older
-# libpfrt do not, and only reading or loading state needs it).
-_STATE_SIGNATURES = {
-    "pfrt_state_count": (ctypes.c_int64, []),
-    "pfrt_state_name": (ctypes.c_char_p, [ctypes.c_int64]),
-    "pfrt_state_gather": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64]),
-    "pfrt_state_set": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int64]),
-    "pfrt_state_save": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int64]),
-    "pfrt_state_load": (ctypes.c_int, [ctypes.c_char_p, _I64_ARRAY]),
+# What this module passes in the .def's PTR slots, where it is more than a
+# void pointer (names as bytes, rank lists as int64 arrays, typed results).
+POINTERS = {
+    "pfrt_scalar": {"result": ctypes.POINTER(ctypes.c_float), 0: ctypes.c_char_p},
+    "pfrt_box_all_gather": {4: _abi.I64_ARRAY, 6: _abi.I64_ARRAY},
+    "pfrt_broadcast": {3: _abi.I64_ARRAY},
+    "pfrt_broadcast_i64": {3: _abi.I64_ARRAY},
+    "pfrt_state_name": {"result": ctypes.c_char_p},
+    "pfrt_state_gather": {0: ctypes.c_char_p},
+    "pfrt_state_set": {0: ctypes.c_char_p},
+    "pfrt_state_save": {0: ctypes.c_char_p},
+    "pfrt_state_load": {0: ctypes.c_char_p, 1: _abi.I64_ARRAY},
 }
 
 _in_use = set()          # real paths of the shared objects loaded by this process
@@ -124,13 +115,13 @@ def _install_abort_hook():
     sys.excepthook = hook
 
 
-def _finalize(lib):
+def _finalize(fn):
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    lib.pfrt_finalize()
+    fn.pfrt_finalize()
 
 
 class Program:
@@ -152,49 +143,44 @@ class Program:
             lib = ctypes.CDLL(real)
         except OSError as err:
             raise BackendUnavailable(f"cannot load the compiled program {path}: {err}") from None
-        missing = [name for name in _SIGNATURES if not hasattr(lib, name)]
+        missing = [name for name in REQUIRED if not hasattr(lib, name)]
         if missing:
             raise BackendUnavailable(
                 f"{path} does not export {', '.join(missing)}: it was built with an older "
                 "compiler or runtime; rebuild them (build/bin) and run again (the compile cache "
                 "notices the new tools)")
-        for name, (restype, argtypes) in _SIGNATURES.items():
-            fn = getattr(lib, name)
-            fn.restype, fn.argtypes = restype, argtypes
-        for name, (restype, argtypes) in _OPTIONAL_SIGNATURES.items():
-            if hasattr(lib, name):
-                fn = getattr(lib, name)
-                fn.restype, fn.argtypes = restype, argtypes
-        self.has_state = all(hasattr(lib, name) for name in _STATE_SIGNATURES)
+        # Signatures from runtime/include/pfrt/pfrt_abi.def (see pipeflow._abi).
+        fn = _abi.bind(lib, REQUIRED, POINTERS)
+        _abi.bind(lib, [name for name in OPTIONAL if hasattr(lib, name)], POINTERS, into=fn)
+        self.has_state = all(hasattr(lib, name) for name in STATE)
         if self.has_state:
-            for name, (restype, argtypes) in _STATE_SIGNATURES.items():
-                fn = getattr(lib, name)
-                fn.restype, fn.argtypes = restype, argtypes
+            _abi.bind(lib, STATE, POINTERS, into=fn)
         _in_use.add(real)
         self.path = real
         self.lib = lib
-        if lib.pfrt_init(None, None) != 0:
+        self.fn = fn
+        if fn.pfrt_init(None, None) != 0:
             raise BackendUnavailable(f"pfrt_init failed in {path}")
-        atexit.register(_finalize, lib)
-        if lib.pfrt_world_size() != world_size or lib.pfrt_rank() != rank:
+        atexit.register(_finalize, fn)
+        if fn.pfrt_world_size() != world_size or fn.pfrt_rank() != rank:
             raise BackendUnavailable(
-                f"MPI says this process is rank {lib.pfrt_rank()} of {lib.pfrt_world_size()}, but "
+                f"MPI says this process is rank {fn.pfrt_rank()} of {fn.pfrt_world_size()}, but "
                 f"the environment says rank {rank} of {world_size}: start the job with "
                 "python3 -m pipeflow.distributed.launch (or mpiexec)")
         if world_size > 1:
             _install_abort_hook()
         if threads is None:
             threads = int(os.environ.get("PIPEFLOW_NUM_THREADS", "1") or 1)
-        lib.pfrt_set_num_threads(max(1, threads))
-        lib.pf_init_params(int(seed) & 0xFFFFFFFFFFFFFFFF)
-        lib.pfrt_use_user_inputs(1)
-        self._scalars = {"lr": lib.pfrt_scalar(b"lr")}
+        fn.pfrt_set_num_threads(max(1, threads))
+        fn.pf_init_params(int(seed) & 0xFFFFFFFFFFFFFFFF)
+        fn.pfrt_use_user_inputs(1)
+        self._scalars = {"lr": fn.pfrt_scalar(b"lr")}
 
     def scalar(self, name):
         """The run-time scalar ``name`` (``pfrt_scalar``: a float the host writes)."""
         ptr = self._scalars.get(name)
         if ptr is None:
-            ptr = self._scalars[name] = self.lib.pfrt_scalar(name.encode())
+            ptr = self._scalars[name] = self.fn.pfrt_scalar(name.encode())
         return ptr
 
     def step(self, step, lr, inputs):
@@ -203,18 +189,18 @@ class Program:
         scalar "lr") or ``{scalar name: value}`` (every parameter group's, see
         ``pf.optimizer``); returns the losses this rank reported, one per
         micro-batch (empty elsewhere)."""
-        lib = self.lib
-        lib.pfrt_begin_step(step)
+        fn = self.fn
+        fn.pfrt_begin_step(step)
         scalars = lr if isinstance(lr, dict) else {"lr": lr}
         for name, value in scalars.items():
             self.scalar(name)[0] = float(value)
         for index, array in inputs:
-            if lib.pfrt_set_input(index, array.ctypes.data, array.nbytes) != 0:
+            if fn.pfrt_set_input(index, array.ctypes.data, array.nbytes) != 0:
                 raise BackendUnavailable(f"pfrt_set_input({index}) failed")
-        lib.pf_step(step)
-        lib.pfrt_end_step()
-        count = lib.pfrt_loss_count()
-        return np.array([lib.pfrt_loss_value(k) for k in range(count)], dtype=np.float32)
+        fn.pf_step(step)
+        fn.pfrt_end_step()
+        count = fn.pfrt_loss_count()
+        return np.array([fn.pfrt_loss_value(k) for k in range(count)], dtype=np.float32)
 
     def all_gather(self, array, ranks):
         """Every member's ``array`` (same size and dtype on all of them): an array
@@ -229,7 +215,7 @@ class Program:
         out = np.empty((len(group), flat.size), dtype=flat.dtype)
         if flat.size:
             shape = (ctypes.c_int64 * 1)(flat.size)
-            if self.lib.pfrt_box_all_gather(flat.ctypes.data, out.ctypes.data, code, 1, shape, 0,
+            if self.fn.pfrt_box_all_gather(flat.ctypes.data, out.ctypes.data, code, 1, shape, 0,
                                             group, len(group)) != 0:
                 raise BackendUnavailable("pfrt_box_all_gather failed")
         return out
@@ -240,7 +226,7 @@ class Program:
         the members other than ``root``)."""
         buf = np.array(array, dtype=np.float32, copy=True).reshape(-1)
         group = _group(ranks)
-        if buf.size and self.lib.pfrt_broadcast(buf.ctypes.data, buf.size, int(root), group,
+        if buf.size and self.fn.pfrt_broadcast(buf.ctypes.data, buf.size, int(root), group,
                                                 len(group)) != 0:
             raise BackendUnavailable("pfrt_broadcast failed")
         return buf.reshape(np.shape(array))
@@ -255,9 +241,9 @@ class Program:
         if buf.size == 0:
             return buf
         if buf.dtype == np.float32:
-            code = self.lib.pfrt_broadcast(buf.ctypes.data, buf.size, int(root), group, len(group))
-        elif buf.dtype == np.int64 and hasattr(self.lib, "pfrt_broadcast_i64"):
-            code = self.lib.pfrt_broadcast_i64(buf.ctypes.data, buf.size, int(root), group, len(group))
+            code = self.fn.pfrt_broadcast(buf.ctypes.data, buf.size, int(root), group, len(group))
+        elif buf.dtype == np.int64 and hasattr(self.fn, "pfrt_broadcast_i64"):
+            code = self.fn.pfrt_broadcast_i64(buf.ctypes.data, buf.size, int(root), group, len(group))
         else:
             rows = self.all_gather(buf, [int(r) for r in group])
             return rows[[int(r) for r in group].index(int(root))].reshape(buf.shape)
@@ -276,15 +262,15 @@ class Program:
     def state_names(self):
         """The names of the persistent tensors this rank holds, sorted."""
         self._need_state()
-        lib = self.lib
-        return [lib.pfrt_state_name(k).decode() for k in range(lib.pfrt_state_count())]
+        fn = self.fn
+        return [fn.pfrt_state_name(k).decode() for k in range(fn.pfrt_state_count())]
 
     def state_gather(self, name, shape, dtype):
         """The logical value of ``name`` (``shape``, ``dtype``) on every rank: a
         collective over the whole job (every process, same name, same order)."""
         self._need_state()
         out = np.empty(tuple(shape), dtype=dtype)
-        if self.lib.pfrt_state_gather(name.encode(), out.ctypes.data, out.nbytes) != 0:
+        if self.fn.pfrt_state_gather(name.encode(), out.ctypes.data, out.nbytes) != 0:
             raise BackendUnavailable(f"pfrt_state_gather({name!r}) failed")
         return out
 
@@ -293,14 +279,14 @@ class Program:
         collective); the caller checks that this rank holds ``name`` and the size."""
         self._need_state()
         data = np.ascontiguousarray(logical)
-        if self.lib.pfrt_state_set(name.encode(), data.ctypes.data, data.nbytes) != 0:
+        if self.fn.pfrt_state_set(name.encode(), data.ctypes.data, data.nbytes) != 0:
             raise BackendUnavailable(f"pfrt_state_set({name!r}) failed")
 
     def state_save(self, directory, step):
         """Writes a checkpoint of every rank's persistent tensors (a collective;
         world rank 0 writes)."""
         self._need_state()
-        if self.lib.pfrt_state_save(os.fsencode(directory), int(step)) != 0:
+        if self.fn.pfrt_state_save(os.fsencode(directory), int(step)) != 0:
             raise BackendUnavailable(f"pfrt_state_save({directory!r}) failed")
 
     def __repr__(self):
