@@ -21,6 +21,13 @@ def ConvertPFToCPUPass : Pass<"convert-pf-to-cpu", "::mlir::ModuleOp"> {
     event labelled with its stage and phase (free unless `PF_TRACE` is set).
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+  let options = [
+    Option<"outlineActions", "outline-actions", "bool", /*default=*/"true",
+           "make the step a loop over its actions: one function per shape "
+           "of (stage, phase, micro-batch) action, constants that differ "
+           "between micro-batches read from tables (code size independent "
+           "of the micro-batch count)">,
+  ];
 }
 
 #endif // PF_CONVERSION_PASSES_TD

@@ -179,14 +179,20 @@ Value RuntimeABI::i64Array(OpBuilder &b, Location loc,
                            ArrayRef<int64_t> values) {
   if (values.empty())
     return nullPtr(b, loc);
-  return LLVM::AddressOfOp::create(
-      b, loc, constArray(b, module, loc, values, "__pf_dims", constants));
+  LLVM::GlobalOp &global =
+      arrays[{64, std::vector<int64_t>(values.begin(), values.end())}];
+  if (!global)
+    global = constArray(b, module, loc, values, "__pf_dims", constants);
+  return LLVM::AddressOfOp::create(b, loc, global);
 }
 
 Value RuntimeABI::i8Array(OpBuilder &b, Location loc,
                           ArrayRef<int8_t> values) {
-  return LLVM::AddressOfOp::create(
-      b, loc, constArray(b, module, loc, values, "__pf_mask", constants));
+  LLVM::GlobalOp &global =
+      arrays[{8, std::vector<int64_t>(values.begin(), values.end())}];
+  if (!global)
+    global = constArray(b, module, loc, values, "__pf_mask", constants);
+  return LLVM::AddressOfOp::create(b, loc, global);
 }
 
 Value RuntimeABI::nullPtr(OpBuilder &b, Location loc) {

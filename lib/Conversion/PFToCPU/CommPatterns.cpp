@@ -207,10 +207,10 @@ struct SendLowering : CPUPattern<SendOp> {
     // Counts are in floats; 8-byte elements travel as two floats each.
     auto peer = static_cast<int32_t>(op.getPeer());
     auto tag = static_cast<int32_t>(op.getTag());
-    if (Operation *done = state.sendDone.lookup(op))
-      state.waitsAfter[done].push_back(
-          state.rt.pfrt_isend_tracked(b, loc, data, floats, peer, tag));
-    else
+    if (Operation *done = state.sendDone.lookup(op)) {
+      state.rt.pfrt_isend_tracked(b, loc, data, floats, peer, tag);
+      state.waitsAfter[done].push_back(state.trackedSends++);
+    } else
       state.rt.pfrt_isend(b, loc, data, floats, peer, tag);
     b.eraseOp(op);
     return success();

@@ -14,6 +14,7 @@
 #include "pf/Conversion/PFToCPU/PFToCPU.h"
 #include "pf/Conversion/Passes.h"
 #include "pf/Conversion/Common/SendCompletion.h"
+#include "pf/Conversion/Common/StepOutlining.h"
 
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -110,6 +111,31 @@ FailureOr<Value> CPULoweringState::result(OpBuilder &b, Operation *op,
   return alloc(b, op->getLoc(), r);
 }
 
+void CPULoweringState::markAction(Operation *op, OpBuilder &b) {
+  auto stage = op->getAttrOfType<IntegerAttr>(PFDialect::getStageAttrName());
+  auto phase = op->getAttrOfType<StringAttr>(PFDialect::getPhaseAttrName());
+  auto microbatch =
+      op->getAttrOfType<IntegerAttr>(PFDialect::getMicrobatchAttrName());
+  if (!stage && !phase && !microbatch)
+    return;
+  std::tuple<int64_t, StringRef, int64_t> key = {
+      stage ? stage.getInt() : -1, phase ? phase.getValue() : "",
+      microbatch ? microbatch.getInt() : -1};
+  if (action == key)
+    return;
+  action = key;
+  auto marker = module.lookupSymbol<LLVM::LLVMFuncOp>(kActionMarker);
+  if (!marker) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    marker = LLVM::LLVMFuncOp::create(
+        b, module.getLoc(), kActionMarker,
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b.getContext()),
+                                    {}));
+  }
+  LLVM::CallOp::create(b, op->getLoc(), marker, ValueRange{});
+}
+
 void mlir::pf::emitTraceBegin(CPULoweringState &state, Operation *op,
                               OpBuilder &b, bool comm) {
   Location loc = op->getLoc();
@@ -146,9 +172,10 @@ namespace {
 class RankLowering {
 public:
   RankLowering(ModuleOp module, func::FuncOp step,
-               const llvm::DenseMap<Operation *, Operation *> &sendDone)
+               const llvm::DenseMap<Operation *, Operation *> &sendDone,
+               bool outline)
       : module(module), step(step), b(module.getContext()),
-        state(module, step.getBody().front()) {
+        state(module, step.getBody().front()), outline(outline) {
     state.sendDone = sendDone;
   }
 
@@ -165,6 +192,8 @@ private:
   func::FuncOp step;
   OpBuilder b;
   CPULoweringState state;
+  /// Whether the step becomes a loop over its actions (StepOutlining.h).
+  bool outline;
   /// What a host program needs to know about this rank's inputs.
   SmallVector<Attribute> inputs;
 };
@@ -377,6 +406,28 @@ LogicalResult RankLowering::lowerStep() {
   SmallVector<UnrealizedConversionCastOp> casts;
   fn.walk([&](UnrealizedConversionCastOp c) { casts.push_back(c); });
   reconcileUnrealizedCasts(casts);
+  // The step as a loop over its actions (one function per shape of action).
+  OutlineStats stats;
+  if (outline &&
+      outlineStepActions(module, fn, CPULoweringState::kActionMarker, stats))
+    module->setAttr("pfrt.actions",
+                    b.getDictionaryAttr(
+                        {b.getNamedAttr("actions",
+                                        b.getI64IntegerAttr(stats.actions)),
+                         b.getNamedAttr("functions",
+                                        b.getI64IntegerAttr(stats.functions))}));
+  if (auto marker = module.lookupSymbol<LLVM::LLVMFuncOp>(
+          CPULoweringState::kActionMarker)) {
+    // Without outlining the markers are all that refers to it.
+    SmallVector<Operation *> calls;
+    fn.walk([&](LLVM::CallOp call) {
+      if (call.getCallee() == CPULoweringState::kActionMarker)
+        calls.push_back(call);
+    });
+    for (Operation *call : calls)
+      call->erase();
+    marker.erase();
+  }
   return success();
 }
 
@@ -442,6 +493,8 @@ LogicalResult RankLowering::run() {
 
 struct ConvertPFToCPUPass
     : public pf::impl::ConvertPFToCPUPassBase<ConvertPFToCPUPass> {
+  using ConvertPFToCPUPassBase::ConvertPFToCPUPassBase;
+
   void runOnOperation() override {
     ModuleOp top = getOperation();
     SmallVector<ModuleOp> ranks;
@@ -476,7 +529,7 @@ struct ConvertPFToCPUPass
     llvm::DenseMap<Operation *, Operation *> sendDone =
         analyzeSendCompletion(blocks);
     for (auto [m, step] : steps)
-      if (failed(RankLowering(m, step, sendDone).run()))
+      if (failed(RankLowering(m, step, sendDone, outlineActions).run()))
         return signalPassFailure();
   }
 };

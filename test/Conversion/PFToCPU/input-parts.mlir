@@ -1,4 +1,4 @@
-// RUN: pf-opt %s -split-input-file -convert-pf-to-cpu | FileCheck %s
+// RUN: pf-opt %s -split-input-file -convert-pf-to-cpu=outline-actions=false | FileCheck %s
 
 // An input read only through micro-batch slices is loaded one micro-batch
 // at a time where each slice is taken, into the slice's own buffer: no

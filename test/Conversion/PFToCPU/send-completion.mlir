@@ -1,18 +1,20 @@
-// RUN: pf-opt %s -convert-pf-to-cpu | FileCheck %s
+// RUN: pf-opt %s -convert-pf-to-cpu=outline-actions=false | FileCheck %s
 
 // Rank 0 sends %a and later receives %g, which rank 1 sends only after it
 // received %a: once rank 0's receive completes, its send is complete too,
 // so it waits for the send right there and %a's block is free for %b
-// (offset 64 again, after the parameter's 64 bytes). Rank 1's send has no
-// such proof and completes at the end of the step.
+// (offset 64 again, after the parameter's 64 bytes). The handle is the
+// send's number among the step's tracked sends (here the first). Rank 1's
+// send has no such proof and completes at the end of the step.
 // CHECK-LABEL: module @rank0
 // CHECK: step_peak_bytes = 128 : i64
 // CHECK-LABEL: llvm.func @pf_step
 // CHECK: %[[OA:.+]] = llvm.mlir.constant(64 : i64)
 // CHECK: %[[A:.+]] = llvm.call @pfrt_arena_at(%[[OA]],
-// CHECK: %[[H:.+]] = llvm.call @pfrt_isend_tracked(%[[A]],
+// CHECK: llvm.call @pfrt_isend_tracked(%[[A]],
 // CHECK: llvm.call @pfrt_recv(
 // CHECK-NEXT: llvm.call @pfrt_trace_end
+// CHECK-NEXT: %[[H:.+]] = llvm.mlir.constant(0 : i64)
 // CHECK-NEXT: llvm.call @pfrt_wait_send(%[[H]])
 // CHECK: %[[OB:.+]] = llvm.mlir.constant(64 : i64)
 // CHECK: %[[B:.+]] = llvm.call @pfrt_arena_at(%[[OB]],

@@ -23,7 +23,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <map>
 #include <optional>
+#include <vector>
 #include <type_traits>
 
 namespace mlir::pf::rt {
@@ -125,7 +127,8 @@ public:
 
   /// A NUL-terminated string constant (one global per distinct string).
   Value str(OpBuilder &b, Location loc, StringRef s);
-  /// Constant arrays (private globals); an empty i64 array is a null ptr.
+  /// Constant arrays (private globals, one per distinct content); an empty
+  /// i64 array is a null ptr.
   Value i64Array(OpBuilder &b, Location loc, ArrayRef<int64_t> values);
   Value i8Array(OpBuilder &b, Location loc, ArrayRef<int8_t> values);
   Value nullPtr(OpBuilder &b, Location loc);
@@ -138,6 +141,8 @@ private:
   ModuleOp module;
   llvm::DenseMap<unsigned, LLVM::LLVMFuncOp> decls;
   llvm::StringMap<LLVM::GlobalOp> strings;
+  /// Arrays by element width and content.
+  std::map<std::pair<unsigned, std::vector<int64_t>>, LLVM::GlobalOp> arrays;
   unsigned constants = 0;
   bool error = false;
 };

@@ -25,6 +25,9 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include <optional>
+#include <tuple>
+
 namespace mlir::pf {
 
 /// !pf.global -> !llvm.ptr (the local buffer).
@@ -67,8 +70,16 @@ struct CPULoweringState {
   /// The step's inputs loaded by parts (keyed by the value that stands for
   /// the input in the step's body).
   llvm::DenseMap<Value, PartInput> partInputs;
-  /// Op -> the handles of the sends to wait for right after it.
-  llvm::DenseMap<Operation *, SmallVector<Value, 1>> waitsAfter;
+  /// Op -> the sends (their handles: the step's tracked sends numbered in
+  /// program order, as the runtime numbers them) to wait for right after it.
+  llvm::DenseMap<Operation *, SmallVector<int64_t, 1>> waitsAfter;
+  int64_t trackedSends = 0;
+
+  /// Marks where an action (stage, phase, micro-batch) begins, for
+  /// StepOutlining: ops carrying none of them join the current action.
+  void markAction(Operation *op, OpBuilder &b);
+  static constexpr StringLiteral kActionMarker = "__pf_action_begin";
+  std::optional<std::tuple<int64_t, StringRef, int64_t>> action;
 
   // Helpers for patterns.
   Type ptrType() { return LLVM::LLVMPointerType::get(module.getContext()); }
@@ -115,6 +126,7 @@ public:
   LogicalResult
   matchAndRewrite(OpTy op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const final {
+    state.markAction(op, rewriter);
     if (trace != Trace::None)
       emitTraceBegin(state, op, rewriter, trace == Trace::Comm);
     if (failed(lower(op, adaptor, rewriter)))
@@ -122,7 +134,7 @@ public:
     if (trace != Trace::None)
       state.rt.pfrt_trace_end(rewriter, op.getLoc());
     // Sends this op's completion proves received: their buffers are free.
-    for (Value handle : state.waitsAfter.lookup(op))
+    for (int64_t handle : state.waitsAfter.lookup(op))
       state.rt.pfrt_wait_send(rewriter, op.getLoc(), handle);
     return success();
   }
