@@ -7,7 +7,6 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -15,29 +14,6 @@
 #include <tuple>
 
 using namespace mlir::pf::schedule;
-
-std::optional<Kind> mlir::pf::schedule::parseKind(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<Kind>>(name)
-      .Case("gpipe", Kind::GPipe)
-      .Case("1f1b", Kind::OneFOneB)
-      .Case("interleaved-1f1b", Kind::Interleaved)
-      .Case("zb-h1", Kind::ZBH1)
-      .Default(std::nullopt);
-}
-
-llvm::StringRef mlir::pf::schedule::kindName(Kind kind) {
-  switch (kind) {
-  case Kind::GPipe:
-    return "gpipe";
-  case Kind::OneFOneB:
-    return "1f1b";
-  case Kind::Interleaved:
-    return "interleaved-1f1b";
-  case Kind::ZBH1:
-    return "zb-h1";
-  }
-  return "?";
-}
 
 std::string Action::str(bool withChunk) const {
   std::string s(1, kind);
@@ -87,13 +63,18 @@ double Result::bubbleFraction() const {
   return 1.0 - total / (makespan * busy.size());
 }
 
-std::optional<Plan> mlir::pf::schedule::build(Kind kind, int64_t p, int64_t m,
-                                              int64_t v, std::string &error) {
+std::optional<Plan> mlir::pf::schedule::build(ScheduleKind kind, int64_t p,
+                                              int64_t m, int64_t v,
+                                              std::string &error) {
+  if (kind == ScheduleKind::None) {
+    error = "schedule 'none' has no plan";
+    return std::nullopt;
+  }
   if (p < 1 || m < 1 || v < 1) {
     error = "stages, micro-batches and chunks must be positive";
     return std::nullopt;
   }
-  if (kind != Kind::Interleaved && v != 1) {
+  if (kind != ScheduleKind::Interleaved1F1B && v != 1) {
     error = "only interleaved-1f1b uses virtual chunks (num-chunks = " +
             std::to_string(v) + ")";
     return std::nullopt;
@@ -104,14 +85,16 @@ std::optional<Plan> mlir::pf::schedule::build(Kind kind, int64_t p, int64_t m,
     auto F = [&](int64_t mb, int64_t c = 0) { list.push_back({'F', mb, c}); };
     auto B = [&](int64_t mb, int64_t c = 0) { list.push_back({'B', mb, c}); };
     switch (kind) {
-    case Kind::GPipe:
+    case ScheduleKind::None:
+      llvm_unreachable("rejected above");
+    case ScheduleKind::GPipe:
       for (int64_t i = 0; i < m; ++i)
         F(i);
       for (int64_t i = 0; i < m; ++i)
         B(i);
       break;
-    case Kind::OneFOneB:
-    case Kind::ZBH1: {
+    case ScheduleKind::OneFOneB:
+    case ScheduleKind::ZBH1: {
       // Megatron-LM: p - r - 1 warm-up forwards, then one forward and one
       // backward at a time, then the remaining backwards. ZB-H1 keeps that
       // order (and so 1F1B's activation memory); the simulator places each
@@ -127,7 +110,7 @@ std::optional<Plan> mlir::pf::schedule::build(Kind kind, int64_t p, int64_t m,
         B(i);
       break;
     }
-    case Kind::Interleaved: {
+    case ScheduleKind::Interleaved1F1B: {
       if (m % p != 0) {
         error = "interleaved-1f1b needs the number of micro-batches (" +
                 std::to_string(m) +
@@ -160,7 +143,7 @@ std::optional<Plan> mlir::pf::schedule::build(Kind kind, int64_t p, int64_t m,
     }
     }
   }
-  if (kind == Kind::ZBH1) {
+  if (kind == ScheduleKind::ZBH1) {
     // Place each weight gradient W(i) (ready once B(i) is done) wherever the
     // rank would otherwise idle waiting for its next F or B, and the rest at
     // the end: a unit-time list schedule over 1F1B's F/B order.

@@ -13,17 +13,31 @@ using namespace mlir::pf;
 
 /// pf-auto-stages when asked for (autoStages > 0 stages), then
 /// pf-assign-stages.
-static void addStagePasses(OpPassManager &pm, int64_t autoStages,
-                           int64_t numChunks, StringRef balance, bool report) {
-  if (autoStages > 0) {
-    AutoStagesPassOptions options;
-    options.numStages = autoStages;
-    options.numChunks = numChunks;
-    options.balance = balance.str();
-    options.report = report;
-    pm.addPass(createAutoStagesPass(options));
+static void addStagePasses(OpPassManager &pm, const StagingOptions &options,
+                           bool report) {
+  if (options.autoStages > 0) {
+    AutoStagesPassOptions autoStages;
+    autoStages.numStages = options.autoStages;
+    autoStages.numChunks = options.numChunks;
+    autoStages.balance = options.balance;
+    autoStages.report = report;
+    pm.addPass(createAutoStagesPass(autoStages));
   }
   pm.addPass(createAssignStagesPass());
+}
+
+/// pf-schedule for the staging options' schedule; false for `none`.
+static bool addSchedulePass(OpPassManager &pm, const StagingOptions &options,
+                            ScheduleCosts costs, bool report) {
+  if (options.schedule == ScheduleKind::None)
+    return false;
+  SchedulePassOptions schedule;
+  schedule.kind = options.schedule;
+  schedule.numChunks = options.numChunks;
+  schedule.costs = costs;
+  schedule.report = report;
+  pm.addPass(createSchedulePass(schedule));
+  return true;
 }
 
 void mlir::pf::buildTrainingPipeline(OpPassManager &pm,
@@ -31,17 +45,7 @@ void mlir::pf::buildTrainingPipeline(OpPassManager &pm,
   AutodiffPassOptions autodiff;
   autodiff.accumulationSteps = options.accumulationSteps;
   pm.addPass(createAutodiffPass(autodiff));
-  OptimizerPassOptions optimizer;
-  optimizer.kind = options.optimizer;
-  optimizer.momentum = options.momentum;
-  optimizer.dampening = options.dampening;
-  optimizer.nesterov = options.nesterov;
-  optimizer.weightDecay = options.weightDecay;
-  optimizer.beta1 = options.beta1;
-  optimizer.beta2 = options.beta2;
-  optimizer.epsilon = options.epsilon;
-  optimizer.biasCorrection = options.biasCorrection;
-  pm.addPass(createOptimizerPass(optimizer));
+  pm.addPass(createOptimizerPass(options));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
@@ -62,69 +66,46 @@ void mlir::pf::buildSPMDPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
-void mlir::pf::buildCompileCPUPipeline(
-    OpPassManager &pm, const CompileCPUPipelineOptions &options) {
-  TrainingPipelineOptions training;
-  training.accumulationSteps = options.accumulationSteps;
-  training.optimizer = options.optimizer;
-  training.momentum = options.momentum;
-  training.dampening = options.dampening;
-  training.nesterov = options.nesterov;
-  training.weightDecay = options.weightDecay;
-  training.beta1 = options.beta1;
-  training.beta2 = options.beta2;
-  training.epsilon = options.epsilon;
-  training.biasCorrection = options.biasCorrection;
-  addStagePasses(pm, options.autoStages, options.numChunks, options.balance,
-                 options.scheduleReport);
-  buildTrainingPipeline(pm, training);
+/// pf-microbatch with one micro-batch per accumulation step.
+static void addMicrobatchPass(OpPassManager &pm,
+                              const TrainingPipelineOptions &options) {
   MicrobatchPassOptions microbatch;
   microbatch.numMicrobatches = options.accumulationSteps;
   pm.addPass(createMicrobatchPass(microbatch));
-  if (options.compileTo == CompileCPUPipelineOptions::Stop::Training)
+}
+
+void mlir::pf::buildCompileCPUPipeline(
+    OpPassManager &pm, const CompileCPUPipelineOptions &options) {
+  using Stop = CompileCPUPipelineOptions::Stop;
+  addStagePasses(pm, options, options.scheduleReport);
+  buildTrainingPipeline(pm, options);
+  addMicrobatchPass(pm, options);
+  if (options.compileTo == Stop::Training)
     return;
-  SPMDPipelineOptions spmd;
-  spmd.boxingReport = options.boxingReport;
-  buildSPMDPipeline(pm, spmd);
-  if (options.compileTo == CompileCPUPipelineOptions::Stop::SPMD)
+  buildSPMDPipeline(pm, options);
+  if (options.compileTo == Stop::SPMD)
     return;
   pm.addPass(createPartitionRanksPass());
-  if (options.schedule != "none") {
-    SchedulePassOptions schedule;
-    schedule.kind = options.schedule;
-    schedule.numChunks = options.numChunks;
-    schedule.report = options.scheduleReport;
-    pm.addPass(createSchedulePass(schedule));
+  if (addSchedulePass(pm, options, ScheduleCosts::Unit, options.scheduleReport))
     pm.addPass(createApplySchedulePass());
-  }
   if (options.splitStages) {
     pm.addPass(createSplitStagesPass());
-    if (options.compileTo == CompileCPUPipelineOptions::Stop::Rank)
+    if (options.compileTo == Stop::Rank)
       return;
     pm.addPass(createInlineStagesPass());
   }
   pm.addPass(createForwardGradBuffersPass());
-  if (options.compileTo == CompileCPUPipelineOptions::Stop::Rank)
+  if (options.compileTo == Stop::Rank)
     return;
   pm.addPass(createConvertPFToCPUPass());
 }
 
 void mlir::pf::buildStagePipeline(OpPassManager &pm,
                                   const StagePipelineOptions &options) {
-  addStagePasses(pm, options.autoStages, options.numChunks, options.balance,
-                 options.report);
-  TrainingPipelineOptions training;
-  training.accumulationSteps = options.accumulationSteps;
-  buildTrainingPipeline(pm, training);
-  MicrobatchPassOptions microbatch;
-  microbatch.numMicrobatches = options.accumulationSteps;
-  pm.addPass(createMicrobatchPass(microbatch));
-  SchedulePassOptions schedule;
-  schedule.kind = options.schedule;
-  schedule.numChunks = options.numChunks;
-  schedule.costs = options.costs;
-  schedule.report = options.report;
-  pm.addPass(createSchedulePass(schedule));
+  addStagePasses(pm, options, options.report);
+  buildTrainingPipeline(pm, options);
+  addMicrobatchPass(pm, options);
+  addSchedulePass(pm, options, options.costs, options.report);
 }
 
 void mlir::pf::registerPipelines() {

@@ -11,6 +11,8 @@
 #ifndef PF_ANALYSIS_SCHEDULE_H
 #define PF_ANALYSIS_SCHEDULE_H
 
+#include "pf/Dialect/PF/IR/PFAttrs.h"
+
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
@@ -24,10 +26,6 @@ class ScheduleOp;
 } // namespace mlir::pf
 
 namespace mlir::pf::schedule {
-
-enum class Kind { GPipe, OneFOneB, Interleaved, ZBH1 };
-std::optional<Kind> parseKind(llvm::StringRef name);
-llvm::StringRef kindName(Kind kind);
 
 struct Action {
   char kind = 'F'; // 'F' forward, 'B' input gradient (+W if not split), 'W'
@@ -50,8 +48,9 @@ Plan planOf(ScheduleOp op);
 bool splitsW(const Plan &plan);
 
 /// Builds the plan, or returns an error message (e.g. interleaving needs a
-/// micro-batch count that is a multiple of the stage count).
-std::optional<Plan> build(Kind kind, int64_t p, int64_t m, int64_t v,
+/// micro-batch count that is a multiple of the stage count; `None` has no
+/// plan).
+std::optional<Plan> build(ScheduleKind kind, int64_t p, int64_t m, int64_t v,
                           std::string &error);
 
 struct Costs {

@@ -8,76 +8,68 @@
 #ifndef PF_PIPELINES_PIPELINES_H
 #define PF_PIPELINES_PIPELINES_H
 
+#include "pf/Dialect/PF/Transforms/PassOptions.h"
+
 #include "mlir/Pass/PassOptions.h"
 
 namespace mlir {
 class OpPassManager;
 namespace pf {
 
+// Option groups are declared once and composed: a pipeline's options derive
+// from PassPipelineOptions<Self> and from the groups it offers (they share
+// one option registry, a virtual base), and each build function takes the
+// group it needs. OptimizerOptions (PassOptions.h) is pf-optimizer's own.
+
+/// Forward + loss -> training step: gradient accumulation and the
+/// optimizer's rule (every option of pf-optimizer, `optimizer=` for its
+/// `kind`).
 struct TrainingPipelineOptions
-    : public PassPipelineOptions<TrainingPipelineOptions> {
+    : public PassPipelineOptions<TrainingPipelineOptions>,
+      public OptimizerOptions {
   Option<int64_t> accumulationSteps{
       *this, "accumulation-steps",
       llvm::cl::desc("micro-batches per step (gradient accumulation)"),
       llvm::cl::init(1)};
-  Option<std::string> optimizer{*this, "optimizer",
-                                llvm::cl::desc("sgd, adam or adamw"),
-                                llvm::cl::init("sgd")};
-  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
-                          llvm::cl::init(0.0)};
-  Option<double> dampening{*this, "dampening",
-                           llvm::cl::desc("SGD dampening"),
-                           llvm::cl::init(0.0)};
-  Option<bool> nesterov{*this, "nesterov", llvm::cl::desc("SGD Nesterov"),
-                        llvm::cl::init(false)};
-  Option<double> weightDecay{
-      *this, "weight-decay",
-      llvm::cl::desc("weight decay (default: 0, or 0.01 for AdamW)"),
-      llvm::cl::init(-1.0)};
-  Option<double> beta1{*this, "beta1", llvm::cl::init(0.9)};
-  Option<double> beta2{*this, "beta2", llvm::cl::init(0.999)};
-  Option<double> epsilon{*this, "eps", llvm::cl::init(1e-8)};
-  Option<bool> biasCorrection{*this, "bias-correction", llvm::cl::init(true)};
 };
 
-struct CompileCPUPipelineOptions
-    : public PassPipelineOptions<CompileCPUPipelineOptions> {
-  Option<int64_t> accumulationSteps{
-      *this, "accumulation-steps",
-      llvm::cl::desc("micro-batches per step (gradient accumulation)"),
-      llvm::cl::init(1)};
-  Option<std::string> optimizer{*this, "optimizer",
-                                llvm::cl::desc("sgd, adam or adamw"),
-                                llvm::cl::init("sgd")};
-  Option<double> momentum{*this, "momentum", llvm::cl::init(0.0)};
-  Option<double> dampening{*this, "dampening", llvm::cl::init(0.0)};
-  Option<bool> nesterov{*this, "nesterov", llvm::cl::init(false)};
-  Option<double> weightDecay{*this, "weight-decay", llvm::cl::init(-1.0)};
-  Option<double> beta1{*this, "beta1", llvm::cl::init(0.9)};
-  Option<double> beta2{*this, "beta2", llvm::cl::init(0.999)};
-  Option<double> epsilon{*this, "eps", llvm::cl::init(1e-8)};
-  Option<bool> biasCorrection{*this, "bias-correction", llvm::cl::init(true)};
-  Option<std::string> schedule{
-      *this, "schedule",
-      llvm::cl::desc("pipeline schedule: none (GPipe order, blocking), "
-                     "gpipe, 1f1b, interleaved-1f1b or zb-h1"),
-      llvm::cl::init("none")};
-  Option<int64_t> numChunks{*this, "num-chunks",
-                            llvm::cl::desc("virtual chunks (interleaved)"),
-                            llvm::cl::init(1)};
-  Option<std::string> boxingReport{
-      *this, "boxing-report",
-      llvm::cl::desc("write the boxing report to this file ('-' = stdout)"),
-      llvm::cl::init("")};
+/// How a pipeline stages the program: cut into stages by pf-auto-stages
+/// (or the program's pf.stage) and the micro-batches' schedule.
+struct StagingOptions : public PassPipelineOptions<StagingOptions> {
   Option<int64_t> autoStages{
       *this, "auto-stages",
       llvm::cl::desc("cut the unstaged program into this many pipeline "
                      "stages (pf-auto-stages; 0 = the program's pf.stage)"),
       llvm::cl::init(0)};
-  Option<std::string> balance{
+  Option<StageBalance> balance{
       *this, "balance",
       llvm::cl::desc("auto-stages cost: flops, params or memory"),
-      llvm::cl::init("flops")};
+      llvm::cl::init(StageBalance::Flops), enumOptionValues<StageBalance>()};
+  Option<ScheduleKind> schedule{
+      *this, "schedule",
+      llvm::cl::desc("pipeline schedule: none (GPipe order, blocking), "
+                     "gpipe, 1f1b, interleaved-1f1b or zb-h1"),
+      llvm::cl::init(ScheduleKind::None), enumOptionValues<ScheduleKind>()};
+  Option<int64_t> numChunks{
+      *this, "num-chunks",
+      llvm::cl::desc("virtual chunks per rank (interleaved-1f1b)"),
+      llvm::cl::init(1)};
+};
+
+/// Global program -> SPMD program.
+struct SPMDPipelineOptions : public PassPipelineOptions<SPMDPipelineOptions> {
+  Option<std::string> boxingReport{
+      *this, "boxing-report",
+      llvm::cl::desc("write the boxing report to this file ('-' = stdout)"),
+      llvm::cl::init("")};
+};
+
+/// pf IR (forward + loss) -> per-rank LLVM-dialect modules for CPU ranks.
+struct CompileCPUPipelineOptions
+    : public PassPipelineOptions<CompileCPUPipelineOptions>,
+      public TrainingPipelineOptions,
+      public StagingOptions,
+      public SPMDPipelineOptions {
   Option<bool> splitStages{
       *this, "split-stages",
       llvm::cl::desc("make every scheduled action a function "
@@ -100,51 +92,28 @@ struct CompileCPUPipelineOptions
           clEnumValN(Stop::Lower, "lower", "LLVM dialect (the default)"))};
 };
 
-struct StagePipelineOptions
-    : public PassPipelineOptions<StagePipelineOptions> {
-  Option<int64_t> autoStages{
-      *this, "auto-stages",
-      llvm::cl::desc("cut the unstaged program into this many pipeline "
-                     "stages (0 = the program's pf.stage)"),
-      llvm::cl::init(0)};
-  Option<std::string> balance{*this, "balance",
-                              llvm::cl::desc("flops, params or memory"),
-                              llvm::cl::init("flops")};
-  Option<int64_t> accumulationSteps{
-      *this, "accumulation-steps",
-      llvm::cl::desc("micro-batches per step"), llvm::cl::init(1)};
-  Option<std::string> schedule{
-      *this, "schedule",
-      llvm::cl::desc("gpipe, 1f1b, interleaved-1f1b or zb-h1"),
-      llvm::cl::init("1f1b")};
-  Option<int64_t> numChunks{*this, "num-chunks",
-                            llvm::cl::desc("virtual chunks per rank"),
-                            llvm::cl::init(1)};
-  Option<std::string> costs{
-      *this, "costs",
-      llvm::cl::desc("schedule report costs: unit or flops"),
-      llvm::cl::init("flops")};
+/// Forward + loss -> staged training step with micro-batches and a checked
+/// schedule (1F1B unless `schedule` says otherwise).
+struct StagePipelineOptions : public PassPipelineOptions<StagePipelineOptions>,
+                              public TrainingPipelineOptions,
+                              public StagingOptions {
+  StagePipelineOptions() { schedule.setInitialValue(ScheduleKind::OneFOneB); }
+  Option<ScheduleCosts> costs{
+      *this, "costs", llvm::cl::desc("schedule report costs: unit or flops"),
+      llvm::cl::init(ScheduleCosts::Flops), enumOptionValues<ScheduleCosts>()};
   Option<bool> report{*this, "report",
                       llvm::cl::desc("print the cut and the schedule report"),
                       llvm::cl::init(false)};
 };
 
 /// Forward + loss -> staged training step with micro-batches and a checked
-/// pf.schedule: [pf-auto-stages], pf-assign-stages, the training pipeline
-/// (SGD), pf-microbatch, pf-schedule.
+/// pf.schedule: [pf-auto-stages], pf-assign-stages, the training pipeline,
+/// pf-microbatch, pf-schedule (unless schedule=none).
 void buildStagePipeline(OpPassManager &pm, const StagePipelineOptions &options);
 
 /// Forward + loss -> full training step: autodiff, optimizer, cleanup.
 void buildTrainingPipeline(OpPassManager &pm,
                            const TrainingPipelineOptions &options);
-
-struct SPMDPipelineOptions
-    : public PassPipelineOptions<SPMDPipelineOptions> {
-  Option<std::string> boxingReport{
-      *this, "boxing-report",
-      llvm::cl::desc("write the boxing report to this file ('-' = stdout)"),
-      llvm::cl::init("")};
-};
 
 /// Global program -> SPMD program: pf-infer-sbp, pf-insert-boxing, cleanup,
 /// pf-lower-boxing.

@@ -60,12 +60,6 @@ struct AutoStagesPass : public pf::impl::AutoStagesPassBase<AutoStagesPass> {
                          << ") must be at least 1";
       return signalPassFailure();
     }
-    if (balance != "flops" && balance != "params" && balance != "memory") {
-      module.emitError() << "pf-auto-stages: unknown balance '"
-                         << static_cast<std::string>(balance)
-                         << "': expected flops, params or memory";
-      return signalPassFailure();
-    }
     SmallVector<func::FuncOp> funcs;
     for (auto f : module.getOps<func::FuncOp>())
       if (!f.isExternal())
@@ -150,14 +144,19 @@ LogicalResult AutoStagesPass::run(ModuleOp module, func::FuncOp func) {
   SmallVector<int64_t> costs;
   for (Operation *op : items) {
     int64_t c = 0;
-    if (balance == "flops")
+    switch (balance) {
+    case StageBalance::Flops:
       c = cost::trainFlops(op).total();
-    else if (balance == "params")
+      break;
+    case StageBalance::Params:
       c = paramBytes(op);
-    else { // memory: parameters and their gradients, plus saved activations
+      break;
+    case StageBalance::Memory:
+      // Parameters and their gradients, plus saved activations.
       c = 2 * paramBytes(op);
       for (Type t : op->getResultTypes())
         c += cost::bytes(t);
+      break;
     }
     costs.push_back(c);
   }
@@ -302,13 +301,15 @@ LogicalResult AutoStagesPass::run(ModuleOp module, func::FuncOp func) {
     int64_t total = 0;
     for (int64_t c : costs)
       total += c;
-    StringRef unit = balance == "flops" ? "FLOPs" : "bytes";
+    StringRef unit = balance == StageBalance::Flops ? "FLOPs" : "bytes";
     os << "pf-auto-stages: " << items.size() << " ops into " << numStages
-       << " stage(s) x " << numChunks << " chunk(s), balance="
-       << static_cast<std::string>(balance) << " (" << unit
-       << (balance == "flops" ? " of forward + backward"
-           : balance == "params" ? " of parameters"
-                                 : " of parameters, gradients and activations")
+       << " stage(s) x " << numChunks
+       << " chunk(s), balance=" << stringifyStageBalance(balance) << " ("
+       << unit
+       << (balance == StageBalance::Flops ? " of forward + backward"
+           : balance == StageBalance::Params
+               ? " of parameters"
+               : " of parameters, gradients and activations")
        << ")\n";
     std::vector<int64_t> perRank(numStages, 0);
     for (int64_t g = 0; g < stages; ++g) {

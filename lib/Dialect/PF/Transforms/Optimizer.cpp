@@ -1,5 +1,6 @@
 //===- Optimizer.cpp - parameter updates of SGD and Adam(W) ---------------===//
 
+#include "pf/Dialect/PF/Transforms/PassOptions.h"
 #include "pf/Dialect/PF/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,9 +19,10 @@ using namespace mlir::pf;
 
 namespace {
 
-struct OptimizerPass : public pf::impl::OptimizerPassBase<OptimizerPass> {
-  using OptimizerPassBase::OptimizerPassBase;
-
+/// The options come from OptimizerOptionsT, shared with the pipelines.
+struct OptimizerPass
+    : public OptimizerOptionsT<pf::impl::OptimizerPassBase<OptimizerPass>,
+                               kOptimizerKindPassArg> {
   void runOnOperation() override;
 
 private:
@@ -35,7 +37,8 @@ private:
   /// parameter's `pf.optimizer` dictionary (parameter groups, several
   /// optimizers).
   struct Settings {
-    std::string kind, lr = "lr";
+    OptimizerKind kind = OptimizerKind::SGD;
+    std::string lr = "lr";
     double momentum = 0, dampening = 0, decay = 0, beta1 = 0.9,
            beta2 = 0.999, epsilon = 1e-8;
     bool nesterov = false, biasCorrection = true;
@@ -56,13 +59,11 @@ LogicalResult OptimizerPass::check(const Settings &s, Operation *at,
                            << (isa<ParamOp>(at) ? " (pf.optimizer)" : "")
                            << ": ";
   };
-  if (s.kind != "sgd" && s.kind != "adam" && s.kind != "adamw")
-    return err() << "kind must be sgd, adam or adamw, got '" << s.kind << "'";
   if (rawDecay < 0.0 && rawDecay != -1.0)
     return err() << "weight-decay must be >= 0, got " << rawDecay;
   if (s.lr.empty())
     return err() << "the learning-rate scalar name is empty";
-  if (s.kind == "sgd") {
+  if (s.kind == OptimizerKind::SGD) {
     if (s.momentum < 0.0)
       return err() << "momentum must be >= 0, got " << s.momentum;
     if (s.dampening < 0.0 || s.dampening > 1.0)
@@ -97,9 +98,15 @@ FailureOr<OptimizerPass::Settings> OptimizerPass::settingsFor(ParamOp param) {
       auto flag = dyn_cast<BoolAttr>(a.getValue());
       double num = f ? f.getValueAsDouble() : i ? double(i.getInt()) : 0.0;
       bool isNum = f || i;
-      if (key == "kind" && str)
-        s.kind = str.str();
-      else if (key == "lr" && str)
+      if (key == "kind" && str) {
+        std::optional<OptimizerKind> k = symbolizeOptimizerKind(str);
+        if (!k)
+          return param.emitError()
+                 << "pf-optimizer (pf.optimizer): kind must be sgd, adam or "
+                    "adamw, got '"
+                 << str.getValue() << "'";
+        s.kind = *k;
+      } else if (key == "lr" && str)
         s.lr = str.str();
       else if (key == "momentum" && isNum)
         s.momentum = num;
@@ -125,7 +132,8 @@ FailureOr<OptimizerPass::Settings> OptimizerPass::settingsFor(ParamOp param) {
                   "bias_correction: booleans)";
     }
   }
-  s.decay = rawDecay >= 0.0 ? rawDecay : (s.kind == "adamw" ? 0.01 : 0.0);
+  s.decay = rawDecay >= 0.0 ? rawDecay
+                            : (s.kind == OptimizerKind::AdamW ? 0.01 : 0.0);
   if (failed(check(s, dict ? param.getOperation() : getOperation(), rawDecay)))
     return failure();
   return s;
@@ -133,16 +141,12 @@ FailureOr<OptimizerPass::Settings> OptimizerPass::settingsFor(ParamOp param) {
 
 LogicalResult OptimizerPass::checkOptions() {
   ModuleOp module = getOperation();
-  if (kind != "sgd" && kind != "adam" && kind != "adamw")
-    return module.emitError() << "pf-optimizer: kind must be sgd, adam or "
-                                 "adamw, got '"
-                              << static_cast<std::string>(kind) << "'";
   decay = weightDecay >= 0.0 ? weightDecay.getValue()
-                             : (kind == "adamw" ? 0.01 : 0.0);
+                             : (kind == OptimizerKind::AdamW ? 0.01 : 0.0);
   if (weightDecay < 0.0 && weightDecay != -1.0)
     return module.emitError()
            << "pf-optimizer: weight-decay must be >= 0, got " << static_cast<double>(weightDecay);
-  if (kind == "sgd") {
+  if (kind == OptimizerKind::SGD) {
     if (momentum < 0.0)
       return module.emitError()
              << "pf-optimizer: momentum must be >= 0, got " << static_cast<double>(momentum);
@@ -263,7 +267,7 @@ void OptimizerPass::runOnOperation() {
       Value g = read(gradBuffer);
       Value lr = getScalar(b, loc, o.lr, placement);
 
-      if (o.kind == "sgd") {
+      if (o.kind == OptimizerKind::SGD) {
         Value buf, step;
         Type bufType;
         ParamOp state;
@@ -287,10 +291,10 @@ void OptimizerPass::runOnOperation() {
         ParamOp v = getOrCreateState(table, param, "exp_avg_sq");
         Value step = getScalar(b, loc, "step", placement);
         auto update = AdamUpdateOp::create(
-            b, loc, updated, updated, updated, w, g, read(m), read(v), lr,
-            step, b.getF64FloatAttr(o.beta1), b.getF64FloatAttr(o.beta2),
+            b, loc, updated, updated, updated, w, g, read(m), read(v), lr, step,
+            b.getF64FloatAttr(o.beta1), b.getF64FloatAttr(o.beta2),
             b.getF64FloatAttr(o.epsilon), b.getF64FloatAttr(o.decay),
-            o.kind == "adamw" ? b.getUnitAttr() : UnitAttr(),
+            o.kind == OptimizerKind::AdamW ? b.getUnitAttr() : UnitAttr(),
             b.getBoolAttr(o.biasCorrection));
         track(update);
         write(update.getNewParam(), param);
@@ -319,3 +323,10 @@ void OptimizerPass::runOnOperation() {
   }
 }
 } // namespace
+
+std::unique_ptr<Pass>
+mlir::pf::createOptimizerPass(const OptimizerOptions &options) {
+  auto pass = std::make_unique<OptimizerPass>();
+  pass->copyOptimizerOptions(options);
+  return pass;
+}

@@ -92,16 +92,15 @@ schedule::Costs flopCosts(ModuleOp top, int64_t stages) {
 }
 
 /// Simulates `op`; reports a deadlock as a located error.
-LogicalResult check(ScheduleOp op, bool report, StringRef costKind = "unit") {
+LogicalResult check(ScheduleOp op, bool report,
+                    ScheduleCosts costKind = ScheduleCosts::Unit) {
   schedule::Plan plan = planOf(op);
   int64_t p = op.getNumStages(), m = op.getNumMicrobatches(),
           v = op.getNumChunks();
   bool split = splitsW(plan);
-  if (costKind != "unit" && costKind != "flops")
-    return op.emitOpError() << "unknown costs '" << costKind
-                            << "': expected unit or flops";
+  bool flops = costKind == ScheduleCosts::Flops;
   schedule::Costs costs;
-  if (costKind == "flops")
+  if (flops)
     costs = flopCosts(op->getParentOfType<ModuleOp>(), p * v);
   schedule::Result result = schedule::simulate(plan, p, m, v, split, costs);
   if (!result.error.empty())
@@ -111,9 +110,9 @@ LogicalResult check(ScheduleOp op, bool report, StringRef costKind = "unit") {
   raw_ostream &os = llvm::outs();
   os << "schedule " << op.getKind() << ": " << p << " stages, " << m
      << " micro-batches, " << v << " chunk(s); "
-     << (costKind == "unit" ? "unit costs F=1 B=1 W=1" : "FLOP costs")
+     << (flops ? "FLOP costs" : "unit costs F=1 B=1 W=1")
      << (split ? " (B and W apart)" : " (B includes W)") << "\n";
-  if (costKind == "flops") {
+  if (flops) {
     for (int64_t s = 0; s < p * v; ++s)
       os << "stage " << s << " (rank " << s % p << "): F "
          << llvm::format("%.6g", costs.fOf(s)) << " B "
@@ -138,7 +137,7 @@ LogicalResult check(ScheduleOp op, bool report, StringRef costKind = "unit") {
   for (int64_t r = 0; r < p; ++r)
     os << " " << result.peakInFlight[r];
   os << "\n";
-  if (costKind == "flops") {
+  if (flops) {
     os << "peak activation bytes per rank:";
     for (int64_t r = 0; r < p; ++r)
       os << " " << llvm::format("%.0f", result.peakActBytes[r]);
@@ -151,14 +150,6 @@ struct SchedulePass : public pf::impl::SchedulePassBase<SchedulePass> {
   using SchedulePassBase::SchedulePassBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<schedule::Kind> k = schedule::parseKind(kind);
-    if (!k) {
-      module.emitError() << "pf-schedule: unknown kind '"
-                         << static_cast<std::string>(kind)
-                         << "': expected gpipe, 1f1b, interleaved-1f1b or "
-                            "zb-h1";
-      return signalPassFailure();
-    }
     int64_t v = numChunks, p = numStages, m = numMicrobatches;
     if (p == 0 || m == 0) {
       int64_t maxStage = -1, maxMb = -1;
@@ -183,7 +174,7 @@ struct SchedulePass : public pf::impl::SchedulePassBase<SchedulePass> {
         m = maxMb + 1 > 0 ? maxMb + 1 : 1;
     }
     std::string error;
-    std::optional<schedule::Plan> plan = schedule::build(*k, p, m, v, error);
+    std::optional<schedule::Plan> plan = schedule::build(kind, p, m, v, error);
     if (!plan) {
       module.emitError() << "pf-schedule: " << error;
       return signalPassFailure();
@@ -199,7 +190,7 @@ struct SchedulePass : public pf::impl::SchedulePassBase<SchedulePass> {
       ranks.push_back(b.getArrayAttr(actions));
     }
     auto op = ScheduleOp::create(b, module.getLoc(),
-                                 b.getStringAttr(schedule::kindName(*k)),
+                                 b.getStringAttr(stringifyScheduleKind(kind)),
                                  b.getI64IntegerAttr(p), b.getI64IntegerAttr(m),
                                  b.getI64IntegerAttr(v), b.getArrayAttr(ranks));
     if (failed(check(op, report, costs)))

@@ -2,7 +2,7 @@
 // RUN: not pf-opt %s -split-input-file -pf-auto-stages="num-stages=2 balance=time" 2>&1 | FileCheck %s --check-prefix=BALANCE
 // RUN: not pf-opt %s -split-input-file -pf-auto-stages="num-stages=0" 2>&1 | FileCheck %s --check-prefix=ZERO
 
-// BALANCE: pf-auto-stages: unknown balance 'time': expected flops, params or memory
+// BALANCE: for the --balance option: Cannot find option named 'time'!
 // ZERO: pf-auto-stages: num-stages (0) and num-chunks (1) must be at least 1
 
 #P = #pf.placement<"cpu", [0]>

@@ -8,7 +8,7 @@
 // RUN: not pf-opt %s -pf-autodiff -pf-optimizer="kind=adam eps=-1" 2>&1 | FileCheck %s --check-prefix=EPS
 
 // NOGRAD: error: pf-optimizer found no gradient buffers: run pf-autodiff first
-// KIND: error: pf-optimizer: kind must be sgd, adam or adamw, got 'lamb'
+// KIND: for the --kind option: Cannot find option named 'lamb'!
 // MOM: error: pf-optimizer: momentum must be >= 0, got -5.000000e-01
 // DAMP: error: pf-optimizer: dampening must be in [0, 1], got 1.500000e+00
 // NES: error: pf-optimizer: nesterov needs momentum > 0 and zero dampening

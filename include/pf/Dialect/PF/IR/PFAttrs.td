@@ -6,6 +6,7 @@
 include "pf/Dialect/PF/IR/PFBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
+include "pf/Dialect/PF/IR/PFEnums.td"
 
 class PF_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<PF_Dialect, name, traits> {

@@ -5,6 +5,17 @@
 
 include "mlir/Pass/PassBase.td"
 
+// Options of an enum of PFEnums.td take its spellings from the .td through
+// ::mlir::pf::enumOptionValues (PassOptions.h).
+
+// pf-schedule's and pf-verify-schedule's report costs.
+defvar PF_ScheduleCostsOption =
+    Option<"costs", "costs", "::mlir::pf::ScheduleCosts",
+           "::mlir::pf::ScheduleCosts::Unit",
+           "report costs: unit (F = B = W = 1) or flops (per-stage FLOPs of "
+           "the program's ops)",
+           "::mlir::pf::enumOptionValues<::mlir::pf::ScheduleCosts>()">;
+
 def AssignStagesPass : Pass<"pf-assign-stages", "::mlir::ModuleOp"> {
   let summary = "completes and checks the pipeline-stage assignment";
   let description = [{
@@ -40,8 +51,9 @@ def AutoStagesPass : Pass<"pf-auto-stages", "::mlir::ModuleOp"> {
     Option<"numStages", "num-stages", "int64_t", "2", "pipeline ranks">,
     Option<"numChunks", "num-chunks", "int64_t", "1",
            "virtual chunks per rank (interleaved 1F1B)">,
-    Option<"balance", "balance", "std::string", "\"flops\"",
-           "flops, params or memory">,
+    Option<"balance", "balance", "::mlir::pf::StageBalance",
+           "::mlir::pf::StageBalance::Flops", "flops, params or memory",
+           "::mlir::pf::enumOptionValues<::mlir::pf::StageBalance>()">,
     Option<"report", "report", "bool", "false",
            "print the chosen cut and each stage's cost">
   ];
@@ -88,20 +100,18 @@ def OptimizerPass : Pass<"pf-optimizer", "::mlir::ModuleOp"> {
     `buffer` parameters with their parameter's type and layout. The learning
     rate (`"lr"`) and the 1-based step count (`"step"`) are run-time scalars
     (`pf.scalar_input`), so learning-rate schedules need no recompile.
+
+    Options (declared once, with the training pipelines', by
+    `OptimizerOptionsT` in PassOptions.h; the pipelines spell `kind` as
+    `optimizer`): `kind` (sgd, adam or adamw; default sgd), `momentum`,
+    `dampening`, `nesterov` (SGD), `weight-decay` (default 0, 0.01 for
+    AdamW), `beta1`, `beta2`, `eps`, `bias-correction` (Adam, AdamW). A
+    parameter's `pf.optimizer` dictionary overrides them for that parameter.
+
+    ```mlir
+    // pf-opt --pf-optimizer="kind=adamw beta2=0.99"
+    ```
   }];
-  let options = [
-    Option<"kind", "kind", "std::string", "\"sgd\"", "sgd, adam or adamw">,
-    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
-    Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,
-    Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
-    Option<"weightDecay", "weight-decay", "double", "-1.0",
-           "weight decay (default: 0 for SGD and Adam, 0.01 for AdamW)">,
-    Option<"beta1", "beta1", "double", "0.9", "Adam beta1">,
-    Option<"beta2", "beta2", "double", "0.999", "Adam beta2">,
-    Option<"epsilon", "eps", "double", "1.0e-8", "Adam epsilon">,
-    Option<"biasCorrection", "bias-correction", "bool", "true",
-           "Adam bias correction">
-  ];
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
@@ -148,8 +158,11 @@ def SchedulePass : Pass<"pf-schedule", "::mlir::ModuleOp"> {
     `pf.microbatch`) unless given as options.
   }];
   let options = [
-    Option<"kind", "kind", "std::string", "\"1f1b\"",
-           "gpipe, 1f1b, interleaved-1f1b or zb-h1">,
+    Option<"kind", "kind", "::mlir::pf::ScheduleKind",
+           "::mlir::pf::ScheduleKind::OneFOneB",
+           "gpipe, 1f1b, interleaved-1f1b or zb-h1",
+           "::mlir::pf::enumOptionValues<::mlir::pf::ScheduleKind>("
+           "{::mlir::pf::ScheduleKind::None})">,
     Option<"numChunks", "num-chunks", "int64_t", "1",
            "virtual chunks per rank (interleaved-1f1b)">,
     Option<"numStages", "num-stages", "int64_t", "0",
@@ -158,9 +171,7 @@ def SchedulePass : Pass<"pf-schedule", "::mlir::ModuleOp"> {
            "micro-batches (0: from the program's pf.microbatch)">,
     Option<"report", "report", "bool", "false",
            "print the schedule report (pf-schedule-report)">,
-    Option<"costs", "costs", "std::string", "\"unit\"",
-           "report costs: unit (F = B = W = 1) or flops (per-stage FLOPs "
-           "of the program's ops)">
+    PF_ScheduleCostsOption
   ];
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
@@ -175,8 +186,7 @@ def VerifySchedulePass : Pass<"pf-verify-schedule", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"report", "report", "bool", "false", "print the schedule report">,
-    Option<"costs", "costs", "std::string", "\"unit\"",
-           "report costs: unit or flops">
+    PF_ScheduleCostsOption
   ];
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
