@@ -26,6 +26,11 @@ inline constexpr llvm::StringLiteral kNumMicrobatchesAttrName =
 /// DictionaryAttr of IntegerAttr: the static memory plan's totals in bytes
 /// (the runtime's arena size among them).
 inline constexpr llvm::StringLiteral kMemoryAttrName = "pfrt.memory";
+/// DictionaryAttr {actions, functions} (IntegerAttr each), only with
+/// convert-pf-to-cpu{outline-actions}: how many actions the step runs and
+/// how many outlined functions they share. For tests and reports; not in
+/// the manifest.
+inline constexpr llvm::StringLiteral kActionsAttrName = "pfrt.actions";
 
 /// Keys of one `pfrt.inputs` entry.
 namespace input {
