@@ -8,6 +8,8 @@ which traces a training step into pf IR and compiles it with ``pf-opt``.
 directories in the runtime's format (``pf-run --save/--load``).
 """
 
+# _ops and _trace first: they provide Tensor's ops and tracing (pipeflow._registry).
+from . import _ops, _trace  # noqa: F401
 from . import config, env, models, nn, optim, sbp
 from . import distributed
 from ._checkpoint import load, save
@@ -34,13 +36,11 @@ __all__ = [
 
 def flatten(x, start_dim=0, end_dim=-1):
     """Merges axes ``start_dim..end_dim`` (as ``torch.flatten``)."""
-    from ._ops import flatten as _flatten
-    return _flatten(x, start_dim, end_dim)
+    return _ops.flatten(x, start_dim, end_dim)
 
 
 def reshape(x, shape):
-    from ._ops import reshape as _reshape
-    return _reshape(x, shape)
+    return _ops.reshape(x, shape)
 
 
 def is_tensor(obj):

@@ -31,6 +31,7 @@ import numpy as np
 from . import dtypes as dt
 from . import env
 from ._errors import BackendUnavailable
+from .tensor import Tensor
 
 FORMAT = "pipeflow-checkpoint"
 VERSION = 1
@@ -47,7 +48,6 @@ _NAMES = {v: k for k, v in _DTYPES.items()}
 
 def _array_of(value, key):
     """The numpy value of a tensor or array leaf (``None`` for other leaves)."""
-    from .tensor import Tensor
     if isinstance(value, Tensor):
         if value.is_lazy:
             raise TypeError(f"flow.save: '{key}' is a tensor traced in nn.Graph.build()")
@@ -202,7 +202,6 @@ def load(path, mmap=False):
     compiled program's names), plus ``"System-Train-TrainStep"`` (an int64
     tensor of shape [1]) when the checkpoint's step is not 0. ``mmap=True``
     maps the files instead of reading them."""
-    from .tensor import Tensor
     path = os.fspath(path)
     index = read_index(path)
     out = OrderedDict()

@@ -10,23 +10,20 @@ import numbers
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from . import _trace
+from . import _registry, _trace
 from . import dtypes as dt
 from . import ir
+from . import sbp as sbp_mod
 from ._trace import fail
+from .tensor import Tensor
 
 
 def _is_lazy(*tensors):
     return any(t is not None and getattr(t, "_node", None) is not None for t in tensors)
 
 
-def _tensor_cls():
-    from .tensor import Tensor
-    return Tensor
-
-
 def _local(array):
-    return _tensor_cls()._from_array(array)
+    return Tensor._from_array(array)
 
 
 def _operands(what, *tensors):
@@ -131,7 +128,6 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
 
 
 def add(a, b):
-    Tensor = _tensor_cls()
     if not isinstance(a, Tensor):
         a, b = b, a
     if not _is_lazy(a, b):
@@ -148,7 +144,6 @@ def add(a, b):
 
 
 def mul(a, b):
-    Tensor = _tensor_cls()
     if not isinstance(a, Tensor):
         a, b = b, a
     if not _is_lazy(a, b):
@@ -162,7 +157,6 @@ def mul(a, b):
 
 
 def eager_binary(fn, a, b):
-    Tensor = _tensor_cls()
     if _is_lazy(a, b if isinstance(b, Tensor) else None):
         _trace.unsupported(f"{fn.__name__} on traced tensors")
     av = a._eager_value() if isinstance(a, Tensor) else a
@@ -436,7 +430,6 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Tr
 
 def _constant(tracer, value, shape, like):
     """A broadcast constant on ``like``'s placement (a lazy tensor)."""
-    from . import sbp as sbp_mod
     sbp = (sbp_mod.broadcast,) * like.placement.ndim
     type = tracer.global_type(shape, like.dtype, like.placement, sbp)
     op = tracer.emit("pf.constant", [], [type], {"value": ir.Dense(value, shape, like.dtype.mlir)})
@@ -467,3 +460,8 @@ def _batch_norm_eager(x, running_mean, running_var, weight, bias, training, mome
     if bias is not None:
         y = y + bias._eager_value().reshape(view)
     return _local(y.astype(x.dtype.numpy))
+
+
+# Tensor's methods (x + y, x.reshape(...), ...) call these; see pipeflow._registry.
+_registry.ops.provide(add=add, mul=mul, matmul=matmul, relu=relu, flatten=flatten,
+                      reshape=reshape, permute=permute, eager_binary=eager_binary)

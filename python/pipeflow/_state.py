@@ -32,6 +32,7 @@ import numpy as np
 
 from . import dtypes as dt
 from ._errors import BackendUnavailable
+from .tensor import Tensor
 
 # Optimizer states by the compiled name's suffix (torch.optim's state keys).
 OPTIMIZER_STATES = ("momentum_buffer", "exp_avg", "exp_avg_sq")
@@ -94,7 +95,6 @@ class ProgramState:
 
     def tensor(self, name, array):
         """``array`` as a tensor with the layout of ``name``'s parameter."""
-        from .tensor import Tensor
         obj = self.objects[self.info[name][2]]
         if obj.placement is None:
             return Tensor._new(dt.from_numpy_dtype(array.dtype), array.shape, local=array)

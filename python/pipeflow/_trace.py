@@ -7,19 +7,22 @@ when that module asked for activation checkpointing. Ops outside any staged
 module take the latest stage of their operands; ``pf.to_global`` outside a
 staged module gets no stage (it is the hand-over between stages).
 
-Declaring a parameter also sets its Python value to the compiled program's
-initial value (the runtime's Philox draws for the parameter's symbol and the
-``manual_seed`` seed), unless the user loaded a value into it.
+The tracer records which parameters and buffers the step reads
+(``param_objects``); the graph then makes their Python values the compiled
+program's initial values (``nn.parameter.set_runtime_init``). Tensor methods
+reach :func:`to_global`, :func:`mark_loss` and :func:`unsupported` through
+``pipeflow._registry`` (``tensor`` sits below this module).
 """
 
-from . import _layout
-from . import _random
+from . import _layout, _random, _registry
 from . import config as config_mod
 from . import env
 from . import ir
 from . import sbp as sbp_mod
 from ._errors import CompileError
 from ._source import user_location
+from .placement import placement as Placement
+from .tensor import Tensor
 
 _active = None
 
@@ -43,9 +46,10 @@ def unsupported(what):
 class Tracer:
     """Records one step function; see the module docstring for the rules."""
 
-    def __init__(self, graph_name, names, configs, module_names):
+    def __init__(self, graph_name, names, configs, module_names, buffers=frozenset()):
         self.graph_name = graph_name
         self.names = names                  # id(param or buffer) -> symbol name
+        self.buffers = buffers              # ids of the buffers among them
         self.configs = configs              # id(module) -> ModuleConfig
         self.module_names = module_names    # id(module) -> dotted path
         self.module = ir.Module()
@@ -104,7 +108,6 @@ class Tracer:
                              None if sbp is None else [s.mlir() for s in sbp])
 
     def lazy(self, value, dtype, placement, sbp=None):
-        from .tensor import Tensor
         return Tensor._new(dtype, value.type.shape, placement=placement, sbp=sbp, node=value)
 
     # Scopes --------------------------------------------------------------------
@@ -202,8 +205,7 @@ class Tracer:
                 f"parameter '{name}' is a local tensor; nn.Graph needs global parameters",
                 ["make its module global first: module.to_global(placement=..., sbp=...)"])
         type = self.global_type(tensor.shape, tensor.dtype, tensor.placement, tensor.sbp)
-        from .nn.parameter import Parameter
-        buffer = not isinstance(tensor, Parameter)
+        buffer = id(tensor) in self.buffers
         init = getattr(tensor, "_init", None) or ("#pf.init<zeros>" if buffer else None)
         if init is None:
             raise CompileError.at(
@@ -211,10 +213,6 @@ class Tracer:
                 ["initialise it with pipeflow.nn.init, e.g. nn.init.normal_(param, 0.0, 0.02)"])
         self.module.params[name] = ir.Param(name, type, init, buffer, getattr(tensor, "_loc", None))
         self.param_objects[name] = tensor
-        if not getattr(tensor, "_loaded", False):
-            # The Python value becomes what the compiled program starts from.
-            from .nn.parameter import set_runtime_init
-            set_runtime_init(tensor, name, self.seed)
         value = self.emit("pf.read_param", [], [type], symbol=name).result
         self.reads[id(tensor)] = value
         return value
@@ -229,7 +227,6 @@ def to_global(tensor, placement, sbp):
     """``Tensor.to_global`` on a lazy tensor: an explicit ``pf.to_global``."""
     tracer = _active
     placement = tensor.placement if placement is None else placement
-    from .placement import placement as Placement
     if not isinstance(placement, Placement):
         fail(f"to_global() expects a pipeflow.placement, got {placement!r}")
     if sbp is None:
@@ -261,3 +258,6 @@ def mark_loss(tensor):
                  f"and dtype {tensor.dtype}")
     tracer.loss = tensor
     tracer.loss_loc = loc
+
+
+_registry.trace.provide(to_global=to_global, mark_loss=mark_loss, unsupported=unsupported)

@@ -15,19 +15,28 @@ layout changes that need communication happen inside compiled graphs only.
 
 Inside ``nn.Graph.build`` tensors are *lazy*: they hold a value of the
 traced pf IR instead of data.
+
+This module imports neither the ops nor the tracer (both build on it): the
+methods that compute or trace call them through ``pipeflow._registry``.
 """
 
 import numbers
 
 import numpy as np
 
-from . import _layout
+from . import _layout, _registry
 from . import dtypes as dt
 from . import env
 from . import sbp as sbp_mod
 from ._errors import BackendUnavailable
 from ._random import default_generator
+from ._trained import sync
 from .placement import placement as Placement
+
+# The ops (pipeflow._ops) and what lazy tensors do (pipeflow._trace), set when
+# those modules are imported; see pipeflow._registry.
+_ops = _registry.ops
+_lazy = _registry.trace
 
 
 class Size(tuple):
@@ -145,10 +154,14 @@ class Tensor:
 
     # Data access ------------------------------------------------------------
 
+    def _storage(self):
+        """The numpy array holding the value: the local data, or the logical
+        value of a global tensor (what initialisers and loads write into)."""
+        return self._local if self._placement is None else self._logical
+
     def _check_not_trained(self):
         """A parameter or buffer a compiled graph trains: read its value back first."""
         if self.__dict__.get("_trained_by") is not None:
-            from .nn.parameter import sync
             sync(self)
 
     def numpy(self):
@@ -184,8 +197,7 @@ class Tensor:
 
     def __getitem__(self, index):
         if self._node is not None:
-            from . import _trace
-            return _trace.unsupported("indexing a traced tensor")
+            return _lazy.unsupported("indexing a traced tensor")
         return Tensor._from_array(np.asarray(self._eager_value()[index]))
 
     def __bool__(self):
@@ -212,8 +224,7 @@ class Tensor:
         current one.
         """
         if self._node is not None:
-            from . import _trace
-            return _trace.to_global(self, placement, sbp)
+            return _lazy.to_global(self, placement, sbp)
         if self._placement is None:
             if placement is None or sbp is None:
                 raise ValueError("to_global() of a local tensor needs both placement and sbp")
@@ -257,8 +268,7 @@ class Tensor:
     def to_local(self):
         """This rank's local component (a single process reads the first rank's)."""
         if self._node is not None:
-            from . import _trace
-            return _trace.unsupported("to_local() inside nn.Graph.build()")
+            return _lazy.unsupported("to_local() inside nn.Graph.build()")
         if self._placement is None:
             return self
         self._check_not_trained()
@@ -292,8 +302,7 @@ class Tensor:
         if dtype is self._dtype:
             return self
         if self._node is not None:
-            from . import _trace
-            return _trace.unsupported(f"casting to {dtype} inside nn.Graph.build()")
+            return _lazy.unsupported(f"casting to {dtype} inside nn.Graph.build()")
         if self._placement is None:
             return Tensor._from_array(self._local.astype(dtype.numpy), device=self._device)
         return Tensor._new(dtype, self._shape,
@@ -341,39 +350,32 @@ class Tensor:
     def backward(self, gradient=None, retain_graph=False, create_graph=False):
         """Inside ``nn.Graph.build``: marks this scalar as the loss to minimise."""
         if self._node is not None:
-            from . import _trace
-            return _trace.mark_loss(self)
+            return _lazy.mark_loss(self)
         raise BackendUnavailable("eager autograd is not supported: call loss.backward() inside "
                                  "nn.Graph.build() and train with the graph")
 
     # Ops ------------------------------------------------------------------------
 
     def flatten(self, start_dim=0, end_dim=-1):
-        from . import _ops
         return _ops.flatten(self, start_dim, end_dim)
 
     def reshape(self, *shape):
-        from . import _ops
         return _ops.reshape(self, _shape_args(shape))
 
     view = reshape
 
     def relu(self):
-        from . import _ops
         return _ops.relu(self)
 
     def matmul(self, other):
-        from . import _ops
         return _ops.matmul(self, other)
 
     def transpose(self, dim0, dim1):
-        from . import _ops
         perm = list(range(self.ndim))
         perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
         return _ops.permute(self, perm)
 
     def permute(self, *dims):
-        from . import _ops
         return _ops.permute(self, _shape_args(dims))
 
     @property
@@ -381,31 +383,25 @@ class Tensor:
         return self.permute(*reversed(range(self.ndim)))
 
     def __add__(self, other):
-        from . import _ops
         return _ops.add(self, other)
 
     __radd__ = __add__
 
     def __mul__(self, other):
-        from . import _ops
         return _ops.mul(self, other)
 
     __rmul__ = __mul__
 
     def __sub__(self, other):
-        from . import _ops
         return _ops.add(self, _ops.mul(other, -1.0) if isinstance(other, Tensor) else -other)
 
     def __rsub__(self, other):
-        from . import _ops
         return _ops.add(_ops.mul(self, -1.0), other)
 
     def __neg__(self):
-        from . import _ops
         return _ops.mul(self, -1.0)
 
     def __truediv__(self, other):
-        from . import _ops
         if isinstance(other, numbers.Number):
             return _ops.mul(self, 1.0 / other)
         return _ops.eager_binary(np.divide, self, other)

@@ -1,6 +1,7 @@
 """``nn.functional``: the ops behind the layers, callable directly."""
 
 from .. import _ops
+from .layers import Dropout
 
 linear = _ops.linear
 relu = _ops.relu
@@ -24,7 +25,6 @@ def cross_entropy(input, target, reduction="mean"):
 
 
 def dropout(x, p=0.5, training=True):
-    from .layers import Dropout
     m = Dropout(p)
     m.training = training
     return m.forward(x)

@@ -17,8 +17,7 @@ from ..ir import format_float
 
 
 def _fill(tensor, array):
-    from .parameter import storage
-    storage(tensor)[...] = array
+    tensor._storage()[...] = array
 
 
 def uniform_(tensor, a=0.0, b=1.0):

@@ -10,7 +10,8 @@ from .._errors import StateDictError
 from .._source import user_location
 from ..placement import placement as Placement
 from ..tensor import Tensor
-from .parameter import Parameter, set_tensor_layout, state_owner, storage, sync, trained_by
+from .._trained import state_owner, sync, trained_by
+from .parameter import Parameter, set_tensor_layout, storage
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 

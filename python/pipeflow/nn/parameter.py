@@ -1,12 +1,18 @@
-"""``nn.Parameter``: a tensor that a module owns and an optimizer updates."""
+"""``nn.Parameter``: a tensor that a module owns and an optimizer updates.
+
+Whether a compiled program owns a parameter's value is kept by
+``pipeflow._trained`` (below ``tensor``, which checks it on every read).
+"""
 
 import numpy as np
 
 from .. import _layout
+from .. import dtypes as dt
 from .. import sbp as sbp_mod
-from .._errors import BackendUnavailable
 from .._source import user_location
+from .._trained import is_current, sync
 from ..tensor import Tensor
+from . import init as init_mod
 
 
 class Parameter(Tensor):
@@ -37,7 +43,6 @@ class Parameter(Tensor):
                               placement=src._placement, sbp=src._sbp, requires_grad=requires_grad)
         else:
             array = np.asarray(data)
-            from .. import dtypes as dt
             self._init_fields(dt.from_numpy_dtype(array.dtype), array.shape, local=array,
                               requires_grad=requires_grad)
         self._init = init
@@ -63,15 +68,11 @@ class Parameter(Tensor):
         self.__dict__["_pending_init"] = None
         self.__dict__["_logical_value"] = value
 
-    def _storage(self):
-        """The numpy array holding the (logical) value."""
-        return self._local if self._placement is None else self._logical
-
     def _set_layout(self, placement, sbp):
         """Makes the parameter global on ``placement``/``sbp`` in place."""
         sbp = sbp_mod.normalize(sbp, placement.ndim)
         _layout.check_layout(self.shape, placement, sbp)
-        value = Parameter._storage(self)
+        value = Tensor._storage(self)
         self._placement, self._sbp = placement, sbp
         self._logical, self._local = value, None
 
@@ -83,16 +84,9 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
-def stale_message(name, graph):
-    what = f"'{name}'" if name else "this parameter"
-    return (f"{what} is trained by the compiled {graph}, which keeps its value on the ranks that "
-            "run it, and it cannot be read back here")
-
-
 def set_runtime_init(tensor, name, seed):
     """Makes the Python value of a traced parameter or buffer the compiled
     program's initial value (lazily for parameters: large models trace fast)."""
-    from . import init as init_mod
     text = tensor._init or "#pf.init<zeros>"
     shape = tuple(tensor.shape)
 
@@ -107,48 +101,6 @@ def set_runtime_init(tensor, name, seed):
         storage(tensor)[...] = compute()
 
 
-def mark_trained(tensor, name, graph, owner=None, version=0):
-    """After a graph's first step: the compiled program owns the value. ``owner``
-    (a ``pipeflow._state.ProgramState``) reads it back; the Python value is
-    the program's as of its ``version`` (its initial or loaded value)."""
-    d = tensor.__dict__
-    d["_symbol"] = name
-    d["_trained_by"] = graph
-    d["_state_owner"] = owner
-    d["_synced_step"] = version
-
-
-def sync(tensor, what=None):
-    """Makes the Python value of a tensor that a compiled graph trains current,
-    reading it back from the program if needed; raises BackendUnavailable
-    when that is not possible here (see ``pipeflow._state``)."""
-    d = tensor.__dict__
-    graph = d.get("_trained_by")
-    if graph is None:
-        return
-    owner = d.get("_state_owner")
-    if owner is None:
-        raise BackendUnavailable(stale_message(d.get("_symbol"), graph))
-    owner.sync(tensor, what or f"reading '{d.get('_symbol')}'")
-
-
-def is_current(tensor):
-    """Whether the Python value of ``tensor`` is its trained value now."""
-    d = tensor.__dict__
-    owner = d.get("_state_owner")
-    return d.get("_trained_by") is None or (owner is not None and d.get("_synced_step") == owner.version)
-
-
-def state_owner(tensor):
-    """The ``ProgramState`` of the graph that trains ``tensor`` (``None`` if none has run)."""
-    return tensor.__dict__.get("_state_owner")
-
-
-def trained_by(tensor):
-    """The graph that trains ``tensor`` (``None`` if none has run)."""
-    return tensor.__dict__.get("_trained_by")
-
-
 def set_tensor_layout(tensor, placement, sbp):
     """In-place layout change of a parameter or buffer (keeps the logical value)."""
     if tensor._placement is not None and tensor._logical is None:
@@ -158,4 +110,4 @@ def set_tensor_layout(tensor, placement, sbp):
 
 def storage(tensor):
     """The numpy array behind a parameter or buffer."""
-    return Parameter._storage(tensor)
+    return Tensor._storage(tensor)

@@ -8,12 +8,13 @@ writes the new rate into the optimizer's parameter groups.
 import math
 import numbers
 
+from .optimizer import Optimizer
+
 
 class LRScheduler:
     """Base class: subclasses give ``lr_at(base_lr, step)`` in closed form."""
 
     def __init__(self, optimizer, last_step=-1, verbose=False, last_epoch=None):
-        from .optimizer import Optimizer
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(self).__name__} needs a pipeflow optimizer, got {type(optimizer).__name__}")
         if last_epoch is not None:

@@ -1,0 +1,46 @@
+"""Functions that ``Tensor`` calls in the modules built on top of it.
+
+``pipeflow.tensor`` is the bottom of the tensor stack: ``_ops`` (the eager
+and traced ops) and ``_trace`` (tracing ``nn.Graph.build``) import it, so it
+cannot import them back without an import cycle. Tensor methods that compute
+(``x + y``, ``x.reshape(...)``) or trace (``to_global`` or ``backward()`` on
+a lazy tensor) call the functions those modules :meth:`~Hooks.provide` here
+when they are imported; ``pipeflow/__init__`` imports both, so the hooks are
+set before any tensor exists.
+"""
+
+
+class Hooks:
+    """A fixed set of functions, by name, that one higher module provides."""
+
+    def __init__(self, provider, names):
+        self.__dict__["_provider"] = provider
+        self.__dict__["_names"] = frozenset(names)
+
+    def provide(self, **functions):
+        """Sets the functions (once the providing module has defined them)."""
+        unknown = sorted(set(functions) - self._names)
+        if unknown:
+            raise TypeError(f"pipeflow.{self._provider} provides no hook {', '.join(unknown)}")
+        self.__dict__.update(functions)
+
+    def missing(self):
+        """The names not provided yet."""
+        return sorted(n for n in self._names if n not in self.__dict__)
+
+    def __getattr__(self, name):
+        # Only reached for names that are not set.
+        if name in self._names:
+            raise RuntimeError(f"pipeflow.{self._provider} has not provided {name}() yet: "
+                               "import pipeflow (the package) first")
+        raise AttributeError(name)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("set hooks with provide()")
+
+
+# Tensor methods backed by pipeflow._ops (eager numpy or traced pf ops).
+ops = Hooks("_ops", ("add", "mul", "matmul", "relu", "flatten", "reshape", "permute",
+                     "eager_binary"))
+# What lazy tensors do through pipeflow._trace (the active tracer).
+trace = Hooks("_trace", ("to_global", "mark_loss", "unsupported"))
