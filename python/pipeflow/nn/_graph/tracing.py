@@ -1,0 +1,157 @@
+"""Tracing a graph's ``build`` into a :class:`TracedGraph`.
+
+A graph is traced for the kind of inputs of a call (their :func:`signature`:
+shape, dtype, placement and SBP of each) and for its settings (the
+:func:`fingerprint`); ``Graph.trace`` keeps the last trace and traces again
+when either changes. When ``build`` returns, the parameters and buffers it
+read take the compiled program's initial values as their Python values
+(unless a value was loaded into them), the pipeline settings are checked
+against the trace (``checks``) and the compile options derived (``options``).
+"""
+
+from ... import _random, _trace, ir
+from ... import config as config_mod
+from ..._errors import CompileError
+from ..._source import code_location
+from ...tensor import Tensor
+from ..parameter import Parameter, set_runtime_init
+from . import checks, options
+
+
+class TracedGraph:
+    """The result of tracing ``build``: the IR module plus what the options need."""
+
+    def __init__(self, module, function, signature, options, tracer=None):
+        self.module = module
+        self.function = function
+        self.signature = signature
+        self.options = options
+        self.param_objects = dict(tracer.param_objects) if tracer else {}
+        self.seed = tracer.seed if tracer else _random.initial_seed()
+        self.loss = tracer.loss if tracer else None
+        self.loss_loc = tracer.loss_loc if tracer else None
+        # The run-time learning-rate scalars: (name, optimizer index, group index).
+        self.lr_scalars = []
+        # An optimizer setting the compiled step cannot apply: (loc, message).
+        self.rule_error = None
+
+    @property
+    def ops(self):
+        return self.function.ops
+
+    @property
+    def params(self):
+        return self.module.params
+
+    def text(self):
+        return ir.print_module(self.module)
+
+
+def naming(graph):
+    """The symbols of the graph's parameters and buffers (``{id: dotted name}``,
+    the first name of a shared one) and the dotted paths of its modules."""
+    names, module_names = {}, {}
+    for attr, module in graph._modules.items():
+        for pname, p in module.named_parameters(prefix=attr):
+            names.setdefault(id(p), pname)
+        for bname, b in module.named_buffers(prefix=attr):
+            names.setdefault(id(b), bname)
+        for mname, m in module.named_modules(prefix=attr):
+            module_names.setdefault(id(m), mname)
+    return names, module_names
+
+
+def _buffer_ids(graph):
+    """The ids of the graph's buffers (what the tracer declares as ``buffer``)."""
+    return frozenset(id(b) for module in graph._modules.values() for b in module.buffers()
+                     if not isinstance(b, Parameter))
+
+
+def signature(args, loc):
+    """What a graph is compiled for per input: ``(shape, dtype name, placement,
+    sbp)``; the inputs must be global tensors made outside any trace."""
+    sig = []
+    for i, a in enumerate(args):
+        if not isinstance(a, Tensor):
+            raise CompileError.at(loc, f"graph input {i} is a {type(a).__name__}; inputs must be tensors")
+        if a.is_lazy:
+            raise CompileError.at(loc, f"graph input {i} is a traced tensor of another graph")
+        if not a.is_global:
+            raise CompileError.at(
+                loc, f"graph input {i} (shape {list(a.shape)}) is a local tensor; nn.Graph inputs "
+                     "must be global", ["convert it first: x = x.to_global(placement=..., sbp=...)"])
+        sig.append((tuple(a.shape), a.dtype.name, a.placement, a.sbp))
+    return tuple(sig)
+
+
+def fingerprint(graph):
+    """Everything besides the inputs that tracing depends on (a changed
+    setting, module mode or parameter layout means tracing again)."""
+    cfg = graph.config
+    modules = []
+    for name, module in graph._modules.items():
+        modules.append((name, id(module)))
+        modules.extend((id(m), m.training) for m in module.modules())
+        for tensor in list(module.parameters()) + list(module.buffers()):
+            modules.append((id(tensor), tensor.placement, tensor.sbp, getattr(tensor, "_init", None)))
+    configs = tuple(sorted((key, c.stage_id, c.stage_placement, c.activation_checkpointing)
+                           for key, (_, c) in graph._configs.items()))
+    settings = (cfg.gradient_accumulation_steps, cfg.pipeline_schedule, cfg.num_chunks,
+                cfg.pipeline_stages, cfg.balance, config_mod.cuda_as_cpu_enabled())
+    optimizers = tuple(
+        (id(o), id(s), tuple((tuple(id(p) for p in g["params"]), options.group_settings(g))
+                             for g in o.param_groups))
+        for o, s, _ in graph._optimizers)
+    return (tuple(modules), configs, settings, optimizers)
+
+
+def trace(graph, args, sig, loc):
+    """Traces ``graph.build`` on lazy tensors like ``args``; ``sig`` is
+    ``(signature(args), fingerprint(graph))``, ``loc`` the user's call."""
+    names, module_names = naming(graph)
+    configs = {key: cfg for key, (_, cfg) in graph._configs.items()}
+    tracer = _trace.Tracer(graph.name, names, configs, module_names, _buffer_ids(graph))
+    tracer.module.comments.append(f"pipeflow graph {graph.name}")
+    with tracer:
+        types = [tracer.global_type(a.shape, a.dtype, a.placement, a.sbp) for a in args]
+        func = ir.Function("train_step", types)
+        tracer.module.functions.append(func)
+        tracer.func = func
+        inputs = [tracer.lazy(v, a.dtype, a.placement, a.sbp) for v, a in zip(func.args, args)]
+        outputs = graph.build(*inputs)
+    _adopt_initial_values(tracer)
+    results = _results(graph, outputs, tracer)
+    func.name = "train_step" if tracer.loss is not None else "forward"
+    func.results = results
+    func.return_loc = code_location(type(graph).build)
+    checks.check_pipeline(graph, tracer, args, loc)
+    traced = TracedGraph(tracer.module, func, sig, options.compile_options(graph, tracer, func), tracer)
+    traced.lr_scalars, traced.rule_error = options.update_rules(graph, tracer)
+    return traced
+
+
+def _adopt_initial_values(tracer):
+    """The Python value of every parameter and buffer the step reads becomes
+    what the compiled program starts from (see ``nn.parameter``), unless
+    ``load_state_dict`` put a value there."""
+    for name, obj in tracer.param_objects.items():
+        if not getattr(obj, "_loaded", False):
+            set_runtime_init(obj, name, tracer.seed)
+
+
+def _results(graph, outputs, tracer):
+    """The IR values ``build`` returns, the loss first."""
+    if outputs is None:
+        outputs = ()
+    elif not isinstance(outputs, (tuple, list)):
+        outputs = (outputs,)
+    values = []
+    for i, out in enumerate(outputs):
+        if not isinstance(out, Tensor) or not out.is_lazy:
+            raise CompileError.at(code_location(type(graph).build),
+                                  f"build() output {i} is not a tensor computed in build() ({out!r})")
+        values.append(out._node)
+    if tracer.loss is not None:
+        loss = tracer.loss._node
+        values = [loss] + [v for v in values if v is not loss]
+    return values
