@@ -35,7 +35,9 @@ int64_t filterMacs(Value weight) {
   return w.size() == 4 ? w[1] * w[2] * w[3] : 1;
 }
 
-bool readsParam(Value v) { return isa_and_nonnull<ReadParamOp>(v.getDefiningOp()); }
+bool readsParam(Value v) {
+  return isa_and_nonnull<ReadParamOp>(v.getDefiningOp());
+}
 
 } // namespace
 
@@ -47,22 +49,28 @@ int64_t cost::bytes(Type t) {
     elem = s.getElementType();
   if (!elem)
     return 0;
-  return numel(t) * std::max<int64_t>(1, (elem.getIntOrFloatBitWidth() + 7) / 8);
+  return numel(t) *
+         std::max<int64_t>(1, (elem.getIntOrFloatBitWidth() + 7) / 8);
 }
 
 int64_t cost::flops(Operation *op) {
   return llvm::TypeSwitch<Operation *, int64_t>(op)
       .Case([](MatmulOp m) {
         ArrayRef<int64_t> a = shapeOf(m.getA());
-        int64_t k = a.empty() ? 1 : (m.getTransposeA() ? a[a.size() - 2] : a.back());
+        int64_t k =
+            a.empty() ? 1 : (m.getTransposeA() ? a[a.size() - 2] : a.back());
         return 2 * resultElems(m) * k;
       })
-      .Case([](Conv2DOp c) { return 2 * resultElems(c) * filterMacs(c.getWeight()); })
+      .Case([](Conv2DOp c) {
+        return 2 * resultElems(c) * filterMacs(c.getWeight());
+      })
       .Case([](Conv2DGradInputOp c) {
-        return 2 * numel(c->getOperand(0).getType()) * filterMacs(c->getOperand(1));
+        return 2 * numel(c->getOperand(0).getType()) *
+               filterMacs(c->getOperand(1));
       })
       .Case([](Conv2DGradWeightOp c) {
-        return 2 * numel(c->getOperand(1).getType()) * filterMacs(c->getResult(0));
+        return 2 * numel(c->getOperand(1).getType()) *
+               filterMacs(c->getResult(0));
       })
       .Case<MaxPool2DOp, AvgPool2DOp>([](auto p) {
         ArrayRef<int64_t> k = p.getKernel();
@@ -82,14 +90,17 @@ int64_t cost::flops(Operation *op) {
       .Case<SGDUpdateOp>([](Operation *p) { return 4 * resultElems(p); })
       .Case<AdamUpdateOp>([](Operation *p) { return 12 * resultElems(p); })
       .Case<ReadParamOp, WriteParamOp, ConstantOp, ToGlobalOp, FlattenOp,
-            ReshapeOp, TransposeOp, ScalarInputOp>([](Operation *) { return int64_t(0); })
+            ReshapeOp, TransposeOp, ScalarInputOp>(
+          [](Operation *) { return int64_t(0); })
       .Default([](Operation *o) -> int64_t {
         // Communication and micro-batch plumbing move data; anything else is
         // counted as one operation per result element.
         StringRef name = o->getName().getStringRef();
-        if (o->getNumResults() == 0 || name.contains("send") || name.contains("recv") ||
-            name.contains("all_") || name.contains("microbatch") || name.contains("pack") ||
-            name.contains("broadcast") || name.contains("transfer") || name.contains("box"))
+        if (o->getNumResults() == 0 || name.contains("send") ||
+            name.contains("recv") || name.contains("all_") ||
+            name.contains("microbatch") || name.contains("pack") ||
+            name.contains("broadcast") || name.contains("transfer") ||
+            name.contains("box"))
           return 0;
         return resultElems(o);
       });
