@@ -1,8 +1,14 @@
 """The ops behind modules and tensor methods, for eager and traced tensors.
 
-Each op checks its operands the way the pf verifier does, but in Python and
-at the user's line. On lazy tensors (inside ``nn.Graph.build``) it emits pf
-ops; on local tensors it computes with numpy (a reference forward pass).
+On local tensors an op computes with numpy (a reference forward pass) and
+checks its operands the way the pf verifier does, at the user's line (there
+is no compiler to ask). On lazy tensors (inside ``nn.Graph.build``) it emits
+a pf op and checks only what it needs to compute the result's type, what the
+verifier cannot see (a Python scalar where a tensor must be, bool labels)
+and what a module knows better (``nn.Linear``'s ``in_features``, operands
+moved with ``to_global``): the verifier checks the rest when the graph
+compiles, and ``pf-opt`` reports it at the op's location, the user's line
+(see ``compiler.diagnostics_to_error``).
 """
 
 import numbers
@@ -87,10 +93,10 @@ def linear(x, weight, bias=None):
 
 
 def bias_add(x, bias, axis=1):
-    if bias.ndim != 1 or bias.shape[0] != x.shape[axis]:
-        fail(f"bias of shape {_shape_str(bias.shape)} does not match axis {axis} of an input "
-             f"of shape {_shape_str(x.shape)}")
     if not _is_lazy(x, bias):
+        if bias.ndim != 1 or bias.shape[0] != x.shape[axis]:
+            fail(f"bias of shape {_shape_str(bias.shape)} does not match axis {axis} of an input "
+                 f"of shape {_shape_str(x.shape)}")
         view = [1] * x.ndim
         view[axis] = -1
         return _local(x._eager_value() + bias._eager_value().reshape(view))
@@ -110,13 +116,9 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
         return _local(av @ bv)
     if a.ndim < 2 or b.ndim < 2:
         fail(f"matmul needs operands of rank >= 2, got shapes {_shape_str(a.shape)} and {_shape_str(b.shape)}")
-    m, ka = (a.shape[-1], a.shape[-2]) if transpose_a else (a.shape[-2], a.shape[-1])
-    kb, n = (b.shape[-1], b.shape[-2]) if transpose_b else (b.shape[-2], b.shape[-1])
-    if ka != kb:
-        fail(f"matmul contraction sizes differ: {ka} (shape {_shape_str(a.shape)}) vs {kb} "
-             f"(shape {_shape_str(b.shape)})")
-    if b.ndim > 2 and a.shape[:-2] != b.shape[:-2]:
-        fail(f"matmul batch dimensions differ: {_shape_str(a.shape[:-2])} vs {_shape_str(b.shape[:-2])}")
+    # The contraction and batch sizes are the verifier's to check (pf.matmul).
+    m = a.shape[-1] if transpose_a else a.shape[-2]
+    n = b.shape[-2] if transpose_b else b.shape[-1]
     tracer, (av, bv) = _operands("matmul", a, b)
     attrs = {}
     if transpose_a:
@@ -134,10 +136,7 @@ def add(a, b):
         return eager_binary(np.add, a, b)
     if not isinstance(b, Tensor):
         _trace.unsupported("adding a Python scalar to a traced tensor")
-    if a.shape != b.shape:
-        fail(f"add needs operands of the same shape, got {_shape_str(a.shape)} and {_shape_str(b.shape)}")
-    if a.dtype is not b.dtype:
-        fail(f"add needs operands of the same dtype, got {a.dtype} and {b.dtype}")
+    # Equal shapes and element types are the verifier's to check (pf.add).
     tracer, (av, bv) = _operands("add", a, b)
     op = tracer.emit("pf.add", [av, bv], [av.type.with_shape(a.shape)])
     return _result(tracer, op, a)
@@ -150,7 +149,6 @@ def mul(a, b):
         return eager_binary(np.multiply, a, b)
     if isinstance(b, Tensor) or not isinstance(b, numbers.Real):
         _trace.unsupported("element-wise multiplication of two traced tensors")
-    _need_float("multiplication by a scalar", a)
     tracer, (av,) = _operands("mul", a)
     op = tracer.emit("pf.mul_scalar", [av], [av.type.with_shape(a.shape)], {"scalar": ir.F64(b)})
     return _result(tracer, op, a)
@@ -169,8 +167,8 @@ def eager_binary(fn, a, b):
 
 
 def relu(x):
-    _need_float("relu", x)
     if not _is_lazy(x):
+        _need_float("relu", x)
         v = x._eager_value()
         return _local(np.maximum(v, np.zeros((), v.dtype)))
     tracer, (xv,) = _operands("relu", x)
@@ -183,7 +181,6 @@ def dropout(x, p):
     from its counter-based generator at logical indices, per step and
     micro-batch, so every layout drops the same elements. Each call in a
     trace gets its own stream (the trace order)."""
-    _need_float("dropout", x)
     tracer, (xv,) = _operands("dropout", x)
     tracer.dropout_streams = getattr(tracer, "dropout_streams", 0) + 1
     op = tracer.emit("pf.dropout", [xv], [xv.type.with_shape(x.shape)],
@@ -253,26 +250,36 @@ def permute(x, perm):
 
 def cross_entropy(logits, labels):
     """Mean softmax cross-entropy of [N, C] logits against [N] integer labels."""
-    _need_float("cross-entropy logits", logits)
-    _need_rank("cross-entropy", logits, 2, "[batch, classes] logits as")
-    if labels.ndim != 1 or labels.dtype.is_floating_point or labels.dtype is dt.bool:
-        fail(f"cross-entropy needs [batch] integer class labels, got shape {_shape_str(labels.shape)} "
-             f"and dtype {labels.dtype}")
-    if labels.shape[0] != logits.shape[0]:
-        fail(f"cross-entropy batch sizes differ: {logits.shape[0]} rows of logits vs "
-             f"{labels.shape[0]} labels")
     if not _is_lazy(logits, labels):
-        z = logits._eager_value().astype(np.float64)
-        y = labels._eager_value()
-        if ((y < 0) | (y >= z.shape[1])).any():
-            raise ValueError(f"labels must be in [0, {z.shape[1]})")
-        zmax = z.max(axis=1, keepdims=True)
-        lse = np.log(np.exp(z - zmax).sum(axis=1)) + zmax[:, 0]
-        loss = (lse - z[np.arange(z.shape[0]), y]).mean()
-        return _local(np.asarray(loss, dtype=logits.dtype.numpy))
+        return _cross_entropy_eager(logits, labels)
+    if labels.dtype is dt.bool:
+        _bad_labels(labels)  # (pf's verifier takes i1 labels for integers)
     tracer, (zv, yv) = _operands("cross-entropy", logits, labels)
     op = tracer.emit("pf.softmax_cross_entropy", [zv, yv], [zv.type.with_shape(())])
     return _result(tracer, op, logits)
+
+
+def _bad_labels(labels):
+    fail(f"cross-entropy needs [batch] integer class labels, got shape {_shape_str(labels.shape)} "
+         f"and dtype {labels.dtype}")
+
+
+def _cross_entropy_eager(logits, labels):
+    _need_float("cross-entropy logits", logits)
+    _need_rank("cross-entropy", logits, 2, "[batch, classes] logits as")
+    if labels.ndim != 1 or labels.dtype.is_floating_point or labels.dtype is dt.bool:
+        _bad_labels(labels)
+    if labels.shape[0] != logits.shape[0]:
+        fail(f"cross-entropy batch sizes differ: {logits.shape[0]} rows of logits vs "
+             f"{labels.shape[0]} labels")
+    z = logits._eager_value().astype(np.float64)
+    y = labels._eager_value()
+    if ((y < 0) | (y >= z.shape[1])).any():
+        raise ValueError(f"labels must be in [0, {z.shape[1]})")
+    zmax = z.max(axis=1, keepdims=True)
+    lse = np.log(np.exp(z - zmax).sum(axis=1)) + zmax[:, 0]
+    loss = (lse - z[np.arange(z.shape[0]), y]).mean()
+    return _local(np.asarray(loss, dtype=logits.dtype.numpy))
 
 
 # Convolution and pooling --------------------------------------------------------
@@ -304,18 +311,19 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """NCHW convolution with an OIHW weight; the bias is a separate bias add."""
     stride, padding, dilation = _pair(stride, "stride"), _pair(padding, "padding"), _pair(dilation, "dilation")
     _need_rank("conv2d", x, 4, "an NCHW (rank 4)")
-    _need_float("conv2d", x)
     o, cg, kh, kw = weight.shape
-    if x.shape[1] % groups or o % groups:
-        fail(f"conv2d groups={groups} must divide the input channels {x.shape[1]} and output channels {o}")
-    if x.shape[1] // groups != cg:
-        fail(f"conv2d expects {cg * groups} input channels, got an input of shape {_shape_str(x.shape)}",
-             ["the input's channel axis (1) must equal the layer's in_channels"])
     out_hw = [_window_out(x.shape[2 + i], (kh, kw)[i], stride[i], padding[i], dilation[i]) for i in range(2)]
-    if min(out_hw) <= 0:
-        fail(f"conv2d kernel {[kh, kw]} does not fit the padded input {_shape_str(x.shape[2:])}")
     shape = (x.shape[0], o) + tuple(out_hw)
     if not _is_lazy(x, weight, bias):
+        # Traced, these are the verifier's to check (pf.conv2d).
+        _need_float("conv2d", x)
+        if x.shape[1] % groups or o % groups:
+            fail(f"conv2d groups={groups} must divide the input channels {x.shape[1]} and output channels {o}")
+        if x.shape[1] // groups != cg:
+            fail(f"conv2d expects {cg * groups} input channels, got an input of shape {_shape_str(x.shape)}",
+                 ["the input's channel axis (1) must equal the layer's in_channels"])
+        if min(out_hw) <= 0:
+            fail(f"conv2d kernel {[kh, kw]} does not fit the padded input {_shape_str(x.shape[2:])}")
         xv, wv = x._eager_value(), weight._eager_value()
         win = _windows(xv, (kh, kw), stride, padding, dilation, 0)
         og = o // groups
@@ -344,15 +352,16 @@ def _pool(kind, x, kernel, stride, padding):
     stride = kernel if stride is None else _pair(stride, "stride")
     padding = _pair(padding, "padding")
     _need_rank(f"{kind}_pool2d", x, 4, "an NCHW (rank 4)")
-    _need_float(f"{kind}_pool2d", x)
-    for i in range(2):
-        if 2 * padding[i] > kernel[i]:
-            fail(f"{kind}_pool2d padding {padding[i]} must be at most half the kernel size {kernel[i]}")
     out_hw = [_window_out(x.shape[2 + i], kernel[i], stride[i], padding[i]) for i in range(2)]
-    if min(out_hw) <= 0:
-        fail(f"{kind}_pool2d kernel {list(kernel)} does not fit the input {_shape_str(x.shape[2:])}")
     shape = tuple(x.shape[:2]) + tuple(out_hw)
     if not _is_lazy(x):
+        # Traced, these are the verifier's to check (pf.max_pool2d, pf.avg_pool2d).
+        _need_float(f"{kind}_pool2d", x)
+        for i in range(2):
+            if 2 * padding[i] > kernel[i]:
+                fail(f"{kind}_pool2d padding {padding[i]} must be at most half the kernel size {kernel[i]}")
+        if min(out_hw) <= 0:
+            fail(f"{kind}_pool2d kernel {list(kernel)} does not fit the input {_shape_str(x.shape[2:])}")
         xv = x._eager_value()
         if kind == "max":
             win = _windows(xv, kernel, stride, padding, (1, 1), -np.inf)
@@ -380,8 +389,8 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0):
 def global_avg_pool(x):
     """Mean over H and W: NCHW -> NC11."""
     _need_rank("adaptive_avg_pool2d", x, 4, "an NCHW (rank 4)")
-    _need_float("adaptive_avg_pool2d", x)
     if not _is_lazy(x):
+        _need_float("adaptive_avg_pool2d", x)
         v = x._eager_value()
         return _local(v.mean(axis=(2, 3), keepdims=True, dtype=np.float64).astype(v.dtype))
     tracer, (xv,) = _operands("adaptive_avg_pool2d", x)
@@ -395,14 +404,15 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Tr
                momentum=0.1, eps=1e-5):
     """Batch norm over axis 1; in training mode the running statistics are updated."""
     _need_rank("batch_norm", x, (2, 4), "an [N, C] or [N, C, H, W]")
-    _need_float("batch_norm", x)
     channels = x.shape[1]
-    for name, t in (("running_mean", running_mean), ("running_var", running_var),
-                    ("weight", weight), ("bias", bias)):
-        if t is not None and tuple(t.shape) != (channels,):
-            fail(f"batch_norm's {name} has shape {_shape_str(t.shape)} but the input has "
-                 f"{channels} channels (shape {_shape_str(x.shape)})")
     if not _is_lazy(x):
+        # Traced, these are the verifier's to check (pf.batch_norm).
+        _need_float("batch_norm", x)
+        for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                        ("weight", weight), ("bias", bias)):
+            if t is not None and tuple(t.shape) != (channels,):
+                fail(f"batch_norm's {name} has shape {_shape_str(t.shape)} but the input has "
+                     f"{channels} channels (shape {_shape_str(x.shape)})")
         return _batch_norm_eager(x, running_mean, running_var, weight, bias, training, momentum, eps)
     if not training:
         _trace.unsupported("batch norm in eval mode inside nn.Graph (the pf dialect has no "

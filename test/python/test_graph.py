@@ -552,6 +552,42 @@ def test_pf_opt_diagnostics_map_to_user_lines(pf_opt, tmp_path):
     assert info.value.filename.endswith("graph.mlir") and info.value.lineno == 1
 
 
+class TracedOpErrors(nn.Graph):
+    """Traced ops whose operands pf's verifier rejects."""
+
+    def __init__(self, case):
+        super().__init__()
+        self.case = case
+        self.fc = nn.Linear(4, 3).to_global(P0, B)
+
+    def build(self, x, y):
+        if self.case == "matmul":
+            return flow.matmul(x, self.fc.weight)  # <-- traced-matmul
+        if self.case == "add":
+            return self.fc(x) + x  # <-- traced-add
+        return flow.relu(y)  # <-- traced-relu
+
+
+@pytest.mark.parametrize("case, match", [
+    ("matmul", r"'pf\.matmul' op contraction sizes differ: 4 \(lhs \[2, 4\]\) vs 3 \(rhs \[3, 4\]\)"),
+    ("add", r"'pf\.add' op operand shapes differ: \[2, 3\] vs \[2, 4\]"),
+    ("relu", r"'pf\.relu' op input must have a float element type, got 'i64'"),
+])
+def test_traced_op_checks_are_the_verifiers(pf_opt, case, match):
+    """An op on traced tensors checks only what its result type needs: the
+    rest is pf-opt's, whose error names the user's line when the graph
+    compiles. Eager ops, which no compiler sees, still check in Python."""
+    graph = TracedOpErrors(case)
+    x, y = flow.randn(2, 4).to_global(P0, B), flow.randint(0, 3, (2,)).to_global(P0, B)
+    assert f"pf.{case}" in graph.ir(x, y)
+    with pytest.raises(flow.CompileError, match=match + r" \(reported by pf-opt\)") as info:
+        graph.compile(x, y)
+    assert info.value.filename == HERE and info.value.lineno == line_of(HERE, f"traced-{case}")
+    assert str(info.value).startswith(f"{HERE}:{info.value.lineno}: error: ")
+    with pytest.raises(ValueError, match="relu needs a floating-point input"):
+        flow.relu(flow.tensor([1, 2]))
+
+
 def test_find_pf_opt_honours_environment(monkeypatch, pf_opt, tmp_path):
     monkeypatch.setenv("PF_OPT", pf_opt)
     assert compiler.find_pf_opt() == os.path.abspath(pf_opt)
