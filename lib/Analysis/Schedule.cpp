@@ -146,12 +146,16 @@ std::optional<Plan> mlir::pf::schedule::build(ScheduleKind kind, int64_t p,
   if (kind == ScheduleKind::ZBH1) {
     // Place each weight gradient W(i) (ready once B(i) is done) wherever the
     // rank would otherwise idle waiting for its next F or B, and the rest at
-    // the end: a unit-time list schedule over 1F1B's F/B order.
+    // the end: a unit-time list schedule over 1F1B's F/B order. A forward
+    // that would make a rank hold more than p micro-batches (1F1B's peak,
+    // on its first rank; a micro-batch is held until its W) runs a pending
+    // W first: ZB-H1 keeps 1F1B's peak activation memory, as in the paper.
     int64_t stages = p;
     std::map<std::tuple<char, int64_t, int64_t>, int64_t> finish;
     std::vector<size_t> next(p, 0);
     std::vector<int64_t> freeAt(p, 0);
     std::vector<std::vector<int64_t>> pendingW(p);
+    std::vector<int64_t> held(p, 0); // forwards whose W is still to come
     Plan zb(p);
     size_t remaining = 0;
     for (auto &l : plan)
@@ -175,10 +179,15 @@ std::optional<Plan> mlir::pf::schedule::build(ScheduleKind kind, int64_t p,
                         : (r + 1 < stages ? depDone('B', a.mb, r + 1)
                                           : depDone('F', a.mb, r)) &&
                               depDone('F', a.mb, r);
+          if (ok && a.kind == 'F' && !pendingW[r].empty() &&
+              held[r] >= std::min(p, m))
+            ok = false; // a W first: it frees a held micro-batch
           if (ok) {
             zb[r].push_back(a);
             finish[{a.kind, a.mb, r}] = t + 1;
             freeAt[r] = t + 1;
+            if (a.kind == 'F')
+              ++held[r];
             if (a.kind == 'B')
               pendingW[r].push_back(a.mb);
             ++next[r];
@@ -191,6 +200,7 @@ std::optional<Plan> mlir::pf::schedule::build(ScheduleKind kind, int64_t p,
           pendingW[r].erase(pendingW[r].begin());
           zb[r].push_back({'W', mb, 0});
           freeAt[r] = t + 1;
+          --held[r];
         }
       }
       if (t > 16 * (int64_t)(m + p) * 3) {
@@ -283,7 +293,10 @@ Result mlir::pf::schedule::simulate(const Plan &plan, int64_t p, int64_t m,
               std::max(result.peakInFlight[r], ++inFlight[r]);
           actBytes[r] += costs.actOf(s);
           result.peakActBytes[r] = std::max(result.peakActBytes[r], actBytes[r]);
-        } else if (a.kind == 'B') {
+        } else if ((a.kind == 'B' && !splitW) || a.kind == 'W') {
+          // In flight until the last backward action that reads the
+          // micro-batch's activations: W when it is apart (the weight
+          // gradient needs the stage's saved inputs), else B.
           --inFlight[r];
         }
         // A weight gradient still needs the stage's saved inputs.

@@ -69,7 +69,8 @@ struct Result {
   std::string error;             // non-empty on deadlock or a bad plan
   double makespan = 0.0;
   std::vector<double> busy;      // per rank
-  std::vector<int64_t> peakInFlight; // per rank: forwards not yet backwarded
+  std::vector<int64_t> peakInFlight; // per rank: forwards whose last
+                                     // backward (W when apart) is to come
   std::vector<double> peakActBytes;  // per rank, from Costs::stageAct
   /// Per rank, per action in plan order: predicted start and end times.
   std::vector<std::vector<std::pair<double, double>>> times;

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <map>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::pf;
@@ -31,6 +32,8 @@ FailureOr<int64_t> bytesOfType(Location loc, Type type) {
 struct Interval {
   int64_t bytes = 0;
   int64_t start = 0, end = 0;
+  /// The micro-batch whose forward defined it (-1: none).
+  int64_t microbatch = -1;
   bool external = false; // a parameter, a run-time scalar, or nothing
 };
 constexpr int64_t kEnd = INT64_MAX;
@@ -254,6 +257,48 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
       if (failed(newClass(r, p,
                           noStorage || !buffers.inPlaceTarget(r).empty())))
         return failure();
+    // A forward op's result that a backward op reads later is one of its
+    // micro-batch's activations in flight.
+    if (auto mb = op.getAttrOfType<IntegerAttr>(
+            PFDialect::getMicrobatchAttrName())) {
+      auto phase = op.getAttrOfType<StringAttr>(PFDialect::getPhaseAttrName());
+      if (!phase || phase.getValue() == "forward")
+        for (Value r : op.getResults())
+          classes[plan.classOf[r]].microbatch = mb.getInt();
+    }
+  }
+
+  // Activations in flight: forward-defined classes whose last reader is a
+  // backward op, counted per micro-batch over the step.
+  {
+    SmallVector<Operation *> opAt(positionOf.size() + 1, nullptr);
+    for (auto &[op, at] : positionOf)
+      opAt[at] = op;
+    SmallVector<std::tuple<int64_t, int64_t, int64_t>> events; // at, +-1, idx
+    for (auto [i, c] : llvm::enumerate(classes)) {
+      if (c.external || c.microbatch < 0 || c.end == kEnd ||
+          c.end >= static_cast<int64_t>(opAt.size()))
+        continue;
+      auto phase = opAt[c.end]->getAttrOfType<StringAttr>(
+          PFDialect::getPhaseAttrName());
+      if (!phase || !phase.getValue().starts_with("backward"))
+        continue;
+      events.push_back({c.start, 1, i});
+      events.push_back({c.end + 1, -1, i});
+    }
+    llvm::sort(events);
+    llvm::DenseMap<int64_t, int64_t> liveOf; // micro-batch -> live classes
+    int64_t bytes = 0;
+    for (auto [at, delta, i] : events) {
+      int64_t &n = liveOf[classes[i].microbatch];
+      n += delta;
+      if (n == 0)
+        liveOf.erase(classes[i].microbatch);
+      bytes += delta * classes[i].bytes;
+      plan.activationsInFlight = std::max<int64_t>(plan.activationsInFlight,
+                                                   liveOf.size());
+      plan.activationPeakBytes = std::max(plan.activationPeakBytes, bytes);
+    }
   }
 
   SmallVector<int64_t> offsets(classes.size(), -1);
@@ -294,5 +339,7 @@ DictionaryAttr MemoryPlan::toAttr(MLIRContext *ctx) const {
        entry("state_bytes", stateBytes), entry("input_bytes", inputBytes),
        entry("step_peak_bytes", stepPeakBytes),
        entry("step_lower_bound_bytes", lowerBoundBytes),
-       entry("step_buffers", numBuffers)});
+       entry("step_buffers", numBuffers),
+       entry("activations_in_flight", activationsInFlight),
+       entry("activation_peak_bytes", activationPeakBytes)});
 }

@@ -70,6 +70,10 @@ public:
   int64_t inputBytes = 0;
   /// The number of step buffers planned.
   int64_t numBuffers = 0;
+  /// The most micro-batches with forward activations still to be read by
+  /// their backward at once (what the schedule simulation calls in flight),
+  /// and the most bytes those activations take at once.
+  int64_t activationsInFlight = 0, activationPeakBytes = 0;
 
   /// The report as a dictionary (for the manifest and `memory-report`).
   DictionaryAttr toAttr(MLIRContext *ctx) const;
