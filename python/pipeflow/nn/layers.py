@@ -6,8 +6,6 @@ import numpy as np
 
 from .. import _ops
 from .. import _trace
-from .._source import user_location
-from .._errors import CompileError
 from . import init
 from .module import Module
 from .parameter import Parameter
