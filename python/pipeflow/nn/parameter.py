@@ -25,9 +25,9 @@ class Parameter(Tensor):
     When a graph traces the parameter, the value becomes the compiled
     program's initial value (``set_runtime_init``), computed on first read.
     Once the graph has run, the compiled program owns the trained value
-    (``mark_trained``): reading the parameter reads it back from the program
-    (see ``pipeflow._state``), or raises when that would need the other
-    processes of the job.
+    (``pipeflow._trained.mark_trained``): reading the parameter reads it
+    back from the program (see ``pipeflow._state``), or raises when that
+    would need the other processes of the job.
     """
 
     def __new__(cls, data=None, requires_grad=True, init=None):
