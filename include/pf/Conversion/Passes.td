@@ -22,6 +22,9 @@ def ConvertPFToCPUPass : Pass<"convert-pf-to-cpu", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
   let options = [
+    Option<"foldAccumulation", "fold-accumulation", "bool", /*default=*/"true",
+           "fold add(acc, matmul(...)) into the matmul (C += A B into the "
+           "accumulator's buffer) when nothing else reads either">,
     Option<"outlineActions", "outline-actions", "bool", /*default=*/"true",
            "make the step a loop over its actions: one function per shape "
            "of (stage, phase, micro-batch) action, constants that differ "

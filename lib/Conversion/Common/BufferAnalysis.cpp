@@ -8,7 +8,7 @@
 using namespace mlir;
 using namespace mlir::pf;
 
-BufferAnalysis::BufferAnalysis(Block &block) {
+BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation) {
   llvm::DenseMap<Operation *, unsigned> order;
   unsigned position = 0;
   for (Operation &op : block)
@@ -102,6 +102,8 @@ BufferAnalysis::BufferAnalysis(Block &block) {
   // Accumulating GEMMs. The accumulator must own a fresh step buffer (not a
   // parameter, input, view or in-place result) that nothing else reads.
   for (auto add : block.getOps<AddOp>()) {
+    if (!foldAccumulation)
+      break;
     for (unsigned i = 0; i < 2; ++i) {
       Value acc = add->getOperand(i), product = add->getOperand(1 - i);
       auto mm = product.getDefiningOp<MatmulOp>();

@@ -173,9 +173,10 @@ class RankLowering {
 public:
   RankLowering(ModuleOp module, func::FuncOp step,
                const llvm::DenseMap<Operation *, Operation *> &sendDone,
-               bool outline)
+               bool foldAccumulation, bool outline)
       : module(module), step(step), b(module.getContext()),
-        state(module, step.getBody().front()), outline(outline) {
+        state(module, step.getBody().front(), foldAccumulation),
+        outline(outline) {
     state.sendDone = sendDone;
   }
 
@@ -529,7 +530,9 @@ struct ConvertPFToCPUPass
     llvm::DenseMap<Operation *, Operation *> sendDone =
         analyzeSendCompletion(blocks);
     for (auto [m, step] : steps)
-      if (failed(RankLowering(m, step, sendDone, outlineActions).run()))
+      if (failed(RankLowering(m, step, sendDone, foldAccumulation,
+                              outlineActions)
+                     .run()))
         return signalPassFailure();
   }
 };

@@ -37,8 +37,9 @@ namespace mlir::pf {
 
 class BufferAnalysis {
 public:
-  /// Analyses `step`, the body of a rank's step function.
-  explicit BufferAnalysis(Block &step);
+  /// Analyses `step`, the body of a rank's step function; accumulating
+  /// GEMMs only when `foldAccumulation`.
+  explicit BufferAnalysis(Block &step, bool foldAccumulation = true);
 
   /// Whether the read_param `read` must copy its parameter.
   bool isCopyingRead(Operation *read) const {

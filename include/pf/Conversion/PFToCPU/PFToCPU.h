@@ -49,8 +49,8 @@ struct PartInput {
 
 /// What the patterns of one rank module share.
 struct CPULoweringState {
-  CPULoweringState(ModuleOp module, Block &step)
-      : module(module), rt(module), buffers(step) {}
+  CPULoweringState(ModuleOp module, Block &step, bool foldAccumulation)
+      : module(module), rt(module), buffers(step, foldAccumulation) {}
 
   ModuleOp module;
   rt::RuntimeABI rt;
