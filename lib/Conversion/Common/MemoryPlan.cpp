@@ -141,7 +141,7 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
       return failure();
     plan.params[param.getSymName()] = plan.persistentBytes;
     plan.persistentBytes += *bytes;
-    if (param->hasAttr(PFDialect::getGradOfAttrName()))
+    if (param->hasAttr(PFDialect::GradOfAttrHelper::getNameStr()))
       plan.gradientBytes += *bytes;
     else if (param.getBuffer())
       plan.stateBytes += *bytes;
@@ -260,8 +260,8 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
     // A forward op's result that a backward op reads later is one of its
     // micro-batch's activations in flight.
     if (auto mb = op.getAttrOfType<IntegerAttr>(
-            PFDialect::getMicrobatchAttrName())) {
-      auto phase = op.getAttrOfType<StringAttr>(PFDialect::getPhaseAttrName());
+            PFDialect::MicrobatchAttrHelper::getNameStr())) {
+      auto phase = op.getAttrOfType<StringAttr>(PFDialect::PhaseAttrHelper::getNameStr());
       if (!phase || phase.getValue() == "forward")
         for (Value r : op.getResults())
           classes[plan.classOf[r]].microbatch = mb.getInt();
@@ -280,7 +280,7 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
           c.end >= static_cast<int64_t>(opAt.size()))
         continue;
       auto phase = opAt[c.end]->getAttrOfType<StringAttr>(
-          PFDialect::getPhaseAttrName());
+          PFDialect::PhaseAttrHelper::getNameStr());
       if (!phase || !phase.getValue().starts_with("backward"))
         continue;
       events.push_back({c.start, 1, i});

@@ -170,10 +170,10 @@ struct DropoutLowering : CPUPattern<DropoutOp> {
       return failure();
     Location loc = op.getLoc();
     rt::RuntimeABI &rt = state.rt;
-    auto logical = op->getAttrOfType<DenseI64ArrayAttr>("pf.logical_shape");
-    auto offset = op->getAttrOfType<DenseI64ArrayAttr>("pf.shard_offset");
+    auto logical = op->getAttrOfType<DenseI64ArrayAttr>(PFDialect::LogicalShapeAttrHelper::getNameStr());
+    auto offset = op->getAttrOfType<DenseI64ArrayAttr>(PFDialect::ShardOffsetAttrHelper::getNameStr());
     ArrayRef<int64_t> local = localShape(op.getInput());
-    auto mb = op->getAttrOfType<IntegerAttr>(PFDialect::getMicrobatchAttrName());
+    auto mb = op->getAttrOfType<IntegerAttr>(PFDialect::MicrobatchAttrHelper::getNameStr());
     rt.pfrt_k_dropout(
         b, loc, adaptor.getInput(), *out, localCount(op.getResult()),
         op.getP().convertToDouble(), state.seed(b, loc), op.getStream(),
@@ -212,7 +212,7 @@ struct ReduceSumLowering : CPUPattern<ReduceSumOp> {
 /// many times this rank's share of the global one.
 void scaleForBatchSplit(CPULoweringState &state, OpBuilder &b, Operation *op,
                         Value out, int64_t n) {
-  auto split = op->getAttrOfType<IntegerAttr>("pf.batch_split");
+  auto split = op->getAttrOfType<IntegerAttr>(PFDialect::BatchSplitAttrHelper::getNameStr());
   if (split && split.getInt() > 1)
     state.rt.pfrt_k_scale(b, op->getLoc(), out, out, n,
                           1.0 / static_cast<double>(split.getInt()));

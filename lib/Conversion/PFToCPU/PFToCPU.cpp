@@ -13,6 +13,7 @@
 
 #include "pf/Conversion/PFToCPU/PFToCPU.h"
 #include "pf/Conversion/Passes.h"
+#include "pf/Target/ArtifactAttrs.h"
 #include "pf/Conversion/Common/SendCompletion.h"
 #include "pf/Conversion/Common/StepOutlining.h"
 
@@ -112,10 +113,10 @@ FailureOr<Value> CPULoweringState::result(OpBuilder &b, Operation *op,
 }
 
 void CPULoweringState::markAction(Operation *op, OpBuilder &b) {
-  auto stage = op->getAttrOfType<IntegerAttr>(PFDialect::getStageAttrName());
-  auto phase = op->getAttrOfType<StringAttr>(PFDialect::getPhaseAttrName());
+  auto stage = op->getAttrOfType<IntegerAttr>(PFDialect::StageAttrHelper::getNameStr());
+  auto phase = op->getAttrOfType<StringAttr>(PFDialect::PhaseAttrHelper::getNameStr());
   auto microbatch =
-      op->getAttrOfType<IntegerAttr>(PFDialect::getMicrobatchAttrName());
+      op->getAttrOfType<IntegerAttr>(PFDialect::MicrobatchAttrHelper::getNameStr());
   if (!stage && !phase && !microbatch)
     return;
   std::tuple<int64_t, StringRef, int64_t> key = {
@@ -139,10 +140,10 @@ void CPULoweringState::markAction(Operation *op, OpBuilder &b) {
 void mlir::pf::emitTraceBegin(CPULoweringState &state, Operation *op,
                               OpBuilder &b, bool comm) {
   Location loc = op->getLoc();
-  auto stage = op->getAttrOfType<IntegerAttr>(PFDialect::getStageAttrName());
-  auto phase = op->getAttrOfType<StringAttr>(PFDialect::getPhaseAttrName());
+  auto stage = op->getAttrOfType<IntegerAttr>(PFDialect::StageAttrHelper::getNameStr());
+  auto phase = op->getAttrOfType<StringAttr>(PFDialect::PhaseAttrHelper::getNameStr());
   auto microbatch =
-      op->getAttrOfType<IntegerAttr>(PFDialect::getMicrobatchAttrName());
+      op->getAttrOfType<IntegerAttr>(PFDialect::MicrobatchAttrHelper::getNameStr());
   StringRef category = comm    ? StringRef("comm")
                        : phase ? phase.getValue()
                                : StringRef("forward");
@@ -254,15 +255,15 @@ LogicalResult RankLowering::lowerParams() {
     Value stream =
         rt.pfrt_stream_id(b, ploc, rt.str(b, ploc, param.getSymName()));
     // A shard (after pf-partition-ranks) draws its logical elements.
-    auto logical = param->getAttrOfType<DenseI64ArrayAttr>("pf.logical_shape");
-    auto offset = param->getAttrOfType<DenseI64ArrayAttr>("pf.shard_offset");
+    auto logical = param->getAttrOfType<DenseI64ArrayAttr>(PFDialect::LogicalShapeAttrHelper::getNameStr());
+    auto offset = param->getAttrOfType<DenseI64ArrayAttr>(PFDialect::ShardOffsetAttrHelper::getNameStr());
     ArrayRef<int64_t> logicalShape =
         logical ? logical.asArrayRef() : type.getShape();
     auto offsetPtr = [&] {
       return offset ? rt.i64Array(b, ploc, offset.asArrayRef())
                     : rt.nullPtr(b, ploc);
     };
-    InitKind kind = param->hasAttr("pf.zero_init") ? InitKind::Zeros
+    InitKind kind = param->hasAttr(PFDialect::ZeroInitAttrHelper::getNameStr()) ? InitKind::Zeros
                                                    : init.getKind();
     rt.pfrt_init_param(b, ploc, buffer, static_cast<int32_t>(kind),
                        init.getFirst(), init.getSecond(), seed, stream,
@@ -271,7 +272,7 @@ LogicalResult RankLowering::lowerParams() {
     // Parameters, optimizer states and running statistics persist across
     // steps: the runtime reads, saves and loads them by name. Gradient
     // buffers are per-step scratch.
-    if (!param->hasAttr("pf.grad_of"))
+    if (!param->hasAttr(PFDialect::GradOfAttrHelper::getNameStr()))
       rt.pfrt_state_register(b, ploc, rt.str(b, ploc, param.getSymName()),
                              int32_t{0}, type.getRank(),
                              rt.i64Array(b, ploc, logicalShape), offsetPtr(),
@@ -309,26 +310,34 @@ FailureOr<Value> RankLowering::lowerInput(BlockArgument arg, PartInput &part) {
   Location loc = arg.getLoc();
   auto type = cast<GlobalType>(arg.getType());
   unsigned argNo = arg.getArgNumber();
-  auto index = step.getArgAttrOfType<IntegerAttr>(argNo, "pf.input");
+  auto index = step.getArgAttrOfType<IntegerAttr>(argNo, PFDialect::InputAttrHelper::getNameStr());
   int64_t input = index ? index.getInt() : argNo;
   FailureOr<int64_t> bytes = elementBytes(step, type);
   if (failed(bytes))
     return failure();
   bool isFloat = type.getElementType().isF32();
   SmallVector<NamedAttribute> facts = {
-      b.getNamedAttr("index", b.getI64IntegerAttr(input)),
-      b.getNamedAttr("shape", b.getDenseI64ArrayAttr(type.getShape())),
-      b.getNamedAttr("dtype", b.getStringAttr(isFloat ? "f32" : "i64"))};
-  for (StringRef name : {"pf.logical_shape", "pf.boxes", "pf.box_shape"})
-    if (Attribute a = step.getArgAttr(argNo, name))
-      facts.push_back(b.getNamedAttr(name.drop_front(3), a));
+      b.getNamedAttr(artifact::input::kIndex, b.getI64IntegerAttr(input)),
+      b.getNamedAttr(artifact::input::kShape,
+                     b.getDenseI64ArrayAttr(type.getShape())),
+      b.getNamedAttr(artifact::input::kDtype,
+                     b.getStringAttr(isFloat ? "f32" : "i64"))};
+  for (auto [attr, key] :
+       {std::pair{PFDialect::LogicalShapeAttrHelper::getNameStr(),
+                  artifact::input::kLogicalShape},
+        std::pair{PFDialect::BoxesAttrHelper::getNameStr(),
+                  artifact::input::kBoxes},
+        std::pair{PFDialect::BoxShapeAttrHelper::getNameStr(),
+                  artifact::input::kBoxShape}})
+    if (Attribute a = step.getArgAttr(argNo, attr))
+      facts.push_back(b.getNamedAttr(key, a));
   inputs.push_back(b.getDictionaryAttr(facts));
 
   auto logical =
-      step.getArgAttrOfType<DenseI64ArrayAttr>(argNo, "pf.logical_shape");
-  auto boxes = step.getArgAttrOfType<ArrayAttr>(argNo, "pf.boxes");
+      step.getArgAttrOfType<DenseI64ArrayAttr>(argNo, PFDialect::LogicalShapeAttrHelper::getNameStr());
+  auto boxes = step.getArgAttrOfType<ArrayAttr>(argNo, PFDialect::BoxesAttrHelper::getNameStr());
   auto boxShape =
-      step.getArgAttrOfType<DenseI64ArrayAttr>(argNo, "pf.box_shape");
+      step.getArgAttrOfType<DenseI64ArrayAttr>(argNo, PFDialect::BoxShapeAttrHelper::getNameStr());
   part.index = input;
   part.dtype = isFloat ? 0 : 1;
   part.classes = classesOf(arg);
@@ -343,7 +352,7 @@ FailureOr<Value> RankLowering::lowerInput(BlockArgument arg, PartInput &part) {
   // A partial-sum input from a source of logical values (synthetic data,
   // .npy files): ranks off coordinate 0 of a P dimension hold zeros. Inputs a
   // host program gives are the rank's own addends and stay as given.
-  part.zero = static_cast<bool>(step.getArgAttr(argNo, "pf.zero_input"));
+  part.zero = static_cast<bool>(step.getArgAttr(argNo, PFDialect::ZeroInputAttrHelper::getNameStr()));
   if (state.buffers.isPartLoadedInput(arg))
     return rt.nullPtr(b, loc);
 
@@ -371,7 +380,7 @@ LogicalResult RankLowering::lowerStep() {
     return step.emitOpError("convert-pf-to-cpu expects one block");
   Block &body = step.getBody().front();
   MLIRContext *ctx = module.getContext();
-  state.lossReplica = step->hasAttr("pf.loss_replica");
+  state.lossReplica = step->hasAttr(PFDialect::LossReplicaAttrHelper::getNameStr());
 
   b.setInsertionPointToEnd(module.getBody());
   auto fn = LLVM::LLVMFuncOp::create(
@@ -411,7 +420,7 @@ LogicalResult RankLowering::lowerStep() {
   OutlineStats stats;
   if (outline &&
       outlineStepActions(module, fn, CPULoweringState::kActionMarker, stats))
-    module->setAttr("pfrt.actions",
+    module->setAttr(artifact::kActionsAttrName,
                     b.getDictionaryAttr(
                         {b.getNamedAttr("actions",
                                         b.getI64IntegerAttr(stats.actions)),
@@ -465,11 +474,11 @@ void RankLowering::emitMain() {
 }
 
 LogicalResult RankLowering::run() {
-  if (auto r = module->getAttrOfType<IntegerAttr>(PFDialect::getRankAttrName()))
+  if (auto r = module->getAttrOfType<IntegerAttr>(PFDialect::RankAttrHelper::getNameStr()))
     state.rankId = r.getInt();
   // For the artifact manifest (the host reads it to feed the inputs).
   int64_t microbatches = 0;
-  if (step.getNumResults() > 0 && !step->hasAttr("pf.loss_replica"))
+  if (step.getNumResults() > 0 && !step->hasAttr(PFDialect::LossReplicaAttrHelper::getNameStr()))
     microbatches = std::max<int64_t>(
         1, cast<GlobalType>(step.getResultTypes()[0]).getNumElements());
   FailureOr<MemoryPlan> plan = MemoryPlan::build(
@@ -480,10 +489,10 @@ LogicalResult RankLowering::run() {
   if (failed(lowerParams()) || failed(lowerStep()))
     return failure();
   emitMain();
-  module->setAttr("pfrt.inputs", b.getArrayAttr(inputs));
-  module->setAttr("pfrt.reports_loss", b.getBoolAttr(microbatches > 0));
-  module->setAttr("pfrt.memory", state.plan->toAttr(module.getContext()));
-  module->setAttr("pfrt.num_microbatches",
+  module->setAttr(artifact::kInputsAttrName, b.getArrayAttr(inputs));
+  module->setAttr(artifact::kReportsLossAttrName, b.getBoolAttr(microbatches > 0));
+  module->setAttr(artifact::kMemoryAttrName, state.plan->toAttr(module.getContext()));
+  module->setAttr(artifact::kNumMicrobatchesAttrName,
                   b.getI64IntegerAttr(std::max<int64_t>(microbatches, 1)));
   // The pf program is now fully described by the LLVM functions.
   step.erase();
@@ -499,10 +508,10 @@ struct ConvertPFToCPUPass
   void runOnOperation() override {
     ModuleOp top = getOperation();
     SmallVector<ModuleOp> ranks;
-    if (top->hasAttr(PFDialect::getRankAttrName()))
+    if (top->hasAttr(PFDialect::RankAttrHelper::getNameStr()))
       ranks.push_back(top);
     for (auto m : top.getOps<ModuleOp>())
-      if (m->hasAttr(PFDialect::getRankAttrName()))
+      if (m->hasAttr(PFDialect::RankAttrHelper::getNameStr()))
         ranks.push_back(m);
     if (ranks.empty()) {
       top.emitError("convert-pf-to-cpu expects per-rank modules: run "
@@ -524,7 +533,7 @@ struct ConvertPFToCPUPass
         return signalPassFailure();
       }
       steps.push_back({m, funcs.front()});
-      blocks[m->getAttrOfType<IntegerAttr>(PFDialect::getRankAttrName())
+      blocks[m->getAttrOfType<IntegerAttr>(PFDialect::RankAttrHelper::getNameStr())
                  .getInt()] = &funcs.front().getBody().front();
     }
     llvm::DenseMap<Operation *, Operation *> sendDone =
