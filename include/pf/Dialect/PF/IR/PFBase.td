@@ -102,23 +102,6 @@ def PF_Dialect : Dialect {
     "::mlir::UnitAttr":$zero_input
   );
   let extraClassDeclaration = [{
-    // Kept until lib/Conversion uses the helpers above: the names of
-    // pf.stage, pf.phase, pf.microbatch, pf.rank and pf.grad_of.
-    static constexpr ::llvm::StringLiteral getStageAttrName() {
-      return StageAttrHelper::getNameStr();
-    }
-    static constexpr ::llvm::StringLiteral getPhaseAttrName() {
-      return PhaseAttrHelper::getNameStr();
-    }
-    static constexpr ::llvm::StringLiteral getMicrobatchAttrName() {
-      return MicrobatchAttrHelper::getNameStr();
-    }
-    static constexpr ::llvm::StringLiteral getRankAttrName() {
-      return RankAttrHelper::getNameStr();
-    }
-    static constexpr ::llvm::StringLiteral getGradOfAttrName() {
-      return GradOfAttrHelper::getNameStr();
-    }
   private:
     void registerAttributes();
     void registerTypes();
