@@ -40,7 +40,9 @@ struct GroupOpLowering : CPUPattern<OpTy> {
 
   LogicalResult lower(OpTy op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    auto [ranks, pos] = groupOf(op.getGroups(), state.rankId);
+    auto [groupRanks, groupPos] = groupOf(op.getGroups(), state.rankId);
+    ArrayRef<int64_t> ranks = groupRanks;
+    int64_t pos = groupPos;
     if (pos < 0)
       return op.emitOpError("rank ")
              << state.rankId << " is in none of the op's groups";
@@ -48,36 +50,33 @@ struct GroupOpLowering : CPUPattern<OpTy> {
     if constexpr (std::is_same_v<OpTy, AllReduceOp>)
       if (!cast<GlobalType>(source.getType()).getElementType().isF32())
         return op.emitOpError("sums f32 tensors only");
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    Location loc = op.getLoc();
-    rt::RuntimeABI &rt = state.rt;
-    Value in = adaptor.getInput();
-    Value ranksPtr = rt.i64Array(b, loc, ranks);
-    auto n = static_cast<int64_t>(ranks.size());
-    ArrayRef<int64_t> shape = localShape(source);
-    auto ndim = static_cast<int64_t>(shape.size());
-    Value shapePtr = rt.i64Array(b, loc, shape);
-    int32_t dtype = dtypeCode(source);
-    if constexpr (std::is_same_v<OpTy, AllReduceOp>)
-      rt.pfrt_all_reduce_sum(b, loc, in, *out, localCount(source), ranksPtr,
-                             n);
-    else if constexpr (std::is_same_v<OpTy, AllGatherOp>)
-      rt.pfrt_box_all_gather(b, loc, in, *out, dtype, ndim, shapePtr,
-                             op.getAxis(), ranksPtr, n);
-    else if constexpr (std::is_same_v<OpTy, ReduceScatterOp>)
-      rt.pfrt_box_reduce_scatter(b, loc, in, *out, ndim, shapePtr,
-                                 op.getAxis(), ranksPtr, n);
-    else if constexpr (std::is_same_v<OpTy, AllToAllOp>)
-      rt.pfrt_box_all_to_all(b, loc, in, *out, dtype, ndim, shapePtr,
-                             op.getSplitAxis(), op.getConcatAxis(), ranksPtr,
-                             n);
-    else
-      rt.pfrt_box_slice(b, loc, in, *out, dtype, ndim, shapePtr, op.getAxis(),
-                        pos, n);
-    b.replaceOp(op, *out);
-    return success();
+    return this->emitInto(op, b, [&](Value out) {
+      Location loc = op.getLoc();
+      rt::RuntimeABI &rt = state.rt;
+      Value in = adaptor.getInput();
+      Value ranksPtr = rt.i64Array(b, loc, ranks);
+      auto n = static_cast<int64_t>(ranks.size());
+      ArrayRef<int64_t> shape = localShape(source);
+      auto ndim = static_cast<int64_t>(shape.size());
+      Value shapePtr = rt.i64Array(b, loc, shape);
+      int32_t dtype = dtypeCode(source);
+      if constexpr (std::is_same_v<OpTy, AllReduceOp>)
+        rt.pfrt_all_reduce_sum(b, loc, in, out, localCount(source), ranksPtr,
+                               n);
+      else if constexpr (std::is_same_v<OpTy, AllGatherOp>)
+        rt.pfrt_box_all_gather(b, loc, in, out, dtype, ndim, shapePtr,
+                               op.getAxis(), ranksPtr, n);
+      else if constexpr (std::is_same_v<OpTy, ReduceScatterOp>)
+        rt.pfrt_box_reduce_scatter(b, loc, in, out, ndim, shapePtr,
+                                   op.getAxis(), ranksPtr, n);
+      else if constexpr (std::is_same_v<OpTy, AllToAllOp>)
+        rt.pfrt_box_all_to_all(b, loc, in, out, dtype, ndim, shapePtr,
+                               op.getSplitAxis(), op.getConcatAxis(), ranksPtr,
+                               n);
+      else
+        rt.pfrt_box_slice(b, loc, in, out, dtype, ndim, shapePtr, op.getAxis(),
+                          pos, n);
+    });
   }
 };
 
@@ -86,24 +85,21 @@ struct BroadcastLowering : CPUPattern<BroadcastOp> {
       : CPUPattern(converter, state, Trace::Comm) {}
   LogicalResult lower(BroadcastOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    Location loc = op.getLoc();
-    rt::RuntimeABI &rt = state.rt;
-    bool isF32 = op.getType().getElementType().isF32();
-    int64_t n = localCount(op.getResult());
-    // The root copies its value in; an i64 element is two floats.
-    if (op.getInput())
-      rt.pfrt_k_copy(b, loc, adaptor.getInput(), *out, isF32 ? n : 2 * n);
-    Value ranks = rt.i64Array(b, loc, op.getRanks());
-    auto size = static_cast<int64_t>(op.getRanks().size());
-    if (isF32)
-      rt.pfrt_broadcast(b, loc, *out, n, op.getRoot(), ranks, size);
-    else
-      rt.pfrt_broadcast_i64(b, loc, *out, n, op.getRoot(), ranks, size);
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      Location loc = op.getLoc();
+      rt::RuntimeABI &rt = state.rt;
+      bool isF32 = op.getType().getElementType().isF32();
+      int64_t n = localCount(op.getResult());
+      // The root copies its value in; an i64 element is two floats.
+      if (op.getInput())
+        rt.pfrt_k_copy(b, loc, adaptor.getInput(), out, isF32 ? n : 2 * n);
+      Value ranks = rt.i64Array(b, loc, op.getRanks());
+      auto size = static_cast<int64_t>(op.getRanks().size());
+      if (isF32)
+        rt.pfrt_broadcast(b, loc, out, n, op.getRoot(), ranks, size);
+      else
+        rt.pfrt_broadcast_i64(b, loc, out, n, op.getRoot(), ranks, size);
+    });
   }
 };
 
@@ -137,21 +133,18 @@ struct ExtractBoxLowering : CPUPattern<ExtractBoxOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(ExtractBoxOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    Location loc = op.getLoc();
-    rt::RuntimeABI &rt = state.rt;
-    ArrayRef<int64_t> outShape = localShape(op.getResult());
-    rt.pfrt_copy_box(b, loc, adaptor.getInput(),
-                     rt.i64Array(b, loc, localShape(op.getInput())),
-                     rt.i64Array(b, loc, op.getOffsets()), *out,
-                     rt.i64Array(b, loc, outShape), rt.nullPtr(b, loc),
-                     rt.i64Array(b, loc, outShape),
-                     static_cast<int64_t>(outShape.size()),
-                     dtypeCode(op.getInput()));
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      Location loc = op.getLoc();
+      rt::RuntimeABI &rt = state.rt;
+      ArrayRef<int64_t> outShape = localShape(op.getResult());
+      rt.pfrt_copy_box(b, loc, adaptor.getInput(),
+                       rt.i64Array(b, loc, localShape(op.getInput())),
+                       rt.i64Array(b, loc, op.getOffsets()), out,
+                       rt.i64Array(b, loc, outShape), rt.nullPtr(b, loc),
+                       rt.i64Array(b, loc, outShape),
+                       static_cast<int64_t>(outShape.size()),
+                       dtypeCode(op.getInput()));
+    });
   }
 };
 
@@ -159,26 +152,23 @@ struct AssembleLowering : CPUPattern<AssembleOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(AssembleOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    Location loc = op.getLoc();
-    rt::RuntimeABI &rt = state.rt;
-    ArrayRef<int64_t> outShape = localShape(op.getResult());
-    for (auto [piece, buffer, off] :
-         llvm::zip(op.getPieces(), adaptor.getPieces(), op.getOffsets())) {
-      ArrayRef<int64_t> ps = localShape(piece);
-      rt.pfrt_copy_box(b, loc, buffer, rt.i64Array(b, loc, ps),
-                       rt.nullPtr(b, loc), *out,
-                       rt.i64Array(b, loc, outShape),
-                       rt.i64Array(b, loc,
-                                   cast<DenseI64ArrayAttr>(off).asArrayRef()),
-                       rt.i64Array(b, loc, ps),
-                       static_cast<int64_t>(outShape.size()),
-                       dtypeCode(piece));
-    }
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      Location loc = op.getLoc();
+      rt::RuntimeABI &rt = state.rt;
+      ArrayRef<int64_t> outShape = localShape(op.getResult());
+      for (auto [piece, buffer, off] :
+           llvm::zip(op.getPieces(), adaptor.getPieces(), op.getOffsets())) {
+        ArrayRef<int64_t> ps = localShape(piece);
+        rt.pfrt_copy_box(b, loc, buffer, rt.i64Array(b, loc, ps),
+                         rt.nullPtr(b, loc), out,
+                         rt.i64Array(b, loc, outShape),
+                         rt.i64Array(b, loc,
+                                     cast<DenseI64ArrayAttr>(off).asArrayRef()),
+                         rt.i64Array(b, loc, ps),
+                         static_cast<int64_t>(outShape.size()),
+                         dtypeCode(piece));
+      }
+    });
   }
 };
 
@@ -225,15 +215,12 @@ struct RecvLowering : CPUPattern<RecvOp> {
     FailureOr<int64_t> bytes = elementBytes(op, op.getType());
     if (failed(bytes))
       return failure();
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    state.rt.pfrt_recv(b, op.getLoc(), *out,
-                       localCount(op.getResult()) * (*bytes / 4),
-                       static_cast<int32_t>(op.getPeer()),
-                       static_cast<int32_t>(op.getTag()));
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      state.rt.pfrt_recv(b, op.getLoc(), out,
+                         localCount(op.getResult()) * (*bytes / 4),
+                         static_cast<int32_t>(op.getPeer()),
+                         static_cast<int32_t>(op.getTag()));
+    });
   }
 };
 

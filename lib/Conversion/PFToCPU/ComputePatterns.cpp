@@ -18,17 +18,14 @@ struct TransposeLowering : CPUPattern<TransposeOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(TransposeOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    Location loc = op.getLoc();
-    ArrayRef<int64_t> shape = localShape(op.getInput());
-    state.rt.pfrt_k_transpose(b, loc, adaptor.getInput(), *out,
-                              static_cast<int64_t>(shape.size()),
-                              state.rt.i64Array(b, loc, shape),
-                              state.rt.i64Array(b, loc, op.getPerm()));
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      Location loc = op.getLoc();
+      ArrayRef<int64_t> shape = localShape(op.getInput());
+      state.rt.pfrt_k_transpose(b, loc, adaptor.getInput(), out,
+                                static_cast<int64_t>(shape.size()),
+                                state.rt.i64Array(b, loc, shape),
+                                state.rt.i64Array(b, loc, op.getPerm()));
+    });
   }
 };
 
@@ -36,28 +33,25 @@ struct MatmulLowering : CPUPattern<MatmulOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(MatmulOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    ArrayRef<int64_t> as = localShape(op.getA()), bs = localShape(op.getB()),
-                      cs = localShape(op.getResult());
-    int64_t k = op.getTransposeA() ? as[as.size() - 2] : as.back();
-    // Accumulating into its accumulator's buffer (C += A B), or C = A B.
-    if (state.buffers.accumulatorOf(op))
-      state.rt.pfrt_k_matmul_acc(b, op.getLoc(), adaptor.getA(),
-                                 adaptor.getB(), *out,
-                                 product(cs.drop_back(2)),
-                                 product(bs.drop_back(2)), cs[cs.size() - 2],
-                                 cs.back(), k, op.getTransposeA(),
-                                 op.getTransposeB());
-    else
-      state.rt.pfrt_k_matmul(b, op.getLoc(), adaptor.getA(), adaptor.getB(),
-                             *out, product(cs.drop_back(2)),
-                             product(bs.drop_back(2)), cs[cs.size() - 2],
-                             cs.back(), k, op.getTransposeA(),
-                             op.getTransposeB());
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      ArrayRef<int64_t> as = localShape(op.getA()), bs = localShape(op.getB()),
+                        cs = localShape(op.getResult());
+      int64_t k = op.getTransposeA() ? as[as.size() - 2] : as.back();
+      // Accumulating into its accumulator's buffer (C += A B), or C = A B.
+      if (state.buffers.accumulatorOf(op))
+        state.rt.pfrt_k_matmul_acc(b, op.getLoc(), adaptor.getA(),
+                                   adaptor.getB(), out,
+                                   product(cs.drop_back(2)),
+                                   product(bs.drop_back(2)), cs[cs.size() - 2],
+                                   cs.back(), k, op.getTransposeA(),
+                                   op.getTransposeB());
+      else
+        state.rt.pfrt_k_matmul(b, op.getLoc(), adaptor.getA(), adaptor.getB(),
+                               out, product(cs.drop_back(2)),
+                               product(bs.drop_back(2)), cs[cs.size() - 2],
+                               cs.back(), k, op.getTransposeA(),
+                               op.getTransposeB());
+    });
   }
 };
 
@@ -98,13 +92,10 @@ struct ReluLowering : CPUPattern<ReluOp> {
       b.replaceOp(op, adaptor.getInput()); // computed with its bias_add
       return success();
     }
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    state.rt.pfrt_k_relu(b, op.getLoc(), adaptor.getInput(), *out,
-                         localCount(op.getResult()));
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      state.rt.pfrt_k_relu(b, op.getLoc(), adaptor.getInput(), out,
+                           localCount(op.getResult()));
+    });
   }
 };
 
@@ -112,13 +103,10 @@ struct ReluGradLowering : CPUPattern<ReluGradOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(ReluGradOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    state.rt.pfrt_k_relu_grad(b, op.getLoc(), adaptor.getOutput(),
-                              adaptor.getResultGrad(), *out, localCount(op.getResult()));
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      state.rt.pfrt_k_relu_grad(b, op.getLoc(), adaptor.getOutput(),
+                                adaptor.getResultGrad(), out, localCount(op.getResult()));
+    });
   }
 };
 
@@ -134,13 +122,10 @@ struct AddLowering : CPUPattern<AddOp> {
       b.replaceOp(op, lhsIsProduct ? adaptor.getLhs() : adaptor.getRhs());
       return success();
     }
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    state.rt.pfrt_k_add(b, op.getLoc(), adaptor.getLhs(), adaptor.getRhs(),
-                        *out, localCount(op.getResult()));
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      state.rt.pfrt_k_add(b, op.getLoc(), adaptor.getLhs(), adaptor.getRhs(),
+                          out, localCount(op.getResult()));
+    });
   }
 };
 
@@ -148,14 +133,11 @@ struct MulScalarLowering : CPUPattern<MulScalarOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(MulScalarOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    state.rt.pfrt_k_scale(b, op.getLoc(), adaptor.getInput(), *out,
-                          localCount(op.getResult()),
-                          op.getScalar().convertToDouble());
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      state.rt.pfrt_k_scale(b, op.getLoc(), adaptor.getInput(), out,
+                            localCount(op.getResult()),
+                            op.getScalar().convertToDouble());
+    });
   }
 };
 
@@ -165,25 +147,22 @@ struct DropoutLowering : CPUPattern<DropoutOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(DropoutOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    Location loc = op.getLoc();
-    rt::RuntimeABI &rt = state.rt;
-    auto logical = op->getAttrOfType<DenseI64ArrayAttr>(PFDialect::LogicalShapeAttrHelper::getNameStr());
-    auto offset = op->getAttrOfType<DenseI64ArrayAttr>(PFDialect::ShardOffsetAttrHelper::getNameStr());
-    ArrayRef<int64_t> local = localShape(op.getInput());
-    auto mb = op->getAttrOfType<IntegerAttr>(PFDialect::MicrobatchAttrHelper::getNameStr());
-    rt.pfrt_k_dropout(
-        b, loc, adaptor.getInput(), *out, localCount(op.getResult()),
-        op.getP().convertToDouble(), state.seed(b, loc), op.getStream(),
-        static_cast<int64_t>(mb ? mb.getInt() : 0),
-        static_cast<int64_t>(local.size()),
-        rt.i64Array(b, loc, logical ? logical.asArrayRef() : local),
-        offset ? rt.i64Array(b, loc, offset.asArrayRef()) : rt.nullPtr(b, loc),
-        rt.i64Array(b, loc, local));
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      Location loc = op.getLoc();
+      rt::RuntimeABI &rt = state.rt;
+      auto logical = op->getAttrOfType<DenseI64ArrayAttr>(PFDialect::LogicalShapeAttrHelper::getNameStr());
+      auto offset = op->getAttrOfType<DenseI64ArrayAttr>(PFDialect::ShardOffsetAttrHelper::getNameStr());
+      ArrayRef<int64_t> local = localShape(op.getInput());
+      auto mb = op->getAttrOfType<IntegerAttr>(PFDialect::MicrobatchAttrHelper::getNameStr());
+      rt.pfrt_k_dropout(
+          b, loc, adaptor.getInput(), out, localCount(op.getResult()),
+          op.getP().convertToDouble(), state.seed(b, loc), op.getStream(),
+          static_cast<int64_t>(mb ? mb.getInt() : 0),
+          static_cast<int64_t>(local.size()),
+          rt.i64Array(b, loc, logical ? logical.asArrayRef() : local),
+          offset ? rt.i64Array(b, loc, offset.asArrayRef()) : rt.nullPtr(b, loc),
+          rt.i64Array(b, loc, local));
+    });
   }
 };
 
@@ -191,20 +170,17 @@ struct ReduceSumLowering : CPUPattern<ReduceSumOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(ReduceSumOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    Location loc = op.getLoc();
-    ArrayRef<int64_t> s = localShape(op.getInput());
-    SmallVector<int8_t> mask(s.size(), 0);
-    for (int64_t axis : op.getAxes())
-      mask[axis] = 1;
-    state.rt.pfrt_k_reduce_sum(b, loc, adaptor.getInput(), *out,
-                               static_cast<int64_t>(s.size()),
-                               state.rt.i64Array(b, loc, s),
-                               state.rt.i8Array(b, loc, mask));
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      Location loc = op.getLoc();
+      ArrayRef<int64_t> s = localShape(op.getInput());
+      SmallVector<int8_t> mask(s.size(), 0);
+      for (int64_t axis : op.getAxes())
+        mask[axis] = 1;
+      state.rt.pfrt_k_reduce_sum(b, loc, adaptor.getInput(), out,
+                                 static_cast<int64_t>(s.size()),
+                                 state.rt.i64Array(b, loc, s),
+                                 state.rt.i8Array(b, loc, mask));
+    });
   }
 };
 
@@ -222,15 +198,12 @@ struct SoftmaxXentLowering : CPUPattern<SoftmaxCrossEntropyOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(SoftmaxCrossEntropyOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    ArrayRef<int64_t> s = localShape(op.getLogits());
-    state.rt.pfrt_k_softmax_xent(b, op.getLoc(), adaptor.getLogits(),
-                                 adaptor.getLabels(), *out, s[0], s[1]);
-    scaleForBatchSplit(state, b, op, *out, 1);
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      ArrayRef<int64_t> s = localShape(op.getLogits());
+      state.rt.pfrt_k_softmax_xent(b, op.getLoc(), adaptor.getLogits(),
+                                   adaptor.getLabels(), out, s[0], s[1]);
+      scaleForBatchSplit(state, b, op, out, 1);
+    });
   }
 };
 
@@ -238,16 +211,13 @@ struct SoftmaxXentGradLowering : CPUPattern<SoftmaxCrossEntropyGradOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(SoftmaxCrossEntropyGradOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    ArrayRef<int64_t> s = localShape(op.getLogits());
-    state.rt.pfrt_k_softmax_xent_grad(
-        b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
-        adaptor.getLossGrad(), *out, s[0], s[1]);
-    scaleForBatchSplit(state, b, op, *out, s[0] * s[1]);
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      ArrayRef<int64_t> s = localShape(op.getLogits());
+      state.rt.pfrt_k_softmax_xent_grad(
+          b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
+          adaptor.getLossGrad(), out, s[0], s[1]);
+      scaleForBatchSplit(state, b, op, out, s[0] * s[1]);
+    });
   }
 };
 

@@ -23,13 +23,10 @@ struct ConstantLowering : CPUPattern<ConstantOp> {
       b.replaceOp(op, state.rt.nullPtr(b, op.getLoc()));
       return success();
     }
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    state.rt.pfrt_k_fill(b, op.getLoc(), *out, localCount(op.getResult()),
-                         dense.getSplatValue<APFloat>().convertToDouble());
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      state.rt.pfrt_k_fill(b, op.getLoc(), out, localCount(op.getResult()),
+                           dense.getSplatValue<APFloat>().convertToDouble());
+    });
   }
 };
 
@@ -42,26 +39,23 @@ struct MicrobatchLowering : CPUPattern<MicrobatchOp> {
   LogicalResult loadPart(MicrobatchOp op, const PartInput &part,
                          int64_t elementBytes,
                          ConversionPatternRewriter &b) const {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    Location loc = op.getLoc();
-    rt::RuntimeABI &rt = state.rt;
-    int64_t bytes = elementBytes * localCount(op.getResult());
-    Value stream = rt.pfrt_stream_id(
-        b, loc, rt.str(b, loc, ("input" + Twine(part.index)).str()));
-    rt.pfrt_load_input_part(
-        b, loc, part.index, *out, bytes,
-        static_cast<int64_t>(op.getIndex()),
-        static_cast<int64_t>(op.getCount()), part.dtype, part.classes,
-        state.seed(b, loc), stream,
-        static_cast<int64_t>(part.logicalShape.size()),
-        rt.i64Array(b, loc, part.logicalShape), part.numBoxes,
-        rt.i64Array(b, loc, part.offsets), rt.i64Array(b, loc, part.boxShape));
-    if (part.zero)
-      rt.pfrt_zero_partial_input(b, loc, *out, bytes);
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      Location loc = op.getLoc();
+      rt::RuntimeABI &rt = state.rt;
+      int64_t bytes = elementBytes * localCount(op.getResult());
+      Value stream = rt.pfrt_stream_id(
+          b, loc, rt.str(b, loc, ("input" + Twine(part.index)).str()));
+      rt.pfrt_load_input_part(
+          b, loc, part.index, out, bytes,
+          static_cast<int64_t>(op.getIndex()),
+          static_cast<int64_t>(op.getCount()), part.dtype, part.classes,
+          state.seed(b, loc), stream,
+          static_cast<int64_t>(part.logicalShape.size()),
+          rt.i64Array(b, loc, part.logicalShape), part.numBoxes,
+          rt.i64Array(b, loc, part.offsets), rt.i64Array(b, loc, part.boxShape));
+      if (part.zero)
+        rt.pfrt_zero_partial_input(b, loc, out, bytes);
+    });
   }
 
   LogicalResult lower(MicrobatchOp op, OpAdaptor adaptor,
@@ -89,19 +83,16 @@ struct PackLowering : CPUPattern<PackOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(PackOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    Location loc = op.getLoc();
-    for (auto [k, e] : llvm::enumerate(adaptor.getElements())) {
-      Value index = LLVM::ConstantOp::create(b, loc, b.getI64Type(),
-                                             b.getI64IntegerAttr(k));
-      Value dst = LLVM::GEPOp::create(b, loc, state.ptrType(), b.getF32Type(),
-                                      *out, ValueRange{index});
-      state.rt.pfrt_k_copy(b, loc, e, dst, int64_t{1});
-    }
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      Location loc = op.getLoc();
+      for (auto [k, e] : llvm::enumerate(adaptor.getElements())) {
+        Value index = LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                               b.getI64IntegerAttr(k));
+        Value dst = LLVM::GEPOp::create(b, loc, state.ptrType(), b.getF32Type(),
+                                        out, ValueRange{index});
+        state.rt.pfrt_k_copy(b, loc, e, dst, int64_t{1});
+      }
+    });
   }
 };
 

@@ -24,16 +24,13 @@ struct Conv2DLowering : CPUPattern<Conv2DOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(Conv2DOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    auto dims = convDims(op, localShape(op.getInput()),
-                         localShape(op.getWeight()), localShape(op.getResult()));
-    state.rt.pfrt_k_conv2d(b, op.getLoc(), adaptor.getInput(),
-                           adaptor.getWeight(), *out,
-                           state.rt.i64Array(b, op.getLoc(), dims));
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      auto dims = convDims(op, localShape(op.getInput()),
+                           localShape(op.getWeight()), localShape(op.getResult()));
+      state.rt.pfrt_k_conv2d(b, op.getLoc(), adaptor.getInput(),
+                             adaptor.getWeight(), out,
+                             state.rt.i64Array(b, op.getLoc(), dims));
+    });
   }
 };
 
@@ -41,16 +38,13 @@ struct Conv2DGradInputLowering : CPUPattern<Conv2DGradInputOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(Conv2DGradInputOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    auto dims = convDims(op, localShape(op.getResult()), localShape(op.getWeight()),
-                         localShape(op.getResultGrad()));
-    state.rt.pfrt_k_conv2d_grad_input(b, op.getLoc(), adaptor.getResultGrad(),
-                                      adaptor.getWeight(), *out,
-                                      state.rt.i64Array(b, op.getLoc(), dims));
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      auto dims = convDims(op, localShape(op.getResult()), localShape(op.getWeight()),
+                           localShape(op.getResultGrad()));
+      state.rt.pfrt_k_conv2d_grad_input(b, op.getLoc(), adaptor.getResultGrad(),
+                                        adaptor.getWeight(), out,
+                                        state.rt.i64Array(b, op.getLoc(), dims));
+    });
   }
 };
 
@@ -58,16 +52,13 @@ struct Conv2DGradWeightLowering : CPUPattern<Conv2DGradWeightOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(Conv2DGradWeightOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    auto dims = convDims(op, localShape(op.getInput()), localShape(op.getResult()),
-                         localShape(op.getResultGrad()));
-    state.rt.pfrt_k_conv2d_grad_weight(b, op.getLoc(), adaptor.getInput(),
-                                       adaptor.getResultGrad(), *out,
-                                       state.rt.i64Array(b, op.getLoc(), dims));
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      auto dims = convDims(op, localShape(op.getInput()), localShape(op.getResult()),
+                           localShape(op.getResultGrad()));
+      state.rt.pfrt_k_conv2d_grad_weight(b, op.getLoc(), adaptor.getInput(),
+                                         adaptor.getResultGrad(), out,
+                                         state.rt.i64Array(b, op.getLoc(), dims));
+    });
   }
 };
 
@@ -88,67 +79,37 @@ Value poolDims(CPULoweringState &state, OpBuilder &b, Operation *op,
   return state.rt.i64Array(b, op->getLoc(), dims);
 }
 
-struct MaxPool2DLowering : CPUPattern<MaxPool2DOp> {
-  using CPUPattern::CPUPattern;
-  LogicalResult lower(MaxPool2DOp op, OpAdaptor adaptor,
+/// Max and average pooling and their gradients: the same geometry (from
+/// the forward input and output), one kernel each.
+template <typename OpTy> struct PoolLowering : CPUPattern<OpTy> {
+  using Base = CPUPattern<OpTy>;
+  using Base::Base;
+  using Base::state;
+  LogicalResult lower(OpTy op, typename Base::OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    Value dims = poolDims(state, b, op, localShape(op.getInput()),
-                          localShape(op.getResult()));
-    state.rt.pfrt_k_max_pool2d(b, op.getLoc(), adaptor.getInput(), *out,
-                               dims);
-    b.replaceOp(op, *out);
-    return success();
-  }
-};
-
-struct AvgPool2DLowering : CPUPattern<AvgPool2DOp> {
-  using CPUPattern::CPUPattern;
-  LogicalResult lower(AvgPool2DOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    Value dims = poolDims(state, b, op, localShape(op.getInput()),
-                          localShape(op.getResult()));
-    state.rt.pfrt_k_avg_pool2d(b, op.getLoc(), adaptor.getInput(), *out,
-                               dims);
-    b.replaceOp(op, *out);
-    return success();
-  }
-};
-
-struct MaxPool2DGradLowering : CPUPattern<MaxPool2DGradOp> {
-  using CPUPattern::CPUPattern;
-  LogicalResult lower(MaxPool2DGradOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    Value dims = poolDims(state, b, op, localShape(op.getResult()),
-                          localShape(op.getResultGrad()));
-    state.rt.pfrt_k_max_pool2d_grad(b, op.getLoc(), adaptor.getInput(),
-                                    adaptor.getResultGrad(), *out, dims);
-    b.replaceOp(op, *out);
-    return success();
-  }
-};
-
-struct AvgPool2DGradLowering : CPUPattern<AvgPool2DGradOp> {
-  using CPUPattern::CPUPattern;
-  LogicalResult lower(AvgPool2DGradOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    Value dims = poolDims(state, b, op, localShape(op.getResult()),
-                          localShape(op.getResultGrad()));
-    state.rt.pfrt_k_avg_pool2d_grad(b, op.getLoc(), adaptor.getResultGrad(),
-                                    *out, dims);
-    b.replaceOp(op, *out);
-    return success();
+    constexpr bool backward =
+        std::is_same_v<OpTy, MaxPool2DGradOp> ||
+        std::is_same_v<OpTy, AvgPool2DGradOp>;
+    return this->emitInto(op, b, [&](Value out) {
+      Location loc = op.getLoc();
+      rt::RuntimeABI &rt = state.rt;
+      Value dims;
+      if constexpr (backward)
+        dims = poolDims(state, b, op, localShape(op.getResult()),
+                        localShape(op.getResultGrad()));
+      else
+        dims = poolDims(state, b, op, localShape(op.getInput()),
+                        localShape(op.getResult()));
+      if constexpr (std::is_same_v<OpTy, MaxPool2DOp>)
+        rt.pfrt_k_max_pool2d(b, loc, adaptor.getInput(), out, dims);
+      else if constexpr (std::is_same_v<OpTy, AvgPool2DOp>)
+        rt.pfrt_k_avg_pool2d(b, loc, adaptor.getInput(), out, dims);
+      else if constexpr (std::is_same_v<OpTy, MaxPool2DGradOp>)
+        rt.pfrt_k_max_pool2d_grad(b, loc, adaptor.getInput(),
+                                  adaptor.getResultGrad(), out, dims);
+      else
+        rt.pfrt_k_avg_pool2d_grad(b, loc, adaptor.getResultGrad(), out, dims);
+    });
   }
 };
 
@@ -156,14 +117,11 @@ struct GlobalAvgPoolLowering : CPUPattern<GlobalAvgPoolOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(GlobalAvgPoolOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    ArrayRef<int64_t> s = localShape(op.getInput());
-    state.rt.pfrt_k_global_avg_pool(b, op.getLoc(), adaptor.getInput(), *out,
-                                    s[0], s[1], s[2] * s[3]);
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      ArrayRef<int64_t> s = localShape(op.getInput());
+      state.rt.pfrt_k_global_avg_pool(b, op.getLoc(), adaptor.getInput(), out,
+                                      s[0], s[1], s[2] * s[3]);
+    });
   }
 };
 
@@ -171,15 +129,12 @@ struct GlobalAvgPoolGradLowering : CPUPattern<GlobalAvgPoolGradOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(GlobalAvgPoolGradOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    ArrayRef<int64_t> s = localShape(op.getResult());
-    state.rt.pfrt_k_global_avg_pool_grad(b, op.getLoc(),
-                                         adaptor.getResultGrad(), *out, s[0],
-                                         s[1], s[2] * s[3]);
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      ArrayRef<int64_t> s = localShape(op.getResult());
+      state.rt.pfrt_k_global_avg_pool_grad(b, op.getLoc(),
+                                           adaptor.getResultGrad(), out, s[0],
+                                           s[1], s[2] * s[3]);
+    });
   }
 };
 
@@ -212,16 +167,13 @@ struct BatchNormGradInputLowering : CPUPattern<BatchNormGradInputOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(BatchNormGradInputOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> out = state.result(b, op);
-    if (failed(out))
-      return failure();
-    auto [n, c, hw] = bnDims(op.getInput());
-    state.rt.pfrt_k_batch_norm_grad_input(
-        b, op.getLoc(), adaptor.getInput(), adaptor.getGamma(),
-        adaptor.getResultGrad(), *out, n, c, hw,
-        op.getEpsilon().convertToDouble());
-    b.replaceOp(op, *out);
-    return success();
+    return emitInto(op, b, [&](Value out) {
+      auto [n, c, hw] = bnDims(op.getInput());
+      state.rt.pfrt_k_batch_norm_grad_input(
+          b, op.getLoc(), adaptor.getInput(), adaptor.getGamma(),
+          adaptor.getResultGrad(), out, n, c, hw,
+          op.getEpsilon().convertToDouble());
+    });
   }
 };
 
@@ -247,8 +199,9 @@ void mlir::pf::populatePFToCPUConvPoolPatterns(const TypeConverter &converter,
                                                RewritePatternSet &patterns,
                                                CPULoweringState &state) {
   patterns.add<Conv2DLowering, Conv2DGradInputLowering,
-               Conv2DGradWeightLowering, MaxPool2DLowering, AvgPool2DLowering,
-               MaxPool2DGradLowering, AvgPool2DGradLowering,
+               Conv2DGradWeightLowering, PoolLowering<MaxPool2DOp>,
+               PoolLowering<AvgPool2DOp>, PoolLowering<MaxPool2DGradOp>,
+               PoolLowering<AvgPool2DGradOp>,
                GlobalAvgPoolLowering, GlobalAvgPoolGradLowering,
                BatchNormLowering, BatchNormGradInputLowering,
                BatchNormGradParamsLowering>(converter, state);

@@ -15,39 +15,23 @@
 
 namespace pfrt_abi {
 
-struct VOID {
+/// A tag that accepts exactly the C types Ts.
+template <class... Ts> struct OneOf {
   template <class T> static constexpr bool accepts() {
-    return std::is_void_v<T>;
+    return (std::is_same_v<T, Ts> || ...);
   }
 };
+
+struct VOID : OneOf<void> {};
+struct I32 : OneOf<int32_t, int> {};
+struct I64 : OneOf<int64_t> {};
+struct U64 : OneOf<uint64_t> {};
+struct F32 : OneOf<float> {};
+struct F64 : OneOf<double> {};
+/// Any pointer (or array parameter, which decays to one).
 struct PTR {
   template <class T> static constexpr bool accepts() {
     return std::is_pointer_v<T>;
-  }
-};
-struct I32 {
-  template <class T> static constexpr bool accepts() {
-    return std::is_same_v<T, int32_t> || std::is_same_v<T, int>;
-  }
-};
-struct I64 {
-  template <class T> static constexpr bool accepts() {
-    return std::is_same_v<T, int64_t>;
-  }
-};
-struct U64 {
-  template <class T> static constexpr bool accepts() {
-    return std::is_same_v<T, uint64_t>;
-  }
-};
-struct F32 {
-  template <class T> static constexpr bool accepts() {
-    return std::is_same_v<T, float>;
-  }
-};
-struct F64 {
-  template <class T> static constexpr bool accepts() {
-    return std::is_same_v<T, double>;
   }
 };
 

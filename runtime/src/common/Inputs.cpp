@@ -29,6 +29,19 @@ std::unordered_map<int64_t, UserInput> &userInputs() {
   static std::unordered_map<int64_t, UserInput> m;
   return m;
 }
+/// The host's data for input `index`, which must hold `bytes` bytes.
+const char *userInput(int64_t index, int64_t bytes) {
+  auto it = userInputs().find(index);
+  if (it == userInputs().end())
+    fatal("input %lld of the step was not given (pfrt_set_input) before "
+          "the step",
+          (long long)index);
+  if ((int64_t)it->second.data.size() != bytes)
+    fatal("input %lld has %lld bytes but this rank's part of it needs %lld",
+          (long long)index, (long long)it->second.data.size(),
+          (long long)bytes);
+  return it->second.data.data();
+}
 /// Executables feed the same synthetic batch every step. The compiler's
 /// memory plan keeps an input's buffer resident for the whole step and the
 /// program never writes it, so the batch is generated straight into the
@@ -108,6 +121,11 @@ void readDataBoxes(int64_t index, void *out, int64_t bytes, int32_t dtype,
   }
 }
 
+StepOutputs &lastOutputs() {
+  static StepOutputs outputs;
+  return outputs;
+}
+
 std::vector<float> &lastLosses() {
   static std::vector<float> v;
   return v;
@@ -134,17 +152,7 @@ int pfrt_load_input(int64_t index, void *out, int64_t bytes, int32_t dtype,
                     int64_t num_classes, uint64_t seed, uint64_t stream,
                     int64_t ndim, const int64_t *shape) {
   if (gUserInputs) {
-    auto it = userInputs().find(index);
-    if (it == userInputs().end())
-      fatal("input %lld of the step was not given (pfrt_set_input) before "
-            "the step",
-            (long long)index);
-    if ((int64_t)it->second.data.size() != bytes)
-      fatal("input %lld has %lld bytes but this rank's part of it needs "
-            "%lld",
-            (long long)index, (long long)it->second.data.size(),
-            (long long)bytes);
-    std::memcpy(out, it->second.data.data(), bytes);
+    std::memcpy(out, userInput(index, bytes), size_t(bytes));
     return 0;
   }
   if (!dataDir().empty()) {
@@ -276,11 +284,15 @@ int pfrt_k_dropout(const float *x, float *y, int64_t n, double p,
 void pfrt_begin_step(int64_t step) {
   gDataStep = step;
   lastLosses() = stepLosses();
+  lastOutputs() = stepOutputs();
   pfrt_arena_reset();
   *pfrt_scalar("step") = static_cast<float>(step + 1);
 }
 
-void pfrt_end_step(void) { lastLosses() = stepLosses(); }
+void pfrt_end_step(void) {
+  lastLosses() = stepLosses();
+  lastOutputs() = stepOutputs();
+}
 
 int32_t pfrt_loss_count(void) { return (int32_t)lastLosses().size(); }
 
@@ -289,6 +301,28 @@ float pfrt_loss_value(int32_t k) {
     fatal("pfrt_loss_value: micro-batch %d of %d", k,
           (int)lastLosses().size());
   return lastLosses()[k];
+}
+
+int32_t pfrt_output_count(void) { return (int32_t)lastOutputs().have.size(); }
+
+int64_t pfrt_output_bytes(int32_t index) {
+  const StepOutputs &o = lastOutputs();
+  if (index < 0 || index >= (int32_t)o.have.size() || !o.have[size_t(index)])
+    return -1;
+  return (int64_t)o.data[size_t(index)].size();
+}
+
+int pfrt_output_copy(int32_t index, void *out, int64_t bytes) {
+  int64_t have = pfrt_output_bytes(index);
+  if (have < 0)
+    fatal("pfrt_output_copy: result %d was not reported in the last step",
+          index);
+  if (bytes != have || (bytes > 0 && !out))
+    fatal("pfrt_output_copy: result %d has %lld bytes, asked for %lld",
+          index, (long long)have, (long long)bytes);
+  if (bytes > 0)
+    std::memcpy(out, lastOutputs().data[size_t(index)].data(), size_t(bytes));
+  return 0;
 }
 
 } // extern "C"
@@ -306,17 +340,8 @@ int pfrt_load_input_part(int64_t index, void *out, int64_t bytes,
           (long long)index, (long long)part, (long long)num_parts,
           (long long)num_boxes);
   if (gUserInputs) {
-    auto it = userInputs().find(index);
-    if (it == userInputs().end())
-      fatal("input %lld of the step was not given (pfrt_set_input) before "
-            "the step",
-            (long long)index);
-    if ((int64_t)it->second.data.size() != bytes * num_parts)
-      fatal("input %lld has %lld bytes but this rank's part of it needs "
-            "%lld",
-            (long long)index, (long long)it->second.data.size(),
-            (long long)(bytes * num_parts));
-    std::memcpy(out, it->second.data.data() + part * bytes, size_t(bytes));
+    std::memcpy(out, userInput(index, bytes * num_parts) + part * bytes,
+                size_t(bytes));
     return 0;
   }
   // The part's boxes: whole boxes when the parts group them, else one row

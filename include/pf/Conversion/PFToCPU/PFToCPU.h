@@ -144,6 +144,19 @@ protected:
   virtual LogicalResult lower(OpTy op, OpAdaptor adaptor,
                               ConversionPatternRewriter &rewriter) const = 0;
 
+  /// The common shape of a one-result op: its planned buffer, `emit(out)`
+  /// writing into it, and the op replaced by the buffer.
+  template <typename Fn>
+  LogicalResult emitInto(OpTy op, ConversionPatternRewriter &b,
+                         Fn &&emit) const {
+    FailureOr<Value> out = state.result(b, op);
+    if (failed(out))
+      return failure();
+    emit(*out);
+    b.replaceOp(op, *out);
+    return success();
+  }
+
   CPULoweringState &state;
 
 private:
