@@ -78,7 +78,12 @@ void mlir::pf::buildCompileCPUPipeline(
     OpPassManager &pm, const CompileCPUPipelineOptions &options) {
   using Stop = CompileCPUPipelineOptions::Stop;
   addStagePasses(pm, options, options.scheduleReport);
-  buildTrainingPipeline(pm, options);
+  if (options.training) {
+    buildTrainingPipeline(pm, options);
+  } else {
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
   addMicrobatchPass(pm, options);
   if (options.compileTo == Stop::Training)
     return;

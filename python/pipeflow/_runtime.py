@@ -58,7 +58,7 @@ REQUIRED = ("pfrt_init", "pfrt_finalize", "pfrt_rank", "pfrt_world_size", "pfrt_
             "pfrt_box_all_gather", "pfrt_broadcast")
 # Bound when the object exports them (objects linked with an older libpfrt
 # may not; the front end then falls back to a bit-exact all-gather).
-OPTIONAL = ("pfrt_broadcast_i64",)
+OPTIONAL = ("pfrt_broadcast_i64", "pfrt_output_count", "pfrt_output_bytes", "pfrt_output_copy")
 # The persistent-state registry (pfrt.h, "Persistent state"); bound when the
 # object exports all of it (only reading or loading state needs it).
 STATE = ("pfrt_state_count", "pfrt_state_name", "pfrt_state_gather", "pfrt_state_set",
@@ -201,6 +201,24 @@ class Program:
         fn.pfrt_end_step()
         count = fn.pfrt_loss_count()
         return np.array([fn.pfrt_loss_value(k) for k in range(count)], dtype=np.float32)
+
+    def outputs(self):
+        """The step results this rank reported in the last step
+        (``pfrt_report_output``): ``{index: bytes}``; empty when the object
+        reports none or predates the entry points."""
+        fn = self.fn
+        if not hasattr(fn, "pfrt_output_count"):
+            return {}
+        found = {}
+        for index in range(fn.pfrt_output_count()):
+            size = fn.pfrt_output_bytes(index)
+            if size < 0:
+                continue
+            buf = np.empty((size,), np.uint8)
+            if fn.pfrt_output_copy(index, buf.ctypes.data, size) != 0:
+                raise BackendUnavailable(f"pfrt_output_copy({index}) failed")
+            found[index] = buf
+        return found
 
     def all_gather(self, array, ranks):
         """Every member's ``array`` (same size and dtype on all of them): an array

@@ -160,6 +160,39 @@ int main(int argc, char **argv) {
   runStep(sizes, 3);
   pfrt_arena_reset();
 
+  // --- step results (pfrt_report_output): copied at the call, readable
+  // after pfrt_end_step, gone after the next step begins
+  // -------------------------------------------------------------------
+  {
+    std::vector<int64_t> out0(7), out2(3);
+    for (size_t i = 0; i < out0.size(); ++i)
+      out0[i] = pt_randint(&st, -1000000, 1000000);
+    for (size_t i = 0; i < out2.size(); ++i)
+      out2[i] = pt_randint(&st, -1000, 1000);
+    pfrt_begin_step(0);
+    pfrt_report_output(2, out2.data(), int64_t(out2.size() * 8));
+    pfrt_report_output(0, out0.data(), int64_t(out0.size() * 8));
+    int64_t want0 = out0[0];
+    out0[0] += 1; // copied at the call
+    pfrt_end_step();
+    CHECK(pfrt_output_count() == 3, "output count %d", pfrt_output_count());
+    CHECK(pfrt_output_bytes(1) == -1, "result 1 was not reported");
+    CHECK(pfrt_output_bytes(0) == 56 && pfrt_output_bytes(2) == 24,
+          "output bytes %lld %lld", (long long)pfrt_output_bytes(0),
+          (long long)pfrt_output_bytes(2));
+    std::vector<int64_t> got0(7), got2(3);
+    CHECK(pfrt_output_copy(0, got0.data(), 56) == 0, "copy 0");
+    CHECK(pfrt_output_copy(2, got2.data(), 24) == 0, "copy 2");
+    CHECK(got0[0] == want0, "result 0 not copied at the call");
+    for (size_t i = 1; i < 7; ++i)
+      CHECK(got0[i] == out0[i], "result 0 element %zu", i);
+    for (size_t i = 0; i < 3; ++i)
+      CHECK(got2[i] == out2[i], "result 2 element %zu", i);
+    pfrt_begin_step(1);
+    pfrt_end_step();
+    CHECK(pfrt_output_count() == 0, "results outlive their step");
+  }
+
   // --- scalars
   // -------------------------------------------------------------------
   float *lr = pfrt_scalar("lr");

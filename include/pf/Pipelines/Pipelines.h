@@ -75,6 +75,11 @@ struct CompileCPUPipelineOptions
       llvm::cl::desc("make every scheduled action a function "
                      "(pf-split-stages; inlined again before the lowering)"),
       llvm::cl::init(false)};
+  Option<bool> training{
+      *this, "training",
+      llvm::cl::desc("compile a training step (pf-autodiff, pf-optimizer); "
+                     "false: a forward-only (inference) program"),
+      llvm::cl::init(true)};
   Option<bool> scheduleReport{
       *this, "schedule-report",
       llvm::cl::desc("print the auto-stages cut and the schedule report"),

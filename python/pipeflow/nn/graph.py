@@ -266,6 +266,8 @@ class Graph:
         if not first:
             run.check_call(self, args, loc)
         losses = run.step(args, loc, known)
+        if run.inference:
+            return tracing.rebuild(run.traced.structure, losses)
         for lr_scheduler in run.lr_schedulers:
             if lr_scheduler is not None:
                 lr_scheduler.step()

@@ -766,6 +766,12 @@ float *pfrt_scalar(const char *name);
  * the same micro-batch twice in one step (between two pfrt_arena_reset
  * calls) is fatal. */
 void pfrt_report_loss(const float *loss, int32_t microbatch);
+/* A rank holding (its local part of) result `index` (>= 0, its position
+ * among the step function's results; for a training step result 0 is the
+ * loss) reports its `bytes` (>= 0) bytes of local data, in the result's
+ * local row-major layout; copied at the call. Reporting an index twice in
+ * one step (between two pfrt_arena_reset calls) is fatal. */
+void pfrt_report_output(int32_t index, const void *data, int64_t bytes);
 
 /*===----------------------------------------------------------------------===
  * Inputs and steps of compiled programs driven by a host (Python)
@@ -809,6 +815,13 @@ void pfrt_end_step(void);
  * per micro-batch in order (0 on ranks without the loss). */
 int32_t pfrt_loss_count(void);
 float pfrt_loss_value(int32_t k);
+/* Results this rank reported with pfrt_report_output in the last step ended
+ * by pfrt_end_step: one more than the largest index reported (0: none),
+ * the bytes of result `index` (-1 when this rank did not report it), and
+ * a copy of them into `out` (`bytes` must be pfrt_output_bytes(index)). */
+int32_t pfrt_output_count(void);
+int64_t pfrt_output_bytes(int32_t index);
+int pfrt_output_copy(int32_t index, void *out, int64_t bytes);
 
 /*===----------------------------------------------------------------------===
  * Driver (static library pfrt_main; link -lpfrt_main -lpfrt)

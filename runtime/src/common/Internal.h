@@ -116,6 +116,13 @@ private:
 /// order (fatal, naming it, if a micro-batch below the largest reported one
 /// is missing). Empty if none were reported.
 std::vector<float> stepLosses();
+/// The step results reported so far (pfrt_report_output), by index; an
+/// index not reported has no bytes and `have` 0.
+struct StepOutputs {
+  std::vector<std::vector<char>> data;
+  std::vector<char> have;
+};
+StepOutputs stepOutputs();
 
 //===----------------------------------------------------------------------===//
 // Template definitions

@@ -50,12 +50,16 @@ struct Losses {
   std::vector<char> have;
 } gLosses;
 
+StepOutputs gOutputs;
+
 std::unordered_map<std::string, std::unique_ptr<float>> &scalars() {
   static std::unordered_map<std::string, std::unique_ptr<float>> m;
   return m;
 }
 
 } // namespace
+
+StepOutputs stepOutputs() { return gOutputs; }
 
 std::vector<float> stepLosses() {
   const Losses &l = gLosses;
@@ -111,6 +115,8 @@ void pfrt_arena_reset(void) {
   a.used = 0;
   gLosses.value.clear();
   gLosses.have.clear();
+  gOutputs.data.clear();
+  gOutputs.have.clear();
 }
 
 namespace {
@@ -227,6 +233,27 @@ void pfrt_report_loss(const float *loss, int32_t microbatch) {
           microbatch);
   l.have[i] = 1;
   l.value[i] = *loss;
+}
+
+void pfrt_report_output(int32_t index, const void *data, int64_t bytes) {
+  if (index < 0 || index >= (1 << 24))
+    fatal("pfrt_report_output: result %d is outside [0, 2^24)", index);
+  if (bytes < 0 || (bytes > 0 && !data))
+    fatal("pfrt_report_output: result %d: %lld bytes at %p", index,
+          (long long)bytes, data);
+  StepOutputs &o = gOutputs;
+  size_t i = size_t(index);
+  if (i >= o.have.size()) {
+    o.have.resize(i + 1, 0);
+    o.data.resize(i + 1);
+  }
+  if (o.have[i])
+    fatal("pfrt_report_output: result %d reported twice in one step "
+          "(no pfrt_arena_reset in between)",
+          index);
+  o.have[i] = 1;
+  const char *p = static_cast<const char *>(data);
+  o.data[i].assign(p, p + bytes);
 }
 
 } // extern "C"

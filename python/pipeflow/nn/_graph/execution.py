@@ -26,7 +26,7 @@ from ..._errors import BackendUnavailable, CompileError
 from ..._trained import mark_trained
 from ...placement import placement as Placement
 from ...tensor import Tensor
-from . import options, tracing
+from . import options, outputs, tracing
 
 
 def shifted(placement, by):
@@ -63,14 +63,18 @@ class Run:
         if artifacts.world_size != world:
             raise self._wrong_world_size(graph, loc)
         self.entry = artifacts.rank(self.rank) or {}
-        if self.entry.get("reports_loss") and int(self.entry.get("num_microbatches", self.m)) != self.m:
+        self.inference = traced.loss is None
+        if self.inference:
+            self.m = 1
+        if not self.inference and self.entry.get("reports_loss") and int(self.entry.get("num_microbatches", self.m)) != self.m:
             raise BackendUnavailable(
                 f"internal error: {artifacts.manifest_path} says rank {self.rank} runs "
                 f"{self.entry['num_microbatches']} micro-batches per step, the graph asked for {self.m}")
         self.plans = self._input_plans(artifacts)
         self.loss_placement = self._loss_placement(graph, traced, artifacts)
-        self.reports_loss = self.entry.get("reports_loss", self.rank in self.loss_placement)
-        self.loss_root = self._loss_root(artifacts)
+        self.reports_loss = not self.inference and self.entry.get(
+            "reports_loss", self.rank in self.loss_placement)
+        self.loss_root = None if self.inference else self._loss_root(artifacts)
         # Collectives between steps (input agreement and gathers, the loss
         # broadcast) need a program on every rank of the job.
         self.collective = world > 1 and all(
@@ -126,6 +130,8 @@ class Run:
         """The placement of the returned loss: the last stage's. With automatic
         stages that is the user's placement shifted to the last pipeline rank
         (the manifest's loss reporters must lie in it), else the traced loss's."""
+        if self.inference:
+            return None
         if self.auto_placement is None:
             return traced.loss.placement
         last = graph.config.pipeline_stages - 1
@@ -203,6 +209,8 @@ class Run:
             self.trained = True
             for name, obj in self.traced.param_objects.items():
                 mark_trained(obj, name, f"graph {self.graph_name}", self.state, start)
+        if self.inference:
+            return outputs.collect(self, losses)
         if self.reports_loss and len(losses) != self.m:
             raise BackendUnavailable(
                 f"internal error: rank {self.rank} reported {len(losses)} losses in a step of "

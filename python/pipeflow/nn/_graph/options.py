@@ -146,11 +146,7 @@ def pipeline(graph, traced, loc):
     ``pf-compile-cpu-pipeline``: that optimizer's first group's rule (the
     other groups' rules are on their parameters, see :func:`update_rules`)."""
     if traced.loss is None:
-        raise CompileError.at(
-            code_location(type(graph).build),
-            f"{graph.name}.build() never calls loss.backward(): running inference graphs is "
-            "not supported yet (only training steps run)",
-            ["use graph.compile(...) to check such a graph"])
+        return None, None, inference_pipeline(graph, traced, loc)
     if len(traced.function.results) != 1:
         raise CompileError.at(
             traced.function.return_loc,
@@ -164,6 +160,37 @@ def pipeline(graph, traced, loc):
     if traced.rule_error is not None:
         raise CompileError.at(*traced.rule_error)
     options = pipeline_options(optimizer.rules()[0])
+    _check_shared(traced, loc)
+    cfg = graph.config
+    options.append(f"accumulation-steps={cfg.gradient_accumulation_steps}")
+    options += schedule_options(graph, traced)
+    if traced.options["pipeline"].get("auto_stages"):
+        options.append(f"auto-stages={cfg.pipeline_stages} balance={cfg.balance}")
+    return optimizer, lr_scheduler, " ".join(options)
+
+
+def inference_pipeline(graph, traced, loc):
+    """pf-compile-cpu-pipeline's options for a graph without ``backward``: a
+    forward-only program (``training=false``) of one micro-batch."""
+    cfg = graph.config
+    if not traced.function.results:
+        raise CompileError.at(traced.function.return_loc,
+                              f"{graph.name}.build() computes no loss and returns no tensor")
+    if cfg.gradient_accumulation_steps != 1:
+        raise CompileError.at(
+            cfg._accumulation_loc,
+            f"{graph.name} is an inference graph (build() never calls backward()): it has no "
+            f"gradients to accumulate over {cfg.gradient_accumulation_steps} micro-batches",
+            ["leave set_gradient_accumulation_steps unset in inference graphs"])
+    _check_shared(traced, loc)
+    options = ["training=false", "accumulation-steps=1"]
+    if traced.options["pipeline"].get("auto_stages"):
+        options.append(f"auto-stages={cfg.pipeline_stages} balance={cfg.balance}")
+    return " ".join(options)
+
+
+def _check_shared(traced, loc):
+    """No parameter of the graph is trained by another compiled graph."""
     for name, obj in traced.param_objects.items():
         owner = trained_by(obj)
         if owner is not None:
@@ -171,12 +198,6 @@ def pipeline(graph, traced, loc):
                 loc, f"'{name}' is already trained by the compiled {owner}: sharing "
                      "parameters between compiled graphs is not supported yet (each compiled "
                      "program owns its parameters)")
-    cfg = graph.config
-    options.append(f"accumulation-steps={cfg.gradient_accumulation_steps}")
-    options += schedule_options(graph, traced)
-    if traced.options["pipeline"].get("auto_stages"):
-        options.append(f"auto-stages={cfg.pipeline_stages} balance={cfg.balance}")
-    return optimizer, lr_scheduler, " ".join(options)
 
 
 def schedule_options(graph, traced):

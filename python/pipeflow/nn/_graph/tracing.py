@@ -34,6 +34,8 @@ class TracedGraph:
         self.lr_scalars = []
         # An optimizer setting the compiled step cannot apply: (loc, message).
         self.rule_error = None
+        # What build() returned (see rebuild): indices into the results.
+        self.structure = None
 
     @property
     def ops(self):
@@ -120,13 +122,15 @@ def trace(graph, args, sig, loc):
         inputs = [tracer.lazy(v, a.dtype, a.placement, a.sbp) for v, a in zip(func.args, args)]
         outputs = graph.build(*inputs)
     _adopt_initial_values(tracer)
-    results = _results(graph, outputs, tracer)
+    results, structure = _results(graph, outputs, tracer)
     func.name = "train_step" if tracer.loss is not None else "forward"
     func.results = results
     func.return_loc = code_location(type(graph).build)
     checks.check_pipeline(graph, tracer, args, loc)
     traced = TracedGraph(tracer.module, func, sig, options.compile_options(graph, tracer, func), tracer)
     traced.lr_scalars, traced.rule_error = options.update_rules(graph, tracer)
+    traced.structure = structure
+    traced.result_meta = tracer.result_meta
     return traced
 
 
@@ -140,18 +144,43 @@ def _adopt_initial_values(tracer):
 
 
 def _results(graph, outputs, tracer):
-    """The IR values ``build`` returns, the loss first."""
-    if outputs is None:
-        outputs = ()
-    elif not isinstance(outputs, (tuple, list)):
-        outputs = (outputs,)
-    values = []
-    for i, out in enumerate(outputs):
-        if not isinstance(out, Tensor) or not out.is_lazy:
-            raise CompileError.at(code_location(type(graph).build),
-                                  f"build() output {i} is not a tensor computed in build() ({out!r})")
-        values.append(out._node)
+    """The IR values ``build`` returns (the loss first) and the structure of
+    the returned value (see :func:`rebuild`)."""
+    leaves = []
+    structure = _flatten(graph, outputs, leaves)
+    values = [out._node for out in leaves]
+    tracer.result_meta = [(out.dtype, tuple(out.shape), out.placement) for out in leaves]
     if tracer.loss is not None:
         loss = tracer.loss._node
         values = [loss] + [v for v in values if v is not loss]
-    return values
+    return values, structure
+
+
+def _flatten(graph, out, leaves):
+    """``out``'s tensors appended to ``leaves``; returns its structure: an
+    index into them, or ``(kind, items)`` for tuples, lists and dicts."""
+    if out is None:
+        return ("none", None)
+    if isinstance(out, (tuple, list)):
+        return (type(out).__name__, [_flatten(graph, o, leaves) for o in out])
+    if isinstance(out, dict):
+        return ("dict", [(k, _flatten(graph, v, leaves)) for k, v in out.items()])
+    if not isinstance(out, Tensor) or not out.is_lazy:
+        raise CompileError.at(code_location(type(graph).build),
+                              f"build() output {len(leaves)} is not a tensor computed in build() ({out!r})")
+    leaves.append(out)
+    return len(leaves) - 1
+
+
+def rebuild(structure, tensors):
+    """The value ``build`` returned, with ``tensors`` (in the order of the
+    function's results) in place of its traced tensors."""
+    if isinstance(structure, int):
+        return tensors[structure]
+    kind, items = structure
+    if kind == "none":
+        return None
+    if kind == "dict":
+        return {k: rebuild(v, tensors) for k, v in items}
+    values = [rebuild(v, tensors) for v in items]
+    return tuple(values) if kind == "tuple" else values
