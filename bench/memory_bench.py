@@ -9,7 +9,7 @@ MLP (bench/gen_mlp.py) at batch m x 512 (a fixed micro-batch, so GPipe's
 activations grow with m; m = 16 is the issue's batch 8192) cut into two
 stages by the compiler
 (`auto-stages=2`, one rank each), runs it with pf-run on two CPU ranks with
-PF_MEMORY_REPORT=1 and reads, per rank:
+--memory-report and reads, per rank:
 
   planned      the arena of the static memory plan (manifest and runtime)
   high-water   the largest offset + size the step touched (runtime)
@@ -75,11 +75,10 @@ def run_config(t, program, schedule, m, steps, work):
                     "--pf-artifact-dir=" + art], check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(art, "manifest.json")) as f:
         manifest = json.load(f)
-    env = dict(os.environ, PF_MEMORY_REPORT="1")
     run = subprocess.run([t["pf-run"], "-n", "2", art, "--steps", str(steps),
-                          "--threads", "1", "--timeout", "600"],
-                         check=True, stdout=subprocess.PIPE, text=True,
-                         env=env)
+                          "--threads", "1", "--timeout", "600",
+                          "--memory-report"],
+                         check=True, stdout=subprocess.PIPE, text=True)
     ranks = {}
     for line in run.stdout.splitlines():
         w = line.split()

@@ -88,6 +88,13 @@ static cl::opt<std::string>
             cl::desc("Save a checkpoint after the last step"),
             cl::cat(runCategory));
 
+static cl::opt<bool> memoryReport(
+    "memory-report",
+    cl::desc("Each rank prints its planned arena, the arena's measured "
+             "high-water mark, its peak RSS and the RSS before the arena "
+             "(PF_MEMORY_REPORT for the ranks)"),
+    cl::cat(runCategory));
+
 static cl::opt<unsigned>
     timeout("timeout", cl::init(0), cl::value_desc("seconds"),
             cl::desc("Kill the job after this many seconds (0: no limit)"),
@@ -233,6 +240,8 @@ int main(int argc, char **argv) {
       env.push_back(*e);
   if (!traceDir.empty())
     env.push_back("PF_TRACE=" + traceDir);
+  if (memoryReport)
+    env.push_back("PF_MEMORY_REPORT=1");
 
   std::vector<StringRef> argRefs(args.begin(), args.end());
   std::vector<StringRef> envRefs(env.begin(), env.end());

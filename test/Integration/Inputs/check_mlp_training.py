@@ -156,9 +156,8 @@ def main():
         run = subprocess.run([args.pf_run, "-n", str(args.ranks), artifacts,
                               "--steps", str(args.steps), "--seed", str(seed),
                               "--lr", repr(args.lr), "--loss-out", loss_file,
-                              "--timeout", "120"], check=True,
-                             stdout=subprocess.PIPE, text=True,
-                             env=dict(os.environ, PF_MEMORY_REPORT="1"))
+                              "--timeout", "120", "--memory-report"],
+                             check=True, stdout=subprocess.PIPE, text=True)
         sys.stdout.write(run.stdout)
         with open(loss_file) as f:
             got = [[float(v) for v in line.split()] for line in f
