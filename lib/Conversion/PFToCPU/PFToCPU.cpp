@@ -185,6 +185,7 @@ public:
 
 private:
   LLVM::GlobalOp ptrGlobal(StringRef name);
+  LogicalResult checkCPUPlacements();
   LogicalResult lowerParams();
   FailureOr<Value> lowerInput(BlockArgument arg, PartInput &part);
   LogicalResult lowerStep();
@@ -473,6 +474,30 @@ void RankLowering::emitMain() {
   LLVM::ReturnOp::create(b, loc, ValueRange{rc});
 }
 
+/// No silent fallback: a value placed on "cuda" is not compiled as CPU
+/// code (the front end maps "cuda" to "cpu" only when the user asks).
+LogicalResult RankLowering::checkCPUPlacements() {
+  auto onCuda = [](Type t) {
+    auto g = dyn_cast<GlobalType>(t);
+    return g && g.getPlacement() && g.getPlacement().isCuda();
+  };
+  WalkResult walk = module.walk([&](Operation *op) {
+    bool cuda = llvm::any_of(op->getResultTypes(), onCuda);
+    if (auto param = dyn_cast<ParamOp>(op))
+      cuda |= onCuda(param.getType());
+    if (auto fn = dyn_cast<func::FuncOp>(op))
+      cuda |= llvm::any_of(fn.getArgumentTypes(), onCuda);
+    if (!cuda)
+      return WalkResult::advance();
+    op->emitOpError("is placed on 'cuda', but convert-pf-to-cpu compiles CPU "
+                    "ranks and the GPU backend is not available yet: place "
+                    "it on \"cpu\" (the Python front end does so with "
+                    "PIPEFLOW_CUDA_AS_CPU=1)");
+    return WalkResult::interrupt();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 LogicalResult RankLowering::run() {
   if (auto r = module->getAttrOfType<IntegerAttr>(PFDialect::RankAttrHelper::getNameStr()))
     state.rankId = r.getInt();
@@ -481,6 +506,8 @@ LogicalResult RankLowering::run() {
   if (step.getNumResults() > 0 && !step->hasAttr(PFDialect::LossReplicaAttrHelper::getNameStr()))
     microbatches = std::max<int64_t>(
         1, cast<GlobalType>(step.getResultTypes()[0]).getNumElements());
+  if (failed(checkCPUPlacements()))
+    return failure();
   FailureOr<MemoryPlan> plan = MemoryPlan::build(
       module, step.getBody().front(), state.buffers, state.sendDone);
   if (failed(plan))

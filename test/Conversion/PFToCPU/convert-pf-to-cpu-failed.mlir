@@ -1,0 +1,56 @@
+// RUN: pf-opt %s -split-input-file -convert-pf-to-cpu -verify-diagnostics
+
+// No silent fallback: a value on "cuda" is not compiled as CPU code.
+#D = #pf.placement<"cuda", [0]>
+!G = !pf.global<4x3xf32, #D, #pf.sbp<[B]>>
+module attributes {pf.world_size = 1 : i64} {
+  module @rank0 attributes {pf.rank = 0 : i64} {
+    // expected-error @below {{is placed on 'cuda', but convert-pf-to-cpu compiles CPU ranks and the GPU backend is not available yet}}
+    pf.param @w : !G = #pf.init<ones>
+    func.func @train_step() -> !G {
+      %w = pf.read_param @w : !G
+      %r = pf.relu %w : (!G) -> !G
+      return %r : !G
+    }
+  }
+}
+
+// -----
+
+// expected-error @below {{convert-pf-to-cpu expects per-rank modules: run pf-partition-ranks first}}
+module {
+  func.func @f() {
+    return
+  }
+}
+
+// -----
+
+#P = #pf.placement<"cpu", [0]>
+!G = !pf.global<4x3xf32, #P, #pf.sbp<[B]>>
+module attributes {pf.world_size = 1 : i64} {
+  // expected-error @below {{convert-pf-to-cpu expects exactly one step function of one block per rank, found 2 functions}}
+  module @rank0 attributes {pf.rank = 0 : i64} {
+    func.func @a() {
+      return
+    }
+    func.func @b() {
+      return
+    }
+  }
+}
+
+// -----
+
+// An element type the CPU kernels do not take.
+#P = #pf.placement<"cpu", [0]>
+!H = !pf.global<4x3xf16, #P, #pf.sbp<[B]>>
+module attributes {pf.world_size = 1 : i64} {
+  module @rank0 attributes {pf.rank = 0 : i64} {
+    // expected-error @below {{convert-pf-to-cpu supports f32 tensors and i64 labels, got 'f16'}}
+    func.func @train_step(%x: !H) -> !H {
+      %r = pf.relu %x : (!H) -> !H
+      return %r : !H
+    }
+  }
+}
