@@ -11,8 +11,8 @@ into `stages` stages by the compiler (auto-stages, 1F1B):
   micro-batches 8, 32, 128 at 25 layers
 
 For each: the number of training ops (the program after
-`pf-compile-to=training`, i.e. forward + backward + optimizer, before
-micro-batching), the wall time of `pf-opt -pf-compile-cpu-pipeline`
+`pf-compile-to=training`: forward, backward and optimizer ops with every
+micro-batch's copy, which is what pf-opt's later passes walk), the wall time of `pf-opt -pf-compile-cpu-pipeline`
 (written to a file) and of `pf-translate --pf-emit-rank-artifacts`, pf-opt's
 seconds per 1,000 training ops, and each time's ratio to the first row of
 its sweep. The best of --repeat runs is taken. --write appends the table to
