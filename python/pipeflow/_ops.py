@@ -38,16 +38,22 @@ def _operands(what, *tensors):
     if tracer is None:
         raise RuntimeError("lazy tensors can only be used while nn.Graph traces build()")
     values = [tracer.value(t) for t in tensors]
-    first = tensors[0].placement
+    first = _placement(tracer, tensors[0])
     for t in tensors[1:]:
-        if t.placement != first:
+        if _placement(tracer, t) != first:
             fail(f"{what}: operands are on different placements, {first!r} and {t.placement!r}",
                  ["move one of them with .to_global(placement=..., sbp=...)"])
     return tracer, values
 
 
+def _placement(tracer, t):
+    """``t``'s placement in the trace: a local graph's local parameters are on
+    its placement (``Tracer.local_placement``)."""
+    return t.placement if t.placement is not None else tracer.local_placement
+
+
 def _result(tracer, op, like, dtype=None, index=0):
-    return tracer.lazy(op.results[index], dtype or like.dtype, like.placement)
+    return tracer.lazy(op.results[index], dtype or like.dtype, _placement(tracer, like))
 
 
 def _shape_str(shape):

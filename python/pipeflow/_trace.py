@@ -61,6 +61,8 @@ class Tracer:
         self.value_loc = {}
         self.stage_locs = {}                # stage -> first op location
         self.loss = None
+        # A local graph: where its local parameters live (else None).
+        self.local_placement = None
         self.loss_loc = None
         self.seed = _random.initial_seed()  # the compiled program's parameter seed
         self._placements = {}
@@ -199,12 +201,16 @@ class Tracer:
                 "is used in build()",
                 ["pass it to the graph as an input, or register it on a module "
                  "(nn.Parameter or register_buffer) that is an attribute of the graph"])
+        placement, sbp = tensor.placement, tensor.sbp
         if not tensor.is_global:
-            raise CompileError.at(
-                user_location(),
-                f"parameter '{name}' is a local tensor; nn.Graph needs global parameters",
-                ["make its module global first: module.to_global(placement=..., sbp=...)"])
-        type = self.global_type(tensor.shape, tensor.dtype, tensor.placement, tensor.sbp)
+            if self.local_placement is None:
+                raise CompileError.at(
+                    user_location(),
+                    f"parameter '{name}' is a local tensor, but the graph's inputs are global",
+                    ["make its module global first: module.to_global(placement=..., sbp=...)",
+                     "or call the graph with local tensors (a local graph)"])
+            placement, sbp = self.local_placement, (sbp_mod.broadcast,)
+        type = self.global_type(tensor.shape, tensor.dtype, placement, sbp)
         buffer = id(tensor) in self.buffers
         init = getattr(tensor, "_init", None) or ("#pf.init<zeros>" if buffer else None)
         if init is None:

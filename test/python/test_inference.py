@@ -70,3 +70,74 @@ def test_rebuild_restores_tuples_lists_and_dicts():
     structure = ("dict", [("a", 0), ("b", ("tuple", [1, ("list", [2, 0])])), ("c", ("none", None))])
     got = tracing.rebuild(structure, ["x", "y", "z"])
     assert got == {"a": "x", "b": ("y", ["z", "x"]), "c": None}
+
+
+def test_local_graph_runs_on_local_tensors_without_a_launcher(backend):
+    model = _mlp()  # local module: no placement, no SBP
+    graph = Infer(model)
+    rng = np.random.default_rng(11)
+    for _ in range(2):
+        a = rng.standard_normal((5, 6)).astype(np.float32)
+        out = graph(flow.tensor(a))
+        assert not out.is_global and out.shape == (5, 3)
+        np.testing.assert_allclose(out.numpy(), _reference(model, a), rtol=1e-5, atol=1e-6)
+    assert graph._run.artifacts.world_size == 1
+
+
+class Train(nn.Graph):
+    def __init__(self, model, lr):
+        super().__init__()
+        self.model = model
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.add_optimizer(flow.optim.SGD(model.parameters(), lr=lr))
+
+    def build(self, x, y):
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        return loss
+
+
+def _xent_sgd_reference(params, a, labels, lr):
+    """One SGD step of the 2-layer MLP with mean cross-entropy (NumPy)."""
+    w0, b0, w1, b1 = params
+    h = a @ w0.T + b0
+    r = np.maximum(h, 0)
+    z = r @ w1.T + b1
+    z = z - z.max(1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    n = a.shape[0]
+    loss = -np.log(p[np.arange(n), labels]).mean()
+    dz = p.copy()
+    dz[np.arange(n), labels] -= 1
+    dz /= n
+    dw1, db1 = dz.T @ r, dz.sum(0)
+    dh = (dz @ w1) * (h > 0)
+    dw0, db0 = dh.T @ a, dh.sum(0)
+    return loss, [w0 - lr * dw0, b0 - lr * db0, w1 - lr * dw1, b1 - lr * db1]
+
+
+def test_local_training_graph_matches_numpy(backend):
+    model = _mlp()
+    graph = Train(model, lr=0.1)
+    rng = np.random.default_rng(5)
+    batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, (8,)))
+               for _ in range(3)]
+    graph.trace(flow.tensor(batches[0][0]), flow.tensor(batches[0][1]))  # the initial values
+    sd = model.state_dict()
+    params = [sd[k].numpy().astype(np.float64) for k in ("0.weight", "0.bias", "2.weight", "2.bias")]
+    for a, labels in batches:
+        loss = graph(flow.tensor(a), flow.tensor(labels))
+        want, params = _xent_sgd_reference(params, a.astype(np.float64), labels, 0.1)
+        np.testing.assert_allclose(float(loss.numpy()), want, rtol=1e-4)
+    trained = graph.state_dict()["model"]
+    np.testing.assert_allclose(trained["2.weight"].numpy(), params[2], rtol=1e-4, atol=1e-5)
+
+
+def test_mixing_local_and_global_inputs_is_an_error_at_the_call(backend):
+    graph = Train(_mlp().to_global(P0, B), lr=0.1)
+    rng = np.random.default_rng(2)
+    x = flow.tensor(rng.standard_normal((4, 6)).astype(np.float32), placement=P0, sbp=B)
+    y = flow.tensor(rng.integers(0, 3, (4,)))
+    with pytest.raises(flow.CompileError, match="local tensor but other inputs are global") as info:
+        graph(x, y)  # <-- mixed-call
+    assert info.value.filename == HERE and info.value.lineno == line_of(HERE, "mixed-call")

@@ -267,6 +267,8 @@ class Graph:
             run.check_call(self, args, loc)
         losses = run.step(args, loc, known)
         if run.inference:
+            if run.traced.local:
+                losses = [t.to_local() for t in losses]
             return tracing.rebuild(run.traced.structure, losses)
         for lr_scheduler in run.lr_schedulers:
             if lr_scheduler is not None:

@@ -13,6 +13,8 @@ from ... import _random, _trace, ir
 from ... import config as config_mod
 from ..._errors import CompileError
 from ..._source import code_location
+from ... import sbp as sbp_mod
+from ...placement import placement as Placement
 from ...tensor import Tensor
 from ..parameter import Parameter, set_runtime_init
 from . import checks, options
@@ -36,6 +38,7 @@ class TracedGraph:
         self.rule_error = None
         # What build() returned (see rebuild): indices into the results.
         self.structure = None
+        self.local = False  # a local graph: local inputs and outputs
 
     @property
     def ops(self):
@@ -69,19 +72,46 @@ def _buffer_ids(graph):
                      if not isinstance(b, Parameter))
 
 
+def local_placement(device):
+    """Where a local graph runs: rank 0 of the tensors' device, as OneFlow runs
+    a graph over local tensors on their device."""
+    return Placement(device, ranks=[0])
+
+
+def is_local_call(args):
+    """Whether ``args`` are local tensors (a local graph's inputs)."""
+    return bool(args) and all(isinstance(a, Tensor) and not a.is_lazy and not a.is_global
+                              for a in args)
+
+
+def as_global(args):
+    """A local graph's inputs as the global tensors it compiles for (the
+    placement of :func:`local_placement`, broadcast); global ones unchanged."""
+    return tuple(a.to_global(placement=local_placement(a.device), sbp=[sbp_mod.broadcast])
+                 if isinstance(a, Tensor) and not a.is_lazy and not a.is_global else a
+                 for a in args)
+
+
 def signature(args, loc):
     """What a graph is compiled for per input: ``(shape, dtype name, placement,
-    sbp)``; the inputs must be global tensors made outside any trace."""
+    sbp)``; the inputs must be tensors made outside any trace, all global or
+    all local (a local graph: placement cpu [0], broadcast)."""
     sig = []
+    kinds = {a.is_global for a in args if isinstance(a, Tensor) and not a.is_lazy}
     for i, a in enumerate(args):
         if not isinstance(a, Tensor):
             raise CompileError.at(loc, f"graph input {i} is a {type(a).__name__}; inputs must be tensors")
         if a.is_lazy:
             raise CompileError.at(loc, f"graph input {i} is a traced tensor of another graph")
         if not a.is_global:
-            raise CompileError.at(
-                loc, f"graph input {i} (shape {list(a.shape)}) is a local tensor; nn.Graph inputs "
-                     "must be global", ["convert it first: x = x.to_global(placement=..., sbp=...)"])
+            if len(kinds) > 1:
+                raise CompileError.at(
+                    loc, f"graph input {i} (shape {list(a.shape)}) is a local tensor but other "
+                         "inputs are global; an nn.Graph takes all local or all global inputs",
+                    ["convert it: x = x.to_global(placement=..., sbp=...), or pass only local tensors"])
+            sig.append((tuple(a.shape), a.dtype.name, local_placement(a.device),
+                        (sbp_mod.broadcast,)))
+            continue
         sig.append((tuple(a.shape), a.dtype.name, a.placement, a.sbp))
     return tuple(sig)
 
@@ -113,6 +143,10 @@ def trace(graph, args, sig, loc):
     names, module_names = naming(graph)
     configs = {key: cfg for key, (_, cfg) in graph._configs.items()}
     tracer = _trace.Tracer(graph.name, names, configs, module_names, _buffer_ids(graph))
+    local = is_local_call(args)
+    if local:
+        tracer.local_placement = local_placement(args[0].device)
+    args = as_global(args)
     tracer.module.comments.append(f"pipeflow graph {graph.name}")
     with tracer:
         types = [tracer.global_type(a.shape, a.dtype, a.placement, a.sbp) for a in args]
@@ -130,6 +164,7 @@ def trace(graph, args, sig, loc):
     traced = TracedGraph(tracer.module, func, sig, options.compile_options(graph, tracer, func), tracer)
     traced.lr_scalars, traced.rule_error = options.update_rules(graph, tracer)
     traced.structure = structure
+    traced.local = local
     traced.result_meta = tracer.result_meta
     return traced
 
