@@ -129,6 +129,42 @@ int64_t lowerBound(ArrayRef<Interval> buffers) {
   return most;
 }
 
+/// Activations in flight: forward-defined buffers whose last reader is a
+/// backward op, counted per micro-batch over the step. Returns the most
+/// micro-batches with such buffers live at once and the most bytes.
+std::pair<int64_t, int64_t>
+countActivationsInFlight(ArrayRef<Interval> classes,
+                         const llvm::DenseMap<Operation *, int64_t> &positionOf) {
+  SmallVector<Operation *> opAt(positionOf.size() + 1, nullptr);
+  for (auto &[op, at] : positionOf)
+    opAt[at] = op;
+  SmallVector<std::tuple<int64_t, int64_t, int64_t>> events; // at, +-1, idx
+  for (auto [i, c] : llvm::enumerate(classes)) {
+    if (c.external || c.microbatch < 0 || c.end == kEnd ||
+        c.end >= static_cast<int64_t>(opAt.size()))
+      continue;
+    auto phase = opAt[c.end]->getAttrOfType<StringAttr>(
+        PFDialect::PhaseAttrHelper::getNameStr());
+    if (!phase || !phase.getValue().starts_with("backward"))
+      continue;
+    events.push_back({c.start, 1, i});
+    events.push_back({c.end + 1, -1, i});
+  }
+  llvm::sort(events);
+  llvm::DenseMap<int64_t, int64_t> liveOf; // micro-batch -> live buffers
+  int64_t bytes = 0, most = 0, mostBytes = 0;
+  for (auto [at, delta, i] : events) {
+    int64_t &n = liveOf[classes[i].microbatch];
+    n += delta;
+    if (n == 0)
+      liveOf.erase(classes[i].microbatch);
+    bytes += delta * classes[i].bytes;
+    most = std::max<int64_t>(most, liveOf.size());
+    mostBytes = std::max(mostBytes, bytes);
+  }
+  return {most, mostBytes};
+}
+
 } // namespace
 
 FailureOr<MemoryPlan>
@@ -268,38 +304,8 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
     }
   }
 
-  // Activations in flight: forward-defined classes whose last reader is a
-  // backward op, counted per micro-batch over the step.
-  {
-    SmallVector<Operation *> opAt(positionOf.size() + 1, nullptr);
-    for (auto &[op, at] : positionOf)
-      opAt[at] = op;
-    SmallVector<std::tuple<int64_t, int64_t, int64_t>> events; // at, +-1, idx
-    for (auto [i, c] : llvm::enumerate(classes)) {
-      if (c.external || c.microbatch < 0 || c.end == kEnd ||
-          c.end >= static_cast<int64_t>(opAt.size()))
-        continue;
-      auto phase = opAt[c.end]->getAttrOfType<StringAttr>(
-          PFDialect::PhaseAttrHelper::getNameStr());
-      if (!phase || !phase.getValue().starts_with("backward"))
-        continue;
-      events.push_back({c.start, 1, i});
-      events.push_back({c.end + 1, -1, i});
-    }
-    llvm::sort(events);
-    llvm::DenseMap<int64_t, int64_t> liveOf; // micro-batch -> live classes
-    int64_t bytes = 0;
-    for (auto [at, delta, i] : events) {
-      int64_t &n = liveOf[classes[i].microbatch];
-      n += delta;
-      if (n == 0)
-        liveOf.erase(classes[i].microbatch);
-      bytes += delta * classes[i].bytes;
-      plan.activationsInFlight = std::max<int64_t>(plan.activationsInFlight,
-                                                   liveOf.size());
-      plan.activationPeakBytes = std::max(plan.activationPeakBytes, bytes);
-    }
-  }
+  std::tie(plan.activationsInFlight, plan.activationPeakBytes) =
+      countActivationsInFlight(classes, positionOf);
 
   SmallVector<int64_t> offsets(classes.size(), -1);
   plan.stepPeakBytes = allocate(classes, offsets);
