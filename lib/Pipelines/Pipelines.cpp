@@ -102,7 +102,10 @@ void mlir::pf::buildCompileCPUPipeline(
   pm.addPass(createForwardGradBuffersPass());
   if (options.compileTo == Stop::Rank)
     return;
-  pm.addPass(createConvertPFToCPUPass());
+  pm.addPass(createVerifyCommPass());
+  ConvertPFToCPUPassOptions lowering;
+  lowering.reportOutputs = !options.training;
+  pm.addPass(createConvertPFToCPUPass(lowering));
 }
 
 void mlir::pf::buildStagePipeline(OpPassManager &pm,

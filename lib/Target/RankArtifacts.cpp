@@ -206,15 +206,38 @@ LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
       for (NamedAttribute entry : plan)
         if (auto v = dyn_cast<IntegerAttr>(entry.getValue()))
           memory[entry.getName().getValue()] = v.getInt();
-    rankEntries.push_back(llvm::json::Object{
-        {"rank", rank},
-        {"executable", name},
-        {"shared_object", "lib" + name + ".so"},
-        {"backend", "cpu"},
-        {"inputs", std::move(inputs)},
-        {"reports_loss", reportsLoss},
-        {"num_microbatches", microbatches},
-        {"memory", std::move(memory)}});
+    llvm::json::Object entry{{"rank", rank},
+                             {"executable", name},
+                             {"shared_object", "lib" + name + ".so"},
+                             {"backend", "cpu"},
+                             {"inputs", std::move(inputs)},
+                             {"reports_loss", reportsLoss},
+                             {"num_microbatches", microbatches},
+                             {"memory", std::move(memory)}};
+    // An inference step's results: local shape, dtype, placement and SBP.
+    if (auto list =
+            rankModule->getAttrOfType<ArrayAttr>(artifact::kOutputsAttrName)) {
+      llvm::json::Array outputs;
+      for (auto out : list.getAsRange<DictionaryAttr>()) {
+        llvm::json::Array shape;
+        for (int64_t d : cast<DenseI64ArrayAttr>(
+                             out.get(artifact::output::kLocalShape))
+                             .asArrayRef())
+          shape.push_back(d);
+        auto text = [&](StringRef key) {
+          return cast<StringAttr>(out.get(key)).getValue().str();
+        };
+        outputs.push_back(llvm::json::Object{
+            {"index",
+             cast<IntegerAttr>(out.get(artifact::output::kIndex)).getInt()},
+            {"local_shape", std::move(shape)},
+            {"dtype", text(artifact::output::kDtype)},
+            {"placement", text(artifact::output::kPlacement)},
+            {"sbp", text(artifact::output::kSbp)}});
+      }
+      entry["outputs"] = std::move(outputs);
+    }
+    rankEntries.push_back(std::move(entry));
   }
   llvm::json::Object manifest{{"format", kRankArtifactsFormat},
                               {"world_size", world},

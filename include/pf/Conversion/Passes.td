@@ -25,6 +25,10 @@ def ConvertPFToCPUPass : Pass<"convert-pf-to-cpu", "::mlir::ModuleOp"> {
     Option<"foldAccumulation", "fold-accumulation", "bool", /*default=*/"true",
            "fold add(acc, matmul(...)) into the matmul (C += A B into the "
            "accumulator's buffer) when nothing else reads either">,
+    Option<"reportOutputs", "report-outputs", "bool", /*default=*/"false",
+           "an inference step: every result of the step is reported with "
+           "pfrt_report_output (its local part on each rank that holds it) "
+           "instead of as per-micro-batch losses">,
     Option<"outlineActions", "outline-actions", "bool", /*default=*/"true",
            "make the step a loop over its actions: one function per shape "
            "of (stage, phase, micro-batch) action, constants that differ "

@@ -33,6 +33,18 @@ inline constexpr llvm::StringLiteral kMemoryAttrName = "pfrt.memory";
 inline constexpr llvm::StringLiteral kActionsAttrName = "pfrt.actions";
 
 /// Keys of one `pfrt.inputs` entry.
+/// An inference step's results (convert-pf-to-cpu{report-outputs}): an
+/// array of dictionaries with the keys in `output`.
+inline constexpr llvm::StringLiteral kOutputsAttrName = "pfrt.outputs";
+
+namespace output {
+inline constexpr llvm::StringLiteral kIndex = "index";
+inline constexpr llvm::StringLiteral kLocalShape = "local_shape";
+inline constexpr llvm::StringLiteral kDtype = "dtype";
+inline constexpr llvm::StringLiteral kPlacement = "placement";
+inline constexpr llvm::StringLiteral kSbp = "sbp";
+} // namespace output
+
 namespace input {
 /// IntegerAttr: the input's position in the global step signature.
 inline constexpr llvm::StringLiteral kIndex = "index";

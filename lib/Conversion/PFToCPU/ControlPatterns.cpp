@@ -118,6 +118,19 @@ struct ReturnLowering : CPUPattern<func::ReturnOp> {
                       ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
     state.rt.pfrt_wait_sends(b, loc);
+    // An inference step: every result, this rank's local part of it.
+    if (state.reportOutputs) {
+      for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
+        FailureOr<int64_t> bytes = elementBytes(op, operand.getType());
+        if (failed(bytes))
+          return failure();
+        state.rt.pfrt_report_output(b, loc, static_cast<int32_t>(i),
+                                    adaptor.getOperands()[i],
+                                    *bytes * localCount(operand));
+      }
+      b.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange{});
+      return success();
+    }
     if (op.getNumOperands() > 0 && !state.lossReplica) {
       Value loss = adaptor.getOperands()[0];
       for (int64_t k = 0, e = localCount(op.getOperand(0)); k < e; ++k) {

@@ -174,11 +174,12 @@ class RankLowering {
 public:
   RankLowering(ModuleOp module, func::FuncOp step,
                const llvm::DenseMap<Operation *, Operation *> &sendDone,
-               bool foldAccumulation, bool outline)
+               bool foldAccumulation, bool outline, bool reportOutputs)
       : module(module), step(step), b(module.getContext()),
         state(module, step.getBody().front(), foldAccumulation),
         outline(outline) {
     state.sendDone = sendDone;
+    state.reportOutputs = reportOutputs;
   }
 
   LogicalResult run();
@@ -186,6 +187,7 @@ public:
 private:
   LLVM::GlobalOp ptrGlobal(StringRef name);
   LogicalResult checkCPUPlacements();
+  ArrayAttr outputsAttr();
   LogicalResult lowerParams();
   FailureOr<Value> lowerInput(BlockArgument arg, PartInput &part);
   LogicalResult lowerStep();
@@ -474,6 +476,32 @@ void RankLowering::emitMain() {
   LLVM::ReturnOp::create(b, loc, ValueRange{rc});
 }
 
+/// What a host program needs to rebuild an inference step's results: per
+/// result, its local shape, element type, placement and SBP as compiled.
+ArrayAttr RankLowering::outputsAttr() {
+  SmallVector<Attribute> outputs;
+  for (auto [i, type] : llvm::enumerate(step.getResultTypes())) {
+    auto global = cast<GlobalType>(type);
+    std::string placement, sbp;
+    llvm::raw_string_ostream(placement) << global.getPlacement();
+    if (global.getSbp())
+      llvm::raw_string_ostream(sbp) << global.getSbp();
+    outputs.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr(artifact::output::kIndex,
+                        b.getI64IntegerAttr(static_cast<int64_t>(i))),
+         b.getNamedAttr(artifact::output::kLocalShape,
+                        b.getDenseI64ArrayAttr(global.getShape())),
+         b.getNamedAttr(artifact::output::kDtype,
+                        b.getStringAttr(global.getElementType().isF32()
+                                            ? "f32"
+                                            : "i64")),
+         b.getNamedAttr(artifact::output::kPlacement,
+                        b.getStringAttr(placement)),
+         b.getNamedAttr(artifact::output::kSbp, b.getStringAttr(sbp))}));
+  }
+  return b.getArrayAttr(outputs);
+}
+
 /// No silent fallback: a value placed on "cuda" is not compiled as CPU
 /// code (the front end maps "cuda" to "cpu" only when the user asks).
 LogicalResult RankLowering::checkCPUPlacements() {
@@ -503,7 +531,7 @@ LogicalResult RankLowering::run() {
     state.rankId = r.getInt();
   // For the artifact manifest (the host reads it to feed the inputs).
   int64_t microbatches = 0;
-  if (step.getNumResults() > 0 && !step->hasAttr(PFDialect::LossReplicaAttrHelper::getNameStr()))
+  if (!state.reportOutputs && step.getNumResults() > 0 && !step->hasAttr(PFDialect::LossReplicaAttrHelper::getNameStr()))
     microbatches = std::max<int64_t>(
         1, cast<GlobalType>(step.getResultTypes()[0]).getNumElements());
   if (failed(checkCPUPlacements()))
@@ -518,6 +546,8 @@ LogicalResult RankLowering::run() {
   emitMain();
   module->setAttr(artifact::kInputsAttrName, b.getArrayAttr(inputs));
   module->setAttr(artifact::kReportsLossAttrName, b.getBoolAttr(microbatches > 0));
+  if (state.reportOutputs)
+    module->setAttr(artifact::kOutputsAttrName, outputsAttr());
   module->setAttr(artifact::kMemoryAttrName, state.plan->toAttr(module.getContext()));
   module->setAttr(artifact::kNumMicrobatchesAttrName,
                   b.getI64IntegerAttr(std::max<int64_t>(microbatches, 1)));
@@ -567,7 +597,7 @@ struct ConvertPFToCPUPass
         analyzeSendCompletion(blocks);
     for (auto [m, step] : steps)
       if (failed(RankLowering(m, step, sendDone, foldAccumulation,
-                              outlineActions)
+                              outlineActions, reportOutputs)
                      .run()))
         return signalPassFailure();
   }

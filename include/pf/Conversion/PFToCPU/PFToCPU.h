@@ -65,6 +65,8 @@ struct CPULoweringState {
   LLVM::GlobalOp seedGlobal;
   /// Whether another rank reports the loss (several hold it).
   bool lossReplica = false;
+  /// An inference step: results are reported as outputs, not losses.
+  bool reportOutputs = false;
   /// Send -> the op after which it is complete (SendCompletion.h).
   llvm::DenseMap<Operation *, Operation *> sendDone;
   /// The step's inputs loaded by parts (keyed by the value that stands for
