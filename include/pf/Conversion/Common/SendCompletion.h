@@ -13,23 +13,19 @@
 //
 // S is then complete once that op has completed: the conversion waits for
 // it there and the memory plan frees its buffer. Sends and receives match
-// by (source, destination, tag) in order, collectives by (kind, group) in
-// order, as MPI matches them. Only such direct evidence is used (no chains
-// through third ranks); a send without any stays until the end of the step.
+// by (source, destination, tag) in order, collectives by group in order,
+// as MPI matches them (pf/Analysis/CommEvents.h). Only such direct
+// evidence is used (no chains through third ranks); a send without any
+// stays until the end of the step.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef PF_CONVERSION_COMMON_SENDCOMPLETION_H
 #define PF_CONVERSION_COMMON_SENDCOMPLETION_H
 
-#include "mlir/IR/BuiltinOps.h"
-#include "llvm/ADT/DenseMap.h"
+#include "pf/Analysis/CommEvents.h"
 
 namespace mlir::pf {
-
-/// Per-rank step blocks (rank id -> the body of its step function), in
-/// program order.
-using RankSteps = llvm::DenseMap<int64_t, Block *>;
 
 /// For every pf.send of every rank, the op of the same rank after which the
 /// send is complete; sends without one are absent.
