@@ -103,7 +103,6 @@ void mlir::pf::buildCompileCPUPipeline(
   if (options.compileTo == Stop::Rank)
     return;
   pm.addPass(createVerifyCommPass());
-  pm.addPass(createVerifyCommPass());
   ConvertPFToCPUPassOptions lowering;
   lowering.reportOutputs = !options.training;
   pm.addPass(createConvertPFToCPUPass(lowering));
