@@ -97,8 +97,12 @@ CommEvents::CommEvents(const RankSteps &steps) {
       if (!isa<SendOp, RecvOp, AllReduceOp, AllGatherOp, ReduceScatterOp,
                AllToAllOp, BroadcastOp, ReduceOp>(op))
         continue;
-      CommEvent e{&op, CommEvent::Kind::Send, rank, static_cast<unsigned>(ri),
-                  static_cast<unsigned>(list.size()), position};
+      CommEvent e{&op,
+                  CommEvent::Kind::Send,
+                  rank,
+                  static_cast<unsigned>(ri),
+                  static_cast<unsigned>(list.size()),
+                  position};
       if (auto s = dyn_cast<SendOp>(op)) {
         e.peer = s.getPeer();
         e.tag = s.getTag();
@@ -156,8 +160,7 @@ int CommEvents::getRankIndex(int64_t rank) const {
   return it == rankIndices.end() ? -1 : static_cast<int>(it->second);
 }
 
-const CommEvent *CommEvents::getMember(const CommEvent &e,
-                                       int64_t rank) const {
+const CommEvent *CommEvents::getMember(const CommEvent &e, int64_t rank) const {
   if (e.instance < 0)
     return nullptr;
   return members.lookup({static_cast<unsigned>(e.instance), rank});

@@ -102,13 +102,11 @@ private:
         if (e.isCollective()) {
           if (!e.group)
             return e.op->emitOpError("on rank ")
-                   << e.rank << " is in none of its groups "
-                   << e.groupList;
+                   << e.rank << " is in none of its groups " << e.groupList;
           if (!sizesFitGroup(e))
             return e.op->emitOpError("on rank ")
                    << e.rank << " has " << e.elements << " input and "
-                   << e.resultElements
-                   << " result elements, which a group of "
+                   << e.resultElements << " result elements, which a group of "
                    << e.group.size() << " ranks does not allow";
           continue;
         }
@@ -123,15 +121,16 @@ private:
                      << e.tag << " but rank " << e.peer
                      << " has no matching pf.recv";
             return e.op->emitOpError("on rank ")
-                   << e.rank << " receives from rank " << e.peer
-                   << " with tag " << e.tag << " but rank " << e.peer
+                   << e.rank << " receives from rank " << e.peer << " with tag "
+                   << e.tag << " but rank " << e.peer
                    << " sends no matching pf.send";
           };
           InFlightDiagnostic diag = report();
           if (other)
             diag.attachNote(other->op->getLoc())
                 << "rank " << other->rank
-                << (other->isSend() ? " sends to rank " : " receives from rank ")
+                << (other->isSend() ? " sends to rank "
+                                    : " receives from rank ")
                 << other->peer << " with tag " << other->tag << " here";
           return diag;
         }
@@ -140,10 +139,10 @@ private:
           const CommEvent &s = *e.match;
           InFlightDiagnostic diag =
               e.op->emitOpError("on rank ")
-              << e.rank << " receives " << e.bytes() << " bytes ("
-              << payload(e) << ") from rank " << e.peer << " tag " << e.tag
-              << ", but rank " << s.rank << " sends " << s.bytes()
-              << " bytes (" << payload(s) << ")";
+              << e.rank << " receives " << e.bytes() << " bytes (" << payload(e)
+              << ") from rank " << e.peer << " tag " << e.tag << ", but rank "
+              << s.rank << " sends " << s.bytes() << " bytes (" << payload(s)
+              << ")";
           diag.attachNote(s.op->getLoc())
               << "rank " << s.rank << "'s matching send";
           return diag;
@@ -182,9 +181,9 @@ private:
     for (unsigned r = 0; r < n; ++r)
       if (pc[r] < comm.getEvents(r).size())
         return reportDeadlock(comm.getEvents(r)[pc[r]]);
-    LLVM_DEBUG(llvm::dbgs() << "pf-verify-comm: " << n << " ranks, "
-                            << comm.getInstances().size()
-                            << " collectives, no deadlock\n");
+    LLVM_DEBUG(llvm::dbgs()
+               << "pf-verify-comm: " << n << " ranks, "
+               << comm.getInstances().size() << " collectives, no deadlock\n");
     return success();
   }
 
@@ -229,11 +228,11 @@ private:
   /// A member entering collective `e` agrees with the first member.
   LogicalResult compare(const CommEvent &e, const CommEvent &head) {
     if (e.groupList != head.groupList) {
-      InFlightDiagnostic diag =
-          e.op->emitOpError("on rank ")
-          << e.rank << " has groups " << e.groupList << " but rank "
-          << head.rank << " enters the same collective with groups "
-          << head.groupList;
+      InFlightDiagnostic diag = e.op->emitOpError("on rank ")
+                                << e.rank << " has groups " << e.groupList
+                                << " but rank " << head.rank
+                                << " enters the same collective with groups "
+                                << head.groupList;
       diag.attachNote(head.op->getLoc())
           << "rank " << head.rank << "'s collective";
       return diag;
@@ -285,13 +284,12 @@ private:
         }
         if (at->isCollective() && at->group != e.group && at->group &&
             llvm::is_contained(at->group.asArrayRef(), e.rank)) {
-          InFlightDiagnostic diag =
-              e.op->emitOpError("on rank ")
-              << e.rank << " runs over group " << groupString(e.group)
-              << " but rank " << q << " enters a collective over group "
-              << groupString(at->group) << " instead";
-          diag.attachNote(at->op->getLoc())
-              << "rank " << q << "'s collective";
+          InFlightDiagnostic diag = e.op->emitOpError("on rank ")
+                                    << e.rank << " runs over group "
+                                    << groupString(e.group) << " but rank " << q
+                                    << " enters a collective over group "
+                                    << groupString(at->group) << " instead";
+          diag.attachNote(at->op->getLoc()) << "rank " << q << "'s collective";
           return diag;
         }
         waitsFor = q;
