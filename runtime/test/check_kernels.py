@@ -29,6 +29,7 @@ element-wise ratio is meaningless where the reference is ~0). Tolerances:
 Prints one line per kernel (cases, worst error) and exits 1 on any failure.
 """
 
+import math
 import os
 import sys
 
@@ -150,6 +151,29 @@ def check_elementwise(ctx, c):
     ctx.check(c, "copy", ctx.load(c, "copy"), a, EXACT)
     ctx.check(c, "copy_inplace", ctx.load(c, "copy_inplace"), a, EXACT)
     ctx.check(c, "fill", ctx.load(c, "fill"), np.full(x.shape, v), EXACT)
+
+
+def check_activation(ctx, c):
+    """GELU (erf and tanh forms), tanh, sigmoid in float64, and their
+    derivatives against the closed forms and central differences."""
+    x, dy = (f64(ctx.load(c, k)) for k in ("x", "dy"))
+    kind = int(c["kind"])
+    erf = np.vectorize(math.erf)
+
+    def f(v):
+        if kind == 0:
+            return 0.5 * v * (1.0 + erf(v / math.sqrt(2.0)))
+        if kind == 1:
+            u = math.sqrt(2.0 / math.pi) * (v + 0.044715 * v ** 3)
+            return 0.5 * v * (1.0 + np.tanh(u))
+        if kind == 2:
+            return np.tanh(v)
+        return 1.0 / (1.0 + np.exp(-v))
+
+    h = 1e-5
+    df = (f(x + h) - f(x - h)) / (2 * h)
+    ctx.check(c, "y", ctx.load(c, "y"), f(x), F32)
+    ctx.check(c, "dx", ctx.load(c, "dx"), df * dy, GRAD)
 
 
 def check_bias_add(ctx, c):
@@ -451,6 +475,7 @@ def check_adam(ctx, c):
 
 CHECKS = {
     "elementwise": check_elementwise,
+    "activation": check_activation,
     "bias_add": check_bias_add,
     "reduce_sum": check_reduce_sum,
     "transpose": check_transpose,

@@ -62,6 +62,29 @@ void elementwise(kt::Harness &h) {
   }
 }
 
+/// GELU (both forms), tanh and sigmoid and their gradients; x spans the
+/// curved part and both tails, and in-place calls give the same bits.
+void activations(kt::Harness &h) {
+  for (int32_t kind = 0; kind < 4; ++kind)
+    for (int64_t n : {int64_t(1), int64_t(1001)}) {
+      std::string id = h.newCase();
+      auto x = h.uniform(n, -6, 6), dy = h.uniform(n);
+      std::vector<float> y(n), yin = x, dx(n), dxIn = dy;
+      pfrt_k_activation(kind, x.data(), y.data(), n);
+      pfrt_k_activation(kind, yin.data(), yin.data(), n);
+      pfrt_k_activation_grad(kind, x.data(), dy.data(), dx.data(), n);
+      pfrt_k_activation_grad(kind, x.data(), dxIn.data(), dxIn.data(), n);
+      CHECK(std::memcmp(y.data(), yin.data(), n * sizeof(float)) == 0 &&
+                std::memcmp(dx.data(), dxIn.data(), n * sizeof(float)) == 0,
+            "activation %d: in-place differs", kind);
+      h.save(id, "x", {n}, x);
+      h.save(id, "dy", {n}, dy);
+      h.save(id, "y", {n}, y);
+      h.save(id, "dx", {n}, dx);
+      h.record("activation", id, "kind=%d n=%lld", kind, (long long)n);
+    }
+}
+
 void biasAdd(kt::Harness &h) {
   const int64_t shapes[][3] = {{5, 7, 1},  {3, 13, 17}, {1, 1, 1},
                                {4, 3, 33}, {2, 130, 1}, {1, 9, 49}};
@@ -184,6 +207,7 @@ void transpose(kt::Harness &h) {
 int main(int argc, char **argv) {
   kt::Harness h("k-basic", argc, argv);
   elementwise(h);
+  activations(h);
   biasAdd(h);
   reduceSum(h);
   transpose(h);

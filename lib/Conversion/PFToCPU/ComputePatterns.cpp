@@ -110,6 +110,31 @@ struct ReluGradLowering : CPUPattern<ReluGradOp> {
   }
 };
 
+struct ActivationLowering : CPUPattern<ActivationOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(ActivationOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    return emitInto(op, b, [&](Value out) {
+      state.rt.pfrt_k_activation(b, op.getLoc(),
+                                 activationKindCode(op.getKind()),
+                                 adaptor.getInput(), out,
+                                 localCount(op.getResult()));
+    });
+  }
+};
+
+struct ActivationGradLowering : CPUPattern<ActivationGradOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(ActivationGradOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    return emitInto(op, b, [&](Value out) {
+      state.rt.pfrt_k_activation_grad(
+          b, op.getLoc(), activationKindCode(op.getKind()), adaptor.getInput(),
+          adaptor.getResultGrad(), out, localCount(op.getResult()));
+    });
+  }
+};
+
 struct AddLowering : CPUPattern<AddOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(AddOp op, OpAdaptor adaptor,
@@ -226,7 +251,8 @@ struct SoftmaxXentGradLowering : CPUPattern<SoftmaxCrossEntropyGradOp> {
 void mlir::pf::populatePFToCPUComputePatterns(const TypeConverter &converter,
                                               RewritePatternSet &patterns,
                                               CPULoweringState &state) {
-  patterns.add<TransposeLowering, MatmulLowering, BiasAddLowering,
+  patterns.add<ActivationLowering, ActivationGradLowering, TransposeLowering,
+               MatmulLowering, BiasAddLowering,
                ReluLowering, ReluGradLowering, AddLowering, MulScalarLowering,
                DropoutLowering, ReduceSumLowering, SoftmaxXentLowering,
                SoftmaxXentGradLowering>(converter, state);

@@ -564,6 +564,14 @@ int pfrt_set_num_threads(int n);
  * conv) goes through pfrt_sgemm and accumulates in float32.
  *===----------------------------------------------------------------------===*/
 
+/* y = f(x) and dx = f'(x) * dy for the activation `kind`: 0 GELU (erf
+ * form), 1 GELU (tanh approximation), 2 tanh, 3 sigmoid (pf.activation's
+ * kinds in order). Computed in double, rounded once to float. In place
+ * (y == x, dx == dy) is allowed. */
+void pfrt_k_activation(int32_t kind, const float *x, float *y, int64_t n);
+void pfrt_k_activation_grad(int32_t kind, const float *x, const float *dy,
+                            float *dx, int64_t n);
+
 /* Element-wise over n elements:
  *   relu       y = x < 0 ? 0 : x  (NaN stays NaN)
  *   relu_grad  dx = y > 0 ? dy : 0  (y is relu's output)

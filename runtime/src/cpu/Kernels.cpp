@@ -196,6 +196,78 @@ void pfrt_k_relu(const float *x, float *y, int64_t n) {
   }
 }
 
+namespace {
+/// f(x) and f'(x) of activation `kind` (pfrt.h), in double.
+void activation(int32_t kind, double x, double *f, double *df) {
+  constexpr double kInvSqrt2 = 0.70710678118654752440;
+  constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+  constexpr double kSqrt2OverPi = 0.79788456080286535588;
+  switch (kind) {
+  case 0: { // x Phi(x)
+    double cdf = 0.5 * (1.0 + std::erf(x * kInvSqrt2));
+    *f = x * cdf;
+    *df = cdf + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
+    return;
+  }
+  case 1: { // x (1 + tanh(u)) / 2, u = sqrt(2/pi) (x + 0.044715 x^3)
+    double u = kSqrt2OverPi * (x + 0.044715 * x * x * x);
+    double t = std::tanh(u);
+    *f = 0.5 * x * (1.0 + t);
+    *df = 0.5 * (1.0 + t) +
+          0.5 * x * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3 * 0.044715 * x * x);
+    return;
+  }
+  case 2: {
+    double t = std::tanh(x);
+    *f = t;
+    *df = 1.0 - t * t;
+    return;
+  }
+  default: {
+    double s = 1.0 / (1.0 + std::exp(-x));
+    *f = s;
+    *df = s * (1.0 - s);
+    return;
+  }
+  }
+}
+
+void checkActivation(const char *fn, int32_t kind) {
+  if (kind < 0 || kind > 3)
+    fatal("%s: kind %d is not one of 0 (gelu), 1 (gelu_tanh), 2 (tanh), 3 "
+          "(sigmoid)",
+          fn, kind);
+}
+} // namespace
+
+void pfrt_k_activation(int32_t kind, const float *x, float *y, int64_t n) {
+  const char *fn = "pfrt_k_activation";
+  checkActivation(fn, kind);
+  checkSize(fn, "n", n);
+  checkPtr(fn, "x", x, n);
+  checkPtr(fn, "y", y, n);
+  for (int64_t i = 0; i < n; ++i) {
+    double f, df;
+    activation(kind, x[i], &f, &df);
+    y[i] = static_cast<float>(f);
+  }
+}
+
+void pfrt_k_activation_grad(int32_t kind, const float *x, const float *dy,
+                            float *dx, int64_t n) {
+  const char *fn = "pfrt_k_activation_grad";
+  checkActivation(fn, kind);
+  checkSize(fn, "n", n);
+  checkPtr(fn, "x", x, n);
+  checkPtr(fn, "dy", dy, n);
+  checkPtr(fn, "dx", dx, n);
+  for (int64_t i = 0; i < n; ++i) {
+    double f, df;
+    activation(kind, x[i], &f, &df);
+    dx[i] = static_cast<float>(df * dy[i]);
+  }
+}
+
 void pfrt_k_relu_grad(const float *y, const float *dy, float *dx, int64_t n) {
   const char *fn = "pfrt_k_relu_grad";
   checkSize(fn, "n", n);

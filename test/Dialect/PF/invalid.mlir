@@ -1179,3 +1179,28 @@ pf.schedule {kind = "custom", num_stages = 2, num_microbatches = 1, num_chunks =
 // expected-error @+1 {{'pf.schedule' op rank 0: 'B0:x' is not an action (F<mb>, B<mb> or W<mb>, optionally :<chunk>)}}
 pf.schedule {kind = "custom", num_stages = 1, num_microbatches = 1, num_chunks = 1,
              actions = [["F0", "B0:x"]]}
+
+// -----
+
+func.func @activation_kind(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{kind must be one of gelu, gelu_tanh, tanh, sigmoid, got 'swish'}}
+  %r = pf.activation %x {kind = "swish"} : (!pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+func.func @activation_grad_kind(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{kind must be one of gelu, gelu_tanh, tanh, sigmoid, got 'relu'}}
+  %r = pf.activation_grad %x, %x {kind = "relu"} : (!pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>, !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+func.func @activation_int(%x: !pf.global<4xi64, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+2 {{'pf.activation' op input must have a float element type, got 'i64'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r = pf.activation %x {kind = "tanh"} : (!pf.global<4xi64, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xi64, #pf.placement<"cpu", [0]>>
+  return
+}

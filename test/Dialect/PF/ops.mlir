@@ -83,6 +83,10 @@ func.func @dense(%x: !pf.global<16x784xf32, #P, #pf.sbp<[S(0)]>>,
   %h = pf.matmul %x, %w {transpose_b} : (!pf.global<16x784xf32, #P, #pf.sbp<[S(0)]>>, !pf.global<512x784xf32, #P, #pf.sbp<[B]>>) -> !pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>
   // CHECK: %[[BA:.*]] = pf.bias_add %[[MM]], %{{.*}} : {{.*}} -> !pf.global<16x512xf32
   %hb = pf.bias_add %h, %b : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>, !pf.global<512xf32, #P, #pf.sbp<[B]>>) -> !pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>
+  // CHECK: pf.activation %{{.*}} {kind = "gelu"} : {{.*}} -> !pf.global<16x512xf32
+  %gelu = pf.activation %hb {kind = "gelu"} : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>) -> !pf.global<16x512xf32, #P>
+  // CHECK: pf.activation %{{.*}} {kind = "sigmoid"}
+  %sig = pf.activation %hb {kind = "sigmoid"} : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>) -> !pf.global<16x512xf32, #P>
   // CHECK: %[[R:.*]] = pf.relu %[[BA]] {pf.stage = 1 : i64}
   %r = pf.relu %hb {pf.stage = 1} : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>) -> !pf.global<16x512xf32, #P>
   // CHECK: %[[A:.*]] = pf.add %[[R]], %[[BA]] {pf.checkpoint}
@@ -175,6 +179,8 @@ func.func @backward_ops(%y: !pf.global<4x6xf32, #P>, %labels: !pf.global<4xi64, 
                         %p: !pf.global<2x3x4x4xf32, #P>, %g: !pf.global<2x3x1x1xf32, #P>, %c: !pf.global<3xf32, #P>) {
   // CHECK: pf.relu_grad %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<4x6xf32
   %0 = pf.relu_grad %y, %y : (!pf.global<4x6xf32, #P>, !pf.global<4x6xf32, #P>) -> !pf.global<4x6xf32, #P>
+  // CHECK: pf.activation_grad %{{.*}}, %{{.*}} {kind = "gelu_tanh"} : {{.*}} -> !pf.global<4x6xf32
+  %ag = pf.activation_grad %y, %y {kind = "gelu_tanh"} : (!pf.global<4x6xf32, #P>, !pf.global<4x6xf32, #P>) -> !pf.global<4x6xf32, #P>
   // CHECK: pf.reduce_sum %{{.*}} {axes = array<i64: 0>} : {{.*}} -> !pf.global<6xf32
   %1 = pf.reduce_sum %y {axes = array<i64: 0>} : (!pf.global<4x6xf32, #P>) -> !pf.global<6xf32, #P>
   // CHECK: pf.softmax_cross_entropy_grad

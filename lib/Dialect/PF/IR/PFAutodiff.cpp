@@ -127,6 +127,18 @@ LogicalResult ReluOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
+LogicalResult
+ActivationOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  operandGrads.push_back(
+      dy ? ActivationGradOp::create(b, getLoc(), gradType(getInput()),
+                                    getInput(), dy, getKindAttr())
+               .getResult()
+         : Value());
+  return success();
+}
+
 /// Shape ops: the gradient is the upstream gradient reshaped back.
 static Value reshapeBack(OpBuilder &b, Location loc, Value input, Value dy) {
   if (!dy)

@@ -13,6 +13,7 @@ using namespace mlir::pf::detail;
     return compatibleGlobals(l, r);                                            \
   }
 PF_COMPATIBLE_RETURN_TYPES(ReluGradOp)
+PF_COMPATIBLE_RETURN_TYPES(ActivationGradOp)
 PF_COMPATIBLE_RETURN_TYPES(ReduceSumOp)
 PF_COMPATIBLE_RETURN_TYPES(SoftmaxCrossEntropyGradOp)
 PF_COMPATIBLE_RETURN_TYPES(BatchNormGradInputOp)
@@ -35,6 +36,24 @@ LogicalResult ReluGradOp::inferReturnTypes(MLIRContext *,
   if (y->getShape() != dy->getShape())
     return inf.error() << "operand shapes differ: "
                        << Inference::shapeStr(y->getShape()) << " vs "
+                       << Inference::shapeStr(dy->getShape());
+  results.push_back(resultLike(*dy, dy->getShape()));
+  return success();
+}
+
+LogicalResult ActivationGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  Inference inf(loc, shortName(getOperationName()));
+  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
+  FailureOr<GlobalType> dy = inf.global(adaptor.getResultGrad(), "result_grad");
+  if (failed(x) || failed(dy) || failed(inf.samePlacement({*x, *dy})) ||
+      failed(inf.isFloat(*dy, "result_grad")) ||
+      failed(inf.sameElementType(*x, *dy, "operand")))
+    return failure();
+  if (x->getShape() != dy->getShape())
+    return inf.error() << "operand shapes differ: "
+                       << Inference::shapeStr(x->getShape()) << " vs "
                        << Inference::shapeStr(dy->getShape());
   results.push_back(resultLike(*dy, dy->getShape()));
   return success();

@@ -30,6 +30,7 @@ PF_COMPATIBLE_RETURN_TYPES(BiasAddOp)
 PF_COMPATIBLE_RETURN_TYPES(AddOp)
 PF_COMPATIBLE_RETURN_TYPES(MulScalarOp)
 PF_COMPATIBLE_RETURN_TYPES(ReluOp)
+PF_COMPATIBLE_RETURN_TYPES(ActivationOp)
 PF_COMPATIBLE_RETURN_TYPES(DropoutOp)
 PF_COMPATIBLE_RETURN_TYPES(FlattenOp)
 PF_COMPATIBLE_RETURN_TYPES(TransposeOp)
@@ -298,6 +299,38 @@ OpFoldResult MulScalarOp::fold(FoldAdaptor) {
 
 void MulScalarOp::getCanonicalizationPatterns(RewritePatternSet &,
                                               MLIRContext *) {}
+
+int32_t mlir::pf::activationKindCode(StringRef kind) {
+  for (auto [i, k] : llvm::enumerate(kActivationKinds))
+    if (k == kind)
+      return static_cast<int32_t>(i);
+  return -1;
+}
+
+/// A located error unless `kind` is an activation's.
+static LogicalResult verifyActivationKind(Operation *op, StringRef kind) {
+  if (activationKindCode(kind) >= 0)
+    return success();
+  return op->emitOpError("kind must be one of gelu, gelu_tanh, tanh, "
+                         "sigmoid, got '")
+         << kind << "'";
+}
+
+LogicalResult ActivationOp::verify() {
+  return verifyActivationKind(*this, getKind());
+}
+
+LogicalResult ActivationGradOp::verify() {
+  return verifyActivationKind(*this, getKind());
+}
+
+LogicalResult ActivationOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &results) {
+  return inferUnaryFloat(loc, getOperationName().drop_front(3),
+                         adaptor.getInput(), results);
+}
 
 LogicalResult ReluOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                        Adaptor adaptor,

@@ -88,6 +88,16 @@ void ReluGradOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   add(sigs, {B, P}, {P}); // linear in dy
 }
 
+void ActivationOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  unary(sigs, rankOf(getInput()), /*linear=*/false);
+}
+
+void ActivationGradOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  for (int64_t k = 0, r = rankOf(getInput()); k < r; ++k)
+    add(sigs, {S(k), S(k)}, {S(k)});
+  add(sigs, {B, P}, {P}); // linear in dy
+}
+
 void FlattenOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   int64_t rank = rankOf(getInput());
   int64_t start = getStartDim() < 0 ? getStartDim() + rank : getStartDim();

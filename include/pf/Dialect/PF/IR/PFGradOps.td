@@ -33,6 +33,21 @@ def PF_ReluGradOp : PF_InferredOp<"relu_grad"> {
   let results = (outs PF_Global:$result);
 }
 
+def PF_ActivationGradOp : PF_InferredOp<"activation_grad"> {
+  let summary = "gradient of an activation: f'(x) * dy";
+  let description = [{
+    `x` is the activation's input and `kind` its kind (see `pf.activation`).
+
+    ```mlir
+    %dx = pf.activation_grad %x, %dy {kind = "gelu"} : (!T, !T) -> !T
+    ```
+  }];
+  let arguments = (ins PF_Global:$input, PF_Global:$result_grad,
+                   StrAttr:$kind);
+  let results = (outs PF_Global:$result);
+  let hasVerifier = 1;
+}
+
 def PF_ReduceSumOp : PF_InferredOp<"reduce_sum"> {
   let summary = "sums over the given axes and drops them";
   let description = [{

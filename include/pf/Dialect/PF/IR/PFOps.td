@@ -227,6 +227,24 @@ def PF_ReluOp : PF_DiffOp<"relu"> {
   let results = (outs PF_Global:$result);
 }
 
+def PF_ActivationOp : PF_DiffOp<"activation"> {
+  let summary = "element-wise GELU, tanh or sigmoid";
+  let description = [{
+    `kind` is one of
+    - `gelu`: `x * (1 + erf(x / sqrt(2))) / 2` (torch's default GELU);
+    - `gelu_tanh`: `x * (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2`
+      (torch's `approximate="tanh"`, GPT-2's);
+    - `tanh`, `sigmoid`.
+
+    ```mlir
+    %h = pf.activation %x {kind = "gelu"} : (!T) -> !T
+    ```
+  }];
+  let arguments = (ins PF_Global:$input, StrAttr:$kind);
+  let results = (outs PF_Global:$result);
+  let hasVerifier = 1;
+}
+
 def PF_DropoutOp : PF_DiffOp<"dropout"> {
   let summary = "seeded, layout-independent dropout";
   let description = [{
