@@ -14,6 +14,7 @@ from . import config, env, models, nn, optim, sbp
 from . import distributed
 from ._checkpoint import load, save
 from ._errors import BackendUnavailable, CompileError, CompilerNotFound, StateDictError
+from ._activations import sigmoid, tanh
 from ._ops import add, matmul, mul, relu
 from ._random import default_generator, initial_seed, manual_seed
 from .dtypes import (bool, double, dtype, float, float16, float32, float64, half, int, int8, int32,
@@ -29,7 +30,7 @@ __all__ = [
     "bool", "config", "default_generator", "distributed", "double", "dtype", "empty", "env",
     "flatten", "float", "float16", "float32", "float64", "from_numpy", "full", "half", "initial_seed", "int",
     "int8", "int32", "int64", "is_tensor", "load", "long", "manual_seed", "matmul", "models", "mul",
-    "nn", "ones", "optim", "placement", "rand", "randint", "randn", "relu", "reshape", "save", "sbp",
+    "nn", "ones", "optim", "placement", "rand", "randint", "randn", "relu", "reshape", "sigmoid", "tanh", "save", "sbp",
     "StateDictError", "tensor", "uint8", "zeros",
 ]
 

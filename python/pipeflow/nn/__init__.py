@@ -2,6 +2,7 @@
 
 from . import functional, init
 from . import graph
+from .activation import GELU, Sigmoid, Tanh
 from .container import ModuleList, Sequential
 from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, MaxPool2d
 from .graph import Graph
@@ -12,6 +13,7 @@ from .norm import BatchNorm1d, BatchNorm2d
 from .parameter import Parameter
 
 __all__ = [
+    "GELU", "Sigmoid", "Tanh",
     "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss",
     "Dropout", "Flatten", "Graph", "Identity", "Linear", "MaxPool2d", "Module", "ModuleList",
     "Parameter", "ReLU", "Sequential", "functional", "graph", "init",

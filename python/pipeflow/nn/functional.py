@@ -1,10 +1,13 @@
 """``nn.functional``: the ops behind the layers, callable directly."""
 
-from .. import _ops
+from .. import _activations, _ops
 from .layers import Dropout
 
 linear = _ops.linear
 relu = _ops.relu
+gelu = _activations.gelu
+tanh = _activations.tanh
+sigmoid = _activations.sigmoid
 flatten = _ops.flatten
 conv2d = _ops.conv2d
 max_pool2d = _ops.max_pool2d

@@ -1,0 +1,94 @@
+"""GELU (both forms), tanh and sigmoid: eager values, traced training
+against a float64 NumPy reference (forward, backward through the
+activation, SGD), on fresh random data."""
+import math
+
+import numpy as np
+import pytest
+
+import pipeflow as flow
+from pipeflow import nn
+
+ERF = np.vectorize(math.erf)
+C = math.sqrt(2.0 / math.pi)
+
+# f and f' in float64, independent of the implementation under test.
+REFERENCE = {
+    "gelu": (lambda v: 0.5 * v * (1 + ERF(v / math.sqrt(2))),
+             lambda v: 0.5 * (1 + ERF(v / math.sqrt(2))) + v * np.exp(-v * v / 2) / math.sqrt(2 * math.pi)),
+    "gelu_tanh": (lambda v: 0.5 * v * (1 + np.tanh(C * (v + 0.044715 * v ** 3))),
+                  lambda v: 0.5 * (1 + np.tanh(C * (v + 0.044715 * v ** 3)))
+                  + 0.5 * v * (1 - np.tanh(C * (v + 0.044715 * v ** 3)) ** 2) * C * (1 + 3 * 0.044715 * v * v)),
+    "tanh": (np.tanh, lambda v: 1 - np.tanh(v) ** 2),
+    "sigmoid": (lambda v: 1 / (1 + np.exp(-v)), lambda v: np.exp(-v) / (1 + np.exp(-v)) ** 2),
+}
+
+MODULES = {
+    "gelu": lambda: nn.GELU(),
+    "gelu_tanh": lambda: nn.GELU(approximate="tanh"),
+    "tanh": lambda: nn.Tanh(),
+    "sigmoid": lambda: nn.Sigmoid(),
+}
+
+
+class Train(nn.Graph):
+    def __init__(self, model, lr):
+        super().__init__()
+        self.model = model
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.add_optimizer(flow.optim.SGD(model.parameters(), lr=lr))
+
+    def build(self, x, y):
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        return loss
+
+
+def _step(params, a, labels, lr, kind):
+    f, df = REFERENCE[kind]
+    w0, b0, w1, b1 = params
+    h = a @ w0.T + b0
+    r = f(h)
+    z = r @ w1.T + b1
+    z = z - z.max(1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    n = a.shape[0]
+    loss = -np.log(p[np.arange(n), labels]).mean()
+    dz = p.copy()
+    dz[np.arange(n), labels] -= 1
+    dz /= n
+    dh = (dz @ w1) * df(h)
+    grads = [dh.T @ a, dh.sum(0), dz.T @ r, dz.sum(0)]
+    return loss, [w - lr * g for w, g in zip(params, grads)]
+
+
+@pytest.mark.parametrize("kind", sorted(REFERENCE))
+def test_eager_activation_matches_numpy(backend, kind):
+    a = np.random.default_rng().standard_normal((5, 7)).astype(np.float32) * 3
+    got = MODULES[kind]()(flow.tensor(a)).numpy()
+    np.testing.assert_allclose(got, REFERENCE[kind][0](a.astype(np.float64)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", sorted(REFERENCE))
+def test_training_through_the_activation_matches_numpy(backend, kind):
+    model = nn.Sequential(nn.Linear(6, 5), MODULES[kind](), nn.Linear(5, 3))
+    graph = Train(model, lr=0.5)
+    rng = np.random.default_rng()
+    batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, (8,)))
+               for _ in range(3)]
+    graph.trace(flow.tensor(batches[0][0]), flow.tensor(batches[0][1]))
+    sd = model.state_dict()
+    params = [sd[k].numpy().astype(np.float64) for k in ("0.weight", "0.bias", "2.weight", "2.bias")]
+    losses = []
+    for a, labels in batches:
+        loss = graph(flow.tensor(a), flow.tensor(labels))
+        want, params = _step(params, a.astype(np.float64), labels, 0.5, kind)
+        np.testing.assert_allclose(float(loss.numpy()), want, rtol=1e-5)
+        losses.append(want)
+    trained = graph.state_dict()["model"]
+    np.testing.assert_allclose(trained["0.weight"].numpy(), params[0], rtol=1e-4, atol=1e-5)
+
+
+def test_unknown_gelu_form_is_an_error(backend):
+    with pytest.raises(ValueError, match="approximate must be 'none' or 'tanh'"):
+        nn.GELU(approximate="cubic")
