@@ -1,4 +1,5 @@
-"""GELU, tanh and sigmoid: ``pf.activation`` in traces, NumPy when eager.
+"""GELU, tanh, sigmoid (``pf.activation``) and softmax / log-softmax
+(``pf.softmax``): traced in graphs, NumPy when eager.
 
 The kinds match the compiler's (``pf.activation {kind}``): ``gelu`` is
 torch's default (erf) GELU, ``gelu_tanh`` its ``approximate="tanh"`` form.
@@ -8,6 +9,7 @@ import math
 
 import numpy as np
 
+from . import ir
 from ._ops import _is_lazy, _local, _need_float, _operands, _result
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -48,3 +50,32 @@ def tanh(x):
 
 def sigmoid(x):
     return activation(x, "sigmoid")
+
+
+def _softmax(x, dim, log):
+    axis = dim + x.ndim if dim < 0 else dim
+    if not 0 <= axis < x.ndim:
+        raise IndexError(f"softmax: dim {dim} is out of range for a {x.ndim}-d tensor")
+    if not _is_lazy(x):
+        _need_float("softmax", x)
+        v = x._eager_value().astype(np.float64)
+        z = v - v.max(axis, keepdims=True)
+        s = np.exp(z).sum(axis, keepdims=True)
+        out = z - np.log(s) if log else np.exp(z) / s
+        return _local(out.astype(x._eager_value().dtype))
+    tracer, (xv,) = _operands("softmax", x)
+    attrs = {"axis": axis}
+    if log:
+        attrs["log"] = ir.UNIT
+    op = tracer.emit("pf.softmax", [xv], [xv.type.with_shape(x.shape)], attrs)
+    return _result(tracer, op, x)
+
+
+def softmax(x, dim=-1):
+    """torch's ``softmax(x, dim)``."""
+    return _softmax(x, dim, log=False)
+
+
+def log_softmax(x, dim=-1):
+    """torch's ``log_softmax(x, dim)``."""
+    return _softmax(x, dim, log=True)

@@ -176,6 +176,22 @@ def check_activation(ctx, c):
     ctx.check(c, "dx", ctx.load(c, "dx"), df * dy, GRAD)
 
 
+def check_softmax(ctx, c):
+    """Softmax / log-softmax along axis 1 of [outer, n, inner] in float64;
+    the gradient as the vector-Jacobian product of that reference."""
+    x, dy = (f64(ctx.load(c, k)) for k in ("x", "dy"))
+    z = x - x.max(1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    if int(c["log"]):
+        y = np.log(p)
+        dx = dy - p * dy.sum(1, keepdims=True)
+    else:
+        y = p
+        dx = p * (dy - (dy * p).sum(1, keepdims=True))
+    ctx.check(c, "y", ctx.load(c, "y"), y, F32)
+    ctx.check(c, "dx", ctx.load(c, "dx"), dx, F32)
+
+
 def check_bias_add(ctx, c):
     x, b = f64(ctx.load(c, "x")), f64(ctx.load(c, "b"))
     ref = x + b[None, :, None]
@@ -476,6 +492,7 @@ def check_adam(ctx, c):
 CHECKS = {
     "elementwise": check_elementwise,
     "activation": check_activation,
+    "softmax": check_softmax,
     "bias_add": check_bias_add,
     "reduce_sum": check_reduce_sum,
     "transpose": check_transpose,

@@ -85,6 +85,27 @@ void activations(kt::Harness &h) {
     }
 }
 
+/// Softmax and log-softmax along the middle axis of [outer, n, inner].
+void softmaxes(kt::Harness &h) {
+  const int64_t shapes[][3] = {{3, 5, 1}, {2, 7, 3}, {1, 1, 4}, {4, 33, 2}};
+  for (const auto &s : shapes)
+    for (int32_t log = 0; log < 2; ++log) {
+      std::string id = h.newCase();
+      int64_t total = s[0] * s[1] * s[2];
+      auto x = h.uniform(total, -8, 8), dy = h.uniform(total);
+      std::vector<float> y(total), dx(total);
+      pfrt_k_softmax(x.data(), y.data(), s[0], s[1], s[2], log);
+      pfrt_k_softmax_grad(y.data(), dy.data(), dx.data(), s[0], s[1], s[2],
+                          log);
+      Shape sh{s[0], s[1], s[2]};
+      h.save(id, "x", sh, x);
+      h.save(id, "dy", sh, dy);
+      h.save(id, "y", sh, y);
+      h.save(id, "dx", sh, dx);
+      h.record("softmax", id, "log=%d", log);
+    }
+}
+
 void biasAdd(kt::Harness &h) {
   const int64_t shapes[][3] = {{5, 7, 1},  {3, 13, 17}, {1, 1, 1},
                                {4, 3, 33}, {2, 130, 1}, {1, 9, 49}};
@@ -208,6 +229,7 @@ int main(int argc, char **argv) {
   kt::Harness h("k-basic", argc, argv);
   elementwise(h);
   activations(h);
+  softmaxes(h);
   biasAdd(h);
   reduceSum(h);
   transpose(h);

@@ -1,4 +1,5 @@
-"""GELU (both forms), tanh and sigmoid: eager values, traced training
+"""GELU (both forms), tanh, sigmoid, softmax and log-softmax: eager values,
+traced training
 against a float64 NumPy reference (forward, backward through the
 activation, SGD), on fresh random data."""
 import math
@@ -22,6 +23,11 @@ REFERENCE = {
     "tanh": (np.tanh, lambda v: 1 - np.tanh(v) ** 2),
     "sigmoid": (lambda v: 1 / (1 + np.exp(-v)), lambda v: np.exp(-v) / (1 + np.exp(-v)) ** 2),
 }
+
+
+def _softmax(v):
+    z = v - v.max(1, keepdims=True)
+    return np.exp(z) / np.exp(z).sum(1, keepdims=True)
 
 MODULES = {
     "gelu": lambda: nn.GELU(),
@@ -92,3 +98,38 @@ def test_training_through_the_activation_matches_numpy(backend, kind):
 def test_unknown_gelu_form_is_an_error(backend):
     with pytest.raises(ValueError, match="approximate must be 'none' or 'tanh'"):
         nn.GELU(approximate="cubic")
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_eager_softmax_matches_numpy(backend, log):
+    a = np.random.default_rng().standard_normal((4, 9)).astype(np.float32) * 4
+    f = nn.functional.log_softmax if log else nn.functional.softmax
+    want = _softmax(a.astype(np.float64))
+    np.testing.assert_allclose(f(flow.tensor(a), dim=-1).numpy(), np.log(want) if log else want,
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_training_through_softmax_matches_numpy(backend):
+    """Linear -> Softmax(dim=1) -> Linear -> cross-entropy, 3 SGD steps."""
+    model = nn.Sequential(nn.Linear(6, 5), nn.Softmax(dim=1), nn.Linear(5, 3))
+    graph = Train(model, lr=0.5)
+    rng = np.random.default_rng()
+    batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, (8,)))
+               for _ in range(3)]
+    graph.trace(flow.tensor(batches[0][0]), flow.tensor(batches[0][1]))
+    sd = model.state_dict()
+    w0, b0, w1, b1 = (sd[k].numpy().astype(np.float64) for k in ("0.weight", "0.bias", "2.weight", "2.bias"))
+    for a, labels in batches:
+        loss = graph(flow.tensor(a), flow.tensor(labels))
+        a = a.astype(np.float64)
+        s = _softmax(a @ w0.T + b0)
+        p = _softmax(s @ w1.T + b1)
+        n = a.shape[0]
+        np.testing.assert_allclose(float(loss.numpy()), -np.log(p[np.arange(n), labels]).mean(), rtol=1e-5)
+        dz = p.copy()
+        dz[np.arange(n), labels] -= 1
+        dz /= n
+        ds = dz @ w1
+        dh = s * (ds - (ds * s).sum(1, keepdims=True))
+        w0, b0, w1, b1 = (w0 - 0.5 * dh.T @ a, b0 - 0.5 * dh.sum(0), w1 - 0.5 * dz.T @ s, b1 - 0.5 * dz.sum(0))
+    np.testing.assert_allclose(graph.state_dict()["model"]["0.weight"].numpy(), w0, rtol=1e-4, atol=1e-5)

@@ -135,6 +135,42 @@ struct ActivationGradLowering : CPUPattern<ActivationGradOp> {
   }
 };
 
+/// [outer, n, inner] around `axis` of `shape`.
+std::tuple<int64_t, int64_t, int64_t> aroundAxis(ArrayRef<int64_t> shape,
+                                                 int64_t axis) {
+  return {product(shape.take_front(axis)), shape[axis],
+          product(shape.drop_front(axis + 1))};
+}
+
+struct SoftmaxLowering : CPUPattern<SoftmaxOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(SoftmaxOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    int64_t outer, n, inner;
+    std::tie(outer, n, inner) =
+        aroundAxis(localShape(op.getInput()), op.getAxis());
+    return emitInto(op, b, [&](Value out) {
+      state.rt.pfrt_k_softmax(b, op.getLoc(), adaptor.getInput(), out, outer,
+                              n, inner, op.getLog());
+    });
+  }
+};
+
+struct SoftmaxGradLowering : CPUPattern<SoftmaxGradOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(SoftmaxGradOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    int64_t outer, n, inner;
+    std::tie(outer, n, inner) =
+        aroundAxis(localShape(op.getOutput()), op.getAxis());
+    return emitInto(op, b, [&](Value out) {
+      state.rt.pfrt_k_softmax_grad(b, op.getLoc(), adaptor.getOutput(),
+                                   adaptor.getResultGrad(), out, outer, n,
+                                   inner, op.getLog());
+    });
+  }
+};
+
 struct AddLowering : CPUPattern<AddOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(AddOp op, OpAdaptor adaptor,
@@ -251,7 +287,8 @@ struct SoftmaxXentGradLowering : CPUPattern<SoftmaxCrossEntropyGradOp> {
 void mlir::pf::populatePFToCPUComputePatterns(const TypeConverter &converter,
                                               RewritePatternSet &patterns,
                                               CPULoweringState &state) {
-  patterns.add<ActivationLowering, ActivationGradLowering, TransposeLowering,
+  patterns.add<ActivationLowering, ActivationGradLowering, SoftmaxLowering,
+               SoftmaxGradLowering, TransposeLowering,
                MatmulLowering, BiasAddLowering,
                ReluLowering, ReluGradLowering, AddLowering, MulScalarLowering,
                DropoutLowering, ReduceSumLowering, SoftmaxXentLowering,

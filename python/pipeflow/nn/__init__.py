@@ -2,7 +2,7 @@
 
 from . import functional, init
 from . import graph
-from .activation import GELU, Sigmoid, Tanh
+from .activation import GELU, LogSoftmax, Sigmoid, Softmax, Tanh
 from .container import ModuleList, Sequential
 from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, MaxPool2d
 from .graph import Graph
@@ -13,7 +13,7 @@ from .norm import BatchNorm1d, BatchNorm2d
 from .parameter import Parameter
 
 __all__ = [
-    "GELU", "Sigmoid", "Tanh",
+    "GELU", "LogSoftmax", "Sigmoid", "Softmax", "Tanh",
     "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss",
     "Dropout", "Flatten", "Graph", "Identity", "Linear", "MaxPool2d", "Module", "ModuleList",
     "Parameter", "ReLU", "Sequential", "functional", "graph", "init",

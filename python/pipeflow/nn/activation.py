@@ -1,4 +1,5 @@
-"""Activation modules over ``pf.activation``: GELU, Tanh, Sigmoid."""
+"""Activation modules: GELU, Tanh, Sigmoid (``pf.activation``), Softmax and
+LogSoftmax (``pf.softmax``)."""
 
 from .. import _activations
 from .module import Module
@@ -25,3 +26,21 @@ class Tanh(Module):
 class Sigmoid(Module):
     def forward(self, x):
         return _activations.sigmoid(x)
+
+
+class Softmax(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = -1 if dim is None else dim
+
+    def forward(self, x):
+        return _activations.softmax(x, self.dim)
+
+
+class LogSoftmax(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = -1 if dim is None else dim
+
+    def forward(self, x):
+        return _activations.log_softmax(x, self.dim)

@@ -569,6 +569,16 @@ int pfrt_set_num_threads(int n);
  * kinds in order). Computed in double, rounded once to float. In place
  * (y == x, dx == dy) is allowed. */
 void pfrt_k_activation(int32_t kind, const float *x, float *y, int64_t n);
+
+/* Softmax along the middle axis of [outer, n, inner] (log-softmax when
+ * log != 0), and its gradient from the forward output y: softmax
+ * dx = y (dy - sum(dy y)), log-softmax dx = dy - exp(y) sum(dy). Sums and
+ * the normaliser in double. */
+void pfrt_k_softmax(const float *x, float *y, int64_t outer, int64_t n,
+                    int64_t inner, int32_t log);
+void pfrt_k_softmax_grad(const float *y, const float *dy, float *dx,
+                         int64_t outer, int64_t n, int64_t inner,
+                         int32_t log);
 void pfrt_k_activation_grad(int32_t kind, const float *x, const float *dy,
                             float *dx, int64_t n);
 

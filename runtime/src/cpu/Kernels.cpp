@@ -10,6 +10,7 @@
 #include "pfrt/pfrt.h"
 
 #include <climits>
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -266,6 +267,59 @@ void pfrt_k_activation_grad(int32_t kind, const float *x, const float *dy,
     activation(kind, x[i], &f, &df);
     dx[i] = static_cast<float>(df * dy[i]);
   }
+}
+
+void pfrt_k_softmax(const float *x, float *y, int64_t outer, int64_t n,
+                    int64_t inner, int32_t log) {
+  const char *fn = "pfrt_k_softmax";
+  checkSize(fn, "outer", outer);
+  checkSize(fn, "n", n);
+  checkSize(fn, "inner", inner);
+  int64_t total = mulChecked(fn, mulChecked(fn, outer, n), inner);
+  checkPtr(fn, "x", x, total);
+  checkPtr(fn, "y", y, total);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const float *xs = x + o * n * inner + i;
+      float *ys = y + o * n * inner + i;
+      double m = -INFINITY, sum = 0.0;
+      for (int64_t k = 0; k < n; ++k)
+        m = std::max(m, double(xs[k * inner]));
+      for (int64_t k = 0; k < n; ++k)
+        sum += std::exp(double(xs[k * inner]) - m);
+      double logSum = std::log(sum);
+      for (int64_t k = 0; k < n; ++k) {
+        double z = double(xs[k * inner]) - m;
+        ys[k * inner] = static_cast<float>(log ? z - logSum
+                                               : std::exp(z) / sum);
+      }
+    }
+}
+
+void pfrt_k_softmax_grad(const float *y, const float *dy, float *dx,
+                         int64_t outer, int64_t n, int64_t inner,
+                         int32_t log) {
+  const char *fn = "pfrt_k_softmax_grad";
+  checkSize(fn, "outer", outer);
+  checkSize(fn, "n", n);
+  checkSize(fn, "inner", inner);
+  int64_t total = mulChecked(fn, mulChecked(fn, outer, n), inner);
+  checkPtr(fn, "y", y, total);
+  checkPtr(fn, "dy", dy, total);
+  checkPtr(fn, "dx", dx, total);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t base = o * n * inner + i;
+      double s = 0.0;
+      for (int64_t k = 0; k < n; ++k)
+        s += double(dy[base + k * inner]) *
+             (log ? 1.0 : double(y[base + k * inner]));
+      for (int64_t k = 0; k < n; ++k) {
+        double yk = y[base + k * inner], g = dy[base + k * inner];
+        dx[base + k * inner] =
+            static_cast<float>(log ? g - std::exp(yk) * s : yk * (g - s));
+      }
+    }
 }
 
 void pfrt_k_relu_grad(const float *y, const float *dy, float *dx, int64_t n) {

@@ -1204,3 +1204,19 @@ func.func @activation_int(%x: !pf.global<4xi64, #pf.placement<"cpu", [0]>, #pf.s
   %r = pf.activation %x {kind = "tanh"} : (!pf.global<4xi64, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xi64, #pf.placement<"cpu", [0]>>
   return
 }
+
+// -----
+
+func.func @softmax_axis(%x: !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{axis 2 is out of range for a rank-2 tensor}}
+  %r = pf.softmax %x {axis = 2 : i64} : (!pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4x3xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+func.func @softmax_grad_axis(%x: !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{axis 5 is out of range for a rank-2 tensor}}
+  %r = pf.softmax_grad %x, %x {axis = 5 : i64} : (!pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>, !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4x3xf32, #pf.placement<"cpu", [0]>>
+  return
+}

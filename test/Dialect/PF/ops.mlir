@@ -85,6 +85,10 @@ func.func @dense(%x: !pf.global<16x784xf32, #P, #pf.sbp<[S(0)]>>,
   %hb = pf.bias_add %h, %b : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>, !pf.global<512xf32, #P, #pf.sbp<[B]>>) -> !pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>
   // CHECK: pf.activation %{{.*}} {kind = "gelu"} : {{.*}} -> !pf.global<16x512xf32
   %gelu = pf.activation %hb {kind = "gelu"} : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>) -> !pf.global<16x512xf32, #P>
+  // CHECK: pf.softmax %{{.*}} {axis = 1 : i64} : {{.*}} -> !pf.global<16x512xf32
+  %sm = pf.softmax %hb {axis = 1 : i64} : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>) -> !pf.global<16x512xf32, #P>
+  // CHECK: pf.softmax %{{.*}} {axis = 1 : i64, log}
+  %lsm = pf.softmax %hb {axis = 1 : i64, log} : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>) -> !pf.global<16x512xf32, #P>
   // CHECK: pf.activation %{{.*}} {kind = "sigmoid"}
   %sig = pf.activation %hb {kind = "sigmoid"} : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>) -> !pf.global<16x512xf32, #P>
   // CHECK: %[[R:.*]] = pf.relu %[[BA]] {pf.stage = 1 : i64}
@@ -179,6 +183,8 @@ func.func @backward_ops(%y: !pf.global<4x6xf32, #P>, %labels: !pf.global<4xi64, 
                         %p: !pf.global<2x3x4x4xf32, #P>, %g: !pf.global<2x3x1x1xf32, #P>, %c: !pf.global<3xf32, #P>) {
   // CHECK: pf.relu_grad %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<4x6xf32
   %0 = pf.relu_grad %y, %y : (!pf.global<4x6xf32, #P>, !pf.global<4x6xf32, #P>) -> !pf.global<4x6xf32, #P>
+  // CHECK: pf.softmax_grad %{{.*}}, %{{.*}} {axis = 0 : i64, log} : {{.*}} -> !pf.global<4x6xf32
+  %sg = pf.softmax_grad %y, %y {axis = 0 : i64, log} : (!pf.global<4x6xf32, #P>, !pf.global<4x6xf32, #P>) -> !pf.global<4x6xf32, #P>
   // CHECK: pf.activation_grad %{{.*}}, %{{.*}} {kind = "gelu_tanh"} : {{.*}} -> !pf.global<4x6xf32
   %ag = pf.activation_grad %y, %y {kind = "gelu_tanh"} : (!pf.global<4x6xf32, #P>, !pf.global<4x6xf32, #P>) -> !pf.global<4x6xf32, #P>
   // CHECK: pf.reduce_sum %{{.*}} {axes = array<i64: 0>} : {{.*}} -> !pf.global<6xf32

@@ -139,6 +139,18 @@ ActivationOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
+LogicalResult SoftmaxOp::buildGradient(OpBuilder &b,
+                                       ArrayRef<Value> resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  operandGrads.push_back(
+      dy ? SoftmaxGradOp::create(b, getLoc(), gradType(getInput()),
+                                 getResult(), dy, getAxisAttr(), getLogAttr())
+               .getResult()
+         : Value());
+  return success();
+}
+
 /// Shape ops: the gradient is the upstream gradient reshaped back.
 static Value reshapeBack(OpBuilder &b, Location loc, Value input, Value dy) {
   if (!dy)

@@ -14,6 +14,7 @@ using namespace mlir::pf::detail;
   }
 PF_COMPATIBLE_RETURN_TYPES(ReluGradOp)
 PF_COMPATIBLE_RETURN_TYPES(ActivationGradOp)
+PF_COMPATIBLE_RETURN_TYPES(SoftmaxGradOp)
 PF_COMPATIBLE_RETURN_TYPES(ReduceSumOp)
 PF_COMPATIBLE_RETURN_TYPES(SoftmaxCrossEntropyGradOp)
 PF_COMPATIBLE_RETURN_TYPES(BatchNormGradInputOp)
@@ -54,6 +55,24 @@ LogicalResult ActivationGradOp::inferReturnTypes(
   if (x->getShape() != dy->getShape())
     return inf.error() << "operand shapes differ: "
                        << Inference::shapeStr(x->getShape()) << " vs "
+                       << Inference::shapeStr(dy->getShape());
+  results.push_back(resultLike(*dy, dy->getShape()));
+  return success();
+}
+
+LogicalResult SoftmaxGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  Inference inf(loc, shortName(getOperationName()));
+  FailureOr<GlobalType> y = inf.global(adaptor.getOutput(), "output");
+  FailureOr<GlobalType> dy = inf.global(adaptor.getResultGrad(), "result_grad");
+  if (failed(y) || failed(dy) || failed(inf.samePlacement({*y, *dy})) ||
+      failed(inf.isFloat(*dy, "result_grad")) ||
+      failed(inf.sameElementType(*y, *dy, "operand")))
+    return failure();
+  if (y->getShape() != dy->getShape())
+    return inf.error() << "operand shapes differ: "
+                       << Inference::shapeStr(y->getShape()) << " vs "
                        << Inference::shapeStr(dy->getShape());
   results.push_back(resultLike(*dy, dy->getShape()));
   return success();

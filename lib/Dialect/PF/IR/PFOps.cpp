@@ -31,6 +31,7 @@ PF_COMPATIBLE_RETURN_TYPES(AddOp)
 PF_COMPATIBLE_RETURN_TYPES(MulScalarOp)
 PF_COMPATIBLE_RETURN_TYPES(ReluOp)
 PF_COMPATIBLE_RETURN_TYPES(ActivationOp)
+PF_COMPATIBLE_RETURN_TYPES(SoftmaxOp)
 PF_COMPATIBLE_RETURN_TYPES(DropoutOp)
 PF_COMPATIBLE_RETURN_TYPES(FlattenOp)
 PF_COMPATIBLE_RETURN_TYPES(TransposeOp)
@@ -322,6 +323,31 @@ LogicalResult ActivationOp::verify() {
 
 LogicalResult ActivationGradOp::verify() {
   return verifyActivationKind(*this, getKind());
+}
+
+/// A located error unless `axis` is an axis of `v`'s rank.
+static LogicalResult verifyAxis(Operation *op, Value v, uint64_t axis) {
+  int64_t rank = cast<GlobalType>(v.getType()).getRank();
+  if (static_cast<int64_t>(axis) < rank)
+    return success();
+  return op->emitOpError("axis ")
+         << axis << " is out of range for a rank-" << rank << " tensor";
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return verifyAxis(*this, getInput(), getAxis());
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  return verifyAxis(*this, getOutput(), getAxis());
+}
+
+LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  return inferUnaryFloat(loc, getOperationName().drop_front(3),
+                         adaptor.getInput(), results);
 }
 
 LogicalResult ActivationOp::inferReturnTypes(MLIRContext *,

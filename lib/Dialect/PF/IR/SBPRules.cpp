@@ -98,6 +98,20 @@ void ActivationGradOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   add(sigs, {B, P}, {P}); // linear in dy
 }
 
+void SoftmaxOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  // Any split but along the normalised axis.
+  for (int64_t k = 0, r = rankOf(getInput()); k < r; ++k)
+    if (k != static_cast<int64_t>(getAxis()))
+      add(sigs, {S(k)}, {S(k)});
+}
+
+void SoftmaxGradOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  for (int64_t k = 0, r = rankOf(getOutput()); k < r; ++k)
+    if (k != static_cast<int64_t>(getAxis()))
+      add(sigs, {S(k), S(k)}, {S(k)});
+  add(sigs, {B, P}, {P}); // linear in dy
+}
+
 void FlattenOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   int64_t rank = rankOf(getInput());
   int64_t start = getStartDim() < 0 ? getStartDim() + rank : getStartDim();

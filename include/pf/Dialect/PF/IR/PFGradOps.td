@@ -48,6 +48,22 @@ def PF_ActivationGradOp : PF_InferredOp<"activation_grad"> {
   let hasVerifier = 1;
 }
 
+def PF_SoftmaxGradOp : PF_InferredOp<"softmax_grad"> {
+  let summary = "gradient of softmax (or log-softmax) from its output";
+  let description = [{
+    With `y` the forward output: softmax `dx = y (dy - sum(dy y))`,
+    log-softmax `dx = dy - exp(y) sum(dy)`, sums along `axis`.
+
+    ```mlir
+    %dx = pf.softmax_grad %y, %dy {axis = 1 : i64} : (!T, !T) -> !T
+    ```
+  }];
+  let arguments = (ins PF_Global:$output, PF_Global:$result_grad,
+                   I64Attr:$axis, UnitAttr:$log);
+  let results = (outs PF_Global:$result);
+  let hasVerifier = 1;
+}
+
 def PF_ReduceSumOp : PF_InferredOp<"reduce_sum"> {
   let summary = "sums over the given axes and drops them";
   let description = [{

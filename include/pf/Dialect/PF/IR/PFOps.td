@@ -245,6 +245,22 @@ def PF_ActivationOp : PF_DiffOp<"activation"> {
   let hasVerifier = 1;
 }
 
+def PF_SoftmaxOp : PF_DiffOp<"softmax"> {
+  let summary = "softmax (or log-softmax) along one axis";
+  let description = [{
+    `y = exp(x - max) / sum(exp(x - max))` along `axis`; with `log`,
+    `y = x - max - log(sum(exp(x - max)))` (torch's `log_softmax`).
+
+    ```mlir
+    %p = pf.softmax %x {axis = 1 : i64} : (!T) -> !T
+    %l = pf.softmax %x {axis = 1 : i64, log} : (!T) -> !T
+    ```
+  }];
+  let arguments = (ins PF_Global:$input, I64Attr:$axis, UnitAttr:$log);
+  let results = (outs PF_Global:$result);
+  let hasVerifier = 1;
+}
+
 def PF_DropoutOp : PF_DiffOp<"dropout"> {
   let summary = "seeded, layout-independent dropout";
   let description = [{
