@@ -192,6 +192,29 @@ def check_softmax(ctx, c):
     ctx.check(c, "dx", ctx.load(c, "dx"), dx, F32)
 
 
+def check_layer_norm(ctx, c):
+    """Layer norm over the last axis in float64; the input gradient by
+    central differences of sum(y * dy), the parameter gradients exactly."""
+    x, dy, g, b = (f64(ctx.load(c, k)) for k in ("x", "dy", "gamma", "beta"))
+    eps = float(c["eps"])
+
+    def ln(v):
+        m = v.mean(-1, keepdims=True)
+        return (v - m) / np.sqrt(((v - m) ** 2).mean(-1, keepdims=True) + eps)
+
+    ctx.check(c, "y", ctx.load(c, "y"), ln(x) * g + b, F32)
+    h = 1e-6
+    dx = np.zeros_like(x)
+    for idx in np.ndindex(*x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[idx] += h
+        xm[idx] -= h
+        dx[idx] = ((ln(xp) * g * dy).sum() - (ln(xm) * g * dy).sum()) / (2 * h)
+    ctx.check(c, "dx", ctx.load(c, "dx"), dx, FD)
+    ctx.check(c, "dgamma", ctx.load(c, "dgamma"), (dy * ln(x)).sum(0), F32)
+    ctx.check(c, "dbeta", ctx.load(c, "dbeta"), dy.sum(0), F32)
+
+
 def check_bias_add(ctx, c):
     x, b = f64(ctx.load(c, "x")), f64(ctx.load(c, "b"))
     ref = x + b[None, :, None]
@@ -493,6 +516,7 @@ CHECKS = {
     "elementwise": check_elementwise,
     "activation": check_activation,
     "softmax": check_softmax,
+    "layer_norm": check_layer_norm,
     "bias_add": check_bias_add,
     "reduce_sum": check_reduce_sum,
     "transpose": check_transpose,

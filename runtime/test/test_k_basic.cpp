@@ -106,6 +106,34 @@ void softmaxes(kt::Harness &h) {
     }
 }
 
+/// Layer norm over the last axis: forward and both gradients.
+void layerNorms(kt::Harness &h) {
+  const int64_t shapes[][2] = {{3, 5}, {7, 1}, {2, 64}, {1, 33}};
+  for (const auto &s : shapes) {
+    std::string id = h.newCase();
+    int64_t rows = s[0], c = s[1], n = rows * c;
+    auto x = h.uniform(n, -2, 4), dy = h.uniform(n);
+    auto gamma = h.uniform(c, 0.5, 1.5), beta = h.uniform(c);
+    std::vector<float> y(n), dx(n), dg(c), db(c);
+    double eps = 1e-5;
+    pfrt_k_layer_norm(x.data(), gamma.data(), beta.data(), y.data(), rows, c,
+                      eps);
+    pfrt_k_layer_norm_grad_input(x.data(), gamma.data(), dy.data(), dx.data(),
+                                 rows, c, eps);
+    pfrt_k_layer_norm_grad_params(x.data(), dy.data(), dg.data(), db.data(),
+                                  rows, c, eps);
+    h.save(id, "x", {rows, c}, x);
+    h.save(id, "dy", {rows, c}, dy);
+    h.save(id, "gamma", {c}, gamma);
+    h.save(id, "beta", {c}, beta);
+    h.save(id, "y", {rows, c}, y);
+    h.save(id, "dx", {rows, c}, dx);
+    h.save(id, "dgamma", {c}, dg);
+    h.save(id, "dbeta", {c}, db);
+    h.record("layer_norm", id, "eps=%.17g", eps);
+  }
+}
+
 void biasAdd(kt::Harness &h) {
   const int64_t shapes[][3] = {{5, 7, 1},  {3, 13, 17}, {1, 1, 1},
                                {4, 3, 33}, {2, 130, 1}, {1, 9, 49}};
@@ -230,6 +258,7 @@ int main(int argc, char **argv) {
   elementwise(h);
   activations(h);
   softmaxes(h);
+  layerNorms(h);
   biasAdd(h);
   reduceSum(h);
   transpose(h);

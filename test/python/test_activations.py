@@ -133,3 +133,50 @@ def test_training_through_softmax_matches_numpy(backend):
         dh = s * (ds - (ds * s).sum(1, keepdims=True))
         w0, b0, w1, b1 = (w0 - 0.5 * dh.T @ a, b0 - 0.5 * dh.sum(0), w1 - 0.5 * dz.T @ s, b1 - 0.5 * dz.sum(0))
     np.testing.assert_allclose(graph.state_dict()["model"]["0.weight"].numpy(), w0, rtol=1e-4, atol=1e-5)
+
+
+def _ln(v, eps=1e-5):
+    m = v.mean(-1, keepdims=True)
+    return (v - m) / np.sqrt(((v - m) ** 2).mean(-1, keepdims=True) + eps)
+
+
+def test_eager_layer_norm_matches_numpy(backend):
+    a = np.random.default_rng().standard_normal((4, 7)).astype(np.float32) * 3 + 1
+    np.testing.assert_allclose(nn.LayerNorm(7)(flow.tensor(a)).numpy(), _ln(a.astype(np.float64)),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_training_through_layer_norm_matches_numpy(backend):
+    """Linear -> LayerNorm -> Linear -> cross-entropy, 3 SGD steps: the
+    layer norm's input, weight and bias gradients against NumPy."""
+    model = nn.Sequential(nn.Linear(6, 5), nn.LayerNorm(5), nn.Linear(5, 3))
+    graph = Train(model, lr=0.5)
+    rng = np.random.default_rng()
+    batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, (8,)))
+               for _ in range(3)]
+    graph.trace(flow.tensor(batches[0][0]), flow.tensor(batches[0][1]))
+    sd = model.state_dict()
+    w0, b0, g, be, w1, b1 = (sd[k].numpy().astype(np.float64) for k in
+                             ("0.weight", "0.bias", "1.weight", "1.bias", "2.weight", "2.bias"))
+    for a, labels in batches:
+        loss = graph(flow.tensor(a), flow.tensor(labels))
+        a = a.astype(np.float64)
+        h = a @ w0.T + b0
+        xhat = _ln(h)
+        r = xhat * g + be
+        p = _softmax(r @ w1.T + b1)
+        n = a.shape[0]
+        np.testing.assert_allclose(float(loss.numpy()), -np.log(p[np.arange(n), labels]).mean(), rtol=1e-5)
+        dz = p.copy()
+        dz[np.arange(n), labels] -= 1
+        dz /= n
+        dr = dz @ w1
+        c = h.shape[1]
+        invstd = 1 / np.sqrt(h.var(-1, keepdims=True) + 1e-5)
+        gg = dr * g
+        dh = invstd / c * (c * gg - gg.sum(-1, keepdims=True) - xhat * (gg * xhat).sum(-1, keepdims=True))
+        w0, b0, g, be, w1, b1 = (w0 - 0.5 * dh.T @ a, b0 - 0.5 * dh.sum(0), g - 0.5 * (dr * xhat).sum(0),
+                                 be - 0.5 * dr.sum(0), w1 - 0.5 * dz.T @ r, b1 - 0.5 * dz.sum(0))
+    trained = graph.state_dict()["model"]
+    np.testing.assert_allclose(trained["1.weight"].numpy(), g, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(trained["0.weight"].numpy(), w0, rtol=1e-4, atol=1e-5)

@@ -193,6 +193,59 @@ struct BatchNormGradParamsLowering : CPUPattern<BatchNormGradParamsOp> {
   }
 };
 
+/// [rows, C] of a layer-norm input (C the last axis).
+std::pair<int64_t, int64_t> lnDims(Value input) {
+  ArrayRef<int64_t> s = localShape(input);
+  int64_t rows = 1;
+  for (int64_t d : s.drop_back())
+    rows *= d;
+  return {rows, s.back()};
+}
+
+struct LayerNormLowering : CPUPattern<LayerNormOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(LayerNormOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    std::pair<int64_t, int64_t> d = lnDims(op.getInput());
+    return emitInto(op, b, [&](Value out) {
+      state.rt.pfrt_k_layer_norm(b, op.getLoc(), adaptor.getInput(),
+                                 adaptor.getGamma(), adaptor.getBeta(), out,
+                                 d.first, d.second,
+                                 op.getEpsilon().convertToDouble());
+    });
+  }
+};
+
+struct LayerNormGradInputLowering : CPUPattern<LayerNormGradInputOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(LayerNormGradInputOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    std::pair<int64_t, int64_t> d = lnDims(op.getInput());
+    return emitInto(op, b, [&](Value out) {
+      state.rt.pfrt_k_layer_norm_grad_input(
+          b, op.getLoc(), adaptor.getInput(), adaptor.getGamma(),
+          adaptor.getResultGrad(), out, d.first, d.second,
+          op.getEpsilon().convertToDouble());
+    });
+  }
+};
+
+struct LayerNormGradParamsLowering : CPUPattern<LayerNormGradParamsOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(LayerNormGradParamsOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    FailureOr<Value> dg = state.result(b, op, 0), db = state.result(b, op, 1);
+    if (failed(dg) || failed(db))
+      return failure();
+    std::pair<int64_t, int64_t> d = lnDims(op.getInput());
+    state.rt.pfrt_k_layer_norm_grad_params(
+        b, op.getLoc(), adaptor.getInput(), adaptor.getResultGrad(), *dg, *db,
+        d.first, d.second, op.getEpsilon().convertToDouble());
+    b.replaceOp(op, ValueRange{*dg, *db});
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::pf::populatePFToCPUConvPoolPatterns(const TypeConverter &converter,
@@ -204,5 +257,7 @@ void mlir::pf::populatePFToCPUConvPoolPatterns(const TypeConverter &converter,
                PoolLowering<AvgPool2DGradOp>,
                GlobalAvgPoolLowering, GlobalAvgPoolGradLowering,
                BatchNormLowering, BatchNormGradInputLowering,
-               BatchNormGradParamsLowering>(converter, state);
+               BatchNormGradParamsLowering, LayerNormLowering,
+               LayerNormGradInputLowering, LayerNormGradParamsLowering>(
+      converter, state);
 }

@@ -2,6 +2,7 @@
 
 from .. import _activations, _ops
 from .layers import Dropout
+from .normalization import layer_norm
 
 linear = _ops.linear
 relu = _ops.relu

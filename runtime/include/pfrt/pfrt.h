@@ -570,6 +570,20 @@ int pfrt_set_num_threads(int n);
  * (y == x, dx == dy) is allowed. */
 void pfrt_k_activation(int32_t kind, const float *x, float *y, int64_t n);
 
+/* Layer norm of `rows` rows of `c` elements (the last axis): y = xhat * gamma
+ * + beta with each row's mean and biased variance (double inside); its
+ * input gradient dx = invstd / c * (c g - sum(g) - xhat sum(g xhat)),
+ * g = dy * gamma; and dgamma = sum over rows of dy * xhat, dbeta = sum of
+ * dy. */
+void pfrt_k_layer_norm(const float *x, const float *gamma, const float *beta,
+                       float *y, int64_t rows, int64_t c, double eps);
+void pfrt_k_layer_norm_grad_input(const float *x, const float *gamma,
+                                  const float *dy, float *dx, int64_t rows,
+                                  int64_t c, double eps);
+void pfrt_k_layer_norm_grad_params(const float *x, const float *dy,
+                                   float *dgamma, float *dbeta, int64_t rows,
+                                   int64_t c, double eps);
+
 /* Softmax along the middle axis of [outer, n, inner] (log-softmax when
  * log != 0), and its gradient from the forward output y: softmax
  * dx = y (dy - sum(dy y)), log-softmax dx = dy - exp(y) sum(dy). Sums and

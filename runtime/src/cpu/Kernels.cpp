@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 using namespace pfrt;
 using namespace pfrt::kern;
@@ -266,6 +267,99 @@ void pfrt_k_activation_grad(int32_t kind, const float *x, const float *dy,
     double f, df;
     activation(kind, x[i], &f, &df);
     dx[i] = static_cast<float>(df * dy[i]);
+  }
+}
+
+namespace {
+/// Mean and 1/sqrt(var + eps) of one row, in double.
+std::pair<double, double> rowStats(const float *x, int64_t c, double eps) {
+  double mean = 0.0, var = 0.0;
+  for (int64_t k = 0; k < c; ++k)
+    mean += x[k];
+  mean /= double(c);
+  for (int64_t k = 0; k < c; ++k)
+    var += (x[k] - mean) * (x[k] - mean);
+  var /= double(c);
+  return {mean, 1.0 / std::sqrt(var + eps)};
+}
+
+void checkLayerNorm(const char *fn, int64_t rows, int64_t c, double eps) {
+  checkSize(fn, "rows", rows);
+  checkSize(fn, "c", c);
+  if (c < 1 || !(eps > 0.0))
+    fatal("%s: c = %lld must be >= 1 and eps = %g > 0", fn, (long long)c,
+          eps);
+}
+} // namespace
+
+void pfrt_k_layer_norm(const float *x, const float *gamma, const float *beta,
+                       float *y, int64_t rows, int64_t c, double eps) {
+  const char *fn = "pfrt_k_layer_norm";
+  checkLayerNorm(fn, rows, c, eps);
+  int64_t n = mulChecked(fn, rows, c);
+  checkPtr(fn, "x", x, n);
+  checkPtr(fn, "y", y, n);
+  checkPtr(fn, "gamma", gamma, c);
+  checkPtr(fn, "beta", beta, c);
+  for (int64_t r = 0; r < rows; ++r) {
+    auto [mean, invstd] = rowStats(x + r * c, c, eps);
+    for (int64_t k = 0; k < c; ++k)
+      y[r * c + k] = static_cast<float>((x[r * c + k] - mean) * invstd *
+                                            gamma[k] +
+                                        beta[k]);
+  }
+}
+
+void pfrt_k_layer_norm_grad_input(const float *x, const float *gamma,
+                                  const float *dy, float *dx, int64_t rows,
+                                  int64_t c, double eps) {
+  const char *fn = "pfrt_k_layer_norm_grad_input";
+  checkLayerNorm(fn, rows, c, eps);
+  int64_t n = mulChecked(fn, rows, c);
+  checkPtr(fn, "x", x, n);
+  checkPtr(fn, "dy", dy, n);
+  checkPtr(fn, "dx", dx, n);
+  checkPtr(fn, "gamma", gamma, c);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * c, *dyr = dy + r * c;
+    auto [mean, invstd] = rowStats(xr, c, eps);
+    double sumG = 0.0, sumGX = 0.0;
+    for (int64_t k = 0; k < c; ++k) {
+      double g = double(dyr[k]) * gamma[k];
+      sumG += g;
+      sumGX += g * (xr[k] - mean) * invstd;
+    }
+    for (int64_t k = 0; k < c; ++k) {
+      double g = double(dyr[k]) * gamma[k];
+      double xhat = (xr[k] - mean) * invstd;
+      dx[r * c + k] = static_cast<float>(invstd / double(c) *
+                                         (double(c) * g - sumG - xhat * sumGX));
+    }
+  }
+}
+
+void pfrt_k_layer_norm_grad_params(const float *x, const float *dy,
+                                   float *dgamma, float *dbeta, int64_t rows,
+                                   int64_t c, double eps) {
+  const char *fn = "pfrt_k_layer_norm_grad_params";
+  checkLayerNorm(fn, rows, c, eps);
+  int64_t n = mulChecked(fn, rows, c);
+  checkPtr(fn, "x", x, n);
+  checkPtr(fn, "dy", dy, n);
+  checkPtr(fn, "dgamma", dgamma, c);
+  checkPtr(fn, "dbeta", dbeta, c);
+  std::vector<double> g(size_t(c), 0.0), bsum(size_t(c), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    auto [mean, invstd] = rowStats(x + r * c, c, eps);
+    for (int64_t k = 0; k < c; ++k) {
+      double d = dy[r * c + k];
+      g[size_t(k)] += d * (x[r * c + k] - mean) * invstd;
+      bsum[size_t(k)] += d;
+    }
+  }
+  for (int64_t k = 0; k < c; ++k) {
+    dgamma[k] = static_cast<float>(g[size_t(k)]);
+    dbeta[k] = static_cast<float>(bsum[size_t(k)]);
   }
 }
 

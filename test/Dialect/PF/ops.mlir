@@ -85,6 +85,8 @@ func.func @dense(%x: !pf.global<16x784xf32, #P, #pf.sbp<[S(0)]>>,
   %hb = pf.bias_add %h, %b : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>, !pf.global<512xf32, #P, #pf.sbp<[B]>>) -> !pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>
   // CHECK: pf.activation %{{.*}} {kind = "gelu"} : {{.*}} -> !pf.global<16x512xf32
   %gelu = pf.activation %hb {kind = "gelu"} : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>) -> !pf.global<16x512xf32, #P>
+  // CHECK: pf.layer_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = {{.*}} : f64} : {{.*}} -> !pf.global<16x512xf32
+  %ln = pf.layer_norm %hb, %b, %b {epsilon = 1.0e-6 : f64} : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>, !pf.global<512xf32, #P, #pf.sbp<[B]>>, !pf.global<512xf32, #P, #pf.sbp<[B]>>) -> !pf.global<16x512xf32, #P>
   // CHECK: pf.softmax %{{.*}} {axis = 1 : i64} : {{.*}} -> !pf.global<16x512xf32
   %sm = pf.softmax %hb {axis = 1 : i64} : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>) -> !pf.global<16x512xf32, #P>
   // CHECK: pf.softmax %{{.*}} {axis = 1 : i64, log}
@@ -180,9 +182,14 @@ func.func @conversions(%l: tensor<8x4xf32>) -> tensor<16x4xf32> {
 // CHECK-LABEL: func.func @backward_ops
 func.func @backward_ops(%y: !pf.global<4x6xf32, #P>, %labels: !pf.global<4xi64, #P>, %dl: !pf.global<f32, #P>,
                         %x: !pf.global<2x3x8x8xf32, #P>, %w: !pf.global<4x3x3x3xf32, #P>, %dy: !pf.global<2x4x6x6xf32, #P>,
-                        %p: !pf.global<2x3x4x4xf32, #P>, %g: !pf.global<2x3x1x1xf32, #P>, %c: !pf.global<3xf32, #P>) {
+                        %p: !pf.global<2x3x4x4xf32, #P>, %g: !pf.global<2x3x1x1xf32, #P>, %c: !pf.global<3xf32, #P>,
+                        %lng: !pf.global<6xf32, #P>) {
   // CHECK: pf.relu_grad %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<4x6xf32
   %0 = pf.relu_grad %y, %y : (!pf.global<4x6xf32, #P>, !pf.global<4x6xf32, #P>) -> !pf.global<4x6xf32, #P>
+  // CHECK: pf.layer_norm_grad_input %{{.*}}, %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<4x6xf32
+  %lgi = pf.layer_norm_grad_input %y, %lng, %y : (!pf.global<4x6xf32, #P>, !pf.global<6xf32, #P>, !pf.global<4x6xf32, #P>) -> !pf.global<4x6xf32, #P>
+  // CHECK: pf.layer_norm_grad_params %{{.*}}, %{{.*}} : {{.*}} -> (!pf.global<6xf32, {{.*}}>, !pf.global<6xf32
+  %lgg, %lgb = pf.layer_norm_grad_params %y, %y : (!pf.global<4x6xf32, #P>, !pf.global<4x6xf32, #P>) -> (!pf.global<6xf32, #P>, !pf.global<6xf32, #P>)
   // CHECK: pf.softmax_grad %{{.*}}, %{{.*}} {axis = 0 : i64, log} : {{.*}} -> !pf.global<4x6xf32
   %sg = pf.softmax_grad %y, %y {axis = 0 : i64, log} : (!pf.global<4x6xf32, #P>, !pf.global<4x6xf32, #P>) -> !pf.global<4x6xf32, #P>
   // CHECK: pf.activation_grad %{{.*}}, %{{.*}} {kind = "gelu_tanh"} : {{.*}} -> !pf.global<4x6xf32

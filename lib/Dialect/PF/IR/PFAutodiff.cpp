@@ -151,6 +151,24 @@ LogicalResult SoftmaxOp::buildGradient(OpBuilder &b,
   return success();
 }
 
+LogicalResult LayerNormOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy) {
+    operandGrads.append(3, Value());
+    return success();
+  }
+  Value dx = LayerNormGradInputOp::create(b, getLoc(), gradType(getInput()),
+                                          getInput(), getGamma(), dy,
+                                          getEpsilonAttr());
+  auto params = LayerNormGradParamsOp::create(
+      b, getLoc(), gradType(getGamma()), gradType(getBeta()), getInput(), dy,
+      getEpsilonAttr());
+  operandGrads.append({dx, params.getGammaGrad(), params.getBetaGrad()});
+  return success();
+}
+
 /// Shape ops: the gradient is the upstream gradient reshaped back.
 static Value reshapeBack(OpBuilder &b, Location loc, Value input, Value dy) {
   if (!dy)

@@ -15,6 +15,8 @@ using namespace mlir::pf::detail;
 PF_COMPATIBLE_RETURN_TYPES(ReluGradOp)
 PF_COMPATIBLE_RETURN_TYPES(ActivationGradOp)
 PF_COMPATIBLE_RETURN_TYPES(SoftmaxGradOp)
+PF_COMPATIBLE_RETURN_TYPES(LayerNormGradInputOp)
+PF_COMPATIBLE_RETURN_TYPES(LayerNormGradParamsOp)
 PF_COMPATIBLE_RETURN_TYPES(ReduceSumOp)
 PF_COMPATIBLE_RETURN_TYPES(SoftmaxCrossEntropyGradOp)
 PF_COMPATIBLE_RETURN_TYPES(BatchNormGradInputOp)
@@ -472,5 +474,46 @@ LogicalResult ScheduleOp::verify() {
                              << "' is not an action (F<mb>, B<mb> or W<mb>, "
                                 "optionally :<chunk>)";
     }
+  return success();
+}
+
+LogicalResult LayerNormGradInputOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  Inference inf(loc, shortName(getOperationName()));
+  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
+  FailureOr<GlobalType> g = inf.global(adaptor.getGamma(), "gamma");
+  FailureOr<GlobalType> dy = inf.global(adaptor.getResultGrad(), "result_grad");
+  if (failed(x) || failed(g) || failed(dy) ||
+      failed(inf.samePlacement({*x, *g, *dy})) ||
+      failed(inf.isFloat(*x, "input")))
+    return failure();
+  if (x->getRank() < 1 || dy->getShape() != x->getShape() ||
+      g->getShape() != ArrayRef<int64_t>{x->getShape().back()})
+    return inf.error() << "expects input and result_grad of one shape [..., C] "
+                          "and gamma [C], got "
+                       << Inference::shapeStr(x->getShape()) << ", "
+                       << Inference::shapeStr(dy->getShape()) << ", "
+                       << Inference::shapeStr(g->getShape());
+  results.push_back(resultLike(*x, x->getShape()));
+  return success();
+}
+
+LogicalResult LayerNormGradParamsOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  Inference inf(loc, shortName(getOperationName()));
+  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
+  FailureOr<GlobalType> dy = inf.global(adaptor.getResultGrad(), "result_grad");
+  if (failed(x) || failed(dy) || failed(inf.samePlacement({*x, *dy})) ||
+      failed(inf.isFloat(*x, "input")))
+    return failure();
+  if (x->getRank() < 1 || dy->getShape() != x->getShape())
+    return inf.error() << "expects input and result_grad of one shape, got "
+                       << Inference::shapeStr(x->getShape()) << " and "
+                       << Inference::shapeStr(dy->getShape());
+  int64_t channels = x->getShape().back();
+  results.push_back(resultLike(*x, {channels}));
+  results.push_back(resultLike(*x, {channels}));
   return success();
 }

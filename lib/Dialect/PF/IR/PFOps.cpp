@@ -32,6 +32,7 @@ PF_COMPATIBLE_RETURN_TYPES(MulScalarOp)
 PF_COMPATIBLE_RETURN_TYPES(ReluOp)
 PF_COMPATIBLE_RETURN_TYPES(ActivationOp)
 PF_COMPATIBLE_RETURN_TYPES(SoftmaxOp)
+PF_COMPATIBLE_RETURN_TYPES(LayerNormOp)
 PF_COMPATIBLE_RETURN_TYPES(DropoutOp)
 PF_COMPATIBLE_RETURN_TYPES(FlattenOp)
 PF_COMPATIBLE_RETURN_TYPES(TransposeOp)
@@ -662,6 +663,35 @@ LogicalResult GlobalAvgPoolOp::inferReturnTypes(
 //===----------------------------------------------------------------------===//
 // BatchNormOp
 //===----------------------------------------------------------------------===//
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  Inference inf(loc, getOperationName().drop_front(3));
+  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
+  if (failed(x) || failed(inf.isFloat(*x, "input")))
+    return failure();
+  if (x->getRank() < 1)
+    return inf.error() << "input must have at least one axis";
+  int64_t channels = x->getShape().back();
+  SmallVector<GlobalType> all = {*x};
+  std::pair<Value, StringRef> params[] = {{adaptor.getGamma(), "gamma"},
+                                          {adaptor.getBeta(), "beta"}};
+  for (auto [value, name] : params) {
+    FailureOr<GlobalType> t = inf.global(value, name);
+    if (failed(t) || failed(inf.sameElementType(*x, *t, name)))
+      return failure();
+    if (t->getShape() != ArrayRef<int64_t>{channels})
+      return inf.error() << name << " must have shape [" << channels
+                         << "], got " << Inference::shapeStr(t->getShape());
+    all.push_back(*t);
+  }
+  if (failed(inf.samePlacement(all)))
+    return failure();
+  results.push_back(resultLike(*x, x->getShape()));
+  return success();
+}
 
 LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,

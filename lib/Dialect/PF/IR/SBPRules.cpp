@@ -112,6 +112,25 @@ void SoftmaxGradOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   add(sigs, {B, P}, {P}); // linear in dy
 }
 
+void LayerNormOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  // Rows split any way but along the normalised (last) axis.
+  for (int64_t k = 0, r = rankOf(getInput()); k + 1 < r; ++k)
+    add(sigs, {S(k), B, B}, {S(k)});
+}
+
+void LayerNormGradInputOp::getSBPSignatures(
+    SmallVectorImpl<SBPSignature> &sigs) {
+  for (int64_t k = 0, r = rankOf(getInput()); k + 1 < r; ++k)
+    add(sigs, {S(k), B, S(k)}, {S(k)});
+}
+
+void LayerNormGradParamsOp::getSBPSignatures(
+    SmallVectorImpl<SBPSignature> &sigs) {
+  // Sums over rows: each rank's rows give an addend.
+  for (int64_t k = 0, r = rankOf(getInput()); k + 1 < r; ++k)
+    add(sigs, {S(k), S(k)}, {P, P});
+}
+
 void FlattenOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   int64_t rank = rankOf(getInput());
   int64_t start = getStartDim() < 0 ? getStartDim() + rank : getStartDim();

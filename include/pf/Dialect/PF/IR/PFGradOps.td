@@ -198,4 +198,34 @@ def PF_BatchNormGradParamsOp : PF_InferredOp<"batch_norm_grad_params"> {
   let results = (outs PF_Global:$gamma_grad, PF_Global:$beta_grad);
 }
 
+def PF_LayerNormGradInputOp : PF_InferredOp<"layer_norm_grad_input"> {
+  let summary = "input gradient of layer norm";
+  let description = [{
+    Per row, with `g = dy * gamma` and the row's statistics recomputed:
+    `dx = invstd / C * (C g - sum(g) - xhat sum(g xhat))`.
+
+    ```mlir
+    %dx = pf.layer_norm_grad_input %x, %gamma, %dy : (!X, !C, !X) -> !X
+    ```
+  }];
+  let arguments = (ins PF_Global:$input, PF_Global:$gamma,
+                   PF_Global:$result_grad,
+                   DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs PF_Global:$result);
+}
+
+def PF_LayerNormGradParamsOp : PF_InferredOp<"layer_norm_grad_params"> {
+  let summary = "gamma and beta gradients of layer norm";
+  let description = [{
+    `dgamma = sum(dy * xhat)`, `dbeta = sum(dy)` over every row.
+
+    ```mlir
+    %dg, %db = pf.layer_norm_grad_params %x, %dy : (!X, !X) -> (!C, !C)
+    ```
+  }];
+  let arguments = (ins PF_Global:$input, PF_Global:$result_grad,
+                   DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs PF_Global:$gamma_grad, PF_Global:$beta_grad);
+}
+
 #endif // PF_DIALECT_PF_IR_PFGRADOPS_TD

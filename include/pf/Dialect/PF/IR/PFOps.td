@@ -261,6 +261,23 @@ def PF_SoftmaxOp : PF_DiffOp<"softmax"> {
   let hasVerifier = 1;
 }
 
+def PF_LayerNormOp : PF_DiffOp<"layer_norm"> {
+  let summary = "layer normalisation over the last axis, with weight and bias";
+  let description = [{
+    Each row (the last axis, of size `C`) is normalised with its own mean
+    and biased variance, then scaled by `gamma` and shifted by `beta`
+    (`[C]` each), as torch's `LayerNorm(C)`.
+
+    ```mlir
+    %y = pf.layer_norm %x, %gamma, %beta {epsilon = 1.0e-05 : f64}
+        : (!X, !C, !C) -> !X
+    ```
+  }];
+  let arguments = (ins PF_Global:$input, PF_Global:$gamma, PF_Global:$beta,
+                   DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs PF_Global:$result);
+}
+
 def PF_DropoutOp : PF_DiffOp<"dropout"> {
   let summary = "seeded, layout-independent dropout";
   let description = [{
