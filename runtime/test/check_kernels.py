@@ -215,6 +215,16 @@ def check_layer_norm(ctx, c):
     ctx.check(c, "dbeta", ctx.load(c, "dbeta"), dy.sum(0), F32)
 
 
+def check_embedding(ctx, c):
+    """Rows gathered exactly; the gradient scatter-added per id."""
+    table, dy = (f64(ctx.load(c, k)) for k in ("table", "dy"))
+    ids = ctx.load(c, "ids").astype(np.int64)
+    ctx.check(c, "y", ctx.load(c, "y"), table[ids], EXACT)
+    dt = np.zeros_like(table)
+    np.add.at(dt, ids, dy)
+    ctx.check(c, "dtable", ctx.load(c, "dtable"), dt, F32)
+
+
 def check_bias_add(ctx, c):
     x, b = f64(ctx.load(c, "x")), f64(ctx.load(c, "b"))
     ref = x + b[None, :, None]
@@ -517,6 +527,7 @@ CHECKS = {
     "activation": check_activation,
     "softmax": check_softmax,
     "layer_norm": check_layer_norm,
+    "embedding": check_embedding,
     "bias_add": check_bias_add,
     "reduce_sum": check_reduce_sum,
     "transpose": check_transpose,

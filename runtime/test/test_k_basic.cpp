@@ -8,6 +8,7 @@
 
 #include "KernelTest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -131,6 +132,29 @@ void layerNorms(kt::Harness &h) {
     h.save(id, "dgamma", {c}, dg);
     h.save(id, "dbeta", {c}, db);
     h.record("layer_norm", id, "eps=%.17g", eps);
+  }
+}
+
+/// Embedding lookups with repeated ids, and the scatter-add gradient.
+void embeddings(kt::Harness &h) {
+  const int64_t shapes[][3] = {{5, 7, 3}, {40, 4, 8}, {1, 1, 1}};
+  for (const auto &s : shapes) {
+    std::string id = h.newCase();
+    int64_t n = s[0], v = s[1], d = s[2];
+    auto table = h.uniform(v * d), dy = h.uniform(n * d);
+    auto u = h.uniform(n, 0, float(v));
+    std::vector<int64_t> ids(n);
+    for (int64_t i = 0; i < n; ++i)
+      ids[i] = std::min<int64_t>(v - 1, int64_t(u[i]));
+    std::vector<float> y(n * d), dt(v * d, 7.0f), idsF(ids.begin(), ids.end());
+    pfrt_k_embedding(table.data(), ids.data(), y.data(), n, v, d);
+    pfrt_k_embedding_grad(ids.data(), dy.data(), dt.data(), n, v, d);
+    h.save(id, "table", {v, d}, table);
+    h.save(id, "ids", {n}, idsF);
+    h.save(id, "dy", {n, d}, dy);
+    h.save(id, "y", {n, d}, y);
+    h.save(id, "dtable", {v, d}, dt);
+    h.record("embedding", id, "n=%lld", (long long)n);
   }
 }
 
@@ -259,6 +283,7 @@ int main(int argc, char **argv) {
   activations(h);
   softmaxes(h);
   layerNorms(h);
+  embeddings(h);
   biasAdd(h);
   reduceSum(h);
   transpose(h);

@@ -180,3 +180,34 @@ def test_training_through_layer_norm_matches_numpy(backend):
     trained = graph.state_dict()["model"]
     np.testing.assert_allclose(trained["1.weight"].numpy(), g, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(trained["0.weight"].numpy(), w0, rtol=1e-4, atol=1e-5)
+
+
+def test_training_through_embedding_matches_numpy(backend):
+    """Embedding -> Flatten -> Linear -> cross-entropy, 3 SGD steps, ids
+    repeating within a batch (the table gradient is a scatter-add)."""
+    V, D, T = 7, 4, 3
+    model = nn.Sequential(nn.Embedding(V, D), nn.Flatten(), nn.Linear(T * D, 3))
+    graph = Train(model, lr=0.5)
+    rng = np.random.default_rng()
+    batches = [(rng.integers(0, V, (8, T)), rng.integers(0, 3, (8,))) for _ in range(3)]
+    graph.trace(flow.tensor(batches[0][0]), flow.tensor(batches[0][1]))
+    sd = model.state_dict()
+    table, w, b = (sd[k].numpy().astype(np.float64) for k in ("0.weight", "2.weight", "2.bias"))
+    for ids, labels in batches:
+        loss = graph(flow.tensor(ids), flow.tensor(labels))
+        e = table[ids].reshape(8, T * D)
+        p = _softmax(e @ w.T + b)
+        np.testing.assert_allclose(float(loss.numpy()), -np.log(p[np.arange(8), labels]).mean(), rtol=1e-5)
+        dz = p.copy()
+        dz[np.arange(8), labels] -= 1
+        dz /= 8
+        de = (dz @ w).reshape(8, T, D)
+        dt = np.zeros_like(table)
+        np.add.at(dt, ids, de)
+        table, w, b = table - 0.5 * dt, w - 0.5 * dz.T @ e, b - 0.5 * dz.sum(0)
+    np.testing.assert_allclose(graph.state_dict()["model"]["0.weight"].numpy(), table, rtol=1e-4, atol=1e-5)
+
+
+def test_embedding_id_out_of_range_is_an_error(backend):
+    with pytest.raises(ValueError, match=r"ids must be in \[0, 5\)"):
+        nn.Embedding(5, 2)(flow.tensor(np.array([1, 5])))

@@ -171,6 +171,33 @@ struct SoftmaxGradLowering : CPUPattern<SoftmaxGradOp> {
   }
 };
 
+struct EmbeddingLowering : CPUPattern<EmbeddingOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(EmbeddingOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    ArrayRef<int64_t> table = localShape(op.getTable());
+    return emitInto(op, b, [&](Value out) {
+      state.rt.pfrt_k_embedding(b, op.getLoc(), adaptor.getTable(),
+                                adaptor.getIds(), out,
+                                localCount(op.getIds()), table[0], table[1]);
+    });
+  }
+};
+
+struct EmbeddingGradLowering : CPUPattern<EmbeddingGradOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(EmbeddingGradOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    ArrayRef<int64_t> table = localShape(op.getResult());
+    return emitInto(op, b, [&](Value out) {
+      state.rt.pfrt_k_embedding_grad(b, op.getLoc(), adaptor.getIds(),
+                                     adaptor.getResultGrad(), out,
+                                     localCount(op.getIds()), table[0],
+                                     table[1]);
+    });
+  }
+};
+
 struct AddLowering : CPUPattern<AddOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(AddOp op, OpAdaptor adaptor,
@@ -287,7 +314,8 @@ struct SoftmaxXentGradLowering : CPUPattern<SoftmaxCrossEntropyGradOp> {
 void mlir::pf::populatePFToCPUComputePatterns(const TypeConverter &converter,
                                               RewritePatternSet &patterns,
                                               CPULoweringState &state) {
-  patterns.add<ActivationLowering, ActivationGradLowering, SoftmaxLowering,
+  patterns.add<ActivationLowering, ActivationGradLowering, EmbeddingLowering,
+               EmbeddingGradLowering, SoftmaxLowering,
                SoftmaxGradLowering, TransposeLowering,
                MatmulLowering, BiasAddLowering,
                ReluLowering, ReluGradLowering, AddLowering, MulScalarLowering,

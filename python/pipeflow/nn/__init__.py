@@ -11,10 +11,11 @@ from .loss import CrossEntropyLoss
 from .module import Module
 from .norm import BatchNorm1d, BatchNorm2d
 from .normalization import LayerNorm
+from .sparse import Embedding
 from .parameter import Parameter
 
 __all__ = [
-    "GELU", "LayerNorm", "LogSoftmax", "Sigmoid", "Softmax", "Tanh",
+    "Embedding", "GELU", "LayerNorm", "LogSoftmax", "Sigmoid", "Softmax", "Tanh",
     "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss",
     "Dropout", "Flatten", "Graph", "Identity", "Linear", "MaxPool2d", "Module", "ModuleList",
     "Parameter", "ReLU", "Sequential", "functional", "graph", "init",

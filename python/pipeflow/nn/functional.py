@@ -3,6 +3,7 @@
 from .. import _activations, _ops
 from .layers import Dropout
 from .normalization import layer_norm
+from .sparse import embedding
 
 linear = _ops.linear
 relu = _ops.relu

@@ -570,6 +570,14 @@ int pfrt_set_num_threads(int n);
  * (y == x, dx == dy) is allowed. */
 void pfrt_k_activation(int32_t kind, const float *x, float *y, int64_t n);
 
+/* Embedding: y[i, :] = table[ids[i], :] for n ids into a [v, d] table (an id
+ * outside [0, v) is fatal, naming it); its gradient dtable = 0, then
+ * dtable[ids[i], :] += dy[i, :] in order i = 0..n-1 (deterministic). */
+void pfrt_k_embedding(const float *table, const int64_t *ids, float *y,
+                      int64_t n, int64_t v, int64_t d);
+void pfrt_k_embedding_grad(const int64_t *ids, const float *dy, float *dtable,
+                           int64_t n, int64_t v, int64_t d);
+
 /* Layer norm of `rows` rows of `c` elements (the last axis): y = xhat * gamma
  * + beta with each row's mean and biased variance (double inside); its
  * input gradient dx = invstd / c * (c g - sum(g) - xhat sum(g xhat)),

@@ -271,6 +271,45 @@ void pfrt_k_activation_grad(int32_t kind, const float *x, const float *dy,
 }
 
 namespace {
+void checkEmbedding(const char *fn, const int64_t *ids, int64_t n, int64_t v,
+                    int64_t d) {
+  checkSize(fn, "n", n);
+  checkSize(fn, "v", v);
+  checkSize(fn, "d", d);
+  checkPtr(fn, "ids", ids, n);
+  for (int64_t i = 0; i < n; ++i)
+    if (ids[i] < 0 || ids[i] >= v)
+      fatal("%s: id %lld at position %lld is outside [0, %lld)", fn,
+            (long long)ids[i], (long long)i, (long long)v);
+}
+} // namespace
+
+void pfrt_k_embedding(const float *table, const int64_t *ids, float *y,
+                      int64_t n, int64_t v, int64_t d) {
+  const char *fn = "pfrt_k_embedding";
+  checkEmbedding(fn, ids, n, v, d);
+  checkPtr(fn, "table", table, mulChecked(fn, v, d));
+  checkPtr(fn, "y", y, mulChecked(fn, n, d));
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(y + i * d, table + ids[i] * d, size_t(d) * sizeof(float));
+}
+
+void pfrt_k_embedding_grad(const int64_t *ids, const float *dy, float *dtable,
+                           int64_t n, int64_t v, int64_t d) {
+  const char *fn = "pfrt_k_embedding_grad";
+  checkEmbedding(fn, ids, n, v, d);
+  checkPtr(fn, "dy", dy, mulChecked(fn, n, d));
+  checkPtr(fn, "dtable", dtable, mulChecked(fn, v, d));
+  std::memset(dtable, 0, size_t(v * d) * sizeof(float));
+  for (int64_t i = 0; i < n; ++i) {
+    float *row = dtable + ids[i] * d;
+    const float *g = dy + i * d;
+    for (int64_t k = 0; k < d; ++k)
+      row[k] += g[k];
+  }
+}
+
+namespace {
 /// Mean and 1/sqrt(var + eps) of one row, in double.
 std::pair<double, double> rowStats(const float *x, int64_t c, double eps) {
   double mean = 0.0, var = 0.0;

@@ -183,13 +183,17 @@ func.func @conversions(%l: tensor<8x4xf32>) -> tensor<16x4xf32> {
 func.func @backward_ops(%y: !pf.global<4x6xf32, #P>, %labels: !pf.global<4xi64, #P>, %dl: !pf.global<f32, #P>,
                         %x: !pf.global<2x3x8x8xf32, #P>, %w: !pf.global<4x3x3x3xf32, #P>, %dy: !pf.global<2x4x6x6xf32, #P>,
                         %p: !pf.global<2x3x4x4xf32, #P>, %g: !pf.global<2x3x1x1xf32, #P>, %c: !pf.global<3xf32, #P>,
-                        %lng: !pf.global<6xf32, #P>) {
+                        %lng: !pf.global<6xf32, #P>, %eids: !pf.global<4x4xi64, #P>) {
   // CHECK: pf.relu_grad %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<4x6xf32
   %0 = pf.relu_grad %y, %y : (!pf.global<4x6xf32, #P>, !pf.global<4x6xf32, #P>) -> !pf.global<4x6xf32, #P>
   // CHECK: pf.layer_norm_grad_input %{{.*}}, %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<4x6xf32
   %lgi = pf.layer_norm_grad_input %y, %lng, %y : (!pf.global<4x6xf32, #P>, !pf.global<6xf32, #P>, !pf.global<4x6xf32, #P>) -> !pf.global<4x6xf32, #P>
   // CHECK: pf.layer_norm_grad_params %{{.*}}, %{{.*}} : {{.*}} -> (!pf.global<6xf32, {{.*}}>, !pf.global<6xf32
   %lgg, %lgb = pf.layer_norm_grad_params %y, %y : (!pf.global<4x6xf32, #P>, !pf.global<4x6xf32, #P>) -> (!pf.global<6xf32, #P>, !pf.global<6xf32, #P>)
+  // CHECK: pf.embedding %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<4x4x6xf32
+  %emb = pf.embedding %y, %eids : (!pf.global<4x6xf32, #P>, !pf.global<4x4xi64, #P>) -> !pf.global<4x4x6xf32, #P>
+  // CHECK: pf.embedding_grad %{{.*}}, %{{.*}} {num_rows = 4 : i64} : {{.*}} -> !pf.global<4x6xf32
+  %embg = pf.embedding_grad %eids, %emb {num_rows = 4 : i64} : (!pf.global<4x4xi64, #P>, !pf.global<4x4x6xf32, #P>) -> !pf.global<4x6xf32, #P>
   // CHECK: pf.softmax_grad %{{.*}}, %{{.*}} {axis = 0 : i64, log} : {{.*}} -> !pf.global<4x6xf32
   %sg = pf.softmax_grad %y, %y {axis = 0 : i64, log} : (!pf.global<4x6xf32, #P>, !pf.global<4x6xf32, #P>) -> !pf.global<4x6xf32, #P>
   // CHECK: pf.activation_grad %{{.*}}, %{{.*}} {kind = "gelu_tanh"} : {{.*}} -> !pf.global<4x6xf32

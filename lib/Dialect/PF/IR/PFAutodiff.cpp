@@ -169,6 +169,21 @@ LogicalResult LayerNormOp::buildGradient(OpBuilder &b,
   return success();
 }
 
+LogicalResult EmbeddingOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  auto table = cast<GlobalType>(getTable().getType());
+  operandGrads.push_back(
+      dy ? EmbeddingGradOp::create(b, getLoc(), gradType(getTable()), getIds(),
+                                   dy,
+                                   b.getI64IntegerAttr(table.getShape()[0]))
+               .getResult()
+         : Value());
+  operandGrads.push_back(Value()); // ids are integers
+  return success();
+}
+
 /// Shape ops: the gradient is the upstream gradient reshaped back.
 static Value reshapeBack(OpBuilder &b, Location loc, Value input, Value dy) {
   if (!dy)

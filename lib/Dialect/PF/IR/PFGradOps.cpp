@@ -17,6 +17,7 @@ PF_COMPATIBLE_RETURN_TYPES(ActivationGradOp)
 PF_COMPATIBLE_RETURN_TYPES(SoftmaxGradOp)
 PF_COMPATIBLE_RETURN_TYPES(LayerNormGradInputOp)
 PF_COMPATIBLE_RETURN_TYPES(LayerNormGradParamsOp)
+PF_COMPATIBLE_RETURN_TYPES(EmbeddingGradOp)
 PF_COMPATIBLE_RETURN_TYPES(ReduceSumOp)
 PF_COMPATIBLE_RETURN_TYPES(SoftmaxCrossEntropyGradOp)
 PF_COMPATIBLE_RETURN_TYPES(BatchNormGradInputOp)
@@ -515,5 +516,26 @@ LogicalResult LayerNormGradParamsOp::inferReturnTypes(
   int64_t channels = x->getShape().back();
   results.push_back(resultLike(*x, {channels}));
   results.push_back(resultLike(*x, {channels}));
+  return success();
+}
+
+LogicalResult EmbeddingGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  Inference inf(loc, shortName(getOperationName()));
+  FailureOr<GlobalType> ids = inf.global(adaptor.getIds(), "ids");
+  FailureOr<GlobalType> dy = inf.global(adaptor.getResultGrad(), "result_grad");
+  if (failed(ids) || failed(dy) || failed(inf.samePlacement({*ids, *dy})) ||
+      failed(inf.isFloat(*dy, "result_grad")))
+    return failure();
+  if (dy->getRank() != ids->getRank() + 1 ||
+      dy->getShape().drop_back() != ids->getShape())
+    return inf.error() << "result_grad must be ids' shape + [D], got "
+                       << Inference::shapeStr(dy->getShape()) << " for ids "
+                       << Inference::shapeStr(ids->getShape());
+  int64_t rows = static_cast<int64_t>(adaptor.getNumRows());
+  if (rows < 1)
+    return inf.error() << "num_rows must be positive, got " << rows;
+  results.push_back(resultLike(*dy, {rows, dy->getShape().back()}));
   return success();
 }

@@ -33,6 +33,7 @@ PF_COMPATIBLE_RETURN_TYPES(ReluOp)
 PF_COMPATIBLE_RETURN_TYPES(ActivationOp)
 PF_COMPATIBLE_RETURN_TYPES(SoftmaxOp)
 PF_COMPATIBLE_RETURN_TYPES(LayerNormOp)
+PF_COMPATIBLE_RETURN_TYPES(EmbeddingOp)
 PF_COMPATIBLE_RETURN_TYPES(DropoutOp)
 PF_COMPATIBLE_RETURN_TYPES(FlattenOp)
 PF_COMPATIBLE_RETURN_TYPES(TransposeOp)
@@ -690,6 +691,27 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
   if (failed(inf.samePlacement(all)))
     return failure();
   results.push_back(resultLike(*x, x->getShape()));
+  return success();
+}
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  Inference inf(loc, getOperationName().drop_front(3));
+  FailureOr<GlobalType> table = inf.global(adaptor.getTable(), "table");
+  FailureOr<GlobalType> ids = inf.global(adaptor.getIds(), "ids");
+  if (failed(table) || failed(ids) || failed(inf.isFloat(*table, "table")) ||
+      failed(inf.samePlacement({*table, *ids})))
+    return failure();
+  if (table->getRank() != 2)
+    return inf.error() << "table must be [V, D], got shape "
+                       << Inference::shapeStr(table->getShape());
+  if (!ids->getElementType().isInteger(64))
+    return inf.error() << "ids must be i64, got " << ids->getElementType();
+  SmallVector<int64_t> shape(ids->getShape());
+  shape.push_back(table->getShape()[1]);
+  results.push_back(resultLike(*table, shape));
   return success();
 }
 

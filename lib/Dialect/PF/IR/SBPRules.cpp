@@ -131,6 +131,23 @@ void LayerNormGradParamsOp::getSBPSignatures(
     add(sigs, {S(k), S(k)}, {P, P});
 }
 
+void EmbeddingOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  // ids split along any axis (the table whole); or the embedding dimension
+  // split (each rank gathers its columns).
+  int64_t r = rankOf(getIds());
+  for (int64_t k = 0; k < r; ++k)
+    add(sigs, {B, S(k)}, {S(k)});
+  add(sigs, {S(1), B}, {S(r)});
+}
+
+void EmbeddingGradOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  // A split batch gives each rank a partial sum of the table gradient.
+  int64_t r = rankOf(getIds());
+  for (int64_t k = 0; k < r; ++k)
+    add(sigs, {S(k), S(k)}, {P});
+  add(sigs, {B, S(r)}, {S(1)});
+}
+
 void FlattenOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   int64_t rank = rankOf(getInput());
   int64_t start = getStartDim() < 0 ? getStartDim() + rank : getStartDim();

@@ -228,4 +228,22 @@ def PF_LayerNormGradParamsOp : PF_InferredOp<"layer_norm_grad_params"> {
   let results = (outs PF_Global:$gamma_grad, PF_Global:$beta_grad);
 }
 
+def PF_EmbeddingGradOp : PF_InferredOp<"embedding_grad"> {
+  let summary = "table gradient of an embedding: dy scatter-added by id";
+  let description = [{
+    `dtable[v, :] = sum of dy[i..., :] over ids[i...] == v`, a `[V, D]`
+    result with `V = num_rows` (summed in a fixed order, so the result does
+    not depend on thread timing).
+
+    ```mlir
+    %dt = pf.embedding_grad %ids, %dy {num_rows = 64 : i64}
+        : (!pf.global<4x16xi64, #P>, !pf.global<4x16x8xf32, #P>)
+        -> !pf.global<64x8xf32, #P>
+    ```
+  }];
+  let arguments = (ins PF_Global:$ids, PF_Global:$result_grad,
+                   I64Attr:$num_rows);
+  let results = (outs PF_Global:$result);
+}
+
 #endif // PF_DIALECT_PF_IR_PFGRADOPS_TD

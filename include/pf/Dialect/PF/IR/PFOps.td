@@ -278,6 +278,22 @@ def PF_LayerNormOp : PF_DiffOp<"layer_norm"> {
   let results = (outs PF_Global:$result);
 }
 
+def PF_EmbeddingOp : PF_DiffOp<"embedding"> {
+  let summary = "rows of a table gathered by integer ids";
+  let description = [{
+    `y[i..., :] = table[ids[i...], :]` for a `[V, D]` table and i64 ids of
+    any shape (result `ids.shape + [D]`). An id outside `[0, V)` is a
+    run-time error. Its gradient scatter-adds into the table's shape.
+
+    ```mlir
+    %e = pf.embedding %table, %ids : (!pf.global<64x8xf32, #P>,
+        !pf.global<4x16xi64, #P>) -> !pf.global<4x16x8xf32, #P>
+    ```
+  }];
+  let arguments = (ins PF_Global:$table, PF_Global:$ids);
+  let results = (outs PF_Global:$result);
+}
+
 def PF_DropoutOp : PF_DiffOp<"dropout"> {
   let summary = "seeded, layout-independent dropout";
   let description = [{
