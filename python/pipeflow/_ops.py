@@ -153,8 +153,13 @@ def mul(a, b):
         a, b = b, a
     if not _is_lazy(a, b):
         return eager_binary(np.multiply, a, b)
-    if isinstance(b, Tensor) or not isinstance(b, numbers.Real):
-        _trace.unsupported("element-wise multiplication of two traced tensors")
+    if isinstance(b, Tensor):
+        # Equal shapes and element types are the verifier's to check (pf.mul).
+        tracer, (av, bv) = _operands("mul", a, b)
+        op = tracer.emit("pf.mul", [av, bv], [av.type.with_shape(a.shape)])
+        return _result(tracer, op, a)
+    if not isinstance(b, numbers.Real):
+        _trace.unsupported(f"multiplying a traced tensor by {type(b).__name__}")
     tracer, (av,) = _operands("mul", a)
     op = tracer.emit("pf.mul_scalar", [av], [av.type.with_shape(a.shape)], {"scalar": ir.F64(b)})
     return _result(tracer, op, a)

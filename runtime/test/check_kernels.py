@@ -145,6 +145,8 @@ def check_elementwise(ctx, c):
     for k in ("add", "add_out_a", "add_out_b"):
         ctx.check(c, k, ctx.load(c, k), a + b, EXACT)
     ctx.check(c, "add_all_same", ctx.load(c, "add_all_same"), a + a, EXACT)
+    for k in ("mul", "mul_inplace"):
+        ctx.check(c, k, ctx.load(c, k), a * b, EXACT)
     sf = float(np.float32(s))
     ctx.check(c, "scale", ctx.load(c, "scale"), x * sf, EXACT)
     ctx.check(c, "scale_inplace", ctx.load(c, "scale_inplace"), x * sf, EXACT)

@@ -29,6 +29,9 @@ void elementwise(kt::Harness &h) {
     // relu_grad takes the relu OUTPUT; use one with exact zeros.
     pfrt_k_relu_grad(y.data(), dy.data(), dx.data(), n);
     pfrt_k_relu_grad(y.data(), rgIn.data(), rgIn.data(), n);
+    std::vector<float> prod(n), prodIn = a;
+    pfrt_k_mul(a.data(), b.data(), prod.data(), n);
+    pfrt_k_mul(prodIn.data(), b.data(), prodIn.data(), n);
     pfrt_k_add(a.data(), b.data(), out.data(), n);
     pfrt_k_add(outA.data(), b.data(), outA.data(), n);
     pfrt_k_add(a.data(), outB.data(), outB.data(), n);
@@ -51,6 +54,8 @@ void elementwise(kt::Harness &h) {
     h.save(id, "relu_grad", sh, dx);
     h.save(id, "relu_grad_inplace", sh, rgIn);
     h.save(id, "add", sh, out);
+    h.save(id, "mul", sh, prod);
+    h.save(id, "mul_inplace", sh, prodIn);
     h.save(id, "add_out_a", sh, outA);
     h.save(id, "add_out_b", sh, outB);
     h.save(id, "add_all_same", sh, outAA);

@@ -211,3 +211,41 @@ def test_training_through_embedding_matches_numpy(backend):
 def test_embedding_id_out_of_range_is_an_error(backend):
     with pytest.raises(ValueError, match=r"ids must be in \[0, 5\)"):
         nn.Embedding(5, 2)(flow.tensor(np.array([1, 5])))
+
+
+class Gated(nn.Module):
+    """a(x) * sigmoid(g(x)): the element-wise product of two traced tensors."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.g, self.out = nn.Linear(6, 5), nn.Linear(6, 5), nn.Linear(5, 3)
+
+    def forward(self, x):
+        return self.out(self.a(x) * nn.functional.sigmoid(self.g(x)))
+
+
+def test_training_through_a_product_matches_numpy(backend):
+    model = Gated()
+    graph = Train(model, lr=0.5)
+    rng = np.random.default_rng()
+    batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, (8,)))
+               for _ in range(3)]
+    graph.trace(flow.tensor(batches[0][0]), flow.tensor(batches[0][1]))
+    sd = model.state_dict()
+    wa, ba, wg, bg, wo, bo = (sd[k].numpy().astype(np.float64) for k in
+                              ("a.weight", "a.bias", "g.weight", "g.bias", "out.weight", "out.bias"))
+    for a, labels in batches:
+        loss = graph(flow.tensor(a), flow.tensor(labels))
+        a = a.astype(np.float64)
+        u, s = a @ wa.T + ba, 1 / (1 + np.exp(-(a @ wg.T + bg)))
+        h = u * s
+        p = _softmax(h @ wo.T + bo)
+        np.testing.assert_allclose(float(loss.numpy()), -np.log(p[np.arange(8), labels]).mean(), rtol=1e-5)
+        dz = p.copy()
+        dz[np.arange(8), labels] -= 1
+        dz /= 8
+        dh = dz @ wo
+        du, dg = dh * s, dh * u * s * (1 - s)
+        wa, ba, wg, bg, wo, bo = (wa - 0.5 * du.T @ a, ba - 0.5 * du.sum(0), wg - 0.5 * dg.T @ a,
+                                  bg - 0.5 * dg.sum(0), wo - 0.5 * dz.T @ h, bo - 0.5 * dz.sum(0))
+    np.testing.assert_allclose(graph.state_dict()["model"]["g.weight"].numpy(), wg, rtol=1e-4, atol=1e-5)

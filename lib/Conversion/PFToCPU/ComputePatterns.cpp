@@ -217,6 +217,17 @@ struct AddLowering : CPUPattern<AddOp> {
   }
 };
 
+struct MulLowering : CPUPattern<MulOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(MulOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    return emitInto(op, b, [&](Value out) {
+      state.rt.pfrt_k_mul(b, op.getLoc(), adaptor.getLhs(), adaptor.getRhs(),
+                          out, localCount(op.getResult()));
+    });
+  }
+};
+
 struct MulScalarLowering : CPUPattern<MulScalarOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(MulScalarOp op, OpAdaptor adaptor,
@@ -318,7 +329,7 @@ void mlir::pf::populatePFToCPUComputePatterns(const TypeConverter &converter,
                EmbeddingGradLowering, SoftmaxLowering,
                SoftmaxGradLowering, TransposeLowering,
                MatmulLowering, BiasAddLowering,
-               ReluLowering, ReluGradLowering, AddLowering, MulScalarLowering,
+               ReluLowering, ReluGradLowering, AddLowering, MulLowering, MulScalarLowering,
                DropoutLowering, ReduceSumLowering, SoftmaxXentLowering,
                SoftmaxXentGradLowering>(converter, state);
 }

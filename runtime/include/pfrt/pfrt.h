@@ -615,6 +615,8 @@ void pfrt_k_activation_grad(int32_t kind, const float *x, const float *dy,
  * to alias any input; copy allows y == x. */
 void pfrt_k_relu(const float *x, float *y, int64_t n);
 void pfrt_k_relu_grad(const float *y, const float *dy, float *dx, int64_t n);
+/* out = a * b element-wise (out may alias a or b). */
+void pfrt_k_mul(const float *a, const float *b, float *out, int64_t n);
 void pfrt_k_add(const float *a, const float *b, float *out, int64_t n);
 void pfrt_k_scale(const float *x, float *y, int64_t n, double s);
 void pfrt_k_copy(const float *x, float *y, int64_t n);

@@ -455,6 +455,17 @@ void pfrt_k_softmax_grad(const float *y, const float *dy, float *dx,
     }
 }
 
+void pfrt_k_mul(const float *a, const float *b, float *out, int64_t n) {
+  const char *fn = "pfrt_k_mul";
+  checkSize(fn, "n", n);
+  checkPtr(fn, "a", a, n);
+  checkPtr(fn, "b", b, n);
+  checkPtr(fn, "out", out, n);
+  PFRT_IVDEP
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = a[i] * b[i];
+}
+
 void pfrt_k_relu_grad(const float *y, const float *dy, float *dx, int64_t n) {
   const char *fn = "pfrt_k_relu_grad";
   checkSize(fn, "n", n);

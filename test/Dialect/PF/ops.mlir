@@ -83,6 +83,8 @@ func.func @dense(%x: !pf.global<16x784xf32, #P, #pf.sbp<[S(0)]>>,
   %h = pf.matmul %x, %w {transpose_b} : (!pf.global<16x784xf32, #P, #pf.sbp<[S(0)]>>, !pf.global<512x784xf32, #P, #pf.sbp<[B]>>) -> !pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>
   // CHECK: %[[BA:.*]] = pf.bias_add %[[MM]], %{{.*}} : {{.*}} -> !pf.global<16x512xf32
   %hb = pf.bias_add %h, %b : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>, !pf.global<512xf32, #P, #pf.sbp<[B]>>) -> !pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>
+  // CHECK: pf.mul %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<16x512xf32
+  %prod = pf.mul %hb, %hb : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>, !pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>) -> !pf.global<16x512xf32, #P>
   // CHECK: pf.activation %{{.*}} {kind = "gelu"} : {{.*}} -> !pf.global<16x512xf32
   %gelu = pf.activation %hb {kind = "gelu"} : (!pf.global<16x512xf32, #P, #pf.sbp<[S(0)]>>) -> !pf.global<16x512xf32, #P>
   // CHECK: pf.layer_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = {{.*}} : f64} : {{.*}} -> !pf.global<16x512xf32

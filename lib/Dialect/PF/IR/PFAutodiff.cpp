@@ -90,6 +90,20 @@ LogicalResult AddOp::buildGradient(OpBuilder &, ArrayRef<Value> resultGrads,
   return success();
 }
 
+LogicalResult MulOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy) {
+    operandGrads.append({Value(), Value()});
+    return success();
+  }
+  operandGrads.push_back(
+      MulOp::create(b, getLoc(), gradType(getLhs()), dy, getRhs()));
+  operandGrads.push_back(
+      MulOp::create(b, getLoc(), gradType(getRhs()), dy, getLhs()));
+  return success();
+}
+
 LogicalResult MulScalarOp::buildGradient(OpBuilder &b,
                                          ArrayRef<Value> resultGrads,
                                          SmallVectorImpl<Value> &operandGrads) {

@@ -34,6 +34,7 @@ PF_COMPATIBLE_RETURN_TYPES(ActivationOp)
 PF_COMPATIBLE_RETURN_TYPES(SoftmaxOp)
 PF_COMPATIBLE_RETURN_TYPES(LayerNormOp)
 PF_COMPATIBLE_RETURN_TYPES(EmbeddingOp)
+PF_COMPATIBLE_RETURN_TYPES(MulOp)
 PF_COMPATIBLE_RETURN_TYPES(DropoutOp)
 PF_COMPATIBLE_RETURN_TYPES(FlattenOp)
 PF_COMPATIBLE_RETURN_TYPES(TransposeOp)
@@ -256,12 +257,14 @@ LogicalResult BiasAddOp::inferReturnTypes(MLIRContext *, std::optional<Location>
   return success();
 }
 
-LogicalResult AddOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                      Adaptor adaptor,
-                                      SmallVectorImpl<Type> &results) {
-  Inference inf(loc, getOperationName().drop_front(3));
-  FailureOr<GlobalType> a = inf.global(adaptor.getLhs(), "lhs");
-  FailureOr<GlobalType> b = inf.global(adaptor.getRhs(), "rhs");
+/// Two operands of one shape and element type: the result's type.
+static LogicalResult inferSameShapeBinary(std::optional<Location> loc,
+                                          StringRef opName, Value lhs,
+                                          Value rhs,
+                                          SmallVectorImpl<Type> &results) {
+  Inference inf(loc, opName);
+  FailureOr<GlobalType> a = inf.global(lhs, "lhs");
+  FailureOr<GlobalType> b = inf.global(rhs, "rhs");
   if (failed(a) || failed(b) || failed(inf.samePlacement({*a, *b})) ||
       failed(inf.sameElementType(*a, *b, "operand")))
     return failure();
@@ -271,6 +274,22 @@ LogicalResult AddOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
                        << Inference::shapeStr(b->getShape());
   results.push_back(resultLike(*a, a->getShape()));
   return success();
+}
+
+LogicalResult AddOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  return inferSameShapeBinary(loc, getOperationName().drop_front(3),
+                              adaptor.getLhs(), adaptor.getRhs(), results);
+}
+
+LogicalResult MulOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  return inferSameShapeBinary(loc, getOperationName().drop_front(3),
+                              adaptor.getLhs(), adaptor.getRhs(), results);
 }
 
 /// Element-wise unary float ops keep the operand's shape.

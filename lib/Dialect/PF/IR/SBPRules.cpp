@@ -69,6 +69,14 @@ void AddOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   add(sigs, {P, P}, {P});
 }
 
+void MulOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  // Linear in each operand with the other fixed.
+  for (int64_t k = 0, r = rankOf(getLhs()); k < r; ++k)
+    add(sigs, {S(k), S(k)}, {S(k)});
+  add(sigs, {P, B}, {P});
+  add(sigs, {B, P}, {P});
+}
+
 void MulScalarOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   unary(sigs, rankOf(getInput()), /*linear=*/true);
 }

@@ -203,6 +203,17 @@ def PF_AddOp : PF_DiffOp<"add", [Commutative]> {
   let results = (outs PF_Global:$result);
 }
 
+def PF_MulOp : PF_DiffOp<"mul", [Commutative]> {
+  let summary = "element-wise product of two tensors of the same shape";
+  let description = [{
+    ```mlir
+    %p = pf.mul %a, %b : (!T, !T) -> !T
+    ```
+  }];
+  let arguments = (ins PF_Global:$lhs, PF_Global:$rhs);
+  let results = (outs PF_Global:$result);
+}
+
 def PF_MulScalarOp : PF_DiffOp<"mul_scalar"> {
   let summary = "multiplies every element by a compile-time scalar";
   let description = [{
