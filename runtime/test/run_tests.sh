@@ -257,6 +257,33 @@ run_fail kernel_error_matmul_batch 20 \
 run_fail kernel_error_transpose_perm 20 \
   "pfrt_k_transpose: perm (0, 2, 0) is not a permutation" "$E" transpose_perm
 
+# --- the GPU layer (pfrt_cuda.h) ----------------------------------------------
+# Without a driver, pfrt_cuda_init names what is missing and exits 2 (forced
+# here by an empty search path, so this runs on GPU machines too).
+cuda_rc=0
+PFRT_CUDA_LIB_DIR=/nonexistent PFRT_CUDA_NO_DEFAULT_PATH=1 timeout 30 \
+  "$BIN/pfrt-test-cuda" - init_only >"$LOGS/cuda_no_driver.out" \
+  2>"$LOGS/cuda_no_driver.err" || cuda_rc=$?
+report cuda_no_driver_exits_2 $([ $cuda_rc -eq 2 ] && grep -qF \
+  "no CUDA driver (libcuda.so.1 not found in: /nonexistent)" \
+  "$LOGS/cuda_no_driver.err" && echo 1 || echo 0)
+# As found: a device initialises, or one clear line and status 2.
+cuda_rc=0
+timeout 60 "$BIN/pfrt-test-cuda" - init_only >"$LOGS/cuda_init.out" \
+  2>"$LOGS/cuda_init.err" || cuda_rc=$?
+report cuda_init_or_clean_failure $( { [ $cuda_rc -eq 0 ] ||
+  { [ $cuda_rc -eq 2 ] && grep -qE "^pfrt: rank 0: (no CUDA|libpfrt was built without)" \
+      "$LOGS/cuda_init.err"; }; } && echo 1 || echo 0)
+# On a GPU: kernels, graphs and cuBLASLt against the CPU (SKIP elsewhere).
+cuda_rc=0
+timeout 120 "$BIN/pfrt-test-cuda" "$BIN/cuda_kernels.ptx" \
+  >"$LOGS/cuda_gpu.out" 2>"$LOGS/cuda_gpu.err" || cuda_rc=$?
+if [ $cuda_rc -eq 77 ]; then
+  echo "SKIP cuda_gpu (no CUDA device)"
+else
+  report cuda_gpu $([ $cuda_rc -eq 0 ] && echo 1 || echo 0)
+fi
+
 # --- memory services and the pfrt_main driver --------------------------------
 run_ok memory_arena_persistent_scalars 30 "$BIN/pfrt-test-memory"
 run_ok inputs_by_parts 30 "$BIN/pfrt-test-inputs"

@@ -9,6 +9,7 @@
 
 #include "pfrt/AbiTraits.h"
 #include "pfrt/pfrt.h"
+#include "pfrt/pfrt_cuda.h"
 
 namespace pfrt_abi {
 #define PFRT_FN(NAME, RET, ...)                                                \

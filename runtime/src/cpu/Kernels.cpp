@@ -311,15 +311,17 @@ void pfrt_k_embedding_grad(const int64_t *ids, const float *dy, float *dtable,
 
 namespace {
 /// Mean and 1/sqrt(var + eps) of one row, in double.
-std::pair<double, double> rowStats(const float *x, int64_t c, double eps) {
-  double mean = 0.0, var = 0.0;
+void rowStats(const float *x, int64_t c, double eps, double &mean,
+              double &invstd) {
+  double var = 0.0;
+  mean = 0.0;
   for (int64_t k = 0; k < c; ++k)
     mean += x[k];
   mean /= double(c);
   for (int64_t k = 0; k < c; ++k)
     var += (x[k] - mean) * (x[k] - mean);
   var /= double(c);
-  return {mean, 1.0 / std::sqrt(var + eps)};
+  invstd = 1.0 / std::sqrt(var + eps);
 }
 
 void checkLayerNorm(const char *fn, int64_t rows, int64_t c, double eps) {
@@ -341,7 +343,8 @@ void pfrt_k_layer_norm(const float *x, const float *gamma, const float *beta,
   checkPtr(fn, "gamma", gamma, c);
   checkPtr(fn, "beta", beta, c);
   for (int64_t r = 0; r < rows; ++r) {
-    auto [mean, invstd] = rowStats(x + r * c, c, eps);
+    double mean, invstd;
+    rowStats(x + r * c, c, eps, mean, invstd);
     for (int64_t k = 0; k < c; ++k)
       y[r * c + k] = static_cast<float>((x[r * c + k] - mean) * invstd *
                                             gamma[k] +
@@ -361,7 +364,8 @@ void pfrt_k_layer_norm_grad_input(const float *x, const float *gamma,
   checkPtr(fn, "gamma", gamma, c);
   for (int64_t r = 0; r < rows; ++r) {
     const float *xr = x + r * c, *dyr = dy + r * c;
-    auto [mean, invstd] = rowStats(xr, c, eps);
+    double mean, invstd;
+    rowStats(xr, c, eps, mean, invstd);
     double sumG = 0.0, sumGX = 0.0;
     for (int64_t k = 0; k < c; ++k) {
       double g = double(dyr[k]) * gamma[k];
@@ -389,7 +393,8 @@ void pfrt_k_layer_norm_grad_params(const float *x, const float *dy,
   checkPtr(fn, "dbeta", dbeta, c);
   std::vector<double> g(size_t(c), 0.0), bsum(size_t(c), 0.0);
   for (int64_t r = 0; r < rows; ++r) {
-    auto [mean, invstd] = rowStats(x + r * c, c, eps);
+    double mean, invstd;
+    rowStats(x + r * c, c, eps, mean, invstd);
     for (int64_t k = 0; k < c; ++k) {
       double d = dy[r * c + k];
       g[size_t(k)] += d * (x[r * c + k] - mean) * invstd;

@@ -1,0 +1,111 @@
+/*===- pfrt/pfrt_cuda.h - PipeFlow runtime: one GPU per rank -------------===*
+ *
+ * The GPU side of libpfrt's C ABI, for code the GPU lowering emits and for
+ * tests. Pure C; no CUDA header leaks through it (device addresses are
+ * `void *`, modules and functions opaque handles).
+ *
+ * Conventions
+ * -----------
+ *  - The CUDA driver (libcuda.so.1) and cuBLASLt (libcublasLt.so.13) are
+ *    loaded at run time, never linked: every executable starts on a machine
+ *    without a GPU. Search order: the directories in PFRT_CUDA_LIB_DIR
+ *    (colon-separated), then the loader's default path (skipped when
+ *    PFRT_CUDA_NO_DEFAULT_PATH=1), then the NVIDIA pip wheels' lib
+ *    directories (.../site-packages/nvidia/<package>/lib under the system's
+ *    and the user's Python prefixes).
+ *  - pfrt_cuda_init is the only entry point that may fail for lack of a GPU:
+ *    without a driver, without cuBLASLt, or without a device it prints one
+ *    line, `pfrt: rank R: <what is missing and where it looked>`, and the
+ *    process exits with status 2. Every other error (a failed CUDA or
+ *    cuBLASLt call, a bad argument) is fatal like the rest of the runtime
+ *    (pfrt.h), naming the call and CUDA's error name.
+ *  - One device per process, one compute stream; every operation is
+ *    enqueued on that stream (copies are asynchronous; pfrt_cuda_d2h waits
+ *    for its copy). Single-threaded, like the rest of the runtime.
+ *  - Built without CUDA support (PFRT_ENABLE_CUDA=OFF), the functions exist
+ *    and pfrt_cuda_init fails with status 2 saying so.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef PFRT_PFRT_CUDA_H
+#define PFRT_PFRT_CUDA_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Devices the driver sees; 0 without a driver (never fails). */
+int pfrt_cuda_device_count(void);
+
+/* Loads the driver and cuBLASLt, makes `device`'s primary context current
+ * and creates the compute stream and a cuBLASLt handle with its workspace.
+ * The caller picks the device (the lowering uses rank mod device count).
+ * Exits with status 2, naming what is missing, on a machine without them. */
+int pfrt_cuda_init(int64_t device);
+int pfrt_cuda_finalize(void);
+
+/* The device arena of the static memory plan: one cuMemAlloc of `bytes`
+ * at start-up (an error naming the bytes asked and the device's free and
+ * total bytes when it cannot), zeroed. pfrt_cuda_arena_ptr gives base +
+ * offset for a buffer of `bytes`, checked against the plan, and records the
+ * high-water mark. */
+int pfrt_cuda_arena_init(int64_t bytes);
+void *pfrt_cuda_arena_ptr(int64_t offset, int64_t bytes);
+int64_t pfrt_cuda_arena_high_water(void);
+
+/* Host <-> device copies and fills on the compute stream; d2h waits. */
+int pfrt_cuda_h2d(void *dst, const void *src, int64_t bytes);
+int pfrt_cuda_d2h(void *dst, const void *src, int64_t bytes);
+int pfrt_cuda_memset(void *dst, int32_t value, int64_t bytes);
+int pfrt_cuda_synchronize(void);
+
+/* Kernels: a module from an image (PTX text, NUL-terminated, or a cubin),
+ * a function of it by name, and a launch on the compute stream with
+ * `args` as cuLaunchKernel takes them (an array of pointers to each
+ * argument). */
+void *pfrt_cuda_module_load(const void *image);
+void *pfrt_cuda_function(void *module, const char *name);
+int pfrt_cuda_launch(void *function, int64_t gx, int64_t gy, int64_t gz,
+                     int64_t bx, int64_t by, int64_t bz, int64_t shared_bytes,
+                     void **args);
+
+/* Epilogues of pfrt_cuda_gemm (cuBLASLt's): */
+#define PFRT_EPILOGUE_NONE 0
+#define PFRT_EPILOGUE_RELU 1        /* C = relu(AB + beta C) */
+#define PFRT_EPILOGUE_BIAS 2        /* C = AB + bias (bias per column n) */
+#define PFRT_EPILOGUE_RELU_BIAS 3   /* C = relu(AB + bias) */
+#define PFRT_EPILOGUE_DRELU_BGRAD 4 /* C = (AB) * relu'(aux); bias = colsum */
+#define PFRT_EPILOGUE_BGRADB 5      /* C = AB; bias = the sums of B's rows */
+
+/* Row-major float32 GEMM on the compute stream:
+ *   C[b] = alpha op(A[b]) op(B[b]) + beta C[b],  b < batch,
+ * op(X) = X^T when tX; A is M x K after op, B is K x N, C is M x N; lda,
+ * ldb, ldc are row strides and stride_a/b/c the batch strides (elements).
+ * beta = 1 accumulates (the weight gradient into its buffer). `bias` and
+ * `aux` as the epilogue needs them (else NULL). tf32 != 0 allows TF32
+ * tensor-core math (CUBLAS_COMPUTE_32F_FAST_TF32); 0 is exact float32.
+ * Descriptors and the chosen algorithm are cached per shape, so a replayed
+ * step does no setup. */
+int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
+                   float alpha, const void *a, int64_t lda, const void *b,
+                   int64_t ldb, float beta, void *c, int64_t ldc,
+                   int64_t batch, int64_t stride_a, int64_t stride_b,
+                   int64_t stride_c, int32_t epilogue, void *bias,
+                   const void *aux, int32_t tf32);
+
+/* CUDA graphs of the compute stream: capture between begin and end, then
+ * replay. With PFRT_NO_CUDA_GRAPH=1 (or before end) pfrt_cuda_graph_launch
+ * is an error and callers run uncaptured; pfrt_cuda_graphs_enabled says
+ * which. */
+int pfrt_cuda_graphs_enabled(void);
+int pfrt_cuda_graph_begin(void);
+int pfrt_cuda_graph_end(void);
+int pfrt_cuda_graph_launch(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PFRT_PFRT_CUDA_H */

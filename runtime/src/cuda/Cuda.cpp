@@ -1,0 +1,509 @@
+//===- Cuda.cpp - one GPU per rank: driver, arena, kernels, cuBLASLt ------===//
+//
+// The CUDA driver and cuBLASLt are dlopen'ed (pfrt_cuda.h says where it
+// looks); their headers give only the types. Nothing links libcuda, so a
+// machine without a GPU runs every other part of the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../common/Internal.h"
+#include "pfrt/pfrt.h"
+#include "pfrt/pfrt_cuda.h"
+
+#include <cuda.h>
+#include <cublasLt.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <glob.h>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+using namespace pfrt;
+
+namespace {
+
+/// A missing driver, library or device: one line, exit status 2.
+[[noreturn]] void unavailable(const std::string &what) {
+  int rank = 0;
+  if (const char *r = std::getenv("PMI_RANK"))
+    rank = std::atoi(r);
+  std::fprintf(stderr, "pfrt: rank %d: %s\n", rank, what.c_str());
+  std::fflush(stderr);
+  std::exit(2);
+}
+
+/// Directories to look in, in order (pfrt_cuda.h).
+std::vector<std::string> searchDirs() {
+  std::vector<std::string> dirs;
+  if (const char *env = std::getenv("PFRT_CUDA_LIB_DIR")) {
+    std::string s = env;
+    for (size_t start = 0; start <= s.size();) {
+      size_t end = s.find(':', start);
+      if (end == std::string::npos)
+        end = s.size();
+      if (end > start)
+        dirs.push_back(s.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  const char *noDefault = std::getenv("PFRT_CUDA_NO_DEFAULT_PATH");
+  if (!noDefault || std::strcmp(noDefault, "1") != 0) {
+    dirs.push_back(""); // the loader's own search
+    std::vector<std::string> patterns = {
+        "/usr/local/lib/python3*/dist-packages/nvidia/*/lib",
+        "/usr/local/lib/python3*/site-packages/nvidia/*/lib",
+        "/usr/lib/python3/dist-packages/nvidia/*/lib",
+        "/opt/conda/lib/python3*/site-packages/nvidia/*/lib"};
+    if (const char *home = std::getenv("HOME"))
+      patterns.push_back(std::string(home) +
+                         "/.local/lib/python3*/site-packages/nvidia/*/lib");
+    for (const std::string &p : patterns) {
+      glob_t g;
+      if (glob(p.c_str(), 0, nullptr, &g) == 0)
+        for (size_t i = 0; i < g.gl_pathc; ++i)
+          dirs.push_back(g.gl_pathv[i]);
+      globfree(&g);
+    }
+  }
+  return dirs;
+}
+
+/// dlopen of `name` in the search directories, or a clear exit.
+void *openLibrary(const char *name, const char *what) {
+  std::string tried;
+  for (const std::string &dir : searchDirs()) {
+    std::string path = dir.empty() ? name : dir + "/" + name;
+    if (void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))
+      return h;
+    tried += (tried.empty() ? "" : ", ") + (dir.empty() ? "default" : dir);
+  }
+  unavailable(std::string("no ") + what + " (" + name + " not found in: " +
+              (tried.empty() ? "nowhere: PFRT_CUDA_LIB_DIR is empty and "
+                               "PFRT_CUDA_NO_DEFAULT_PATH=1"
+                             : tried) +
+              "); set PFRT_CUDA_LIB_DIR to its directory");
+}
+
+// The driver and cuBLASLt entry points used, typed from their headers.
+#define PFRT_CUDA_DRIVER_FUNCTIONS(X)                                          \
+  X(cuInit, "cuInit")                                                          \
+  X(cuGetErrorName, "cuGetErrorName")                                          \
+  X(cuDeviceGetCount, "cuDeviceGetCount")                                      \
+  X(cuDeviceGet, "cuDeviceGet")                                                \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")                      \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent")                                        \
+  X(cuStreamCreate, "cuStreamCreate")                                          \
+  X(cuStreamSynchronize, "cuStreamSynchronize")                                \
+  X(cuMemAlloc, "cuMemAlloc_v2")                                               \
+  X(cuMemGetInfo, "cuMemGetInfo_v2")                                           \
+  X(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")                                 \
+  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2")                                 \
+  X(cuMemsetD8Async, "cuMemsetD8Async")                                        \
+  X(cuModuleLoadData, "cuModuleLoadData")                                      \
+  X(cuModuleGetFunction, "cuModuleGetFunction")                                \
+  X(cuLaunchKernel, "cuLaunchKernel")                                          \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2")                           \
+  X(cuStreamEndCapture, "cuStreamEndCapture")                                  \
+  X(cuGraphInstantiate, "cuGraphInstantiateWithFlags")                         \
+  X(cuGraphLaunch, "cuGraphLaunch")
+
+#define PFRT_CUBLASLT_FUNCTIONS(X)                                             \
+  X(cublasLtCreate, "cublasLtCreate")                                          \
+  X(cublasLtMatmulDescCreate, "cublasLtMatmulDescCreate")                      \
+  X(cublasLtMatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute")          \
+  X(cublasLtMatrixLayoutCreate, "cublasLtMatrixLayoutCreate")                  \
+  X(cublasLtMatrixLayoutSetAttribute, "cublasLtMatrixLayoutSetAttribute")      \
+  X(cublasLtMatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate")          \
+  X(cublasLtMatmulPreferenceSetAttribute,                                      \
+    "cublasLtMatmulPreferenceSetAttribute")                                    \
+  X(cublasLtMatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic")          \
+  X(cublasLtMatmul, "cublasLtMatmul")
+
+struct Api {
+#define PFRT_FIELD(fn, symbol) decltype(&::fn) fn = nullptr;
+  PFRT_CUDA_DRIVER_FUNCTIONS(PFRT_FIELD)
+  PFRT_CUBLASLT_FUNCTIONS(PFRT_FIELD)
+#undef PFRT_FIELD
+};
+
+/// One shape of GEMM, ready to run.
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+struct CudaState {
+  Api api;
+  bool loaded = false, ready = false;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  CUdeviceptr workspace = 0;
+  size_t workspaceBytes = 32u << 20;
+  CUdeviceptr arena = 0;
+  int64_t arenaBytes = 0, highWater = 0;
+  std::map<std::vector<int64_t>, Plan> plans;
+  CUgraphExec graph = nullptr;
+} gState;
+
+template <class F> void resolve(F &f, void *library, const char *symbol) {
+  f = reinterpret_cast<F>(dlsym(library, symbol));
+  if (!f)
+    unavailable(std::string("the CUDA libraries lack ") + symbol +
+                " (too old a driver or cuBLASLt?)");
+}
+
+/// Resolves the driver's and cuBLASLt's entry points (exit 2 without them).
+void loadDriver() {
+  CudaState &s = gState;
+  if (s.loaded)
+    return;
+  void *library = openLibrary("libcuda.so.1", "CUDA driver");
+#define PFRT_RESOLVE(fn, symbol) resolve(s.api.fn, library, symbol);
+  PFRT_CUDA_DRIVER_FUNCTIONS(PFRT_RESOLVE)
+  library = openLibrary("libcublasLt.so.13", "cuBLASLt");
+  PFRT_CUBLASLT_FUNCTIONS(PFRT_RESOLVE)
+#undef PFRT_RESOLVE
+  s.loaded = true;
+}
+
+void check(CUresult r, const char *call) {
+  if (r == CUDA_SUCCESS)
+    return;
+  const char *name = nullptr;
+  if (gState.api.cuGetErrorName)
+    gState.api.cuGetErrorName(r, &name);
+  fatal("%s failed: %s (%d)", call, name ? name : "unknown error", int(r));
+}
+
+void check(cublasStatus_t r, const char *call) {
+  if (r != CUBLAS_STATUS_SUCCESS)
+    fatal("%s failed: cublasStatus %d", call, int(r));
+}
+
+void requireReady(const char *fn) {
+  if (!gState.ready)
+    fatal("%s: pfrt_cuda_init has not been called", fn);
+}
+
+Plan &planFor(const std::vector<int64_t> &key, int32_t ta, int32_t tb,
+              int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
+              int64_t ldc, int64_t batch, int64_t sa, int64_t sb, int64_t sc,
+              int32_t epilogue, int32_t tf32) {
+  CudaState &s = gState;
+  auto it = s.plans.find(key);
+  if (it != s.plans.end())
+    return it->second;
+  Plan p;
+  const Api &api = s.api;
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: A'
+  // is B, B' is A, m' = n, n' = m.
+  cublasOperation_t opA = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasComputeType_t compute =
+      tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  check(api.cublasLtMatmulDescCreate(&p.desc, compute, CUDA_R_32F),
+        "cublasLtMatmulDescCreate");
+  check(api.cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                           &opA, sizeof(opA)),
+        "cublasLtMatmulDescSetAttribute(TRANSA)");
+  check(api.cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                           &opB, sizeof(opB)),
+        "cublasLtMatmulDescSetAttribute(TRANSB)");
+  static const cublasLtEpilogue_t kEpilogues[] = {
+      CUBLASLT_EPILOGUE_DEFAULT,   CUBLASLT_EPILOGUE_RELU,
+      CUBLASLT_EPILOGUE_BIAS,      CUBLASLT_EPILOGUE_RELU_BIAS,
+      CUBLASLT_EPILOGUE_DRELU_BGRAD, CUBLASLT_EPILOGUE_BGRADB};
+  cublasLtEpilogue_t ep = kEpilogues[epilogue];
+  check(api.cublasLtMatmulDescSetAttribute(
+            p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof(ep)),
+        "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+  if (epilogue == PFRT_EPILOGUE_DRELU_BGRAD) {
+    int64_t auxLd = n;
+    check(api.cublasLtMatmulDescSetAttribute(
+              p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &auxLd,
+              sizeof(auxLd)),
+          "cublasLtMatmulDescSetAttribute(AUX_LD)");
+  }
+  auto layout = [&](cublasLtMatrixLayout_t *l, uint64_t rows, uint64_t cols,
+                    int64_t ld, int64_t stride) {
+    check(api.cublasLtMatrixLayoutCreate(l, CUDA_R_32F, rows, cols, ld),
+          "cublasLtMatrixLayoutCreate");
+    if (batch > 1) {
+      int32_t count = int32_t(batch);
+      check(api.cublasLtMatrixLayoutSetAttribute(
+                *l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+            "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)");
+      check(api.cublasLtMatrixLayoutSetAttribute(
+                *l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                sizeof(stride)),
+            "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
+    }
+  };
+  layout(&p.a, tb ? k : n, tb ? n : k, ldb, sb);
+  layout(&p.b, ta ? m : k, ta ? k : m, lda, sa);
+  layout(&p.c, n, m, ldc, sc);
+  cublasLtMatmulPreference_t pref;
+  check(api.cublasLtMatmulPreferenceCreate(&pref),
+        "cublasLtMatmulPreferenceCreate");
+  check(api.cublasLtMatmulPreferenceSetAttribute(
+            pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &s.workspaceBytes,
+            sizeof(s.workspaceBytes)),
+        "cublasLtMatmulPreferenceSetAttribute");
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  check(api.cublasLtMatmulAlgoGetHeuristic(s.lt, p.desc, p.a, p.b, p.c, p.c,
+                                           pref, 1, &result, &found),
+        "cublasLtMatmulAlgoGetHeuristic");
+  if (found < 1)
+    fatal("pfrt_cuda_gemm: cuBLASLt has no algorithm for %lld x %lld x %lld "
+          "(epilogue %d)",
+          (long long)m, (long long)n, (long long)k, epilogue);
+  p.algo = result.algo;
+  return s.plans[key] = p;
+}
+
+} // namespace
+
+extern "C" {
+
+int pfrt_cuda_device_count(void) {
+  void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!cuda)
+    return 0;
+  auto init = reinterpret_cast<decltype(&::cuInit)>(dlsym(cuda, "cuInit"));
+  auto count = reinterpret_cast<decltype(&::cuDeviceGetCount)>(
+      dlsym(cuda, "cuDeviceGetCount"));
+  int n = 0;
+  if (!init || !count || init(0) != CUDA_SUCCESS ||
+      count(&n) != CUDA_SUCCESS)
+    return 0;
+  return n;
+}
+
+int pfrt_cuda_init(int64_t device) {
+  CudaState &s = gState;
+  if (s.ready)
+    return 0;
+  loadDriver();
+  const Api &api = s.api;
+  CUresult r = api.cuInit(0);
+  if (r != CUDA_SUCCESS) {
+    const char *name = nullptr;
+    api.cuGetErrorName(r, &name);
+    unavailable(std::string("no CUDA device (cuInit: ") +
+                (name ? name : "error") + ")");
+  }
+  int count = 0;
+  check(api.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (count == 0)
+    unavailable("no CUDA device (the driver reports none)");
+  if (device < 0 || device >= count)
+    fatal("pfrt_cuda_init: device %lld does not exist (%d devices)",
+          (long long)device, count);
+  CUdevice dev;
+  check(api.cuDeviceGet(&dev, int(device)), "cuDeviceGet");
+  check(api.cuDevicePrimaryCtxRetain(&s.context, dev),
+        "cuDevicePrimaryCtxRetain");
+  check(api.cuCtxSetCurrent(s.context), "cuCtxSetCurrent");
+  check(api.cuStreamCreate(&s.stream, CU_STREAM_NON_BLOCKING),
+        "cuStreamCreate");
+  check(api.cublasLtCreate(&s.lt), "cublasLtCreate");
+  check(api.cuMemAlloc(&s.workspace, s.workspaceBytes),
+        "cuMemAlloc(cuBLASLt workspace)");
+  s.ready = true;
+  return 0;
+}
+
+int pfrt_cuda_finalize(void) {
+  if (gState.ready)
+    check(gState.api.cuStreamSynchronize(gState.stream),
+          "cuStreamSynchronize");
+  return 0;
+}
+
+int pfrt_cuda_arena_init(int64_t bytes) {
+  CudaState &s = gState;
+  requireReady("pfrt_cuda_arena_init");
+  if (bytes < 0)
+    fatal("pfrt_cuda_arena_init: negative size %lld", (long long)bytes);
+  if (s.arena) {
+    if (bytes > s.arenaBytes)
+      fatal("pfrt_cuda_arena_init: the arena has %lld bytes, %lld asked",
+            (long long)s.arenaBytes, (long long)bytes);
+    return 0;
+  }
+  int64_t size = bytes > 0 ? bytes : 1;
+  if (s.api.cuMemAlloc(&s.arena, size_t(size)) != CUDA_SUCCESS) {
+    size_t free = 0, total = 0;
+    s.api.cuMemGetInfo(&free, &total);
+    fatal("cannot allocate the planned device arena: %lld bytes asked, %zu "
+          "bytes free of %zu",
+          (long long)size, free, total);
+  }
+  s.arenaBytes = size;
+  check(s.api.cuMemsetD8Async(s.arena, 0, size_t(size), s.stream),
+        "cuMemsetD8Async(arena)");
+  return 0;
+}
+
+void *pfrt_cuda_arena_ptr(int64_t offset, int64_t bytes) {
+  CudaState &s = gState;
+  if (!s.arena)
+    fatal("pfrt_cuda_arena_ptr: no device arena (pfrt_cuda_arena_init)");
+  if (offset < 0 || bytes < 0 || offset > s.arenaBytes - bytes)
+    fatal("pfrt_cuda_arena_ptr: [%lld, %lld + %lld) is outside the device "
+          "arena of %lld bytes",
+          (long long)offset, (long long)offset, (long long)bytes,
+          (long long)s.arenaBytes);
+  if (offset + bytes > s.highWater)
+    s.highWater = offset + bytes;
+  return reinterpret_cast<void *>(s.arena + CUdeviceptr(offset));
+}
+
+int64_t pfrt_cuda_arena_high_water(void) { return gState.highWater; }
+
+int pfrt_cuda_h2d(void *dst, const void *src, int64_t bytes) {
+  requireReady("pfrt_cuda_h2d");
+  check(gState.api.cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src,
+                                     size_t(bytes), gState.stream),
+        "cuMemcpyHtoDAsync");
+  return 0;
+}
+
+int pfrt_cuda_d2h(void *dst, const void *src, int64_t bytes) {
+  requireReady("pfrt_cuda_d2h");
+  check(gState.api.cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src),
+                                     size_t(bytes), gState.stream),
+        "cuMemcpyDtoHAsync");
+  return pfrt_cuda_synchronize();
+}
+
+int pfrt_cuda_memset(void *dst, int32_t value, int64_t bytes) {
+  requireReady("pfrt_cuda_memset");
+  check(gState.api.cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst),
+                                   (unsigned char)value, size_t(bytes),
+                                   gState.stream),
+        "cuMemsetD8Async");
+  return 0;
+}
+
+int pfrt_cuda_synchronize(void) {
+  requireReady("pfrt_cuda_synchronize");
+  check(gState.api.cuStreamSynchronize(gState.stream), "cuStreamSynchronize");
+  return 0;
+}
+
+void *pfrt_cuda_module_load(const void *image) {
+  requireReady("pfrt_cuda_module_load");
+  CUmodule module;
+  check(gState.api.cuModuleLoadData(&module, image), "cuModuleLoadData");
+  return module;
+}
+
+void *pfrt_cuda_function(void *module, const char *name) {
+  requireReady("pfrt_cuda_function");
+  CUfunction fn;
+  check(gState.api.cuModuleGetFunction(&fn, static_cast<CUmodule>(module),
+                                       name),
+        "cuModuleGetFunction");
+  return fn;
+}
+
+int pfrt_cuda_launch(void *function, int64_t gx, int64_t gy, int64_t gz,
+                     int64_t bx, int64_t by, int64_t bz, int64_t shared_bytes,
+                     void **args) {
+  requireReady("pfrt_cuda_launch");
+  check(gState.api.cuLaunchKernel(static_cast<CUfunction>(function),
+                                  unsigned(gx), unsigned(gy), unsigned(gz),
+                                  unsigned(bx), unsigned(by), unsigned(bz),
+                                  unsigned(shared_bytes), gState.stream, args,
+                                  nullptr),
+        "cuLaunchKernel");
+  return 0;
+}
+
+int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
+                   float alpha, const void *a, int64_t lda, const void *b,
+                   int64_t ldb, float beta, void *c, int64_t ldc,
+                   int64_t batch, int64_t stride_a, int64_t stride_b,
+                   int64_t stride_c, int32_t epilogue, void *bias,
+                   const void *aux, int32_t tf32) {
+  const char *fn = "pfrt_cuda_gemm";
+  requireReady(fn);
+  if (m < 1 || n < 1 || k < 1 || batch < 1 || epilogue < 0 || epilogue > 5)
+    fatal("%s: m, n, k, batch must be >= 1 and epilogue in [0, 5], got %lld "
+          "%lld %lld %lld %d",
+          fn, (long long)m, (long long)n, (long long)k, (long long)batch,
+          epilogue);
+  bool needsBias = epilogue == PFRT_EPILOGUE_BIAS ||
+                   epilogue == PFRT_EPILOGUE_RELU_BIAS ||
+                   epilogue == PFRT_EPILOGUE_DRELU_BGRAD ||
+                   epilogue == PFRT_EPILOGUE_BGRADB;
+  if (needsBias != (bias != nullptr) ||
+      (epilogue == PFRT_EPILOGUE_DRELU_BGRAD) != (aux != nullptr))
+    fatal("%s: epilogue %d %s a bias and %s an aux pointer", fn, epilogue,
+          needsBias ? "needs" : "takes no",
+          epilogue == PFRT_EPILOGUE_DRELU_BGRAD ? "needs" : "takes no");
+  std::vector<int64_t> key = {ta,    tb,       m,        n,        k,
+                              lda,   ldb,      ldc,      batch,    stride_a,
+                              stride_b, stride_c, epilogue, tf32};
+  Plan &p = planFor(key, ta, tb, m, n, k, lda, ldb, ldc, batch, stride_a,
+                    stride_b, stride_c, epilogue, tf32);
+  const Api &api = gState.api;
+  if (bias)
+    check(api.cublasLtMatmulDescSetAttribute(
+              p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+          "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  if (aux)
+    check(api.cublasLtMatmulDescSetAttribute(
+              p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
+              sizeof(aux)),
+          "cublasLtMatmulDescSetAttribute(AUX_POINTER)");
+  check(api.cublasLtMatmul(gState.lt, p.desc, &alpha, b, p.a, a, p.b, &beta, c,
+                           p.c, c, p.c, &p.algo,
+                           reinterpret_cast<void *>(gState.workspace),
+                           gState.workspaceBytes, gState.stream),
+        "cublasLtMatmul");
+  return 0;
+}
+
+int pfrt_cuda_graphs_enabled(void) {
+  const char *off = std::getenv("PFRT_NO_CUDA_GRAPH");
+  return !(off && std::strcmp(off, "1") == 0);
+}
+
+int pfrt_cuda_graph_begin(void) {
+  requireReady("pfrt_cuda_graph_begin");
+  check(gState.api.cuStreamBeginCapture(gState.stream,
+                                        CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+        "cuStreamBeginCapture");
+  return 0;
+}
+
+int pfrt_cuda_graph_end(void) {
+  requireReady("pfrt_cuda_graph_end");
+  CUgraph graph;
+  check(gState.api.cuStreamEndCapture(gState.stream, &graph),
+        "cuStreamEndCapture");
+  check(gState.api.cuGraphInstantiate(&gState.graph, graph, 0),
+        "cuGraphInstantiate");
+  return 0;
+}
+
+int pfrt_cuda_graph_launch(void) {
+  requireReady("pfrt_cuda_graph_launch");
+  if (!gState.graph)
+    fatal("pfrt_cuda_graph_launch: no captured graph (pfrt_cuda_graph_end)");
+  check(gState.api.cuGraphLaunch(gState.graph, gState.stream),
+        "cuGraphLaunch");
+  return 0;
+}
+
+} // extern "C"
