@@ -15,10 +15,8 @@ of each after --warmup steps, the saving, and the ratio.
 """
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -28,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import gen_mlp  # noqa: E402
+import results  # noqa: E402
 
 BUILD = os.environ.get("PF_BUILD_DIR", os.path.join(ROOT, "build"))
 BIN = os.path.join(BUILD, "bin")
@@ -112,19 +111,12 @@ def main():
                  after / before, 100 * share))
     print(table)
     if ARGS.write:
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime(
-            "%Y-%m-%d %H:%M UTC")
-        with open(os.path.join(HERE, "RESULTS.md"), "a") as f:
-            f.write("\n## Gradient accumulation in the GEMM "
-                    "(bench/accumulation_bench.py)\n\n%s, %s, %d cores; one "
-                    "rank, 1 BLAS thread, OPENBLAS_CORETYPE=%s; %d-layer "
-                    "%d-wide MLP, batch %d, %d micro-batches, median of %d "
-                    "steps x 2 runs.\n\n%s\n" % (
-                        stamp, platform.node() or "this machine",
-                        os.cpu_count(),
-                        os.environ.get("OPENBLAS_CORETYPE", "(unset)"),
-                        layers, width, ARGS.batch, ARGS.microbatches,
-                        ARGS.steps, table))
+        results.append(
+            "Gradient accumulation in the GEMM (bench/accumulation_bench.py)",
+            "one rank, 1 BLAS thread, OPENBLAS_CORETYPE=%s; %d-layer %d-wide "
+            "MLP, batch %d, %d micro-batches, median of %d steps x 2 runs." % (
+                os.environ.get("OPENBLAS_CORETYPE", "(unset)"), layers, width,
+                ARGS.batch, ARGS.microbatches, ARGS.steps), table)
     return 0
 
 

@@ -20,9 +20,7 @@ bench/RESULTS.md with the date and machine.
 """
 
 import argparse
-import datetime
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -33,6 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import gen_mlp  # noqa: E402
+import results  # noqa: E402
 
 BUILD = os.environ.get("PF_BUILD_DIR", os.path.join(ROOT, "build"))
 PF_OPT = os.path.join(BUILD, "bin", "pf-opt")
@@ -102,15 +101,10 @@ def main():
     table = "\n".join(lines)
     print(table)
     if args.write:
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime(
-            "%Y-%m-%d %H:%M UTC")
-        with open(os.path.join(HERE, "RESULTS.md"), "a") as f:
-            f.write("\n## Compile time (bench/compile_bench.py)\n\n%s, %s, "
-                    "%d cores; %d-wide MLP, %d stages, 1F1B, batch 8 x m, "
-                    "best of %d.\n\n%s\n" % (
-                        stamp, platform.node() or "this machine",
-                        os.cpu_count(), args.width, args.stages, args.repeat,
-                        table))
+        results.append(
+            "Compile time (bench/compile_bench.py)",
+            "%d-wide MLP, %d stages, 1F1B, batch 8 x m, best of %d." % (
+                args.width, args.stages, args.repeat), table)
     return 0
 
 

@@ -25,10 +25,8 @@ with the date, machine and settings.
 """
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -38,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import gen_mlp  # noqa: E402
+import results  # noqa: E402
 
 
 def tools():
@@ -162,19 +161,12 @@ def main():
     table = "\n".join(lines)
     print(table)
     if args.write:
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime(
-            "%Y-%m-%d %H:%M UTC")
-        header = ("\n## Memory plan: two-stage %d-layer %d-wide MLP, batch m x "
-                  "%d (bench/memory_bench.py)\n\n%s, %s, %d cores; 2 CPU "
-                  "ranks, 1 BLAS thread each, OPENBLAS_CORETYPE=%s, %d steps."
-                  "\n\n" % (
-                      layers, width, args.microbatch_size, stamp,
-                      platform.node() or
-                      "this machine", os.cpu_count(),
-                      os.environ.get("OPENBLAS_CORETYPE", "(unset)"),
-                      args.steps))
-        with open(os.path.join(HERE, "RESULTS.md"), "a") as f:
-            f.write(header + table + "\n")
+        results.append(
+            "Memory plan: two-stage %d-layer %d-wide MLP, batch m x %d "
+            "(bench/memory_bench.py)" % (layers, width, args.microbatch_size),
+            "2 CPU ranks, 1 BLAS thread each, OPENBLAS_CORETYPE=%s, %d steps."
+            % (os.environ.get("OPENBLAS_CORETYPE", "(unset)"), args.steps),
+            table)
     return 0
 
 

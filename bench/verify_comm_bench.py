@@ -25,9 +25,7 @@ result to bench/RESULTS.md with the date and machine.
 """
 
 import argparse
-import datetime
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -36,6 +34,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import results  # noqa: E402
 BUILD = os.environ.get("PF_BUILD_DIR", os.path.join(ROOT, "build"))
 PF_OPT = os.path.join(BUILD, "bin", "pf-opt")
 
@@ -180,16 +180,12 @@ def main():
     table = "\n".join(lines)
     print(table)
     if args.write:
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime(
-            "%Y-%m-%d %H:%M UTC")
-        with open(os.path.join(HERE, "RESULTS.md"), "a") as f:
-            f.write("\n## Communication check (bench/verify_comm_bench.py)\n"
-                    "\n%s, %s, %d cores; synthetic 1F1B job (sends, "
-                    "receives, tensor all-gather/reduce-scatter per layer, "
-                    "data all-reduce/reduce-scatter/all-gather), best of "
-                    "%d; the pass's time from -mlir-timing.\n\n%s\n" % (
-                        stamp, platform.node() or "this machine",
-                        os.cpu_count(), args.repeat, table))
+        results.append(
+            "Communication check (bench/verify_comm_bench.py)",
+            "synthetic 1F1B job (sends, receives, tensor "
+            "all-gather/reduce-scatter per layer, data "
+            "all-reduce/reduce-scatter/all-gather), best of %d; the pass's "
+            "time from -mlir-timing." % args.repeat, table)
     return 0
 
 

@@ -23,14 +23,8 @@
 
 namespace kt {
 
-using Shape = std::vector<int64_t>;
-
-inline int64_t numel(const Shape &s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
-  return n;
-}
+using pt::numel;
+using pt::Shape;
 
 inline std::string join(const Shape &s) {
   if (s.empty())

@@ -66,8 +66,7 @@ static inline uint64_t pt_seed(const char *test) {
   } else if (pfrt_rank() == 0) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    seed = (int64_t)(pt_mix((uint64_t)ts.tv_nsec ^
-                            ((uint64_t)ts.tv_sec << 20) ^
+    seed = (int64_t)(pt_mix((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
                             (uint64_t)getpid()) >>
                      1);
   }
@@ -78,13 +77,70 @@ static inline uint64_t pt_seed(const char *test) {
     world[i] = i;
   pfrt_broadcast_i64(&seed, 1, 0, world, n);
   if (pfrt_rank() == 0)
-    printf("%s: PFRT_TEST_SEED=%llu world=%d\n", test,
-           (unsigned long long)seed, n);
+    printf("%s: PFRT_TEST_SEED=%llu world=%d\n", test, (unsigned long long)seed,
+           n);
   return (uint64_t)seed;
 }
 
 static inline int pt_bits_equal(const float *a, const float *b, int64_t n) {
   return n == 0 || memcmp(a, b, (size_t)n * sizeof(float)) == 0;
 }
+
+/* pfrt_init, then this rank, the world size and the run's seed (pt_seed). */
+static inline uint64_t pt_start(int *argc, char ***argv, const char *test,
+                                int *rank, int *size) {
+  pfrt_init(argc, argv);
+  *rank = pfrt_rank();
+  *size = pfrt_world_size();
+  return pt_seed(test);
+}
+
+#ifdef __cplusplus
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace pt {
+
+using Shape = std::vector<int64_t>;
+
+/// Elements in a row-major tensor of this shape (1 for rank 0).
+inline int64_t numel(const Shape &s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+/// The rank groups the multi-rank tests share, in this order: the world, the
+/// reversed world (2+ ranks), and {1, 3}, {3, 1} (4+ ranks).
+inline std::vector<Shape> baseGroups(int size) {
+  std::vector<Shape> groups;
+  Shape world, reversed;
+  for (int i = 0; i < size; ++i) {
+    world.push_back(i);
+    reversed.insert(reversed.begin(), i);
+  }
+  groups.push_back(world);
+  if (size > 1)
+    groups.push_back(reversed);
+  if (size >= 4) {
+    groups.push_back({1, 3});
+    groups.push_back({3, 1});
+  }
+  return groups;
+}
+
+/// The whole content of a file; a missing file is a failed CHECK.
+inline std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  CHECK(in.good(), "cannot open %s", path.c_str());
+  return std::string(std::istreambuf_iterator<char>(in),
+                     std::istreambuf_iterator<char>());
+}
+
+} // namespace pt
+#endif
 
 #endif /* PFRT_TEST_TESTUTIL_H */

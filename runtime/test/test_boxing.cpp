@@ -160,8 +160,7 @@ void setContext(const char *fn, int32_t dtype, const Shape &shape,
 void testAllGather(const Group &g, int pos, int32_t dtype, const Shape &shape,
                    int64_t axis, uint64_t id) {
   int64_t n = int64_t(g.size());
-  setContext("box_all_gather", dtype, shape, "axis " + std::to_string(axis),
-             g);
+  setContext("box_all_gather", dtype, shape, "axis " + std::to_string(axis), g);
   Tensor whole = logical(dtype, shape, id);
   Tensor in = shard(whole, axis, pos, n), keep = in;
   Tensor out(dtype, shape);
@@ -183,8 +182,8 @@ void testReduceScatter(const Group &g, int pos, const Shape &shape,
   Shape outShape = shape;
   outShape[axis] /= n;
   Tensor out(PFRT_DTYPE_F32, outShape);
-  pfrt_box_reduce_scatter(in.f32(), out.f32(), in.ndim(), in.shape.data(),
-                          axis, g.data(), n);
+  pfrt_box_reduce_scatter(in.f32(), out.f32(), in.ndim(), in.shape.data(), axis,
+                          g.data(), n);
   expectEqual(in, keep, "box_reduce_scatter input");
   std::vector<double> ref(out.elems(), 0.0), mag(out.elems(), 0.0);
   for (int64_t m : g) {
@@ -242,8 +241,8 @@ void testSlice(int32_t dtype, const Shape &shape, int64_t axis, int64_t n,
 /// One copy_box case: dst starts as its own random tensor, so the check also
 /// covers the elements outside the box, which must stay as they were.
 void copyBoxCase(int32_t dtype, const Shape &srcShape, const Shape &srcOff,
-                 const Shape &dstShape, const Shape &dstOff,
-                 const Shape &sizes, bool nullOffsets, uint64_t id) {
+                 const Shape &dstShape, const Shape &dstOff, const Shape &sizes,
+                 bool nullOffsets, uint64_t id) {
   gCtx = std::string("[copy_box, ") + dtypeName(dtype) + ", src " +
          str(srcShape) + " at " + str(srcOff) + ", dst " + str(dstShape) +
          " at " + str(dstOff) + ", sizes " + str(sizes) +
@@ -268,8 +267,7 @@ void testCopyBox(uint64_t *rng) {
   copyBoxCase(PFRT_DTYPE_F32, {}, {}, {}, {}, {}, false, 2);
   copyBoxCase(PFRT_DTYPE_F32, {3, 4, 5}, {0, 0, 0}, {3, 4, 5}, {0, 0, 0},
               {3, 4, 5}, false, 3);
-  copyBoxCase(PFRT_DTYPE_I32, {2, 7}, {1, 2}, {4, 9}, {3, 0}, {1, 5}, false,
-              4);
+  copyBoxCase(PFRT_DTYPE_I32, {2, 7}, {1, 2}, {4, 9}, {3, 0}, {1, 5}, false, 4);
   for (uint64_t c = 0; c < 400; ++c) {
     int32_t dtype = kDtypes[pt_randint(rng, 0, 2)];
     int64_t nd = pt_randint(rng, 0, 4);
@@ -290,24 +288,9 @@ void testCopyBox(uint64_t *rng) {
 } // namespace
 
 int main(int argc, char **argv) {
-  pfrt_init(&argc, &argv);
-  gRank = pfrt_rank();
-  gSize = pfrt_world_size();
-  gSeed = pt_seed("boxing");
+  gSeed = pt_start(&argc, &argv, "boxing", &gRank, &gSize);
 
-  std::vector<Group> groups;
-  Group world, reversed;
-  for (int i = 0; i < gSize; ++i) {
-    world.push_back(i);
-    reversed.insert(reversed.begin(), i);
-  }
-  groups.push_back(world);
-  if (gSize > 1)
-    groups.push_back(reversed);
-  if (gSize >= 4) {
-    groups.push_back({1, 3});
-    groups.push_back({3, 1});
-  }
+  std::vector<Group> groups = pt::baseGroups(gSize);
   if (gSize >= 3) {
     groups.push_back({2, 0});
     groups.push_back({2});

@@ -19,7 +19,7 @@ namespace {
 
 uint64_t gSeed;
 int gRank, gSize;
-uint64_t gCall = 0; // input id: bumped per call, reset per case
+uint64_t gCall = 0;  // input id: bumped per call, reset per case
 char gCtx[256] = ""; // current group and count, for failure messages
 
 using Group = std::vector<int64_t>;
@@ -43,8 +43,23 @@ void checkSum(float got, double ref, double absSum, int n, const char *what,
               int64_t i) {
   double tol = (n + 1) * double(FLT_EPSILON) * absSum + 1e-30;
   CHECK(std::fabs(double(got) - ref) <= tol,
-        "%s %s: element %lld got %.9g, reference %.9g (tol %.3g)", what,
-        gCtx, (long long)i, double(got), ref, tol);
+        "%s %s: element %lld got %.9g, reference %.9g (tol %.3g)", what, gCtx,
+        (long long)i, double(got), ref, tol);
+}
+
+/// Checks out[0, count) against the serial sum of every member's input.
+void checkGroupSum(const std::vector<float> &out, const Group &g, int64_t count,
+                   const char *what) {
+  std::vector<double> ref(count, 0.0), abs(count, 0.0);
+  for (int64_t m : g) {
+    std::vector<float> x = inputOf(m, count);
+    for (int64_t i = 0; i < count; ++i) {
+      ref[i] += x[i];
+      abs[i] += std::fabs(x[i]);
+    }
+  }
+  for (int64_t i = 0; i < count; ++i)
+    checkSum(out[i], ref[i], abs[i], int(g.size()), what, i);
 }
 
 /// All members must hold bit-identical copies of a replicated result.
@@ -54,8 +69,7 @@ void checkReplicated(const std::vector<float> &v, const Group &g,
   std::vector<float> all(v.size() * n);
   pfrt_all_gather(v.data(), all.data(), int64_t(v.size()), g.data(), n);
   for (int64_t p = 0; p < n; ++p)
-    CHECK(pt_bits_equal(all.data() + p * v.size(), v.data(),
-                        int64_t(v.size())),
+    CHECK(pt_bits_equal(all.data() + p * v.size(), v.data(), int64_t(v.size())),
           "%s: position %lld differs bitwise", what, (long long)p);
 }
 
@@ -72,16 +86,7 @@ void testAllReduce(const Group &g, int64_t count, bool inPlace) {
     CHECK(pt_bits_equal(in.data(), inputOf(gRank, count).data(), count),
           "all_reduce modified its input");
   }
-  std::vector<double> ref(count, 0.0), abs(count, 0.0);
-  for (int64_t m : g) {
-    std::vector<float> x = inputOf(m, count);
-    for (int64_t i = 0; i < count; ++i) {
-      ref[i] += x[i];
-      abs[i] += std::fabs(x[i]);
-    }
-  }
-  for (int64_t i = 0; i < count; ++i)
-    checkSum(out[i], ref[i], abs[i], int(n), "all_reduce_sum", i);
+  checkGroupSum(out, g, count, "all_reduce_sum");
   checkReplicated(out, g, "all_reduce_sum");
 }
 
@@ -128,8 +133,7 @@ void testAllToAll(const Group &g, int64_t count) {
   for (int64_t p = 0; p < n; ++p) {
     // Sender p's block addressed to us is its block `pos`.
     std::vector<float> x = inputOf(g[p], n * count);
-    CHECK(pt_bits_equal(out.data() + p * count, x.data() + pos * count,
-                        count),
+    CHECK(pt_bits_equal(out.data() + p * count, x.data() + pos * count, count),
           "all_to_all: block from position %lld is wrong", (long long)p);
   }
 }
@@ -173,21 +177,12 @@ void testReduce(const Group &g, int64_t count) {
         pfrt_reduce_sum(out.data(), out.data(), count, root, g.data(), n);
       } else {
         // Non-roots may pass NULL for out.
-        pfrt_reduce_sum(in.data(), isRoot ? out.data() : nullptr, count,
-                        root, g.data(), n);
+        pfrt_reduce_sum(in.data(), isRoot ? out.data() : nullptr, count, root,
+                        g.data(), n);
       }
       if (!isRoot)
         continue;
-      std::vector<double> ref(count, 0.0), abs(count, 0.0);
-      for (int64_t m : g) {
-        std::vector<float> x = inputOf(m, count);
-        for (int64_t i = 0; i < count; ++i) {
-          ref[i] += x[i];
-          abs[i] += std::fabs(x[i]);
-        }
-      }
-      for (int64_t i = 0; i < count; ++i)
-        checkSum(out[i], ref[i], abs[i], int(n), "reduce_sum", i);
+      checkGroupSum(out, g, count, "reduce_sum");
     }
   }
 }
@@ -195,23 +190,10 @@ void testReduce(const Group &g, int64_t count) {
 } // namespace
 
 int main(int argc, char **argv) {
-  pfrt_init(&argc, &argv);
-  gRank = pfrt_rank();
-  gSize = pfrt_world_size();
-  gSeed = pt_seed("collectives");
+  gSeed = pt_start(&argc, &argv, "collectives", &gRank, &gSize);
 
-  std::vector<Group> groups;
-  Group world, reversed;
-  for (int i = 0; i < gSize; ++i) {
-    world.push_back(i);
-    reversed.insert(reversed.begin(), i);
-  }
-  groups.push_back(world);
-  if (gSize > 1)
-    groups.push_back(reversed);
+  std::vector<Group> groups = pt::baseGroups(gSize);
   if (gSize >= 4) {
-    groups.push_back({1, 3});
-    groups.push_back({3, 1});
     groups.push_back({2, 0, 3});
     groups.push_back({0, 1, 2});
   }
@@ -233,11 +215,11 @@ int main(int argc, char **argv) {
       // Ranks skip different groups, so the input id restarts from the case
       // index; within a case all members make the same calls.
       gCall = (gi * 100 + ci) * 10000;
-      int len = snprintf(gCtx, sizeof(gCtx), "count %lld group [",
-                         (long long)count);
+      int len =
+          snprintf(gCtx, sizeof(gCtx), "count %lld group [", (long long)count);
       for (size_t i = 0; i < g.size(); ++i)
-        len += snprintf(gCtx + len, sizeof(gCtx) - len, "%s%lld",
-                        i ? "," : "", (long long)g[i]);
+        len += snprintf(gCtx + len, sizeof(gCtx) - len, "%s%lld", i ? "," : "",
+                        (long long)g[i]);
       snprintf(gCtx + len, sizeof(gCtx) - len, "]");
       testAllReduce(g, count, false);
       testAllReduce(g, count, true);

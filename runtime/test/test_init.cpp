@@ -31,14 +31,8 @@ const Kat kKats[] = {
      {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
 };
 
-using Shape = std::vector<int64_t>;
-
-int64_t numel(const Shape &s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
-  return n;
-}
+using pt::numel;
+using pt::Shape;
 
 /// Copies the slice [off, off+shape) of a row-major tensor of shape full.
 std::vector<float> slice(const std::vector<float> &t, const Shape &full,
@@ -85,8 +79,8 @@ void checkDistribution(const std::vector<float> &t, const Param &p) {
       b = 1.0 / std::sqrt(p.a);
       a = -b;
     }
-    CHECK(lo >= float(a) && hi <= float(b), "uniform value outside [%g, %g]",
-          a, b);
+    CHECK(lo >= float(a) && hi <= float(b), "uniform value outside [%g, %g]", a,
+          b);
     double w = b - a, sd = w / std::sqrt(12.0);
     CHECK(std::fabs(mean - (a + b) / 2) < 6 * sd / std::sqrt(double(n)),
           "uniform mean %g, expected %g", mean, (a + b) / 2);
@@ -151,9 +145,12 @@ int main(int argc, char **argv) {
   }
 
   const Param params[] = {
-      {PFRT_INIT_ZEROS, 0, 0},       {PFRT_INIT_ONES, 0, 0},
-      {PFRT_INIT_CONSTANT, 0.3, 0},  {PFRT_INIT_UNIFORM, -2.5, 0.75},
-      {PFRT_INIT_NORMAL, 0.5, 0.02}, {PFRT_INIT_NORMAL, 0.0, 1.0},
+      {PFRT_INIT_ZEROS, 0, 0},
+      {PFRT_INIT_ONES, 0, 0},
+      {PFRT_INIT_CONSTANT, 0.3, 0},
+      {PFRT_INIT_UNIFORM, -2.5, 0.75},
+      {PFRT_INIT_NORMAL, 0.5, 0.02},
+      {PFRT_INIT_NORMAL, 0.0, 1.0},
       {PFRT_INIT_KAIMING_UNIFORM, 300, 0},
   };
   uint64_t rs = seed ^ 0x1234;
@@ -171,8 +168,8 @@ int main(int argc, char **argv) {
     for (const Param &p : params) {
       uint64_t stream = pfrt_stream_id("param") + uint64_t(trial) * 7919;
       std::vector<float> t(numel(full));
-      pfrt_init_param(t.data(), p.kind, p.a, p.b, seed, stream, nd,
-                      full.data(), nullptr, nullptr);
+      pfrt_init_param(t.data(), p.kind, p.a, p.b, seed, stream, nd, full.data(),
+                      nullptr, nullptr);
       if (p.kind == PFRT_INIT_CONSTANT)
         for (float v : t)
           CHECK(v == float(p.a), "constant %g", double(v));
@@ -241,8 +238,7 @@ int main(int argc, char **argv) {
     int64_t one = 1, zero = 0;
     pfrt_init_param(&s, PFRT_INIT_NORMAL, 0, 1, seed, 77, 0, nullptr, nullptr,
                     nullptr);
-    pfrt_init_param(&e, PFRT_INIT_NORMAL, 0, 1, seed, 77, 1, &one, &zero,
-                    &one);
+    pfrt_init_param(&e, PFRT_INIT_NORMAL, 0, 1, seed, 77, 1, &one, &zero, &one);
     CHECK(s == e && std::isfinite(s), "scalar init %g vs %g", double(s),
           double(e));
   }

@@ -18,19 +18,12 @@
 
 namespace {
 
-using Shape = std::vector<int64_t>;
-
-int64_t numel(const Shape &s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
-  return n;
-}
+using pt::numel;
+using pt::Shape;
 
 /// Bytes of the slice [off, off+shp) of a row-major tensor of shape full.
 std::vector<char> slice(const std::vector<char> &t, int64_t elem,
-                        const Shape &full, const Shape &off,
-                        const Shape &shp) {
+                        const Shape &full, const Shape &off, const Shape &shp) {
   std::vector<char> out(numel(shp) * elem);
   size_t nd = full.size();
   std::vector<int64_t> idx(nd, 0);
@@ -92,8 +85,8 @@ int main(int argc, char **argv) {
     }
     std::string path = dir + "/t" + std::to_string(trial) + ".npy";
     std::string name = "t" + std::to_string(trial);
-    pfrt_checkpoint_save(dir.c_str(), name.c_str(), dtypes[di], nd,
-                         full.data(), data.data());
+    pfrt_checkpoint_save(dir.c_str(), name.c_str(), dtypes[di], nd, full.data(),
+                         data.data());
 
     std::vector<char> back(n * elem + 1, 0x5a);
     pfrt_npy_read_shard(path.c_str(), dtypes[di], nd, full.data(), nullptr,

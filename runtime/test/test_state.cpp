@@ -35,7 +35,9 @@ struct Held {
   Layout layout;
   std::vector<float> f32;
   std::vector<int64_t> i64;
-  void *data() { return dtype == PFRT_DTYPE_F32 ? (void *)f32.data() : (void *)i64.data(); }
+  void *data() {
+    return dtype == PFRT_DTYPE_F32 ? (void *)f32.data() : (void *)i64.data();
+  }
 };
 
 int64_t numel(const std::vector<int64_t> &s) {
@@ -49,7 +51,8 @@ float fval(const std::string &name, int64_t i) {
   return pt_value(gSeed, std::hash<std::string>()(name), 7, uint64_t(i));
 }
 int64_t ival(const std::string &name, int64_t i) {
-  return int64_t(pt_mix(gSeed ^ std::hash<std::string>()(name) ^ uint64_t(i)) % 1000003);
+  return int64_t(pt_mix(gSeed ^ std::hash<std::string>()(name) ^ uint64_t(i)) %
+                 1000003);
 }
 
 /// Logical row-major index of the k-th element of a box.
@@ -104,15 +107,14 @@ Layout rows(int64_t r, int64_t c) { // rows split over the world
 Layout cols(int64_t r, int64_t c) { // columns split over the world
   return {{r, c * gSize}, {0, c * gRank}, {r, c}};
 }
-Layout whole(std::vector<int64_t> s) { return {s, std::vector<int64_t>(s.size(), 0), s}; }
+Layout whole(std::vector<int64_t> s) {
+  return {s, std::vector<int64_t>(s.size(), 0), s};
+}
 
 } // namespace
 
 int main(int argc, char **argv) {
-  pfrt_init(&argc, &argv);
-  gRank = pfrt_rank();
-  gSize = pfrt_world_size();
-  gSeed = pt_seed("state");
+  gSeed = pt_start(&argc, &argv, "state", &gRank, &gSize);
   CHECK(argc >= 2, "usage: pfrt-test-state DIR [gap]");
   std::string dir = std::string(argv[1]) + "/ckpt";
 
@@ -132,20 +134,28 @@ int main(int argc, char **argv) {
     held.push_back(make("only0.state", PFRT_DTYPE_F32, whole({2, 2, 3}), true));
   if (gSize == 4) { // 2x2 blocks of an [4, 6] tensor
     int64_t br = gRank / 2, bc = gRank % 2;
-    held.push_back(make("grid", PFRT_DTYPE_F32, Layout{{4, 6}, {2 * br, 3 * bc}, {2, 3}}, true));
+    held.push_back(make("grid", PFRT_DTYPE_F32,
+                        Layout{{4, 6}, {2 * br, 3 * bc}, {2, 3}}, true));
   }
-  CHECK(pfrt_state_count() == int64_t(held.size()), "count %lld", (long long)pfrt_state_count());
+  CHECK(pfrt_state_count() == int64_t(held.size()), "count %lld",
+        (long long)pfrt_state_count());
   {
     int32_t dt = -1;
     int64_t nd = -1, lg[32], off[32], bs[32];
-    CHECK(pfrt_state_info("w.cols", &dt, &nd, lg, off, bs) == 0 && dt == PFRT_DTYPE_I64 && nd == 2 &&
-              lg[0] == 2 && lg[1] == 3 * gSize && off[1] == 3 * gRank && bs[1] == 3,
+    CHECK(pfrt_state_info("w.cols", &dt, &nd, lg, off, bs) == 0 &&
+              dt == PFRT_DTYPE_I64 && nd == 2 && lg[0] == 2 &&
+              lg[1] == 3 * gSize && off[1] == 3 * gRank && bs[1] == 3,
           "pfrt_state_info(w.cols)");
-    CHECK(pfrt_state_info("nothing", &dt, &nd, lg, off, bs) == -1, "info of an unknown name");
+    CHECK(pfrt_state_info("nothing", &dt, &nd, lg, off, bs) == -1,
+          "info of an unknown name");
   }
 
   // Gather: every rank gets every tensor's logical value.
-  struct Want { std::string name; int32_t dtype; std::vector<int64_t> shape; };
+  struct Want {
+    std::string name;
+    int32_t dtype;
+    std::vector<int64_t> shape;
+  };
   std::vector<Want> all = {{"bias", PFRT_DTYPE_F32, {7}},
                            {"only0.state", PFRT_DTYPE_F32, {2, 2, 3}},
                            {"w.cols", PFRT_DTYPE_I64, {2, 3 * gSize}},
@@ -159,40 +169,31 @@ int main(int argc, char **argv) {
       full.f32.assign(size_t(n), -1.0f);
     else
       full.i64.assign(size_t(n), -1);
-    pfrt_state_gather(w.name.c_str(), full.data(), n * (w.dtype == PFRT_DTYPE_F32 ? 4 : 8));
+    pfrt_state_gather(w.name.c_str(), full.data(),
+                      n * (w.dtype == PFRT_DTYPE_F32 ? 4 : 8));
     checkBox(full, "gather");
   }
 
   pfrt_state_save(dir.c_str(), 42);
   if (gRank == 0) {
-    FILE *f = fopen((dir + "/index.json").c_str(), "rb");
-    CHECK(f, "no index.json");
-    char buf[4096] = {0};
-    size_t got = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    std::string text(buf, got);
+    std::string text = pt::readFile(dir + "/index.json");
+    const char *buf = text.c_str();
     CHECK(text.find("\"step\": 42") != std::string::npos, "step: %s", buf);
     for (Want &w : all)
-      CHECK(text.find("\"name\": \"" + w.name + "\"") != std::string::npos, "%s missing: %s",
-            w.name.c_str(), buf);
-    CHECK(text.find("\"dtype\": \"i64\", \"shape\": [2, " + std::to_string(3 * gSize) + "]") !=
-              std::string::npos, "w.cols entry: %s", buf);
+      CHECK(text.find("\"name\": \"" + w.name + "\"") != std::string::npos,
+            "%s missing: %s", w.name.c_str(), buf);
+    CHECK(text.find("\"dtype\": \"i64\", \"shape\": [2, " +
+                    std::to_string(3 * gSize) + "]") != std::string::npos,
+          "w.cols entry: %s", buf);
   }
 
   // Another tool may rewrite index.json compactly: it still loads.
   if (gRank == 0) {
-    FILE *f = fopen((dir + "/index.json").c_str(), "rb");
-    std::string text;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-      text.append(buf, n);
-    fclose(f);
     std::string compact;
-    for (char c : text)
+    for (char c : pt::readFile(dir + "/index.json"))
       if (c != ' ' && c != '\n')
         compact += c;
-    f = fopen((dir + "/index.json").c_str(), "wb");
+    FILE *f = fopen((dir + "/index.json").c_str(), "wb");
     fwrite(compact.data(), 1, compact.size(), f);
     fclose(f);
   }
@@ -207,11 +208,16 @@ int main(int argc, char **argv) {
   pfrt_state_clear();
   CHECK(pfrt_state_count() == 0, "clear");
   held.clear();
-  Layout r2 = gSize > 1 ? Layout{{3 * gSize, 5}, {0, 0}, {3 * gSize, 5}} : rows(3, 5);
-  held.push_back(make("w.rows", PFRT_DTYPE_F32, r2, false));                     // replicated
-  held.push_back(make("w.cols", PFRT_DTYPE_I64, Layout{{2, 3 * gSize}, {0, 0}, {2, 3 * gSize}}, false));
-  held.push_back(make("bias", PFRT_DTYPE_F32, Layout{{7}, {gRank % 2 ? 3 : 0}, {gRank % 2 ? 4 : 3}}, false));
-  held.push_back(make("only0.state", PFRT_DTYPE_F32, whole({2, 2, 3}), false));  // now everywhere
+  Layout r2 =
+      gSize > 1 ? Layout{{3 * gSize, 5}, {0, 0}, {3 * gSize, 5}} : rows(3, 5);
+  held.push_back(make("w.rows", PFRT_DTYPE_F32, r2, false)); // replicated
+  held.push_back(make("w.cols", PFRT_DTYPE_I64,
+                      Layout{{2, 3 * gSize}, {0, 0}, {2, 3 * gSize}}, false));
+  held.push_back(make("bias", PFRT_DTYPE_F32,
+                      Layout{{7}, {gRank % 2 ? 3 : 0}, {gRank % 2 ? 4 : 3}},
+                      false));
+  held.push_back(make("only0.state", PFRT_DTYPE_F32, whole({2, 2, 3}),
+                      false)); // now everywhere
   int64_t step = -1;
   pfrt_state_load(dir.c_str(), &step);
   CHECK(step == 42, "step %lld", (long long)step);

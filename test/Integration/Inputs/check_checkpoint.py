@@ -13,12 +13,12 @@ momentum buffer in logical form, equal to the reference's trained values.
   check_checkpoint.py --pf-opt .. --pf-translate .. --pf-run .. --workdir W \\
       --segment seed.mlir:2:3 --segment tp.mlir:2:2 --segment hybrid.mlir:2:2
 """
-import argparse
 import json
 import os
-import random
 import subprocess
 import sys
+
+import common
 
 import numpy as np
 
@@ -32,11 +32,7 @@ LAYERS = [("m_stage0.linear0", 784, 512), ("m_stage1.linear1", 512, 512),
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pf-opt", required=True)
-    ap.add_argument("--pf-translate", required=True)
-    ap.add_argument("--pf-run", required=True)
-    ap.add_argument("--workdir", required=True)
+    ap = common.tool_parser(mlir=False)
     ap.add_argument("--segment", action="append", required=True,
                     help="MLIR:RANKS:STEPS")
     ap.add_argument("--batches", type=int, default=3)
@@ -46,8 +42,7 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--tolerance", type=float, default=1e-5)
     args = ap.parse_args()
-    seed = args.seed if args.seed is not None else random.randrange(2**31)
-    print("seed", seed)
+    seed = common.pick_seed(args.seed)
     rng = np.random.default_rng(seed)
     os.makedirs(args.workdir, exist_ok=True)
 
@@ -67,10 +62,9 @@ def main():
         if mlir not in compiled:
             out = os.path.join(args.workdir, "art%d" % len(compiled))
             lowered = out + ".llvm.mlir"
-            subprocess.run([args.pf_opt, mlir, "-pf-compile-cpu-pipeline=" + options,
-                            "-o", lowered], check=True)
-            subprocess.run([args.pf_translate, "--pf-emit-rank-artifacts", lowered,
-                            "--pf-artifact-dir=" + out], check=True, stdout=subprocess.DEVNULL)
+            common.compile_artifacts(
+                args, mlir, ["-pf-compile-cpu-pipeline=" + options], lowered,
+                out)
             compiled[mlir] = out
         return compiled[mlir]
 
@@ -86,8 +80,7 @@ def main():
         if save:
             cmd += ["--save", save]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        with open(loss_file) as f:
-            return [[float(v) for v in line.split()] for line in f if line.strip()]
+        return common.read_losses(loss_file)
 
     segments = []
     for spec in args.segment:

@@ -4,12 +4,12 @@ linear) with PipeFlow on one CPU rank and compares every step's loss with an
 independent float64 NumPy implementation (forward and hand-written backward
 of each layer, SGD). Same logical parameters and data on both sides (the
 runtime's Philox twin); a fresh seed every run."""
-import argparse
 import os
-import random
 import subprocess
 import sys
 import tempfile
+
+import common
 
 import numpy as np
 
@@ -118,26 +118,18 @@ def reference(seed, steps, lr):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pf-opt", required=True)
-    ap.add_argument("--pf-translate", required=True)
-    ap.add_argument("--pf-run", required=True)
-    ap.add_argument("--mlir", required=True)
-    ap.add_argument("--workdir", required=True)
+    ap = common.tool_parser()
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--tolerance", type=float, default=1e-5)
     args = ap.parse_args()
-    seed = args.seed if args.seed is not None else random.randrange(2**31)
-    print("seed", seed)
+    seed = common.pick_seed(args.seed)
     os.makedirs(args.workdir, exist_ok=True)
     lowered = os.path.join(args.workdir, "convnet.llvm.mlir")
     artifacts = os.path.join(args.workdir, "artifacts")
-    subprocess.run([args.pf_opt, args.mlir, "-pf-compile-cpu-pipeline",
-                    "-o", lowered], check=True)
-    subprocess.run([args.pf_translate, "--pf-emit-rank-artifacts", lowered,
-                    "--pf-artifact-dir=" + artifacts], check=True, stdout=subprocess.DEVNULL)
+    common.compile_artifacts(args, args.mlir, ["-pf-compile-cpu-pipeline"],
+                             lowered, artifacts)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "losses")
         subprocess.run([args.pf_run, "-n", "1", artifacts, "--steps",

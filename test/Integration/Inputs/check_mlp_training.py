@@ -8,13 +8,13 @@ generator (runtime/python/pfrt_philox.py is its bit-exact NumPy twin), so
 both sides start from identical float32 values. A fresh random seed is used
 on every run (printed, so a failure can be replayed with --seed).
 """
-import argparse
 import os
-import random
 import json
 import subprocess
 import sys
 import tempfile
+
+import common
 
 import numpy as np
 
@@ -82,12 +82,7 @@ def check_memory_plan(stdout, artifacts, ranks):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pf-opt", required=True)
-    ap.add_argument("--pf-translate", required=True)
-    ap.add_argument("--pf-run", required=True)
-    ap.add_argument("--mlir", required=True, help="forward + loss program")
-    ap.add_argument("--workdir", required=True)
+    ap = common.tool_parser(mlir_help="forward + loss program")
     ap.add_argument("--microbatches", type=int, default=1)
     ap.add_argument("--schedule", default="none")
     ap.add_argument("--num-chunks", type=int, default=1)
@@ -119,8 +114,7 @@ def main():
                          "'auto-stages=4 balance=flops'")
     args = ap.parse_args()
 
-    seed = args.seed if args.seed is not None else random.randrange(2**31)
-    print("seed", seed)
+    seed = common.pick_seed(args.seed)
     layers = []
     for spec in args.layers.split(","):
         name, i, o = spec.split(":")
@@ -145,11 +139,9 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     lowered = os.path.join(args.workdir, "program.llvm.mlir")
     artifacts = os.path.join(args.workdir, "artifacts")
-    subprocess.run([args.pf_opt, args.mlir,
-                    "-pf-compile-cpu-pipeline=" + " ".join(options),
-                    "-o", lowered], check=True)
-    subprocess.run([args.pf_translate, "--pf-emit-rank-artifacts", lowered,
-                    "--pf-artifact-dir=" + artifacts], check=True, stdout=subprocess.DEVNULL)
+    common.compile_artifacts(
+        args, args.mlir, ["-pf-compile-cpu-pipeline=" + " ".join(options)],
+        lowered, artifacts)
     print("compiled with", " ".join(options))
     with tempfile.TemporaryDirectory() as tmp:
         loss_file = os.path.join(tmp, "losses")
@@ -159,9 +151,7 @@ def main():
                               "--timeout", "120", "--memory-report"],
                              check=True, stdout=subprocess.PIPE, text=True)
         sys.stdout.write(run.stdout)
-        with open(loss_file) as f:
-            got = [[float(v) for v in line.split()] for line in f
-                   if line.strip()]
+        got = common.read_losses(loss_file)
     if check_memory_plan(run.stdout, artifacts, args.ranks):
         return 1
     want = reference_losses(seed, args.steps, args.lr, layers, batch_shape,

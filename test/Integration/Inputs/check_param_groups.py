@@ -8,13 +8,13 @@ its own run-time learning rate "lr.head" (pf-run --scalar lr.head=0.003).
 Every loss equals a float64 NumPy reference that updates each parameter with
 its own rule; fresh seed each run.
 """
-import argparse
 import os
-import random
 import re
 import subprocess
 import sys
 import tempfile
+
+import common
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -54,19 +54,14 @@ class PerParam:
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for tool in ("pf-opt", "pf-translate", "pf-run"):
-        ap.add_argument("--" + tool, required=True)
-    ap.add_argument("--mlir", required=True)
+    ap = common.tool_parser()
     ap.add_argument("--ranks", type=int, required=True)
-    ap.add_argument("--workdir", required=True)
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--lr-head", type=float, default=0.003)
     ap.add_argument("--microbatches", type=int, default=2)
     args = ap.parse_args()
-    seed = random.randrange(2**31)
-    print("seed", seed)
+    seed = common.pick_seed()
     os.makedirs(args.workdir, exist_ok=True)
     text = open(args.mlir).read()
     for name, attrs in GROUPS.items():
@@ -77,18 +72,17 @@ def main():
     open(annotated, "w").write(text)
     lowered = os.path.join(args.workdir, "program.llvm.mlir")
     art = os.path.join(args.workdir, "art")
-    subprocess.run([args.pf_opt, annotated, "-pf-compile-cpu-pipeline=optimizer=sgd momentum=0.9 "
-                    "weight-decay=0.001 accumulation-steps=%d" % args.microbatches, "-o", lowered],
-                   check=True)
-    subprocess.run([args.pf_translate, "--pf-emit-rank-artifacts", lowered, "--pf-artifact-dir=" + art],
-                   check=True, stdout=subprocess.DEVNULL)
+    common.compile_artifacts(
+        args, annotated, ["-pf-compile-cpu-pipeline=optimizer=sgd momentum=0.9 "
+                          "weight-decay=0.001 accumulation-steps=%d" %
+                          args.microbatches], lowered, art)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "losses")
         subprocess.run([args.pf_run, "-n", str(args.ranks), art, "--steps", str(args.steps),
                         "--seed", str(seed), "--lr", repr(args.lr), "--scalar",
                         "lr.head=%r" % args.lr_head, "--loss-out", out, "--timeout", "120"],
                        check=True, stdout=subprocess.DEVNULL)
-        got = [[float(v) for v in line.split()] for line in open(out) if line.strip()]
+        got = common.read_losses(out)
     params = [ref.linear_init(seed, name, i, o) for name, i, o in LAYERS]
     x = ph.synthetic_batch(seed, ph.stream_id("input0"), 0, (16, 1, 28, 28))
     y = ph.synthetic_labels(10, seed, ph.stream_id("input1"), 0, (16,))

@@ -33,13 +33,14 @@ op names must equal the step function's.
 prediction (compiled from the same program) instead of its own; the test
 uses it to show that a wrong order is caught.
 """
-import argparse
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+
+import common
 
 # convert-pf-to-cpu traces every op but these (PFToCPU.cpp, lowerStep).
 UNTRACED = {"pf.read_param", "pf.scalar_input", "pf.reshape", "pf.flatten",
@@ -150,12 +151,7 @@ def measured_actions(events, ir_ops, rank, p, split_w, chunks):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pf-opt", required=True)
-    ap.add_argument("--pf-translate", required=True)
-    ap.add_argument("--pf-run", required=True)
-    ap.add_argument("--mlir", required=True, help="forward + loss program")
-    ap.add_argument("--workdir", required=True)
+    ap = common.tool_parser(mlir_help="forward + loss program")
     ap.add_argument("--ranks", type=int, required=True)
     ap.add_argument("--microbatches", type=int, required=True)
     ap.add_argument("--schedule", required=True)
@@ -194,10 +190,8 @@ def main():
         return 1
 
     # The executables run exactly the modules parsed above.
-    subprocess.run([args.pf_opt, rank_ir, "-convert-pf-to-cpu", "-o",
-                    lowered], check=True)
-    subprocess.run([args.pf_translate, "--pf-emit-rank-artifacts", lowered,
-                    "--pf-artifact-dir=" + artifacts], check=True, stdout=subprocess.DEVNULL)
+    common.compile_artifacts(args, rank_ir, ["-convert-pf-to-cpu"], lowered,
+                             artifacts)
     shutil.rmtree(trace_dir, ignore_errors=True)
     subprocess.run([args.pf_run, "-n", str(p), artifacts, "--steps",
                     str(args.steps), "--trace", trace_dir, "--timeout", "120"],
