@@ -14,7 +14,6 @@ OPENBLAS_CORETYPE in the results); the table gives the median step time
 of each after --warmup steps, the saving, and the ratio.
 """
 
-import argparse
 import json
 import os
 import statistics
@@ -76,13 +75,12 @@ def add_share(trace_dir, step_ms):
 
 def main():
     global ARGS
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = results.parser(__doc__)
     ap.add_argument("--widths", default="1024x9")
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--microbatches", type=int, default=16)
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--write", action="store_true")
     ARGS = ap.parse_args()
     width, layers = map(int, ARGS.widths.split("x"))
     with tempfile.TemporaryDirectory() as work:

@@ -19,7 +19,6 @@ its sweep. The best of --repeat runs is taken. --write appends the table to
 bench/RESULTS.md with the date and machine.
 """
 
-import argparse
 import os
 import re
 import subprocess
@@ -69,13 +68,12 @@ def measure(layers, m, width, stages, repeat, work):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = results.parser(__doc__)
     ap.add_argument("--layers", default="25,100,400")
     ap.add_argument("--microbatches", default="8,32,128")
     ap.add_argument("--width", type=int, default=64)
     ap.add_argument("--stages", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as work:

@@ -24,7 +24,6 @@ without, at the largest m. --write appends both tables to bench/RESULTS.md
 with the date, machine and settings.
 """
 
-import argparse
 import json
 import os
 import re
@@ -92,13 +91,12 @@ MB = 1 << 20
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = results.parser(__doc__)
     ap.add_argument("--microbatches", default="4,8,16,32")
     ap.add_argument("--widths", default="512x9",
                     help="WIDTHxLAYERS of the hidden layers (10 classes)")
     ap.add_argument("--microbatch-size", type=int, default=512)
     ap.add_argument("--steps", type=int, default=2)
-    ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     width, layers = map(int, args.widths.split("x"))
     widths = [width] * layers + [10]

@@ -1,9 +1,19 @@
 """Appending a benchmark's table to bench/RESULTS.md (the --write option)."""
+import argparse
 import datetime
 import os
 import platform
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def parser(doc):
+    """An ArgumentParser described by the first line of DOC (the bench's
+    docstring), with --write (append the table to RESULTS.md)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--write", action="store_true",
+                    help="append the table to bench/RESULTS.md")
+    return ap
 
 
 def append(heading, setup, table):

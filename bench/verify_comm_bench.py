@@ -24,7 +24,6 @@ the pass alone (from -mlir-timing), and pf-opt parsing and printing alone
 result to bench/RESULTS.md with the date and machine.
 """
 
-import argparse
 import os
 import re
 import subprocess
@@ -143,14 +142,13 @@ def timed(cmd, repeat):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = results.parser(__doc__)
     ap.add_argument("--data", type=int, default=8)
     ap.add_argument("--stages", type=int, default=8)
     ap.add_argument("--tensor", type=int, default=16)
     ap.add_argument("--microbatches", type=int, default=16)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     world = args.data * args.stages * args.tensor
     text, ops = job(args.data, args.stages, args.tensor, args.microbatches,

@@ -16,6 +16,7 @@
 #include "pfrt/pfrt.h"
 
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 using namespace pfrt;
@@ -30,10 +31,6 @@ struct ConvDims {
   // Valid output-column range [owLo[kw], owHi[kw]) for each kw.
   std::vector<int64_t> owLo, owHi;
 };
-
-int64_t floorDiv(int64_t a, int64_t b) { // b > 0
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
 
 ConvDims parseDims(const char *fn, const int64_t *dims) {
   if (!dims)
@@ -79,17 +76,7 @@ ConvDims parseDims(const char *fn, const int64_t *dims) {
   mulChecked(fn, d.K, d.P);
   d.direct = d.KH == 1 && d.KW == 1 && d.sh == 1 && d.sw == 1 && d.ph == 0 &&
              d.pw == 0;
-  d.owLo.resize(size_t(d.KW));
-  d.owHi.resize(size_t(d.KW));
-  for (int64_t kw = 0; kw < d.KW; ++kw) {
-    // iw = ow*sw + off must lie in [0, W).
-    int64_t off = kw * d.dw - d.pw;
-    int64_t lo = off >= 0 ? 0 : (-off + d.sw - 1) / d.sw;
-    int64_t hi = floorDiv(d.W - 1 - off, d.sw) + 1;
-    hi = hi > d.OW ? d.OW : hi < 0 ? 0 : hi;
-    d.owLo[kw] = lo < hi ? lo : hi;
-    d.owHi[kw] = hi;
-  }
+  validColumns(d.W, d.OW, d.KW, d.sw, d.pw, d.dw, d.owLo, d.owHi);
   return d;
 }
 
@@ -154,96 +141,111 @@ void col2imAdd(const ConvDims &d, const float *PFRT_RESTRICT col,
       }
 }
 
+/// The tensors of a conv2d call: x [N][C][H][W], w [O][K], y [N][O][OH][OW],
+/// or their gradients.
+enum class Tensor { X, W, Y };
+struct TensorArg {
+  const char *name;
+  const void *ptr;
+  Tensor kind;
+};
+
+/// Parses dims, then checks each tensor argument in the order given.
+ConvDims checkedDims(const char *fn, const int64_t *dims,
+                     std::initializer_list<TensorArg> args) {
+  ConvDims d = parseDims(fn, dims);
+  for (const TensorArg &a : args)
+    checkPtr(fn, a.name, a.ptr,
+             a.kind == Tensor::X   ? d.N * d.C * d.HW
+             : a.kind == Tensor::W ? d.O * d.K
+                                   : d.N * d.O * d.P);
+  return d;
+}
+
+/// The GEMM operand [K][P] for a group's input xg: xg itself on the direct
+/// path, else its im2col in col.
+const float *columns(const ConvDims &d, const float *xg, float *col) {
+  if (d.direct)
+    return xg;
+  im2col(d, xg, col);
+  return col;
+}
+
+/// An output of n elements needs no GEMM: empty, or zero-filled when its
+/// reduction is empty (emptySum). False when there is work to do.
+bool trivialOutput(float *out, int64_t n, bool emptySum) {
+  if (n == 0)
+    return true;
+  if (!emptySum)
+    return false;
+  std::memset(out, 0, size_t(n) * sizeof(float));
+  return true;
+}
+
+/// Calls body(n, x, y, w) for every image n and group g, with the element
+/// offsets of group g's slices of x[N][C][H][W], y[N][O][OH][OW] (or of their
+/// gradients) and w[O][K].
+template <typename Body> void forEachGroup(const ConvDims &d, Body body) {
+  for (int64_t n = 0; n < d.N; ++n)
+    for (int64_t g = 0; g < d.G; ++g)
+      body(n, (n * d.C + g * d.Cg) * d.HW, (n * d.O + g * d.Og) * d.P,
+           g * d.Og * d.K);
+}
+
 } // namespace
 
 extern "C" {
 
 void pfrt_k_conv2d(const float *x, const float *w, float *y,
                    const int64_t dims[16]) {
-  const char *fn = "pfrt_k_conv2d";
-  ConvDims d = parseDims(fn, dims);
-  checkPtr(fn, "x", x, d.N * d.C * d.HW);
-  checkPtr(fn, "w", w, d.O * d.K);
-  checkPtr(fn, "y", y, d.N * d.O * d.P);
-  if (d.N * d.O * d.P == 0)
+  ConvDims d = checkedDims(
+      "pfrt_k_conv2d", dims,
+      {{"x", x, Tensor::X}, {"w", w, Tensor::W}, {"y", y, Tensor::Y}});
+  if (trivialOutput(y, d.N * d.O * d.P, d.K == 0))
     return;
-  if (d.K == 0) {
-    std::memset(y, 0, size_t(d.N * d.O * d.P) * sizeof(float));
-    return;
-  }
   float *col = d.direct ? nullptr : scratchOf<float>(0, d.K * d.P);
-  for (int64_t n = 0; n < d.N; ++n)
-    for (int64_t g = 0; g < d.G; ++g) {
-      const float *xg = x + (n * d.C + g * d.Cg) * d.HW;
-      float *yg = y + (n * d.O + g * d.Og) * d.P;
-      const float *wg = w + g * d.Og * d.K;
-      const float *b = xg;
-      if (!d.direct) {
-        im2col(d, xg, col);
-        b = col;
-      }
-      pfrt_sgemm(0, 0, d.Og, d.P, d.K, 1.0f, wg, d.K, b, d.P, 0.0f, yg, d.P);
-    }
+  forEachGroup(d, [&](int64_t, int64_t xo, int64_t yo, int64_t wo) {
+    pfrt_sgemm(0, 0, d.Og, d.P, d.K, 1.0f, w + wo, d.K, columns(d, x + xo, col),
+               d.P, 0.0f, y + yo, d.P);
+  });
 }
 
 void pfrt_k_conv2d_grad_input(const float *dy, const float *w, float *dx,
                               const int64_t dims[16]) {
-  const char *fn = "pfrt_k_conv2d_grad_input";
-  ConvDims d = parseDims(fn, dims);
-  checkPtr(fn, "dy", dy, d.N * d.O * d.P);
-  checkPtr(fn, "w", w, d.O * d.K);
-  checkPtr(fn, "dx", dx, d.N * d.C * d.HW);
-  if (d.N * d.C * d.HW == 0)
+  ConvDims d = checkedDims(
+      "pfrt_k_conv2d_grad_input", dims,
+      {{"dy", dy, Tensor::Y}, {"w", w, Tensor::W}, {"dx", dx, Tensor::X}});
+  if (trivialOutput(dx, d.N * d.C * d.HW, d.Og == 0))
     return;
-  if (d.Og == 0) {
-    std::memset(dx, 0, size_t(d.N * d.C * d.HW) * sizeof(float));
-    return;
-  }
   float *col = d.direct ? nullptr : scratchOf<float>(0, d.K * d.P);
-  for (int64_t n = 0; n < d.N; ++n)
-    for (int64_t g = 0; g < d.G; ++g) {
-      const float *dyg = dy + (n * d.O + g * d.Og) * d.P;
-      float *dxg = dx + (n * d.C + g * d.Cg) * d.HW;
-      const float *wg = w + g * d.Og * d.K;
-      if (d.direct) {
-        pfrt_sgemm(1, 0, d.K, d.P, d.Og, 1.0f, wg, d.K, dyg, d.P, 0.0f, dxg,
-                   d.P);
-        continue;
-      }
-      pfrt_sgemm(1, 0, d.K, d.P, d.Og, 1.0f, wg, d.K, dyg, d.P, 0.0f, col, d.P);
-      std::memset(dxg, 0, size_t(d.Cg * d.HW) * sizeof(float));
-      col2imAdd(d, col, dxg);
+  forEachGroup(d, [&](int64_t, int64_t xo, int64_t yo, int64_t wo) {
+    float *dxg = dx + xo;
+    if (d.direct) {
+      pfrt_sgemm(1, 0, d.K, d.P, d.Og, 1.0f, w + wo, d.K, dy + yo, d.P, 0.0f,
+                 dxg, d.P);
+      return;
     }
+    pfrt_sgemm(1, 0, d.K, d.P, d.Og, 1.0f, w + wo, d.K, dy + yo, d.P, 0.0f, col,
+               d.P);
+    std::memset(dxg, 0, size_t(d.Cg * d.HW) * sizeof(float));
+    col2imAdd(d, col, dxg);
+  });
 }
 
 void pfrt_k_conv2d_grad_weight(const float *x, const float *dy, float *dw,
                                const int64_t dims[16]) {
-  const char *fn = "pfrt_k_conv2d_grad_weight";
-  ConvDims d = parseDims(fn, dims);
-  checkPtr(fn, "x", x, d.N * d.C * d.HW);
-  checkPtr(fn, "dy", dy, d.N * d.O * d.P);
-  checkPtr(fn, "dw", dw, d.O * d.K);
-  if (d.O * d.K == 0)
+  ConvDims d = checkedDims(
+      "pfrt_k_conv2d_grad_weight", dims,
+      {{"x", x, Tensor::X}, {"dy", dy, Tensor::Y}, {"dw", dw, Tensor::W}});
+  if (trivialOutput(dw, d.O * d.K, d.N == 0 || d.P == 0))
     return;
-  if (d.N == 0 || d.P == 0) {
-    std::memset(dw, 0, size_t(d.O * d.K) * sizeof(float));
-    return;
-  }
   float *col = d.direct ? nullptr : scratchOf<float>(0, d.K * d.P);
   // dw_g accumulates over the images through SGEMM's beta (float32).
-  for (int64_t n = 0; n < d.N; ++n)
-    for (int64_t g = 0; g < d.G; ++g) {
-      const float *xg = x + (n * d.C + g * d.Cg) * d.HW;
-      const float *dyg = dy + (n * d.O + g * d.Og) * d.P;
-      float *dwg = dw + g * d.Og * d.K;
-      const float *b = xg;
-      if (!d.direct) {
-        im2col(d, xg, col);
-        b = col;
-      }
-      pfrt_sgemm(0, 1, d.Og, d.K, d.P, 1.0f, dyg, d.P, b, d.P,
-                 n == 0 ? 0.0f : 1.0f, dwg, d.K);
-    }
+  forEachGroup(d, [&](int64_t n, int64_t xo, int64_t yo, int64_t wo) {
+    pfrt_sgemm(0, 1, d.Og, d.K, d.P, 1.0f, dy + yo, d.P,
+               columns(d, x + xo, col), d.P, n == 0 ? 0.0f : 1.0f, dw + wo,
+               d.K);
+  });
 }
 
 } // extern "C"

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #define PFRT_RESTRICT __restrict__
 
@@ -104,6 +105,27 @@ PFRT_ALWAYS_INLINE void accumulateRow(double *PFRT_RESTRICT acc,
                                       const float *PFRT_RESTRICT x, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     acc[i] += double(x[i]);
+}
+
+/// The sliding-window geometry conv2d and the pools share: for each kernel
+/// column kw, the output columns [lo[kw], hi[kw]) whose input column
+/// ow*stride + kw*dilation - pad lies in [0, W).
+inline void validColumns(int64_t W, int64_t OW, int64_t KW, int64_t stride,
+                         int64_t pad, int64_t dilation,
+                         std::vector<int64_t> &lo, std::vector<int64_t> &hi) {
+  auto floorDiv = [](int64_t a, int64_t b) { // b > 0
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+  };
+  lo.resize(size_t(KW));
+  hi.resize(size_t(KW));
+  for (int64_t kw = 0; kw < KW; ++kw) {
+    int64_t off = kw * dilation - pad;
+    int64_t l = off >= 0 ? 0 : (-off + stride - 1) / stride;
+    int64_t h = floorDiv(W - 1 - off, stride) + 1;
+    h = h > OW ? OW : h < 0 ? 0 : h;
+    lo[kw] = l < h ? l : h;
+    hi[kw] = h;
+  }
 }
 
 } // namespace kern

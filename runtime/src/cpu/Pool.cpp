@@ -30,10 +30,6 @@ struct PoolDims {
   std::vector<int64_t> owLo, owHi;
 };
 
-int64_t floorDiv(int64_t a, int64_t b) { // b > 0
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
 PoolDims parseDims(const char *fn, const int64_t *dims) {
   if (!dims)
     fatal("%s: dims is NULL", fn);
@@ -65,16 +61,7 @@ PoolDims parseDims(const char *fn, const int64_t *dims) {
   d.P = mulChecked(fn, d.OH, d.OW);
   mulChecked(fn, d.planes, d.HW);
   mulChecked(fn, d.planes, d.P);
-  d.owLo.resize(size_t(d.KW));
-  d.owHi.resize(size_t(d.KW));
-  for (int64_t kw = 0; kw < d.KW; ++kw) {
-    int64_t off = kw - d.pw; // iw = ow*sw + off must lie in [0, W)
-    int64_t lo = off >= 0 ? 0 : (-off + d.sw - 1) / d.sw;
-    int64_t hi = floorDiv(d.W - 1 - off, d.sw) + 1;
-    hi = hi > d.OW ? d.OW : hi < 0 ? 0 : hi;
-    d.owLo[kw] = lo < hi ? lo : hi;
-    d.owHi[kw] = hi;
-  }
+  validColumns(d.W, d.OW, d.KW, d.sw, d.pw, 1, d.owLo, d.owHi);
   return d;
 }
 
@@ -255,15 +242,21 @@ void avgPoolBwd(const PoolDims &d, const float *dy, float *dx) {
   }
 }
 
+/// Parses dims and checks x [N][C][H][W] and y [N][C][OH][OW].
+PoolDims checkedDims(const char *fn, const int64_t *dims, const float *x,
+                     const float *y) {
+  PoolDims d = parseDims(fn, dims);
+  checkPtr(fn, "x", x, d.planes * d.HW);
+  checkPtr(fn, "y", y, d.planes * d.P);
+  return d;
+}
+
 } // namespace
 
 extern "C" {
 
 void pfrt_k_max_pool2d(const float *x, float *y, const int64_t dims[12]) {
-  const char *fn = "pfrt_k_max_pool2d";
-  PoolDims d = parseDims(fn, dims);
-  checkPtr(fn, "x", x, d.planes * d.HW);
-  checkPtr(fn, "y", y, d.planes * d.P);
+  PoolDims d = checkedDims("pfrt_k_max_pool2d", dims, x, y);
   maxPoolFwd(d, x, y);
 }
 
@@ -280,10 +273,7 @@ void pfrt_k_max_pool2d_grad(const float *x, const float *dy, float *dx,
 }
 
 void pfrt_k_avg_pool2d(const float *x, float *y, const int64_t dims[12]) {
-  const char *fn = "pfrt_k_avg_pool2d";
-  PoolDims d = parseDims(fn, dims);
-  checkPtr(fn, "x", x, d.planes * d.HW);
-  checkPtr(fn, "y", y, d.planes * d.P);
+  PoolDims d = checkedDims("pfrt_k_avg_pool2d", dims, x, y);
   avgPoolFwd(d, x, y);
 }
 

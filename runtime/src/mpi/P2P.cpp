@@ -57,17 +57,14 @@ void checkPeer(int64_t peer, int64_t tag, int64_t count, const void *buf,
     fatal("%s: buffer is NULL with count %lld", fn, (long long)count);
 }
 
-/// Number of MPI messages a transfer of count elements is split into (at
-/// least one, so zero-length transfers still synchronise).
-int64_t numPieces(int64_t count) {
+/// Calls piece(off, len) for each MPI message a transfer of count elements
+/// is split into (at most PFRT_MAX_MSG_ELEMS each; at least one message, so
+/// zero-length transfers still synchronise).
+template <typename Piece> void forEachPiece(int64_t count, Piece piece) {
   int64_t step = state().maxMsgElems;
-  return count == 0 ? 1 : (count + step - 1) / step;
-}
-
-void pieceRange(int64_t count, int64_t piece, int64_t &off, int &len) {
-  int64_t step = state().maxMsgElems;
-  off = piece * step;
-  len = int(std::min(step, count - off));
+  int64_t np = count == 0 ? 1 : (count + step - 1) / step;
+  for (int64_t p = 0; p < np; ++p)
+    piece(p * step, int(std::min(step, count - p * step)));
 }
 
 /// Fatal unless a receive got exactly the expected number of floats.
@@ -90,12 +87,10 @@ int pfrt_send(const float *buf, int64_t count, int32_t dst, int32_t tag) {
   requireInit(fn);
   checkPeer(dst, tag, count, buf, fn);
   CommScope trace("send", count * int64_t(sizeof(float)), 2, dst);
-  for (int64_t p = 0, np = numPieces(count); p < np; ++p) {
-    int64_t off;
-    int len;
-    pieceRange(count, p, off, len);
-    PFRT_MPI(MPI_Send, (buf + off, len, MPI_FLOAT, dst, tag, worldComm()));
-  }
+  forEachPiece(count, [&](int64_t off, int len) {
+    PFRT_MPI_AS(fn, MPI_Send,
+                (buf + off, len, MPI_FLOAT, dst, tag, worldComm()));
+  });
   return 0;
 }
 
@@ -104,15 +99,12 @@ int pfrt_isend(const float *buf, int64_t count, int32_t dst, int32_t tag) {
   requireInit(fn);
   checkPeer(dst, tag, count, buf, fn);
   CommScope trace("isend", count * int64_t(sizeof(float)), 2, dst);
-  for (int64_t p = 0, np = numPieces(count); p < np; ++p) {
-    int64_t off;
-    int len;
-    pieceRange(count, p, off, len);
+  forEachPiece(count, [&](int64_t off, int len) {
     MPI_Request request;
-    PFRT_MPI(MPI_Isend,
-             (buf + off, len, MPI_FLOAT, dst, tag, worldComm(), &request));
+    PFRT_MPI_AS(fn, MPI_Isend,
+                (buf + off, len, MPI_FLOAT, dst, tag, worldComm(), &request));
     pendingSends().push_back(request);
-  }
+  });
   return 0;
 }
 
@@ -125,8 +117,8 @@ int pfrt_wait_sends(void) {
     return 0;
   CommScope trace("wait_sends", 0, 2, -1);
   // Requests already completed by pfrt_wait_send are MPI_REQUEST_NULL.
-  PFRT_MPI(MPI_Waitall, ((int)requests.size(), requests.data(),
-                         MPI_STATUSES_IGNORE));
+  PFRT_MPI(MPI_Waitall,
+           ((int)requests.size(), requests.data(), MPI_STATUSES_IGNORE));
   requests.clear();
   return 0;
 }
@@ -159,15 +151,12 @@ int pfrt_recv(float *buf, int64_t count, int32_t src, int32_t tag) {
   requireInit(fn);
   checkPeer(src, tag, count, buf, fn);
   CommScope trace("recv", count * int64_t(sizeof(float)), 2, src);
-  for (int64_t p = 0, np = numPieces(count); p < np; ++p) {
-    int64_t off;
-    int len;
-    pieceRange(count, p, off, len);
+  forEachPiece(count, [&](int64_t off, int len) {
     MPI_Status status;
-    PFRT_MPI(MPI_Recv,
-             (buf + off, len, MPI_FLOAT, src, tag, worldComm(), &status));
+    PFRT_MPI_AS(fn, MPI_Recv,
+                (buf + off, len, MPI_FLOAT, src, tag, worldComm(), &status));
     checkReceived(status, len, src, tag, fn);
-  }
+  });
   return 0;
 }
 
@@ -189,20 +178,19 @@ int pfrt_p2p_batch(const pfrt_p2p_op *ops, int64_t nops) {
   std::vector<std::pair<int64_t, int>> owner;
   for (int64_t i = 0; i < nops; ++i) {
     const pfrt_p2p_op &op = ops[i];
-    for (int64_t p = 0, np = numPieces(op.count); p < np; ++p) {
-      int64_t off;
-      int len;
-      pieceRange(op.count, p, off, len);
+    forEachPiece(op.count, [&](int64_t off, int len) {
       MPI_Request r;
       if (op.is_send)
-        PFRT_MPI(MPI_Isend, (op.buf + off, len, MPI_FLOAT, op.peer, op.tag,
-                             worldComm(), &r));
+        PFRT_MPI_AS(
+            fn, MPI_Isend,
+            (op.buf + off, len, MPI_FLOAT, op.peer, op.tag, worldComm(), &r));
       else
-        PFRT_MPI(MPI_Irecv, (op.buf + off, len, MPI_FLOAT, op.peer, op.tag,
-                             worldComm(), &r));
+        PFRT_MPI_AS(
+            fn, MPI_Irecv,
+            (op.buf + off, len, MPI_FLOAT, op.peer, op.tag, worldComm(), &r));
       reqs.push_back(r);
       owner.emplace_back(i, len);
-    }
+    });
   }
   std::vector<MPI_Status> statuses(reqs.size());
   int rc = MPI_Waitall(int(reqs.size()), reqs.data(), statuses.data());
@@ -214,8 +202,8 @@ int pfrt_p2p_batch(const pfrt_p2p_op *ops, int64_t nops) {
         const pfrt_p2p_op &op = ops[owner[r].first];
         char what[128];
         snprintf(what, sizeof(what), "MPI_Waitall (op %lld: %s rank %d tag %d)",
-                 (long long)owner[r].first, op.is_send ? "send to" : "recv from",
-                 op.peer, op.tag);
+                 (long long)owner[r].first,
+                 op.is_send ? "send to" : "recv from", op.peer, op.tag);
         mpiCheck(err, what, fn);
       }
     }

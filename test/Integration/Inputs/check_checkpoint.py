@@ -32,15 +32,13 @@ LAYERS = [("m_stage0.linear0", 784, 512), ("m_stage1.linear1", 512, 512),
 
 
 def main():
-    ap = common.tool_parser(mlir=False)
+    ap = common.tool_parser(mlir=False, compare=True)
     ap.add_argument("--segment", action="append", required=True,
                     help="MLIR:RANKS:STEPS")
     ap.add_argument("--batches", type=int, default=3)
     ap.add_argument("--microbatches", type=int, default=2)
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--momentum", type=float, default=0.9)
-    ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--tolerance", type=float, default=1e-5)
     args = ap.parse_args()
     seed = common.pick_seed(args.seed)
     rng = np.random.default_rng(seed)

@@ -118,11 +118,9 @@ def reference(seed, steps, lr):
 
 
 def main():
-    ap = common.tool_parser()
+    ap = common.tool_parser(compare=True)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--lr", type=float, default=0.05)
-    ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--tolerance", type=float, default=1e-5)
     args = ap.parse_args()
     seed = common.pick_seed(args.seed)
     os.makedirs(args.workdir, exist_ok=True)

@@ -82,7 +82,8 @@ def check_memory_plan(stdout, artifacts, ranks):
 
 
 def main():
-    ap = common.tool_parser(mlir_help="forward + loss program")
+    ap = common.tool_parser(mlir_help="forward + loss program",
+                            compare=True)
     ap.add_argument("--microbatches", type=int, default=1)
     ap.add_argument("--schedule", default="none")
     ap.add_argument("--num-chunks", type=int, default=1)
@@ -99,12 +100,10 @@ def main():
     ap.add_argument("--ranks", type=int, required=True)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--lr", type=float, default=0.001)
-    ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--layers", required=True,
                     help="name:in:out,... in order (the seed MLP: "
                          "m_stage0.linear0:784:512,...)")
     ap.add_argument("--batch-shape", required=True, help="e.g. 16x1x28x28")
-    ap.add_argument("--tolerance", type=float, default=1e-5)
     ap.add_argument("--dropout", type=float, default=0.0,
                     help="the program has pf.dropout(p) after every hidden "
                          "layer (gen_staged_mlp.py --dropout): the reference "

@@ -5,15 +5,20 @@ import random
 import subprocess
 
 
-def tool_parser(mlir=True, mlir_help=None):
+def tool_parser(mlir=True, mlir_help=None, compare=False):
     """An ArgumentParser with the required --pf-opt, --pf-translate, --pf-run,
-    --mlir (unless mlir is False) and --workdir."""
+    --mlir (unless mlir is False) and --workdir; with compare, also --seed
+    (default: a fresh one, see pick_seed) and --tolerance (1e-5) for the
+    scripts that compare losses with a NumPy reference."""
     ap = argparse.ArgumentParser()
     for tool in ("pf-opt", "pf-translate", "pf-run"):
         ap.add_argument("--" + tool, required=True)
     if mlir:
         ap.add_argument("--mlir", required=True, help=mlir_help)
     ap.add_argument("--workdir", required=True)
+    if compare:
+        ap.add_argument("--seed", type=int, default=None)
+        ap.add_argument("--tolerance", type=float, default=1e-5)
     return ap
 
 

@@ -65,6 +65,12 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
     auto i = dyn_cast<IntegerAttr>(a);
     return i && i.getInt() >= 0;
   };
+  // Success if ok, else "'NAME' must be WHAT".
+  auto require = [&](bool ok, const char *what) -> LogicalResult {
+    if (ok)
+      return success();
+    return op->emitError() << quoted() << " must be " << what;
+  };
   if (name == getStageAttrHelper().getName()) {
     auto stage = dyn_cast<IntegerAttr>(value);
     if (!stage || !stage.getType().isSignlessInteger())
@@ -75,11 +81,8 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
              << quoted() << " must be non-negative, got " << stage.getInt();
     return success();
   }
-  if (name == getCheckpointAttrHelper().getName()) {
-    if (!isa<UnitAttr>(value))
-      return op->emitError() << quoted() << " must be a unit attribute";
-    return success();
-  }
+  if (name == getCheckpointAttrHelper().getName())
+    return require(isa<UnitAttr>(value), "a unit attribute");
   if (name == getPhaseAttrHelper().getName()) {
     auto phase = dyn_cast<StringAttr>(value);
     if (!phase ||
@@ -101,62 +104,35 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
              << quoted() << " must list one #pf.sbp per operand";
     return success();
   }
-  if (name == getMicrobatchAttrHelper().getName()) {
-    if (!nonNegativeInt(value))
-      return op->emitError() << quoted() << " must be a non-negative integer";
-    return success();
-  }
+  if (name == getMicrobatchAttrHelper().getName())
+    return require(nonNegativeInt(value), "a non-negative integer");
   // Per-rank facts recorded by pf-partition-ranks.
   if (name == getBatchSplitAttrHelper().getName()) {
     auto split = dyn_cast<IntegerAttr>(value);
-    if (!split || split.getInt() < 1)
-      return op->emitError() << quoted() << " must be a positive integer";
-    return success();
+    return require(split && split.getInt() >= 1, "a positive integer");
   }
   if (name == getLogicalShapeAttrHelper().getName() ||
-      name == getShardOffsetAttrHelper().getName()) {
-    if (!isa<DenseI64ArrayAttr>(value) || !isa<ParamOp, DropoutOp>(op))
-      return op->emitError() << quoted()
-                             << " must be an i64 array on a pf.param or "
-                                "pf.dropout";
-    return success();
-  }
-  if (name == getOptimizerAttrHelper().getName()) {
-    if (!isa<DictionaryAttr>(value) || !isa<ParamOp>(op))
-      return op->emitError()
-             << quoted() << " must be a dictionary on a pf.param";
-    return success();
-  }
-  if (name == getStageFunctionAttrHelper().getName()) {
-    if (!isa<UnitAttr>(value) || !isa<func::FuncOp>(op))
-      return op->emitError()
-             << quoted() << " must be a unit attribute on a func.func";
-    return success();
-  }
-  if (name == getLossReplicaAttrHelper().getName()) {
-    if (!isa<UnitAttr>(value))
-      return op->emitError() << quoted() << " must be a unit attribute";
-    return success();
-  }
-  if (name == getZeroInitAttrHelper().getName()) {
-    if (!isa<UnitAttr>(value) || !isa<ParamOp>(op))
-      return op->emitError()
-             << quoted() << " must be a unit attribute on a pf.param";
-    return success();
-  }
+      name == getShardOffsetAttrHelper().getName())
+    return require(isa<DenseI64ArrayAttr>(value) && isa<ParamOp, DropoutOp>(op),
+                   "an i64 array on a pf.param or pf.dropout");
+  if (name == getOptimizerAttrHelper().getName())
+    return require(isa<DictionaryAttr>(value) && isa<ParamOp>(op),
+                   "a dictionary on a pf.param");
+  if (name == getStageFunctionAttrHelper().getName())
+    return require(isa<UnitAttr>(value) && isa<func::FuncOp>(op),
+                   "a unit attribute on a func.func");
+  if (name == getLossReplicaAttrHelper().getName())
+    return require(isa<UnitAttr>(value), "a unit attribute");
+  if (name == getZeroInitAttrHelper().getName())
+    return require(isa<UnitAttr>(value) && isa<ParamOp>(op),
+                   "a unit attribute on a pf.param");
   if (name == getRankAttrHelper().getName() ||
-      name == getWorldSizeAttrHelper().getName()) {
-    if (!nonNegativeInt(value) || !isa<ModuleOp>(op))
-      return op->emitError()
-             << quoted() << " must be a non-negative integer on a module";
-    return success();
-  }
-  if (name == getGradOfAttrHelper().getName()) {
-    if (!isa<FlatSymbolRefAttr>(value) || !isa<ParamOp>(op))
-      return op->emitError()
-             << quoted() << " must be a symbol reference on a pf.param";
-    return success();
-  }
+      name == getWorldSizeAttrHelper().getName())
+    return require(nonNegativeInt(value) && isa<ModuleOp>(op),
+                   "a non-negative integer on a module");
+  if (name == getGradOfAttrHelper().getName())
+    return require(isa<FlatSymbolRefAttr>(value) && isa<ParamOp>(op),
+                   "a symbol reference on a pf.param");
   // pf.input, pf.boxes, pf.box_shape and pf.zero_input are argument
   // attributes: on an op they are as unknown as a misspelling.
   return op->emitError() << "unknown discardable attribute '" << name.getValue()

@@ -34,6 +34,14 @@ void unary(SmallVectorImpl<SBPSignature> &sigs, int64_t rank, bool linear) {
   if (linear)
     add(sigs, {P}, {P});
 }
+
+/// Gradient (x or y, dy) -> dx of an element-wise unary op of rank r: S(k)
+/// for every axis, and linear in dy.
+void unaryGrad(SmallVectorImpl<SBPSignature> &sigs, int64_t rank) {
+  for (int64_t k = 0; k < rank; ++k)
+    add(sigs, {S(k), S(k)}, {S(k)});
+  add(sigs, {B, P}, {P});
+}
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -49,9 +57,9 @@ void MatmulOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   // Batch dimensions: split together (b batched) or on a alone (b 2-D).
   for (int64_t k = 0; k < ra - 2; ++k)
     add(sigs, {S(k), rb > 2 ? S(k) : B}, {S(k)});
-  add(sigs, {S(aM), B}, {S(outM)});    // data parallel: rows of a
-  add(sigs, {B, S(bN)}, {S(outN)});    // column-parallel: columns of b
-  add(sigs, {S(aK), S(bK)}, {P});      // row-parallel: the contraction
+  add(sigs, {S(aM), B}, {S(outM)}); // data parallel: rows of a
+  add(sigs, {B, S(bN)}, {S(outN)}); // column-parallel: columns of b
+  add(sigs, {S(aK), S(bK)}, {P});   // row-parallel: the contraction
   add(sigs, {P, B}, {P});
   add(sigs, {B, P}, {P});
 }
@@ -91,9 +99,7 @@ void ReluOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
 }
 
 void ReluGradOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
-  for (int64_t k = 0, r = rankOf(getOutput()); k < r; ++k)
-    add(sigs, {S(k), S(k)}, {S(k)});
-  add(sigs, {B, P}, {P}); // linear in dy
+  unaryGrad(sigs, rankOf(getOutput()));
 }
 
 void ActivationOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
@@ -101,9 +107,7 @@ void ActivationOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
 }
 
 void ActivationGradOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
-  for (int64_t k = 0, r = rankOf(getInput()); k < r; ++k)
-    add(sigs, {S(k), S(k)}, {S(k)});
-  add(sigs, {B, P}, {P}); // linear in dy
+  unaryGrad(sigs, rankOf(getInput()));
 }
 
 void SoftmaxOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
@@ -237,8 +241,8 @@ void ReduceSumOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
 void Conv2DOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   add(sigs, {S(0), B}, {S(0)}); // data parallel
   if (getGroups() == 1) {
-    add(sigs, {B, S(0)}, {S(1)});    // output channels
-    add(sigs, {S(1), S(1)}, {P});    // input channels: partial sums
+    add(sigs, {B, S(0)}, {S(1)}); // output channels
+    add(sigs, {S(1), S(1)}, {P}); // input channels: partial sums
   }
   add(sigs, {P, B}, {P});
 }
@@ -253,8 +257,7 @@ void Conv2DGradInputOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   add(sigs, {P, B}, {P});
 }
 
-void Conv2DGradWeightOp::getSBPSignatures(
-    SmallVectorImpl<SBPSignature> &sigs) {
+void Conv2DGradWeightOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   // (x, dy) -> dW
   add(sigs, {S(0), S(0)}, {P});
   if (getGroups() == 1) {
