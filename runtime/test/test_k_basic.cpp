@@ -181,10 +181,13 @@ void biasAdd(kt::Harness &h) {
       pfrt_k_relu(sum.data(), want.data(), n);
       pfrt_k_bias_add_relu(xs.data(), b.data(), fused.data(), s[0], s[1], s[2]);
       fusedIn = xs;
-      pfrt_k_bias_add_relu(fusedIn.data(), b.data(), fusedIn.data(), s[0], s[1], s[2]);
+      pfrt_k_bias_add_relu(fusedIn.data(), b.data(), fusedIn.data(), s[0], s[1],
+                           s[2]);
       CHECK(std::memcmp(fused.data(), want.data(), n * sizeof(float)) == 0 &&
-                std::memcmp(fusedIn.data(), want.data(), n * sizeof(float)) == 0,
-            "bias_add_relu differs from relu(bias_add) for shape %lld x %lld x %lld",
+                std::memcmp(fusedIn.data(), want.data(), n * sizeof(float)) ==
+                    0,
+            "bias_add_relu differs from relu(bias_add) for shape %lld x %lld x "
+            "%lld",
             (long long)s[0], (long long)s[1], (long long)s[2]);
     }
     h.save(id, "x", {s[0], s[1], s[2]}, x);
@@ -194,6 +197,18 @@ void biasAdd(kt::Harness &h) {
     h.record("bias_add", id, "outer=%lld c=%lld inner=%lld", (long long)s[0],
              (long long)s[1], (long long)s[2]);
   }
+}
+
+/// Saves a case of a kernel taking x (shape) to y (out) under one list
+/// parameter, recorded as `shape=<shape> <param>=<value>`.
+void saveReshaping(kt::Harness &h, const std::string &id, const char *kernel,
+                   const Shape &shape, const std::vector<float> &x,
+                   const Shape &out, const std::vector<float> &y,
+                   const char *param, const Shape &value) {
+  h.save(id, "x", shape, x.data());
+  h.save(id, "y", out, y.data());
+  h.record(kernel, id, "shape=%s %s=%s", kt::join(shape).c_str(), param,
+           kt::join(value).c_str());
 }
 
 void reduceCase(kt::Harness &h, const Shape &shape,
@@ -212,10 +227,7 @@ void reduceCase(kt::Harness &h, const Shape &shape,
   std::vector<float> y(size_t(std::max<int64_t>(kt::numel(out), 1)), -7.0f);
   pfrt_k_reduce_sum(x.data(), y.data(), int64_t(shape.size()), shape.data(),
                     red.data());
-  h.save(id, "x", shape, x.data());
-  h.save(id, "y", out, y.data());
-  h.record("reduce_sum", id, "shape=%s reduce=%s", kt::join(shape).c_str(),
-           kt::join(flags).c_str());
+  saveReshaping(h, id, "reduce_sum", shape, x, out, y, "reduce", flags);
 }
 
 void reduceSum(kt::Harness &h) {
@@ -251,10 +263,7 @@ void transposeCase(kt::Harness &h, const Shape &shape, const Shape &perm) {
   std::vector<float> y(size_t(std::max<int64_t>(n, 1)));
   pfrt_k_transpose(x.data(), y.data(), int64_t(shape.size()), shape.data(),
                    perm.data());
-  h.save(id, "x", shape, x.data());
-  h.save(id, "y", out, y.data());
-  h.record("transpose", id, "shape=%s perm=%s", kt::join(shape).c_str(),
-           kt::join(perm).c_str());
+  saveReshaping(h, id, "transpose", shape, x, out, y, "perm", perm);
 }
 
 void transpose(kt::Harness &h) {

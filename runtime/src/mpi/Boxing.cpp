@@ -75,8 +75,8 @@ void checkAxis(int64_t axis, int64_t ndim, const char *what, const char *fn) {
 }
 
 /// Fatal unless in_shape[axis] splits into n equal blocks (what names n).
-void checkDivisible(int64_t ndim, const int64_t *shape, int64_t axis,
-                    int64_t n, const char *what, const char *fn) {
+void checkDivisible(int64_t ndim, const int64_t *shape, int64_t axis, int64_t n,
+                    const char *what, const char *fn) {
   if (shape[axis] % n != 0)
     fatal("%s: in_shape %s: dimension %lld (%lld) is not divisible by %s "
           "%lld",
@@ -98,6 +98,26 @@ void checkNoOverlap(const void *a, int64_t na, const void *b, int64_t nb,
   const char *ca = (const char *)a, *cb = (const char *)b;
   if (ca < cb + nb && cb < ca + na)
     fatal("%s: %s overlap", fn, what);
+}
+
+/// The in and out tensors of a one-input layout change: non-NULL where they
+/// have elements, and apart.
+void checkInOut(const void *in, int64_t inElems, const void *out,
+                int64_t outElems, int64_t es, const char *fn) {
+  checkBuf(in, inElems, "in", fn);
+  checkBuf(out, outElems, "out", fn);
+  checkNoOverlap(in, inElems * es, out, outElems * es, "in and out", fn);
+}
+
+/// out is one of the n blocks in splits into along axis (n is `what`):
+/// checks both and returns out's element count.
+int64_t checkOneBlock(const void *in, const void *out, int64_t ndim,
+                      const int64_t *inShape, int64_t elems, int64_t axis,
+                      int64_t n, const char *what, int64_t es, const char *fn) {
+  checkDivisible(ndim, inShape, axis, n, what, fn);
+  int64_t outElems = elems / n;
+  checkInOut(in, elems, out, outElems, es, fn);
+  return outElems;
 }
 
 /// Product of shape[lo..hi) (no overflow: only called on non-empty tensors,
@@ -129,13 +149,28 @@ void packBlocks(char *dst, const char *src, int64_t outer, int64_t n,
 void unpackBlocks(char *dst, const char *src, int64_t outer, int64_t n,
                   int64_t chunkBytes) {
   for (int64_t p = 0; p < n; ++p)
-    copyRows(dst + p * chunkBytes, n * chunkBytes,
-             src + p * outer * chunkBytes, chunkBytes, outer, chunkBytes);
+    copyRows(dst + p * chunkBytes, n * chunkBytes, src + p * outer * chunkBytes,
+             chunkBytes, outer, chunkBytes);
 }
 
 /// An uninitialised scratch buffer (the packed copy of a tensor).
 std::unique_ptr<char[]> scratch(int64_t bytes) {
   return std::unique_ptr<char[]>(new char[size_t(bytes)]);
+}
+
+/// Runs collective(recv) for out viewed as [outer, n, blockBytes], where
+/// block p arrives at [:, p, :]: straight into out when outer or n is 1, else
+/// contiguous in scratch memory, then unpacked into place.
+template <typename Collective>
+void intoBlocks(void *out, int64_t outer, int64_t n, int64_t blockBytes,
+                Collective collective) {
+  if (outer == 1 || n == 1) {
+    collective((char *)out);
+    return;
+  }
+  std::unique_ptr<char[]> tmp = scratch(outer * n * blockBytes);
+  collective(tmp.get());
+  unpackBlocks((char *)out, tmp.get(), outer, n, blockBytes);
 }
 
 } // namespace
@@ -155,23 +190,15 @@ int pfrt_box_all_gather(const void *in, void *out, int32_t dtype, int64_t ndim,
       __builtin_mul_overflow(outElems, es, &outBytes))
     fatal("%s: the gathered size of in_shape %s over %lld ranks overflows", fn,
           shapeToString(ndim, in_shape).c_str(), (long long)n);
-  checkBuf(in, elems, "in", fn);
-  checkBuf(out, outElems, "out", fn);
-  checkNoOverlap(in, elems * es, out, outBytes, "in and out", fn);
+  checkInOut(in, elems, out, outElems, es, fn);
   if (elems == 0)
     return 0;
   // out viewed as [outer, n, inner]: member p's block lands at [o, p, :].
   int64_t outer = prod(in_shape, 0, axis);
-  int64_t inner = elems / outer;
-  if (outer == 1 || n == 1) {
-    allGather(in, out, elems, mpiTypeOf(dtype), es, ranks, n, fn,
+  intoBlocks(out, outer, n, elems / outer * es, [&](char *recv) {
+    allGather(in, recv, elems, mpiTypeOf(dtype), es, ranks, n, fn,
               "box_all_gather");
-    return 0;
-  }
-  std::unique_ptr<char[]> tmp = scratch(outBytes);
-  allGather(in, tmp.get(), elems, mpiTypeOf(dtype), es, ranks, n, fn,
-            "box_all_gather");
-  unpackBlocks((char *)out, tmp.get(), outer, n, inner * es);
+  });
   return 0;
 }
 
@@ -183,24 +210,20 @@ int pfrt_box_reduce_scatter(const float *in, float *out, int64_t ndim,
   const int64_t es = sizeof(float);
   int64_t elems = checkShape(ndim, in_shape, "in_shape", es, fn);
   checkAxis(axis, ndim, "axis", fn);
-  checkDivisible(ndim, in_shape, axis, n, "the group size", fn);
-  int64_t outElems = elems / n;
-  checkBuf(in, elems, "in", fn);
-  checkBuf(out, outElems, "out", fn);
-  checkNoOverlap(in, elems * es, out, outElems * es, "in and out", fn);
+  int64_t outElems = checkOneBlock(in, out, ndim, in_shape, elems, axis, n,
+                                   "the group size", es, fn);
   if (elems == 0)
     return 0;
   // in viewed as [outer, n, chunk]; block q = [:, q, :] goes to position q.
   int64_t outer = prod(in_shape, 0, axis);
-  int64_t chunk = outElems / outer;
-  if (outer == 1 || n == 1) {
-    reduceScatterSum(in, out, outElems, ranks, n, fn, "box_reduce_scatter");
-    return 0;
+  std::unique_ptr<char[]> packed;
+  const float *send = in;
+  if (outer > 1 && n > 1) {
+    packed = scratch(elems * es);
+    packBlocks(packed.get(), (const char *)in, outer, n, outElems / outer * es);
+    send = (const float *)packed.get();
   }
-  std::unique_ptr<char[]> packed = scratch(elems * es);
-  packBlocks(packed.get(), (const char *)in, outer, n, chunk * es);
-  reduceScatterSum((const float *)packed.get(), out, outElems, ranks, n, fn,
-                   "box_reduce_scatter");
+  reduceScatterSum(send, out, outElems, ranks, n, fn, "box_reduce_scatter");
   return 0;
 }
 
@@ -217,15 +240,13 @@ int pfrt_box_all_to_all(const void *in, void *out, int32_t dtype, int64_t ndim,
     fatal("%s: split_axis and concat_axis are both %lld", fn,
           (long long)split_axis);
   checkDivisible(ndim, in_shape, split_axis, n, "the group size", fn);
-  checkBuf(in, elems, "in", fn);
-  checkBuf(out, elems, "out", fn);
-  checkNoOverlap(in, elems * es, out, elems * es, "in and out", fn);
+  checkInOut(in, elems, out, elems, es, fn);
   if (elems == 0)
     return 0;
   int64_t count = elems / n; // one block, sent to or received from a peer
   // Send: in viewed as [outerS, n, chunkS] along split_axis.
   int64_t outerS = prod(in_shape, 0, split_axis);
-  std::unique_ptr<char[]> sendTmp, recvTmp;
+  std::unique_ptr<char[]> sendTmp;
   const char *send = (const char *)in;
   if (outerS > 1 && n > 1) {
     sendTmp = scratch(elems * es);
@@ -237,15 +258,10 @@ int pfrt_box_all_to_all(const void *in, void *out, int32_t dtype, int64_t ndim,
   int64_t outerC = 1;
   for (int64_t d = 0; d < concat_axis; ++d)
     outerC *= d == split_axis ? in_shape[d] / n : in_shape[d];
-  char *recv = (char *)out;
-  if (outerC > 1 && n > 1) {
-    recvTmp = scratch(elems * es);
-    recv = recvTmp.get();
-  }
-  allToAll(send, recv, count, mpiTypeOf(dtype), es, ranks, n, fn,
-           "box_all_to_all");
-  if (recv != out)
-    unpackBlocks((char *)out, recv, outerC, n, count / outerC * es);
+  intoBlocks(out, outerC, n, count / outerC * es, [&](char *recv) {
+    allToAll(send, recv, count, mpiTypeOf(dtype), es, ranks, n, fn,
+             "box_all_to_all");
+  });
   return 0;
 }
 
@@ -261,11 +277,8 @@ int pfrt_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
   if (index < 0 || index >= n)
     fatal("%s: index %lld is outside [0, %lld)", fn, (long long)index,
           (long long)n);
-  checkDivisible(ndim, in_shape, axis, n, "the block count", fn);
-  int64_t outElems = elems / n;
-  checkBuf(in, elems, "in", fn);
-  checkBuf(out, outElems, "out", fn);
-  checkNoOverlap(in, elems * es, out, outElems * es, "in and out", fn);
+  int64_t outElems = checkOneBlock(in, out, ndim, in_shape, elems, axis, n,
+                                   "the block count", es, fn);
   if (outElems == 0)
     return 0;
   // in viewed as [outer, n, chunk]; out = [:, index, :].
@@ -289,8 +302,8 @@ int pfrt_copy_box(const void *src, const int64_t *src_shape,
     const char *name;
     const int64_t *shape, *offset;
   };
-  for (const Side &s : {Side{"src", src_shape, src_offset},
-                        Side{"dst", dst_shape, dst_offset}})
+  for (const Side &s :
+       {Side{"src", src_shape, src_offset}, Side{"dst", dst_shape, dst_offset}})
     for (int64_t d = 0; d < ndim; ++d) {
       int64_t o = s.offset ? s.offset[d] : 0;
       if (o < 0 || o > s.shape[d] - sizes[d])
@@ -322,8 +335,8 @@ int pfrt_copy_box(const void *src, const int64_t *src_shape,
   }
   const char *sp = (const char *)src + sBase * es;
   char *dp = (char *)dst + dBase * es;
-  checkNoOverlap(sp, sSpan * es, dp, dSpan * es,
-                 "source and destination boxes", fn);
+  checkNoOverlap(sp, sSpan * es, dp, dSpan * es, "source and destination boxes",
+                 fn);
 
   // Trailing dimensions that the box covers fully in both tensors fold into
   // one contiguous run, together with the innermost partial dimension k.

@@ -89,8 +89,8 @@ const Group &getGroup(const int64_t *ranks, int64_t n, const char *fn) {
   int check = -1;
   PFRT_MPI(MPI_Comm_rank, (g.comm, &check));
   if (check != pos)
-    fatal("%s: internal: group position %d but communicator rank %d", fn,
-          pos, check);
+    fatal("%s: internal: group position %d but communicator rank %d", fn, pos,
+          check);
   return cache.emplace(std::move(key), g).first->second;
 }
 
@@ -112,8 +112,7 @@ void checkCount(int64_t count, const char *fn) {
     fatal("%s: count %lld is outside [0, 2^60]", fn, (long long)count);
 }
 
-void checkBuf(const void *p, int64_t count, const char *what,
-              const char *fn) {
+void checkBuf(const void *p, int64_t count, const char *what, const char *fn) {
   if (!p && count > 0)
     fatal("%s: %s is NULL with count %lld", fn, what, (long long)count);
 }
@@ -166,18 +165,38 @@ template <typename Fn> void chunked(int64_t count, Fn &&fn) {
     fn(off, std::min(step, count - off));
 }
 
-int broadcastImpl(void *buf, int64_t count, MPI_Datatype type,
-                         int64_t elemSize, int64_t root,
-                         const int64_t *ranks, int64_t n, const char *fn,
-                         const char *traceName) {
+/// The frame of a collective over one block of count elements per member:
+/// the group; in and out of one block each, or of all n (inAll, outAll),
+/// checked and apart; a trace event over the n blocks; then body(group),
+/// unless the blocks are empty.
+template <typename Body>
+void blockCollective(const void *in, bool inAll, void *out, bool outAll,
+                     int64_t count, int64_t elemSize, const int64_t *ranks,
+                     int64_t n, const char *fn, const char *traceName,
+                     Body body) {
+  const Group &g = getGroup(ranks, n, fn);
+  checkCount(count, fn);
+  int64_t total = mulCount(n, count, fn);
+  int64_t inCount = inAll ? total : count, outCount = outAll ? total : count;
+  checkBuf(in, inCount, "in", fn);
+  checkBuf(out, outCount, "out", fn);
+  checkNoOverlap(in, inCount, out, outCount, fn, elemSize);
+  CommScope trace(traceName, bytesOf(total, elemSize), n, -1);
+  if (count > 0)
+    body(g);
+}
+
+int broadcastImpl(void *buf, int64_t count, MPI_Datatype type, int64_t elemSize,
+                  int64_t root, const int64_t *ranks, int64_t n, const char *fn,
+                  const char *traceName) {
   const Group &g = getGroup(ranks, n, fn);
   checkCount(count, fn);
   checkBuf(buf, count, "buf", fn);
   int rootPos = rootPosition(ranks, n, root, fn);
   CommScope trace(traceName, bytesOf(count, elemSize), n, -1);
   chunked(count, [&](int64_t off, int64_t c) {
-    PFRT_MPI(MPI_Bcast, ((char *)buf + off * elemSize, int(c), type, rootPos,
-                         g.comm));
+    PFRT_MPI(MPI_Bcast,
+             ((char *)buf + off * elemSize, int(c), type, rootPos, g.comm));
   });
   return 0;
 }
@@ -190,82 +209,72 @@ int groupPosition(const int64_t *ranks, int64_t n, const char *fn) {
   return getGroup(ranks, n, fn).pos;
 }
 
+namespace {
+/// allGather (in: one block) and allToAll (in: a block per member) are one
+/// exchange: MPI_Allgather or MPI_Alltoall, chunked through a strided
+/// datatype when a block exceeds maxMsgElems.
+void exchangeBlocks(bool toAll, const void *in, void *out, int64_t count,
+                    MPI_Datatype type, int64_t elemSize, const int64_t *ranks,
+                    int64_t n, const char *fn, const char *traceName) {
+  auto *exchange = toAll ? &MPI_Alltoall : &MPI_Allgather;
+  const char *name = toAll ? "MPI_Alltoall" : "MPI_Allgather";
+  blockCollective(
+      in, toAll, out, true, count, elemSize, ranks, n, fn, traceName,
+      [&](const Group &g) {
+        if (count <= state().maxMsgElems) {
+          mpiCheck(
+              exchange(in, int(count), type, out, int(count), type, g.comm),
+              name, fn);
+          return;
+        }
+        chunked(count, [&](int64_t off, int64_t c) {
+          StridedBlock blk(c, count, type, elemSize);
+          // Each member sends its c-element slice: of its one block, or of
+          // every block.
+          mpiCheck(exchange((const char *)in + off * elemSize,
+                            toAll ? 1 : int(c), toAll ? blk.type : type,
+                            (char *)out + off * elemSize, 1, blk.type, g.comm),
+                   name, fn);
+        });
+      });
+}
+} // namespace
+
 void allGather(const void *in, void *out, int64_t count, MPI_Datatype type,
                int64_t elemSize, const int64_t *ranks, int64_t n,
                const char *fn, const char *traceName) {
-  const Group &g = getGroup(ranks, n, fn);
-  checkCount(count, fn);
-  int64_t total = mulCount(n, count, fn);
-  checkBuf(in, count, "in", fn);
-  checkBuf(out, total, "out", fn);
-  checkNoOverlap(in, count, out, total, fn, elemSize);
-  CommScope trace(traceName, bytesOf(total, elemSize), n, -1);
-  if (count == 0)
-    return;
-  if (count <= state().maxMsgElems) {
-    PFRT_MPI_AS(fn, MPI_Allgather,
-                (in, int(count), type, out, int(count), type, g.comm));
-    return;
-  }
-  chunked(count, [&](int64_t off, int64_t c) {
-    StridedBlock blk(c, count, type, elemSize);
-    PFRT_MPI_AS(fn, MPI_Allgather,
-                ((const char *)in + off * elemSize, int(c), type,
-                 (char *)out + off * elemSize, 1, blk.type, g.comm));
-  });
+  exchangeBlocks(false, in, out, count, type, elemSize, ranks, n, fn,
+                 traceName);
 }
 
 void reduceScatterSum(const float *in, float *out, int64_t count,
                       const int64_t *ranks, int64_t n, const char *fn,
                       const char *traceName) {
-  const Group &g = getGroup(ranks, n, fn);
-  checkCount(count, fn);
-  int64_t total = mulCount(n, count, fn);
-  checkBuf(in, total, "in", fn);
-  checkBuf(out, count, "out", fn);
-  checkNoOverlap(in, total, out, count, fn);
-  CommScope trace(traceName, bytesOf(total), n, -1);
-  if (count == 0)
-    return;
-  if (count <= state().maxMsgElems) {
-    PFRT_MPI_AS(fn, MPI_Reduce_scatter_block,
-                (in, out, int(count), MPI_FLOAT, MPI_SUM, g.comm));
-    return;
-  }
-  // Reductions on derived datatypes are not portable, so large blocks go
-  // as one reduce per destination, each chunked.
-  for (int p = 0; p < g.n; ++p)
-    chunked(count, [&](int64_t off, int64_t c) {
-      PFRT_MPI_AS(fn, MPI_Reduce,
-                  (in + int64_t(p) * count + off,
-                   p == g.pos ? out + off : nullptr, int(c), MPI_FLOAT,
-                   MPI_SUM, p, g.comm));
-    });
+  blockCollective(in, true, out, false, count, sizeof(float), ranks, n, fn,
+                  traceName, [&](const Group &g) {
+                    if (count <= state().maxMsgElems) {
+                      PFRT_MPI_AS(
+                          fn, MPI_Reduce_scatter_block,
+                          (in, out, int(count), MPI_FLOAT, MPI_SUM, g.comm));
+                      return;
+                    }
+                    // Reductions on derived datatypes are not portable, so
+                    // large blocks go as one reduce per destination, each
+                    // chunked.
+                    for (int p = 0; p < g.n; ++p)
+                      chunked(count, [&](int64_t off, int64_t c) {
+                        PFRT_MPI_AS(fn, MPI_Reduce,
+                                    (in + int64_t(p) * count + off,
+                                     p == g.pos ? out + off : nullptr, int(c),
+                                     MPI_FLOAT, MPI_SUM, p, g.comm));
+                      });
+                  });
 }
 
 void allToAll(const void *in, void *out, int64_t count, MPI_Datatype type,
-              int64_t elemSize, const int64_t *ranks, int64_t n,
-              const char *fn, const char *traceName) {
-  const Group &g = getGroup(ranks, n, fn);
-  checkCount(count, fn);
-  int64_t total = mulCount(n, count, fn);
-  checkBuf(in, total, "in", fn);
-  checkBuf(out, total, "out", fn);
-  checkNoOverlap(in, total, out, total, fn, elemSize);
-  CommScope trace(traceName, bytesOf(total, elemSize), n, -1);
-  if (count == 0)
-    return;
-  if (count <= state().maxMsgElems) {
-    PFRT_MPI_AS(fn, MPI_Alltoall,
-                (in, int(count), type, out, int(count), type, g.comm));
-    return;
-  }
-  chunked(count, [&](int64_t off, int64_t c) {
-    StridedBlock blk(c, count, type, elemSize);
-    PFRT_MPI_AS(fn, MPI_Alltoall,
-                ((const char *)in + off * elemSize, 1, blk.type,
-                 (char *)out + off * elemSize, 1, blk.type, g.comm));
-  });
+              int64_t elemSize, const int64_t *ranks, int64_t n, const char *fn,
+              const char *traceName) {
+  exchangeBlocks(true, in, out, count, type, elemSize, ranks, n, fn, traceName);
 }
 
 } // namespace pfrt
@@ -326,8 +335,7 @@ int pfrt_broadcast_i64(int64_t *buf, int64_t count, int64_t root_world_rank,
 }
 
 int pfrt_reduce_sum(const float *in, float *out, int64_t count,
-                    int64_t root_world_rank, const int64_t *ranks,
-                    int64_t n) {
+                    int64_t root_world_rank, const int64_t *ranks, int64_t n) {
   const char *fn = "pfrt_reduce_sum";
   const Group &g = getGroup(ranks, n, fn);
   checkCount(count, fn);

@@ -67,6 +67,17 @@ template <typename Piece> void forEachPiece(int64_t count, Piece piece) {
     piece(p * step, int(std::min(step, count - p * step)));
 }
 
+/// One blocking or non-blocking transfer with a peer: the checks, a trace
+/// event `name`, then piece(off, len) for each of its messages.
+template <typename Piece>
+void transfer(const char *fn, const char *name, const float *buf, int64_t count,
+              int32_t peer, int32_t tag, Piece piece) {
+  requireInit(fn);
+  checkPeer(peer, tag, count, buf, fn);
+  CommScope trace(name, count * int64_t(sizeof(float)), 2, peer);
+  forEachPiece(count, piece);
+}
+
 /// Fatal unless a receive got exactly the expected number of floats.
 void checkReceived(const MPI_Status &status, int expected, int64_t peer,
                    int64_t tag, const char *fn) {
@@ -84,10 +95,7 @@ extern "C" {
 
 int pfrt_send(const float *buf, int64_t count, int32_t dst, int32_t tag) {
   const char *fn = "pfrt_send";
-  requireInit(fn);
-  checkPeer(dst, tag, count, buf, fn);
-  CommScope trace("send", count * int64_t(sizeof(float)), 2, dst);
-  forEachPiece(count, [&](int64_t off, int len) {
+  transfer(fn, "send", buf, count, dst, tag, [&](int64_t off, int len) {
     PFRT_MPI_AS(fn, MPI_Send,
                 (buf + off, len, MPI_FLOAT, dst, tag, worldComm()));
   });
@@ -96,10 +104,7 @@ int pfrt_send(const float *buf, int64_t count, int32_t dst, int32_t tag) {
 
 int pfrt_isend(const float *buf, int64_t count, int32_t dst, int32_t tag) {
   const char *fn = "pfrt_isend";
-  requireInit(fn);
-  checkPeer(dst, tag, count, buf, fn);
-  CommScope trace("isend", count * int64_t(sizeof(float)), 2, dst);
-  forEachPiece(count, [&](int64_t off, int len) {
+  transfer(fn, "isend", buf, count, dst, tag, [&](int64_t off, int len) {
     MPI_Request request;
     PFRT_MPI_AS(fn, MPI_Isend,
                 (buf + off, len, MPI_FLOAT, dst, tag, worldComm(), &request));
@@ -148,10 +153,7 @@ int pfrt_wait_send(int64_t handle) {
 
 int pfrt_recv(float *buf, int64_t count, int32_t src, int32_t tag) {
   const char *fn = "pfrt_recv";
-  requireInit(fn);
-  checkPeer(src, tag, count, buf, fn);
-  CommScope trace("recv", count * int64_t(sizeof(float)), 2, src);
-  forEachPiece(count, [&](int64_t off, int len) {
+  transfer(fn, "recv", buf, count, src, tag, [&](int64_t off, int len) {
     MPI_Status status;
     PFRT_MPI_AS(fn, MPI_Recv,
                 (buf + off, len, MPI_FLOAT, src, tag, worldComm(), &status));

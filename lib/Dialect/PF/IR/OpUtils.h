@@ -44,15 +44,14 @@ public:
       if (t.getPlacement() != types.front().getPlacement())
         return error() << "operands must share one placement, got "
                        << types.front().getPlacement() << " and "
-                       << t.getPlacement()
-                       << "; move one with pf.to_global";
+                       << t.getPlacement() << "; move one with pf.to_global";
     return success();
   }
 
   LogicalResult sameElementType(GlobalType a, GlobalType b, StringRef what) {
     if (a.getElementType() != b.getElementType())
-      return error() << what << " element types differ: "
-                     << a.getElementType() << " vs " << b.getElementType();
+      return error() << what << " element types differ: " << a.getElementType()
+                     << " vs " << b.getElementType();
     return success();
   }
 
@@ -70,6 +69,17 @@ public:
     return success();
   }
 
+  /// Class labels (rank 1) for the rows of logits (rank 2): integers, one
+  /// per row.
+  LogicalResult labelsFor(GlobalType logits, GlobalType labels) {
+    if (!labels.getElementType().isSignlessInteger())
+      return error() << "labels must be integers, got "
+                     << labels.getElementType();
+    if (labels.getShape()[0] != logits.getShape()[0])
+      return error() << "batch sizes differ: " << logits.getShape()[0]
+                     << " logits rows vs " << labels.getShape()[0] << " labels";
+    return success();
+  }
   static std::string shapeStr(ArrayRef<int64_t> shape) {
     std::string s = "[";
     llvm::raw_string_ostream os(s);
@@ -88,6 +98,28 @@ private:
 inline GlobalType resultLike(GlobalType t, ArrayRef<int64_t> shape) {
   return GlobalType::get(t.getContext(), shape, t.getElementType(),
                          t.getPlacement(), SBPAttr());
+}
+
+/// The result type of an op over two tensors of one placement, element type
+/// and shape (an element-wise binary op, or an element-wise gradient (x or y,
+/// result_grad) with floatB): a tensor like them.
+inline LogicalResult inferSameShape(std::optional<Location> loc,
+                                    StringRef opName, Value a, StringRef aName,
+                                    Value b, StringRef bName, bool floatB,
+                                    SmallVectorImpl<Type> &results) {
+  Inference inf(loc, opName);
+  FailureOr<GlobalType> ta = inf.global(a, aName);
+  FailureOr<GlobalType> tb = inf.global(b, bName);
+  if (failed(ta) || failed(tb) || failed(inf.samePlacement({*ta, *tb})) ||
+      (floatB && failed(inf.isFloat(*tb, bName))) ||
+      failed(inf.sameElementType(*ta, *tb, "operand")))
+    return failure();
+  if (ta->getShape() != tb->getShape())
+    return inf.error() << "operand shapes differ: "
+                       << Inference::shapeStr(ta->getShape()) << " vs "
+                       << Inference::shapeStr(tb->getShape());
+  results.push_back(resultLike(*tb, tb->getShape()));
+  return success();
 }
 
 /// Result types are compatible with the inferred ones when shape, element

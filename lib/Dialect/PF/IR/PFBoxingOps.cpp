@@ -39,9 +39,8 @@ static LogicalResult verifyGroups(Operation *op, ArrayAttr groups,
 
 /// Global form of a group collective: same tensor and placement, and every
 /// changed SBP entry goes `from` -> `to`.
-static LogicalResult
-verifyGroupOp(Operation *op, ArrayAttr groups,
-              function_ref<bool(SBPDim, SBPDim)> allowed, StringRef expect) {
+static LogicalResult verifyGroupOp(Operation *op, ArrayAttr groups, SBPDim from,
+                                   SBPDim to, StringRef expect) {
   if (inRankProgram(op))
     return success();
   auto in = cast<GlobalType>(op->getOperand(0).getType());
@@ -57,115 +56,114 @@ verifyGroupOp(Operation *op, ArrayAttr groups,
     if (f == t)
       continue;
     changed = true;
-    if (!allowed(f, t))
+    if (f != from || t != to)
       return op->emitOpError("changes ")
-             << in.getSbp() << " to " << out.getSbp() << "; it does "
-             << expect;
+             << in.getSbp() << " to " << out.getSbp() << "; it does " << expect;
   }
   if (!changed)
     return op->emitOpError("does not change the layout ") << in.getSbp();
   return verifyGroups(op, groups, in.getPlacement());
 }
 
+/// Success if in and out have the same shape and element type.
+static LogicalResult verifySameTensor(Operation *op, GlobalType in,
+                                      GlobalType out) {
+  if (in.getShape() == out.getShape() &&
+      in.getElementType() == out.getElementType())
+    return success();
+  return op->emitOpError("input and result must have the same shape and "
+                         "element type");
+}
+
+/// Whether p is the root's single-rank placement.
+static bool onlyRoot(PlacementAttr p, int64_t root) {
+  return p.getNumRanks() == 1 && p.getRanks()[0] == root;
+}
+
 LogicalResult AllReduceOp::verify() {
-  return verifyGroupOp(
-      *this, getGroups(),
-      [](SBPDim f, SBPDim t) { return f.isPartial() && t.isBroadcast(); },
-      "P -> B");
+  return verifyGroupOp(*this, getGroups(), SBPDim::partial(),
+                       SBPDim::broadcast(), "P -> B");
 }
 
 LogicalResult ReduceScatterOp::verify() {
   int64_t axis = getAxis();
-  return verifyGroupOp(
-      *this, getGroups(),
-      [&](SBPDim f, SBPDim t) {
-        return f.isPartial() && t == SBPDim::split(axis);
-      },
-      "P -> S(axis)");
+  return verifyGroupOp(*this, getGroups(), SBPDim::partial(),
+                       SBPDim::split(axis), "P -> S(axis)");
 }
 
 LogicalResult AllGatherOp::verify() {
   int64_t axis = getAxis();
-  return verifyGroupOp(
-      *this, getGroups(),
-      [&](SBPDim f, SBPDim t) {
-        return f == SBPDim::split(axis) && t.isBroadcast();
-      },
-      "S(axis) -> B");
+  return verifyGroupOp(*this, getGroups(), SBPDim::split(axis),
+                       SBPDim::broadcast(), "S(axis) -> B");
 }
 
 LogicalResult AllToAllOp::verify() {
   int64_t s = getSplitAxis(), c = getConcatAxis();
   if (s == c)
     return emitOpError("split and concat axes must differ");
-  return verifyGroupOp(
-      *this, getGroups(),
-      [&](SBPDim f, SBPDim t) {
-        return f == SBPDim::split(c) && t == SBPDim::split(s);
-      },
-      "S(concat_axis) -> S(split_axis)");
+  return verifyGroupOp(*this, getGroups(), SBPDim::split(c), SBPDim::split(s),
+                       "S(concat_axis) -> S(split_axis)");
 }
 
 LogicalResult ShardOp::verify() {
   int64_t axis = getAxis();
-  return verifyGroupOp(
-      *this, getGroups(),
-      [&](SBPDim f, SBPDim t) {
-        return f.isBroadcast() && t == SBPDim::split(axis);
-      },
-      "B -> S(axis)");
+  return verifyGroupOp(*this, getGroups(), SBPDim::broadcast(),
+                       SBPDim::split(axis), "B -> S(axis)");
 }
 
 LogicalResult KeepOneOp::verify() {
-  return verifyGroupOp(
-      *this, getGroups(),
-      [](SBPDim f, SBPDim t) { return f.isBroadcast() && t.isPartial(); },
-      "B -> P");
+  return verifyGroupOp(*this, getGroups(), SBPDim::broadcast(),
+                       SBPDim::partial(), "B -> P");
+}
+
+/// Broadcast and reduce: the root is among the ranks; on global values
+/// (`global`, the operand or result named `which`, must be there) input and
+/// result are one tensor whose layouts `layouts` checks.
+template <typename RootedOp>
+static LogicalResult
+verifyRooted(RootedOp op, Value global, StringRef which,
+             function_ref<LogicalResult(GlobalType, GlobalType)> layouts) {
+  if (!llvm::is_contained(op.getRanks(), op.getRoot()))
+    return op.emitOpError("root ") << op.getRoot() << " is not among the ranks";
+  if (inRankProgram(op))
+    return success();
+  if (!global)
+    return op.emitOpError("needs its ") << which << " on global values";
+  auto in = cast<GlobalType>(op.getInput().getType());
+  auto out = cast<GlobalType>(op.getResult().getType());
+  if (failed(verifySameTensor(op, in, out)))
+    return failure();
+  return layouts(in, out);
 }
 
 LogicalResult BroadcastOp::verify() {
-  if (!llvm::is_contained(getRanks(), getRoot()))
-    return emitOpError("root ") << getRoot() << " is not among the ranks";
-  if (inRankProgram(*this))
-    return success();
-  if (!getInput())
-    return emitOpError("needs its input on global values");
-  auto in = cast<GlobalType>(getInput().getType());
-  auto out = cast<GlobalType>(getResult().getType());
-  if (in.getShape() != out.getShape() ||
-      in.getElementType() != out.getElementType())
-    return emitOpError("input and result must have the same shape and "
-                       "element type");
-  if (in.getPlacement().getNumRanks() != 1 ||
-      in.getPlacement().getRanks()[0] != getRoot())
-    return emitOpError("input must live on the root's single-rank placement");
-  if (!out.getPlacement().contains(getRoot()) || !out.hasSBP() ||
-      !out.getSbp().isAllBroadcast())
-    return emitOpError("result must be B on a placement holding the root");
-  return success();
+  return verifyRooted(
+      *this, getInput(), "input",
+      [&](GlobalType in, GlobalType out) -> LogicalResult {
+        if (!onlyRoot(in.getPlacement(), getRoot()))
+          return emitOpError(
+              "input must live on the root's single-rank placement");
+        if (!out.getPlacement().contains(getRoot()) || !out.hasSBP() ||
+            !out.getSbp().isAllBroadcast())
+          return emitOpError(
+              "result must be B on a placement holding the root");
+        return success();
+      });
 }
 
 LogicalResult ReduceOp::verify() {
-  if (!llvm::is_contained(getRanks(), getRoot()))
-    return emitOpError("root ") << getRoot() << " is not among the ranks";
-  if (inRankProgram(*this))
-    return success();
-  if (!getResult())
-    return emitOpError("needs its result on global values");
-  auto in = cast<GlobalType>(getInput().getType());
-  auto out = cast<GlobalType>(getResult().getType());
-  if (in.getShape() != out.getShape() ||
-      in.getElementType() != out.getElementType())
-    return emitOpError("input and result must have the same shape and "
-                       "element type");
-  if (!in.hasSBP() ||
-      llvm::any_of(in.getSbp().getDims(),
-                   [](SBPDim d) { return !d.isPartial(); }))
-    return emitOpError("input must be P in every hierarchy dimension");
-  if (out.getPlacement().getNumRanks() != 1 ||
-      out.getPlacement().getRanks()[0] != getRoot())
-    return emitOpError("result must live on the root's single-rank placement");
-  return success();
+  return verifyRooted(
+      *this, getResult(), "result",
+      [&](GlobalType in, GlobalType out) -> LogicalResult {
+        if (!in.hasSBP() || llvm::any_of(in.getSbp().getDims(), [](SBPDim d) {
+              return !d.isPartial();
+            }))
+          return emitOpError("input must be P in every hierarchy dimension");
+        if (!onlyRoot(out.getPlacement(), getRoot()))
+          return emitOpError(
+              "result must live on the root's single-rank placement");
+        return success();
+      });
 }
 
 LogicalResult TransferOp::verify() {
@@ -173,18 +171,15 @@ LogicalResult TransferOp::verify() {
     return success();
   auto in = cast<GlobalType>(getInput().getType());
   auto out = cast<GlobalType>(getResult().getType());
-  if (in.getShape() != out.getShape() ||
-      in.getElementType() != out.getElementType())
-    return emitOpError("input and result must have the same shape and "
-                       "element type");
+  if (failed(verifySameTensor(*this, in, out)))
+    return failure();
   size_t rank = in.getRank();
   for (Attribute a : getMoves()) {
     auto m = cast<DenseI64ArrayAttr>(a).asArrayRef();
     if (m.size() != 2 + 2 * rank)
       return emitOpError("each move is [src, dst, offsets, sizes] with ")
              << 2 + 2 * rank << " entries, got " << m.size();
-    if (!in.getPlacement().contains(m[0]) ||
-        !out.getPlacement().contains(m[1]))
+    if (!in.getPlacement().contains(m[0]) || !out.getPlacement().contains(m[1]))
       return emitOpError("move ")
              << m[0] << " -> " << m[1]
              << " names a rank outside the source or destination placement";

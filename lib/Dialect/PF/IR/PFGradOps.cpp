@@ -4,25 +4,11 @@
 
 #include "OpUtils.h"
 
+#include <array>
+
 using namespace mlir;
 using namespace mlir::pf;
 using namespace mlir::pf::detail;
-
-#define PF_COMPATIBLE_RETURN_TYPES(OP)                                         \
-  bool OP::isCompatibleReturnTypes(TypeRange l, TypeRange r) {                 \
-    return compatibleGlobals(l, r);                                            \
-  }
-PF_COMPATIBLE_RETURN_TYPES(ReluGradOp)
-PF_COMPATIBLE_RETURN_TYPES(ActivationGradOp)
-PF_COMPATIBLE_RETURN_TYPES(SoftmaxGradOp)
-PF_COMPATIBLE_RETURN_TYPES(LayerNormGradInputOp)
-PF_COMPATIBLE_RETURN_TYPES(LayerNormGradParamsOp)
-PF_COMPATIBLE_RETURN_TYPES(EmbeddingGradOp)
-PF_COMPATIBLE_RETURN_TYPES(ReduceSumOp)
-PF_COMPATIBLE_RETURN_TYPES(SoftmaxCrossEntropyGradOp)
-PF_COMPATIBLE_RETURN_TYPES(BatchNormGradInputOp)
-PF_COMPATIBLE_RETURN_TYPES(BatchNormGradParamsOp)
-#undef PF_COMPATIBLE_RETURN_TYPES
 
 static StringRef shortName(StringRef opName) { return opName.drop_front(3); }
 
@@ -30,55 +16,27 @@ LogicalResult ReluGradOp::inferReturnTypes(MLIRContext *,
                                            std::optional<Location> loc,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &results) {
-  Inference inf(loc, shortName(getOperationName()));
-  FailureOr<GlobalType> y = inf.global(adaptor.getOutput(), "output");
-  FailureOr<GlobalType> dy = inf.global(adaptor.getResultGrad(), "result_grad");
-  if (failed(y) || failed(dy) || failed(inf.samePlacement({*y, *dy})) ||
-      failed(inf.isFloat(*dy, "result_grad")) ||
-      failed(inf.sameElementType(*y, *dy, "operand")))
-    return failure();
-  if (y->getShape() != dy->getShape())
-    return inf.error() << "operand shapes differ: "
-                       << Inference::shapeStr(y->getShape()) << " vs "
-                       << Inference::shapeStr(dy->getShape());
-  results.push_back(resultLike(*dy, dy->getShape()));
-  return success();
+  return inferSameShape(loc, shortName(getOperationName()), adaptor.getOutput(),
+                        "output", adaptor.getResultGrad(), "result_grad",
+                        /*floatB=*/true, results);
 }
 
-LogicalResult ActivationGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
-  Inference inf(loc, shortName(getOperationName()));
-  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
-  FailureOr<GlobalType> dy = inf.global(adaptor.getResultGrad(), "result_grad");
-  if (failed(x) || failed(dy) || failed(inf.samePlacement({*x, *dy})) ||
-      failed(inf.isFloat(*dy, "result_grad")) ||
-      failed(inf.sameElementType(*x, *dy, "operand")))
-    return failure();
-  if (x->getShape() != dy->getShape())
-    return inf.error() << "operand shapes differ: "
-                       << Inference::shapeStr(x->getShape()) << " vs "
-                       << Inference::shapeStr(dy->getShape());
-  results.push_back(resultLike(*dy, dy->getShape()));
-  return success();
+LogicalResult
+ActivationGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &results) {
+  return inferSameShape(loc, shortName(getOperationName()), adaptor.getInput(),
+                        "input", adaptor.getResultGrad(), "result_grad",
+                        /*floatB=*/true, results);
 }
 
-LogicalResult SoftmaxGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
-  Inference inf(loc, shortName(getOperationName()));
-  FailureOr<GlobalType> y = inf.global(adaptor.getOutput(), "output");
-  FailureOr<GlobalType> dy = inf.global(adaptor.getResultGrad(), "result_grad");
-  if (failed(y) || failed(dy) || failed(inf.samePlacement({*y, *dy})) ||
-      failed(inf.isFloat(*dy, "result_grad")) ||
-      failed(inf.sameElementType(*y, *dy, "operand")))
-    return failure();
-  if (y->getShape() != dy->getShape())
-    return inf.error() << "operand shapes differ: "
-                       << Inference::shapeStr(y->getShape()) << " vs "
-                       << Inference::shapeStr(dy->getShape());
-  results.push_back(resultLike(*dy, dy->getShape()));
-  return success();
+LogicalResult SoftmaxGradOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &results) {
+  return inferSameShape(loc, shortName(getOperationName()), adaptor.getOutput(),
+                        "output", adaptor.getResultGrad(), "result_grad",
+                        /*floatB=*/true, results);
 }
 
 LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *,
@@ -120,13 +78,8 @@ LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
       failed(inf.hasRank(*dloss, 0, "loss_grad")) ||
       failed(inf.sameElementType(*logits, *dloss, "logits and loss_grad")))
     return failure();
-  if (!labels->getElementType().isSignlessInteger())
-    return inf.error() << "labels must be integers, got "
-                       << labels->getElementType();
-  if (labels->getShape()[0] != logits->getShape()[0])
-    return inf.error() << "batch sizes differ: " << logits->getShape()[0]
-                       << " logits rows vs " << labels->getShape()[0]
-                       << " labels";
+  if (failed(inf.labelsFor(*logits, *labels)))
+    return failure();
   results.push_back(resultLike(*logits, logits->getShape()));
   return success();
 }
@@ -153,59 +106,60 @@ static LogicalResult verifyNCHWGrad(Operation *op) {
 }
 
 /// The spatial output of a window op applied to `in` must be `out`'s.
-static LogicalResult checkWindow(Operation *op, ArrayRef<int64_t> in,
-                                 ArrayRef<int64_t> kernel,
-                                 ArrayRef<int64_t> stride,
-                                 ArrayRef<int64_t> pad,
-                                 ArrayRef<int64_t> dilation,
-                                 ArrayRef<int64_t> out) {
+static LogicalResult
+checkWindow(Operation *op, ArrayRef<int64_t> in, ArrayRef<int64_t> kernel,
+            ArrayRef<int64_t> stride, ArrayRef<int64_t> pad,
+            ArrayRef<int64_t> dilation, ArrayRef<int64_t> out) {
   for (int i = 0; i < 2; ++i) {
     if (stride[i] < 1 || dilation[i] < 1 || pad[i] < 0 || kernel[i] < 1)
       return op->emitOpError() << "window sizes, strides and dilations must "
                                   "be positive and padding non-negative";
-    int64_t o = windowOutput(in[2 + i], kernel[i], stride[i], pad[i],
-                             dilation[i]);
+    int64_t o =
+        windowOutput(in[2 + i], kernel[i], stride[i], pad[i], dilation[i]);
     if (o != out[2 + i])
       return op->emitOpError()
              << "forward input " << Inference::shapeStr(in)
-             << " gives a forward output of spatial size " << o
-             << " on axis " << 2 + i << ", not " << out[2 + i];
+             << " gives a forward output of spatial size " << o << " on axis "
+             << 2 + i << ", not " << out[2 + i];
   }
   return success();
 }
 
-LogicalResult Conv2DGradInputOp::verify() {
-  if (failed(verifyNCHWGrad(*this)))
+/// x (or dx), w (or dw) and dy must be those of one grouped convolution.
+/// `named` gives the three shapes, under their names, in the message's order.
+template <typename ConvGrad>
+static LogicalResult
+verifyConvGrad(ConvGrad op, ArrayRef<int64_t> x, ArrayRef<int64_t> w,
+               ArrayRef<int64_t> dy,
+               std::array<std::pair<StringRef, ArrayRef<int64_t>>, 3> named) {
+  if (failed(verifyNCHWGrad(op)))
     return failure();
+  int64_t g = op.getGroups();
+  if (g < 1 || dy[1] != w[0] || x[1] != w[1] * g || x[0] != dy[0] ||
+      w[0] % g != 0) {
+    InFlightDiagnostic diag = op.emitOpError() << "channels do not match: ";
+    for (auto [i, n] : llvm::enumerate(named))
+      diag << (i ? ", " : "") << n.first << " "
+           << Inference::shapeStr(n.second);
+    return diag << ", groups " << g;
+  }
+  return checkWindow(op, x, w.drop_front(2), op.getStride(), op.getPadding(),
+                     op.getDilation(), dy);
+}
+
+LogicalResult Conv2DGradInputOp::verify() {
   ArrayRef<int64_t> dy = getResultGrad().getType().getShape(),
                     w = getWeight().getType().getShape(),
                     dx = getType().getShape();
-  int64_t g = getGroups();
-  if (g < 1 || dy[1] != w[0] || dx[1] != w[1] * g || dx[0] != dy[0] ||
-      w[0] % g != 0)
-    return emitOpError() << "channels do not match: dy "
-                         << Inference::shapeStr(dy) << ", weight "
-                         << Inference::shapeStr(w) << ", dx "
-                         << Inference::shapeStr(dx) << ", groups " << g;
-  return checkWindow(*this, dx, w.drop_front(2), getStride(), getPadding(),
-                     getDilation(), dy);
+  return verifyConvGrad(*this, dx, w, dy,
+                        {{{"dy", dy}, {"weight", w}, {"dx", dx}}});
 }
 
 LogicalResult Conv2DGradWeightOp::verify() {
-  if (failed(verifyNCHWGrad(*this)))
-    return failure();
   ArrayRef<int64_t> x = getInput().getType().getShape(),
                     dy = getResultGrad().getType().getShape(),
                     dw = getType().getShape();
-  int64_t g = getGroups();
-  if (g < 1 || dy[1] != dw[0] || x[1] != dw[1] * g || x[0] != dy[0] ||
-      dw[0] % g != 0)
-    return emitOpError() << "channels do not match: x "
-                         << Inference::shapeStr(x) << ", dy "
-                         << Inference::shapeStr(dy) << ", dw "
-                         << Inference::shapeStr(dw) << ", groups " << g;
-  return checkWindow(*this, x, dw.drop_front(2), getStride(), getPadding(),
-                     getDilation(), dy);
+  return verifyConvGrad(*this, x, dw, dy, {{{"x", x}, {"dy", dy}, {"dw", dw}}});
 }
 
 template <typename PoolGrad>
@@ -213,10 +167,10 @@ static LogicalResult verifyPoolGrad(PoolGrad op, ArrayRef<int64_t> in) {
   ArrayRef<int64_t> dy = op.getResultGrad().getType().getShape();
   ArrayRef<int64_t> dx = op.getType().getShape();
   if (dx != in || dx[0] != dy[0] || dx[1] != dy[1])
-    return op.emitOpError() << "shapes do not match: input "
-                            << Inference::shapeStr(in) << ", dy "
-                            << Inference::shapeStr(dy) << ", dx "
-                            << Inference::shapeStr(dx);
+    return op.emitOpError()
+           << "shapes do not match: input " << Inference::shapeStr(in)
+           << ", dy " << Inference::shapeStr(dy) << ", dx "
+           << Inference::shapeStr(dx);
   SmallVector<int64_t, 2> stride(op.getKernel());
   if (auto s = op.getStride())
     stride.assign(s->begin(), s->end());
@@ -336,10 +290,10 @@ static LogicalResult verifyUpdateOperands(Operation *op, ValueRange tensors,
              << "hyper-parameter operands must be float scalars, got "
              << s.getType();
     if (cast<GlobalType>(s.getType()).getPlacement() != param.getPlacement())
-      return op->emitOpError() << "hyper-parameter on "
-                               << cast<GlobalType>(s.getType()).getPlacement()
-                               << " but the parameter is on "
-                               << param.getPlacement();
+      return op->emitOpError()
+             << "hyper-parameter on "
+             << cast<GlobalType>(s.getType()).getPlacement()
+             << " but the parameter is on " << param.getPlacement();
   }
   return success();
 }
@@ -355,8 +309,7 @@ LogicalResult SGDUpdateOp::verify() {
   if (!(decay >= 0.0))
     return emitOpError() << "weight_decay must be >= 0, got " << decay;
   if (getNesterov() && (momentum <= 0.0 || dampening != 0.0))
-    return emitOpError()
-           << "nesterov needs momentum > 0 and zero dampening";
+    return emitOpError() << "nesterov needs momentum > 0 and zero dampening";
   bool hasState = static_cast<bool>(getMomentumBuffer());
   if (hasState != (momentum != 0.0) || hasState != bool(getStep()) ||
       hasState != bool(getNewMomentumBuffer()))
@@ -378,8 +331,8 @@ LogicalResult AdamUpdateOp::verify() {
          eps = getEpsilon().convertToDouble(),
          decay = getWeightDecay().convertToDouble();
   if (!(b1 >= 0.0 && b1 < 1.0) || !(b2 >= 0.0 && b2 < 1.0))
-    return emitOpError() << "betas must be in [0, 1), got (" << b1 << ", "
-                         << b2 << ")";
+    return emitOpError() << "betas must be in [0, 1), got (" << b1 << ", " << b2
+                         << ")";
   if (!(eps >= 0.0))
     return emitOpError() << "epsilon must be >= 0, got " << eps;
   if (!(decay >= 0.0))
@@ -398,9 +351,9 @@ static LogicalResult verifyP2P(P2POp op, GlobalType type) {
   if (op.getPeer() < 0 || op.getTag() < 0)
     return op.emitOpError() << "peer and tag must be non-negative";
   if (type.getPlacement().contains(op.getPeer()))
-    return op.emitOpError() << "peer " << op.getPeer()
-                            << " is a rank of the value's own placement "
-                            << type.getPlacement();
+    return op.emitOpError()
+           << "peer " << op.getPeer()
+           << " is a rank of the value's own placement " << type.getPlacement();
   return success();
 }
 
@@ -465,8 +418,9 @@ LogicalResult ScheduleOp::verify() {
   for (auto [r, list] : llvm::enumerate(getActions().getAsRange<ArrayAttr>()))
     for (auto a : list.getAsRange<StringAttr>()) {
       StringRef text = a.getValue();
-      auto [mb, chunk] = text.size() > 1 ? text.drop_front().split(':')
-                                         : std::make_pair(StringRef(), StringRef());
+      auto [mb, chunk] = text.size() > 1
+                             ? text.drop_front().split(':')
+                             : std::make_pair(StringRef(), StringRef());
       int64_t value;
       if (text.empty() || !StringRef("FBW").contains(text[0]) ||
           mb.getAsInteger(10, value) ||
@@ -519,9 +473,10 @@ LogicalResult LayerNormGradParamsOp::inferReturnTypes(
   return success();
 }
 
-LogicalResult EmbeddingGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+LogicalResult
+EmbeddingGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
   Inference inf(loc, shortName(getOperationName()));
   FailureOr<GlobalType> ids = inf.global(adaptor.getIds(), "ids");
   FailureOr<GlobalType> dy = inf.global(adaptor.getResultGrad(), "result_grad");

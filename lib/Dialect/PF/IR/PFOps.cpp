@@ -21,6 +21,8 @@ using namespace mlir::pf::detail;
 // Helpers for result-type inference
 //===----------------------------------------------------------------------===//
 
+// Every op with inferred result types, forward and backward (PFGradOps.cpp):
+// any SBP (or none) on the results is compatible.
 #define PF_COMPATIBLE_RETURN_TYPES(OP)                                         \
   bool OP::isCompatibleReturnTypes(TypeRange l, TypeRange r) {                 \
     return compatibleGlobals(l, r);                                            \
@@ -44,6 +46,16 @@ PF_COMPATIBLE_RETURN_TYPES(MaxPool2DOp)
 PF_COMPATIBLE_RETURN_TYPES(AvgPool2DOp)
 PF_COMPATIBLE_RETURN_TYPES(GlobalAvgPoolOp)
 PF_COMPATIBLE_RETURN_TYPES(BatchNormOp)
+PF_COMPATIBLE_RETURN_TYPES(ReluGradOp)
+PF_COMPATIBLE_RETURN_TYPES(ActivationGradOp)
+PF_COMPATIBLE_RETURN_TYPES(SoftmaxGradOp)
+PF_COMPATIBLE_RETURN_TYPES(LayerNormGradInputOp)
+PF_COMPATIBLE_RETURN_TYPES(LayerNormGradParamsOp)
+PF_COMPATIBLE_RETURN_TYPES(EmbeddingGradOp)
+PF_COMPATIBLE_RETURN_TYPES(ReduceSumOp)
+PF_COMPATIBLE_RETURN_TYPES(SoftmaxCrossEntropyGradOp)
+PF_COMPATIBLE_RETURN_TYPES(BatchNormGradInputOp)
+PF_COMPATIBLE_RETURN_TYPES(BatchNormGradParamsOp)
 #undef PF_COMPATIBLE_RETURN_TYPES
 
 //===----------------------------------------------------------------------===//
@@ -65,9 +77,8 @@ ReadParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return failure();
   if (param->getType() != getType())
     return emitOpError() << "result type " << getType()
-                         << " does not match the type "
-                         << param->getType() << " of parameter "
-                         << getParamAttr();
+                         << " does not match the type " << param->getType()
+                         << " of parameter " << getParamAttr();
   return success();
 }
 
@@ -81,8 +92,7 @@ WriteParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return emitOpError() << "value type " << valueType
                          << " does not match the shape, element type and "
                             "placement of parameter "
-                         << getParamAttr() << " of type "
-                         << param->getType();
+                         << getParamAttr() << " of type " << param->getType();
   return success();
 }
 
@@ -116,8 +126,8 @@ LogicalResult ToGlobalOp::verify() {
     // pf-infer-sbp decides (pf-autodiff emits such moves for gradients).
     if (global.getShape() != result.getShape() ||
         global.getElementType() != result.getElementType())
-      return emitOpError() << "changes the logical tensor: " << global
-                           << " -> " << result
+      return emitOpError() << "changes the logical tensor: " << global << " -> "
+                           << result
                            << "; a layout change keeps shape and element "
                               "type";
     return success();
@@ -197,7 +207,8 @@ OpFoldResult ToLocalOp::fold(FoldAdaptor) {
 // Dense algebra and element-wise ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
   Inference inf(loc, getOperationName().drop_front(3));
@@ -234,7 +245,8 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
-LogicalResult BiasAddOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult BiasAddOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &results) {
   Inference inf(loc, getOperationName().drop_front(3));
@@ -262,18 +274,8 @@ static LogicalResult inferSameShapeBinary(std::optional<Location> loc,
                                           StringRef opName, Value lhs,
                                           Value rhs,
                                           SmallVectorImpl<Type> &results) {
-  Inference inf(loc, opName);
-  FailureOr<GlobalType> a = inf.global(lhs, "lhs");
-  FailureOr<GlobalType> b = inf.global(rhs, "rhs");
-  if (failed(a) || failed(b) || failed(inf.samePlacement({*a, *b})) ||
-      failed(inf.sameElementType(*a, *b, "operand")))
-    return failure();
-  if (a->getShape() != b->getShape())
-    return inf.error() << "operand shapes differ: "
-                       << Inference::shapeStr(a->getShape()) << " vs "
-                       << Inference::shapeStr(b->getShape());
-  results.push_back(resultLike(*a, a->getShape()));
-  return success();
+  return inferSameShape(loc, opName, lhs, "lhs", rhs, "rhs", /*floatB=*/false,
+                        results);
 }
 
 LogicalResult AddOp::inferReturnTypes(MLIRContext *,
@@ -313,8 +315,7 @@ LogicalResult MulScalarOp::inferReturnTypes(MLIRContext *,
 }
 
 OpFoldResult MulScalarOp::fold(FoldAdaptor) {
-  if (getScalar().convertToDouble() == 1.0 &&
-      getInput().getType() == getType())
+  if (getScalar().convertToDouble() == 1.0 && getInput().getType() == getType())
     return getInput();
   return {};
 }
@@ -379,7 +380,8 @@ LogicalResult ActivationOp::inferReturnTypes(MLIRContext *,
                          adaptor.getInput(), results);
 }
 
-LogicalResult ReluOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult ReluOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &results) {
   return inferUnaryFloat(loc, getOperationName().drop_front(3),
@@ -405,7 +407,8 @@ LogicalResult DropoutOp::verify() {
 // Shape ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult FlattenOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult FlattenOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &results) {
   Inference inf(loc, getOperationName().drop_front(3));
@@ -474,8 +477,7 @@ struct ComposeReshapes : public OpRewritePattern<ReshapeOp> {
       rewriter.replaceOp(op, source);
       return success();
     }
-    rewriter.modifyOpInPlace(op,
-                             [&] { op.getInputMutable().assign(source); });
+    rewriter.modifyOpInPlace(op, [&] { op.getInputMutable().assign(source); });
     return success();
   }
 };
@@ -565,13 +567,8 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
       failed(inf.hasRank(*logits, 2, "logits")) ||
       failed(inf.hasRank(*labels, 1, "labels")))
     return failure();
-  if (!labels->getElementType().isSignlessInteger())
-    return inf.error() << "labels must be integers, got "
-                       << labels->getElementType();
-  if (labels->getShape()[0] != logits->getShape()[0])
-    return inf.error() << "batch sizes differ: " << logits->getShape()[0]
-                       << " logits rows vs " << labels->getShape()[0]
-                       << " labels";
+  if (failed(inf.labelsFor(*logits, *labels)))
+    return failure();
   results.push_back(resultLike(*logits, {}));
   return success();
 }
@@ -580,7 +577,8 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
-LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
   Inference inf(loc, getOperationName().drop_front(3));
@@ -668,9 +666,10 @@ LogicalResult AvgPool2DOp::inferReturnTypes(MLIRContext *,
   return inferPool<AvgPool2DOp>(loc, adaptor, results);
 }
 
-LogicalResult GlobalAvgPoolOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+LogicalResult
+GlobalAvgPoolOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
   Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
   if (failed(x) || failed(inf.isFloat(*x, "input")) ||
@@ -768,4 +767,3 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
   results.push_back(resultLike(all[4], {channels}));
   return success();
 }
-

@@ -48,7 +48,8 @@ double elementBytes(GlobalType t) {
 
 class Lowerer {
 public:
-  Lowerer(OpBuilder &b, ToGlobalOp move) : b(b), move(move), loc(move.getLoc()) {}
+  Lowerer(OpBuilder &b, ToGlobalOp move)
+      : b(b), move(move), loc(move.getLoc()) {}
 
   /// Replaces the move; failure after a located error.
   LogicalResult run();
@@ -77,6 +78,10 @@ private:
   /// Same placement: one change per hierarchy dimension (or one over the
   /// flattened placement).
   FailureOr<Value> samePlacement(Value v, SBPAttr to);
+  /// The group collective taking v (one hierarchy entry `from`) to `out`
+  /// (that entry `to`); null for S -> P, which takes two.
+  Value emitCollective(GlobalType out, Value v, SBPDim from, SBPDim to,
+                       double cost, ArrayAttr groups);
   /// Changes hierarchy dimension d of v's layout to `to`.
   Value changeDim(Value v, unsigned d, SBPDim to);
   Value flatChange(Value v, SBPAttr to);
@@ -123,6 +128,23 @@ double seenBytes(GlobalType t, unsigned d) {
   return total;
 }
 
+Value Lowerer::emitCollective(GlobalType out, Value v, SBPDim from, SBPDim to,
+                              double cost, ArrayAttr groups) {
+  if (from.isPartial() && to.isBroadcast())
+    return emit<AllReduceOp>(out, v, cost, groups);
+  if (from.isPartial() && to.isSplit())
+    return emit<ReduceScatterOp>(out, v, cost, groups, to.getAxis());
+  if (from.isSplit() && to.isBroadcast())
+    return emit<AllGatherOp>(out, v, cost, groups, from.getAxis());
+  if (from.isSplit() && to.isSplit())
+    return emit<AllToAllOp>(out, v, cost, groups, to.getAxis(), from.getAxis());
+  if (from.isBroadcast() && to.isSplit())
+    return emit<ShardOp>(out, v, 0, groups, to.getAxis());
+  if (from.isBroadcast() && to.isPartial())
+    return emit<KeepOneOp>(out, v, 0, groups);
+  return Value();
+}
+
 Value Lowerer::changeDim(Value v, unsigned d, SBPDim to) {
   auto t = cast<GlobalType>(v.getType());
   SBPDim from = t.getSbp()[d];
@@ -132,19 +154,8 @@ Value Lowerer::changeDim(Value v, unsigned d, SBPDim to) {
   double seen = seenBytes(t, d);
   GlobalType out = t.withSBP(withDim(t.getSbp(), d, to));
   double cost = transitionBytes(from, to, n, seen);
-  if (from.isPartial() && to.isBroadcast())
-    return emit<AllReduceOp>(out, v, cost, groups);
-  if (from.isPartial() && to.isSplit())
-    return emit<ReduceScatterOp>(out, v, cost, groups, to.getAxis());
-  if (from.isSplit() && to.isBroadcast())
-    return emit<AllGatherOp>(out, v, cost, groups, from.getAxis());
-  if (from.isSplit() && to.isSplit())
-    return emit<AllToAllOp>(out, v, cost, groups, to.getAxis(),
-                            from.getAxis());
-  if (from.isBroadcast() && to.isSplit())
-    return emit<ShardOp>(out, v, 0, groups, to.getAxis());
-  if (from.isBroadcast() && to.isPartial())
-    return emit<KeepOneOp>(out, v, 0, groups);
+  if (Value changed = emitCollective(out, v, from, to, cost, groups))
+    return changed;
   // S -> P: gather, then keep one.
   Value whole = changeDim(v, d, SBPDim::broadcast());
   return changeDim(whole, d, to);
@@ -163,25 +174,15 @@ Value Lowerer::flatChange(Value v, SBPAttr to) {
   auto t = cast<GlobalType>(v.getType());
   SBPDim from = *flatEntry(t.getSbp()), want = *flatEntry(to);
   MLIRContext *ctx = b.getContext();
-  ArrayAttr groups = groupsAttr(
-      ctx, {SmallVector<int64_t>(t.getPlacement().getRanks())});
+  ArrayAttr groups =
+      groupsAttr(ctx, {SmallVector<int64_t>(t.getPlacement().getRanks())});
   int64_t n = t.getPlacement().getNumRanks();
   GlobalType out = t.withSBP(to);
   double cost =
       transitionBytes(from, want, n, t.getNumElements() * elementBytes(t));
-  if (from.isPartial() && want.isBroadcast())
-    return emit<AllReduceOp>(out, v, cost, groups);
-  if (from.isPartial() && want.isSplit())
-    return emit<ReduceScatterOp>(out, v, cost, groups, want.getAxis());
-  if (from.isSplit() && want.isBroadcast())
-    return emit<AllGatherOp>(out, v, cost, groups, from.getAxis());
-  if (from.isSplit() && want.isSplit())
-    return emit<AllToAllOp>(out, v, cost, groups, want.getAxis(),
-                            from.getAxis());
-  if (from.isBroadcast() && want.isSplit())
-    return emit<ShardOp>(out, v, 0, groups, want.getAxis());
-  assert(from.isBroadcast() && want.isPartial());
-  return emit<KeepOneOp>(out, v, 0, groups);
+  Value changed = emitCollective(out, v, from, want, cost, groups);
+  assert(changed && "flat layouts never change S -> P");
+  return changed;
 }
 
 FailureOr<Value> Lowerer::samePlacement(Value v, SBPAttr to) {
@@ -266,9 +267,9 @@ FailureOr<Value> Lowerer::otherPlacement(Value v, GlobalType to) {
       llvm::all_of(t.getSbp().getDims(),
                    [](SBPDim d) { return d.isPartial(); }) &&
       to.getSbp().isAllBroadcast()) {
-    auto op = ReduceOp::create(b, loc, to, v,
-                               b.getI64IntegerAttr(tp.getRanks()[0]),
-                               b.getDenseI64ArrayAttr(fp.getRanks()));
+    auto op =
+        ReduceOp::create(b, loc, to, v, b.getI64IntegerAttr(tp.getRanks()[0]),
+                         b.getDenseI64ArrayAttr(fp.getRanks()));
     copyAttrs(op);
     record(op, t, to, total);
     return op.getResult();
@@ -324,9 +325,8 @@ FailureOr<Value> Lowerer::otherPlacement(Value v, GlobalType to) {
       Box piece = need.intersect(has);
       if (piece.isEmpty())
         continue;
-      int64_t from = llvm::is_contained(holders, dst)
-                         ? dst
-                         : holders[q % holders.size()];
+      int64_t from =
+          llvm::is_contained(holders, dst) ? dst : holders[q % holders.size()];
       SmallVector<int64_t> m = {from, dst};
       llvm::append_range(m, piece.offsets);
       llvm::append_range(m, piece.sizes);
@@ -353,10 +353,9 @@ LogicalResult Lowerer::run() {
     return move.emitOpError("pf-lower-boxing: layouts must be inferred "
                             "first (run pf-infer-sbp)");
   b.setInsertionPoint(move);
-  FailureOr<Value> result =
-      from.getPlacement() == to.getPlacement()
-          ? samePlacement(move.getInput(), to.getSbp())
-          : otherPlacement(move.getInput(), to);
+  FailureOr<Value> result = from.getPlacement() == to.getPlacement()
+                                ? samePlacement(move.getInput(), to.getSbp())
+                                : otherPlacement(move.getInput(), to);
   if (failed(result))
     return failure();
   move.getResult().replaceAllUsesWith(*result);
@@ -364,8 +363,7 @@ LogicalResult Lowerer::run() {
   return success();
 }
 
-struct LowerBoxingPass
-    : public pf::impl::LowerBoxingPassBase<LowerBoxingPass> {
+struct LowerBoxingPass : public pf::impl::LowerBoxingPassBase<LowerBoxingPass> {
   using LowerBoxingPassBase::LowerBoxingPassBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
