@@ -160,9 +160,9 @@ std::optional<Plan> mlir::pf::schedule::build(ScheduleKind kind, int64_t p,
     size_t remaining = 0;
     for (auto &l : plan)
       remaining += l.size();
-    for (int64_t t = 0; remaining > 0 || llvm::any_of(pendingW, [](auto &w) {
-                          return !w.empty();
-                        });
+    for (int64_t t = 0;
+         remaining > 0 ||
+         llvm::any_of(pendingW, [](auto &w) { return !w.empty(); });
          ++t) {
       for (int64_t r = 0; r < p; ++r) {
         if (freeAt[r] > t)
@@ -174,11 +174,10 @@ std::optional<Plan> mlir::pf::schedule::build(ScheduleKind kind, int64_t p,
             auto it = finish.find({k, mb, st});
             return it != finish.end() && it->second <= t;
           };
-          bool ok = a.kind == 'F'
-                        ? (r == 0 || depDone('F', a.mb, r - 1))
-                        : (r + 1 < stages ? depDone('B', a.mb, r + 1)
-                                          : depDone('F', a.mb, r)) &&
-                              depDone('F', a.mb, r);
+          bool ok = a.kind == 'F' ? (r == 0 || depDone('F', a.mb, r - 1))
+                                  : (r + 1 < stages ? depDone('B', a.mb, r + 1)
+                                                    : depDone('F', a.mb, r)) &&
+                                        depDone('F', a.mb, r);
           if (ok && a.kind == 'F' && !pendingW[r].empty() &&
               held[r] >= std::min(p, m))
             ok = false; // a W first: it frees a held micro-batch
@@ -292,7 +291,8 @@ Result mlir::pf::schedule::simulate(const Plan &plan, int64_t p, int64_t m,
           result.peakInFlight[r] =
               std::max(result.peakInFlight[r], ++inFlight[r]);
           actBytes[r] += costs.actOf(s);
-          result.peakActBytes[r] = std::max(result.peakActBytes[r], actBytes[r]);
+          result.peakActBytes[r] =
+              std::max(result.peakActBytes[r], actBytes[r]);
         } else if ((a.kind == 'B' && !splitW) || a.kind == 'W') {
           // In flight until the last backward action that reads the
           // micro-batch's activations: W when it is apart (the weight
@@ -313,9 +313,9 @@ Result mlir::pf::schedule::simulate(const Plan &plan, int64_t p, int64_t m,
       const Action &a = ready[r][next[r]];
       int64_t s = a.chunk * p + r;
       std::string waits =
-          a.kind == 'F'   ? "F" + std::to_string(a.mb) + " of stage " +
-                                std::to_string(s - 1)
-          : a.kind == 'W' ? "B" + std::to_string(a.mb) + " of its own stage"
+          a.kind == 'F'    ? "F" + std::to_string(a.mb) + " of stage " +
+                                 std::to_string(s - 1)
+          : a.kind == 'W'  ? "B" + std::to_string(a.mb) + " of its own stage"
           : s + 1 < stages ? "B" + std::to_string(a.mb) + " of stage " +
                                  std::to_string(s + 1)
                            : "F" + std::to_string(a.mb) + " of its own stage";
@@ -333,10 +333,7 @@ Result mlir::pf::schedule::simulate(const Plan &plan, int64_t p, int64_t m,
 }
 
 std::optional<int64_t> mlir::pf::schedule::stageOf(Operation *op) {
-  auto read = [](Operation *o) {
-    return getIntAttrValue(o, PFDialect::StageAttrHelper::getNameStr());
-  };
-  if (auto s = read(op))
+  if (auto s = getStageAttrValue(op))
     return s;
   // Communication, box copies and input slices have no stage of their own:
   // they belong to the stage that consumes (or else produces) their data,
@@ -357,7 +354,7 @@ std::optional<int64_t> mlir::pf::schedule::stageOf(Operation *op) {
             next.push_back(def);
       }
       for (Operation *n : next) {
-        if (auto s = read(n))
+        if (auto s = getStageAttrValue(n))
           return s;
         if (seen.insert(n).second && n->getNumRegions() == 0)
           work.push_back(n);

@@ -2,6 +2,7 @@
 
 #include "pf/Target/GraphDot.h"
 #include "pf/Dialect/PF/IR/PFOps.h"
+#include "pf/Dialect/PF/IR/SBPUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -43,9 +44,7 @@ std::string describe(Type type) {
     os << type;
     return s;
   }
-  for (int64_t d : global.getShape())
-    os << d << "x";
-  os << global.getElementType() << "\n";
+  os << shapeString(global) << "\n";
   PlacementAttr p = global.getPlacement();
   os << p.getDevice() << "[";
   if (p.getNumHierarchyDims() > 1) {
@@ -63,10 +62,6 @@ std::string describe(Type type) {
     os << "[?]";
   }
   return s;
-}
-
-std::optional<int64_t> stageOf(Operation *op) {
-  return getIntAttrValue(op, PFDialect::StageAttrHelper::getNameStr());
 }
 
 class GraphWriter {
@@ -111,7 +106,7 @@ private:
       label += " @" + read.getParamAttr().getValue().str();
     else if (auto write = dyn_cast<WriteParamOp>(op))
       label += " @" + write.getParamAttr().getValue().str();
-    std::optional<int64_t> stage = stageOf(op);
+    std::optional<int64_t> stage = getStageAttrValue(op);
     os << "    " << id << " [shape=box, style=filled, fillcolor=\"";
     if (stage) {
       stages.insert(*stage);

@@ -55,6 +55,10 @@ std::optional<int64_t> mlir::pf::getIntAttrValue(Operation *op,
   return std::nullopt;
 }
 
+std::optional<int64_t> mlir::pf::getStageAttrValue(Operation *op) {
+  return getIntAttrValue(op, PFDialect::StageAttrHelper::getNameStr());
+}
+
 LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   StringAttr name = attr.getName();

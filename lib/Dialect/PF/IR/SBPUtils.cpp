@@ -2,6 +2,8 @@
 
 #include "pf/Dialect/PF/IR/SBPUtils.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 #include "pf/Interfaces/SBPInterface.cpp.inc"
 
 using namespace mlir;
@@ -67,7 +69,8 @@ mlir::pf::getNDSBPSignatures(Operation *op, PlacementAttr placement) {
         entries.push_back(result ? s.results[i] : s.operands[i]);
       }
       SBPAttr sbp = SBPAttr::get(ctx, entries);
-      Type t = result ? op->getResult(i).getType() : op->getOperand(i).getType();
+      Type t =
+          result ? op->getResult(i).getType() : op->getOperand(i).getType();
       if (GlobalType g = globalOf(t))
         valid &= isValidLayout(g.getShape(), placement, sbp);
       return sbp;
@@ -108,8 +111,9 @@ double mlir::pf::transitionBytes(SBPDim from, SBPDim to, int64_t n,
 
 double mlir::pf::boxingBytes(GlobalType type, SBPAttr from, SBPAttr to) {
   PlacementAttr p = type.getPlacement();
-  double total = type.getNumElements() *
-                 std::max<int64_t>(1, type.getElementType().getIntOrFloatBitWidth() / 8);
+  double total =
+      type.getNumElements() *
+      std::max<int64_t>(1, type.getElementType().getIntOrFloatBitWidth() / 8);
   double cost = 0;
   for (unsigned d = 0; d < from.size(); ++d) {
     if (from[d] == to[d])
@@ -155,8 +159,8 @@ Box Box::intersect(const Box &other) const {
   Box r;
   for (size_t i = 0; i < offsets.size(); ++i) {
     int64_t lo = std::max(offsets[i], other.offsets[i]);
-    int64_t hi = std::min(offsets[i] + sizes[i],
-                          other.offsets[i] + other.sizes[i]);
+    int64_t hi =
+        std::min(offsets[i] + sizes[i], other.offsets[i] + other.sizes[i]);
     r.offsets.push_back(lo);
     r.sizes.push_back(std::max<int64_t>(0, hi - lo));
   }
@@ -191,8 +195,8 @@ Box mlir::pf::shardBox(ArrayRef<int64_t> shape, PlacementAttr placement,
   return box;
 }
 
-SmallVector<SmallVector<int64_t>> mlir::pf::hierarchyGroups(
-    PlacementAttr placement, unsigned dim) {
+SmallVector<SmallVector<int64_t>>
+mlir::pf::hierarchyGroups(PlacementAttr placement, unsigned dim) {
   ArrayRef<int64_t> h = placement.getHierarchy();
   SmallVector<SmallVector<int64_t>> groups;
   llvm::DenseMap<int64_t, unsigned> groupOf;
@@ -223,4 +227,26 @@ ArrayAttr mlir::pf::groupsAttr(MLIRContext *ctx,
   for (const SmallVector<int64_t> &g : groups)
     attrs.push_back(DenseI64ArrayAttr::get(ctx, g));
   return ArrayAttr::get(ctx, attrs);
+}
+
+std::string mlir::pf::groupsString(ArrayAttr groups) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleaveComma(groups, os, [&](Attribute a) {
+    os << "[";
+    llvm::interleaveComma(cast<DenseI64ArrayAttr>(a).asArrayRef(), os);
+    os << "]";
+  });
+  os << "]";
+  return s;
+}
+
+std::string mlir::pf::shapeString(GlobalType type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  for (int64_t d : type.getShape())
+    os << d << "x";
+  os << type.getElementType();
+  return s;
 }

@@ -20,13 +20,7 @@ using namespace mlir::pf;
 
 namespace {
 
-std::optional<int64_t> stageOf(Operation *op) {
-  return getIntAttrValue(op, PFDialect::StageAttrHelper::getNameStr());
-}
-
-bool isBoundary(Operation *op) {
-  return isa<ToGlobalOp, func::ReturnOp>(op);
-}
+bool isBoundary(Operation *op) { return isa<ToGlobalOp, func::ReturnOp>(op); }
 
 LogicalResult assign(func::FuncOp func) {
   Block &block = func.getBody().front();
@@ -37,22 +31,22 @@ LogicalResult assign(func::FuncOp func) {
   };
   // Forward: the latest stage among the values an op reads.
   for (Operation &op : block) {
-    if (isBoundary(&op) || stageOf(&op))
+    if (isBoundary(&op) || getStageAttrValue(&op))
       continue;
     std::optional<int64_t> latest;
     for (Value v : op.getOperands())
-      if (auto s = stageOf(v.getDefiningOp()))
+      if (auto s = getStageAttrValue(v.getDefiningOp()))
         latest = std::max(latest.value_or(*s), *s);
     if (latest)
       set(&op, *latest);
   }
   // Backward: ops that read nothing staged take their users' earliest stage.
   for (Operation &op : llvm::reverse(block)) {
-    if (isBoundary(&op) || stageOf(&op))
+    if (isBoundary(&op) || getStageAttrValue(&op))
       continue;
     std::optional<int64_t> earliest;
     for (Operation *user : op.getUsers())
-      if (auto s = stageOf(user))
+      if (auto s = getStageAttrValue(user))
         earliest = std::min(earliest.value_or(*s), *s);
     if (earliest)
       set(&op, *earliest);
@@ -61,12 +55,12 @@ LogicalResult assign(func::FuncOp func) {
   // Checks.
   std::map<int64_t, std::pair<PlacementAttr, Operation *>> placements;
   for (Operation &op : block) {
-    std::optional<int64_t> s = stageOf(&op);
+    std::optional<int64_t> s = getStageAttrValue(&op);
     if (!s)
       continue;
     for (Value v : op.getOperands()) {
       Operation *def = v.getDefiningOp();
-      std::optional<int64_t> from = stageOf(def);
+      std::optional<int64_t> from = getStageAttrValue(def);
       if (from && *from > *s)
         return op.emitOpError()
                << "reads a value of stage " << *from << " in stage " << *s
@@ -77,8 +71,7 @@ LogicalResult assign(func::FuncOp func) {
       auto g = dyn_cast<GlobalType>(t);
       if (!g)
         continue;
-      auto [it, inserted] =
-          placements.try_emplace(*s, g.getPlacement(), &op);
+      auto [it, inserted] = placements.try_emplace(*s, g.getPlacement(), &op);
       if (!inserted && it->second.first != g.getPlacement()) {
         InFlightDiagnostic diag =
             op.emitOpError() << "is on " << g.getPlacement() << " but stage "
@@ -94,9 +87,9 @@ LogicalResult assign(func::FuncOp func) {
   int64_t last = placements.rbegin()->first;
   for (int64_t s = 0; s <= last; ++s)
     if (!placements.count(s))
-      return func.emitOpError() << "stage " << s
-                                << " is empty: stage ids must be 0.."
-                                << last << " without gaps";
+      return func.emitOpError()
+             << "stage " << s << " is empty: stage ids must be 0.." << last
+             << " without gaps";
   return success();
 }
 

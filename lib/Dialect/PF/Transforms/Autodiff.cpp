@@ -1,13 +1,14 @@
 //===- Autodiff.cpp - reverse-mode autodiff of a training step ------------===//
 
+#include "PassUtils.h"
 #include "pf/Dialect/PF/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
-#include "mlir/Transforms/RegionUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -116,7 +117,8 @@ LogicalResult FunctionDifferentiator::run() {
   SymbolTableCollection symbols;
   for (auto read : block.getOps<ReadParamOp>()) {
     StringAttr name = read.getParamAttr().getAttr();
-    auto param = symbols.lookupNearestSymbolFrom<ParamOp>(read, read.getParamAttr());
+    auto param =
+        symbols.lookupNearestSymbolFrom<ParamOp>(read, read.getParamAttr());
     if (param && !param.getBuffer() && !reaching.contains(name) &&
         warned.insert(name).second)
       read.emitWarning() << "parameter " << read.getParamAttr()
@@ -176,8 +178,8 @@ Value FunctionDifferentiator::recompute(Value v, OpBuilder &b) {
   return recomputed.lookup(v);
 }
 
-void FunctionDifferentiator::accumulate(Value forward, Value grad,
-                                        OpBuilder &b, Operation *from) {
+void FunctionDifferentiator::accumulate(Value forward, Value grad, OpBuilder &b,
+                                        Operation *from) {
   Value &slot = grads[forward];
   if (!slot) {
     slot = grad;
@@ -250,15 +252,15 @@ LogicalResult FunctionDifferentiator::differentiate(Operation *op,
   // Tag the new ops: stage from the forward op; input-gradient work ("B")
   // is whatever feeds the gradient of a non-parameter operand.
   SmallVector<Operation *> created;
-  for (Operation *it = marker ? marker->getNextNode()
-                              : &b.getBlock()->front();
+  for (Operation *it = marker ? marker->getNextNode() : &b.getBlock()->front();
        it && it != &*b.getInsertionPoint(); it = it->getNextNode())
     created.push_back(it);
   llvm::SmallPtrSet<Operation *, 8> createdSet(created.begin(), created.end());
   llvm::SmallPtrSet<Operation *, 8> inputWork;
   for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads))
     if (grad && !isParamDerived(operand))
-      if (Operation *def = grad.getDefiningOp(); def && createdSet.contains(def))
+      if (Operation *def = grad.getDefiningOp();
+          def && createdSet.contains(def))
         inputWork.insert(def);
   for (Operation *c : llvm::reverse(created)) {
     if (!inputWork.contains(c))
@@ -301,11 +303,12 @@ LogicalResult FunctionDifferentiator::finishParams(OpBuilder &b) {
     if (!gradParam) {
       OpBuilder mb(param);
       mb.setInsertionPointAfter(param);
-      gradParam = ParamOp::create(
-          mb, param.getLoc(), mb.getStringAttr(bufferName), TypeAttr::get(bufferType),
-          InitAttr::get(param.getContext(), InitKind::Zeros, APFloat(0.0),
-                        APFloat(0.0)),
-          /*buffer=*/mb.getUnitAttr());
+      gradParam =
+          ParamOp::create(mb, param.getLoc(), mb.getStringAttr(bufferName),
+                          TypeAttr::get(bufferType),
+                          InitAttr::get(param.getContext(), InitKind::Zeros,
+                                        APFloat(0.0), APFloat(0.0)),
+                          /*buffer=*/mb.getUnitAttr());
       gradOfAttr.setAttr(gradParam, FlatSymbolRefAttr::get(name));
       table.insert(gradParam);
     } else if (gradParam.getType() != TypeAttr::get(bufferType).getValue()) {
@@ -317,8 +320,8 @@ LogicalResult FunctionDifferentiator::finishParams(OpBuilder &b) {
     auto sum = AddOp::create(b, read.getLoc(), old, grad);
     auto write = WriteParamOp::create(b, read.getLoc(), sum,
                                       FlatSymbolRefAttr::get(gradParam));
-    for (Operation *op : {old.getOperation(), sum.getOperation(),
-                          write.getOperation()}) {
+    for (Operation *op :
+         {old.getOperation(), sum.getOperation(), write.getOperation()}) {
       copyStage(read, op);
       setPhase(op, kBackwardWeight);
     }
@@ -335,8 +338,8 @@ LogicalResult FunctionDifferentiator::finishInputs(OpBuilder &b,
       continue; // Integer inputs (labels) have no gradient.
     Value grad = grads.lookup(arg);
     if (!grad) {
-      auto zeroType = RankedTensorType::get(type.getShape(),
-                                            type.getElementType());
+      auto zeroType =
+          RankedTensorType::get(type.getShape(), type.getElementType());
       auto zero = ConstantOp::create(
           b, arg.getLoc(), type.withSBP({}),
           DenseElementsAttr::get(zeroType,
@@ -347,8 +350,7 @@ LogicalResult FunctionDifferentiator::finishInputs(OpBuilder &b,
     results.push_back(grad);
   }
   ret->setOperands(results);
-  func.setFunctionType(FunctionType::get(
-      func.getContext(), func.getArgumentTypes(), ValueRange(results).getTypes()));
+  passutil::setResultTypes(func, results);
   return success();
 }
 
@@ -356,12 +358,10 @@ struct AutodiffPass : public pf::impl::AutodiffPassBase<AutodiffPass> {
   using AutodiffPassBase::AutodiffPassBase;
 
   void runOnOperation() override {
-    if (accumulationSteps < 1) {
-      getOperation().emitError()
-          << "pf-autodiff: accumulation-steps must be >= 1, got "
-          << static_cast<int64_t>(accumulationSteps);
+    if (failed(passutil::checkAtLeastOne(getOperation(), "pf-autodiff",
+                                         "accumulation-steps",
+                                         accumulationSteps)))
       return signalPassFailure();
-    }
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal() || func.getNumResults() == 0)
         continue;

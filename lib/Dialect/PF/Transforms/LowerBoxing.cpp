@@ -20,28 +20,6 @@ using namespace mlir::pf;
 
 namespace {
 
-std::string shapeStr(GlobalType t) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  for (int64_t d : t.getShape())
-    os << d << "x";
-  os << t.getElementType();
-  return s;
-}
-
-std::string groupsStr(ArrayAttr groups) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << "[";
-  llvm::interleaveComma(groups, os, [&](Attribute a) {
-    os << "[";
-    llvm::interleaveComma(cast<DenseI64ArrayAttr>(a).asArrayRef(), os);
-    os << "]";
-  });
-  os << "]";
-  return s;
-}
-
 double elementBytes(GlobalType t) {
   return std::max<int64_t>(1, t.getElementType().getIntOrFloatBitWidth() / 8);
 }
@@ -96,13 +74,13 @@ void Lowerer::record(Operation *op, GlobalType from, GlobalType to,
                      double cost) {
   std::string s;
   llvm::raw_string_ostream os(s);
-  os << op->getName().stripDialect() << " " << shapeStr(from) << " "
+  os << op->getName().stripDialect() << " " << shapeString(from) << " "
      << from.getPlacement() << " " << from.getSbp() << " -> ";
   if (to.getPlacement() != from.getPlacement())
     os << to.getPlacement() << " ";
   os << to.getSbp();
   if (auto groups = op->getAttrOfType<ArrayAttr>("groups"))
-    os << " groups " << groupsStr(groups);
+    os << " groups " << groupsString(groups);
   if (auto ranks = op->getAttrOfType<DenseI64ArrayAttr>("ranks")) {
     os << " root " << op->getAttrOfType<IntegerAttr>("root").getInt()
        << " ranks [";

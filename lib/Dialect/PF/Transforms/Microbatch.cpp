@@ -1,5 +1,6 @@
 //===- Microbatch.cpp - gradient accumulation over micro-batches ----------===//
 
+#include "PassUtils.h"
 #include "pf/Dialect/PF/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -49,9 +50,9 @@ LogicalResult retype(Operation *orig, Operation *copy, int64_t m) {
     }
     return success();
   }
-  bool batched = isa<ReshapeOp, FlattenOp, ToGlobalOp, Conv2DGradInputOp,
-                     MaxPool2DGradOp, AvgPool2DGradOp, GlobalAvgPoolGradOp>(
-      copy);
+  bool batched =
+      isa<ReshapeOp, FlattenOp, ToGlobalOp, Conv2DGradInputOp, MaxPool2DGradOp,
+          AvgPool2DGradOp, GlobalAvgPoolGradOp>(copy);
   if (!batched || copy->getNumOperands() == 0 ||
       copy->getOperand(0).getType() == orig->getOperand(0).getType())
     return success();
@@ -147,8 +148,8 @@ LogicalResult splitFunction(func::FuncOp func, int64_t m) {
     for (int64_t k = 0; k < m; ++k)
       losses.push_back(maps[k].lookupOrDefault(loss));
     auto lossType = cast<GlobalType>(loss.getType());
-    auto packed = PackOp::create(
-        b, ret.getLoc(), lossType.withSBP({}).withShape({m}), losses);
+    auto packed = PackOp::create(b, ret.getLoc(),
+                                 lossType.withSBP({}).withShape({m}), losses);
     PFDialect::StageAttrHelper stageAttr(b.getContext());
     if (Operation *def = loss.getDefiningOp())
       if (IntegerAttr stage = stageAttr.getAttr(def))
@@ -164,26 +165,20 @@ LogicalResult splitFunction(func::FuncOp func, int64_t m) {
     op->dropAllUses();
     op->erase();
   }
-  func.setFunctionType(FunctionType::get(func.getContext(),
-                                         func.getArgumentTypes(),
-                                         ValueRange(results).getTypes()));
+  passutil::setResultTypes(func, results);
   return success();
 }
 
 struct MicrobatchPass : public pf::impl::MicrobatchPassBase<MicrobatchPass> {
   using MicrobatchPassBase::MicrobatchPassBase;
   void runOnOperation() override {
-    if (numMicrobatches < 1) {
-      getOperation().emitError()
-          << "pf-microbatch: num-microbatches must be >= 1, got "
-          << static_cast<int64_t>(numMicrobatches);
+    if (failed(passutil::checkAtLeastOne(getOperation(), "pf-microbatch",
+                                         "num-microbatches", numMicrobatches)))
       return signalPassFailure();
-    }
     if (numMicrobatches == 1)
       return;
     for (auto func : getOperation().getOps<func::FuncOp>())
-      if (!func.isExternal() &&
-          failed(splitFunction(func, numMicrobatches)))
+      if (!func.isExternal() && failed(splitFunction(func, numMicrobatches)))
         return signalPassFailure();
   }
 };

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #define DEBUG_TYPE "pf-partition-ranks"
 
@@ -56,9 +57,8 @@ private:
     auto g = dyn_cast<GlobalType>(t);
     if (!g || !g.getPlacement().contains(rank))
       return t;
-    auto placement =
-        PlacementAttr::get(t.getContext(), g.getPlacement().getDevice(), {1},
-                           {rank});
+    auto placement = PlacementAttr::get(
+        t.getContext(), g.getPlacement().getDevice(), {1}, {rank});
     return GlobalType::get(t.getContext(), box(g).sizes, g.getElementType(),
                            placement, broadcast);
   }
@@ -86,7 +86,9 @@ private:
 
 bool RankPartitioner::participates(Operation *op) const {
   if (auto t = dyn_cast<TransferOp>(op))
-    return cast<GlobalType>(t.getInput().getType()).getPlacement().contains(rank) ||
+    return cast<GlobalType>(t.getInput().getType())
+               .getPlacement()
+               .contains(rank) ||
            t.getType().getPlacement().contains(rank);
   if (auto bc = dyn_cast<BroadcastOp>(op))
     return llvm::is_contained(bc.getRanks(), rank);
@@ -126,8 +128,8 @@ void RankPartitioner::annotateInput(func::FuncOp func, BlockArgument arg) {
     if (auto mb = dyn_cast<MicrobatchOp>(user))
       m = mb.getCount();
   SmallVector<int64_t> mbShape(g.getShape());
-  bool batchSplit = g.getRank() > 0 &&
-                    g.getSbp().getSplitFactor(0, g.getPlacement()) > 1;
+  bool batchSplit =
+      g.getRank() > 0 && g.getSbp().getSplitFactor(0, g.getPlacement()) > 1;
   if (!batchSplit)
     m = 1;
   mbShape[0] = g.getRank() > 0 ? g.getShape()[0] / m : 1;
@@ -222,8 +224,8 @@ RankPartitioner::lowerTransfer(TransferOp op, OpBuilder &b,
     if (result.getType() != local)
       result = ToGlobalOp::create(b, loc, local, result);
   } else {
-    auto assemble = AssembleOp::create(b, loc, local, pieces,
-                                       groupsAttr(op.getContext(), pieceOffsets));
+    auto assemble = AssembleOp::create(
+        b, loc, local, pieces, groupsAttr(op.getContext(), pieceOffsets));
     assemble->setAttrs(op->getDiscardableAttrDictionary());
     result = assemble.getResult();
   }
@@ -303,11 +305,10 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
   }
   // Layout-dependent local semantics, decided on global types.
   for (Operation &op : block) {
-    Value logits;
-    if (auto ce = dyn_cast<SoftmaxCrossEntropyOp>(op))
-      logits = ce.getLogits();
-    else if (auto ceg = dyn_cast<SoftmaxCrossEntropyGradOp>(op))
-      logits = ceg.getLogits();
+    Value logits = TypeSwitch<Operation *, Value>(&op)
+                       .Case<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(
+                           [](auto ce) { return ce.getLogits(); })
+                       .Default([](Operation *) { return Value(); });
     if (!logits)
       continue;
     auto g = cast<GlobalType>(logits.getType());
@@ -512,8 +513,8 @@ struct PartitionRanksPass
     for (Operation &op : module.getBody()->getOperations())
       original.push_back(&op);
     for (int64_t r = 0; r < world; ++r) {
-      auto rankModule = ModuleOp::create(module.getLoc(),
-                                         ("rank" + Twine(r)).str());
+      auto rankModule =
+          ModuleOp::create(module.getLoc(), ("rank" + Twine(r)).str());
       dialect->getRankAttrHelper().setAttr(rankModule, b.getI64IntegerAttr(r));
       b.insert(rankModule);
       OpBuilder inner = OpBuilder::atBlockBegin(rankModule.getBody());

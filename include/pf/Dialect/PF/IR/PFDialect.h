@@ -17,6 +17,10 @@ namespace mlir::pf {
 /// `pf.microbatch`, ...); none when `op` is null or has no such attribute.
 std::optional<int64_t> getIntAttrValue(Operation *op, StringRef name);
 
+/// `op`'s own `pf.stage`, if any (see schedule::stageOf for the stage an op
+/// without one works for).
+std::optional<int64_t> getStageAttrValue(Operation *op);
+
 } // namespace mlir::pf
 
 #endif // PF_DIALECT_PF_IR_PFDIALECT_H

@@ -75,8 +75,13 @@ SmallVector<SmallVector<int64_t>> hierarchyGroups(PlacementAttr placement,
 SBPAttr withDim(SBPAttr sbp, unsigned dim, SBPDim entry);
 
 /// Groups as an attribute: [[0, 1], [2, 3]].
-ArrayAttr groupsAttr(MLIRContext *ctx,
-                     ArrayRef<SmallVector<int64_t>> groups);
+ArrayAttr groupsAttr(MLIRContext *ctx, ArrayRef<SmallVector<int64_t>> groups);
+
+/// A groups attribute (groupsAttr) as text for reports: "[[0, 1], [2, 3]]".
+std::string groupsString(ArrayAttr groups);
+
+/// A global tensor's shape and element type as text: "16x784xf32".
+std::string shapeString(GlobalType type);
 
 } // namespace mlir::pf
 
