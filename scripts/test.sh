@@ -51,5 +51,13 @@ if [ -d "$root/test/python" ]; then
   count pytest "$p" "$f"
 fi
 
+# Formatting: every tracked C/C++ file is clang-formatted (.clang-format).
+if "$root/scripts/check-format.sh" >"$log/format" 2>&1; then
+  count format 1 0
+else
+  cat "$log/format"
+  count format 0 1
+fi
+
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

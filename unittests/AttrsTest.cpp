@@ -26,7 +26,8 @@ protected:
 };
 
 TEST_F(PFAttrsTest, PlacementHierarchy) {
-  auto p = parse<PlacementAttr>("#pf.placement<\"cuda\", [[4, 5, 6], [1, 2, 3]]>");
+  auto p =
+      parse<PlacementAttr>("#pf.placement<\"cuda\", [[4, 5, 6], [1, 2, 3]]>");
   ASSERT_TRUE(p);
   EXPECT_TRUE(p.isCuda());
   EXPECT_EQ(p.getNumHierarchyDims(), 2u);
@@ -41,7 +42,8 @@ TEST_F(PFAttrsTest, PlacementHierarchy) {
 }
 
 TEST_F(PFAttrsTest, PlacementRejectsBadRankLists) {
-  ScopedDiagnosticHandler silence(&context, [](Diagnostic &) { return success(); });
+  ScopedDiagnosticHandler silence(&context,
+                                  [](Diagnostic &) { return success(); });
   EXPECT_FALSE(parse<PlacementAttr>("#pf.placement<\"cpu\", [0, 0]>"));
   EXPECT_FALSE(parse<PlacementAttr>("#pf.placement<\"cpu\", [-1]>"));
   EXPECT_FALSE(parse<PlacementAttr>("#pf.placement<\"cpu\", [[0, 1], [2]]>"));

@@ -54,7 +54,8 @@ TEST(Partition, MatchesBruteForceOnRandomCases) {
     cuts[0] = 0;
     Best best;
     enumerate(costs, cuts, k, 0, 0, 0, best);
-    std::optional<partition::Result> r = partition::minMaxContiguous(costs, k, cuts);
+    std::optional<partition::Result> r =
+        partition::minMaxContiguous(costs, k, cuts);
     ASSERT_TRUE(r.has_value());
     ASSERT_EQ(r->maxCost, best.maxCost) << "trial " << trial;
     ASSERT_EQ(r->cutCost, best.cutCost) << "trial " << trial;

@@ -18,10 +18,10 @@ namespace mlir::pf {
 
 /// The pf dialect and the upstream dialects PipeFlow lowers through.
 inline void registerAllDialects(DialectRegistry &registry) {
-  registry.insert<PFDialect, arith::ArithDialect, func::FuncDialect,
-                  linalg::LinalgDialect, LLVM::LLVMDialect,
-                  memref::MemRefDialect, scf::SCFDialect,
-                  tensor::TensorDialect, vector::VectorDialect>();
+  registry
+      .insert<PFDialect, arith::ArithDialect, func::FuncDialect,
+              linalg::LinalgDialect, LLVM::LLVMDialect, memref::MemRefDialect,
+              scf::SCFDialect, tensor::TensorDialect, vector::VectorDialect>();
 }
 
 } // namespace mlir::pf

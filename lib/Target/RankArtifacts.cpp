@@ -42,15 +42,15 @@ LogicalResult compileObject(Operation *where, llvm::Module &module,
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
-    return where->emitError() << "no LLVM target for " << triple.str() << ": "
-                              << error;
+    return where->emitError()
+           << "no LLVM target for " << triple.str() << ": " << error;
   llvm::SubtargetFeatures features;
   for (auto &feature : llvm::sys::getHostCPUFeatures())
     features.AddFeature(feature.first(), feature.second);
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), features.getString(),
-      options, llvm::Reloc::PIC_, std::nullopt,
+      triple, llvm::sys::getHostCPUName(), features.getString(), options,
+      llvm::Reloc::PIC_, std::nullopt,
       // The step is a straight run of calls into libpfrt: optimising it buys
       // nothing measurable, and the default level's codegen is superlinear
       // in the step's length (400 layers x 8 micro-batches: 24 s of CPU,
@@ -61,8 +61,8 @@ LogicalResult compileObject(Operation *where, llvm::Module &module,
   std::error_code ec;
   llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
   if (ec)
-    return where->emitError() << "cannot write " << path << ": "
-                              << ec.message();
+    return where->emitError()
+           << "cannot write " << path << ": " << ec.message();
   llvm::legacy::PassManager pm;
   if (machine->addPassesToEmitFile(pm, out, nullptr,
                                    llvm::CodeGenFileType::ObjectFile))
@@ -97,15 +97,15 @@ LogicalResult link(Operation *where, StringRef object, StringRef output,
   args.push_back("-lm");
   std::vector<StringRef> argRefs(args.begin(), args.end());
   std::string error;
-  int rc = llvm::sys::ExecuteAndWait(PF_LINKER, argRefs, std::nullopt, {}, 0,
-                                     0, &error);
+  int rc = llvm::sys::ExecuteAndWait(PF_LINKER, argRefs, std::nullopt, {}, 0, 0,
+                                     &error);
   if (rc != 0) {
     std::string line;
     for (const std::string &a : args)
       line += a + " ";
-    return where->emitError() << "linking " << output << " failed (exit " << rc
-                              << (error.empty() ? "" : ": ") << error
-                              << "): " << line;
+    return where->emitError()
+           << "linking " << output << " failed (exit " << rc
+           << (error.empty() ? "" : ": ") << error << "): " << line;
   }
   return success();
 }
@@ -132,8 +132,8 @@ LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
                             "lowered to the LLVM dialect "
                             "(pf-compile-cpu-pipeline)");
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-    return module.emitError() << "cannot create " << dir << ": "
-                              << ec.message();
+    return module.emitError()
+           << "cannot create " << dir << ": " << ec.message();
 
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
@@ -220,9 +220,9 @@ LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
       llvm::json::Array outputs;
       for (auto out : list.getAsRange<DictionaryAttr>()) {
         llvm::json::Array shape;
-        for (int64_t d : cast<DenseI64ArrayAttr>(
-                             out.get(artifact::output::kLocalShape))
-                             .asArrayRef())
+        for (int64_t d :
+             cast<DenseI64ArrayAttr>(out.get(artifact::output::kLocalShape))
+                 .asArrayRef())
           shape.push_back(d);
         auto text = [&](StringRef key) {
           return cast<StringAttr>(out.get(key)).getValue().str();

@@ -37,8 +37,7 @@ int main(int argc, char **argv) {
   pfrt_barrier();
   usleep(2000);
   double t1 = pfrt_now_us();
-  CHECK(t1 - t0 >= 1900.0, "clock advanced %.1f us over a 2 ms sleep",
-        t1 - t0);
+  CHECK(t1 - t0 >= 1900.0, "clock advanced %.1f us over a 2 ms sleep", t1 - t0);
   /* The epoch is rank 0's clock at init, so all ranks read a small value. */
   CHECK(t0 >= 0.0 && t0 < 60e6, "now_us %.1f not relative to the job start",
         t0);

@@ -82,27 +82,31 @@ void gemms() {
         for (float beta : {0.0f, 1.0f}) {
           if (beta != 0.0f && ep != PFRT_EPILOGUE_NONE)
             continue;
-          auto a = randomVector(size_t(m * k), 1), b = randomVector(size_t(k * n), 2);
-          auto c = randomVector(size_t(m * n), 3), bias = randomVector(size_t(n), 4);
+          auto a = randomVector(size_t(m * k), 1),
+               b = randomVector(size_t(k * n), 2);
+          auto c = randomVector(size_t(m * n), 3),
+               bias = randomVector(size_t(n), 4);
           void *da = device(a, 0), *db = device(b, 1 << 16);
           void *dc = device(c, 2 << 16), *dbias = device(bias, 3 << 16);
-          bool hasBias = ep == PFRT_EPILOGUE_BIAS || ep == PFRT_EPILOGUE_RELU_BIAS;
+          bool hasBias =
+              ep == PFRT_EPILOGUE_BIAS || ep == PFRT_EPILOGUE_RELU_BIAS;
           pfrt_cuda_gemm(ta, tb, m, n, k, 1.0f, da, ta ? m : k, db, tb ? k : n,
                          beta, dc, n, 1, 0, 0, 0, ep, hasBias ? dbias : nullptr,
                          nullptr, 0);
-          auto want = gemmRef(ta, tb, m, n, k, a, b, c, beta,
-                              hasBias ? &bias : nullptr,
-                              ep == PFRT_EPILOGUE_RELU ||
-                                  ep == PFRT_EPILOGUE_RELU_BIAS);
+          auto want = gemmRef(
+              ta, tb, m, n, k, a, b, c, beta, hasBias ? &bias : nullptr,
+              ep == PFRT_EPILOGUE_RELU || ep == PFRT_EPILOGUE_RELU_BIAS);
           double err = relErr(host(dc, size_t(m * n)), want);
-          CHECK(err < 1e-5, "gemm ta=%d tb=%d epilogue=%d beta=%g: error %g", ta,
-                tb, ep, beta, err);
+          CHECK(err < 1e-5, "gemm ta=%d tb=%d epilogue=%d beta=%g: error %g",
+                ta, tb, ep, beta, err);
         }
   // Batched, strided.
   const int64_t batch = 3;
-  auto a = randomVector(size_t(batch * m * k), 5), b = randomVector(size_t(batch * k * n), 6);
+  auto a = randomVector(size_t(batch * m * k), 5),
+       b = randomVector(size_t(batch * k * n), 6);
   std::vector<float> zero(size_t(batch * m * n), 0.0f);
-  void *da = device(a, 0), *db = device(b, 1 << 17), *dc = device(zero, 2 << 17);
+  void *da = device(a, 0), *db = device(b, 1 << 17),
+       *dc = device(zero, 2 << 17);
   pfrt_cuda_gemm(0, 0, m, n, k, 1.0f, da, k, db, n, 0.0f, dc, n, batch, m * k,
                  k * n, m * n, PFRT_EPILOGUE_NONE, nullptr, nullptr, 0);
   auto got = host(dc, size_t(batch * m * n));
@@ -110,8 +114,10 @@ void gemms() {
     std::vector<float> ai(a.begin() + i * m * k, a.begin() + (i + 1) * m * k);
     std::vector<float> bi(b.begin() + i * k * n, b.begin() + (i + 1) * k * n);
     std::vector<float> z(size_t(m * n), 0.0f);
-    std::vector<float> gi(got.begin() + i * m * n, got.begin() + (i + 1) * m * n);
-    double err = relErr(gi, gemmRef(false, false, m, n, k, ai, bi, z, 0.0f, nullptr, false));
+    std::vector<float> gi(got.begin() + i * m * n,
+                          got.begin() + (i + 1) * m * n);
+    double err = relErr(
+        gi, gemmRef(false, false, m, n, k, ai, bi, z, 0.0f, nullptr, false));
     CHECK(err < 1e-5, "batched gemm entry %lld: error %g", (long long)i, err);
   }
 }
@@ -141,7 +147,8 @@ std::vector<float> kernels(void *module, bool captured) {
     launch();
   }
   auto gy = host(dy, size_t(n)), gs = host(dsum, size_t(rows));
-  std::vector<double> wy(static_cast<size_t>(n)), ws(static_cast<size_t>(rows), 0.0);
+  std::vector<double> wy(static_cast<size_t>(n)),
+      ws(static_cast<size_t>(rows), 0.0);
   for (long long i = 0; i < n; ++i)
     wy[i] = double(a) * x[i] + y[i];
   for (long long i = 0; i < rows; ++i)
@@ -190,8 +197,9 @@ int main(int argc, char **argv) {
   }
   gemms();
   pfrt_cuda_synchronize();
-  printf("cuda: kernels, graph replay and cuBLASLt GEMMs OK (high-water %lld)\n",
-         (long long)pfrt_cuda_arena_high_water());
+  printf(
+      "cuda: kernels, graph replay and cuBLASLt GEMMs OK (high-water %lld)\n",
+      (long long)pfrt_cuda_arena_high_water());
   pfrt_finalize();
   return 0;
 }

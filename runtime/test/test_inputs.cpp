@@ -49,8 +49,7 @@ void checkParts(int64_t index, int32_t dtype, int64_t parts,
 
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "part_mismatch")) {
-    std::vector<int64_t> logical = {8, 3}, offsets = {0, 0, 4, 0},
-                         box = {4, 3};
+    std::vector<int64_t> logical = {8, 3}, offsets = {0, 0, 4, 0}, box = {4, 3};
     std::vector<float> out(8);
     pfrt_load_input_part(0, out.data(), 32, 0, 3, PFRT_DTYPE_F32, 0, 1, 2, 2,
                          logical.data(), 2, offsets.data(), box.data());
@@ -60,8 +59,7 @@ int main(int argc, char **argv) {
   uint64_t seed = pt_seed("inputs");
   // Two boxes (rows 0-3 and 8-11 of a 16x3 input): 2 parts group whole
   // boxes, 4 and 8 parts split their rows.
-  std::vector<int64_t> logical = {16, 3}, offsets = {0, 0, 8, 0},
-                       box = {4, 3};
+  std::vector<int64_t> logical = {16, 3}, offsets = {0, 0, 8, 0}, box = {4, 3};
   checkParts(0, PFRT_DTYPE_F32, 2, logical, offsets, box, seed);
   checkParts(1, PFRT_DTYPE_F32, 4, logical, offsets, box, seed);
   checkParts(2, PFRT_DTYPE_F32, 8, logical, offsets, box, seed);
@@ -80,8 +78,8 @@ int main(int argc, char **argv) {
   pfrt_set_input(5, host.data(), int64_t(host.size() * sizeof(float)));
   std::vector<float> part(6);
   for (int64_t k = 0; k < 4; ++k) {
-    pfrt_load_input_part(5, part.data(), 24, k, 4, PFRT_DTYPE_F32, 0, seed,
-                         7, 2, logical.data(), 2, offsets.data(), box.data());
+    pfrt_load_input_part(5, part.data(), 24, k, 4, PFRT_DTYPE_F32, 0, seed, 7,
+                         2, logical.data(), 2, offsets.data(), box.data());
     CHECK(!std::memcmp(part.data(), host.data() + 6 * k, 24),
           "user input part %lld is not the host's slice", (long long)k);
   }

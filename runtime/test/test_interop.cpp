@@ -40,8 +40,8 @@ int64_t numel(const std::vector<int64_t> &s) {
 }
 
 /// Computes the given shard as raw bytes of the case's dtype.
-std::vector<char> compute(const Case &c, const int64_t *off,
-                          const int64_t *shp, int64_t n) {
+std::vector<char> compute(const Case &c, const int64_t *off, const int64_t *shp,
+                          int64_t n) {
   std::vector<char> out;
   if (c.func == "batch") {
     out.resize(n * 4);
@@ -55,8 +55,7 @@ std::vector<char> compute(const Case &c, const int64_t *off,
   } else if (c.func.rfind("labels:", 0) == 0) {
     std::vector<int64_t> lab(n);
     pfrt_synthetic_labels(lab.data(), std::stoll(c.func.substr(7)), c.seed,
-                          c.stream, c.step, c.ndim, c.logical.data(), off,
-                          shp);
+                          c.stream, c.step, c.ndim, c.logical.data(), off, shp);
     if (c.dtype == "i8") {
       out.resize(n * 8);
       memcpy(out.data(), lab.data(), n * 8);
@@ -124,8 +123,7 @@ int main(int argc, char **argv) {
 
     // Shard read from the NumPy file == shard computed directly.
     int64_t m = numel(c.shape);
-    std::vector<char> shard =
-        compute(c, c.offset.data(), c.shape.data(), m);
+    std::vector<char> shard = compute(c, c.offset.data(), c.shape.data(), m);
     std::vector<char> fromFile(m * elem + 1);
     pfrt_npy_read_shard(ppath.c_str(), dt, c.ndim, c.logical.data(),
                         c.offset.data(), c.shape.data(), fromFile.data());

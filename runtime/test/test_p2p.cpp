@@ -20,8 +20,8 @@ int64_t msgCount(int64_t sender, int round) {
   return 1000 + 37 * sender + 131 * round;
 }
 
-std::vector<float> payload(int64_t sender, int64_t receiver, int tag,
-                           int round, int64_t count) {
+std::vector<float> payload(int64_t sender, int64_t receiver, int tag, int round,
+                           int64_t count) {
   std::vector<float> v(count);
   for (int64_t i = 0; i < count; ++i)
     v[i] = pt_value(gSeed, uint64_t(round) * 1000 + tag,
@@ -61,8 +61,10 @@ int main(int argc, char **argv) {
   // Receives are posted before and after the sends to mix the order.
   for (int round = 0; round < 3; ++round) {
     const int tRight = 11, tLeft = 12, tTwice = 13, tEmpty = 14;
-    std::vector<float> toRight = payload(r, right, tRight, round, msgCount(r, round));
-    std::vector<float> toLeft = payload(r, left, tLeft, round, msgCount(r, round) + 3);
+    std::vector<float> toRight =
+        payload(r, right, tRight, round, msgCount(r, round));
+    std::vector<float> toLeft =
+        payload(r, left, tLeft, round, msgCount(r, round) + 3);
     std::vector<float> first = payload(r, right, tTwice, round, 17);
     std::vector<float> second = payload(r, right, tTwice + 100, round, 17);
     std::vector<float> fromLeft(msgCount(left, round), NAN);
@@ -82,17 +84,22 @@ int main(int argc, char **argv) {
         {0, left, tEmpty, nullptr, 0},
     };
     pfrt_p2p_batch(ops.data(), int64_t(ops.size()));
-    CHECK(pt_bits_equal(fromLeft.data(),
-                        payload(left, r, tRight, round, msgCount(left, round)).data(),
-                        int64_t(fromLeft.size())),
+    CHECK(pt_bits_equal(
+              fromLeft.data(),
+              payload(left, r, tRight, round, msgCount(left, round)).data(),
+              int64_t(fromLeft.size())),
           "batch round %d: rightward data from %d wrong", round, left);
-    CHECK(pt_bits_equal(fromRight.data(),
-                        payload(right, r, tLeft, round, msgCount(right, round) + 3).data(),
-                        int64_t(fromRight.size())),
-          "batch round %d: leftward data from %d wrong", round, right);
-    CHECK(pt_bits_equal(got1.data(), payload(left, r, tTwice, round, 17).data(), 17),
+    CHECK(
+        pt_bits_equal(
+            fromRight.data(),
+            payload(right, r, tLeft, round, msgCount(right, round) + 3).data(),
+            int64_t(fromRight.size())),
+        "batch round %d: leftward data from %d wrong", round, right);
+    CHECK(pt_bits_equal(got1.data(), payload(left, r, tTwice, round, 17).data(),
+                        17),
           "batch round %d: first same-tag message out of order", round);
-    CHECK(pt_bits_equal(got2.data(), payload(left, r, tTwice + 100, round, 17).data(), 17),
+    CHECK(pt_bits_equal(got2.data(),
+                        payload(left, r, tTwice + 100, round, 17).data(), 17),
           "batch round %d: second same-tag message out of order", round);
   }
 

@@ -48,7 +48,7 @@ static void runCase(uint64_t seed, uint64_t tag, int ta, int tb, int64_t M,
       }
       double ref = alpha * acc + beta * (double)C0[i * ldc + j];
       double tol = (K + 4) * FLT_EPSILON *
-                   (fabs(alpha) * mag + fabs(beta * C0[i * ldc + j])) +
+                       (fabs(alpha) * mag + fabs(beta * C0[i * ldc + j])) +
                    1e-30;
       CHECK(fabs(C[i * ldc + j] - ref) <= tol,
             "ta=%d tb=%d M=%lld N=%lld K=%lld: C[%lld][%lld] = %.8g, "
@@ -67,7 +67,7 @@ int main(int argc, char **argv) {
   pfrt_init(&argc, &argv);
   uint64_t seed = pt_seed("sgemm");
   pfrt_set_num_threads(1);
-  const int64_t dims[][3] = {{1, 1, 1},   {3, 5, 7},    {17, 1, 33},
+  const int64_t dims[][3] = {{1, 1, 1},    {3, 5, 7},     {17, 1, 33},
                              {64, 64, 64}, {65, 31, 129}, {2, 100, 3},
                              {5, 4, 0}};
   uint64_t tag = 0;
@@ -76,8 +76,7 @@ int main(int argc, char **argv) {
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb)
         for (int64_t pad = 0; pad <= 3; pad += 3) {
-          runCase(seed, ++tag, ta, tb, dims[d][0], dims[d][1], dims[d][2],
-                  pad);
+          runCase(seed, ++tag, ta, tb, dims[d][0], dims[d][1], dims[d][2], pad);
           ++cases;
         }
   /* Threads beyond one must give the same kind of answer. */

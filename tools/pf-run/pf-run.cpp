@@ -29,14 +29,14 @@ using namespace llvm;
 
 static cl::OptionCategory runCategory("pf-run options");
 
-static cl::opt<std::string> artifactDir(
-    cl::Positional, cl::Required, cl::desc("<artifact directory>"),
-    cl::cat(runCategory));
+static cl::opt<std::string> artifactDir(cl::Positional, cl::Required,
+                                        cl::desc("<artifact directory>"),
+                                        cl::cat(runCategory));
 
-static cl::opt<unsigned> numRanks(
-    "n", cl::Required, cl::value_desc("N"),
-    cl::desc("Number of ranks: the manifest's world size"),
-    cl::cat(runCategory));
+static cl::opt<unsigned>
+    numRanks("n", cl::Required, cl::value_desc("N"),
+             cl::desc("Number of ranks: the manifest's world size"),
+             cl::cat(runCategory));
 
 static cl::opt<unsigned> steps("steps", cl::init(1), cl::value_desc("K"),
                                cl::desc("Training steps to run"),
@@ -175,8 +175,8 @@ static void checkManifest() {
     fail(manifestPath + ": no \"format\" field, expected \"" + expected +
          "\" (recompile " + compile);
   if (*format != expected)
-    fail(manifestPath + ": format \"" + *format + "\", expected \"" +
-         expected + "\" (recompile " + compile);
+    fail(manifestPath + ": format \"" + *format + "\", expected \"" + expected +
+         "\" (recompile " + compile);
 
   std::optional<int64_t> world = root->getInteger("world_size");
   if (!world || !root->getArray("ranks"))

@@ -66,9 +66,9 @@ struct Costs {
 };
 
 struct Result {
-  std::string error;             // non-empty on deadlock or a bad plan
+  std::string error; // non-empty on deadlock or a bad plan
   double makespan = 0.0;
-  std::vector<double> busy;      // per rank
+  std::vector<double> busy;          // per rank
   std::vector<int64_t> peakInFlight; // per rank: forwards whose last
                                      // backward (W when apart) is to come
   std::vector<double> peakActBytes;  // per rank, from Costs::stageAct
@@ -80,8 +80,8 @@ struct Result {
 
 /// Simulates the plan; `splitW` says whether B and W are separate actions
 /// (otherwise a B costs b + w).
-Result simulate(const Plan &plan, int64_t p, int64_t m, int64_t v,
-                bool splitW, Costs costs);
+Result simulate(const Plan &plan, int64_t p, int64_t m, int64_t v, bool splitW,
+                Costs costs);
 
 /// The pipeline stage an op works for: its pf.stage, else (communication,
 /// box copies, micro-batch slices) the first stage found among its users

@@ -87,8 +87,10 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation) {
     if (!slicesOnly || parts < 2)
       continue;
     unsigned n = arg.getArgNumber();
-    auto boxes = func.getArgAttrOfType<ArrayAttr>(n, PFDialect::BoxesAttrHelper::getNameStr());
-    auto boxShape = func.getArgAttrOfType<DenseI64ArrayAttr>(n, PFDialect::BoxShapeAttrHelper::getNameStr());
+    auto boxes = func.getArgAttrOfType<ArrayAttr>(
+        n, PFDialect::BoxesAttrHelper::getNameStr());
+    auto boxShape = func.getArgAttrOfType<DenseI64ArrayAttr>(
+        n, PFDialect::BoxShapeAttrHelper::getNameStr());
     int64_t numBoxes = boxes ? static_cast<int64_t>(boxes.size()) : 1;
     auto type = cast<GlobalType>(arg.getType());
     if (type.getRank() == 0)

@@ -132,9 +132,9 @@ int64_t lowerBound(ArrayRef<Interval> buffers) {
 /// Activations in flight: forward-defined buffers whose last reader is a
 /// backward op, counted per micro-batch over the step. Returns the most
 /// micro-batches with such buffers live at once and the most bytes.
-std::pair<int64_t, int64_t>
-countActivationsInFlight(ArrayRef<Interval> classes,
-                         const llvm::DenseMap<Operation *, int64_t> &positionOf) {
+std::pair<int64_t, int64_t> countActivationsInFlight(
+    ArrayRef<Interval> classes,
+    const llvm::DenseMap<Operation *, int64_t> &positionOf) {
   SmallVector<Operation *> opAt(positionOf.size() + 1, nullptr);
   for (auto &[op, at] : positionOf)
     opAt[at] = op;
@@ -257,8 +257,7 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
       }
       continue;
     }
-    if (isa<MicrobatchOp>(op) &&
-        buffers.isPartLoadedInput(op.getOperand(0))) {
+    if (isa<MicrobatchOp>(op) && buffers.isPartLoadedInput(op.getOperand(0))) {
       if (failed(newClass(op.getResult(0), p, false)))
         return failure();
       continue;
@@ -286,18 +285,19 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
     bool noStorage =
         isa<ScalarInputOp>(op) ||
         (isa<ReadParamOp>(op) && !buffers.isCopyingRead(&op)) ||
-        (isa<ConstantOp>(op) &&
-         llvm::all_of(op.getUsers(),
-                      [](Operation *u) { return isa<WriteParamOp>(u); }));
+        (isa<ConstantOp>(op) && llvm::all_of(op.getUsers(), [](Operation *u) {
+           return isa<WriteParamOp>(u);
+         }));
     for (Value r : op.getResults())
-      if (failed(newClass(r, p,
-                          noStorage || !buffers.inPlaceTarget(r).empty())))
+      if (failed(
+              newClass(r, p, noStorage || !buffers.inPlaceTarget(r).empty())))
         return failure();
     // A forward op's result that a backward op reads later is one of its
     // micro-batch's activations in flight.
     if (auto mb = op.getAttrOfType<IntegerAttr>(
             PFDialect::MicrobatchAttrHelper::getNameStr())) {
-      auto phase = op.getAttrOfType<StringAttr>(PFDialect::PhaseAttrHelper::getNameStr());
+      auto phase = op.getAttrOfType<StringAttr>(
+          PFDialect::PhaseAttrHelper::getNameStr());
       if (!phase || phase.getValue() == "forward")
         for (Value r : op.getResults())
           classes[plan.classOf[r]].microbatch = mb.getInt();
@@ -341,8 +341,8 @@ DictionaryAttr MemoryPlan::toAttr(MLIRContext *ctx) const {
       {entry("arena_bytes", arenaBytes),
        entry("persistent_bytes", persistentBytes),
        entry("parameter_bytes", parameterBytes),
-       entry("gradient_bytes", gradientBytes),
-       entry("state_bytes", stateBytes), entry("input_bytes", inputBytes),
+       entry("gradient_bytes", gradientBytes), entry("state_bytes", stateBytes),
+       entry("input_bytes", inputBytes),
        entry("step_peak_bytes", stepPeakBytes),
        entry("step_lower_bound_bytes", lowerBoundBytes),
        entry("step_buffers", numBuffers),

@@ -121,15 +121,14 @@ Value RuntimeABI::call(OpBuilder &b, Location loc, Fn fn,
   for (auto [i, a] : llvm::enumerate(args))
     if (ok && a.getType() != type.getParamType(i)) {
       emitError(loc) << "call of " << getName(fn) << ": argument " << i
-                     << " has type " << a.getType()
-                     << ", pfrt_abi.def says " << type.getParamType(i);
+                     << " has type " << a.getType() << ", pfrt_abi.def says "
+                     << type.getParamType(i);
       ok = false;
     }
   if (!ok) {
     if (type.getNumParams() != args.size())
       emitError(loc) << "call of " << getName(fn) << " with " << args.size()
-                     << " arguments, pfrt_abi.def says "
-                     << type.getNumParams();
+                     << " arguments, pfrt_abi.def says " << type.getNumParams();
     error = true;
     Type result = type.getReturnType();
     if (isa<LLVM::LLVMVoidType>(result))
@@ -138,7 +137,7 @@ Value RuntimeABI::call(OpBuilder &b, Location loc, Fn fn,
   }
   auto op = LLVM::CallOp::create(b, loc, decl, args);
   return isa<LLVM::LLVMVoidType>(type.getReturnType()) ? Value()
-                                                        : op.getResult();
+                                                       : op.getResult();
 }
 
 Value RuntimeABI::str(OpBuilder &b, Location loc, StringRef s) {
@@ -186,8 +185,7 @@ Value RuntimeABI::i64Array(OpBuilder &b, Location loc,
   return LLVM::AddressOfOp::create(b, loc, global);
 }
 
-Value RuntimeABI::i8Array(OpBuilder &b, Location loc,
-                          ArrayRef<int8_t> values) {
+Value RuntimeABI::i8Array(OpBuilder &b, Location loc, ArrayRef<int8_t> values) {
   LLVM::GlobalOp &global =
       arrays[{8, std::vector<int64_t>(values.begin(), values.end())}];
   if (!global)
@@ -196,5 +194,6 @@ Value RuntimeABI::i8Array(OpBuilder &b, Location loc,
 }
 
 Value RuntimeABI::nullPtr(OpBuilder &b, Location loc) {
-  return LLVM::ZeroOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()));
+  return LLVM::ZeroOp::create(b, loc,
+                              LLVM::LLVMPointerType::get(b.getContext()));
 }

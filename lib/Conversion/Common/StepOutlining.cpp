@@ -81,8 +81,7 @@ Value Outliner::recompute(Value v, OpBuilder &b, IRMapping &map) {
 }
 
 /// A function of the instance number doing what `ops` did.
-LLVM::LLVMFuncOp Outliner::outline(ArrayRef<Operation *> ops,
-                                   unsigned index) {
+LLVM::LLVMFuncOp Outliner::outline(ArrayRef<Operation *> ops, unsigned index) {
   MLIRContext *ctx = module.getContext();
   OpBuilder b(ctx);
   b.setInsertionPoint(step);
@@ -172,8 +171,8 @@ void Outliner::merge(ArrayRef<LLVM::LLVMFuncOp> group, unsigned index) {
   b.setInsertionPointToStart(module.getBody());
   auto tableType = LLVM::LLVMArrayType::get(i64, table.size());
   auto global = LLVM::GlobalOp::create(
-      b, step.getLoc(), tableType, /*isConstant=*/true,
-      LLVM::Linkage::Private, ("pf_action" + Twine(index) + "_constants").str(),
+      b, step.getLoc(), tableType, /*isConstant=*/true, LLVM::Linkage::Private,
+      ("pf_action" + Twine(index) + "_constants").str(),
       DenseIntElementsAttr::get(
           RankedTensorType::get({static_cast<int64_t>(table.size())}, i64),
           table));
@@ -211,9 +210,8 @@ void Outliner::merge(ArrayRef<LLVM::LLVMFuncOp> group, unsigned index) {
 }
 
 /// The step: for i in actions, call function[i](instance[i]).
-void Outliner::emitLoop(
-    ArrayRef<std::pair<LLVM::LLVMFuncOp, int64_t>> actions,
-    Operation *terminator) {
+void Outliner::emitLoop(ArrayRef<std::pair<LLVM::LLVMFuncOp, int64_t>> actions,
+                        Operation *terminator) {
   MLIRContext *ctx = module.getContext();
   Location loc = step.getLoc();
   OpBuilder b(ctx);
@@ -245,9 +243,9 @@ void Outliner::emitLoop(
       LLVM::Linkage::Private, "pf_step_action_instance",
       dense(ArrayRef<int64_t>(instances), i64));
   auto fnArray = LLVM::LLVMArrayType::get(ptr, functions.size());
-  auto fnTable = LLVM::GlobalOp::create(b, loc, fnArray, true,
-                                        LLVM::Linkage::Private,
-                                        "pf_step_action_functions", Attribute());
+  auto fnTable =
+      LLVM::GlobalOp::create(b, loc, fnArray, true, LLVM::Linkage::Private,
+                             "pf_step_action_functions", Attribute());
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(b.createBlock(&fnTable.getInitializerRegion()));
@@ -282,9 +280,9 @@ void Outliner::emitLoop(
                           ValueRange{i}));
   Value fn = LLVM::LoadOp::create(
       b, loc, ptr,
-      LLVM::GEPOp::create(b, loc, ptr, ptr,
-                          LLVM::AddressOfOp::create(b, loc, fnTable),
-                          ValueRange{LLVM::ZExtOp::create(b, loc, i64, fIndex)}));
+      LLVM::GEPOp::create(
+          b, loc, ptr, ptr, LLVM::AddressOfOp::create(b, loc, fnTable),
+          ValueRange{LLVM::ZExtOp::create(b, loc, i64, fIndex)}));
   Value instance = LLVM::LoadOp::create(
       b, loc, i64,
       LLVM::GEPOp::create(b, loc, ptr, i64,
@@ -293,8 +291,8 @@ void Outliner::emitLoop(
   auto fnType =
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {i64});
   LLVM::CallOp::create(b, loc, fnType, ValueRange{fn, instance});
-  Value next = LLVM::AddOp::create(b, loc, i,
-                                   LLVM::ConstantOp::create(b, loc, i64, 1));
+  Value next =
+      LLVM::AddOp::create(b, loc, i, LLVM::ConstantOp::create(b, loc, i64, 1));
   LLVM::BrOp::create(b, loc, ValueRange{next}, header);
   terminator->moveBefore(exit, exit->end());
 }

@@ -15,8 +15,7 @@ using namespace mlir::pf;
 namespace {
 
 /// This rank's group among `groups` and its position there (-1: none).
-std::pair<ArrayRef<int64_t>, int64_t> groupOf(ArrayAttr groups,
-                                              int64_t rank) {
+std::pair<ArrayRef<int64_t>, int64_t> groupOf(ArrayAttr groups, int64_t rank) {
   for (Attribute g : groups) {
     ArrayRef<int64_t> ranks = cast<DenseI64ArrayAttr>(g).asArrayRef();
     for (auto [i, r] : llvm::enumerate(ranks))
@@ -28,11 +27,10 @@ std::pair<ArrayRef<int64_t>, int64_t> groupOf(ArrayAttr groups,
 
 /// all_reduce, all_gather, reduce_scatter, all_to_all and shard (a local
 /// slice by group position): the runtime's boxing helpers over one group.
-template <typename OpTy>
-struct GroupOpLowering : CPUPattern<OpTy> {
+template <typename OpTy> struct GroupOpLowering : CPUPattern<OpTy> {
   using Base = CPUPattern<OpTy>;
-  using typename Base::OpAdaptor;
   using Base::state;
+  using typename Base::OpAdaptor;
   GroupOpLowering(const TypeConverter &converter, CPULoweringState &state)
       : Base(converter, state,
              std::is_same_v<OpTy, ShardOp> ? Base::Trace::Compute
@@ -159,14 +157,12 @@ struct AssembleLowering : CPUPattern<AssembleOp> {
       for (auto [piece, buffer, off] :
            llvm::zip(op.getPieces(), adaptor.getPieces(), op.getOffsets())) {
         ArrayRef<int64_t> ps = localShape(piece);
-        rt.pfrt_copy_box(b, loc, buffer, rt.i64Array(b, loc, ps),
-                         rt.nullPtr(b, loc), out,
-                         rt.i64Array(b, loc, outShape),
-                         rt.i64Array(b, loc,
-                                     cast<DenseI64ArrayAttr>(off).asArrayRef()),
-                         rt.i64Array(b, loc, ps),
-                         static_cast<int64_t>(outShape.size()),
-                         dtypeCode(piece));
+        rt.pfrt_copy_box(
+            b, loc, buffer, rt.i64Array(b, loc, ps), rt.nullPtr(b, loc), out,
+            rt.i64Array(b, loc, outShape),
+            rt.i64Array(b, loc, cast<DenseI64ArrayAttr>(off).asArrayRef()),
+            rt.i64Array(b, loc, ps), static_cast<int64_t>(outShape.size()),
+            dtypeCode(piece));
       }
     });
   }
@@ -182,8 +178,9 @@ struct SendLowering : CPUPattern<SendOp> {
       return failure();
     Location loc = op.getLoc();
     // A send completes where SendCompletion proves it received (or at the
-    // end of the step), so its buffer must not change before then. A parameter's own buffer could (the update writes
-    // it), so that is sent from a copy.
+    // end of the step), so its buffer must not change before then. A
+    // parameter's own buffer could (the update writes it), so that is sent from
+    // a copy.
     Value data = adaptor.getValue();
     int64_t floats = localCount(op.getValue()) * (*bytes / 4);
     Operation *def = op.getValue().getDefiningOp();
@@ -229,9 +226,10 @@ struct RecvLowering : CPUPattern<RecvOp> {
 void mlir::pf::populatePFToCPUCommPatterns(const TypeConverter &converter,
                                            RewritePatternSet &patterns,
                                            CPULoweringState &state) {
-  patterns.add<GroupOpLowering<AllReduceOp>, GroupOpLowering<AllGatherOp>,
-               GroupOpLowering<ReduceScatterOp>, GroupOpLowering<AllToAllOp>,
-               GroupOpLowering<ShardOp>, BroadcastLowering, ReduceLowering,
-               ExtractBoxLowering, AssembleLowering, SendLowering,
-               RecvLowering>(converter, state);
+  patterns
+      .add<GroupOpLowering<AllReduceOp>, GroupOpLowering<AllGatherOp>,
+           GroupOpLowering<ReduceScatterOp>, GroupOpLowering<AllToAllOp>,
+           GroupOpLowering<ShardOp>, BroadcastLowering, ReduceLowering,
+           ExtractBoxLowering, AssembleLowering, SendLowering, RecvLowering>(
+          converter, state);
 }

@@ -39,12 +39,11 @@ struct MatmulLowering : CPUPattern<MatmulOp> {
       int64_t k = op.getTransposeA() ? as[as.size() - 2] : as.back();
       // Accumulating into its accumulator's buffer (C += A B), or C = A B.
       if (state.buffers.accumulatorOf(op))
-        state.rt.pfrt_k_matmul_acc(b, op.getLoc(), adaptor.getA(),
-                                   adaptor.getB(), out,
-                                   product(cs.drop_back(2)),
-                                   product(bs.drop_back(2)), cs[cs.size() - 2],
-                                   cs.back(), k, op.getTransposeA(),
-                                   op.getTransposeB());
+        state.rt.pfrt_k_matmul_acc(
+            b, op.getLoc(), adaptor.getA(), adaptor.getB(), out,
+            product(cs.drop_back(2)), product(bs.drop_back(2)),
+            cs[cs.size() - 2], cs.back(), k, op.getTransposeA(),
+            op.getTransposeB());
       else
         state.rt.pfrt_k_matmul(b, op.getLoc(), adaptor.getA(), adaptor.getB(),
                                out, product(cs.drop_back(2)),
@@ -62,9 +61,9 @@ struct BiasAddLowering : CPUPattern<BiasAddOp> {
   LogicalResult lower(BiasAddOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     Operation *relu = state.buffers.fusedReluOf(op);
-    FailureOr<Value> out = relu ? state.alloc(b, op.getLoc(),
-                                              relu->getResult(0))
-                                : state.result(b, op);
+    FailureOr<Value> out = relu
+                               ? state.alloc(b, op.getLoc(), relu->getResult(0))
+                               : state.result(b, op);
     if (failed(out))
       return failure();
     ArrayRef<int64_t> s = localShape(op.getInput());
@@ -77,8 +76,7 @@ struct BiasAddLowering : CPUPattern<BiasAddOp> {
                                     inner);
     else
       state.rt.pfrt_k_bias_add(b, op.getLoc(), adaptor.getInput(),
-                               adaptor.getBias(), *out, outer, channels,
-                               inner);
+                               adaptor.getBias(), *out, outer, channels, inner);
     b.replaceOp(op, *out);
     return success();
   }
@@ -105,7 +103,8 @@ struct ReluGradLowering : CPUPattern<ReluGradOp> {
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
       state.rt.pfrt_k_relu_grad(b, op.getLoc(), adaptor.getOutput(),
-                                adaptor.getResultGrad(), out, localCount(op.getResult()));
+                                adaptor.getResultGrad(), out,
+                                localCount(op.getResult()));
     });
   }
 };
@@ -115,10 +114,9 @@ struct ActivationLowering : CPUPattern<ActivationOp> {
   LogicalResult lower(ActivationOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
-      state.rt.pfrt_k_activation(b, op.getLoc(),
-                                 activationKindCode(op.getKind()),
-                                 adaptor.getInput(), out,
-                                 localCount(op.getResult()));
+      state.rt.pfrt_k_activation(
+          b, op.getLoc(), activationKindCode(op.getKind()), adaptor.getInput(),
+          out, localCount(op.getResult()));
     });
   }
 };
@@ -150,8 +148,8 @@ struct SoftmaxLowering : CPUPattern<SoftmaxOp> {
     std::tie(outer, n, inner) =
         aroundAxis(localShape(op.getInput()), op.getAxis());
     return emitInto(op, b, [&](Value out) {
-      state.rt.pfrt_k_softmax(b, op.getLoc(), adaptor.getInput(), out, outer,
-                              n, inner, op.getLog());
+      state.rt.pfrt_k_softmax(b, op.getLoc(), adaptor.getInput(), out, outer, n,
+                              inner, op.getLog());
     });
   }
 };
@@ -178,8 +176,8 @@ struct EmbeddingLowering : CPUPattern<EmbeddingOp> {
     ArrayRef<int64_t> table = localShape(op.getTable());
     return emitInto(op, b, [&](Value out) {
       state.rt.pfrt_k_embedding(b, op.getLoc(), adaptor.getTable(),
-                                adaptor.getIds(), out,
-                                localCount(op.getIds()), table[0], table[1]);
+                                adaptor.getIds(), out, localCount(op.getIds()),
+                                table[0], table[1]);
     });
   }
 };
@@ -190,10 +188,9 @@ struct EmbeddingGradLowering : CPUPattern<EmbeddingGradOp> {
                       ConversionPatternRewriter &b) const override {
     ArrayRef<int64_t> table = localShape(op.getResult());
     return emitInto(op, b, [&](Value out) {
-      state.rt.pfrt_k_embedding_grad(b, op.getLoc(), adaptor.getIds(),
-                                     adaptor.getResultGrad(), out,
-                                     localCount(op.getIds()), table[0],
-                                     table[1]);
+      state.rt.pfrt_k_embedding_grad(
+          b, op.getLoc(), adaptor.getIds(), adaptor.getResultGrad(), out,
+          localCount(op.getIds()), table[0], table[1]);
     });
   }
 };
@@ -249,17 +246,21 @@ struct DropoutLowering : CPUPattern<DropoutOp> {
     return emitInto(op, b, [&](Value out) {
       Location loc = op.getLoc();
       rt::RuntimeABI &rt = state.rt;
-      auto logical = op->getAttrOfType<DenseI64ArrayAttr>(PFDialect::LogicalShapeAttrHelper::getNameStr());
-      auto offset = op->getAttrOfType<DenseI64ArrayAttr>(PFDialect::ShardOffsetAttrHelper::getNameStr());
+      auto logical = op->getAttrOfType<DenseI64ArrayAttr>(
+          PFDialect::LogicalShapeAttrHelper::getNameStr());
+      auto offset = op->getAttrOfType<DenseI64ArrayAttr>(
+          PFDialect::ShardOffsetAttrHelper::getNameStr());
       ArrayRef<int64_t> local = localShape(op.getInput());
-      auto mb = op->getAttrOfType<IntegerAttr>(PFDialect::MicrobatchAttrHelper::getNameStr());
+      auto mb = op->getAttrOfType<IntegerAttr>(
+          PFDialect::MicrobatchAttrHelper::getNameStr());
       rt.pfrt_k_dropout(
           b, loc, adaptor.getInput(), out, localCount(op.getResult()),
           op.getP().convertToDouble(), state.seed(b, loc), op.getStream(),
           static_cast<int64_t>(mb ? mb.getInt() : 0),
           static_cast<int64_t>(local.size()),
           rt.i64Array(b, loc, logical ? logical.asArrayRef() : local),
-          offset ? rt.i64Array(b, loc, offset.asArrayRef()) : rt.nullPtr(b, loc),
+          offset ? rt.i64Array(b, loc, offset.asArrayRef())
+                 : rt.nullPtr(b, loc),
           rt.i64Array(b, loc, local));
     });
   }
@@ -275,10 +276,9 @@ struct ReduceSumLowering : CPUPattern<ReduceSumOp> {
       SmallVector<int8_t> mask(s.size(), 0);
       for (int64_t axis : op.getAxes())
         mask[axis] = 1;
-      state.rt.pfrt_k_reduce_sum(b, loc, adaptor.getInput(), out,
-                                 static_cast<int64_t>(s.size()),
-                                 state.rt.i64Array(b, loc, s),
-                                 state.rt.i8Array(b, loc, mask));
+      state.rt.pfrt_k_reduce_sum(
+          b, loc, adaptor.getInput(), out, static_cast<int64_t>(s.size()),
+          state.rt.i64Array(b, loc, s), state.rt.i8Array(b, loc, mask));
     });
   }
 };
@@ -287,7 +287,8 @@ struct ReduceSumLowering : CPUPattern<ReduceSumOp> {
 /// many times this rank's share of the global one.
 void scaleForBatchSplit(CPULoweringState &state, OpBuilder &b, Operation *op,
                         Value out, int64_t n) {
-  auto split = op->getAttrOfType<IntegerAttr>(PFDialect::BatchSplitAttrHelper::getNameStr());
+  auto split = op->getAttrOfType<IntegerAttr>(
+      PFDialect::BatchSplitAttrHelper::getNameStr());
   if (split && split.getInt() > 1)
     state.rt.pfrt_k_scale(b, op->getLoc(), out, out, n,
                           1.0 / static_cast<double>(split.getInt()));
@@ -312,9 +313,9 @@ struct SoftmaxXentGradLowering : CPUPattern<SoftmaxCrossEntropyGradOp> {
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
       ArrayRef<int64_t> s = localShape(op.getLogits());
-      state.rt.pfrt_k_softmax_xent_grad(
-          b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
-          adaptor.getLossGrad(), out, s[0], s[1]);
+      state.rt.pfrt_k_softmax_xent_grad(b, op.getLoc(), adaptor.getLogits(),
+                                        adaptor.getLabels(),
+                                        adaptor.getLossGrad(), out, s[0], s[1]);
       scaleForBatchSplit(state, b, op, out, s[0] * s[1]);
     });
   }
@@ -326,10 +327,9 @@ void mlir::pf::populatePFToCPUComputePatterns(const TypeConverter &converter,
                                               RewritePatternSet &patterns,
                                               CPULoweringState &state) {
   patterns.add<ActivationLowering, ActivationGradLowering, EmbeddingLowering,
-               EmbeddingGradLowering, SoftmaxLowering,
-               SoftmaxGradLowering, TransposeLowering,
-               MatmulLowering, BiasAddLowering,
-               ReluLowering, ReluGradLowering, AddLowering, MulLowering, MulScalarLowering,
+               EmbeddingGradLowering, SoftmaxLowering, SoftmaxGradLowering,
+               TransposeLowering, MatmulLowering, BiasAddLowering, ReluLowering,
+               ReluGradLowering, AddLowering, MulLowering, MulScalarLowering,
                DropoutLowering, ReduceSumLowering, SoftmaxXentLowering,
                SoftmaxXentGradLowering>(converter, state);
 }

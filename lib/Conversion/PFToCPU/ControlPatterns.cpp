@@ -45,14 +45,14 @@ struct MicrobatchLowering : CPUPattern<MicrobatchOp> {
       int64_t bytes = elementBytes * localCount(op.getResult());
       Value stream = rt.pfrt_stream_id(
           b, loc, rt.str(b, loc, ("input" + Twine(part.index)).str()));
-      rt.pfrt_load_input_part(
-          b, loc, part.index, out, bytes,
-          static_cast<int64_t>(op.getIndex()),
-          static_cast<int64_t>(op.getCount()), part.dtype, part.classes,
-          state.seed(b, loc), stream,
-          static_cast<int64_t>(part.logicalShape.size()),
-          rt.i64Array(b, loc, part.logicalShape), part.numBoxes,
-          rt.i64Array(b, loc, part.offsets), rt.i64Array(b, loc, part.boxShape));
+      rt.pfrt_load_input_part(b, loc, part.index, out, bytes,
+                              static_cast<int64_t>(op.getIndex()),
+                              static_cast<int64_t>(op.getCount()), part.dtype,
+                              part.classes, state.seed(b, loc), stream,
+                              static_cast<int64_t>(part.logicalShape.size()),
+                              rt.i64Array(b, loc, part.logicalShape),
+                              part.numBoxes, rt.i64Array(b, loc, part.offsets),
+                              rt.i64Array(b, loc, part.boxShape));
       if (part.zero)
         rt.pfrt_zero_partial_input(b, loc, out, bytes);
     });
@@ -136,9 +136,8 @@ struct ReturnLowering : CPUPattern<func::ReturnOp> {
       for (int64_t k = 0, e = localCount(op.getOperand(0)); k < e; ++k) {
         Value index = LLVM::ConstantOp::create(b, loc, b.getI64Type(),
                                                b.getI64IntegerAttr(k));
-        Value at = LLVM::GEPOp::create(b, loc, state.ptrType(),
-                                       b.getF32Type(), loss,
-                                       ValueRange{index});
+        Value at = LLVM::GEPOp::create(b, loc, state.ptrType(), b.getF32Type(),
+                                       loss, ValueRange{index});
         state.rt.pfrt_report_loss(b, loc, at, static_cast<int32_t>(k));
       }
     }

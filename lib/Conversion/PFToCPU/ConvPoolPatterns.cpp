@@ -15,9 +15,10 @@ SmallVector<int64_t> convDims(ConvLikeOp op, ArrayRef<int64_t> x,
                               ArrayRef<int64_t> w, ArrayRef<int64_t> y) {
   ArrayRef<int64_t> stride = op.getStride(), pad = op.getPadding(),
                     dil = op.getDilation();
-  return {x[0],      x[1],      x[2],   x[3],   w[0],   w[2],
-          w[3],      y[2],      y[3],   stride[0], stride[1], pad[0],
-          pad[1],    dil[0],    dil[1], static_cast<int64_t>(op.getGroups())};
+  return {x[0],   x[1],      x[2],      x[3],
+          w[0],   w[2],      w[3],      y[2],
+          y[3],   stride[0], stride[1], pad[0],
+          pad[1], dil[0],    dil[1],    static_cast<int64_t>(op.getGroups())};
 }
 
 struct Conv2DLowering : CPUPattern<Conv2DOp> {
@@ -25,8 +26,9 @@ struct Conv2DLowering : CPUPattern<Conv2DOp> {
   LogicalResult lower(Conv2DOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
-      auto dims = convDims(op, localShape(op.getInput()),
-                           localShape(op.getWeight()), localShape(op.getResult()));
+      auto dims =
+          convDims(op, localShape(op.getInput()), localShape(op.getWeight()),
+                   localShape(op.getResult()));
       state.rt.pfrt_k_conv2d(b, op.getLoc(), adaptor.getInput(),
                              adaptor.getWeight(), out,
                              state.rt.i64Array(b, op.getLoc(), dims));
@@ -39,11 +41,12 @@ struct Conv2DGradInputLowering : CPUPattern<Conv2DGradInputOp> {
   LogicalResult lower(Conv2DGradInputOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
-      auto dims = convDims(op, localShape(op.getResult()), localShape(op.getWeight()),
-                           localShape(op.getResultGrad()));
-      state.rt.pfrt_k_conv2d_grad_input(b, op.getLoc(), adaptor.getResultGrad(),
-                                        adaptor.getWeight(), out,
-                                        state.rt.i64Array(b, op.getLoc(), dims));
+      auto dims =
+          convDims(op, localShape(op.getResult()), localShape(op.getWeight()),
+                   localShape(op.getResultGrad()));
+      state.rt.pfrt_k_conv2d_grad_input(
+          b, op.getLoc(), adaptor.getResultGrad(), adaptor.getWeight(), out,
+          state.rt.i64Array(b, op.getLoc(), dims));
     });
   }
 };
@@ -53,11 +56,12 @@ struct Conv2DGradWeightLowering : CPUPattern<Conv2DGradWeightOp> {
   LogicalResult lower(Conv2DGradWeightOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
-      auto dims = convDims(op, localShape(op.getInput()), localShape(op.getResult()),
-                           localShape(op.getResultGrad()));
-      state.rt.pfrt_k_conv2d_grad_weight(b, op.getLoc(), adaptor.getInput(),
-                                         adaptor.getResultGrad(), out,
-                                         state.rt.i64Array(b, op.getLoc(), dims));
+      auto dims =
+          convDims(op, localShape(op.getInput()), localShape(op.getResult()),
+                   localShape(op.getResultGrad()));
+      state.rt.pfrt_k_conv2d_grad_weight(
+          b, op.getLoc(), adaptor.getInput(), adaptor.getResultGrad(), out,
+          state.rt.i64Array(b, op.getLoc(), dims));
     });
   }
 };
@@ -87,9 +91,8 @@ template <typename OpTy> struct PoolLowering : CPUPattern<OpTy> {
   using Base::state;
   LogicalResult lower(OpTy op, typename Base::OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    constexpr bool backward =
-        std::is_same_v<OpTy, MaxPool2DGradOp> ||
-        std::is_same_v<OpTy, AvgPool2DGradOp>;
+    constexpr bool backward = std::is_same_v<OpTy, MaxPool2DGradOp> ||
+                              std::is_same_v<OpTy, AvgPool2DGradOp>;
     return this->emitInto(op, b, [&](Value out) {
       Location loc = op.getLoc();
       rt::RuntimeABI &rt = state.rt;
@@ -251,13 +254,12 @@ struct LayerNormGradParamsLowering : CPUPattern<LayerNormGradParamsOp> {
 void mlir::pf::populatePFToCPUConvPoolPatterns(const TypeConverter &converter,
                                                RewritePatternSet &patterns,
                                                CPULoweringState &state) {
-  patterns.add<Conv2DLowering, Conv2DGradInputLowering,
-               Conv2DGradWeightLowering, PoolLowering<MaxPool2DOp>,
-               PoolLowering<AvgPool2DOp>, PoolLowering<MaxPool2DGradOp>,
-               PoolLowering<AvgPool2DGradOp>,
-               GlobalAvgPoolLowering, GlobalAvgPoolGradLowering,
-               BatchNormLowering, BatchNormGradInputLowering,
-               BatchNormGradParamsLowering, LayerNormLowering,
-               LayerNormGradInputLowering, LayerNormGradParamsLowering>(
-      converter, state);
+  patterns
+      .add<Conv2DLowering, Conv2DGradInputLowering, Conv2DGradWeightLowering,
+           PoolLowering<MaxPool2DOp>, PoolLowering<AvgPool2DOp>,
+           PoolLowering<MaxPool2DGradOp>, PoolLowering<AvgPool2DGradOp>,
+           GlobalAvgPoolLowering, GlobalAvgPoolGradLowering, BatchNormLowering,
+           BatchNormGradInputLowering, BatchNormGradParamsLowering,
+           LayerNormLowering, LayerNormGradInputLowering,
+           LayerNormGradParamsLowering>(converter, state);
 }

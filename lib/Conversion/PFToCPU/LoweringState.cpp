@@ -13,9 +13,8 @@ using namespace mlir::pf;
 
 CPUTypeConverter::CPUTypeConverter(MLIRContext *ctx) {
   addConversion([](Type t) { return t; });
-  addConversion([ctx](GlobalType) -> Type {
-    return LLVM::LLVMPointerType::get(ctx);
-  });
+  addConversion(
+      [ctx](GlobalType) -> Type { return LLVM::LLVMPointerType::get(ctx); });
   // Values not converted yet (block arguments replaced before the
   // conversion) meet their users through casts that reconcile away.
   auto cast = [](OpBuilder &b, Type type, ValueRange inputs,
@@ -61,10 +60,9 @@ Value CPULoweringState::seed(OpBuilder &b, Location loc) {
                               LLVM::AddressOfOp::create(b, loc, seedGlobal));
 }
 
-FailureOr<Value> CPULoweringState::alloc(OpBuilder &b, Location loc,
-                                         Value v) {
-  Operation *owner = v.getDefiningOp() ? v.getDefiningOp()
-                                       : module.getOperation();
+FailureOr<Value> CPULoweringState::alloc(OpBuilder &b, Location loc, Value v) {
+  Operation *owner =
+      v.getDefiningOp() ? v.getDefiningOp() : module.getOperation();
   if (failed(elementBytes(owner, v.getType())))
     return failure();
   int64_t offset = plan->offsetOf(v);
@@ -74,10 +72,8 @@ FailureOr<Value> CPULoweringState::alloc(OpBuilder &b, Location loc,
   return rt.pfrt_arena_at(b, loc, offset, plan->bytesOf(v));
 }
 
-Value CPULoweringState::sendCopy(OpBuilder &b, Operation *send,
-                                 int64_t bytes) {
-  return rt.pfrt_arena_at(b, send->getLoc(), plan->sendCopyOffset(send),
-                          bytes);
+Value CPULoweringState::sendCopy(OpBuilder &b, Operation *send, int64_t bytes) {
+  return rt.pfrt_arena_at(b, send->getLoc(), plan->sendCopyOffset(send), bytes);
 }
 
 FailureOr<Value> CPULoweringState::result(OpBuilder &b, Operation *op,
@@ -89,11 +85,25 @@ FailureOr<Value> CPULoweringState::result(OpBuilder &b, Operation *op,
   return alloc(b, op->getLoc(), r);
 }
 
+namespace {
+/// The stage, phase and micro-batch an op is tagged with (null when not).
+struct ActionTags {
+  IntegerAttr stage;
+  StringAttr phase;
+  IntegerAttr microbatch;
+};
+
+ActionTags actionTags(Operation *op) {
+  return {
+      op->getAttrOfType<IntegerAttr>(PFDialect::StageAttrHelper::getNameStr()),
+      op->getAttrOfType<StringAttr>(PFDialect::PhaseAttrHelper::getNameStr()),
+      op->getAttrOfType<IntegerAttr>(
+          PFDialect::MicrobatchAttrHelper::getNameStr())};
+}
+} // namespace
+
 void CPULoweringState::markAction(Operation *op, OpBuilder &b) {
-  auto stage = op->getAttrOfType<IntegerAttr>(PFDialect::StageAttrHelper::getNameStr());
-  auto phase = op->getAttrOfType<StringAttr>(PFDialect::PhaseAttrHelper::getNameStr());
-  auto microbatch =
-      op->getAttrOfType<IntegerAttr>(PFDialect::MicrobatchAttrHelper::getNameStr());
+  auto [stage, phase, microbatch] = actionTags(op);
   if (!stage && !phase && !microbatch)
     return;
   std::tuple<int64_t, StringRef, int64_t> key = {
@@ -117,10 +127,7 @@ void CPULoweringState::markAction(Operation *op, OpBuilder &b) {
 void mlir::pf::emitTraceBegin(CPULoweringState &state, Operation *op,
                               OpBuilder &b, bool comm) {
   Location loc = op->getLoc();
-  auto stage = op->getAttrOfType<IntegerAttr>(PFDialect::StageAttrHelper::getNameStr());
-  auto phase = op->getAttrOfType<StringAttr>(PFDialect::PhaseAttrHelper::getNameStr());
-  auto microbatch =
-      op->getAttrOfType<IntegerAttr>(PFDialect::MicrobatchAttrHelper::getNameStr());
+  auto [stage, phase, microbatch] = actionTags(op);
   StringRef category = comm    ? StringRef("comm")
                        : phase ? phase.getValue()
                                : StringRef("forward");

@@ -51,9 +51,8 @@ struct WriteParamLowering : CPUPattern<WriteParamOp> {
     // Clearing a gradient buffer: fill in place, no temporary.
     if (auto c = op.getValue().getDefiningOp<ConstantOp>())
       if (auto dense = dyn_cast<SplatElementsAttr>(c.getValue())) {
-        state.rt.pfrt_k_fill(
-            b, loc, dst, n,
-            dense.getSplatValue<APFloat>().convertToDouble());
+        state.rt.pfrt_k_fill(b, loc, dst, n,
+                             dense.getSplatValue<APFloat>().convertToDouble());
         b.eraseOp(op);
         return success();
       }
@@ -68,9 +67,9 @@ struct ScalarInputLowering : CPUPattern<ScalarInputOp> {
       : CPUPattern(converter, state, Trace::None) {}
   LogicalResult lower(ScalarInputOp op, OpAdaptor,
                       ConversionPatternRewriter &b) const override {
-    b.replaceOp(op, state.rt.pfrt_scalar(
-                        b, op.getLoc(),
-                        state.rt.str(b, op.getLoc(), op.getName())));
+    b.replaceOp(
+        op, state.rt.pfrt_scalar(b, op.getLoc(),
+                                 state.rt.str(b, op.getLoc(), op.getName())));
     return success();
   }
 };
@@ -94,13 +93,11 @@ struct SGDUpdateLowering : CPUPattern<SGDUpdateOp> {
       newBuf = *nb;
       results.push_back(*nb);
     }
-    state.rt.pfrt_k_sgd(b, loc, adaptor.getParam(), adaptor.getGrad(),
-                        adaptor.getLr(), buf, step, *p, newBuf,
-                        localCount(op.getParam()),
-                        op.getMomentum().convertToDouble(),
-                        op.getDampening().convertToDouble(),
-                        op.getWeightDecay().convertToDouble(),
-                        op.getNesterov());
+    state.rt.pfrt_k_sgd(
+        b, loc, adaptor.getParam(), adaptor.getGrad(), adaptor.getLr(), buf,
+        step, *p, newBuf, localCount(op.getParam()),
+        op.getMomentum().convertToDouble(), op.getDampening().convertToDouble(),
+        op.getWeightDecay().convertToDouble(), op.getNesterov());
     b.replaceOp(op, results);
     return success();
   }

@@ -12,10 +12,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "pf/Conversion/PFToCPU/PFToCPU.h"
-#include "pf/Conversion/Passes.h"
-#include "pf/Target/ArtifactAttrs.h"
 #include "pf/Conversion/Common/SendCompletion.h"
 #include "pf/Conversion/Common/StepOutlining.h"
+#include "pf/Conversion/Passes.h"
+#include "pf/Target/ArtifactAttrs.h"
 
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -72,10 +72,9 @@ private:
 LLVM::GlobalOp RankLowering::ptrGlobal(StringRef name) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(module.getBody());
-  auto global = LLVM::GlobalOp::create(b, module.getLoc(), state.ptrType(),
-                                       /*isConstant=*/false,
-                                       LLVM::Linkage::Internal, name,
-                                       Attribute());
+  auto global = LLVM::GlobalOp::create(
+      b, module.getLoc(), state.ptrType(),
+      /*isConstant=*/false, LLVM::Linkage::Internal, name, Attribute());
   Block *init = b.createBlock(&global.getInitializerRegion());
   b.setInsertionPointToStart(init);
   LLVM::ReturnOp::create(b, module.getLoc(),
@@ -124,16 +123,19 @@ LogicalResult RankLowering::lowerParams() {
     Value stream =
         rt.pfrt_stream_id(b, ploc, rt.str(b, ploc, param.getSymName()));
     // A shard (after pf-partition-ranks) draws its logical elements.
-    auto logical = param->getAttrOfType<DenseI64ArrayAttr>(PFDialect::LogicalShapeAttrHelper::getNameStr());
-    auto offset = param->getAttrOfType<DenseI64ArrayAttr>(PFDialect::ShardOffsetAttrHelper::getNameStr());
+    auto logical = param->getAttrOfType<DenseI64ArrayAttr>(
+        PFDialect::LogicalShapeAttrHelper::getNameStr());
+    auto offset = param->getAttrOfType<DenseI64ArrayAttr>(
+        PFDialect::ShardOffsetAttrHelper::getNameStr());
     ArrayRef<int64_t> logicalShape =
         logical ? logical.asArrayRef() : type.getShape();
     auto offsetPtr = [&] {
       return offset ? rt.i64Array(b, ploc, offset.asArrayRef())
                     : rt.nullPtr(b, ploc);
     };
-    InitKind kind = param->hasAttr(PFDialect::ZeroInitAttrHelper::getNameStr()) ? InitKind::Zeros
-                                                   : init.getKind();
+    InitKind kind = param->hasAttr(PFDialect::ZeroInitAttrHelper::getNameStr())
+                        ? InitKind::Zeros
+                        : init.getKind();
     rt.pfrt_init_param(b, ploc, buffer, static_cast<int32_t>(kind),
                        init.getFirst(), init.getSecond(), seed, stream,
                        type.getRank(), rt.i64Array(b, ploc, logicalShape),
@@ -179,7 +181,8 @@ FailureOr<Value> RankLowering::lowerInput(BlockArgument arg, PartInput &part) {
   Location loc = arg.getLoc();
   auto type = cast<GlobalType>(arg.getType());
   unsigned argNo = arg.getArgNumber();
-  auto index = step.getArgAttrOfType<IntegerAttr>(argNo, PFDialect::InputAttrHelper::getNameStr());
+  auto index = step.getArgAttrOfType<IntegerAttr>(
+      argNo, PFDialect::InputAttrHelper::getNameStr());
   int64_t input = index ? index.getInt() : argNo;
   FailureOr<int64_t> bytes = elementBytes(step, type);
   if (failed(bytes))
@@ -202,11 +205,12 @@ FailureOr<Value> RankLowering::lowerInput(BlockArgument arg, PartInput &part) {
       facts.push_back(b.getNamedAttr(key, a));
   inputs.push_back(b.getDictionaryAttr(facts));
 
-  auto logical =
-      step.getArgAttrOfType<DenseI64ArrayAttr>(argNo, PFDialect::LogicalShapeAttrHelper::getNameStr());
-  auto boxes = step.getArgAttrOfType<ArrayAttr>(argNo, PFDialect::BoxesAttrHelper::getNameStr());
-  auto boxShape =
-      step.getArgAttrOfType<DenseI64ArrayAttr>(argNo, PFDialect::BoxShapeAttrHelper::getNameStr());
+  auto logical = step.getArgAttrOfType<DenseI64ArrayAttr>(
+      argNo, PFDialect::LogicalShapeAttrHelper::getNameStr());
+  auto boxes = step.getArgAttrOfType<ArrayAttr>(
+      argNo, PFDialect::BoxesAttrHelper::getNameStr());
+  auto boxShape = step.getArgAttrOfType<DenseI64ArrayAttr>(
+      argNo, PFDialect::BoxShapeAttrHelper::getNameStr());
   part.index = input;
   part.dtype = isFloat ? 0 : 1;
   part.classes = classesOf(arg);
@@ -221,15 +225,16 @@ FailureOr<Value> RankLowering::lowerInput(BlockArgument arg, PartInput &part) {
   // A partial-sum input from a source of logical values (synthetic data,
   // .npy files): ranks off coordinate 0 of a P dimension hold zeros. Inputs a
   // host program gives are the rank's own addends and stay as given.
-  part.zero = static_cast<bool>(step.getArgAttr(argNo, PFDialect::ZeroInputAttrHelper::getNameStr()));
+  part.zero = static_cast<bool>(
+      step.getArgAttr(argNo, PFDialect::ZeroInputAttrHelper::getNameStr()));
   if (state.buffers.isPartLoadedInput(arg))
     return rt.nullPtr(b, loc);
 
   Value buffer = rt.pfrt_arena_at(b, loc, state.plan->offsetOf(arg),
                                   state.plan->bytesOf(arg));
   int64_t total = *bytes * type.getNumElements();
-  Value stream = rt.pfrt_stream_id(
-      b, loc, rt.str(b, loc, ("input" + Twine(input)).str()));
+  Value stream =
+      rt.pfrt_stream_id(b, loc, rt.str(b, loc, ("input" + Twine(input)).str()));
   rt.pfrt_load_input_boxes(
       b, loc, input, buffer, total, part.dtype, part.classes,
       state.seed(b, loc), stream, type.getRank(),
@@ -249,7 +254,8 @@ LogicalResult RankLowering::lowerStep() {
     return step.emitOpError("convert-pf-to-cpu expects one block");
   Block &body = step.getBody().front();
   MLIRContext *ctx = module.getContext();
-  state.lossReplica = step->hasAttr(PFDialect::LossReplicaAttrHelper::getNameStr());
+  state.lossReplica =
+      step->hasAttr(PFDialect::LossReplicaAttrHelper::getNameStr());
 
   b.setInsertionPointToEnd(module.getBody());
   auto fn = LLVM::LLVMFuncOp::create(
@@ -289,12 +295,12 @@ LogicalResult RankLowering::lowerStep() {
   OutlineStats stats;
   if (outline &&
       outlineStepActions(module, fn, CPULoweringState::kActionMarker, stats))
-    module->setAttr(artifact::kActionsAttrName,
-                    b.getDictionaryAttr(
-                        {b.getNamedAttr("actions",
-                                        b.getI64IntegerAttr(stats.actions)),
-                         b.getNamedAttr("functions",
-                                        b.getI64IntegerAttr(stats.functions))}));
+    module->setAttr(
+        artifact::kActionsAttrName,
+        b.getDictionaryAttr(
+            {b.getNamedAttr("actions", b.getI64IntegerAttr(stats.actions)),
+             b.getNamedAttr("functions",
+                            b.getI64IntegerAttr(stats.functions))}));
   if (auto marker = module.lookupSymbol<LLVM::LLVMFuncOp>(
           CPULoweringState::kActionMarker)) {
     // Without outlining the markers are all that refers to it.
@@ -336,9 +342,9 @@ void RankLowering::emitMain() {
       b, loc, "main", LLVM::LLVMFunctionType::get(i32Ty, {i32Ty, ptrTy}));
   Block *entry = mainFn.addEntryBlock(b);
   b.setInsertionPointToStart(entry);
-  Value rc = state.rt.pfrt_main(b, loc, entry->getArgument(0),
-                                entry->getArgument(1),
-                                LLVM::AddressOfOp::create(b, loc, program).getResult());
+  Value rc = state.rt.pfrt_main(
+      b, loc, entry->getArgument(0), entry->getArgument(1),
+      LLVM::AddressOfOp::create(b, loc, program).getResult());
   LLVM::ReturnOp::create(b, loc, ValueRange{rc});
 }
 
@@ -357,10 +363,9 @@ ArrayAttr RankLowering::outputsAttr() {
                         b.getI64IntegerAttr(static_cast<int64_t>(i))),
          b.getNamedAttr(artifact::output::kLocalShape,
                         b.getDenseI64ArrayAttr(global.getShape())),
-         b.getNamedAttr(artifact::output::kDtype,
-                        b.getStringAttr(global.getElementType().isF32()
-                                            ? "f32"
-                                            : "i64")),
+         b.getNamedAttr(
+             artifact::output::kDtype,
+             b.getStringAttr(global.getElementType().isF32() ? "f32" : "i64")),
          b.getNamedAttr(artifact::output::kPlacement,
                         b.getStringAttr(placement)),
          b.getNamedAttr(artifact::output::kSbp, b.getStringAttr(sbp))}));
@@ -393,17 +398,19 @@ LogicalResult RankLowering::checkCPUPlacements() {
 }
 
 LogicalResult RankLowering::run() {
-  if (auto r = module->getAttrOfType<IntegerAttr>(PFDialect::RankAttrHelper::getNameStr()))
+  if (auto r = module->getAttrOfType<IntegerAttr>(
+          PFDialect::RankAttrHelper::getNameStr()))
     state.rankId = r.getInt();
   // For the artifact manifest (the host reads it to feed the inputs).
   int64_t microbatches = 0;
-  if (!state.reportOutputs && step.getNumResults() > 0 && !step->hasAttr(PFDialect::LossReplicaAttrHelper::getNameStr()))
+  if (!state.reportOutputs && step.getNumResults() > 0 &&
+      !step->hasAttr(PFDialect::LossReplicaAttrHelper::getNameStr()))
     microbatches = std::max<int64_t>(
         1, cast<GlobalType>(step.getResultTypes()[0]).getNumElements());
   if (failed(checkCPUPlacements()))
     return failure();
-  FailureOr<MemoryPlan> plan = MemoryPlan::build(
-      module, step.getBody().front(), state.buffers, state.sendDone);
+  FailureOr<MemoryPlan> plan = MemoryPlan::build(module, step.getBody().front(),
+                                                 state.buffers, state.sendDone);
   if (failed(plan))
     return failure();
   state.plan = std::move(*plan);
@@ -411,10 +418,12 @@ LogicalResult RankLowering::run() {
     return failure();
   emitMain();
   module->setAttr(artifact::kInputsAttrName, b.getArrayAttr(inputs));
-  module->setAttr(artifact::kReportsLossAttrName, b.getBoolAttr(microbatches > 0));
+  module->setAttr(artifact::kReportsLossAttrName,
+                  b.getBoolAttr(microbatches > 0));
   if (state.reportOutputs)
     module->setAttr(artifact::kOutputsAttrName, outputsAttr());
-  module->setAttr(artifact::kMemoryAttrName, state.plan->toAttr(module.getContext()));
+  module->setAttr(artifact::kMemoryAttrName,
+                  state.plan->toAttr(module.getContext()));
   module->setAttr(artifact::kNumMicrobatchesAttrName,
                   b.getI64IntegerAttr(std::max<int64_t>(microbatches, 1)));
   // The pf program is now fully described by the LLVM functions.
@@ -456,7 +465,8 @@ struct ConvertPFToCPUPass
         return signalPassFailure();
       }
       steps.push_back({m, funcs.front()});
-      blocks[m->getAttrOfType<IntegerAttr>(PFDialect::RankAttrHelper::getNameStr())
+      blocks[m->getAttrOfType<IntegerAttr>(
+                  PFDialect::RankAttrHelper::getNameStr())
                  .getInt()] = &funcs.front().getBody().front();
     }
     llvm::DenseMap<Operation *, Operation *> sendDone =

@@ -22,11 +22,11 @@
  *  - A *group* is an ordered list of distinct world ranks
  *    (`const int64_t *ranks, int64_t n`). The position of a rank in that list
  *    is its *group position*; all_gather, reduce_scatter and all_to_all
- *    order their blocks by group position, not by world rank. Every member must call a collective with
- *    the same list (same order) and the same count; calling a collective on a
- *    rank that is not in the group is an error. One MPI communicator is
- *    created per distinct list on first use (only the members take part) and
- *    cached until pfrt_finalize.
+ *    order their blocks by group position, not by world rank. Every member must
+ * call a collective with the same list (same order) and the same count; calling
+ * a collective on a rank that is not in the group is an error. One MPI
+ * communicator is created per distinct list on first use (only the members take
+ * part) and cached until pfrt_finalize.
  *  - Messages larger than INT_MAX elements are split into several MPI calls
  *    internally; nothing is truncated. (The environment variable
  *    PFRT_MAX_MSG_ELEMS lowers the split size; it exists for tests and must
@@ -206,8 +206,8 @@ int pfrt_p2p_batch(const pfrt_p2p_op *ops, int64_t nops);
  * in_shape; out has in_shape with out_shape[axis] = n * in_shape[axis], its
  * block [p * in_shape[axis], (p + 1) * in_shape[axis]) along axis coming
  * from group position p. ndim >= 1 and 0 <= axis < ndim. */
-int pfrt_box_all_gather(const void *in, void *out, int32_t dtype,
-                        int64_t ndim, const int64_t *in_shape, int64_t axis,
+int pfrt_box_all_gather(const void *in, void *out, int32_t dtype, int64_t ndim,
+                        const int64_t *in_shape, int64_t axis,
                         const int64_t *ranks, int64_t n);
 
 /* P -> S(axis), float32: in (shape in_shape) is this member's partial; out
@@ -229,10 +229,9 @@ int pfrt_box_reduce_scatter(const float *in, float *out, int64_t ndim,
  * received from position p lands at block position p along concat_axis.
  * Needs 0 <= split_axis, concat_axis < ndim, split_axis != concat_axis and
  * in_shape[split_axis] % n == 0. */
-int pfrt_box_all_to_all(const void *in, void *out, int32_t dtype,
-                        int64_t ndim, const int64_t *in_shape,
-                        int64_t split_axis, int64_t concat_axis,
-                        const int64_t *ranks, int64_t n);
+int pfrt_box_all_to_all(const void *in, void *out, int32_t dtype, int64_t ndim,
+                        const int64_t *in_shape, int64_t split_axis,
+                        int64_t concat_axis, const int64_t *ranks, int64_t n);
 
 /* B -> S(axis), local: out (in_shape with out_shape[axis] = in_shape[axis]
  * / n) is block `index` of n equal blocks of in along axis, i.e. elements
@@ -298,7 +297,8 @@ uint64_t pfrt_stream_id(const char *param_name);
 
 /* Per-step stream for data: FNV-1a continued from h = stream over the eight
  * little-endian bytes of step:
- *     h = stream; for j in 0..7: h = (h ^ ((step >> 8j) & 0xff)) * 0x100000001b3
+ *     h = stream; for j in 0..7: h = (h ^ ((step >> 8j) & 0xff)) *
+ * 0x100000001b3
  */
 uint64_t pfrt_stream_for_step(uint64_t stream, uint64_t step);
 
@@ -330,8 +330,8 @@ enum {
  * 0 (a scalar). shard_offset == NULL means all zeros; shard_shape == NULL
  * means the whole logical shape. Requires 0 <= offset, 0 <= shape and
  * offset + shape <= logical shape in every dimension. */
-int pfrt_init_param(float *out, int32_t kind, double a, double b,
-                    uint64_t seed, uint64_t stream, int64_t rank_ndim,
+int pfrt_init_param(float *out, int32_t kind, double a, double b, uint64_t seed,
+                    uint64_t stream, int64_t rank_ndim,
                     const int64_t *logical_shape, const int64_t *shard_offset,
                     const int64_t *shard_shape);
 
@@ -373,8 +373,8 @@ enum {
  * the whole tensor, as in pfrt_init_param. */
 int pfrt_npy_read_shard(const char *path, int32_t dtype, int64_t rank_ndim,
                         const int64_t *logical_shape,
-                        const int64_t *shard_offset,
-                        const int64_t *shard_shape, void *out);
+                        const int64_t *shard_offset, const int64_t *shard_shape,
+                        void *out);
 
 /* Writes a whole tensor as a version 1.0 .npy file (2.0 if the header needs
  * it). Writes to a temporary file in the same directory and renames, so a
@@ -474,12 +474,11 @@ int pfrt_set_data_dir(const char *dir);
  * are drawn for the part's boxes only. The compiler loads each micro-batch
  * just before its first use, so an input never occupies more than the
  * micro-batches in flight. */
-int pfrt_load_input_part(int64_t index, void *out, int64_t bytes,
-                         int64_t part, int64_t num_parts, int32_t dtype,
-                         int64_t num_classes, uint64_t seed, uint64_t stream,
-                         int64_t ndim, const int64_t *logical_shape,
-                         int64_t num_boxes, const int64_t *offsets,
-                         const int64_t *box_shape);
+int pfrt_load_input_part(int64_t index, void *out, int64_t bytes, int64_t part,
+                         int64_t num_parts, int32_t dtype, int64_t num_classes,
+                         uint64_t seed, uint64_t stream, int64_t ndim,
+                         const int64_t *logical_shape, int64_t num_boxes,
+                         const int64_t *offsets, const int64_t *box_shape);
 
 /* After pfrt_load_input_boxes of a partial-sum (P) input on a rank off
  * coordinate 0 of a P dimension: zeros the buffer when the data came from a
@@ -494,10 +493,10 @@ int pfrt_zero_partial_input(void *buf, int64_t bytes);
  * and step the current data step (pfrt_set_data_step / pfrt_begin_step).
  * The mask depends on logical indices only, so every layout drops the same
  * elements; the gradient is the same call on dy. x == y is allowed. */
-int pfrt_k_dropout(const float *x, float *y, int64_t n, double p,
-                   uint64_t seed, uint64_t stream, int64_t microbatch,
-                   int64_t rank_ndim, const int64_t *logical_shape,
-                   const int64_t *offset, const int64_t *shape);
+int pfrt_k_dropout(const float *x, float *y, int64_t n, double p, uint64_t seed,
+                   uint64_t stream, int64_t microbatch, int64_t rank_ndim,
+                   const int64_t *logical_shape, const int64_t *offset,
+                   const int64_t *shape);
 
 /* The step whose inputs pfrt_load_input* load (pfrt_begin_step and the
  * driver set it). */
@@ -599,8 +598,7 @@ void pfrt_k_layer_norm_grad_params(const float *x, const float *dy,
 void pfrt_k_softmax(const float *x, float *y, int64_t outer, int64_t n,
                     int64_t inner, int32_t log);
 void pfrt_k_softmax_grad(const float *y, const float *dy, float *dx,
-                         int64_t outer, int64_t n, int64_t inner,
-                         int32_t log);
+                         int64_t outer, int64_t n, int64_t inner, int32_t log);
 void pfrt_k_activation_grad(int32_t kind, const float *x, const float *dy,
                             float *dx, int64_t n);
 
@@ -646,13 +644,13 @@ void pfrt_k_transpose(const float *x, float *y, int64_t rank,
  * with batch_b == batch or batch_b == 1 (one B shared by every batch
  * entry); C is batch x M x N. Through pfrt_sgemm (float32 accumulation). */
 void pfrt_k_matmul(const float *a, const float *b, float *c, int64_t batch,
-                   int64_t batch_b, int64_t m, int64_t n, int64_t k,
-                   int32_t ta, int32_t tb);
+                   int64_t batch_b, int64_t m, int64_t n, int64_t k, int32_t ta,
+                   int32_t tb);
 /* The same with C += op(A) * op(B) (beta = 1): a weight gradient
  * accumulated over micro-batches straight into its buffer. */
-void pfrt_k_matmul_acc(const float *a, const float *b, float *c,
-                       int64_t batch, int64_t batch_b, int64_t m, int64_t n,
-                       int64_t k, int32_t ta, int32_t tb);
+void pfrt_k_matmul_acc(const float *a, const float *b, float *c, int64_t batch,
+                       int64_t batch_b, int64_t m, int64_t n, int64_t k,
+                       int32_t ta, int32_t tb);
 
 /* loss[0] = mean over the n rows of logsumexp(logits[r]) - logits[r][label]
  * (c classes, max-subtracted, float64 sums). labels are int64 in [0, c); an
@@ -694,8 +692,7 @@ void pfrt_k_max_pool2d(const float *x, float *y, const int64_t dims[12]);
 void pfrt_k_max_pool2d_grad(const float *x, const float *dy, float *dx,
                             const int64_t dims[12]);
 void pfrt_k_avg_pool2d(const float *x, float *y, const int64_t dims[12]);
-void pfrt_k_avg_pool2d_grad(const float *dy, float *dx,
-                            const int64_t dims[12]);
+void pfrt_k_avg_pool2d_grad(const float *dy, float *dx, const int64_t dims[12]);
 /* y[n, c] = mean of x[n, c, 0..hw); the gradient spreads dy[n, c] / hw. */
 void pfrt_k_global_avg_pool(const float *x, float *y, int64_t n, int64_t c,
                             int64_t hw);
@@ -753,11 +750,11 @@ void pfrt_k_sgd(const float *p, const float *g, const float *lr,
                 const float *buf, const float *step, float *new_p,
                 float *new_buf, int64_t n, double momentum, double dampening,
                 double weight_decay, int32_t nesterov);
-void pfrt_k_adam(const float *p, const float *g, const float *m,
-                 const float *v, const float *lr, const float *step,
-                 float *new_p, float *new_m, float *new_v, int64_t n,
-                 double beta1, double beta2, double eps, double weight_decay,
-                 int32_t decoupled, int32_t bias_correction);
+void pfrt_k_adam(const float *p, const float *g, const float *m, const float *v,
+                 const float *lr, const float *step, float *new_p, float *new_m,
+                 float *new_v, int64_t n, double beta1, double beta2,
+                 double eps, double weight_decay, int32_t decoupled,
+                 int32_t bias_correction);
 
 /*===----------------------------------------------------------------------===
  * Memory, run-time scalars and losses (for compiled per-rank programs)

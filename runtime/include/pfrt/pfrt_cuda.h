@@ -90,10 +90,9 @@ int pfrt_cuda_launch(void *function, int64_t gx, int64_t gy, int64_t gz,
  * step does no setup. */
 int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
                    float alpha, const void *a, int64_t lda, const void *b,
-                   int64_t ldb, float beta, void *c, int64_t ldc,
-                   int64_t batch, int64_t stride_a, int64_t stride_b,
-                   int64_t stride_c, int32_t epilogue, void *bias,
-                   const void *aux, int32_t tf32);
+                   int64_t ldb, float beta, void *c, int64_t ldc, int64_t batch,
+                   int64_t stride_a, int64_t stride_b, int64_t stride_c,
+                   int32_t epilogue, void *bias, const void *aux, int32_t tf32);
 
 /* CUDA graphs of the compute stream: capture between begin and end, then
  * replay. With PFRT_NO_CUDA_GRAPH=1 (or before end) pfrt_cuda_graph_launch

@@ -108,8 +108,7 @@ void readDataBoxes(int64_t index, void *out, int64_t bytes, int32_t dtype,
     char *dst = static_cast<char *>(out) + b * elems * width;
     const int64_t *o = offsets + b * ndim;
     if (!stacked) {
-      pfrt_npy_read_shard(path.c_str(), dtype, ndim, logical, o, boxShape,
-                          dst);
+      pfrt_npy_read_shard(path.c_str(), dtype, ndim, logical, o, boxShape, dst);
       continue;
     }
     off[0] = batch;
@@ -172,8 +171,8 @@ int pfrt_load_input(int64_t index, void *out, int64_t bytes, int32_t dtype,
     pfrt_synthetic_labels(static_cast<int64_t *>(out), num_classes, seed,
                           stream, 0, ndim, shape, nullptr, nullptr);
   else
-    fatal("pfrt_load_input: input %lld: unsupported dtype %d",
-          (long long)index, dtype);
+    fatal("pfrt_load_input: input %lld: unsupported dtype %d", (long long)index,
+          dtype);
   return 0;
 }
 
@@ -192,9 +191,8 @@ void syntheticBoxes(int64_t index, void *out, int32_t dtype,
       pfrt_synthetic_batch(reinterpret_cast<float *>(dst), seed, stream, 0,
                            ndim, logical_shape, off, box_shape);
     else if (dtype == PFRT_DTYPE_I64)
-      pfrt_synthetic_labels(reinterpret_cast<int64_t *>(dst), num_classes,
-                            seed, stream, 0, ndim, logical_shape, off,
-                            box_shape);
+      pfrt_synthetic_labels(reinterpret_cast<int64_t *>(dst), num_classes, seed,
+                            stream, 0, ndim, logical_shape, off, box_shape);
     else
       fatal("pfrt_load_input: input %lld: unsupported dtype %d",
             (long long)index, dtype);
@@ -251,10 +249,10 @@ int pfrt_set_data_dir(const char *dir) {
 
 void pfrt_set_data_step(int64_t step) { gDataStep = step; }
 
-int pfrt_k_dropout(const float *x, float *y, int64_t n, double p,
-                   uint64_t seed, uint64_t stream, int64_t microbatch,
-                   int64_t rank_ndim, const int64_t *logical_shape,
-                   const int64_t *offset, const int64_t *shape) {
+int pfrt_k_dropout(const float *x, float *y, int64_t n, double p, uint64_t seed,
+                   uint64_t stream, int64_t microbatch, int64_t rank_ndim,
+                   const int64_t *logical_shape, const int64_t *offset,
+                   const int64_t *shape) {
   const char *fn = "pfrt_k_dropout";
   if (!(p >= 0.0 && p <= 1.0))
     fatal("%s: probability %g is not in [0, 1]", fn, p);
@@ -298,8 +296,7 @@ int32_t pfrt_loss_count(void) { return (int32_t)lastLosses().size(); }
 
 float pfrt_loss_value(int32_t k) {
   if (k < 0 || k >= (int32_t)lastLosses().size())
-    fatal("pfrt_loss_value: micro-batch %d of %d", k,
-          (int)lastLosses().size());
+    fatal("pfrt_loss_value: micro-batch %d of %d", k, (int)lastLosses().size());
   return lastLosses()[k];
 }
 
@@ -318,8 +315,8 @@ int pfrt_output_copy(int32_t index, void *out, int64_t bytes) {
     fatal("pfrt_output_copy: result %d was not reported in the last step",
           index);
   if (bytes != have || (bytes > 0 && !out))
-    fatal("pfrt_output_copy: result %d has %lld bytes, asked for %lld",
-          index, (long long)have, (long long)bytes);
+    fatal("pfrt_output_copy: result %d has %lld bytes, asked for %lld", index,
+          (long long)have, (long long)bytes);
   if (bytes > 0)
     std::memcpy(out, lastOutputs().data[size_t(index)].data(), size_t(bytes));
   return 0;
@@ -327,18 +324,16 @@ int pfrt_output_copy(int32_t index, void *out, int64_t bytes) {
 
 } // extern "C"
 
-int pfrt_load_input_part(int64_t index, void *out, int64_t bytes,
-                         int64_t part, int64_t num_parts, int32_t dtype,
-                         int64_t num_classes, uint64_t seed, uint64_t stream,
-                         int64_t ndim, const int64_t *logical_shape,
-                         int64_t num_boxes, const int64_t *offsets,
-                         const int64_t *box_shape) {
+int pfrt_load_input_part(int64_t index, void *out, int64_t bytes, int64_t part,
+                         int64_t num_parts, int32_t dtype, int64_t num_classes,
+                         uint64_t seed, uint64_t stream, int64_t ndim,
+                         const int64_t *logical_shape, int64_t num_boxes,
+                         const int64_t *offsets, const int64_t *box_shape) {
   const char *fn = "pfrt_load_input_part";
   if (num_parts < 1 || part < 0 || part >= num_parts || num_boxes < 1 ||
       bytes < 0 || (ndim > 0 && (!offsets || !box_shape)))
-    fatal("%s: input %lld: part %lld of %lld, %lld boxes", fn,
-          (long long)index, (long long)part, (long long)num_parts,
-          (long long)num_boxes);
+    fatal("%s: input %lld: part %lld of %lld, %lld boxes", fn, (long long)index,
+          (long long)part, (long long)num_parts, (long long)num_boxes);
   if (gUserInputs) {
     std::memcpy(out, userInput(index, bytes * num_parts) + part * bytes,
                 size_t(bytes));

@@ -33,6 +33,13 @@ State &state();
 [[noreturn]] void fatal(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 
+/// Checks that [offset, offset + bytes) lies in an arena of `size` bytes
+/// (and that offset is a multiple of `align`), fatal naming `fn` and the
+/// arena (`what`) if not; raises `highWater` to the range's end.
+void checkArenaRange(const char *fn, const char *what, int64_t offset,
+                     int64_t bytes, int64_t size, int64_t align,
+                     int64_t &highWater);
+
 /// Fatal unless pfrt_init has run and pfrt_finalize has not.
 void requireInit(const char *fn);
 

@@ -61,6 +61,18 @@ std::unordered_map<std::string, std::unique_ptr<float>> &scalars() {
 
 StepOutputs stepOutputs() { return gOutputs; }
 
+void checkArenaRange(const char *fn, const char *what, int64_t offset,
+                     int64_t bytes, int64_t size, int64_t align,
+                     int64_t &highWater) {
+  if (offset < 0 || bytes < 0 || offset > size - bytes ||
+      (align > 1 && offset % align != 0))
+    fatal("%s: [%lld, %lld + %lld) is outside the %s of %lld bytes%s", fn,
+          (long long)offset, (long long)offset, (long long)bytes, what,
+          (long long)size, align > 1 ? " or misaligned" : "");
+  if (offset + bytes > highWater)
+    highWater = offset + bytes;
+}
+
 std::vector<float> stepLosses() {
   const Losses &l = gLosses;
   for (size_t i = 0; i < l.have.size(); ++i)
@@ -177,14 +189,8 @@ void *pfrt_arena_at(int64_t offset, int64_t bytes) {
   PlannedArena &a = gPlanned;
   if (!a.base)
     fatal("pfrt_arena_at: no planned arena (pfrt_arena_plan not called)");
-  if (offset < 0 || bytes < 0 || offset % kAlign != 0 ||
-      offset > a.bytes - bytes)
-    fatal("pfrt_arena_at: [%lld, %lld + %lld) is outside the planned arena "
-          "of %lld bytes or misaligned",
-          (long long)offset, (long long)offset, (long long)bytes,
-          (long long)a.bytes);
-  if (offset + bytes > a.highWater)
-    a.highWater = offset + bytes;
+  checkArenaRange("pfrt_arena_at", "planned arena", offset, bytes, a.bytes,
+                  kAlign, a.highWater);
   return a.base + offset;
 }
 

@@ -202,8 +202,7 @@ Header readHeader(FILE *f, const FileError &err) {
     err("bad magic (not a .npy file)");
   int major = pre[6], minor = pre[7];
   if ((major != 1 && major != 2) || minor != 0)
-    err("unsupported format version %d.%d (expected 1.0 or 2.0)", major,
-        minor);
+    err("unsupported format version %d.%d (expected 1.0 or 2.0)", major, minor);
   int64_t headerLen, prefix;
   if (major == 1) {
     if (got < 10)
@@ -219,8 +218,8 @@ Header readHeader(FILE *f, const FileError &err) {
     prefix = 12;
   }
   std::string text(size_t(headerLen), '\0');
-  if (headerLen > 0 && fread(&text[0], 1, size_t(headerLen), f) !=
-                           size_t(headerLen))
+  if (headerLen > 0 &&
+      fread(&text[0], 1, size_t(headerLen), f) != size_t(headerLen))
     err("truncated inside the %lld-byte header", (long long)headerLen);
   Header h = HeaderParser(text, err).parse();
   h.dataOffset = prefix + headerLen;
@@ -268,8 +267,7 @@ void writeAtomically(const std::string &path, const std::string &head,
   if (rename(tmp.c_str(), path.c_str()) != 0) {
     savedErrno = errno;
     unlink(tmp.c_str());
-    err("cannot rename '%s' into place: %s", tmp.c_str(),
-        strerror(savedErrno));
+    err("cannot rename '%s' into place: %s", tmp.c_str(), strerror(savedErrno));
   }
 }
 
@@ -288,8 +286,8 @@ extern "C" {
 
 int pfrt_npy_read_shard(const char *path, int32_t dtype, int64_t rank_ndim,
                         const int64_t *logical_shape,
-                        const int64_t *shard_offset,
-                        const int64_t *shard_shape, void *out) {
+                        const int64_t *shard_offset, const int64_t *shard_shape,
+                        void *out) {
   const char *fn = "pfrt_npy_read_shard";
   if (!path)
     fatal("%s: path is NULL", fn);
@@ -315,8 +313,8 @@ int pfrt_npy_read_shard(const char *path, int32_t dtype, int64_t rank_ndim,
   std::string want = shapeToString(rank_ndim, logical_shape);
   std::string have = shapeToString(int64_t(h.shape.size()), h.shape.data());
   if (have != want)
-    err("shape %s does not match the expected logical shape %s",
-        have.c_str(), want.c_str());
+    err("shape %s does not match the expected logical shape %s", have.c_str(),
+        want.c_str());
 
   struct stat sb;
   if (fstat(fileno(file.f), &sb) != 0)
@@ -359,9 +357,10 @@ int pfrt_npy_write(const char *path, int32_t dtype, int64_t rank_ndim,
   if (__builtin_mul_overflow(s.logicalElems, dt.size, &nbytes))
     fatal("%s: data size of '%s' overflows", fn, path);
 
-  std::string dict = std::string("{'descr': '") + dt.descr +
-                     "', 'fortran_order': False, 'shape': " +
-                     shapeToString(rank_ndim, shape) + ", }";
+  std::string dict =
+      std::string("{'descr': '") + dt.descr +
+      "', 'fortran_order': False, 'shape': " + shapeToString(rank_ndim, shape) +
+      ", }";
   // Pad with spaces so the data starts on a 64-byte boundary, like NumPy.
   bool v2 = dict.size() + 1 + 10 > 65535;
   size_t prefix = v2 ? 12 : 10;

@@ -105,8 +105,8 @@ int pfrt_philox4x32_10(const uint32_t counter[4], const uint32_t key[2],
                        uint32_t out[4]) {
   if (!counter || !key || !out)
     fatal("pfrt_philox4x32_10: NULL argument");
-  Block b = philox(counter[0], counter[1], counter[2], counter[3], key[0],
-                   key[1]);
+  Block b =
+      philox(counter[0], counter[1], counter[2], counter[3], key[0], key[1]);
   for (int i = 0; i < 4; ++i)
     out[i] = b.x[i];
   return 0;
@@ -128,8 +128,8 @@ uint64_t pfrt_stream_for_step(uint64_t stream, uint64_t step) {
   return h;
 }
 
-int pfrt_init_param(float *out, int32_t kind, double a, double b,
-                    uint64_t seed, uint64_t stream, int64_t rank_ndim,
+int pfrt_init_param(float *out, int32_t kind, double a, double b, uint64_t seed,
+                    uint64_t stream, int64_t rank_ndim,
                     const int64_t *logical_shape, const int64_t *shard_offset,
                     const int64_t *shard_shape) {
   const char *fn = "pfrt_init_param";
@@ -140,7 +140,7 @@ int pfrt_init_param(float *out, int32_t kind, double a, double b,
   case PFRT_INIT_ZEROS:
   case PFRT_INIT_ONES:
   case PFRT_INIT_CONSTANT: {
-    float v = kind == PFRT_INIT_ZEROS ? 0.0f
+    float v = kind == PFRT_INIT_ZEROS  ? 0.0f
               : kind == PFRT_INIT_ONES ? 1.0f
                                        : float(a);
     for (int64_t i = 0; i < s.shardElems; ++i)
@@ -169,9 +169,8 @@ int pfrt_init_param(float *out, int32_t kind, double a, double b,
       fatal("%s: kaiming fan_in %g must be > 0", fn, a);
     double bound = 1.0 / std::sqrt(a);
     double low = -bound, high = bound;
-    fillRandom(out, s, seed, stream, [=](const Block &blk) {
-      return uniformValue(blk, low, high);
-    });
+    fillRandom(out, s, seed, stream,
+               [=](const Block &blk) { return uniformValue(blk, low, high); });
     return 0;
   }
   default:

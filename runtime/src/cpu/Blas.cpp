@@ -19,8 +19,8 @@ void checkDim(int64_t v, const char *what, const char *fn) {
 void checkLd(int64_t ld, int64_t minCols, const char *what, const char *fn) {
   int64_t need = minCols > 1 ? minCols : 1;
   if (ld < need || ld > INT_MAX)
-    fatal("%s: %s = %lld, need at least %lld (and at most INT_MAX)", fn,
-          what, (long long)ld, (long long)need);
+    fatal("%s: %s = %lld, need at least %lld (and at most INT_MAX)", fn, what,
+          (long long)ld, (long long)need);
 }
 
 } // namespace

@@ -9,8 +9,8 @@
 #include "KernelUtil.h"
 #include "pfrt/pfrt.h"
 
-#include <climits>
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -328,8 +328,7 @@ void checkLayerNorm(const char *fn, int64_t rows, int64_t c, double eps) {
   checkSize(fn, "rows", rows);
   checkSize(fn, "c", c);
   if (c < 1 || !(eps > 0.0))
-    fatal("%s: c = %lld must be >= 1 and eps = %g > 0", fn, (long long)c,
-          eps);
+    fatal("%s: c = %lld must be >= 1 and eps = %g > 0", fn, (long long)c, eps);
 }
 } // namespace
 
@@ -346,9 +345,8 @@ void pfrt_k_layer_norm(const float *x, const float *gamma, const float *beta,
     double mean, invstd;
     rowStats(x + r * c, c, eps, mean, invstd);
     for (int64_t k = 0; k < c; ++k)
-      y[r * c + k] = static_cast<float>((x[r * c + k] - mean) * invstd *
-                                            gamma[k] +
-                                        beta[k]);
+      y[r * c + k] = static_cast<float>(
+          (x[r * c + k] - mean) * invstd * gamma[k] + beta[k]);
   }
 }
 
@@ -428,15 +426,14 @@ void pfrt_k_softmax(const float *x, float *y, int64_t outer, int64_t n,
       double logSum = std::log(sum);
       for (int64_t k = 0; k < n; ++k) {
         double z = double(xs[k * inner]) - m;
-        ys[k * inner] = static_cast<float>(log ? z - logSum
-                                               : std::exp(z) / sum);
+        ys[k * inner] =
+            static_cast<float>(log ? z - logSum : std::exp(z) / sum);
       }
     }
 }
 
 void pfrt_k_softmax_grad(const float *y, const float *dy, float *dx,
-                         int64_t outer, int64_t n, int64_t inner,
-                         int32_t log) {
+                         int64_t outer, int64_t n, int64_t inner, int32_t log) {
   const char *fn = "pfrt_k_softmax_grad";
   checkSize(fn, "outer", outer);
   checkSize(fn, "n", n);
@@ -802,8 +799,8 @@ void pfrt_k_transpose(const float *x, float *y, int64_t rank,
 namespace {
 /// C = op(A) op(B) + beta C for beta in {0, 1}.
 void matmulBeta(const char *fn, const float *a, const float *b, float *c,
-            int64_t batch, int64_t batch_b, int64_t m, int64_t n, int64_t k,
-            int32_t ta, int32_t tb, float beta) {
+                int64_t batch, int64_t batch_b, int64_t m, int64_t n, int64_t k,
+                int32_t ta, int32_t tb, float beta) {
   checkSize(fn, "batch", batch);
   checkSize(fn, "m", m);
   checkSize(fn, "n", n);
@@ -841,10 +838,11 @@ void pfrt_k_matmul(const float *a, const float *b, float *c, int64_t batch,
   matmulBeta("pfrt_k_matmul", a, b, c, batch, batch_b, m, n, k, ta, tb, 0.0f);
 }
 
-void pfrt_k_matmul_acc(const float *a, const float *b, float *c,
-                       int64_t batch, int64_t batch_b, int64_t m, int64_t n,
-                       int64_t k, int32_t ta, int32_t tb) {
-  matmulBeta("pfrt_k_matmul_acc", a, b, c, batch, batch_b, m, n, k, ta, tb, 1.0f);
+void pfrt_k_matmul_acc(const float *a, const float *b, float *c, int64_t batch,
+                       int64_t batch_b, int64_t m, int64_t n, int64_t k,
+                       int32_t ta, int32_t tb) {
+  matmulBeta("pfrt_k_matmul_acc", a, b, c, batch, batch_b, m, n, k, ta, tb,
+             1.0f);
 }
 
 //===----------------------------------------------------------------------===//

@@ -10,8 +10,8 @@
 #include "pfrt/pfrt.h"
 #include "pfrt/pfrt_cuda.h"
 
-#include <cuda.h>
 #include <cublasLt.h>
+#include <cuda.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -217,8 +217,8 @@ Plan &planFor(const std::vector<int64_t> &key, int32_t ta, int32_t tb,
                                            &opB, sizeof(opB)),
         "cublasLtMatmulDescSetAttribute(TRANSB)");
   static const cublasLtEpilogue_t kEpilogues[] = {
-      CUBLASLT_EPILOGUE_DEFAULT,   CUBLASLT_EPILOGUE_RELU,
-      CUBLASLT_EPILOGUE_BIAS,      CUBLASLT_EPILOGUE_RELU_BIAS,
+      CUBLASLT_EPILOGUE_DEFAULT,     CUBLASLT_EPILOGUE_RELU,
+      CUBLASLT_EPILOGUE_BIAS,        CUBLASLT_EPILOGUE_RELU_BIAS,
       CUBLASLT_EPILOGUE_DRELU_BGRAD, CUBLASLT_EPILOGUE_BGRADB};
   cublasLtEpilogue_t ep = kEpilogues[epilogue];
   check(api.cublasLtMatmulDescSetAttribute(
@@ -281,8 +281,7 @@ int pfrt_cuda_device_count(void) {
   auto count = reinterpret_cast<decltype(&::cuDeviceGetCount)>(
       dlsym(cuda, "cuDeviceGetCount"));
   int n = 0;
-  if (!init || !count || init(0) != CUDA_SUCCESS ||
-      count(&n) != CUDA_SUCCESS)
+  if (!init || !count || init(0) != CUDA_SUCCESS || count(&n) != CUDA_SUCCESS)
     return 0;
   return n;
 }
@@ -323,8 +322,7 @@ int pfrt_cuda_init(int64_t device) {
 
 int pfrt_cuda_finalize(void) {
   if (gState.ready)
-    check(gState.api.cuStreamSynchronize(gState.stream),
-          "cuStreamSynchronize");
+    check(gState.api.cuStreamSynchronize(gState.stream), "cuStreamSynchronize");
   return 0;
 }
 
@@ -357,13 +355,8 @@ void *pfrt_cuda_arena_ptr(int64_t offset, int64_t bytes) {
   CudaState &s = gState;
   if (!s.arena)
     fatal("pfrt_cuda_arena_ptr: no device arena (pfrt_cuda_arena_init)");
-  if (offset < 0 || bytes < 0 || offset > s.arenaBytes - bytes)
-    fatal("pfrt_cuda_arena_ptr: [%lld, %lld + %lld) is outside the device "
-          "arena of %lld bytes",
-          (long long)offset, (long long)offset, (long long)bytes,
-          (long long)s.arenaBytes);
-  if (offset + bytes > s.highWater)
-    s.highWater = offset + bytes;
+  checkArenaRange("pfrt_cuda_arena_ptr", "device arena", offset, bytes,
+                  s.arenaBytes, 1, s.highWater);
   return reinterpret_cast<void *>(s.arena + CUdeviceptr(offset));
 }
 
@@ -410,9 +403,9 @@ void *pfrt_cuda_module_load(const void *image) {
 void *pfrt_cuda_function(void *module, const char *name) {
   requireReady("pfrt_cuda_function");
   CUfunction fn;
-  check(gState.api.cuModuleGetFunction(&fn, static_cast<CUmodule>(module),
-                                       name),
-        "cuModuleGetFunction");
+  check(
+      gState.api.cuModuleGetFunction(&fn, static_cast<CUmodule>(module), name),
+      "cuModuleGetFunction");
   return fn;
 }
 
@@ -420,21 +413,20 @@ int pfrt_cuda_launch(void *function, int64_t gx, int64_t gy, int64_t gz,
                      int64_t bx, int64_t by, int64_t bz, int64_t shared_bytes,
                      void **args) {
   requireReady("pfrt_cuda_launch");
-  check(gState.api.cuLaunchKernel(static_cast<CUfunction>(function),
-                                  unsigned(gx), unsigned(gy), unsigned(gz),
-                                  unsigned(bx), unsigned(by), unsigned(bz),
-                                  unsigned(shared_bytes), gState.stream, args,
-                                  nullptr),
+  check(gState.api.cuLaunchKernel(
+            static_cast<CUfunction>(function), unsigned(gx), unsigned(gy),
+            unsigned(gz), unsigned(bx), unsigned(by), unsigned(bz),
+            unsigned(shared_bytes), gState.stream, args, nullptr),
         "cuLaunchKernel");
   return 0;
 }
 
 int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
                    float alpha, const void *a, int64_t lda, const void *b,
-                   int64_t ldb, float beta, void *c, int64_t ldc,
-                   int64_t batch, int64_t stride_a, int64_t stride_b,
-                   int64_t stride_c, int32_t epilogue, void *bias,
-                   const void *aux, int32_t tf32) {
+                   int64_t ldb, float beta, void *c, int64_t ldc, int64_t batch,
+                   int64_t stride_a, int64_t stride_b, int64_t stride_c,
+                   int32_t epilogue, void *bias, const void *aux,
+                   int32_t tf32) {
   const char *fn = "pfrt_cuda_gemm";
   requireReady(fn);
   if (m < 1 || n < 1 || k < 1 || batch < 1 || epilogue < 0 || epilogue > 5)
@@ -442,17 +434,16 @@ int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
           "%lld %lld %lld %d",
           fn, (long long)m, (long long)n, (long long)k, (long long)batch,
           epilogue);
-  bool needsBias = epilogue == PFRT_EPILOGUE_BIAS ||
-                   epilogue == PFRT_EPILOGUE_RELU_BIAS ||
-                   epilogue == PFRT_EPILOGUE_DRELU_BGRAD ||
-                   epilogue == PFRT_EPILOGUE_BGRADB;
+  bool needsBias =
+      epilogue == PFRT_EPILOGUE_BIAS || epilogue == PFRT_EPILOGUE_RELU_BIAS ||
+      epilogue == PFRT_EPILOGUE_DRELU_BGRAD || epilogue == PFRT_EPILOGUE_BGRADB;
   if (needsBias != (bias != nullptr) ||
       (epilogue == PFRT_EPILOGUE_DRELU_BGRAD) != (aux != nullptr))
     fatal("%s: epilogue %d %s a bias and %s an aux pointer", fn, epilogue,
           needsBias ? "needs" : "takes no",
           epilogue == PFRT_EPILOGUE_DRELU_BGRAD ? "needs" : "takes no");
-  std::vector<int64_t> key = {ta,    tb,       m,        n,        k,
-                              lda,   ldb,      ldc,      batch,    stride_a,
+  std::vector<int64_t> key = {ta,       tb,       m,        n,     k,
+                              lda,      ldb,      ldc,      batch, stride_a,
                               stride_b, stride_c, epilogue, tf32};
   Plan &p = planFor(key, ta, tb, m, n, k, lda, ldb, ldc, batch, stride_a,
                     stride_b, stride_c, epilogue, tf32);
@@ -501,8 +492,7 @@ int pfrt_cuda_graph_launch(void) {
   requireReady("pfrt_cuda_graph_launch");
   if (!gState.graph)
     fatal("pfrt_cuda_graph_launch: no captured graph (pfrt_cuda_graph_end)");
-  check(gState.api.cuGraphLaunch(gState.graph, gState.stream),
-        "cuGraphLaunch");
+  check(gState.api.cuGraphLaunch(gState.graph, gState.stream), "cuGraphLaunch");
   return 0;
 }
 

@@ -36,17 +36,15 @@ int pfrt_cuda_d2h(void *, const void *, int64_t) { noCuda("pfrt_cuda_d2h"); }
 int pfrt_cuda_memset(void *, int32_t, int64_t) { noCuda("pfrt_cuda_memset"); }
 int pfrt_cuda_synchronize(void) { noCuda("pfrt_cuda_synchronize"); }
 void *pfrt_cuda_module_load(const void *) { noCuda("pfrt_cuda_module_load"); }
-void *pfrt_cuda_function(void *, const char *) {
-  noCuda("pfrt_cuda_function");
-}
+void *pfrt_cuda_function(void *, const char *) { noCuda("pfrt_cuda_function"); }
 int pfrt_cuda_launch(void *, int64_t, int64_t, int64_t, int64_t, int64_t,
                      int64_t, int64_t, void **) {
   noCuda("pfrt_cuda_launch");
 }
 int pfrt_cuda_gemm(int32_t, int32_t, int64_t, int64_t, int64_t, float,
                    const void *, int64_t, const void *, int64_t, float, void *,
-                   int64_t, int64_t, int64_t, int64_t, int64_t, int32_t,
-                   void *, const void *, int32_t) {
+                   int64_t, int64_t, int64_t, int64_t, int64_t, int32_t, void *,
+                   const void *, int32_t) {
   noCuda("pfrt_cuda_gemm");
 }
 int pfrt_cuda_graphs_enabled(void) { return 0; }

@@ -70,8 +70,7 @@ int64_t readMaxMsgElems() {
   char *end = nullptr;
   long long x = strtoll(v, &end, 10);
   if (errno || *end || x < 1 || x > INT_MAX)
-    fatal("PFRT_MAX_MSG_ELEMS='%s' is not an integer in [1, %d]", v,
-          INT_MAX);
+    fatal("PFRT_MAX_MSG_ELEMS='%s' is not an integer in [1, %d]", v, INT_MAX);
   return x;
 }
 } // namespace
@@ -135,8 +134,7 @@ int pfrt_init(int *argc, char ***argv) {
     MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
     st.ownsMpi = true;
     if (provided < MPI_THREAD_FUNNELED)
-      fatal("pfrt_init: MPI provides thread level %d, need FUNNELED",
-            provided);
+      fatal("pfrt_init: MPI provides thread level %d, need FUNNELED", provided);
   }
   // Return codes are checked everywhere; a fatal handler would kill the job
   // without saying which pfrt call failed.

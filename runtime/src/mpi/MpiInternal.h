@@ -31,8 +31,8 @@ void allGather(const void *in, void *out, int64_t count, MPI_Datatype type,
                int64_t elemSize, const int64_t *ranks, int64_t n,
                const char *fn, const char *traceName);
 void allToAll(const void *in, void *out, int64_t count, MPI_Datatype type,
-              int64_t elemSize, const int64_t *ranks, int64_t n,
-              const char *fn, const char *traceName);
+              int64_t elemSize, const int64_t *ranks, int64_t n, const char *fn,
+              const char *traceName);
 
 /// The core of pfrt_reduce_scatter_sum (float32), naming fn and traceName.
 void reduceScatterSum(const float *in, float *out, int64_t count,

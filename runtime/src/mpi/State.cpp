@@ -98,8 +98,8 @@ std::vector<Box> exchangeBoxes(const std::string &name, const char *fn) {
   int size = state().size;
   std::vector<int64_t> all(size_t(size) * kRecord);
   PFRT_MPI_AS(fn, MPI_Allgather,
-              (mine.data(), int(kRecord), MPI_INT64_T, all.data(),
-               int(kRecord), MPI_INT64_T, worldComm()));
+              (mine.data(), int(kRecord), MPI_INT64_T, all.data(), int(kRecord),
+               MPI_INT64_T, worldComm()));
   std::vector<Box> boxes(size);
   for (int r = 0; r < size; ++r) {
     const int64_t *rec = all.data() + size_t(r) * kRecord;
@@ -225,8 +225,8 @@ std::vector<std::string> allNames(const char *fn) {
     fatal("%s: the tensor names take more than 2 GiB", fn);
   std::string all(size_t(total), '\0');
   PFRT_MPI_AS(fn, MPI_Allgatherv,
-              (mine.data(), len, MPI_CHAR, &all[0], lens.data(),
-               displs.data(), MPI_CHAR, worldComm()));
+              (mine.data(), len, MPI_CHAR, &all[0], lens.data(), displs.data(),
+               MPI_CHAR, worldComm()));
   std::set<std::string> names;
   for (size_t i = 0; i < all.size();) {
     size_t end = all.find('\0', i);
@@ -288,8 +288,8 @@ int64_t readIndexStep(const std::string &dir, const char *fn) {
           fn, path.c_str());
   size_t at = afterKey(text, "step");
   long long step = -1;
-  if (at == std::string::npos || sscanf(text.c_str() + at, "%lld", &step) != 1 ||
-      step < 0)
+  if (at == std::string::npos ||
+      sscanf(text.c_str() + at, "%lld", &step) != 1 || step < 0)
     fatal("%s: '%s' has no valid \"step\"", fn, path.c_str());
   return step;
 }
@@ -430,9 +430,9 @@ int pfrt_state_save(const char *dir, int64_t step) {
       continue;
     pfrt_checkpoint_save(dir, names[i].c_str(), ref.dtype, ref.ndim,
                          ref.logical.data(), value.data());
-    index += std::string(i ? ",\n" : "\n") + "    {\"name\": " +
-             jsonString(names[i]) + ", \"dtype\": \"" + dtypeName(ref.dtype) +
-             "\", \"shape\": [";
+    index += std::string(i ? ",\n" : "\n") +
+             "    {\"name\": " + jsonString(names[i]) + ", \"dtype\": \"" +
+             dtypeName(ref.dtype) + "\", \"shape\": [";
     for (int64_t d = 0; d < ref.ndim; ++d)
       index += (d ? ", " : "") + std::to_string(ref.logical[d]);
     index += "]}";

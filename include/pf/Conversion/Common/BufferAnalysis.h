@@ -46,9 +46,7 @@ public:
     return copyingReads.contains(read);
   }
   /// The parameter (or state) a result is computed into, if any.
-  StringRef inPlaceTarget(Value result) const {
-    return inPlace.lookup(result);
-  }
+  StringRef inPlaceTarget(Value result) const { return inPlace.lookup(result); }
   /// Whether the relu `relu` is computed by the bias_add before it.
   bool isFusedRelu(Operation *relu) const { return fusedRelus.contains(relu); }
   /// The relu a bias_add computes too, or null.

@@ -1,4 +1,5 @@
-//===- MemoryPlan.h - one arena per rank, planned at compile time -*- C++ -*-===//
+//===- MemoryPlan.h - one arena per rank, planned at compile time -*- C++
+//-*-===//
 //
 // Every byte a rank's step touches gets an offset in one arena, computed
 // here from the rank's scheduled program (its step is one block in the
@@ -15,10 +16,10 @@
 // computed in place share storage). A class lives from its first
 // definition to its last use; a value sent with a non-blocking send lives
 // until the op after which the send is known complete (SendCompletion.h),
-// or to the end of the step; inputs and the step's results live to the end. Offsets come from a
-// time-ordered best-fit allocator (free blocks coalesce; a buffer takes the
-// smallest free block it fits, else the top grows); `lowerBound` is the
-// most bytes live at any op, which no allocator can beat.
+// or to the end of the step; inputs and the step's results live to the end.
+// Offsets come from a time-ordered best-fit allocator (free blocks coalesce; a
+// buffer takes the smallest free block it fits, else the top grows);
+// `lowerBound` is the most bytes live at any op, which no allocator can beat.
 //
 //===----------------------------------------------------------------------===//
 

@@ -25,8 +25,8 @@
 
 #include <map>
 #include <optional>
-#include <vector>
 #include <type_traits>
+#include <vector>
 
 namespace mlir::pf::rt {
 
@@ -55,8 +55,7 @@ struct PTR {
 template <unsigned Bits> struct Int {
   Int(Value v) : value(v) {}
   template <typename T,
-            std::enable_if_t<std::is_integral_v<T> &&
-                                 !std::is_same_v<T, bool>,
+            std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>,
                              int> = 0>
   Int(T c) : constant(static_cast<int64_t>(c)) {}
   /// Flags (nesterov, transposes) are integers in the C ABI.
@@ -72,8 +71,7 @@ using U64 = Int<64>;
 /// A float of `Bits` bits: a Value, or a C++ floating-point number.
 template <unsigned Bits> struct Float {
   Float(Value v) : value(v) {}
-  template <typename T,
-            std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+  template <typename T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
   Float(T c) : constant(static_cast<double>(c)) {}
   Value materialize(OpBuilder &b, Location loc) const;
   Value value;
@@ -114,8 +112,8 @@ public:
   /// Typed emitters, one per row: rt.NAME(builder, loc, args...).
 #define PFRT_FN(NAME, RET, ...)                                                \
   template <typename... A> Value NAME(OpBuilder &b, Location loc, A &&...a) {  \
-    return detail::Row<arg::RET, ##__VA_ARGS__>::call(                         \
-        *this, b, loc, Fn::NAME, std::forward<A>(a)...);                       \
+    return detail::Row<arg::RET, ##__VA_ARGS__>::call(*this, b, loc, Fn::NAME, \
+                                                      std::forward<A>(a)...);  \
   }
   using PTR = arg::PTR;
   using I32 = arg::I32;
@@ -149,8 +147,8 @@ private:
 
 namespace detail {
 template <typename Ret, typename... Args>
-Value Row<Ret, Args...>::call(RuntimeABI &rt, OpBuilder &b, Location loc,
-                              Fn fn, Args... args) {
+Value Row<Ret, Args...>::call(RuntimeABI &rt, OpBuilder &b, Location loc, Fn fn,
+                              Args... args) {
   return rt.call(b, loc, fn, {args.materialize(b, loc)...});
 }
 } // namespace detail

@@ -1,4 +1,5 @@
-//===- SendCompletion.h - where a non-blocking send is known done -*- C++ -*-===//
+//===- SendCompletion.h - where a non-blocking send is known done -*- C++
+//-*-===//
 //
 // Sends are non-blocking and only receives block, as the schedule simulator
 // assumes; without more knowledge a send's buffer must live until the end

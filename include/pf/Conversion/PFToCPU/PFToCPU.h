@@ -114,8 +114,7 @@ void emitTraceBegin(CPULoweringState &state, Operation *op, OpBuilder &b,
 
 /// Base of every pattern: wraps what the op lowers to in a trace event
 /// (name, category, micro-batch, stage) unless the op is a view.
-template <typename OpTy>
-class CPUPattern : public OpConversionPattern<OpTy> {
+template <typename OpTy> class CPUPattern : public OpConversionPattern<OpTy> {
 public:
   using OpAdaptor = typename OpConversionPattern<OpTy>::OpAdaptor;
   enum class Trace { None, Compute, Comm };

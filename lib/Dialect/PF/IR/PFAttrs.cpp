@@ -322,8 +322,7 @@ void InitAttr::print(AsmPrinter &printer) const {
   case 1:
     if (getKind() == InitKind::KaimingUniform)
       printer << "(" << static_cast<int64_t>(getFirst()) << ")";
-    else
-    {
+    else {
       printer << "(";
       printer.printFloat(getA());
       printer << ")";
@@ -340,8 +339,7 @@ void InitAttr::print(AsmPrinter &printer) const {
 }
 
 LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               InitKind kind, APFloat aValue,
-                               APFloat bValue) {
+                               InitKind kind, APFloat aValue, APFloat bValue) {
   double a = aValue.convertToDouble(), b = bValue.convertToDouble();
   switch (kind) {
   case InitKind::Uniform:
@@ -351,8 +349,8 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     break;
   case InitKind::Normal:
     if (!(b >= 0.0))
-      return emitError()
-             << "normal initializer needs a non-negative std, got " << b;
+      return emitError() << "normal initializer needs a non-negative std, got "
+                         << b;
     break;
   case InitKind::KaimingUniform:
     if (!(a >= 1.0) || std::floor(a) != a)

@@ -108,11 +108,11 @@ LogicalResult MulScalarOp::buildGradient(OpBuilder &b,
                                          ArrayRef<Value> resultGrads,
                                          SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  operandGrads.push_back(
-      dy ? MulScalarOp::create(b, getLoc(), gradType(getInput()), dy,
-                               getScalarAttr())
-               .getResult()
-         : Value());
+  operandGrads.push_back(dy ? MulScalarOp::create(b, getLoc(),
+                                                  gradType(getInput()), dy,
+                                                  getScalarAttr())
+                                  .getResult()
+                            : Value());
   return success();
 }
 
@@ -122,22 +122,22 @@ LogicalResult DropoutOp::buildGradient(OpBuilder &b,
   // dx = dy * mask / (1 - p): the same dropout (same stream, hence the same
   // mask) applied to dy.
   Value dy = resultGrads[0];
-  operandGrads.push_back(
-      dy ? DropoutOp::create(b, getLoc(), gradType(getInput()), dy, getPAttr(),
-                             getStreamAttr())
-               .getResult()
-         : Value());
+  operandGrads.push_back(dy ? DropoutOp::create(b, getLoc(),
+                                                gradType(getInput()), dy,
+                                                getPAttr(), getStreamAttr())
+                                  .getResult()
+                            : Value());
   return success();
 }
 
 LogicalResult ReluOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  operandGrads.push_back(
-      dy ? ReluGradOp::create(b, getLoc(), gradType(getInput()), getResult(),
-                              dy)
-               .getResult()
-         : Value());
+  operandGrads.push_back(dy ? ReluGradOp::create(b, getLoc(),
+                                                 gradType(getInput()),
+                                                 getResult(), dy)
+                                  .getResult()
+                            : Value());
   return success();
 }
 
@@ -158,8 +158,8 @@ LogicalResult SoftmaxOp::buildGradient(OpBuilder &b,
                                        SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
   operandGrads.push_back(
-      dy ? SoftmaxGradOp::create(b, getLoc(), gradType(getInput()),
-                                 getResult(), dy, getAxisAttr(), getLogAttr())
+      dy ? SoftmaxGradOp::create(b, getLoc(), gradType(getInput()), getResult(),
+                                 dy, getAxisAttr(), getLogAttr())
                .getResult()
          : Value());
   return success();
@@ -176,9 +176,9 @@ LogicalResult LayerNormOp::buildGradient(OpBuilder &b,
   Value dx = LayerNormGradInputOp::create(b, getLoc(), gradType(getInput()),
                                           getInput(), getGamma(), dy,
                                           getEpsilonAttr());
-  auto params = LayerNormGradParamsOp::create(
-      b, getLoc(), gradType(getGamma()), gradType(getBeta()), getInput(), dy,
-      getEpsilonAttr());
+  auto params = LayerNormGradParamsOp::create(b, getLoc(), gradType(getGamma()),
+                                              gradType(getBeta()), getInput(),
+                                              dy, getEpsilonAttr());
   operandGrads.append({dx, params.getGammaGrad(), params.getBetaGrad()});
   return success();
 }
@@ -190,8 +190,7 @@ LogicalResult EmbeddingOp::buildGradient(OpBuilder &b,
   auto table = cast<GlobalType>(getTable().getType());
   operandGrads.push_back(
       dy ? EmbeddingGradOp::create(b, getLoc(), gradType(getTable()), getIds(),
-                                   dy,
-                                   b.getI64IntegerAttr(table.getShape()[0]))
+                                   dy, b.getI64IntegerAttr(table.getShape()[0]))
                .getResult()
          : Value());
   operandGrads.push_back(Value()); // ids are integers
@@ -236,9 +235,9 @@ LogicalResult TransposeOp::buildGradient(OpBuilder &b,
   return success();
 }
 
-LogicalResult SoftmaxCrossEntropyOp::buildGradient(
-    OpBuilder &b, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+LogicalResult
+SoftmaxCrossEntropyOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
   Value dl = resultGrads[0];
   operandGrads.push_back(
       dl ? SoftmaxCrossEntropyGradOp::create(b, getLoc(), gradType(getLogits()),
@@ -249,8 +248,7 @@ LogicalResult SoftmaxCrossEntropyOp::buildGradient(
   return success();
 }
 
-LogicalResult Conv2DOp::buildGradient(OpBuilder &b,
-                                      ArrayRef<Value> resultGrads,
+LogicalResult Conv2DOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
                                       SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
   if (!dy) {
@@ -293,9 +291,9 @@ LogicalResult AvgPool2DOp::buildGradient(OpBuilder &b,
   return success();
 }
 
-LogicalResult GlobalAvgPoolOp::buildGradient(
-    OpBuilder &b, ArrayRef<Value> resultGrads,
-    SmallVectorImpl<Value> &operandGrads) {
+LogicalResult
+GlobalAvgPoolOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                               SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
   operandGrads.push_back(
       dy ? GlobalAvgPoolGradOp::create(b, getLoc(), gradType(getInput()), dy)
@@ -316,11 +314,11 @@ LogicalResult BatchNormOp::buildGradient(OpBuilder &b,
   Value dx = BatchNormGradInputOp::create(b, getLoc(), gradType(getInput()),
                                           getInput(), getGamma(), dy,
                                           getEpsilonAttr());
-  auto params = BatchNormGradParamsOp::create(
-      b, getLoc(), gradType(getGamma()), gradType(getBeta()), getInput(), dy,
-      getEpsilonAttr());
-  operandGrads.append({dx, params.getGammaGrad(), params.getBetaGrad(),
-                       Value(), Value()});
+  auto params = BatchNormGradParamsOp::create(b, getLoc(), gradType(getGamma()),
+                                              gradType(getBeta()), getInput(),
+                                              dy, getEpsilonAttr());
+  operandGrads.append(
+      {dx, params.getGammaGrad(), params.getBetaGrad(), Value(), Value()});
   return success();
 }
 

@@ -116,7 +116,8 @@ LogicalResult AutoStagesPass::run(ModuleOp module, func::FuncOp func) {
         return failure();
   }
   if (!base)
-    return func.emitOpError() << "pf-auto-stages: the program has no global values";
+    return func.emitOpError()
+           << "pf-auto-stages: the program has no global values";
 
   // The items to cut: compute ops in program order, with their costs.
   SmallVector<Operation *> items;
@@ -129,9 +130,9 @@ LogicalResult AutoStagesPass::run(ModuleOp module, func::FuncOp func) {
   int64_t stages = numStages * numChunks;
   if (int64_t(items.size()) < stages)
     return func.emitOpError()
-           << "pf-auto-stages: cannot cut " << items.size() << " compute ops into "
-           << stages << " stages (" << int64_t(numStages) << " x "
-           << int64_t(numChunks)
+           << "pf-auto-stages: cannot cut " << items.size()
+           << " compute ops into " << stages << " stages ("
+           << int64_t(numStages) << " x " << int64_t(numChunks)
            << " chunks): every stage needs at least one op";
 
   auto paramBytes = [&](Operation *op) {
@@ -240,15 +241,14 @@ LogicalResult AutoStagesPass::run(ModuleOp module, func::FuncOp func) {
     stageAttr.setAttr(&op, b.getI64IntegerAttr(stage));
     retype(op.getResult(0), stage);
     if (auto read = dyn_cast<ReadParamOp>(op)) {
-      auto [it, inserted] =
-          paramStage.try_emplace(read.getParam(), stage, &op);
+      auto [it, inserted] = paramStage.try_emplace(read.getParam(), stage, &op);
       if (!inserted && placementOf(it->second.first) != placementOf(stage)) {
-        InFlightDiagnostic d =
-            op.emitOpError() << "reads @" << read.getParam() << " in stage "
-                             << stage << ", which pf-auto-stages put on "
-                             << placementOf(stage)
-                             << ": a parameter shared by stages on different "
-                                "ranks is not supported";
+        InFlightDiagnostic d = op.emitOpError()
+                               << "reads @" << read.getParam() << " in stage "
+                               << stage << ", which pf-auto-stages put on "
+                               << placementOf(stage)
+                               << ": a parameter shared by stages on different "
+                                  "ranks is not supported";
         d.attachNote(it->second.second->getLoc())
             << "it is also read in stage " << it->second.first << " here";
         return d;
@@ -258,7 +258,8 @@ LogicalResult AutoStagesPass::run(ModuleOp module, func::FuncOp func) {
   for (auto &[name, where] : paramStage) {
     auto param = symbols.lookup<ParamOp>(name);
     if (!param)
-      return where.second->emitOpError() << "reads an unknown parameter @" << name;
+      return where.second->emitOpError()
+             << "reads an unknown parameter @" << name;
     auto g = cast<GlobalType>(param.getType());
     param.setTypeAttr(TypeAttr::get(
         g.withPlacementAndSBP(placementOf(where.first), g.getSbp())));

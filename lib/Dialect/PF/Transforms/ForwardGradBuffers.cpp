@@ -53,7 +53,8 @@ bool forward(ParamOp buffer, SmallVector<Operation *> accesses) {
   for (Operation *op : accesses)
     if (op->getBlock() != block)
       return false;
-  llvm::sort(accesses, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  llvm::sort(accesses,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   auto last = dyn_cast<WriteParamOp>(accesses.back());
   if (!last || !isZeroSplat(last.getValue()))
     return false;
@@ -98,7 +99,8 @@ bool forward(ParamOp buffer, SmallVector<Operation *> accesses) {
     dead.push_back(op);
   }
   for (Operation *op : dead) {
-    Value zero = isa<WriteParamOp>(op) ? cast<WriteParamOp>(op).getValue() : Value();
+    Value zero =
+        isa<WriteParamOp>(op) ? cast<WriteParamOp>(op).getValue() : Value();
     op->erase();
     if (zero && zero.use_empty() && zero.getDefiningOp<ConstantOp>())
       zero.getDefiningOp()->erase();

@@ -40,7 +40,9 @@ public:
   void finishParams();
 
 private:
-  static GlobalType global(Value v) { return dyn_cast<GlobalType>(v.getType()); }
+  static GlobalType global(Value v) {
+    return dyn_cast<GlobalType>(v.getType());
+  }
   bool isOpen(Value v) const { return open.count(v); }
 
   /// Fixes an open value's layout (and, for a parameter read, the
@@ -104,7 +106,8 @@ SBPAttr Inferrer::defaultLayout(Value v) {
 
 bool Inferrer::allowedForConstant(Value v, SBPAttr sbp) {
   auto c = v.getDefiningOp<ConstantOp>();
-  if (!c || llvm::none_of(sbp.getDims(), [](SBPDim d) { return d.isPartial(); }))
+  if (!c ||
+      llvm::none_of(sbp.getDims(), [](SBPDim d) { return d.isPartial(); }))
     return true;
   // A partial constant is only the logical value if every addend is zero.
   auto splat = dyn_cast<SplatElementsAttr>(c.getValue());
@@ -149,8 +152,7 @@ LogicalResult Inferrer::visitSignatureOp(Operation *op) {
   if (!first)
     return success();
   PlacementAttr placement = first.getPlacement();
-  SmallVector<NDSBPSignature> candidates =
-      getNDSBPSignatures(op, placement);
+  SmallVector<NDSBPSignature> candidates = getNDSBPSignatures(op, placement);
   // Result layouts already given are constraints.
   SmallVector<SBPAttr> fixedResults;
   for (Value r : op->getResults())
@@ -223,8 +225,7 @@ LogicalResult Inferrer::visitReturn(func::ReturnOp ret, func::FuncOp func) {
     SmallVector<SBPDim> dims;
     for (SBPDim d : global(v).getSbp().getDims())
       dims.push_back(d.isPartial() ? SBPDim::broadcast() : d);
-    results.push_back(
-        global(v).withSBP(SBPAttr::get(v.getContext(), dims)));
+    results.push_back(global(v).withSBP(SBPAttr::get(v.getContext(), dims)));
   }
   // The function's result layouts are a contract: change layouts here.
   OpBuilder b(ret);
@@ -234,8 +235,8 @@ LogicalResult Inferrer::visitReturn(func::ReturnOp ret, func::FuncOp func) {
       continue;
     ret.setOperand(i, ToGlobalOp::create(b, ret.getLoc(), t, v).getResult());
   }
-  func.setFunctionType(FunctionType::get(
-      func.getContext(), func.getArgumentTypes(), results));
+  func.setFunctionType(
+      FunctionType::get(func.getContext(), func.getArgumentTypes(), results));
   return success();
 }
 
@@ -284,8 +285,7 @@ LogicalResult Inferrer::run(func::FuncOp func) {
       if (target.hasSBP()) {
         // The source takes the target's layout if it is free to.
         Value in = move.getInput();
-        if (isOpen(in) &&
-            global(in).getPlacement() == target.getPlacement() &&
+        if (isOpen(in) && global(in).getPlacement() == target.getPlacement() &&
             cost(in, target.getSbp()) == 0)
           resolve(in, target.getSbp());
         settle(in);
@@ -324,9 +324,8 @@ LogicalResult Inferrer::run(func::FuncOp func) {
     rest.push_back(v);
   for (Value v : rest)
     settle(v);
-  func.setFunctionType(FunctionType::get(func.getContext(),
-                                         block.getArgumentTypes(),
-                                         func.getResultTypes()));
+  func.setFunctionType(FunctionType::get(
+      func.getContext(), block.getArgumentTypes(), func.getResultTypes()));
   return success();
 }
 

@@ -51,8 +51,8 @@ std::string layouts(TypeRange types) {
 /// After boxing, the op's layouts must be one of its signatures.
 LogicalResult checkSignature(Operation *op) {
   GlobalType first;
-  for (Type t : llvm::concat<const Type>(op->getResultTypes(),
-                                         op->getOperandTypes()))
+  for (Type t :
+       llvm::concat<const Type>(op->getResultTypes(), op->getOperandTypes()))
     if ((first = dyn_cast<GlobalType>(t)))
       break;
   if (!first)

@@ -39,8 +39,8 @@ private:
   struct Settings {
     OptimizerKind kind = OptimizerKind::SGD;
     std::string lr = "lr";
-    double momentum = 0, dampening = 0, decay = 0, beta1 = 0.9,
-           beta2 = 0.999, epsilon = 1e-8;
+    double momentum = 0, dampening = 0, decay = 0, beta1 = 0.9, beta2 = 0.999,
+           epsilon = 1e-8;
     bool nesterov = false, biasCorrection = true;
   };
   FailureOr<Settings> settingsFor(ParamOp param);
@@ -144,15 +144,16 @@ LogicalResult OptimizerPass::checkOptions() {
   decay = weightDecay >= 0.0 ? weightDecay.getValue()
                              : (kind == OptimizerKind::AdamW ? 0.01 : 0.0);
   if (weightDecay < 0.0 && weightDecay != -1.0)
-    return module.emitError()
-           << "pf-optimizer: weight-decay must be >= 0, got " << static_cast<double>(weightDecay);
+    return module.emitError() << "pf-optimizer: weight-decay must be >= 0, got "
+                              << static_cast<double>(weightDecay);
   if (kind == OptimizerKind::SGD) {
     if (momentum < 0.0)
-      return module.emitError()
-             << "pf-optimizer: momentum must be >= 0, got " << static_cast<double>(momentum);
+      return module.emitError() << "pf-optimizer: momentum must be >= 0, got "
+                                << static_cast<double>(momentum);
     if (dampening < 0.0 || dampening > 1.0)
       return module.emitError()
-             << "pf-optimizer: dampening must be in [0, 1], got " << static_cast<double>(dampening);
+             << "pf-optimizer: dampening must be in [0, 1], got "
+             << static_cast<double>(dampening);
     if (nesterov && (momentum <= 0.0 || dampening != 0.0))
       return module.emitError() << "pf-optimizer: nesterov needs momentum > 0 "
                                    "and zero dampening";
@@ -160,10 +161,11 @@ LogicalResult OptimizerPass::checkOptions() {
   }
   if (beta1 < 0.0 || beta1 >= 1.0 || beta2 < 0.0 || beta2 >= 1.0)
     return module.emitError() << "pf-optimizer: betas must be in [0, 1), got ("
-                              << static_cast<double>(beta1) << ", " << static_cast<double>(beta2) << ")";
+                              << static_cast<double>(beta1) << ", "
+                              << static_cast<double>(beta2) << ")";
   if (epsilon < 0.0)
-    return module.emitError()
-           << "pf-optimizer: eps must be >= 0, got " << static_cast<double>(epsilon);
+    return module.emitError() << "pf-optimizer: eps must be >= 0, got "
+                              << static_cast<double>(epsilon);
   return success();
 }
 
@@ -185,14 +187,13 @@ ParamOp OptimizerPass::getOrCreateState(SymbolTable &table, ParamOp param,
 
 Value OptimizerPass::getScalar(OpBuilder &b, Location loc, StringRef name,
                                PlacementAttr placement) {
-  auto key = std::make_pair(Attribute(b.getStringAttr(name)),
-                            Attribute(placement));
+  auto key =
+      std::make_pair(Attribute(b.getStringAttr(name)), Attribute(placement));
   if (Value v = scalars.lookup(key))
     return v;
-  auto type = GlobalType::get(b.getContext(), {}, b.getF32Type(), placement,
-                              SBPAttr::getBroadcast(
-                                  b.getContext(),
-                                  placement.getNumHierarchyDims()));
+  auto type = GlobalType::get(
+      b.getContext(), {}, b.getF32Type(), placement,
+      SBPAttr::getBroadcast(b.getContext(), placement.getNumHierarchyDims()));
   Value v = ScalarInputOp::create(b, loc, type, name);
   newScalars.push_back(v.getDefiningOp());
   scalars[key] = v;
@@ -238,8 +239,8 @@ void OptimizerPass::runOnOperation() {
       FlatSymbolRefAttr ofRef = gradOfAttr.getAttr(gradBuffer);
       auto param = table.lookup<ParamOp>(ofRef.getValue());
       if (!param) {
-        gradBuffer.emitOpError() << "holds the gradient of " << ofRef
-                                 << ", which is not a pf.param";
+        gradBuffer.emitOpError()
+            << "holds the gradient of " << ofRef << ", which is not a pf.param";
         return signalPassFailure();
       }
       Location loc = param.getLoc();
@@ -307,12 +308,12 @@ void OptimizerPass::runOnOperation() {
       GlobalType gType = gradBuffer.getGlobalType();
       auto zeroType =
           RankedTensorType::get(gType.getShape(), gType.getElementType());
-      Value zero = track(ConstantOp::create(
-                             b, loc, gType.withSBP({}),
-                             DenseElementsAttr::get(
-                                 zeroType, FloatAttr::get(
-                                               gType.getElementType(), 0.0))))
-                       ->getResult(0);
+      Value zero =
+          track(ConstantOp::create(
+                    b, loc, gType.withSBP({}),
+                    DenseElementsAttr::get(
+                        zeroType, FloatAttr::get(gType.getElementType(), 0.0))))
+              ->getResult(0);
       write(zero, gradBuffer);
       for (Operation *op : created) {
         if (IntegerAttr stage = stageAttr.getAttr(lastWrite))

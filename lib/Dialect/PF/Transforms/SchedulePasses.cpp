@@ -1,8 +1,8 @@
 //===- SchedulePasses.cpp - pf-schedule and pf-verify-schedule ------------===//
 
-#include "pf/Dialect/PF/Transforms/Passes.h"
 #include "pf/Analysis/CostModel.h"
 #include "pf/Analysis/Schedule.h"
+#include "pf/Dialect/PF/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -163,9 +163,9 @@ struct SchedulePass : public pf::impl::SchedulePassBase<SchedulePass> {
       });
       if (p == 0) {
         if (maxStage < 0 || (maxStage + 1) % v != 0) {
-          module.emitError() << "pf-schedule: the program's " << maxStage + 1
-                             << " stages do not form " << v
-                             << " chunk(s) per rank";
+          module.emitError()
+              << "pf-schedule: the program's " << maxStage + 1
+              << " stages do not form " << v << " chunk(s) per rank";
           return signalPassFailure();
         }
         p = (maxStage + 1) / v;

@@ -15,8 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pf/Dialect/PF/Transforms/Passes.h"
 #include "pf/Analysis/Schedule.h"
+#include "pf/Dialect/PF/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -136,8 +136,7 @@ bool splitsW(ModuleOp top) {
   return split;
 }
 
-struct SplitStagesPass
-    : public pf::impl::SplitStagesPassBase<SplitStagesPass> {
+struct SplitStagesPass : public pf::impl::SplitStagesPassBase<SplitStagesPass> {
   void runOnOperation() override {
     ModuleOp top = getOperation();
     bool splitW = splitsW(top);

@@ -22,8 +22,8 @@
 namespace mlir::pf {
 /// The kinds of pf.activation, in the order of the runtime's codes
 /// (pfrt_k_activation's `kind`).
-inline constexpr llvm::StringLiteral kActivationKinds[] = {
-    "gelu", "gelu_tanh", "tanh", "sigmoid"};
+inline constexpr llvm::StringLiteral kActivationKinds[] = {"gelu", "gelu_tanh",
+                                                           "tanh", "sigmoid"};
 /// The runtime code of an activation kind, or -1.
 int32_t activationKindCode(llvm::StringRef kind);
 } // namespace mlir::pf
