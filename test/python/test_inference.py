@@ -141,3 +141,26 @@ def test_mixing_local_and_global_inputs_is_an_error_at_the_call(backend):
     with pytest.raises(flow.CompileError, match="local tensor but other inputs are global") as info:
         graph(x, y)  # <-- mixed-call
     assert info.value.filename == HERE and info.value.lineno == line_of(HERE, "mixed-call")
+
+
+class InferMany(nn.Graph):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def build(self, x):
+        h = self.model(x)
+        return h, {"twice": h * 2.0, "relu": nn.functional.relu(h)}
+
+
+def test_inference_graph_returns_several_results(backend):
+    """Every result comes back (pfrt_report_output per result), in the
+    structure build returned, each equal to NumPy."""
+    model = _mlp().to_global(P0, B)
+    graph = InferMany(model)
+    a = np.random.default_rng().standard_normal((5, 6)).astype(np.float32)
+    h, extra = graph(flow.tensor(a, placement=P0, sbp=B))
+    want = _reference(model, a)
+    np.testing.assert_allclose(h.numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(extra["twice"].numpy(), 2 * want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(extra["relu"].numpy(), np.maximum(want, 0), rtol=1e-5, atol=1e-6)
