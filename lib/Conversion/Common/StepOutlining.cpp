@@ -20,6 +20,14 @@ bool isPureRuntimeCall(StringRef callee) {
          callee == "pfrt_scalar";
 }
 
+/// Bits of an integer or float constant, as one table entry.
+int64_t constantBits(LLVM::ConstantOp c) {
+  if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
+    return i.getValue().getSExtValue();
+  auto f = cast<FloatAttr>(c.getValue());
+  return static_cast<int64_t>(f.getValue().bitcastToAPInt().getZExtValue());
+}
+
 class Outliner {
 public:
   Outliner(ModuleOp module, LLVM::LLVMFuncOp step, StringRef marker)
@@ -36,8 +44,13 @@ private:
   Value recompute(Value v, OpBuilder &b, IRMapping &map);
   LLVM::LLVMFuncOp outline(ArrayRef<Operation *> ops, unsigned index);
   using Signature = std::vector<const void *>;
-  Signature signature(LLVM::LLVMFuncOp f);
-  void merge(ArrayRef<LLVM::LLVMFuncOp> group, unsigned index);
+  /// What outlining `ops` would give, without building it.
+  struct Shape {
+    Signature signature;
+    SmallVector<int64_t> constants; // integer and float constants' bits
+  };
+  Shape shapeOf(ArrayRef<Operation *> ops);
+  void merge(LLVM::LLVMFuncOp f, ArrayRef<const Shape *> group, unsigned index);
   void emitLoop(ArrayRef<std::pair<LLVM::LLVMFuncOp, int64_t>> actions,
                 Operation *terminator);
 
@@ -104,58 +117,71 @@ LLVM::LLVMFuncOp Outliner::outline(ArrayRef<Operation *> ops, unsigned index) {
   return fn;
 }
 
-/// The function's structure with integer and float constants' values left
-/// out, as uniqued pointers (names, attributes and types are uniqued in
-/// the context): equal signatures mean the functions differ in those
-/// values only.
-Outliner::Signature Outliner::signature(LLVM::LLVMFuncOp f) {
-  Signature sig;
+/// The structure of the function `outline(ops)` would build, op by op in
+/// the order it would clone them (each outside value's recomputation just
+/// before its first user), with integer and float constants' values left
+/// out and collected apart, as uniqued pointers (names, attributes and
+/// types are uniqued in the context): equal signatures mean the functions
+/// differ in those constants only. Nothing is cloned, so signing every
+/// micro-batch's action costs one walk of the step.
+Outliner::Shape Outliner::shapeOf(ArrayRef<Operation *> ops) {
+  Shape shape;
+  Signature &sig = shape.signature;
+  llvm::SmallPtrSet<Operation *, 32> inside(ops.begin(), ops.end());
   llvm::DenseMap<Value, uintptr_t> number;
-  number[f.getArgument(0)] = 0;
-  for (Operation &op : f.getBody().front()) {
+  auto sign = [&](Operation &op) {
     sig.push_back(op.getName().getAsOpaquePointer());
     sig.push_back(reinterpret_cast<const void *>(
         static_cast<uintptr_t>(op.getNumOperands())));
     for (Value operand : op.getOperands())
       sig.push_back(reinterpret_cast<const void *>(number.lookup(operand)));
     auto c = dyn_cast<LLVM::ConstantOp>(op);
-    if (c && isa<IntegerAttr, FloatAttr>(c.getValue()))
+    if (c && isa<IntegerAttr, FloatAttr>(c.getValue())) {
       sig.push_back(nullptr);
-    else
+      shape.constants.push_back(constantBits(c));
+    } else {
       sig.push_back(op.getPropertiesAsAttribute().getAsOpaquePointer());
+    }
     sig.push_back(op.getDiscardableAttrDictionary().getAsOpaquePointer());
     for (Value r : op.getResults()) {
       sig.push_back(r.getType().getAsOpaquePointer());
-      number[r] = number.size();
+      number[r] = number.size() + 1;
     }
+  };
+  // As recompute(): an outside value's defining chain, operands first.
+  auto signOutside = [&](auto &self, Value v) -> void {
+    if (number.count(v))
+      return;
+    Operation *def = v.getDefiningOp();
+    for (Value operand : def->getOperands())
+      self(self, operand);
+    sign(*def);
+  };
+  for (Operation *op : ops) {
+    for (Value operand : op->getOperands())
+      if (!inside.contains(operand.getDefiningOp()))
+        signOutside(signOutside, operand);
+    sign(*op);
   }
-  return sig;
+  return shape;
 }
 
-/// Bits of an integer or float constant, as one table entry.
-int64_t constantBits(LLVM::ConstantOp c) {
-  if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
-    return i.getValue().getSExtValue();
-  auto f = cast<FloatAttr>(c.getValue());
-  return static_cast<int64_t>(f.getValue().bitcastToAPInt().getZExtValue());
-}
-
-/// `group`'s functions differ in constants only: the first one reads the
-/// constants that differ from a table indexed by its instance argument,
-/// and the others go (their callers call the first with their index).
-void Outliner::merge(ArrayRef<LLVM::LLVMFuncOp> group, unsigned index) {
-  SmallVector<SmallVector<LLVM::ConstantOp>> constants;
-  for (LLVM::LLVMFuncOp f : group) {
-    constants.emplace_back();
-    f.walk([&](LLVM::ConstantOp c) {
-      if (isa<IntegerAttr, FloatAttr>(c.getValue()))
-        constants.back().push_back(c);
-    });
-  }
+/// The actions of `group` differ in constants only, and `f` outlines the
+/// first: it reads the constants that differ from a table indexed by its
+/// instance argument (row k: the k-th action's).
+void Outliner::merge(LLVM::LLVMFuncOp f, ArrayRef<const Shape *> group,
+                     unsigned index) {
+  SmallVector<LLVM::ConstantOp> mine;
+  f.walk([&](LLVM::ConstantOp c) {
+    if (isa<IntegerAttr, FloatAttr>(c.getValue()))
+      mine.push_back(c);
+  });
+  assert(mine.size() == group.front()->constants.size() &&
+         "the function and its shape disagree");
   SmallVector<unsigned> varying;
-  for (unsigned j = 0, e = constants.front().size(); j < e; ++j)
-    for (auto &list : constants)
-      if (constantBits(list[j]) != constantBits(constants.front()[j])) {
+  for (unsigned j = 0, e = mine.size(); j < e; ++j)
+    for (const Shape *other : group)
+      if (other->constants[j] != group.front()->constants[j]) {
         varying.push_back(j);
         break;
       }
@@ -165,9 +191,9 @@ void Outliner::merge(ArrayRef<LLVM::LLVMFuncOp> group, unsigned index) {
   OpBuilder b(ctx);
   Type i64 = IntegerType::get(ctx, 64);
   SmallVector<int64_t> table;
-  for (auto &list : constants)
+  for (const Shape *other : group)
     for (unsigned j : varying)
-      table.push_back(constantBits(list[j]));
+      table.push_back(other->constants[j]);
   b.setInsertionPointToStart(module.getBody());
   auto tableType = LLVM::LLVMArrayType::get(i64, table.size());
   auto global = LLVM::GlobalOp::create(
@@ -176,11 +202,10 @@ void Outliner::merge(ArrayRef<LLVM::LLVMFuncOp> group, unsigned index) {
       DenseIntElementsAttr::get(
           RankedTensorType::get({static_cast<int64_t>(table.size())}, i64),
           table));
-  LLVM::LLVMFuncOp f = group.front();
   Value instance = f.getArgument(0);
   Location loc = step.getLoc();
   for (auto [k, j] : llvm::enumerate(varying)) {
-    LLVM::ConstantOp c = constants.front()[j];
+    LLVM::ConstantOp c = mine[j];
     b.setInsertionPoint(c);
     Value row = LLVM::MulOp::create(
         b, loc, instance,
@@ -351,33 +376,35 @@ bool Outliner::run(OutlineStats &stats) {
             return false;
           }
     }
-  // One function per action, then one per shape of action.
-  SmallVector<LLVM::LLVMFuncOp> functions;
-  for (auto [k, ops] : llvm::enumerate(segments))
-    functions.push_back(outline(ops, k));
+  // One shape per action, then one function per shape.
+  SmallVector<Shape> shapes;
+  shapes.reserve(segments.size());
+  for (ArrayRef<Operation *> ops : segments)
+    shapes.push_back(shapeOf(ops));
   // Groups in order of first appearance, so names and tables do not
   // depend on pointer values.
   std::map<Signature, unsigned> groupOf;
-  SmallVector<SmallVector<LLVM::LLVMFuncOp>> groups;
-  for (LLVM::LLVMFuncOp f : functions) {
-    auto [it, inserted] = groupOf.try_emplace(signature(f), groups.size());
+  SmallVector<SmallVector<unsigned>> groups;
+  SmallVector<std::pair<unsigned, int64_t>> member; // (group, instance)
+  for (const Shape &shape : shapes) {
+    auto [it, inserted] = groupOf.try_emplace(shape.signature, groups.size());
     if (inserted)
       groups.emplace_back();
-    groups[it->second].push_back(f);
+    member.push_back({it->second, groups[it->second].size()});
+    groups[it->second].push_back(member.size() - 1);
   }
-  llvm::DenseMap<Operation *, std::pair<LLVM::LLVMFuncOp, int64_t>> callOf;
-  unsigned index = 0;
-  for (auto &group : groups) {
-    merge(group, index++);
-    for (auto [k, f] : llvm::enumerate(group))
-      callOf[f] = {group.front(), static_cast<int64_t>(k)};
+  SmallVector<LLVM::LLVMFuncOp> functions;
+  for (auto [index, group] : llvm::enumerate(groups)) {
+    LLVM::LLVMFuncOp f = outline(segments[group.front()], index);
+    SmallVector<const Shape *> groupShapes;
+    for (unsigned k : group)
+      groupShapes.push_back(&shapes[k]);
+    merge(f, groupShapes, index);
+    functions.push_back(f);
   }
   SmallVector<std::pair<LLVM::LLVMFuncOp, int64_t>> actions;
-  for (LLVM::LLVMFuncOp f : functions)
-    actions.push_back(callOf[f]);
-  for (LLVM::LLVMFuncOp f : functions)
-    if (callOf[f].first != f)
-      f.erase();
+  for (auto [group, instance] : member)
+    actions.push_back({functions[group], instance});
   // The step keeps only its terminator, then becomes the loop.
   dropMarkers();
   for (Operation &op :

@@ -17,7 +17,7 @@
 // CHECK: llvm.call @pfrt_k_relu(
 // CHECK-NOT: llvm.call @pfrt_k_relu(
 // CHECK: llvm.return
-// CHECK-LABEL: llvm.func internal @pf_action2(
+// CHECK-LABEL: llvm.func internal @pf_action1(
 // CHECK: llvm.call @pfrt_k_copy(
 // CHECK-LABEL: llvm.func @pf_step(
 // CHECK: llvm.icmp "slt"
