@@ -69,5 +69,7 @@ def has_cuda_device():
 
 if config.pf_enable_cuda:
     config.available_features.add("cuda")
+    # %cuda_toolkit: what gpu-module-to-binary needs (ptxas, libdevice).
+    config.substitutions.append(("%cuda_toolkit", config.cuda_toolkit))
     if has_cuda_device():
         config.available_features.add("cuda-device")

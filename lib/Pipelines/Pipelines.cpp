@@ -105,6 +105,7 @@ void mlir::pf::buildCompileCPUPipeline(
   pm.addPass(createVerifyCommPass());
   ConvertPFToCPUPassOptions lowering;
   lowering.reportOutputs = !options.training;
+  lowering.generatedKernels = options.generatedKernels;
   pm.addPass(createConvertPFToCPUPass(lowering));
 }
 

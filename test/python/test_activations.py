@@ -38,8 +38,9 @@ MODULES = {
 
 
 class Train(nn.Graph):
-    def __init__(self, model, lr):
+    def __init__(self, model, lr, generated=False):
         super().__init__()
+        self.config.enable_generated_kernels(generated)
         self.model = model
         self.loss_fn = nn.CrossEntropyLoss()
         self.add_optimizer(flow.optim.SGD(model.parameters(), lr=lr))
@@ -75,10 +76,13 @@ def test_eager_activation_matches_numpy(backend, kind):
     np.testing.assert_allclose(got, REFERENCE[kind][0](a.astype(np.float64)), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("generated", [False, True], ids=["libpfrt", "generated"])
 @pytest.mark.parametrize("kind", sorted(REFERENCE))
-def test_training_through_the_activation_matches_numpy(backend, kind):
+def test_training_through_the_activation_matches_numpy(backend, kind, generated):
+    """With generated=True the activation and its gradient run in the
+    compiler's generated kernels (the host twins of its GPU kernels)."""
     model = nn.Sequential(nn.Linear(6, 5), MODULES[kind](), nn.Linear(5, 3))
-    graph = Train(model, lr=0.5)
+    graph = Train(model, lr=0.5, generated=generated)
     rng = np.random.default_rng()
     batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, (8,)))
                for _ in range(3)]

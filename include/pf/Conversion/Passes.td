@@ -34,6 +34,32 @@ def ConvertPFToCPUPass : Pass<"convert-pf-to-cpu", "::mlir::ModuleOp"> {
            "of (stage, phase, micro-batch) action, constants that differ "
            "between micro-batches read from tables (code size independent "
            "of the micro-batch count)">,
+    Option<"generatedKernels", "generated-kernels", "bool", /*default=*/"false",
+           "run the element-wise ops (relu, activations and their "
+           "gradients, add, mul) through the compiler's generated kernels "
+           "(the host twins of the GPU kernels, Kernels/Elementwise.h) "
+           "instead of libpfrt's">,
+  ];
+}
+
+def GPUKernelsPass : Pass<"pf-gpu-kernels", "::mlir::ModuleOp"> {
+  let summary = "builds the GPU kernels of a program's element-wise ops";
+  let description = [{
+    The first step of the GPU lowering. For every per-rank module
+    (`pf.rank`), or the module itself when there is none: each element-wise
+    op (`pf.relu`, `pf.relu_grad`, `pf.activation`, `pf.activation_grad`,
+    `pf.add`, `pf.mul`) gets its kernel in the rank's
+    `gpu.module @pf_kernels`, one per op and kind: a `gpu.func` with one
+    thread per element built from the same description as the CPU
+    lowering's generated kernels (`generated-kernels=true`), so CI checks
+    its arithmetic on the CPU. The module becomes a GPU container module;
+    `nvvm-attach-target`, `convert-gpu-to-nvvm` and `gpu-module-to-binary`
+    (with `toolkit=/usr/local/cuda`) turn the kernels into a cubin and PTX.
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",
+    "::mlir::math::MathDialect"
   ];
 }
 

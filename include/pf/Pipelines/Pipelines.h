@@ -84,6 +84,11 @@ struct CompileCPUPipelineOptions
       *this, "schedule-report",
       llvm::cl::desc("print the auto-stages cut and the schedule report"),
       llvm::cl::init(false)};
+  Option<bool> generatedKernels{
+      *this, "generated-kernels",
+      llvm::cl::desc("element-wise ops through the compiler's generated "
+                     "kernels (convert-pf-to-cpu generated-kernels)"),
+      llvm::cl::init(false)};
   enum class Stop { Training, SPMD, Rank, Lower };
   Option<Stop> compileTo{
       *this, "pf-compile-to", llvm::cl::desc("where the compile stops"),

@@ -91,6 +91,9 @@ struct ReluLowering : CPUPattern<ReluOp> {
       return success();
     }
     return emitInto(op, b, [&](Value out) {
+      if (state.callGeneratedKernel(b, op, {adaptor.getInput()}, out,
+                                    localCount(op.getResult())))
+        return;
       state.rt.pfrt_k_relu(b, op.getLoc(), adaptor.getInput(), out,
                            localCount(op.getResult()));
     });
@@ -102,6 +105,10 @@ struct ReluGradLowering : CPUPattern<ReluGradOp> {
   LogicalResult lower(ReluGradOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
+      if (state.callGeneratedKernel(
+              b, op, {adaptor.getOutput(), adaptor.getResultGrad()}, out,
+              localCount(op.getResult())))
+        return;
       state.rt.pfrt_k_relu_grad(b, op.getLoc(), adaptor.getOutput(),
                                 adaptor.getResultGrad(), out,
                                 localCount(op.getResult()));
@@ -114,6 +121,9 @@ struct ActivationLowering : CPUPattern<ActivationOp> {
   LogicalResult lower(ActivationOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
+      if (state.callGeneratedKernel(b, op, {adaptor.getInput()}, out,
+                                    localCount(op.getResult())))
+        return;
       state.rt.pfrt_k_activation(
           b, op.getLoc(), activationKindCode(op.getKind()), adaptor.getInput(),
           out, localCount(op.getResult()));
@@ -126,6 +136,10 @@ struct ActivationGradLowering : CPUPattern<ActivationGradOp> {
   LogicalResult lower(ActivationGradOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
+      if (state.callGeneratedKernel(
+              b, op, {adaptor.getInput(), adaptor.getResultGrad()}, out,
+              localCount(op.getResult())))
+        return;
       state.rt.pfrt_k_activation_grad(
           b, op.getLoc(), activationKindCode(op.getKind()), adaptor.getInput(),
           adaptor.getResultGrad(), out, localCount(op.getResult()));
@@ -208,6 +222,9 @@ struct AddLowering : CPUPattern<AddOp> {
       return success();
     }
     return emitInto(op, b, [&](Value out) {
+      if (state.callGeneratedKernel(b, op, {adaptor.getLhs(), adaptor.getRhs()},
+                                    out, localCount(op.getResult())))
+        return;
       state.rt.pfrt_k_add(b, op.getLoc(), adaptor.getLhs(), adaptor.getRhs(),
                           out, localCount(op.getResult()));
     });
@@ -219,6 +236,9 @@ struct MulLowering : CPUPattern<MulOp> {
   LogicalResult lower(MulOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
+      if (state.callGeneratedKernel(b, op, {adaptor.getLhs(), adaptor.getRhs()},
+                                    out, localCount(op.getResult())))
+        return;
       state.rt.pfrt_k_mul(b, op.getLoc(), adaptor.getLhs(), adaptor.getRhs(),
                           out, localCount(op.getResult()));
     });

@@ -8,6 +8,8 @@
 
 #include "pf/Conversion/PFToCPU/PFToCPU.h"
 
+#include "pf/Conversion/Kernels/Elementwise.h"
+
 using namespace mlir;
 using namespace mlir::pf;
 
@@ -146,4 +148,22 @@ void mlir::pf::populatePFToCPUPatterns(const TypeConverter &converter,
   populatePFToCPUCommPatterns(converter, patterns, state);
   populatePFToCPUOptimizerPatterns(converter, patterns, state);
   populatePFToCPUControlPatterns(converter, patterns, state);
+}
+
+bool CPULoweringState::callGeneratedKernel(OpBuilder &b, Operation *op,
+                                           ValueRange inputs, Value out,
+                                           int64_t n) {
+  if (!generatedKernels)
+    return false;
+  std::optional<kernels::ElementwiseKernel> kernel =
+      kernels::elementwiseKernelFor(op);
+  if (!kernel)
+    return false;
+  assert(inputs.size() == kernel->numInputs && "wrong number of inputs");
+  LLVM::LLVMFuncOp fn = kernels::getOrCreateHostKernel(module, *kernel);
+  SmallVector<Value> args{out};
+  llvm::append_range(args, inputs);
+  args.push_back(LLVM::ConstantOp::create(b, op->getLoc(), b.getI64Type(), n));
+  LLVM::CallOp::create(b, op->getLoc(), fn, args);
+  return true;
 }

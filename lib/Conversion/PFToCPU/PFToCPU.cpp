@@ -40,12 +40,14 @@ class RankLowering {
 public:
   RankLowering(ModuleOp module, func::FuncOp step,
                const llvm::DenseMap<Operation *, Operation *> &sendDone,
-               bool foldAccumulation, bool outline, bool reportOutputs)
+               bool foldAccumulation, bool outline, bool reportOutputs,
+               bool generatedKernels)
       : module(module), step(step), b(module.getContext()),
         state(module, step.getBody().front(), foldAccumulation),
         outline(outline) {
     state.sendDone = sendDone;
     state.reportOutputs = reportOutputs;
+    state.generatedKernels = generatedKernels;
   }
 
   LogicalResult run();
@@ -473,7 +475,7 @@ struct ConvertPFToCPUPass
         analyzeSendCompletion(blocks);
     for (auto [m, step] : steps)
       if (failed(RankLowering(m, step, sendDone, foldAccumulation,
-                              outlineActions, reportOutputs)
+                              outlineActions, reportOutputs, generatedKernels)
                      .run()))
         return signalPassFailure();
   }

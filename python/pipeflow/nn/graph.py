@@ -80,6 +80,17 @@ class GraphConfig:
         self._num_stages = None
         self._balance = None
         self._stages_loc = None
+        self._generated_kernels = False
+
+    def enable_generated_kernels(self, mode=True):
+        """Runs the element-wise ops (ReLU, GELU, tanh, sigmoid, their
+        gradients, add, mul) through the compiler's generated kernels, the
+        host twins of its GPU kernels, instead of the runtime library's."""
+        self._generated_kernels = bool(mode)
+
+    @property
+    def generated_kernels(self):
+        return self._generated_kernels
 
     def set_gradient_accumulation_steps(self, value):
         """Splits every step's batch into ``value`` micro-batches."""

@@ -67,6 +67,8 @@ struct CPULoweringState {
   bool lossReplica = false;
   /// An inference step: results are reported as outputs, not losses.
   bool reportOutputs = false;
+  /// Element-wise ops through the compiler's generated kernels.
+  bool generatedKernels = false;
   /// Send -> the op after which it is complete (SendCompletion.h).
   llvm::DenseMap<Operation *, Operation *> sendDone;
   /// The step's inputs loaded by parts (keyed by the value that stands for
@@ -97,6 +99,11 @@ struct CPULoweringState {
   /// The buffer of result `i` of `op`: the parameter it is computed into
   /// (BufferAnalysis) or its planned arena buffer.
   FailureOr<Value> result(OpBuilder &b, Operation *op, unsigned i = 0);
+  /// With generatedKernels: `op`'s generated kernel (Kernels/Elementwise.h)
+  /// called on `inputs` into `out`, `n` elements; false (nothing emitted)
+  /// without it or when `op` has none.
+  bool callGeneratedKernel(OpBuilder &b, Operation *op, ValueRange inputs,
+                           Value out, int64_t n);
 };
 
 /// 4 for f32, 8 for i64; a located error for anything else.

@@ -166,6 +166,8 @@ def pipeline(graph, traced, loc):
     options += schedule_options(graph, traced)
     if traced.options["pipeline"].get("auto_stages"):
         options.append(f"auto-stages={cfg.pipeline_stages} balance={cfg.balance}")
+    if cfg.generated_kernels:
+        options.append("generated-kernels=true")
     return optimizer, lr_scheduler, " ".join(options)
 
 
@@ -186,6 +188,8 @@ def inference_pipeline(graph, traced, loc):
     options = ["training=false", "accumulation-steps=1"]
     if traced.options["pipeline"].get("auto_stages"):
         options.append(f"auto-stages={cfg.pipeline_stages} balance={cfg.balance}")
+    if cfg.generated_kernels:
+        options.append("generated-kernels=true")
     return " ".join(options)
 
 
