@@ -6,11 +6,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
+#include "pf/Target/GPUBinary.h"
 #include "pf/Target/GraphDot.h"
 #include "pf/Target/RankArtifacts.h"
 #include "pf/Target/ScheduleTrace.h"
 
 int main(int argc, char **argv) {
+  mlir::pf::registerGPUBinaryTranslation();
   mlir::pf::registerGraphDotTranslation();
   mlir::pf::registerRankArtifactsTranslation();
   mlir::pf::registerScheduleTraceTranslations();
