@@ -194,44 +194,58 @@ void emitElement(OpBuilder &b, Location loc, MathEmitter &math,
 
 } // namespace
 
+namespace {
+/// `parent`'s function `kernel.name`, or the one `create(b, loc, args)`
+/// builds at `parent`'s end.
+template <typename FnOp, typename ParentOp, typename Create>
+FnOp getOrCreate(ParentOp parent, const ElementwiseKernel &kernel,
+                 Create &&create) {
+  if (auto f = parent.template lookupSymbol<FnOp>(kernel.name))
+    return f;
+  OpBuilder b(parent.getContext());
+  b.setInsertionPointToEnd(parent.getBody());
+  return create(b, parent.getLoc(), kernelArgs(parent.getContext(), kernel));
+}
+} // namespace
+
 LLVM::LLVMFuncOp
 mlir::pf::kernels::getOrCreateHostKernel(ModuleOp module,
                                          const ElementwiseKernel &kernel) {
-  if (auto f = module.lookupSymbol<LLVM::LLVMFuncOp>(kernel.name))
-    return f;
-  MLIRContext *ctx = module.getContext();
-  Location loc = module.getLoc();
-  OpBuilder b(ctx);
-  b.setInsertionPointToEnd(module.getBody());
-  auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
-                                          kernelArgs(ctx, kernel));
-  auto fn = LLVM::LLVMFuncOp::create(b, loc, kernel.name, type,
-                                     LLVM::Linkage::Internal);
-  Block *entry = fn.addEntryBlock(b);
-  Region &body = fn.getBody();
-  Type i64 = b.getI64Type();
-  Block *header = b.createBlock(&body, body.end(), {i64}, {loc});
-  Block *loop = b.createBlock(&body, body.end());
-  Block *exit = b.createBlock(&body, body.end());
-  ValueRange args = entry->getArguments();
-  Value n = args.back();
-  b.setInsertionPointToEnd(entry);
-  LLVM::BrOp::create(
-      b, loc, ValueRange{LLVM::ConstantOp::create(b, loc, i64, 0)}, header);
-  b.setInsertionPointToEnd(header);
-  Value i = header->getArgument(0);
-  LLVM::CondBrOp::create(
-      b, loc, LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::slt, i, n),
-      loop, exit);
-  b.setInsertionPointToEnd(loop);
-  MathEmitter math(module, Target::Host);
-  emitElement(b, loc, math, kernel, args, i);
-  Value next =
-      LLVM::AddOp::create(b, loc, i, LLVM::ConstantOp::create(b, loc, i64, 1));
-  LLVM::BrOp::create(b, loc, ValueRange{next}, header);
-  b.setInsertionPointToEnd(exit);
-  LLVM::ReturnOp::create(b, loc, ValueRange{});
-  return fn;
+  return getOrCreate<LLVM::LLVMFuncOp>(
+      module, kernel, [&](OpBuilder &b, Location loc, ArrayRef<Type> argTypes) {
+        MLIRContext *ctx = b.getContext();
+        auto type =
+            LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), argTypes);
+        auto fn = LLVM::LLVMFuncOp::create(b, loc, kernel.name, type,
+                                           LLVM::Linkage::Internal);
+        Block *entry = fn.addEntryBlock(b);
+        Region &body = fn.getBody();
+        Type i64 = b.getI64Type();
+        Block *header = b.createBlock(&body, body.end(), {i64}, {loc});
+        Block *loop = b.createBlock(&body, body.end());
+        Block *exit = b.createBlock(&body, body.end());
+        ValueRange args = entry->getArguments();
+        Value n = args.back();
+        b.setInsertionPointToEnd(entry);
+        LLVM::BrOp::create(b, loc,
+                           ValueRange{LLVM::ConstantOp::create(b, loc, i64, 0)},
+                           header);
+        b.setInsertionPointToEnd(header);
+        Value i = header->getArgument(0);
+        LLVM::CondBrOp::create(
+            b, loc,
+            LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::slt, i, n), loop,
+            exit);
+        b.setInsertionPointToEnd(loop);
+        MathEmitter math(module, Target::Host);
+        emitElement(b, loc, math, kernel, args, i);
+        Value next = LLVM::AddOp::create(
+            b, loc, i, LLVM::ConstantOp::create(b, loc, i64, 1));
+        LLVM::BrOp::create(b, loc, ValueRange{next}, header);
+        b.setInsertionPointToEnd(exit);
+        LLVM::ReturnOp::create(b, loc, ValueRange{});
+        return fn;
+      });
 }
 
 gpu::GPUModuleOp mlir::pf::kernels::getOrCreateKernelModule(ModuleOp module) {
@@ -247,42 +261,40 @@ gpu::GPUModuleOp mlir::pf::kernels::getOrCreateKernelModule(ModuleOp module) {
 gpu::GPUFuncOp
 mlir::pf::kernels::getOrCreateDeviceKernel(gpu::GPUModuleOp kernels,
                                            const ElementwiseKernel &kernel) {
-  if (auto f = kernels.lookupSymbol<gpu::GPUFuncOp>(kernel.name))
-    return f;
-  MLIRContext *ctx = kernels.getContext();
-  Location loc = kernels.getLoc();
-  OpBuilder b(ctx);
-  b.setInsertionPointToEnd(kernels.getBody());
-  auto fn = gpu::GPUFuncOp::create(
-      b, loc, kernel.name, b.getFunctionType(kernelArgs(ctx, kernel), {}));
-  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({static_cast<int32_t>(kBlockSize), 1, 1}));
-  Block *entry = &fn.getBody().front();
-  Region &body = fn.getBody();
-  Block *work = b.createBlock(&body, body.end());
-  Block *exit = b.createBlock(&body, body.end());
-  ValueRange args = entry->getArguments();
-  b.setInsertionPointToEnd(entry);
-  Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value size = gpu::BlockDimOp::create(b, loc, gpu::Dimension::x);
-  Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Type i64 = b.getI64Type();
-  auto toI64 = [&](Value v) {
-    return arith::IndexCastOp::create(b, loc, i64, v).getResult();
-  };
-  Value i = LLVM::AddOp::create(
-      b, loc, LLVM::MulOp::create(b, loc, toI64(block), toI64(size)),
-      toI64(thread));
-  Value inside =
-      LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::slt, i, args.back());
-  LLVM::CondBrOp::create(b, loc, inside, work, exit);
-  b.setInsertionPointToEnd(work);
-  ModuleOp none;
-  MathEmitter math(none, Target::Device);
-  emitElement(b, loc, math, kernel, args, i);
-  LLVM::BrOp::create(b, loc, ValueRange{}, exit);
-  b.setInsertionPointToEnd(exit);
-  gpu::ReturnOp::create(b, loc);
-  return fn;
+  return getOrCreate<gpu::GPUFuncOp>(
+      kernels, kernel,
+      [&](OpBuilder &b, Location loc, ArrayRef<Type> argTypes) {
+        auto fn = gpu::GPUFuncOp::create(b, loc, kernel.name,
+                                         b.getFunctionType(argTypes, {}));
+        fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+        fn.setKnownBlockSizeAttr(
+            b.getDenseI32ArrayAttr({static_cast<int32_t>(kBlockSize), 1, 1}));
+        Block *entry = &fn.getBody().front();
+        Region &body = fn.getBody();
+        Block *work = b.createBlock(&body, body.end());
+        Block *exit = b.createBlock(&body, body.end());
+        ValueRange args = entry->getArguments();
+        b.setInsertionPointToEnd(entry);
+        Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+        Value size = gpu::BlockDimOp::create(b, loc, gpu::Dimension::x);
+        Value thread = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+        Type i64 = b.getI64Type();
+        auto toI64 = [&](Value v) {
+          return arith::IndexCastOp::create(b, loc, i64, v).getResult();
+        };
+        Value i = LLVM::AddOp::create(
+            b, loc, LLVM::MulOp::create(b, loc, toI64(block), toI64(size)),
+            toI64(thread));
+        Value inside = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::slt, i,
+                                            args.back());
+        LLVM::CondBrOp::create(b, loc, inside, work, exit);
+        b.setInsertionPointToEnd(work);
+        ModuleOp none;
+        MathEmitter math(none, Target::Device);
+        emitElement(b, loc, math, kernel, args, i);
+        LLVM::BrOp::create(b, loc, ValueRange{}, exit);
+        b.setInsertionPointToEnd(exit);
+        gpu::ReturnOp::create(b, loc);
+        return fn;
+      });
 }
