@@ -10,7 +10,7 @@ directories in the runtime's format (``pf-run --save/--load``).
 
 # _ops and _trace first: they provide Tensor's ops and tracing (pipeflow._registry).
 from . import _ops, _trace  # noqa: F401
-from . import config, env, models, nn, optim, sbp
+from . import config, env, models, nn, optim, sbp, utils
 from . import distributed
 from ._checkpoint import load, save
 from ._errors import BackendUnavailable, CompileError, CompilerNotFound, StateDictError
@@ -31,7 +31,7 @@ __all__ = [
     "flatten", "float", "float16", "float32", "float64", "from_numpy", "full", "half", "initial_seed", "int",
     "int8", "int32", "int64", "is_tensor", "load", "long", "manual_seed", "matmul", "models", "mul",
     "nn", "ones", "optim", "placement", "rand", "randint", "randn", "relu", "reshape", "sigmoid", "tanh", "save", "sbp",
-    "StateDictError", "tensor", "uint8", "zeros",
+    "StateDictError", "tensor", "uint8", "utils", "zeros",
 ]
 
 
