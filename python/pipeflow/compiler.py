@@ -246,6 +246,20 @@ def stage_report(compiled, num_stages, num_chunks=1, balance="flops", pf_opt=Non
     return proc.stdout
 
 
+def debug_report(compiled, pipeline, pf_opt=None):
+    """The reports ``pf-opt -pf-compile-cpu-pipeline="PIPELINE boxing-report=-
+    schedule-report=true"`` prints for a cached graph (compiled up to the
+    per-rank programs): the automatic stages' cut, every boxing op and each
+    rank's schedule, as text."""
+    tool = pf_opt or find_pf_opt()
+    options = f"{pipeline} boxing-report=- schedule-report=true pf-compile-to=rank"
+    proc = subprocess.run([tool, compiled.ir_path, f"-pf-compile-cpu-pipeline={options}", "-o",
+                           os.devnull], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise diagnostics_to_error(proc.stderr, compiled.ir_path)
+    return proc.stdout
+
+
 def diagnostics_to_error(stderr, ir_path, tool="pf-opt"):
     """The first ``error:`` of pf-opt's (or ``tool``'s) output as a CompileError at its location."""
     first, notes = None, []

@@ -54,7 +54,7 @@ import numbers
 import os
 from collections import OrderedDict
 
-from .. import _checkpoint, _random, compiler
+from .. import _checkpoint, _random, compiler, env
 from .._source import user_location
 from ..optim.optimizer import Optimizer
 from ._graph import execution, options, state, tracing
@@ -168,6 +168,7 @@ class Graph:
         object.__setattr__(self, "_run", None)
         object.__setattr__(self, "_pending_state", OrderedDict())  # loaded before the first call
         object.__setattr__(self, "_pending_step", None)
+        object.__setattr__(self, "_debug", -1)
         object.__setattr__(self, "config", GraphConfig())
 
     # Attributes -------------------------------------------------------------------
@@ -260,6 +261,20 @@ class Graph:
         compiled = self.compile(*args) if args or self._compiled is None else self._compiled
         return compiler.stage_report(compiled, cfg.pipeline_stages, cfg.num_chunks, cfg.balance)
 
+    def debug(self, v_level=0):
+        """As OneFlow's: with ``v_level >= 0`` the first call prints (on rank 0)
+        :meth:`debug_report`'s text once compiled; ``-1`` turns it off."""
+        object.__setattr__(self, "_debug", int(v_level))
+
+    def debug_report(self, *args):
+        """The compiled program as the compiler sees it: the automatic stages'
+        cut, every boxing op (layouts, bytes per rank, the user's line) and
+        each rank's schedule, for the graph traced on ``args`` (or already)."""
+        traced = self.trace(*args)
+        _, _, pipeline = self._pipeline(traced, user_location())
+        compiled = self.compile(*args) if args or self._compiled is None else self._compiled
+        return compiler.debug_report(compiled, pipeline)
+
     def _pipeline(self, traced, loc):
         """The first optimizer, its scheduler and pf-compile-cpu-pipeline's options."""
         return options.pipeline(self, traced, loc)
@@ -302,6 +317,8 @@ class Graph:
         _, _, pipeline = self._pipeline(traced, loc)
         compiled = self.compile(*args)
         artifacts = compiler.build_cpu_artifacts(compiled, pipeline)
+        if self._debug >= 0 and env.get_rank() == 0:
+            print(f"{self.name}:\n" + compiler.debug_report(compiled, pipeline), flush=True)
         run = execution.Run(self, traced, artifacts, self._optimizers, loc)
         state.load_initial(self, run, traced)
         object.__setattr__(self, "_run", run)
