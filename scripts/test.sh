@@ -59,5 +59,18 @@ else
   count format 0 1
 fi
 
+# Fuzzing: one minute of pf-fuzz (parser, verifiers, compile pipelines under
+# AddressSanitizer; scripts/fuzz.sh builds it in build-fuzz/). A crash, a
+# sanitizer report, a leak or a hang fails. PF_SKIP_FUZZ=1 skips it locally.
+if [ "${PF_SKIP_FUZZ:-0}" != 1 ]; then
+  if "$root/scripts/fuzz.sh" 1 >"$log/fuzz" 2>&1; then
+    grep -E "^stat::number_of_executed_units|DONE" "$log/fuzz" || true
+    count fuzz 1 0
+  else
+    tail -n 80 "$log/fuzz"
+    count fuzz 0 1
+  fi
+fi
+
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -16,6 +16,7 @@
 
 #include "TestUtil.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -238,6 +239,28 @@ void testSlice(int32_t dtype, const Shape &shape, int64_t axis, int64_t n,
   }
 }
 
+// S(axis) -> P, local, every block index: the block of the whole tensor is
+// in place, every other element is zero (out starts as random bytes), so
+// the blocks' outs sum to the whole.
+void testUnslice(int32_t dtype, const Shape &shape, int64_t axis, int64_t n,
+                 uint64_t id) {
+  setContext("box_unslice", dtype, shape,
+             "axis " + std::to_string(axis) + " n " + std::to_string(n),
+             Group());
+  Tensor whole = logical(dtype, shape, id);
+  for (int64_t index = 0; index < n; ++index) {
+    Tensor in = shard(whole, axis, index, n);
+    Tensor out = logical(dtype, shape, id + 7 + uint64_t(index));
+    pfrt_box_unslice(in.data(), out.data(), dtype, in.ndim(), in.shape.data(),
+                     axis, index, n);
+    Tensor zero = logical(dtype, in.shape, id);
+    std::fill(zero.bytes.begin(), zero.bytes.end(), 0);
+    for (int64_t q = 0; q < n; ++q)
+      expectEqual(shard(out, axis, q, n), q == index ? in : zero,
+                  "box_unslice");
+  }
+}
+
 /// One copy_box case: dst starts as its own random tensor, so the check also
 /// covers the elements outside the box, which must stay as they were.
 void copyBoxCase(int32_t dtype, const Shape &srcShape, const Shape &srcOff,
@@ -344,9 +367,12 @@ int main(int argc, char **argv) {
     for (int64_t a = 0; a < int64_t(shapes[si].size()); ++a)
       for (int64_t n = 1; n <= 4; ++n)
         if (shapes[si][a] % n == 0)
-          for (int32_t dt : kDtypes)
+          for (int32_t dt : kDtypes) {
             testSlice(dt, shapes[si], a, n,
                       5000000 + si * 100 + uint64_t(a * 10 + dt));
+            testUnslice(dt, shapes[si], a, n,
+                        6000000 + si * 100 + uint64_t(a * 10 + dt));
+          }
   uint64_t rng = gSeed ^ 0x5eed;
   testCopyBox(&rng);
 

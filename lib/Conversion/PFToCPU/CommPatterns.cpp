@@ -33,8 +33,9 @@ template <typename OpTy> struct GroupOpLowering : CPUPattern<OpTy> {
   using typename Base::OpAdaptor;
   GroupOpLowering(const TypeConverter &converter, CPULoweringState &state)
       : Base(converter, state,
-             std::is_same_v<OpTy, ShardOp> ? Base::Trace::Compute
-                                           : Base::Trace::Comm) {}
+             std::is_same_v<OpTy, ShardOp> || std::is_same_v<OpTy, UnshardOp>
+                 ? Base::Trace::Compute
+                 : Base::Trace::Comm) {}
 
   LogicalResult lower(OpTy op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
@@ -71,6 +72,9 @@ template <typename OpTy> struct GroupOpLowering : CPUPattern<OpTy> {
         rt.pfrt_box_all_to_all(b, loc, in, out, dtype, ndim, shapePtr,
                                op.getSplitAxis(), op.getConcatAxis(), ranksPtr,
                                n);
+      else if constexpr (std::is_same_v<OpTy, UnshardOp>)
+        rt.pfrt_box_unslice(b, loc, in, out, dtype, ndim, shapePtr,
+                            op.getAxis(), pos, n);
       else
         rt.pfrt_box_slice(b, loc, in, out, dtype, ndim, shapePtr, op.getAxis(),
                           pos, n);
@@ -226,10 +230,9 @@ struct RecvLowering : CPUPattern<RecvOp> {
 void mlir::pf::populatePFToCPUCommPatterns(const TypeConverter &converter,
                                            RewritePatternSet &patterns,
                                            CPULoweringState &state) {
-  patterns
-      .add<GroupOpLowering<AllReduceOp>, GroupOpLowering<AllGatherOp>,
-           GroupOpLowering<ReduceScatterOp>, GroupOpLowering<AllToAllOp>,
-           GroupOpLowering<ShardOp>, BroadcastLowering, ReduceLowering,
-           ExtractBoxLowering, AssembleLowering, SendLowering, RecvLowering>(
-          converter, state);
+  patterns.add<GroupOpLowering<AllReduceOp>, GroupOpLowering<AllGatherOp>,
+               GroupOpLowering<ReduceScatterOp>, GroupOpLowering<AllToAllOp>,
+               GroupOpLowering<ShardOp>, GroupOpLowering<UnshardOp>,
+               BroadcastLowering, ReduceLowering, ExtractBoxLowering,
+               AssembleLowering, SendLowering, RecvLowering>(converter, state);
 }

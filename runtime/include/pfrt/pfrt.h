@@ -198,8 +198,8 @@ int pfrt_p2p_batch(const pfrt_p2p_op *ops, int64_t nops);
  * axes; a non-member calling is fatal. Their input and output must not
  * overlap. Every bad argument is fatal, naming the function and the cause
  * (a bad rank or axis, a dimension that does not divide, a NULL buffer for
- * a non-empty tensor). pfrt_box_slice and pfrt_copy_box are local (no MPI)
- * and usable without pfrt_init.
+ * a non-empty tensor). pfrt_box_slice, pfrt_box_unslice and pfrt_copy_box
+ * are local (no MPI) and usable without pfrt_init.
  *===----------------------------------------------------------------------===*/
 
 /* S(axis) -> B: gathers the blocks of the group along axis. in has shape
@@ -241,6 +241,16 @@ int pfrt_box_all_to_all(const void *in, void *out, int32_t dtype, int64_t ndim,
 int pfrt_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
                    const int64_t *in_shape, int64_t axis, int64_t index,
                    int64_t n);
+
+/* S(axis) -> P, local (the inverse of pfrt_box_slice): out (in_shape with
+ * out_shape[axis] = n * in_shape[axis]) is zero except block `index` of its
+ * n equal blocks along axis, which is in. Summed over the n members of a
+ * group (index = group position) the outs give the gathered tensor, so the
+ * layout change moves no byte. Needs ndim >= 1, 0 <= axis < ndim, n >= 1
+ * and 0 <= index < n; in and out must not overlap. */
+int pfrt_box_unslice(const void *in, void *out, int32_t dtype, int64_t ndim,
+                     const int64_t *in_shape, int64_t axis, int64_t index,
+                     int64_t n);
 
 /* Local sub-box copy: for every multi-index i with 0 <= i[d] < sizes[d],
  *     dst[dst_offset + i] = src[src_offset + i]

@@ -289,6 +289,35 @@ int pfrt_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
   return 0;
 }
 
+int pfrt_box_unslice(const void *in, void *out, int32_t dtype, int64_t ndim,
+                     const int64_t *in_shape, int64_t axis, int64_t index,
+                     int64_t n) {
+  const char *fn = "pfrt_box_unslice";
+  int64_t es = elemSizeOf(dtype, fn);
+  int64_t elems = checkShape(ndim, in_shape, "in_shape", es, fn);
+  checkAxis(axis, ndim, "axis", fn);
+  if (n < 1)
+    fatal("%s: block count n = %lld is not positive", fn, (long long)n);
+  if (index < 0 || index >= n)
+    fatal("%s: index %lld is outside [0, %lld)", fn, (long long)index,
+          (long long)n);
+  int64_t outElems, outBytes;
+  if (__builtin_mul_overflow(elems, n, &outElems) ||
+      __builtin_mul_overflow(outElems, es, &outBytes))
+    fatal("%s: the padded size of in_shape %s times %lld overflows", fn,
+          shapeToString(ndim, in_shape).c_str(), (long long)n);
+  checkInOut(in, elems, out, outElems, es, fn);
+  if (outElems == 0)
+    return 0;
+  // out viewed as [outer, n, chunk]: zeros, and in at [:, index, :].
+  std::memset(out, 0, size_t(outBytes));
+  int64_t outer = prod(in_shape, 0, axis);
+  int64_t chunkBytes = elems / outer * es;
+  copyRows((char *)out + index * chunkBytes, n * chunkBytes, (const char *)in,
+           chunkBytes, outer, chunkBytes);
+  return 0;
+}
+
 int pfrt_copy_box(const void *src, const int64_t *src_shape,
                   const int64_t *src_offset, void *dst,
                   const int64_t *dst_shape, const int64_t *dst_offset,

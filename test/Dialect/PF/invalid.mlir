@@ -869,6 +869,15 @@ func.func @shard_from_partial(%p: !pf.global<8xf32, #P4, #pf.sbp<[P]>>) {
 // -----
 
 #P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+func.func @unshard_from_broadcast(%b: !pf.global<8xf32, #P4, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.unshard' op changes #pf.sbp<[B]> to #pf.sbp<[P]>; it does S(axis) -> P}}
+  %0 = pf.unshard %b {axis = 0, groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8xf32, #P4, #pf.sbp<[B]>> -> !pf.global<8xf32, #P4, #pf.sbp<[P]>>
+  return
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
 func.func @keep_one_to_split(%b: !pf.global<8xf32, #P4, #pf.sbp<[B]>>) {
   // expected-error @+1 {{'pf.keep_one' op changes #pf.sbp<[B]> to #pf.sbp<[S(0)]>; it does B -> P}}
   %0 = pf.keep_one %b {groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8xf32, #P4, #pf.sbp<[B]>> -> !pf.global<8xf32, #P4, #pf.sbp<[S(0)]>>

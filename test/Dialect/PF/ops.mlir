@@ -272,6 +272,8 @@ func.func @boxing(%p: !pf.global<8x16xf32, #P4, #pf.sbp<[P]>>,
   %4 = pf.all_to_all %s0 {split_axis = 1, concat_axis = 0, groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8x16xf32, #P4, #pf.sbp<[S(0)]>> -> !pf.global<8x16xf32, #P4, #pf.sbp<[S(1)]>>
   // CHECK: pf.shard %[[B]] {axis = 0 : i64, groups = [array<i64: 0, 1, 2, 3>]} : {{.*}}[B]>> -> {{.*}}[S(0)]>>
   %5 = pf.shard %b {axis = 0, groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8x16xf32, #P4, #pf.sbp<[B]>> -> !pf.global<8x16xf32, #P4, #pf.sbp<[S(0)]>>
+  // CHECK: pf.unshard %[[S0]] {axis = 0 : i64, groups = [array<i64: 0, 1, 2, 3>]} : {{.*}}[S(0)]>> -> {{.*}}[P]>>
+  %u = pf.unshard %s0 {axis = 0, groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8x16xf32, #P4, #pf.sbp<[S(0)]>> -> !pf.global<8x16xf32, #P4, #pf.sbp<[P]>>
   // CHECK: pf.keep_one %[[B]] {groups = [array<i64: 0, 1, 2, 3>]} : {{.*}}[B]>> -> {{.*}}[P]>>
   %6 = pf.keep_one %b {groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8x16xf32, #P4, #pf.sbp<[B]>> -> !pf.global<8x16xf32, #P4, #pf.sbp<[P]>>
   // CHECK: pf.broadcast %[[R]] {ranks = array<i64: 0, 1, 2, 3>, root = 0 : i64} : (!pf.global<8x16xf32, #{{.*}}, #pf.sbp<[B]>>) -> !pf.global<8x16xf32, #{{.*}}, #pf.sbp<[B]>>

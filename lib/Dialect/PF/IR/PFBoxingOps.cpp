@@ -111,6 +111,12 @@ LogicalResult ShardOp::verify() {
                        SBPDim::split(axis), "B -> S(axis)");
 }
 
+LogicalResult UnshardOp::verify() {
+  int64_t axis = getAxis();
+  return verifyGroupOp(*this, getGroups(), SBPDim::split(axis),
+                       SBPDim::partial(), "S(axis) -> P");
+}
+
 LogicalResult KeepOneOp::verify() {
   return verifyGroupOp(*this, getGroups(), SBPDim::broadcast(),
                        SBPDim::partial(), "B -> P");

@@ -104,7 +104,7 @@ double mlir::pf::transitionBytes(SBPDim from, SBPDim to, int64_t n,
       return f * bytes; // all-gather
     if (to.isSplit())
       return f * bytes / n; // all-to-all
-    return f * bytes;       // S -> B -> P
+    return 0;               // S -> P: each rank zero-pads its block
   }
   return 0; // B -> S (slice), B -> P (one rank keeps the value)
 }

@@ -57,7 +57,7 @@ private:
   /// flattened placement).
   FailureOr<Value> samePlacement(Value v, SBPAttr to);
   /// The group collective taking v (one hierarchy entry `from`) to `out`
-  /// (that entry `to`); null for S -> P, which takes two.
+  /// (that entry `to`); null when the entries are equal.
   Value emitCollective(GlobalType out, Value v, SBPDim from, SBPDim to,
                        double cost, ArrayAttr groups);
   /// Changes hierarchy dimension d of v's layout to `to`.
@@ -120,6 +120,8 @@ Value Lowerer::emitCollective(GlobalType out, Value v, SBPDim from, SBPDim to,
     return emit<ShardOp>(out, v, 0, groups, to.getAxis());
   if (from.isBroadcast() && to.isPartial())
     return emit<KeepOneOp>(out, v, 0, groups);
+  if (from.isSplit() && to.isPartial())
+    return emit<UnshardOp>(out, v, 0, groups, from.getAxis());
   return Value();
 }
 
@@ -132,11 +134,9 @@ Value Lowerer::changeDim(Value v, unsigned d, SBPDim to) {
   double seen = seenBytes(t, d);
   GlobalType out = t.withSBP(withDim(t.getSbp(), d, to));
   double cost = transitionBytes(from, to, n, seen);
-  if (Value changed = emitCollective(out, v, from, to, cost, groups))
-    return changed;
-  // S -> P: gather, then keep one.
-  Value whole = changeDim(v, d, SBPDim::broadcast());
-  return changeDim(whole, d, to);
+  Value changed = emitCollective(out, v, from, to, cost, groups);
+  assert(changed && "every 1-D transition has one op");
+  return changed;
 }
 
 /// The single 1-D entry a layout is on the flattened placement, if any.
@@ -159,7 +159,7 @@ Value Lowerer::flatChange(Value v, SBPAttr to) {
   double cost =
       transitionBytes(from, want, n, t.getNumElements() * elementBytes(t));
   Value changed = emitCollective(out, v, from, want, cost, groups);
-  assert(changed && "flat layouts never change S -> P");
+  assert(changed && "every 1-D transition has one op");
   return changed;
 }
 
@@ -170,10 +170,10 @@ FailureOr<Value> Lowerer::samePlacement(Value v, SBPAttr to) {
     return v;
   unsigned dims = from.size();
   // Hierarchy reduction: one collective over all ranks, when both layouts
-  // are one entry repeated and no S -> P is involved.
+  // are one entry repeated.
   if (dims > 1) {
     std::optional<SBPDim> f = flatEntry(from), w = flatEntry(to);
-    if (f && w && !(f->isSplit() && w->isPartial()))
+    if (f && w)
       return flatChange(v, to);
   }
   // Per dimension. A dimension may change when no later dimension splits

@@ -23,9 +23,9 @@ func.func @one_d(%p: !pf.global<8x16xf32, #P4, #pf.sbp<[P]>>,
   %6 = pf.to_global %b : !pf.global<8x16xf32, #P4, #pf.sbp<[B]>> -> !pf.global<8x16xf32, #P4, #pf.sbp<[S(1)]>>
   // CHECK: pf.keep_one %arg3 {groups = [array<i64: 0, 1, 2, 3>]} : {{.*}}[B]>> -> {{.*}}[P]>>
   %7 = pf.to_global %b : !pf.global<8x16xf32, #P4, #pf.sbp<[B]>> -> !pf.global<8x16xf32, #P4, #pf.sbp<[P]>>
-  // S -> P goes through B.
-  // CHECK: %[[G:.*]] = pf.all_gather %arg1 {axis = 0
-  // CHECK-NEXT: pf.keep_one %[[G]]
+  // S -> P moves nothing: each rank zero-pads its block.
+  // CHECK: pf.unshard %arg1 {axis = 0 : i64, groups = [array<i64: 0, 1, 2, 3>]} : {{.*}}[S(0)]>> -> {{.*}}[P]>>
+  // CHECK-NOT: pf.all_gather
   %8 = pf.to_global %s0 : !pf.global<8x16xf32, #P4, #pf.sbp<[S(0)]>> -> !pf.global<8x16xf32, #P4, #pf.sbp<[P]>>
   // CHECK-NOT: pf.to_global
   return

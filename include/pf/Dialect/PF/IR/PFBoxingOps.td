@@ -53,6 +53,17 @@ def PF_ShardOp : PF_GroupOp<"shard",
     "B -> S(axis): each member keeps its block (local, no communication)",
     (ins I64Attr:$axis)>;
 
+def PF_UnshardOp : PF_GroupOp<"unshard",
+    "S(axis) -> P: each member zero-pads its block into the whole (local, no communication)",
+    (ins I64Attr:$axis)> {
+  let description = [{
+    The partial sums of a split tensor without moving a byte: member `p` of
+    each group holds the logical shape, zero except its own block `p` along
+    `axis`; the sum over the group is the tensor. (Gathering and keeping one
+    copy would move (n-1)/n of the tensor per rank.)
+  }];
+}
+
 def PF_KeepOneOp : PF_GroupOp<"keep_one",
     "B -> P: the group's first member keeps the value, the others zero (local)">;
 
