@@ -22,18 +22,8 @@ if ! ls /usr/lib/llvm-22/lib/clang/22/lib/linux/libclang_rt.fuzzer-x86_64.a \
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
   $sudo apt-get install -y -q libclang-rt-22-dev >/dev/null
 fi
-if [ ! -f "$build/build.ninja" ]; then
-  cmake -G Ninja -S "$root" -B "$build" \
-    -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-    -DLLVM_USE_LINKER=lld \
-    -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
-    -DMLIR_LINK_MLIR_DYLIB=ON -DPF_ENABLE_CUDA=OFF -DPF_ENABLE_FUZZER=ON \
-    "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address -fno-omit-frame-pointer" \
-    >/dev/null
-fi
+"$root/scripts/configure.sh" "$build" -DPF_ENABLE_CUDA=OFF -DPF_ENABLE_FUZZER=ON \
+  "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address -fno-omit-frame-pointer"
 ninja -C "$build" -j "$jobs" pf-fuzz >/dev/null
 
 corpus=$build/corpus

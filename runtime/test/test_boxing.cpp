@@ -223,10 +223,12 @@ void testAllToAll(const Group &g, int pos, int32_t dtype, const Shape &shape,
   expectEqual(in, keep, "box_all_to_all input");
 }
 
-// B -> S(axis), local, every block index.
-void testSlice(int32_t dtype, const Shape &shape, int64_t axis, int64_t n,
-               uint64_t id) {
-  setContext("box_slice", dtype, shape,
+// B -> S(axis) and S(axis) -> P, local, every block index: the slice is the
+// block; the unslice of the block has it in place and zeros elsewhere (out
+// starts as random bytes), so the blocks' unslices sum to the whole.
+void testSliceAndUnslice(int32_t dtype, const Shape &shape, int64_t axis,
+                         int64_t n, uint64_t id) {
+  setContext("box_slice/unslice", dtype, shape,
              "axis " + std::to_string(axis) + " n " + std::to_string(n),
              Group());
   Tensor whole = logical(dtype, shape, id);
@@ -236,27 +238,13 @@ void testSlice(int32_t dtype, const Shape &shape, int64_t axis, int64_t n,
     pfrt_box_slice(whole.data(), out.data(), dtype, whole.ndim(),
                    whole.shape.data(), axis, index, n);
     expectEqual(out, want, "box_slice");
-  }
-}
-
-// S(axis) -> P, local, every block index: the block of the whole tensor is
-// in place, every other element is zero (out starts as random bytes), so
-// the blocks' outs sum to the whole.
-void testUnslice(int32_t dtype, const Shape &shape, int64_t axis, int64_t n,
-                 uint64_t id) {
-  setContext("box_unslice", dtype, shape,
-             "axis " + std::to_string(axis) + " n " + std::to_string(n),
-             Group());
-  Tensor whole = logical(dtype, shape, id);
-  for (int64_t index = 0; index < n; ++index) {
-    Tensor in = shard(whole, axis, index, n);
-    Tensor out = logical(dtype, shape, id + 7 + uint64_t(index));
-    pfrt_box_unslice(in.data(), out.data(), dtype, in.ndim(), in.shape.data(),
-                     axis, index, n);
-    Tensor zero = logical(dtype, in.shape, id);
+    Tensor padded = logical(dtype, shape, id + 7 + uint64_t(index));
+    pfrt_box_unslice(want.data(), padded.data(), dtype, want.ndim(),
+                     want.shape.data(), axis, index, n);
+    Tensor zero = want;
     std::fill(zero.bytes.begin(), zero.bytes.end(), 0);
     for (int64_t q = 0; q < n; ++q)
-      expectEqual(shard(out, axis, q, n), q == index ? in : zero,
+      expectEqual(shard(padded, axis, q, n), q == index ? want : zero,
                   "box_unslice");
   }
 }
@@ -367,12 +355,9 @@ int main(int argc, char **argv) {
     for (int64_t a = 0; a < int64_t(shapes[si].size()); ++a)
       for (int64_t n = 1; n <= 4; ++n)
         if (shapes[si][a] % n == 0)
-          for (int32_t dt : kDtypes) {
-            testSlice(dt, shapes[si], a, n,
-                      5000000 + si * 100 + uint64_t(a * 10 + dt));
-            testUnslice(dt, shapes[si], a, n,
-                        6000000 + si * 100 + uint64_t(a * 10 + dt));
-          }
+          for (int32_t dt : kDtypes)
+            testSliceAndUnslice(dt, shapes[si], a, n,
+                                5000000 + si * 100 + uint64_t(a * 10 + dt));
   uint64_t rng = gSeed ^ 0x5eed;
   testCopyBox(&rng);
 

@@ -8,6 +8,7 @@ import pipeflow as flow
 from pipeflow import nn
 from pipeflow.utils.data import (BatchSampler, DataLoader, Dataset, RandomSampler,
                                  SequentialSampler, TensorDataset)
+from test_inference import Infer
 
 
 def _data(n=10, rng=None):
@@ -111,15 +112,6 @@ def test_bad_datasets_and_samples_are_errors():
     ragged = [np.zeros(2), np.zeros(3)]
     with pytest.raises(ValueError, match="samples of different shapes"):
         next(iter(DataLoader(ragged, batch_size=2)))
-
-
-class Infer(nn.Graph):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def build(self, x):
-        return self.model(x)
 
 
 def test_a_local_graph_runs_on_loader_batches(backend):

@@ -16,6 +16,7 @@
 
 #include <cstring>
 #include <memory>
+#include <utility>
 
 using namespace pfrt;
 
@@ -177,6 +178,20 @@ void intoBlocks(void *out, int64_t outer, int64_t n, int64_t blockBytes,
 
 extern "C" {
 
+namespace {
+/// n times in_shape's `elems` elements (a gathered or padded tensor), fatal
+/// when it or its bytes overflow.
+int64_t nTimes(int64_t elems, int64_t n, int64_t es, int64_t ndim,
+               const int64_t *in_shape, const char *fn) {
+  int64_t outElems, outBytes;
+  if (__builtin_mul_overflow(elems, n, &outElems) ||
+      __builtin_mul_overflow(outElems, es, &outBytes))
+    fatal("%s: %lld times the size of in_shape %s overflows", fn, (long long)n,
+          shapeToString(ndim, in_shape).c_str());
+  return outElems;
+}
+} // namespace
+
 int pfrt_box_all_gather(const void *in, void *out, int32_t dtype, int64_t ndim,
                         const int64_t *in_shape, int64_t axis,
                         const int64_t *ranks, int64_t n) {
@@ -185,11 +200,7 @@ int pfrt_box_all_gather(const void *in, void *out, int32_t dtype, int64_t ndim,
   int64_t es = elemSizeOf(dtype, fn);
   int64_t elems = checkShape(ndim, in_shape, "in_shape", es, fn);
   checkAxis(axis, ndim, "axis", fn);
-  int64_t outElems, outBytes;
-  if (__builtin_mul_overflow(elems, n, &outElems) ||
-      __builtin_mul_overflow(outElems, es, &outBytes))
-    fatal("%s: the gathered size of in_shape %s over %lld ranks overflows", fn,
-          shapeToString(ndim, in_shape).c_str(), (long long)n);
+  int64_t outElems = nTimes(elems, n, es, ndim, in_shape, fn);
   checkInOut(in, elems, out, outElems, es, fn);
   if (elems == 0)
     return 0;
@@ -265,10 +276,13 @@ int pfrt_box_all_to_all(const void *in, void *out, int32_t dtype, int64_t ndim,
   return 0;
 }
 
-int pfrt_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
-                   const int64_t *in_shape, int64_t axis, int64_t index,
-                   int64_t n) {
-  const char *fn = "pfrt_box_slice";
+namespace {
+/// The arguments of pfrt_box_slice and pfrt_box_unslice but the buffers:
+/// returns the element size and in's element count.
+std::pair<int64_t, int64_t> checkBlockArgs(int32_t dtype, int64_t ndim,
+                                           const int64_t *in_shape,
+                                           int64_t axis, int64_t index,
+                                           int64_t n, const char *fn) {
   int64_t es = elemSizeOf(dtype, fn);
   int64_t elems = checkShape(ndim, in_shape, "in_shape", es, fn);
   checkAxis(axis, ndim, "axis", fn);
@@ -277,6 +291,15 @@ int pfrt_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
   if (index < 0 || index >= n)
     fatal("%s: index %lld is outside [0, %lld)", fn, (long long)index,
           (long long)n);
+  return {es, elems};
+}
+} // namespace
+
+int pfrt_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
+                   const int64_t *in_shape, int64_t axis, int64_t index,
+                   int64_t n) {
+  const char *fn = "pfrt_box_slice";
+  auto [es, elems] = checkBlockArgs(dtype, ndim, in_shape, axis, index, n, fn);
   int64_t outElems = checkOneBlock(in, out, ndim, in_shape, elems, axis, n,
                                    "the block count", es, fn);
   if (outElems == 0)
@@ -293,24 +316,13 @@ int pfrt_box_unslice(const void *in, void *out, int32_t dtype, int64_t ndim,
                      const int64_t *in_shape, int64_t axis, int64_t index,
                      int64_t n) {
   const char *fn = "pfrt_box_unslice";
-  int64_t es = elemSizeOf(dtype, fn);
-  int64_t elems = checkShape(ndim, in_shape, "in_shape", es, fn);
-  checkAxis(axis, ndim, "axis", fn);
-  if (n < 1)
-    fatal("%s: block count n = %lld is not positive", fn, (long long)n);
-  if (index < 0 || index >= n)
-    fatal("%s: index %lld is outside [0, %lld)", fn, (long long)index,
-          (long long)n);
-  int64_t outElems, outBytes;
-  if (__builtin_mul_overflow(elems, n, &outElems) ||
-      __builtin_mul_overflow(outElems, es, &outBytes))
-    fatal("%s: the padded size of in_shape %s times %lld overflows", fn,
-          shapeToString(ndim, in_shape).c_str(), (long long)n);
+  auto [es, elems] = checkBlockArgs(dtype, ndim, in_shape, axis, index, n, fn);
+  int64_t outElems = nTimes(elems, n, es, ndim, in_shape, fn);
   checkInOut(in, elems, out, outElems, es, fn);
   if (outElems == 0)
     return 0;
   // out viewed as [outer, n, chunk]: zeros, and in at [:, index, :].
-  std::memset(out, 0, size_t(outBytes));
+  std::memset(out, 0, size_t(outElems * es));
   int64_t outer = prod(in_shape, 0, axis);
   int64_t chunkBytes = elems / outer * es;
   copyRows((char *)out + index * chunkBytes, n * chunkBytes, (const char *)in,

@@ -4,6 +4,8 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
+
 #include "pf/Interfaces/SBPInterface.cpp.inc"
 
 using namespace mlir;
@@ -109,23 +111,86 @@ double mlir::pf::transitionBytes(SBPDim from, SBPDim to, int64_t n,
   return 0; // B -> S (slice), B -> P (one rank keeps the value)
 }
 
-double mlir::pf::boxingBytes(GlobalType type, SBPAttr from, SBPAttr to) {
+namespace {
+/// The single 1-D entry a layout is on the flattened placement, if any.
+std::optional<SBPDim> flatEntry(SBPAttr sbp) {
+  SBPDim first = sbp[0];
+  for (SBPDim d : sbp.getDims())
+    if (d != first)
+      return std::nullopt;
+  return first;
+}
+} // namespace
+
+SmallVector<BoxingStep> mlir::pf::planBoxing(GlobalType type, SBPAttr from,
+                                             SBPAttr to) {
+  SmallVector<BoxingStep> steps;
+  if (from == to)
+    return steps;
   PlacementAttr p = type.getPlacement();
   double total =
       type.getNumElements() *
       std::max<int64_t>(1, type.getElementType().getIntOrFloatBitWidth() / 8);
-  double cost = 0;
-  for (unsigned d = 0; d < from.size(); ++d) {
-    if (from[d] == to[d])
-      continue;
+  unsigned dims = from.size();
+  if (dims > 1) {
+    std::optional<SBPDim> f = flatEntry(from), w = flatEntry(to);
+    if (f && w) {
+      steps.push_back(
+          {-1, *f, *w, to, transitionBytes(*f, *w, p.getNumRanks(), total)});
+      return steps;
+    }
+  }
+  SBPAttr cur = from;
+  auto change = [&](unsigned d, SBPDim entry) {
     // The group along d sees the tensor divided by the other dimensions'
     // splits.
     double seen = total;
-    for (unsigned e = 0; e < from.size(); ++e)
-      if (e != d && from[e].isSplit())
+    for (unsigned e = 0; e < dims; ++e)
+      if (e != d && cur[e].isSplit())
         seen /= p.getHierarchy()[e];
-    cost += transitionBytes(from[d], to[d], p.getHierarchy()[d], seen);
+    SBPAttr after = withDim(cur, d, entry);
+    steps.push_back(
+        {d, cur[d], entry, after,
+         transitionBytes(cur[d], entry, p.getHierarchy()[d], seen)});
+    cur = after;
+  };
+  auto canChange = [&](unsigned d) {
+    SmallVector<int64_t> axes;
+    if (cur[d].isSplit())
+      axes.push_back(cur[d].getAxis());
+    if (to[d].isSplit())
+      axes.push_back(to[d].getAxis());
+    for (unsigned e = d + 1; e < dims; ++e)
+      if (cur[e].isSplit() && llvm::is_contained(axes, cur[e].getAxis()))
+        return false;
+    return true;
+  };
+  while (cur != to) {
+    int chosen = -1;
+    for (int d = dims - 1; d >= 0; --d)
+      if (cur[d] != to[d] && canChange(d)) {
+        chosen = d;
+        break;
+      }
+    if (chosen >= 0) {
+      change(chosen, to[chosen]);
+      continue;
+    }
+    // No direct order: through all-B (always lowerable, more bytes).
+    for (int d = dims - 1; d >= 0; --d)
+      if (!cur[d].isBroadcast())
+        change(d, SBPDim::broadcast());
+    for (unsigned d = 0; d < dims; ++d)
+      if (!to[d].isBroadcast())
+        change(d, to[d]);
   }
+  return steps;
+}
+
+double mlir::pf::boxingBytes(GlobalType type, SBPAttr from, SBPAttr to) {
+  double cost = 0;
+  for (const BoxingStep &step : planBoxing(type, from, to))
+    cost += step.bytes;
   return cost;
 }
 

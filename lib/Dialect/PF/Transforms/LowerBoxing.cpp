@@ -60,9 +60,9 @@ private:
   /// (that entry `to`); null when the entries are equal.
   Value emitCollective(GlobalType out, Value v, SBPDim from, SBPDim to,
                        double cost, ArrayAttr groups);
-  /// Changes hierarchy dimension d of v's layout to `to`.
-  Value changeDim(Value v, unsigned d, SBPDim to);
-  Value flatChange(Value v, SBPAttr to);
+  /// One step of planBoxing on v: a collective within the groups of its
+  /// dimension, or over all ranks.
+  Value applyStep(Value v, const BoxingStep &step);
   FailureOr<Value> otherPlacement(Value v, GlobalType to);
 
   OpBuilder &b;
@@ -97,15 +97,6 @@ void Lowerer::record(Operation *op, GlobalType from, GlobalType to,
   bytes += cost;
 }
 
-/// Total bytes of the tensor as the groups along d see it.
-double seenBytes(GlobalType t, unsigned d) {
-  double total = t.getNumElements() * elementBytes(t);
-  for (unsigned e = 0; e < t.getSbp().size(); ++e)
-    if (e != d && t.getSbp()[e].isSplit())
-      total /= t.getPlacement().getHierarchy()[e];
-  return total;
-}
-
 Value Lowerer::emitCollective(GlobalType out, Value v, SBPDim from, SBPDim to,
                               double cost, ArrayAttr groups) {
   if (from.isPartial() && to.isBroadcast())
@@ -125,95 +116,26 @@ Value Lowerer::emitCollective(GlobalType out, Value v, SBPDim from, SBPDim to,
   return Value();
 }
 
-Value Lowerer::changeDim(Value v, unsigned d, SBPDim to) {
+Value Lowerer::applyStep(Value v, const BoxingStep &step) {
   auto t = cast<GlobalType>(v.getType());
-  SBPDim from = t.getSbp()[d];
-  MLIRContext *ctx = b.getContext();
-  ArrayAttr groups = groupsAttr(ctx, hierarchyGroups(t.getPlacement(), d));
-  int64_t n = t.getPlacement().getHierarchy()[d];
-  double seen = seenBytes(t, d);
-  GlobalType out = t.withSBP(withDim(t.getSbp(), d, to));
-  double cost = transitionBytes(from, to, n, seen);
-  Value changed = emitCollective(out, v, from, to, cost, groups);
-  assert(changed && "every 1-D transition has one op");
-  return changed;
-}
-
-/// The single 1-D entry a layout is on the flattened placement, if any.
-std::optional<SBPDim> flatEntry(SBPAttr sbp) {
-  SBPDim first = sbp[0];
-  for (SBPDim d : sbp.getDims())
-    if (d != first)
-      return std::nullopt;
-  return first;
-}
-
-Value Lowerer::flatChange(Value v, SBPAttr to) {
-  auto t = cast<GlobalType>(v.getType());
-  SBPDim from = *flatEntry(t.getSbp()), want = *flatEntry(to);
-  MLIRContext *ctx = b.getContext();
-  ArrayAttr groups =
-      groupsAttr(ctx, {SmallVector<int64_t>(t.getPlacement().getRanks())});
-  int64_t n = t.getPlacement().getNumRanks();
-  GlobalType out = t.withSBP(to);
-  double cost =
-      transitionBytes(from, want, n, t.getNumElements() * elementBytes(t));
-  Value changed = emitCollective(out, v, from, want, cost, groups);
+  PlacementAttr p = t.getPlacement();
+  SmallVector<SmallVector<int64_t>> groups =
+      step.dim < 0 ? SmallVector<SmallVector<int64_t>>{SmallVector<int64_t>(
+                         p.getRanks())}
+                   : hierarchyGroups(p, step.dim);
+  Value changed =
+      emitCollective(t.withSBP(step.after), v, step.from, step.to, step.bytes,
+                     groupsAttr(b.getContext(), groups));
   assert(changed && "every 1-D transition has one op");
   return changed;
 }
 
 FailureOr<Value> Lowerer::samePlacement(Value v, SBPAttr to) {
   auto t = cast<GlobalType>(v.getType());
-  SBPAttr from = t.getSbp();
-  if (from == to)
-    return v;
-  unsigned dims = from.size();
-  // Hierarchy reduction: one collective over all ranks, when both layouts
-  // are one entry repeated.
-  if (dims > 1) {
-    std::optional<SBPDim> f = flatEntry(from), w = flatEntry(to);
-    if (f && w)
-      return flatChange(v, to);
-  }
-  // Per dimension. A dimension may change when no later dimension splits
-  // the axes it touches (the rank's data is then a plain sub-block);
-  // gathers go inner to outer.
-  auto canChange = [&](SBPAttr cur, unsigned d) {
-    SmallVector<int64_t> axes;
-    if (cur[d].isSplit())
-      axes.push_back(cur[d].getAxis());
-    if (to[d].isSplit())
-      axes.push_back(to[d].getAxis());
-    for (unsigned e = d + 1; e < dims; ++e)
-      if (cur[e].isSplit() && llvm::is_contained(axes, cur[e].getAxis()))
-        return false;
-    return true;
-  };
   Value cur = v;
-  while (true) {
-    SBPAttr now = cast<GlobalType>(cur.getType()).getSbp();
-    if (now == to)
-      return cur;
-    int chosen = -1;
-    for (int d = dims - 1; d >= 0; --d)
-      if (now[d] != to[d] && canChange(now, d)) {
-        chosen = d;
-        break;
-      }
-    if (chosen >= 0) {
-      cur = changeDim(cur, chosen, to[chosen]);
-      continue;
-    }
-    // No direct order: through all-B (always lowerable, more bytes).
-    for (int d = dims - 1; d >= 0; --d)
-      if (!cast<GlobalType>(cur.getType()).getSbp()[d].isBroadcast())
-        cur = changeDim(cur, d, SBPDim::broadcast());
-    for (unsigned d = 0; d < dims; ++d)
-      if (!to[d].isBroadcast())
-        cur = changeDim(cur, d, to[d]);
-    return cur;
-  }
+  for (const BoxingStep &step : planBoxing(t, t.getSbp(), to))
+    cur = applyStep(cur, step);
+  return cur;
 }
 
 SBPAttr withoutPartial(SBPAttr sbp) {

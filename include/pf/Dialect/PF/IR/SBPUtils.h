@@ -40,9 +40,28 @@ SmallVector<NDSBPSignature> getNDSBPSignatures(Operation *op,
 /// it), by DESIGN.md's table. `to` may equal `from` (0).
 double transitionBytes(SBPDim from, SBPDim to, int64_t n, double bytes);
 
-/// Ideal bytes per rank of changing `type`'s layout from `from` to `to` on
-/// its placement (per hierarchy dimension, each on the tensor as that
-/// dimension's groups see it).
+/// One step of a layout change within a placement, as pf-lower-boxing emits
+/// it: hierarchy dimension `dim` changes from `from` to `to` within its
+/// groups, or (dim = -1) the whole flattened placement does (both layouts
+/// are one entry repeated); `after` is the layout once done and `bytes`
+/// what the step moves per rank.
+struct BoxingStep {
+  int64_t dim;
+  SBPDim from, to;
+  SBPAttr after;
+  double bytes;
+};
+
+/// The steps taking `type` (on its placement) from layout `from` to `to`:
+/// one collective over all ranks when both layouts are one entry repeated;
+/// else dimension by dimension, innermost first among the dimensions that
+/// may change (no later dimension splits an axis they touch, so the rank's
+/// data stays a plain sub-block); when none may, through all-B. The one
+/// plan both SBP inference's prices (boxingBytes) and the lowering follow.
+SmallVector<BoxingStep> planBoxing(GlobalType type, SBPAttr from, SBPAttr to);
+
+/// Bytes per rank of changing `type`'s layout from `from` to `to` on its
+/// placement: the sum of planBoxing's steps, i.e. what the lowering moves.
 double boxingBytes(GlobalType type, SBPAttr from, SBPAttr to);
 
 /// Bytes the busiest receiving rank gets when `from` moves to another
