@@ -386,8 +386,10 @@ bool Outliner::run(OutlineStats &stats) {
   std::map<Signature, unsigned> groupOf;
   SmallVector<SmallVector<unsigned>> groups;
   SmallVector<std::pair<unsigned, int64_t>> member; // (group, instance)
-  for (const Shape &shape : shapes) {
-    auto [it, inserted] = groupOf.try_emplace(shape.signature, groups.size());
+  for (Shape &shape : shapes) {
+    // The signature is only a key from here on: moved, not copied.
+    auto [it, inserted] =
+        groupOf.try_emplace(std::move(shape.signature), groups.size());
     if (inserted)
       groups.emplace_back();
     member.push_back({it->second, groups[it->second].size()});

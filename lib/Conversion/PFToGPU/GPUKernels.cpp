@@ -18,7 +18,7 @@ namespace {
 /// modules excluded), in `module`'s gpu.module.
 void buildKernels(ModuleOp module) {
   gpu::GPUModuleOp kernels;
-  module.getBody()->walk([&](Operation *op) {
+  module.getBody()->walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (isa<ModuleOp>(op) && op != module.getOperation())
       return WalkResult::skip();
     if (std::optional<kernels::ElementwiseKernel> kernel =
