@@ -172,10 +172,36 @@ def check_activation(ctx, c):
             return np.tanh(v)
         return 1.0 / (1.0 + np.exp(-v))
 
+    def df(v):
+        if kind == 0:
+            return (0.5 * (1.0 + erf(v / math.sqrt(2.0)))
+                    + v * np.exp(-0.5 * v * v) / math.sqrt(2.0 * math.pi))
+        if kind == 1:
+            k = math.sqrt(2.0 / math.pi)
+            t = np.tanh(k * (v + 0.044715 * v ** 3))
+            return (0.5 * (1.0 + t)
+                    + 0.5 * v * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * v * v))
+        if kind == 2:
+            return 1.0 - np.tanh(v) ** 2
+        s = 1.0 / (1.0 + np.exp(-v))
+        return s * (1.0 - s)
+
+    # The kernel's gradient against the closed form; the closed form against
+    # central differences, relative to the derivative's scale but at least
+    # 1e-3 (a difference quotient of values near 1e-10, far in a tail, is
+    # noise at that size).
     h = 1e-5
-    df = (f(x + h) - f(x - h)) / (2 * h)
+    fd = (f(x + h) - f(x - h)) / (2 * h)
+    closed = df(x)
+    if x.size:
+        scale = max(float(np.max(np.abs(closed))), 1e-3)
+        fd_err = float(np.max(np.abs(fd - closed))) / scale
+        if not fd_err <= FD:
+            ctx.failures.append("activation %s: closed-form derivative vs "
+                                "central differences: error %.3g > %.0e (%s)"
+                                % (c["id"], fd_err, FD, params(c)))
     ctx.check(c, "y", ctx.load(c, "y"), f(x), F32)
-    ctx.check(c, "dx", ctx.load(c, "dx"), df * dy, GRAD)
+    ctx.check(c, "dx", ctx.load(c, "dx"), closed * dy, GRAD)
 
 
 def check_softmax(ctx, c):
