@@ -99,3 +99,22 @@ def normalize(value, ndim):
 def mlir(entries):
     """``#pf.sbp<[...]>`` of a tuple of entries."""
     return "#pf.sbp<[" + ", ".join(e.mlir() for e in entries) + "]>"
+
+
+def parse(text):
+    """The entries of ``#pf.sbp<[S(0), B]>`` (as the compiler prints it)."""
+    text = text.strip()
+    if not (text.startswith("#pf.sbp<[") and text.endswith("]>")):
+        raise ValueError(f"not an SBP attribute: {text!r}")
+    body = text[len("#pf.sbp<["):-2].strip()
+    out = []
+    for item in filter(None, (s.strip() for s in body.split(","))):
+        if item == "B":
+            out.append(broadcast)
+        elif item == "P":
+            out.append(partial_sum)
+        elif item.startswith("S(") and item.endswith(")") and item[2:-1].isdigit():
+            out.append(split(int(item[2:-1])))
+        else:
+            raise ValueError(f"unknown SBP entry {item!r} in {text!r}")
+    return tuple(out)

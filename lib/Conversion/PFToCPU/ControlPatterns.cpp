@@ -124,7 +124,7 @@ struct ReturnLowering : CPUPattern<func::ReturnOp> {
         FailureOr<int64_t> bytes = elementBytes(op, operand.getType());
         if (failed(bytes))
           return failure();
-        state.rt.pfrt_report_output(b, loc, static_cast<int32_t>(i),
+        state.rt.pfrt_report_output(b, loc, state.outputIndices[i],
                                     adaptor.getOperands()[i],
                                     *bytes * localCount(operand));
       }

@@ -48,6 +48,11 @@ public:
     state.sendDone = sendDone;
     state.reportOutputs = reportOutputs;
     state.generatedKernels = generatedKernels;
+    for (unsigned i = 0; i < step.getNumResults(); ++i) {
+      auto index = step.getResultAttrOfType<IntegerAttr>(
+          i, PFDialect::OutputAttrHelper::getNameStr());
+      state.outputIndices.push_back(index ? index.getInt() : i);
+    }
   }
 
   LogicalResult run();
@@ -355,16 +360,20 @@ void RankLowering::emitMain() {
 ArrayAttr RankLowering::outputsAttr() {
   SmallVector<Attribute> outputs;
   for (auto [i, type] : llvm::enumerate(step.getResultTypes())) {
-    auto global = cast<GlobalType>(type);
+    auto local = cast<GlobalType>(type);
+    // The placement and SBP of the global result this rank holds a part of.
+    auto globalType = step.getResultAttrOfType<TypeAttr>(
+        i, PFDialect::GlobalTypeAttrHelper::getNameStr());
+    auto global = globalType ? cast<GlobalType>(globalType.getValue()) : local;
     std::string placement, sbp;
     llvm::raw_string_ostream(placement) << global.getPlacement();
     if (global.getSbp())
       llvm::raw_string_ostream(sbp) << global.getSbp();
     outputs.push_back(b.getDictionaryAttr(
         {b.getNamedAttr(artifact::output::kIndex,
-                        b.getI64IntegerAttr(static_cast<int64_t>(i))),
+                        b.getI64IntegerAttr(state.outputIndices[i])),
          b.getNamedAttr(artifact::output::kLocalShape,
-                        b.getDenseI64ArrayAttr(global.getShape())),
+                        b.getDenseI64ArrayAttr(local.getShape())),
          b.getNamedAttr(
              artifact::output::kDtype,
              b.getStringAttr(global.getElementType().isF32() ? "f32" : "i64")),

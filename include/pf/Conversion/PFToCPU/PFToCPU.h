@@ -67,6 +67,9 @@ struct CPULoweringState {
   bool lossReplica = false;
   /// An inference step: results are reported as outputs, not losses.
   bool reportOutputs = false;
+  /// With reportOutputs: each step result's position in the global
+  /// signature (pf.output), which pfrt_report_output is given.
+  SmallVector<int32_t> outputIndices;
   /// Element-wise ops through the compiler's generated kernels.
   bool generatedKernels = false;
   /// Send -> the op after which it is complete (SendCompletion.h).

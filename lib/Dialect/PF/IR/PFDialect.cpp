@@ -138,7 +138,8 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
     return require(isa<FlatSymbolRefAttr>(value) && isa<ParamOp>(op),
                    "a symbol reference on a pf.param");
   // pf.input, pf.boxes, pf.box_shape and pf.zero_input are argument
-  // attributes: on an op they are as unknown as a misspelling.
+  // attributes, pf.output and pf.global_type result attributes: on an op
+  // they are as unknown as a misspelling.
   return op->emitError() << "unknown discardable attribute '" << name.getValue()
                          << "' of the pf dialect";
 }

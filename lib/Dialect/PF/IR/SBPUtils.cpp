@@ -112,6 +112,10 @@ double mlir::pf::transitionBytes(SBPDim from, SBPDim to, int64_t n,
 }
 
 namespace {
+double elementBytes(GlobalType t) {
+  return std::max<int64_t>(1, t.getElementType().getIntOrFloatBitWidth() / 8);
+}
+
 /// The single 1-D entry a layout is on the flattened placement, if any.
 std::optional<SBPDim> flatEntry(SBPAttr sbp) {
   SBPDim first = sbp[0];
@@ -184,6 +188,16 @@ SmallVector<BoxingStep> mlir::pf::planBoxing(GlobalType type, SBPAttr from,
       if (!to[d].isBroadcast())
         change(d, to[d]);
   }
+  if (dims < 2 || hasPartial(from) || hasPartial(to))
+    return steps;
+  // On a hierarchy, per-dimension collectives can move more than the ranks
+  // lack; a direct exchange of box intersections moves exactly that.
+  double stepwise = 0;
+  for (const BoxingStep &s : steps)
+    stepwise += s.bytes;
+  double direct = planExchange(type.withSBP(from), type.withSBP(to)).bytes;
+  if (direct < stepwise)
+    return {BoxingStep{BoxingStep::kExchangeStep, from[0], to[0], to, direct}};
   return steps;
 }
 
@@ -194,30 +208,128 @@ double mlir::pf::boxingBytes(GlobalType type, SBPAttr from, SBPAttr to) {
   return cost;
 }
 
-double mlir::pf::transferBytes(GlobalType from, GlobalType to) {
-  double elem =
-      std::max<int64_t>(1, from.getElementType().getIntOrFloatBitWidth() / 8);
-  double cost = 0;
-  SBPAttr src = from.getSbp();
-  // Partial sums are reduced inside the source placement first.
-  SmallVector<SBPDim> noPartial;
-  for (SBPDim d : src.getDims())
-    noPartial.push_back(d.isPartial() ? SBPDim::broadcast() : d);
-  SBPAttr reduced = SBPAttr::get(src.getContext(), noPartial);
-  cost += boxingBytes(from, src, reduced);
+SBPAttr mlir::pf::withoutPartial(SBPAttr sbp) {
+  SmallVector<SBPDim> dims;
+  for (SBPDim d : sbp.getDims())
+    dims.push_back(d.isPartial() ? SBPDim::broadcast() : d);
+  return SBPAttr::get(sbp.getContext(), dims);
+}
+
+bool mlir::pf::hasPartial(SBPAttr sbp) {
+  return llvm::any_of(sbp.getDims(), [](SBPDim d) { return d.isPartial(); });
+}
+
+Exchange mlir::pf::planExchange(GlobalType from, GlobalType to) {
+  Exchange ex;
   PlacementAttr fp = from.getPlacement(), tp = to.getPlacement();
-  double busiest = 0;
-  for (int64_t q = 0; q < tp.getNumRanks(); ++q) {
-    Box need = shardBox(to.getShape(), tp, to.getSbp(), q);
-    double got = 0;
-    int64_t rank = tp.getRanks()[q];
-    int64_t local = fp.indexOf(rank);
-    if (local >= 0 && fp.getDevice() == tp.getDevice())
-      got = need.intersect(shardBox(from.getShape(), fp, reduced, local))
-                .numElements();
-    busiest = std::max(busiest, (need.numElements() - got) * elem);
+  double elem = elementBytes(from);
+  // A rank holding a piece on another device kind still has to copy it.
+  bool sameDevice = fp.getDevice() == tp.getDevice();
+  // Distinct source boxes and their holders.
+  SmallVector<std::pair<Box, SmallVector<int64_t>>> sources;
+  for (int64_t p = 0; p < fp.getNumRanks(); ++p) {
+    Box has = shardBox(from.getShape(), fp, from.getSbp(), p);
+    auto it = llvm::find_if(sources, [&](auto &s) {
+      return s.first.offsets == has.offsets && s.first.sizes == has.sizes;
+    });
+    if (it == sources.end())
+      sources.push_back({has, {fp.getRanks()[p]}});
+    else
+      it->second.push_back(fp.getRanks()[p]);
   }
-  return cost + busiest;
+  for (int64_t q = 0; q < tp.getNumRanks(); ++q) {
+    int64_t dst = tp.getRanks()[q];
+    Box need = shardBox(to.getShape(), tp, withoutPartial(to.getSbp()), q);
+    double received = 0;
+    for (auto &[has, holders] : sources) {
+      Box piece = need.intersect(has);
+      if (piece.isEmpty())
+        continue;
+      bool holds = llvm::is_contained(holders, dst);
+      int64_t src = holds ? dst : holders[q % holders.size()];
+      ex.moves.push_back({src, dst, piece});
+      if (!holds || !sameDevice)
+        received += piece.numElements() * elem;
+    }
+    ex.bytes = std::max(ex.bytes, received);
+  }
+  return ex;
+}
+
+TransferPlan mlir::pf::planTransfer(GlobalType from, GlobalType to) {
+  PlacementAttr fp = from.getPlacement(), tp = to.getPlacement();
+  SBPAttr src = from.getSbp();
+  double total = from.getNumElements() * elementBytes(from);
+  TransferPlan plan;
+  bool sameDevice = fp.getDevice() == tp.getDevice();
+  // 1 -> N broadcast.
+  if (fp.getNumRanks() == 1 && tp.getNumRanks() > 1 &&
+      tp.contains(fp.getRanks()[0]) && to.getSbp().isAllBroadcast() &&
+      sameDevice) {
+    plan.kind = TransferPlan::Kind::Broadcast;
+    plan.opBytes = total;
+    return plan;
+  }
+  // N -> 1 reduce of a partial sum.
+  if (tp.getNumRanks() == 1 && fp.getNumRanks() > 1 &&
+      fp.contains(tp.getRanks()[0]) && sameDevice &&
+      llvm::all_of(src.getDims(), [](SBPDim d) { return d.isPartial(); }) &&
+      to.getSbp().isAllBroadcast()) {
+    plan.kind = TransferPlan::Kind::Reduce;
+    plan.opBytes = total;
+    return plan;
+  }
+  // cpu <-> cuda on the same ranks: reduce, change the layout, then copy.
+  if (!sameDevice && fp.getRanks() == tp.getRanks() &&
+      fp.getHierarchy() == tp.getHierarchy()) {
+    plan.kind = TransferPlan::Kind::DeviceCopy;
+    plan.reduced = withoutPartial(src);
+    plan.opBytes = total / std::max<int64_t>(1, tp.getNumRanks());
+    return plan;
+  }
+  plan.kind = TransferPlan::Kind::Exchange;
+  // Partial sums are reduced where they are: to B, or to S(axis) when the
+  // pieces then move less in all.
+  SmallVector<SBPAttr> candidates = {withoutPartial(src)};
+  if (hasPartial(src) && sameDevice)
+    for (int64_t axis = 0; axis < from.getRank(); ++axis) {
+      SmallVector<SBPDim> dims;
+      for (SBPDim d : src.getDims())
+        dims.push_back(d.isPartial() ? SBPDim::split(axis) : d);
+      SBPAttr c = SBPAttr::get(src.getContext(), dims);
+      if (isValidLayout(from.getShape(), fp, c))
+        candidates.push_back(c);
+    }
+  double best = -1;
+  GlobalType mid = to.withSBP(withoutPartial(to.getSbp()));
+  for (SBPAttr c : candidates) {
+    Exchange ex = planExchange(from.withSBP(c), mid);
+    double cost = boxingBytes(from, src, c) + ex.bytes;
+    if (best < 0 || cost < best) {
+      best = cost;
+      plan.reduced = c;
+      plan.exchange = std::move(ex);
+    }
+  }
+  return plan;
+}
+
+double mlir::pf::transferBytes(GlobalType from, GlobalType to) {
+  TransferPlan plan = planTransfer(from, to);
+  GlobalType mid = to.withSBP(withoutPartial(to.getSbp()));
+  switch (plan.kind) {
+  case TransferPlan::Kind::Broadcast:
+  case TransferPlan::Kind::Reduce:
+    return plan.opBytes;
+  case TransferPlan::Kind::DeviceCopy:
+    return boxingBytes(from, from.getSbp(), plan.reduced) +
+           boxingBytes(from, plan.reduced, mid.getSbp()) + plan.opBytes +
+           boxingBytes(mid, mid.getSbp(), to.getSbp());
+  case TransferPlan::Kind::Exchange:
+    break;
+  }
+  return boxingBytes(from, from.getSbp(), plan.reduced) + plan.exchange.bytes +
+         boxingBytes(mid, mid.getSbp(), to.getSbp());
 }
 
 Box Box::intersect(const Box &other) const {

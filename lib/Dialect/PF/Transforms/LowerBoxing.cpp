@@ -20,10 +20,6 @@ using namespace mlir::pf;
 
 namespace {
 
-double elementBytes(GlobalType t) {
-  return std::max<int64_t>(1, t.getElementType().getIntOrFloatBitWidth() / 8);
-}
-
 class Lowerer {
 public:
   Lowerer(OpBuilder &b, ToGlobalOp move)
@@ -53,9 +49,8 @@ private:
   }
   void record(Operation *op, GlobalType from, GlobalType to, double cost);
 
-  /// Same placement: one change per hierarchy dimension (or one over the
-  /// flattened placement).
-  FailureOr<Value> samePlacement(Value v, SBPAttr to);
+  /// Same placement: planBoxing's steps.
+  Value samePlacement(Value v, SBPAttr to);
   /// The group collective taking v (one hierarchy entry `from`) to `out`
   /// (that entry `to`); null when the entries are equal.
   Value emitCollective(GlobalType out, Value v, SBPDim from, SBPDim to,
@@ -63,6 +58,8 @@ private:
   /// One step of planBoxing on v: a collective within the groups of its
   /// dimension, or over all ranks.
   Value applyStep(Value v, const BoxingStep &step);
+  /// A pf.transfer of `v` to `out` by the exchange's moves.
+  Value emitTransfer(Value v, GlobalType out, const Exchange &ex);
   FailureOr<Value> otherPlacement(Value v, GlobalType to);
 
   OpBuilder &b;
@@ -118,11 +115,16 @@ Value Lowerer::emitCollective(GlobalType out, Value v, SBPDim from, SBPDim to,
 
 Value Lowerer::applyStep(Value v, const BoxingStep &step) {
   auto t = cast<GlobalType>(v.getType());
+  if (step.dim == BoxingStep::kExchangeStep) {
+    GlobalType out = t.withSBP(step.after);
+    return emitTransfer(v, out, planExchange(t, out));
+  }
   PlacementAttr p = t.getPlacement();
   SmallVector<SmallVector<int64_t>> groups =
-      step.dim < 0 ? SmallVector<SmallVector<int64_t>>{SmallVector<int64_t>(
-                         p.getRanks())}
-                   : hierarchyGroups(p, step.dim);
+      step.dim == BoxingStep::kFlatStep
+          ? SmallVector<SmallVector<int64_t>>{SmallVector<int64_t>(
+                p.getRanks())}
+          : hierarchyGroups(p, step.dim);
   Value changed =
       emitCollective(t.withSBP(step.after), v, step.from, step.to, step.bytes,
                      groupsAttr(b.getContext(), groups));
@@ -130,7 +132,22 @@ Value Lowerer::applyStep(Value v, const BoxingStep &step) {
   return changed;
 }
 
-FailureOr<Value> Lowerer::samePlacement(Value v, SBPAttr to) {
+Value Lowerer::emitTransfer(Value v, GlobalType out, const Exchange &ex) {
+  SmallVector<Attribute> moves;
+  for (const BoxMove &m : ex.moves) {
+    SmallVector<int64_t> entry = {m.src, m.dst};
+    llvm::append_range(entry, m.box.offsets);
+    llvm::append_range(entry, m.box.sizes);
+    moves.push_back(b.getDenseI64ArrayAttr(entry));
+  }
+  auto transfer =
+      TransferOp::create(b, loc, out, v, ArrayAttr::get(b.getContext(), moves));
+  copyAttrs(transfer);
+  record(transfer, cast<GlobalType>(v.getType()), out, ex.bytes);
+  return transfer.getResult();
+}
+
+Value Lowerer::samePlacement(Value v, SBPAttr to) {
   auto t = cast<GlobalType>(v.getType());
   Value cur = v;
   for (const BoxingStep &step : planBoxing(t, t.getSbp(), to))
@@ -138,110 +155,48 @@ FailureOr<Value> Lowerer::samePlacement(Value v, SBPAttr to) {
   return cur;
 }
 
-SBPAttr withoutPartial(SBPAttr sbp) {
-  SmallVector<SBPDim> dims;
-  for (SBPDim d : sbp.getDims())
-    dims.push_back(d.isPartial() ? SBPDim::broadcast() : d);
-  return SBPAttr::get(sbp.getContext(), dims);
-}
-
 FailureOr<Value> Lowerer::otherPlacement(Value v, GlobalType to) {
   auto t = cast<GlobalType>(v.getType());
   PlacementAttr fp = t.getPlacement(), tp = to.getPlacement();
-  MLIRContext *ctx = b.getContext();
-  double total = t.getNumElements() * elementBytes(t);
-  // 1 -> N broadcast.
-  if (fp.getNumRanks() == 1 && tp.getNumRanks() > 1 &&
-      tp.contains(fp.getRanks()[0]) && to.getSbp().isAllBroadcast() &&
-      fp.getDevice() == tp.getDevice()) {
+  TransferPlan plan = planTransfer(t, to);
+  GlobalType mid = to.withSBP(withoutPartial(to.getSbp()));
+  switch (plan.kind) {
+  case TransferPlan::Kind::Broadcast: {
     auto op = BroadcastOp::create(b, loc, to, v,
                                   b.getI64IntegerAttr(fp.getRanks()[0]),
                                   b.getDenseI64ArrayAttr(tp.getRanks()));
     copyAttrs(op);
-    record(op, t, to, total);
+    record(op, t, to, plan.opBytes);
     return op.getResult();
   }
-  // N -> 1 reduce of a partial sum.
-  if (tp.getNumRanks() == 1 && fp.getNumRanks() > 1 &&
-      fp.contains(tp.getRanks()[0]) && fp.getDevice() == tp.getDevice() &&
-      llvm::all_of(t.getSbp().getDims(),
-                   [](SBPDim d) { return d.isPartial(); }) &&
-      to.getSbp().isAllBroadcast()) {
+  case TransferPlan::Kind::Reduce: {
     auto op =
         ReduceOp::create(b, loc, to, v, b.getI64IntegerAttr(tp.getRanks()[0]),
                          b.getDenseI64ArrayAttr(fp.getRanks()));
     copyAttrs(op);
-    record(op, t, to, total);
+    record(op, t, to, plan.opBytes);
     return op.getResult();
   }
-  // Reduce partial sums where they are.
-  FailureOr<Value> src = samePlacement(v, withoutPartial(t.getSbp()));
-  if (failed(src))
-    return failure();
-  GlobalType srcType = cast<GlobalType>(src->getType());
-  SBPAttr dstNoP = withoutPartial(to.getSbp());
-  GlobalType mid = to.withSBP(dstNoP);
-  // cpu <-> cuda on the same ranks: change the layout, then copy.
-  if (fp.getDevice() != tp.getDevice() && fp.getRanks() == tp.getRanks() &&
-      fp.getHierarchy() == tp.getHierarchy()) {
-    FailureOr<Value> there = samePlacement(*src, dstNoP);
-    if (failed(there))
-      return failure();
-    auto copy = DeviceCopyOp::create(b, loc, mid, *there);
+  case TransferPlan::Kind::DeviceCopy: {
+    Value there = samePlacement(samePlacement(v, plan.reduced), mid.getSbp());
+    auto copy = DeviceCopyOp::create(b, loc, mid, there);
     copyAttrs(copy);
-    record(copy, cast<GlobalType>(there->getType()), mid,
-           mid.getNumElements() * elementBytes(mid) /
-               std::max<int64_t>(1, tp.getNumRanks()));
+    record(copy, cast<GlobalType>(there.getType()), mid, plan.opBytes);
     return samePlacement(copy.getResult(), to.getSbp());
+  }
+  case TransferPlan::Kind::Exchange:
+    break;
   }
   if (fp.getDevice() != tp.getDevice())
     return move.emitOpError("pf-lower-boxing: cannot move ")
            << t << " to " << to
            << ": a device change must keep the ranks (move between ranks "
               "on one device kind first)";
-  // Moves of slice intersections: every destination rank gets its box from
-  // the sources holding it (itself if it holds it, else spread over the
-  // holders).
-  SmallVector<Attribute> moves;
-  int64_t rank = t.getRank();
-  double busiest = 0;
-  for (int64_t q = 0; q < tp.getNumRanks(); ++q) {
-    int64_t dst = tp.getRanks()[q];
-    Box need = shardBox(to.getShape(), tp, dstNoP, q);
-    // Distinct source boxes and their holders.
-    SmallVector<std::pair<Box, SmallVector<int64_t>>> sources;
-    for (int64_t p = 0; p < fp.getNumRanks(); ++p) {
-      Box has = shardBox(t.getShape(), fp, srcType.getSbp(), p);
-      auto it = llvm::find_if(sources, [&](auto &s) {
-        return s.first.offsets == has.offsets && s.first.sizes == has.sizes;
-      });
-      if (it == sources.end())
-        sources.push_back({has, {fp.getRanks()[p]}});
-      else
-        it->second.push_back(fp.getRanks()[p]);
-    }
-    double received = 0;
-    for (auto &[has, holders] : sources) {
-      Box piece = need.intersect(has);
-      if (piece.isEmpty())
-        continue;
-      int64_t from =
-          llvm::is_contained(holders, dst) ? dst : holders[q % holders.size()];
-      SmallVector<int64_t> m = {from, dst};
-      llvm::append_range(m, piece.offsets);
-      llvm::append_range(m, piece.sizes);
-      moves.push_back(b.getDenseI64ArrayAttr(m));
-      if (from != dst)
-        received += piece.numElements() * elementBytes(t);
-    }
-    busiest = std::max(busiest, received);
-  }
-  (void)rank;
-  auto transfer =
-      TransferOp::create(b, loc, mid, *src, ArrayAttr::get(ctx, moves));
-  copyAttrs(transfer);
-  record(transfer, srcType, mid, busiest);
-  return samePlacement(transfer.getResult(), to.getSbp());
+  // Partial sums reduced where they are (all-reduce or reduce-scatter),
+  // then every destination rank gets its box from the sources holding it.
+  Value src = samePlacement(v, plan.reduced);
+  Value moved = emitTransfer(src, mid, plan.exchange);
+  return samePlacement(moved, to.getSbp());
 }
 
 LogicalResult Lowerer::run() {
@@ -253,9 +208,10 @@ LogicalResult Lowerer::run() {
     return move.emitOpError("pf-lower-boxing: layouts must be inferred "
                             "first (run pf-infer-sbp)");
   b.setInsertionPoint(move);
-  FailureOr<Value> result = from.getPlacement() == to.getPlacement()
-                                ? samePlacement(move.getInput(), to.getSbp())
-                                : otherPlacement(move.getInput(), to);
+  FailureOr<Value> result =
+      from.getPlacement() == to.getPlacement()
+          ? FailureOr<Value>(samePlacement(move.getInput(), to.getSbp()))
+          : otherPlacement(move.getInput(), to);
   if (failed(result))
     return failure();
   move.getResult().replaceAllUsesWith(*result);

@@ -351,10 +351,16 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
         g.getPlacement().getRanks()[0] != rank)
       dialect->getLossReplicaAttrHelper().setAttr(func, b.getUnitAttr());
   SmallVector<Value> results;
-  for (Value v : ret.getOperands())
-    if (auto g = dyn_cast<GlobalType>(v.getType());
-        !g || g.getPlacement().contains(rank))
+  // Each kept result's position in the global signature and global type.
+  SmallVector<std::pair<int64_t, Type>> kept;
+  for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+    if (auto g = dyn_cast<GlobalType>(func.getResultTypes()[i]);
+        !g || g.getPlacement().contains(rank)) {
       results.push_back(v);
+      // The signature still has the global type (the value itself may be
+      // a rewritten transfer's local one already).
+      kept.push_back({static_cast<int64_t>(i), func.getResultTypes()[i]});
+    }
   ret->setOperands(results);
   for (Operation *op : llvm::reverse(foreign)) {
     if (!op->use_empty())
@@ -404,6 +410,13 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
     resultTypes.push_back(v.getType());
   func.setFunctionType(FunctionType::get(
       func.getContext(), block.getArgumentTypes(), resultTypes));
+  func.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
+  for (auto [k, entry] : llvm::enumerate(kept)) {
+    func.setResultAttr(k, dialect->getOutputAttrHelper().getName(),
+                       b.getI64IntegerAttr(entry.first));
+    func.setResultAttr(k, dialect->getGlobalTypeAttrHelper().getName(),
+                       TypeAttr::get(entry.second));
+  }
   return success();
 }
 

@@ -8,9 +8,11 @@ its first result through ``pfrt_report_loss`` instead; that covers one
 float32 result, which is what such programs can return.
 
 The results come back as OneFlow returns them: global tensors on their
-traced placement (broadcast SBP on a single-rank placement), holding their
-value on the ranks of that placement and an empty local elsewhere; a local
-graph (``pipeflow.nn._graph.tracing``) returns local tensors.
+traced placement with the SBP the compiler gave them (read from every
+rank's manifest entry, ``pfrt.outputs``; broadcast on a single-rank
+placement), each rank of the placement holding its own local part and the
+other ranks an empty one; a local graph (``pipeflow.nn._graph.tracing``)
+returns local tensors.
 """
 
 import numpy as np
@@ -35,20 +37,43 @@ def _local_arrays(run, losses):
     return {}
 
 
+def _compiled_layout(run, index, placement):
+    """``(sbp, {rank: local shape})`` of result ``index`` as compiled: every
+    rank of the placement records it in the manifest (pfrt.outputs)."""
+    sbp, shapes = None, {}
+    for r in placement.flat_ranks:
+        entry = run.artifacts.rank(r) or {}
+        for out in entry.get("outputs") or ():
+            if out.get("index") == index:
+                sbp = sbp or out.get("sbp")
+                shapes[r] = tuple(out.get("local_shape") or ())
+    if not sbp:
+        raise BackendUnavailable(
+            f"internal error: {run.graph_name}: the manifest does not record the layout of "
+            f"result {index} of build()")
+    return sbp_mod.normalize(sbp_mod.parse(sbp), placement.ndim), shapes
+
+
 def collect(run, losses):
-    """The results of the step just run, as tensors in the function's order."""
+    """The results of the step just run, as tensors in the function's order.
+
+    A result on several ranks comes back as OneFlow's global tensors do:
+    with the SBP the compiler chose, each rank holding its own local part
+    (``to_local()``); its logical value (``numpy()``) is known where the
+    layout gives every rank all of it (all-B)."""
     arrays = _local_arrays(run, losses)
     tensors = []
     for index, (dtype, shape, placement) in enumerate(run.traced.result_meta):
-        if placement.size != 1:
-            raise BackendUnavailable(
-                f"{run.graph_name}: result {index} of build() is on the placement "
-                f"{placement.ranks} of several ranks; returning such results needs their "
-                "compiled SBP and every rank's part (not supported yet)")
-        sbp = sbp_mod.normalize([sbp_mod.broadcast] * placement.ndim, placement.ndim)
         data = arrays.get(index)
+        inside = run.rank in placement.flat_ranks
+        if placement.size == 1:
+            sbp = sbp_mod.normalize([sbp_mod.broadcast] * placement.ndim, placement.ndim)
+            local_shape = shape
+        else:
+            sbp, shapes = _compiled_layout(run, index, placement)
+            local_shape = shapes.get(run.rank, shape)
         if data is None:
-            if run.rank in placement.flat_ranks and run.program is not None:
+            if inside and run.program is not None:
                 raise BackendUnavailable(
                     f"{run.graph_name}: rank {run.rank} holds result {index} of build() but the "
                     f"compiled program did not report it ({NEEDS_REPORT_OUTPUT})")
@@ -56,11 +81,12 @@ def collect(run, losses):
                                        placement=placement, sbp=sbp))
             continue
         array = data.view(dtype.numpy)
-        if array.size != int(np.prod(shape, dtype=np.int64)):
+        if array.size != int(np.prod(local_shape, dtype=np.int64)):
             raise BackendUnavailable(
                 f"internal error: {run.graph_name}: result {index} has {array.size} elements on "
-                f"rank {run.rank}, expected {list(shape)}")
-        array = array.reshape(shape).copy()
-        tensors.append(Tensor._new(dtype, shape, local=array, logical=array,
+                f"rank {run.rank}, expected {list(local_shape)}")
+        array = array.reshape(local_shape).copy()
+        whole = all(e == sbp_mod.broadcast for e in sbp)
+        tensors.append(Tensor._new(dtype, shape, local=array, logical=array if whole else None,
                                    placement=placement, sbp=sbp))
     return tensors

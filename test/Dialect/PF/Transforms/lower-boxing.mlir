@@ -59,10 +59,11 @@ func.func @n_d(%a: !pf.global<8x16xf32, #Q, #pf.sbp<[S(0), P]>>,
   // CHECK-NEXT: pf.all_gather %[[R]] {axis = 0 : i64, groups = [array<i64: 0, 2>, array<i64: 1, 3>]} : {{.*}}[S(0), B]>> -> {{.*}}[B, B]>>
   %4 = pf.to_global %a : !pf.global<8x16xf32, #Q, #pf.sbp<[S(0), P]>> -> !pf.global<8x16xf32, #Q, #pf.sbp<[B, B]>>
   // (B, S0) -> (S0, S0) has no per-dimension order (the inner split of
-  // axis 0 would have to move): through (B, B).
-  // CHECK: %[[G:.*]] = pf.all_gather %arg4 {axis = 0 : i64, groups = [array<i64: 0, 1>, array<i64: 2, 3>]}
-  // CHECK-NEXT: %[[S:.*]] = pf.shard %[[G]] {axis = 0 : i64, groups = [array<i64: 0, 2>, array<i64: 1, 3>]}
-  // CHECK-NEXT: pf.shard %[[S]] {axis = 0 : i64, groups = [array<i64: 0, 1>, array<i64: 2, 3>]} : {{.*}}[S(0), B]>> -> {{.*}}[S(0), S(0)]>>
+  // axis 0 would have to move; through (B, B) it gathers T/2 a rank): one
+  // exchange of box intersections, in which ranks 1 and 2 swap a quarter
+  // and ranks 0 and 3 keep theirs.
+  // CHECK-NOT: pf.all_gather %arg4
+  // CHECK: pf.transfer %arg4 {moves = [array<i64: 0, 0, 0, 0, 2, 16>, array<i64: 2, 1, 2, 0, 2, 16>, array<i64: 1, 2, 4, 0, 2, 16>, array<i64: 3, 3, 6, 0, 2, 16>]} : {{.*}}[B, S(0)]>> -> {{.*}}[S(0), S(0)]>>
   %5 = pf.to_global %e : !pf.global<8x16xf32, #Q, #pf.sbp<[B, S(0)]>> -> !pf.global<8x16xf32, #Q, #pf.sbp<[S(0), S(0)]>>
   return
 }
@@ -102,8 +103,10 @@ func.func @cross(%a: !pf.global<8x16xf32, #P01, #pf.sbp<[S(0)]>>,
   // N -> 1 of a partial sum: a reduction to the root.
   // CHECK: pf.reduce %arg2 {ranks = array<i64: 0, 1, 2, 3>, root = 0 : i64} : (!pf.global<8x16xf32, #cpu_0_1_2_3, #pf.sbp<[P]>>) -> !pf.global<8x16xf32, #cpu_0, #pf.sbp<[B]>>
   %6 = pf.to_global %p : !pf.global<8x16xf32, #P4, #pf.sbp<[P]>> -> !pf.global<8x16xf32, #P0, #pf.sbp<[B]>>
-  // A partial source is reduced where it lives, then moved.
-  // CHECK: %[[R:.*]] = pf.all_reduce %arg3 {groups = [array<i64: 0, 1>]}
+  // A partial source is reduce-scattered where it lives (half the bytes of
+  // an all-reduce), then each piece moves.
+  // CHECK-NOT: pf.all_reduce %arg3
+  // CHECK: %[[R:.*]] = pf.reduce_scatter %arg3 {axis = 0 : i64, groups = [array<i64: 0, 1>]}
   // CHECK-NEXT: pf.transfer %[[R]] {moves = [array<i64: 0, 2, 0, 0, 4, 16>, array<i64: 1, 3, 4, 0, 4, 16>]}
   %7 = pf.to_global %pp : !pf.global<8x16xf32, #P01, #pf.sbp<[P]>> -> !pf.global<8x16xf32, #P23, #pf.sbp<[S(0)]>>
   return

@@ -15,7 +15,7 @@
 // CHECK-NEXT: pf.send %[[H]] to 1 tag 0 :
 // CHECK-NEXT: return{{$}}
 // CHECK-LABEL: module @rank1 attributes {pf.rank = 1 : i64}
-// CHECK: func.func @step() -> !pf.global<4x8xf32
+// CHECK: func.func @step() -> (!pf.global<4x8xf32, {{[^{]*}} {pf.global_type = !pf.global<4x8xf32, #cpu_1, #pf.sbp<[B]>>, pf.output = 0 : i64})
 // CHECK-NEXT: %[[T:.*]] = pf.recv from 0 tag 0 :
 // CHECK-NEXT: %[[Y:.*]] = pf.relu %[[T]] {pf.stage = 1 : i64}
 // CHECK-NEXT: return %[[Y]]
@@ -108,12 +108,14 @@ func.func @scatter_gather(%x: !A) -> !A {
 !Bt = !pf.global<8xf32, #P01, #pf.sbp<[B]>>
 !Pt = !pf.global<8xf32, #P01, #pf.sbp<[P]>>
 // CHECK-LABEL: module @rank0
-// CHECK: func.func @bcast_reduce(%[[X:[^:]*]]: {{.*}}, %[[P:[^:]*]]:
+// Each result records its place in the global signature and its global
+// type (the host returns the outputs from them).
+// CHECK: func.func @bcast_reduce(%[[X:[^:]*]]: {{.*}}, %[[P:[^:]*]]: {{.*}} -> (!pf.global<8xf32, #cpu_0, #pf.sbp<[B]>> {pf.global_type = !pf.global<8xf32, #cpu_0_1, #pf.sbp<[B]>>, pf.output = 0 : i64}, !pf.global<8xf32, #cpu_0, #pf.sbp<[B]>> {pf.global_type = !pf.global<8xf32, #cpu_0, #pf.sbp<[B]>>, pf.output = 1 : i64})
 // CHECK-NEXT: %[[B:.*]] = pf.broadcast %[[X]] {ranks = array<i64: 0, 1>, root = 0 : i64} : (!pf.global<8xf32, {{.*}}>) -> !pf.global<8xf32
 // CHECK-NEXT: %[[S:.*]] = pf.reduce %[[P]] {ranks = array<i64: 0, 1>, root = 0 : i64} : (!pf.global<8xf32, {{.*}}>) -> !pf.global<8xf32
 // CHECK-NEXT: return %[[B]], %[[S]]
 // CHECK-LABEL: module @rank1
-// CHECK: func.func @bcast_reduce(%[[P1:[^:]*]]: !pf.global<8xf32, {{.*}}pf.input = 1 : i64{{.*}}) -> !pf.global<8xf32
+// CHECK: func.func @bcast_reduce(%[[P1:[^:]*]]: !pf.global<8xf32, {{.*}}pf.input = 1 : i64{{.*}}) -> (!pf.global<8xf32, #cpu_1, #pf.sbp<[B]>> {pf.global_type = !pf.global<8xf32, #cpu_0_1, #pf.sbp<[B]>>, pf.output = 0 : i64})
 // CHECK-NEXT: %[[B1:.*]] = pf.broadcast {ranks = array<i64: 0, 1>, root = 0 : i64} : () -> !pf.global<8xf32
 // CHECK-NEXT: pf.reduce %[[P1]] {ranks = array<i64: 0, 1>, root = 0 : i64} : (!pf.global<8xf32, {{.*}}>) -> (){{$}}
 // CHECK-NEXT: return %[[B1]] :

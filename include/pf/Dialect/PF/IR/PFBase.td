@@ -99,7 +99,12 @@ def PF_Dialect : Dialect {
     // `pf.box_shape`, the shape of one such box;
     "::mlir::DenseI64ArrayAttr":$box_shape,
     // `pf.zero_input`, the rank holds zeros of a partial-sum input.
-    "::mlir::UnitAttr":$zero_input
+    "::mlir::UnitAttr":$zero_input,
+    // Result attributes of a per-rank step (pf-partition-ranks): `pf.output
+    // = i`, the result's position in the global signature;
+    "::mlir::IntegerAttr":$output,
+    // `pf.global_type`, its global type (placement, SBP, logical shape).
+    "::mlir::TypeAttr":$global_type
   );
   let extraClassDeclaration = [{
   private:

@@ -106,7 +106,7 @@ def PF_ReduceOp : PF_Op<"reduce"> {
 }
 
 def PF_TransferOp : PF_Op<"transfer", [Pure]> {
-  let summary = "a layout change across placements: moves of slice intersections";
+  let summary = "a layout change by moves of slice intersections";
   let description = [{
     Each entry of `moves` is `[src, dst, offsets..., sizes...]`: world rank
     `src` sends the logical box (`offsets`, `sizes`) of the tensor to world

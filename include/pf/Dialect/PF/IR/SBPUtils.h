@@ -42,10 +42,13 @@ double transitionBytes(SBPDim from, SBPDim to, int64_t n, double bytes);
 
 /// One step of a layout change within a placement, as pf-lower-boxing emits
 /// it: hierarchy dimension `dim` changes from `from` to `to` within its
-/// groups, or (dim = -1) the whole flattened placement does (both layouts
-/// are one entry repeated); `after` is the layout once done and `bytes`
-/// what the step moves per rank.
+/// groups, or (dim = kFlatStep) the whole flattened placement does (both
+/// layouts are one entry repeated), or (dim = kExchangeStep) the ranks
+/// exchange box intersections point to point (planExchange); `after` is the
+/// layout once done and `bytes` what the step moves per rank.
 struct BoxingStep {
+  static constexpr int64_t kFlatStep = -1;
+  static constexpr int64_t kExchangeStep = -2;
   int64_t dim;
   SBPDim from, to;
   SBPAttr after;
@@ -56,17 +59,25 @@ struct BoxingStep {
 /// one collective over all ranks when both layouts are one entry repeated;
 /// else dimension by dimension, innermost first among the dimensions that
 /// may change (no later dimension splits an axis they touch, so the rank's
-/// data stays a plain sub-block); when none may, through all-B. The one
-/// plan both SBP inference's prices (boxingBytes) and the lowering follow.
+/// data stays a plain sub-block), through all-B when none may; and on a
+/// hierarchy, when neither layout has a partial entry and that moves less,
+/// one exchange of box intersections instead (e.g. (B, S(0)) -> (S(0),
+/// S(0)) on 2x2: T/4 to two ranks, where gathering and re-slicing moves
+/// T/2). The one plan both SBP inference's prices (boxingBytes) and the
+/// lowering follow.
 SmallVector<BoxingStep> planBoxing(GlobalType type, SBPAttr from, SBPAttr to);
 
 /// Bytes per rank of changing `type`'s layout from `from` to `to` on its
 /// placement: the sum of planBoxing's steps, i.e. what the lowering moves.
 double boxingBytes(GlobalType type, SBPAttr from, SBPAttr to);
 
-/// Bytes the busiest receiving rank gets when `from` moves to another
-/// placement as `to` (partial sums reduced first).
+/// Bytes per rank of moving `from` to another placement as `to`: the sum of
+/// planTransfer's parts, i.e. what the lowering moves.
 double transferBytes(GlobalType from, GlobalType to);
+
+/// The same layout with every partial entry read as B.
+SBPAttr withoutPartial(SBPAttr sbp);
+bool hasPartial(SBPAttr sbp);
 
 /// A box of a logical tensor: per-axis offsets and sizes.
 struct Box {
@@ -77,6 +88,46 @@ struct Box {
   bool isEmpty() const;
   int64_t numElements() const;
 };
+
+/// World rank `src` sends the logical box `box` to world rank `dst` (a local
+/// copy when they are equal).
+struct BoxMove {
+  int64_t src, dst;
+  Box box;
+};
+
+/// Point-to-point moves giving every rank of `to`'s placement its box of the
+/// tensor (partial entries of `to` read as B) from the ranks of `from`'s
+/// placement (no partial entries), and the most bytes any rank receives.
+/// Each destination takes a piece from itself when it holds it, else from
+/// one of its holders (spread by destination).
+struct Exchange {
+  SmallVector<BoxMove> moves;
+  double bytes = 0;
+};
+Exchange planExchange(GlobalType from, GlobalType to);
+
+/// How a value moves to another placement (pf-lower-boxing; priced by
+/// transferBytes).
+struct TransferPlan {
+  enum class Kind {
+    Broadcast,  // one rank to a placement holding it, all-B: pf.broadcast
+    Reduce,     // all-P to one of its ranks: pf.reduce
+    DeviceCopy, // cpu <-> cuda on the same ranks: reduce partial sums (to
+                // `reduced`), change the layout, pf.device_copy
+    Exchange,   // reduce partial sums in place (to `reduced`), then moves
+  };
+  Kind kind;
+  /// Exchange: the source layout after reducing partial entries; each P
+  /// becomes B (all-reduce) or S(axis) (reduce-scatter), whichever moves
+  /// fewer bytes in all (a reduce-scatter then a transfer of the pieces
+  /// moves half of an all-reduce first).
+  SBPAttr reduced;
+  Exchange exchange;
+  /// Broadcast, Reduce, DeviceCopy: what the one op moves per rank.
+  double opBytes = 0;
+};
+TransferPlan planTransfer(GlobalType from, GlobalType to);
 
 /// The part of the logical tensor that the rank at row-major position `pos`
 /// of the placement holds under `sbp` (hierarchy dimension 0 splits first,
