@@ -48,6 +48,7 @@ class ProgramState:
         self.objects = dict(objects)        # compiled name -> Parameter or buffer
         self.world = world
         self.cache = {}                     # name -> (step, logical array)
+        self.writes = 0                     # set() calls (other graphs' copies go stale)
         self.symbol = {id(obj): name for name, obj in self.objects.items()}
         self.problem = None
         if program is None:
@@ -160,6 +161,17 @@ class ProgramState:
             "back is a collective): it returns them and writes them into the modules, where they "
             "stay readable until the next step")
 
+    def shared_value(self, name, what):
+        """The current logical value of ``name`` for another graph's program
+        (pipeflow.nn._graph.sharing): cached for this version, else read back,
+        a collective over the job on several processes (every process's
+        graph asks at the same step)."""
+        cached = self.cache.get(name)
+        if cached is not None and cached[0] == self.version:
+            return cached[1]
+        self._require(what)
+        return self._gather(name, what)
+
     def sync(self, tensor, what):
         """Makes the Python value of a parameter or buffer the program trains current."""
         if tensor.__dict__.get("_synced_step") == self.version:
@@ -202,6 +214,7 @@ class ProgramState:
         array = self.check(name, array, what)
         if name in self.local:
             self.program.state_set(name, array)
+        self.writes += 1
         self.cache[name] = (self.version, array)
         self._write_back(name, array)
 

@@ -23,10 +23,9 @@ from ... import _feed, _layout, _runtime, _state, env
 from ... import dtypes as dt
 from ... import sbp as sbp_mod
 from ..._errors import BackendUnavailable, CompileError
-from ..._trained import mark_trained
 from ...placement import placement as Placement
 from ...tensor import Tensor
-from . import options, outputs, tracing
+from . import options, outputs, sharing, tracing
 
 
 def shifted(placement, by):
@@ -50,7 +49,7 @@ class Run:
         self.lr_schedulers = [s for _, s, _ in optimizers]
         self.first_call = loc
         self.steps = 0
-        self.trained = False
+        self.shared_from = {}  # name -> the owner state and version last copied (sharing)
         self.m = graph.config.gradient_accumulation_steps
         self.rank = env.get_rank()
         self.world = world = env.get_world_size()
@@ -193,6 +192,7 @@ class Run:
         micro-batch, shared within the loss's placement; empty elsewhere)."""
         scalars = {name: float(self.optimizers[i].param_groups[j]["lr"])
                    for name, i, j in self.traced.lr_scalars}
+        sharing.pull(self)
         feeds = []
         for plan in self.plans:
             data = self._feed(plan, args[plan.index], loc, None if known is None else known[plan.index])
@@ -205,10 +205,7 @@ class Run:
         start = self.version
         self.steps += 1
         self.version += 1
-        if not self.trained:
-            self.trained = True
-            for name, obj in self.traced.param_objects.items():
-                mark_trained(obj, name, f"graph {self.graph_name}", self.state, start)
+        sharing.take(self, start)
         if self.inference:
             return outputs.collect(self, losses)
         if self.reports_loss and len(losses) != self.m:

@@ -15,7 +15,6 @@ from ... import config as config_mod
 from ... import ir
 from ..._errors import CompileError
 from ..._source import code_location
-from ..._trained import trained_by
 from ...optim.optimizer import pipeline_options, rule_overrides
 
 
@@ -160,7 +159,6 @@ def pipeline(graph, traced, loc):
     if traced.rule_error is not None:
         raise CompileError.at(*traced.rule_error)
     options = pipeline_options(optimizer.rules()[0])
-    _check_shared(traced, loc)
     cfg = graph.config
     options.append(f"accumulation-steps={cfg.gradient_accumulation_steps}")
     options += schedule_options(graph, traced)
@@ -184,24 +182,12 @@ def inference_pipeline(graph, traced, loc):
             f"{graph.name} is an inference graph (build() never calls backward()): it has no "
             f"gradients to accumulate over {cfg.gradient_accumulation_steps} micro-batches",
             ["leave set_gradient_accumulation_steps unset in inference graphs"])
-    _check_shared(traced, loc)
     options = ["training=false", "accumulation-steps=1"]
     if traced.options["pipeline"].get("auto_stages"):
         options.append(f"auto-stages={cfg.pipeline_stages} balance={cfg.balance}")
     if cfg.generated_kernels:
         options.append("generated-kernels=true")
     return " ".join(options)
-
-
-def _check_shared(traced, loc):
-    """No parameter of the graph is trained by another compiled graph."""
-    for name, obj in traced.param_objects.items():
-        owner = trained_by(obj)
-        if owner is not None:
-            raise CompileError.at(
-                loc, f"'{name}' is already trained by the compiled {owner}: sharing "
-                     "parameters between compiled graphs is not supported yet (each compiled "
-                     "program owns its parameters)")
 
 
 def schedule_options(graph, traced):

@@ -172,9 +172,11 @@ def trace(graph, args, sig, loc):
 def _adopt_initial_values(tracer):
     """The Python value of every parameter and buffer the step reads becomes
     what the compiled program starts from (see ``nn.parameter``), unless
-    ``load_state_dict`` put a value there."""
+    ``load_state_dict`` put a value there or another compiled graph owns it
+    (its current value then goes into this program before its first step:
+    ``sharing``)."""
     for name, obj in tracer.param_objects.items():
-        if not getattr(obj, "_loaded", False):
+        if not getattr(obj, "_loaded", False) and obj.__dict__.get("_trained_by") is None:
             set_runtime_init(obj, name, tracer.seed)
 
 

@@ -1,0 +1,147 @@
+"""Graphs that share modules share parameters (issue 17): a training graph
+and an evaluation graph over one module, local and global, against a
+float64 NumPy reference; load_state_dict reaches both. The MLP has dropout:
+the training graph runs it in train mode (the reference draws the program's
+masks with the generator's twin, runtime/python/pfrt_philox.py) and the
+evaluation graph in eval mode (no dropout)."""
+
+import os
+import sys
+
+import numpy as np
+
+import pipeflow as flow
+from pipeflow import nn
+
+from test_run import fresh_seeds
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "runtime", "python"))
+import pfrt_philox as ph  # noqa: E402
+
+P_DROP = 0.25
+LR = 0.1
+P0 = flow.placement("cpu", ranks=[0])
+
+
+def mlp():
+    return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Dropout(P_DROP), nn.Linear(16, 3))
+
+
+class Train(nn.Graph):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.add_optimizer(flow.optim.SGD(model.parameters(), lr=LR))
+
+    def build(self, x, y):
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        return loss
+
+
+class Eval(nn.Graph):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def build(self, x):
+        return self.model(x)
+
+
+def params_of(model):
+    sd = model.state_dict()
+    return [sd[k].numpy().astype(np.float64) for k in ("0.weight", "0.bias", "3.weight", "3.bias")]
+
+
+def logits(params, a):
+    w0, b0, w1, b1 = params
+    return np.maximum(a @ w0.T + b0, 0) @ w1.T + b1
+
+
+def mask(seed, step, shape):
+    """The training program's dropout multiplier in ``step`` (one dropout,
+    stream 1, one micro-batch)."""
+    stream = ph.stream_for_step(ph.stream_for_step(1, step), 0)
+    u = ph.init_param(ph.INIT_UNIFORM, 0.0, 1.0, seed, stream, shape)
+    return np.where(u >= np.float32(P_DROP), np.float64(np.float32(1 / (1 - P_DROP))), 0.0)
+
+
+def sgd_step(params, a, labels, keep):
+    """One SGD step with mean cross-entropy and the dropout multiplier ``keep``."""
+    w0, b0, w1, b1 = params
+    h = a @ w0.T + b0
+    r = np.maximum(h, 0) * keep
+    z = r @ w1.T + b1
+    z = z - z.max(1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    n = a.shape[0]
+    loss = -np.log(p[np.arange(n), labels]).mean()
+    dz = p.copy()
+    dz[np.arange(n), labels] -= 1
+    dz /= n
+    dw1, db1 = dz.T @ r, dz.sum(0)
+    dh = (dz @ w1) * keep * (h > 0)
+    dw0, db0 = dh.T @ a, dh.sum(0)
+    return loss, [w0 - LR * dw0, b0 - LR * db0, w1 - LR * dw1, b1 - LR * db1]
+
+
+def run(backend, place):
+    """Eval, three training steps, eval, two more steps, eval; checks each
+    against the reference. ``place`` makes a tensor global (or leaves it)."""
+    pseed, dseed = fresh_seeds()
+    where = f"seeds {pseed} {dseed}"
+    flow.manual_seed(pseed)
+    model = mlp()
+    place_module = place(None)
+    if place_module is not None:
+        model.to_global(*place_module)
+    rng = np.random.default_rng(dseed)
+    a = rng.standard_normal((8, 6)).astype(np.float32)
+    batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, (8,)))
+               for _ in range(5)]
+    train, evaluate = Train(model), Eval(model)
+    model.eval()
+    out = evaluate(place(flow.tensor(a)))
+    params = params_of(model)  # the compiled program's initial values (read back)
+    np.testing.assert_allclose(out.numpy(), logits(params, a), rtol=1e-5, atol=1e-5, err_msg=where)
+    step = 0
+    for rounds in (3, 2):
+        model.train()
+        for _ in range(rounds):
+            x, labels = batches[step]
+            loss = train(place(flow.tensor(x)), place(flow.tensor(labels)))
+            want, params = sgd_step(params, x.astype(np.float64), labels,
+                                    mask(pseed, step, (8, 16)))
+            np.testing.assert_allclose(float(np.asarray(loss.numpy()).reshape(-1)[0]), want,
+                                       rtol=1e-5, err_msg=where)
+            step += 1
+        model.eval()
+        # The evaluation graph computes with the trained values.
+        out = evaluate(place(flow.tensor(a)))
+        np.testing.assert_allclose(out.numpy(), logits(params, a), rtol=1e-5, atol=1e-5,
+                                   err_msg=f"{where}, after {step} steps")
+    # Both see loaded values: load into the module, evaluate, train on.
+    loaded = [rng.standard_normal(p.shape) for p in params]
+    model.load_state_dict({k: flow.tensor(v.astype(np.float32)) for k, v in
+                           zip(("0.weight", "0.bias", "3.weight", "3.bias"), loaded)})
+    params = [v.astype(np.float32).astype(np.float64) for v in loaded]
+    out = evaluate(place(flow.tensor(a)))
+    np.testing.assert_allclose(out.numpy(), logits(params, a), rtol=1e-5, atol=1e-5,
+                               err_msg=f"{where}, after load_state_dict")
+    model.train()
+    x, labels = batches[0]
+    loss = train(place(flow.tensor(x)), place(flow.tensor(labels)))
+    want, params = sgd_step(params, x.astype(np.float64), labels, mask(pseed, step, (8, 16)))
+    np.testing.assert_allclose(float(np.asarray(loss.numpy()).reshape(-1)[0]), want, rtol=1e-5,
+                               err_msg=f"{where}, training after load_state_dict")
+    # The dropout mattered: without it the first loss is off.
+    assert not np.allclose(mask(pseed, 0, (8, 16)), 1.0)
+
+
+def test_local_train_and_eval_graphs_share_one_module(backend):
+    run(backend, lambda t: t)
+
+
+def test_global_train_and_eval_graphs_share_one_module(backend):
+    run(backend, lambda t: (P0, [flow.sbp.broadcast]) if t is None else t.to_global(P0, flow.sbp.broadcast))
