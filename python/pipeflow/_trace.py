@@ -64,6 +64,8 @@ class Tracer:
         # A local graph: where its local parameters live (else None).
         self.local_placement = None
         self.loss_loc = None
+        # nn.utils.clip_grad_norm_ calls: (parameters, max_norm, location).
+        self.clip_requests = []
         self.seed = _random.initial_seed()  # the compiled program's parameter seed
         self._placements = {}
 

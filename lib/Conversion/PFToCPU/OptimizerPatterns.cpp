@@ -124,11 +124,54 @@ struct AdamUpdateLowering : CPUPattern<AdamUpdateOp> {
   }
 };
 
+/// The f32 a 0-d buffer holds, as an f64.
+Value loadScalar(OpBuilder &b, Location loc, Value ptr) {
+  Value f = LLVM::LoadOp::create(b, loc, b.getF32Type(), ptr);
+  return LLVM::FPExtOp::create(b, loc, b.getF64Type(), f);
+}
+
+/// scale = min(1, max_norm / (sqrt(sum_sq) + 1e-6)), inline.
+struct ClipScaleLowering : CPUPattern<ClipScaleOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(ClipScaleOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    return emitInto(op, b, [&](Value out) {
+      Location loc = op.getLoc();
+      auto cst = [&](double v) {
+        return LLVM::ConstantOp::create(b, loc, b.getF64Type(),
+                                        b.getF64FloatAttr(v));
+      };
+      Value norm =
+          LLVM::SqrtOp::create(b, loc, loadScalar(b, loc, adaptor.getSumSq()));
+      Value denom = LLVM::FAddOp::create(b, loc, norm, cst(1e-6));
+      Value coef = LLVM::FDivOp::create(
+          b, loc, cst(op.getMaxNorm().convertToDouble()), denom);
+      Value clamped = LLVM::MinNumOp::create(b, loc, coef, cst(1.0));
+      Value f = LLVM::FPTruncOp::create(b, loc, b.getF32Type(), clamped);
+      LLVM::StoreOp::create(b, loc, f, out);
+    });
+  }
+};
+
+struct ScaleByLowering : CPUPattern<ScaleByOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(ScaleByOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    return emitInto(op, b, [&](Value out) {
+      Location loc = op.getLoc();
+      state.rt.pfrt_k_scale(b, loc, adaptor.getInput(), out,
+                            localCount(op.getResult()),
+                            loadScalar(b, loc, adaptor.getScale()));
+    });
+  }
+};
+
 } // namespace
 
 void mlir::pf::populatePFToCPUOptimizerPatterns(const TypeConverter &converter,
                                                 RewritePatternSet &patterns,
                                                 CPULoweringState &state) {
   patterns.add<ReadParamLowering, WriteParamLowering, ScalarInputLowering,
-               SGDUpdateLowering, AdamUpdateLowering>(converter, state);
+               SGDUpdateLowering, AdamUpdateLowering, ClipScaleLowering,
+               ScaleByLowering>(converter, state);
 }

@@ -1,6 +1,6 @@
 """``pipeflow.nn``: modules, parameters and ``nn.Graph``."""
 
-from . import functional, init
+from . import functional, init, utils
 from . import graph
 from .activation import GELU, LogSoftmax, Sigmoid, Softmax, Tanh
 from .container import ModuleList, Sequential
@@ -18,5 +18,5 @@ __all__ = [
     "Embedding", "GELU", "LayerNorm", "LogSoftmax", "Sigmoid", "Softmax", "Tanh",
     "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss",
     "Dropout", "Flatten", "Graph", "Identity", "Linear", "MaxPool2d", "Module", "ModuleList",
-    "Parameter", "ReLU", "Sequential", "functional", "graph", "init",
+    "Parameter", "ReLU", "Sequential", "functional", "graph", "init", "utils",
 ]

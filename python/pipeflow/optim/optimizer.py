@@ -76,6 +76,17 @@ class Optimizer:
     def _validate(self, group):
         group["lr"] = _real(group["lr"], "learning rate", 0.0)
         group["weight_decay"] = _real(group.get("weight_decay", 0.0), "weight_decay", 0.0)
+        # OneFlow's gradient clipping by global norm, per parameter group.
+        if group.get("clip_grad_max_norm") is not None:
+            norm = _real(group["clip_grad_max_norm"], "clip_grad_max_norm", 0.0)
+            if norm <= 0:
+                raise ValueError(f"clip_grad_max_norm must be > 0, got {norm}")
+            group["clip_grad_max_norm"] = norm
+            kind = float(group.get("clip_grad_norm_type", 2.0))
+            if kind != 2.0:
+                raise ValueError(f"clip_grad_norm_type={kind} is not supported by the compiled "
+                                 "step (the L2 norm, 2.0, is)")
+            group["clip_grad_norm_type"] = kind
 
     def zero_grad(self, set_to_none=True):
         """No-op: gradients live in the compiled step."""

@@ -1229,3 +1229,29 @@ func.func @softmax_grad_axis(%x: !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, 
   %r = pf.softmax_grad %x, %x {axis = 5 : i64} : (!pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>, !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4x3xf32, #pf.placement<"cpu", [0]>>
   return
 }
+
+// -----
+
+func.func @clip_scale_max_norm(%s: !pf.global<f32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{max_norm must be > 0, got 0}}
+  %f = pf.clip_scale %s {max_norm = 0.0 : f64} : (!pf.global<f32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<f32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+func.func @scale_by_not_a_scalar(%x: !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+2 {{'pf.scale_by' op scale must have rank 0, got shape [4, 3]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r = pf.scale_by %x, %x : (!pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>, !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4x3xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+func.func @scale_by_placement(%x: !pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>, %s: !pf.global<f32, #pf.placement<"cpu", [1]>, #pf.sbp<[B]>>) {
+  // expected-error @+2 {{operands must share one placement}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r = pf.scale_by %x, %s : (!pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>, !pf.global<f32, #pf.placement<"cpu", [1]>, #pf.sbp<[B]>>) -> !pf.global<4x3xf32, #pf.placement<"cpu", [0]>>
+  return
+}

@@ -238,6 +238,10 @@ func.func @optimizer_ops(%p: !W, %g: !W, %b: !W) {
   %1:2 = pf.sgd_update %p, %g, %lr momentum_state(%b, %t) {momentum = 0.9 : f64, nesterov} : (!W, !W, !S, !W, !S) -> (!W, !W)
   // CHECK: pf.adam_update {{.*}} {decoupled}
   %2:3 = pf.adam_update %p, %g, %b, %b, %lr, %t {decoupled} : (!W, !W, !W, !W, !S, !S) -> (!W, !W, !W)
+  // CHECK: %[[F:.*]] = pf.clip_scale %{{.*}} {max_norm = 1.000000e+00 : f64}
+  %f = pf.clip_scale %t {max_norm = 1.0 : f64} : (!S) -> !S
+  // CHECK: pf.scale_by %{{.*}}, %[[F]]
+  %3 = pf.scale_by %g, %f : (!W, !S) -> !W
   return
 }
 

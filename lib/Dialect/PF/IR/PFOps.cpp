@@ -37,6 +37,8 @@ PF_COMPATIBLE_RETURN_TYPES(SoftmaxOp)
 PF_COMPATIBLE_RETURN_TYPES(LayerNormOp)
 PF_COMPATIBLE_RETURN_TYPES(EmbeddingOp)
 PF_COMPATIBLE_RETURN_TYPES(MulOp)
+PF_COMPATIBLE_RETURN_TYPES(ClipScaleOp)
+PF_COMPATIBLE_RETURN_TYPES(ScaleByOp)
 PF_COMPATIBLE_RETURN_TYPES(DropoutOp)
 PF_COMPATIBLE_RETURN_TYPES(FlattenOp)
 PF_COMPATIBLE_RETURN_TYPES(TransposeOp)
@@ -301,6 +303,53 @@ static LogicalResult inferUnaryFloat(std::optional<Location> loc,
   Inference inf(loc, opName);
   FailureOr<GlobalType> x = inf.global(input, "input");
   if (failed(x) || failed(inf.isFloat(*x, "input")))
+    return failure();
+  results.push_back(resultLike(*x, x->getShape()));
+  return success();
+}
+
+/// A 0-d f32 operand (a run-time scalar on its placement).
+static FailureOr<GlobalType> scalarOperand(Inference &inf, Value v,
+                                           StringRef what) {
+  FailureOr<GlobalType> t = inf.global(v, what);
+  if (failed(t) || failed(inf.isFloat(*t, what)))
+    return failure();
+  if (failed(inf.hasRank(*t, 0, what)))
+    return failure();
+  return t;
+}
+
+LogicalResult ClipScaleOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  Inference inf(loc, getOperationName().drop_front(3));
+  FailureOr<GlobalType> s = scalarOperand(inf, adaptor.getSumSq(), "sum_sq");
+  if (failed(s))
+    return failure();
+  results.push_back(resultLike(*s, {}));
+  return success();
+}
+
+LogicalResult ClipScaleOp::verify() {
+  if (!(getMaxNorm().convertToDouble() > 0.0))
+    return emitOpError("max_norm must be > 0, got ")
+           << getMaxNorm().convertToDouble();
+  return success();
+}
+
+LogicalResult ScaleByOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  Inference inf(loc, getOperationName().drop_front(3));
+  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
+  if (failed(x) || failed(inf.isFloat(*x, "input")))
+    return failure();
+  FailureOr<GlobalType> s = scalarOperand(inf, adaptor.getScale(), "scale");
+  if (failed(s))
+    return failure();
+  if (failed(inf.samePlacement({*x, *s})))
     return failure();
   results.push_back(resultLike(*x, x->getShape()));
   return success();

@@ -337,6 +337,20 @@ static void updateSignatures(Operation *op,
   }
 }
 
+void ClipScaleOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  // The norm needs the whole sum on every rank.
+  add(sigs, {B}, {B});
+}
+
+void ScaleByOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  // Linear in the input; the scale is one value everywhere.
+  int64_t rank = rankOf(getInput());
+  for (int64_t k = 0; k < rank; ++k)
+    add(sigs, {S(k), B}, {S(k)});
+  add(sigs, {P, B}, {P});
+  add(sigs, {B, B}, {B});
+}
+
 void SGDUpdateOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   updateSignatures(*this, sigs);
 }

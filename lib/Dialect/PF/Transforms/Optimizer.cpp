@@ -7,6 +7,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include <map>
+
 #define DEBUG_TYPE "pf-optimizer"
 
 namespace mlir::pf {
@@ -42,7 +44,22 @@ private:
     double momentum = 0, dampening = 0, decay = 0, beta1 = 0.9, beta2 = 0.999,
            epsilon = 1e-8;
     bool nesterov = false, biasCorrection = true;
+    /// Gradient clipping by the global norm of the parameters sharing
+    /// `clipGroup` (0: none).
+    double clipMaxNorm = 0;
+    int64_t clipGroup = 0;
   };
+  /// One parameter to update.
+  struct Entry {
+    ParamOp gradBuffer, param;
+    WriteParamOp lastWrite;
+    Settings settings;
+    Value grad;
+  };
+  /// Multiplies the gradients of each clipping group by its factor.
+  LogicalResult clip(OpBuilder &b, MutableArrayRef<Entry> entries);
+  /// Stage of `where`'s last gradient write, phase "update".
+  void tag(Operation *op, const Entry &where);
   FailureOr<Settings> settingsFor(ParamOp param);
   LogicalResult check(const Settings &s, Operation *at, double rawDecay);
 
@@ -124,11 +141,16 @@ FailureOr<OptimizerPass::Settings> OptimizerPass::settingsFor(ParamOp param) {
         s.nesterov = flag.getValue();
       else if (key == "bias_correction" && flag)
         s.biasCorrection = flag.getValue();
+      else if (key == "clip_max_norm" && isNum && num > 0)
+        s.clipMaxNorm = num;
+      else if (key == "clip_group" && i)
+        s.clipGroup = i.getInt();
       else
         return param.emitOpError()
                << "pf.optimizer: unknown or ill-typed entry '" << key
                << "' (expected kind, lr: strings; momentum, dampening, "
-                  "weight_decay, beta1, beta2, eps: numbers; nesterov, "
+                  "weight_decay, beta1, beta2, eps: numbers; clip_max_norm: "
+                  "a positive number; clip_group: an integer; nesterov, "
                   "bias_correction: booleans)";
     }
   }
@@ -207,8 +229,6 @@ void OptimizerPass::runOnOperation() {
   SymbolTable table(module);
   MLIRContext *ctx = module.getContext();
   PFDialect::GradOfAttrHelper gradOfAttr(ctx);
-  PFDialect::StageAttrHelper stageAttr(ctx);
-  PFDialect::PhaseAttrHelper phaseAttr(ctx);
 
   // Gradient buffers and the functions that accumulate into them.
   SmallVector<ParamOp> gradBuffers;
@@ -227,6 +247,7 @@ void OptimizerPass::runOnOperation() {
     scalars.clear();
     auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
     OpBuilder b(ret);
+    SmallVector<Entry> entries;
     for (ParamOp gradBuffer : gradBuffers) {
       // The last accumulation into the buffer gives the update its stage.
       WriteParamOp lastWrite;
@@ -243,6 +264,15 @@ void OptimizerPass::runOnOperation() {
             << "holds the gradient of " << ofRef << ", which is not a pf.param";
         return signalPassFailure();
       }
+      FailureOr<Settings> set = settingsFor(param);
+      if (failed(set))
+        return signalPassFailure();
+      entries.push_back(Entry{gradBuffer, param, lastWrite, *set, Value()});
+    }
+    if (failed(clip(b, entries)))
+      return signalPassFailure();
+    for (Entry &e : entries) {
+      ParamOp param = e.param, gradBuffer = e.gradBuffer;
       Location loc = param.getLoc();
       GlobalType pType = param.getGlobalType();
       PlacementAttr placement = pType.getPlacement();
@@ -260,12 +290,10 @@ void OptimizerPass::runOnOperation() {
       auto write = [&](Value v, ParamOp p) {
         track(WriteParamOp::create(b, loc, v, FlatSymbolRefAttr::get(p)));
       };
-      FailureOr<Settings> set = settingsFor(param);
-      if (failed(set))
-        return signalPassFailure();
-      const Settings &o = *set;
+      const Settings &o = e.settings;
       Value w = read(param);
-      Value g = read(gradBuffer);
+      // A clipped gradient was read (and scaled) by clip().
+      Value g = e.grad ? e.grad : read(gradBuffer);
       Value lr = getScalar(b, loc, o.lr, placement);
 
       if (o.kind == OptimizerKind::SGD) {
@@ -315,13 +343,92 @@ void OptimizerPass::runOnOperation() {
                         zeroType, FloatAttr::get(gType.getElementType(), 0.0))))
               ->getResult(0);
       write(zero, gradBuffer);
-      for (Operation *op : created) {
-        if (IntegerAttr stage = stageAttr.getAttr(lastWrite))
-          stageAttr.setAttr(op, stage);
-        phaseAttr.setAttr(op, StringAttr::get(ctx, "update"));
-      }
+      for (Operation *op : created)
+        tag(op, e);
     }
   }
+}
+
+void OptimizerPass::tag(Operation *op, const Entry &where) {
+  MLIRContext *ctx = op->getContext();
+  if (IntegerAttr stage =
+          PFDialect::StageAttrHelper(ctx).getAttr(where.lastWrite))
+    PFDialect::StageAttrHelper(ctx).setAttr(op, stage);
+  PFDialect::PhaseAttrHelper(ctx).setAttr(op, StringAttr::get(ctx, "update"));
+}
+
+/// torch.nn.utils.clip_grad_norm_ (norm type 2) per clipping group, on the
+/// logical gradients: each member's sum of squares (SBP inference reduces
+/// split and partial layouts), moved to the first member's placement and
+/// added there; the factor moves back to every member's placement and
+/// scales its gradient before the update. Moves between placements (the
+/// stages of a pipeline) are left unstaged, in the update phase.
+LogicalResult OptimizerPass::clip(OpBuilder &b,
+                                  MutableArrayRef<Entry> entries) {
+  std::map<int64_t, SmallVector<Entry *>> groups;
+  for (Entry &e : entries)
+    if (e.settings.clipMaxNorm > 0)
+      groups[e.settings.clipGroup].push_back(&e);
+  MLIRContext *ctx = b.getContext();
+  PFDialect::PhaseAttrHelper phaseAttr(ctx);
+  auto scalarOn = [&](PlacementAttr p) {
+    return GlobalType::get(ctx, {}, b.getF32Type(), p,
+                           SBPAttr::getBroadcast(ctx, p.getNumHierarchyDims()));
+  };
+  auto move = [&](Value v, PlacementAttr to, Location loc) -> Value {
+    auto t = cast<GlobalType>(v.getType());
+    if (t.getPlacement() == to)
+      return v;
+    auto m = ToGlobalOp::create(b, loc, scalarOn(to), v);
+    phaseAttr.setAttr(m, StringAttr::get(ctx, "update"));
+    return m.getResult();
+  };
+  for (auto &[id, members] : groups) {
+    Entry &home = *members.front();
+    double maxNorm = home.settings.clipMaxNorm;
+    PlacementAttr hp = home.param.getGlobalType().getPlacement();
+    Location loc = home.param.getLoc();
+    Value total;
+    for (Entry *m : members) {
+      if (m->settings.clipMaxNorm != maxNorm)
+        return m->param.emitOpError()
+               << "pf.optimizer: clip group " << id << " has max norms "
+               << maxNorm << " and " << m->settings.clipMaxNorm;
+      Location mloc = m->param.getLoc();
+      auto read = ReadParamOp::create(b, mloc, m->gradBuffer.getGlobalType(),
+                                      FlatSymbolRefAttr::get(m->gradBuffer));
+      tag(read, *m);
+      m->grad = read.getResult();
+      auto sq = MulOp::create(b, mloc, m->grad, m->grad);
+      tag(sq, *m);
+      auto type = cast<GlobalType>(m->grad.getType());
+      auto sum = ReduceSumOp::create(
+          b, mloc, sq,
+          b.getDenseI64ArrayAttr(llvm::to_vector(
+              llvm::seq<int64_t>(0, static_cast<int64_t>(type.getRank())))));
+      tag(sum, *m);
+      Value here = move(sum.getResult(), hp, mloc);
+      if (!total) {
+        total = here;
+        continue;
+      }
+      auto add = AddOp::create(b, loc, total, here);
+      tag(add, home);
+      total = add.getResult();
+    }
+    auto factor =
+        ClipScaleOp::create(b, loc, total, b.getF64FloatAttr(maxNorm));
+    tag(factor, home);
+    for (Entry *m : members) {
+      Location mloc = m->param.getLoc();
+      Value f = move(factor.getResult(),
+                     cast<GlobalType>(m->grad.getType()).getPlacement(), mloc);
+      auto scaled = ScaleByOp::create(b, mloc, m->grad, f);
+      tag(scaled, *m);
+      m->grad = scaled.getResult();
+    }
+  }
+  return success();
 }
 } // namespace
 

@@ -124,7 +124,35 @@ def update_rules(graph, tracer):
             param.attrs["pf.optimizer"] = {
                 "kind": "sgd", "lr": "lr.frozen", "momentum": ir.F64(0.0),
                 "dampening": ir.F64(0.0), "weight_decay": ir.F64(0.0), "nesterov": False}
-    return scalars, None
+    return scalars, _clip_groups(graph, tracer, symbols)
+
+
+def _clip_groups(graph, tracer, symbols):
+    """Gradient clipping by global norm: each parameter group with
+    ``clip_grad_max_norm`` and each ``nn.utils.clip_grad_norm_`` call in
+    ``build`` is one clipping group (``clip_max_norm``, ``clip_group`` in the
+    parameters' ``pf.optimizer``; pf-optimizer computes the norm over the
+    group's logical gradients). Returns the first conflict as ``(loc,
+    message)``, else ``None``."""
+    params = tracer.module.params
+    requests = [(group["params"], group["clip_grad_max_norm"], loc)
+                for optim, _, loc in graph._optimizers for group in optim.param_groups
+                if group.get("clip_grad_max_norm") is not None]
+    requests += tracer.clip_requests
+    for group_id, (members, max_norm, loc) in enumerate(requests, start=1):
+        for p in members:
+            name = symbols.get(id(p))
+            param = params.get(name)
+            if param is None or param.buffer:
+                continue
+            attrs = param.attrs.setdefault("pf.optimizer", {})
+            if "clip_group" in attrs:
+                return loc, (f"parameter '{name}' is clipped twice (by two parameter groups "
+                             "with clip_grad_max_norm or clip_grad_norm_ calls); clip each "
+                             "parameter once")
+            attrs["clip_max_norm"] = ir.F64(max_norm)
+            attrs["clip_group"] = group_id
+    return None
 
 
 def auto_placement(traced):

@@ -3,6 +3,39 @@
 #ifndef PF_DIALECT_PF_IR_PFOPTIMOPS_TD
 #define PF_DIALECT_PF_IR_PFOPTIMOPS_TD
 
+def PF_ClipScaleOp : PF_InferredOp<"clip_scale"> {
+  let summary = "the factor of gradient clipping by global norm";
+  let description = [{
+    From the sum of the squared gradients of a clipping group (a 0-d f32),
+    `scale = min(1, max_norm / (sqrt(sum_sq) + 1e-6))`, as
+    `torch.nn.utils.clip_grad_norm_` (norm type 2). pf-optimizer builds it
+    for parameters whose `pf.optimizer` has `clip_max_norm`; the gradients
+    are multiplied by it (`pf.scale_by`) before the update.
+
+    ```mlir
+    %s = pf.clip_scale %sum_sq {max_norm = 1.0 : f64}
+        : (!pf.global<f32, #P, #pf.sbp<[B]>>) -> !pf.global<f32, #P, #pf.sbp<[B]>>
+    ```
+  }];
+  let arguments = (ins PF_Global:$sum_sq, F64Attr:$max_norm);
+  let results = (outs PF_Global:$result);
+  let hasVerifier = 1;
+}
+
+def PF_ScaleByOp : PF_InferredOp<"scale_by"> {
+  let summary = "multiplies every element by a run-time scalar (a 0-d tensor)";
+  let description = [{
+    `result = input * scale`; the scale is a 0-d f32 on the input's
+    placement (the clipping factor of pf.clip_scale).
+
+    ```mlir
+    %g2 = pf.scale_by %g, %s : (!W, !pf.global<f32, #P, #pf.sbp<[B]>>) -> !W
+    ```
+  }];
+  let arguments = (ins PF_Global:$input, PF_Global:$scale);
+  let results = (outs PF_Global:$result);
+}
+
 def PF_ScalarInputOp : PF_Op<"scalar_input", [Pure]> {
   let summary = "a named f32 scalar that the runtime supplies at every step";
   let description = [{

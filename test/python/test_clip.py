@@ -1,0 +1,232 @@
+"""Gradient clipping by global norm (issue 17): OneFlow's parameter-group
+option ``clip_grad_max_norm`` and ``nn.utils.clip_grad_norm_`` inside
+``build``. On one rank both equal a float64 NumPy reference of
+``torch.nn.utils.clip_grad_norm_`` + SGD; on pipeline (two stages), tensor
+(the first layer's rows and the second's columns split), data (batch split)
+and hybrid (2x2: data x tensor) layouts under the launcher, the parameters
+after three steps equal the one-rank run's: the norm is that of the logical
+gradients, not of a shard."""
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import pipeflow as flow
+from pipeflow import nn
+
+from conftest import PYTHON_DIR, line_of, mpiexec_available, run_job
+from test_run import fresh_seeds
+
+HERE = os.path.abspath(__file__)
+needs_mpiexec = pytest.mark.skipif(not mpiexec_available(), reason="needs mpiexec (MPICH)")
+MAX_NORM, LR = 0.3, 0.2
+KEYS = ("l0.weight", "l0.bias", "l1.weight", "l1.bias")
+
+SCRIPT = r"""
+import json
+import sys
+
+import numpy as np
+
+import pipeflow as flow
+from pipeflow import nn
+from pipeflow.nn.module import set_tensor_layout  # one parameter's layout, in place
+
+layout, how, pseed, dseed, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+MAX_NORM, LR = 0.3, 0.2
+B, S0, S1, P = flow.sbp.broadcast, flow.sbp.split(0), flow.sbp.split(1), flow.sbp.partial_sum
+Q = {"single": [0], "pp": [0, 1], "dp": [0, 1], "tp": [0, 1], "hybrid": [[0, 1], [2, 3]]}[layout]
+PL = flow.placement("cpu", ranks=Q)
+P0, P1 = flow.placement("cpu", ranks=[0]), flow.placement("cpu", ranks=[1])
+BB = [B] * PL.ndim
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l0, self.relu, self.l1 = nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)
+        if layout == "pp":
+            self.l0.to_global(P0, [B])
+            self.l1.to_global(P1, [B])
+        elif layout == "tp":
+            self.l0.to_global(PL, [S0])  # output rows: h is S(1)
+            self.l1.to_global(PL, [B])
+            set_tensor_layout(self.l1.weight, PL, (S1,))  # input columns: partial sums
+        elif layout == "hybrid":
+            self.l0.to_global(PL, [B, S0])
+            self.l1.to_global(PL, BB)
+            set_tensor_layout(self.l1.weight, PL, (B, S1))
+        else:
+            self.to_global(PL, BB)
+
+    def forward(self, x):
+        h = self.relu(self.l0(x))
+        if layout == "pp":
+            h = h.to_global(placement=P1, sbp=[B])
+        return self.l1(h)
+
+
+flow.manual_seed(pseed)
+model = MLP()
+
+
+class Graph(nn.Graph):
+    def __init__(self):
+        super().__init__()
+        self.model = model
+        self.loss_fn = nn.CrossEntropyLoss()
+        if how == "group":
+            self.add_optimizer(flow.optim.SGD(
+                [{"params": model.parameters(), "clip_grad_max_norm": MAX_NORM}], lr=LR))
+        else:
+            self.add_optimizer(flow.optim.SGD(model.parameters(), lr=LR))
+
+    def build(self, x, y):
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        if how == "call":
+            nn.utils.clip_grad_norm_(self.model.parameters(), MAX_NORM)
+        return loss
+
+
+rng = np.random.default_rng(dseed)
+X = rng.standard_normal((8, 8)).astype(np.float32)
+Y = rng.integers(0, 4, 8).astype(np.int64)
+if layout == "pp":
+    x, y = flow.tensor(X, placement=P0, sbp=[B]), flow.tensor(Y, placement=P1, sbp=[B])
+elif layout in ("dp", "hybrid"):
+    split = [S0] if layout == "dp" else [S0, B]
+    x, y = flow.tensor(X, placement=PL, sbp=split), flow.tensor(Y, placement=PL, sbp=split)
+else:
+    x, y = flow.tensor(X, placement=PL, sbp=BB), flow.tensor(Y, placement=PL, sbp=BB)
+graph = Graph()
+for _ in range(3):
+    graph(x, y)
+state = graph.state_dict()["model"]
+with open(f"{out}/{layout}.{how}.{flow.env.get_rank()}.json", "w") as f:
+    json.dump({k: state[k].numpy().tolist() for k in state}, f)
+"""
+
+
+def run(tmp_path, backend, layout, how, pseed, dseed):
+    ranks = {"single": 1, "pp": 2, "dp": 2, "tp": 2, "hybrid": 4}[layout]
+    script = tmp_path / "clip.py"
+    script.write_text(SCRIPT)
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    env = dict(os.environ, PIPEFLOW_CACHE=str(tmp_path / "cache"), PYTHONPATH=PYTHON_DIR,
+               PF_OPT=backend)
+    cmd = [sys.executable, str(script), layout, how, str(pseed), str(dseed), str(out)]
+    if ranks > 1:
+        cmd[1:1] = ["-m", "pipeflow.distributed.launch", "--nproc_per_node", str(ranks)]
+    proc = run_job(cmd, 300, env=env, cwd=str(tmp_path))
+    assert proc.returncode == 0, f"{layout} {how}: {proc.stderr[-3000:]}"
+    return [json.loads((out / f"{layout}.{how}.{r}.json").read_text()) for r in range(ranks)]
+
+
+def numpy_steps(params, x, y, steps):
+    """Mean cross-entropy, torch.nn.utils.clip_grad_norm_(MAX_NORM), SGD."""
+    params = [p.astype(np.float64) for p in params]
+    a = x.astype(np.float64)
+    norms = []
+    for _ in range(steps):
+        w0, b0, w1, b1 = params
+        h = a @ w0.T + b0
+        r = np.maximum(h, 0)
+        z = r @ w1.T + b1
+        z = z - z.max(1, keepdims=True)
+        p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+        n = a.shape[0]
+        dz = p.copy()
+        dz[np.arange(n), y] -= 1
+        dz /= n
+        dh = (dz @ w1) * (h > 0)
+        grads = [dh.T @ a, dh.sum(0), dz.T @ r, dz.sum(0)]
+        norm = np.sqrt(sum(float((g * g).sum()) for g in grads))
+        norms.append(norm)
+        coef = min(1.0, MAX_NORM / (norm + 1e-6))
+        params = [q - LR * coef * g for q, g in zip(params, grads)]
+    return params, norms
+
+
+@pytest.mark.parametrize("how", ["group", "call"])
+def test_one_rank_equals_numpy(backend, tmp_path, how):
+    pseed, dseed = fresh_seeds()
+    got = run(tmp_path, backend, "single", how, pseed, dseed)[0]
+    # The initial values: the same program without steps (trace only).
+    flow.manual_seed(pseed)
+    model = nn.Sequential()
+    model.l0, model.relu, model.l1 = nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)
+    P0 = flow.placement("cpu", ranks=[0])
+    model.to_global(P0, flow.sbp.broadcast)
+
+    class Init(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.loss_fn = nn.CrossEntropyLoss()
+            self.add_optimizer(flow.optim.SGD(model.parameters(), lr=LR))
+
+        def build(self, x, y):
+            loss = self.loss_fn(self.model(x), y)
+            loss.backward()
+            return loss
+
+    rng = np.random.default_rng(dseed)
+    x = rng.standard_normal((8, 8)).astype(np.float32)
+    y = rng.integers(0, 4, 8).astype(np.int64)
+    Init().trace(flow.tensor(x, placement=P0, sbp=flow.sbp.broadcast),
+                 flow.tensor(y, placement=P0, sbp=flow.sbp.broadcast))
+    sd = model.state_dict()
+    want, norms = numpy_steps([sd[k].numpy() for k in KEYS], x, y, 3)
+    assert norms[0] > MAX_NORM * 1.5, f"seeds {pseed} {dseed}: the clip must act ({norms})"
+    for k, w in zip(KEYS, want):
+        np.testing.assert_allclose(np.array(got[k]), w, rtol=1e-4, atol=1e-6,
+                                   err_msg=f"{how} {k}, seeds {pseed} {dseed}")
+    # Without clipping the parameters differ: the test sees the clip.
+    unclipped, _ = numpy_steps([sd[k].numpy() for k in KEYS], x, y, 1)
+    assert not np.allclose(unclipped[2], want[2], atol=1e-4)
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("layout", ["pp", "tp", "dp", "hybrid"])
+def test_every_layout_clips_by_the_logical_norm(backend, tmp_path, layout):
+    pseed, dseed = fresh_seeds()
+    want = run(tmp_path, backend, "single", "group", pseed, dseed)[0]
+    for how in ("group", "call"):
+        for r, got in enumerate(run(tmp_path, backend, layout, how, pseed, dseed)):
+            for k in KEYS:
+                np.testing.assert_allclose(np.array(got[k]), np.array(want[k]), rtol=1e-5,
+                                           atol=1e-6,
+                                           err_msg=f"{layout} {how} rank {r} {k}, seeds {pseed} {dseed}")
+
+
+def test_clip_grad_norm_errors_point_at_the_line(backend):
+    model = nn.Linear(4, 2)
+
+    class Bad(nn.Graph):
+        def __init__(self, where):
+            super().__init__()
+            self.model, self.where = model, where
+            self.add_optimizer(flow.optim.SGD(model.parameters(), lr=0.1))
+
+        def build(self, x):
+            out = self.model(x)
+            if self.where == "before":
+                nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)  # <-- before
+            return out
+
+    x = flow.tensor(np.random.default_rng().standard_normal((2, 4)).astype(np.float32))
+    with pytest.raises(flow.CompileError, match="after loss.backward") as info:
+        Bad("before")(x)
+    assert info.value.lineno == line_of(HERE, "before")
+    with pytest.raises(flow.BackendUnavailable, match="outside nn.Graph.build"):
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    with pytest.raises(ValueError, match="clip_grad_norm_type"):
+        flow.optim.SGD([{"params": model.parameters(), "clip_grad_max_norm": 1.0,
+                         "clip_grad_norm_type": 1.0}], lr=0.1)
+    with pytest.raises(ValueError, match="clip_grad_max_norm"):
+        flow.optim.SGD([{"params": model.parameters(), "clip_grad_max_norm": -1.0}], lr=0.1)
