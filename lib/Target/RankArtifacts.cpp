@@ -219,18 +219,21 @@ LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
             rankModule->getAttrOfType<ArrayAttr>(artifact::kOutputsAttrName)) {
       llvm::json::Array outputs;
       for (auto out : list.getAsRange<DictionaryAttr>()) {
-        llvm::json::Array shape;
-        for (int64_t d :
-             cast<DenseI64ArrayAttr>(out.get(artifact::output::kLocalShape))
-                 .asArrayRef())
-          shape.push_back(d);
+        auto array = [&](StringRef key) {
+          llvm::json::Array a;
+          if (auto dims = dyn_cast_or_null<DenseI64ArrayAttr>(out.get(key)))
+            for (int64_t d : dims.asArrayRef())
+              a.push_back(d);
+          return a;
+        };
         auto text = [&](StringRef key) {
           return cast<StringAttr>(out.get(key)).getValue().str();
         };
         outputs.push_back(llvm::json::Object{
             {"index",
              cast<IntegerAttr>(out.get(artifact::output::kIndex)).getInt()},
-            {"local_shape", std::move(shape)},
+            {"local_shape", array(artifact::output::kLocalShape)},
+            {"shape", array(artifact::output::kShape)},
             {"dtype", text(artifact::output::kDtype)},
             {"placement", text(artifact::output::kPlacement)},
             {"sbp", text(artifact::output::kSbp)}});

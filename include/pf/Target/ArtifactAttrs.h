@@ -40,6 +40,8 @@ inline constexpr llvm::StringLiteral kOutputsAttrName = "pfrt.outputs";
 namespace output {
 inline constexpr llvm::StringLiteral kIndex = "index";
 inline constexpr llvm::StringLiteral kLocalShape = "local_shape";
+/// The global result's logical shape.
+inline constexpr llvm::StringLiteral kShape = "shape";
 inline constexpr llvm::StringLiteral kDtype = "dtype";
 inline constexpr llvm::StringLiteral kPlacement = "placement";
 inline constexpr llvm::StringLiteral kSbp = "sbp";

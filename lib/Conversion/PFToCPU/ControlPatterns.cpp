@@ -85,12 +85,15 @@ struct PackLowering : CPUPattern<PackOp> {
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
       Location loc = op.getLoc();
+      // Each element's local part, one after the other.
+      int64_t n = localCount(op.getElements().front());
       for (auto [k, e] : llvm::enumerate(adaptor.getElements())) {
-        Value index = LLVM::ConstantOp::create(b, loc, b.getI64Type(),
-                                               b.getI64IntegerAttr(k));
+        Value index = LLVM::ConstantOp::create(
+            b, loc, b.getI64Type(),
+            b.getI64IntegerAttr(static_cast<int64_t>(k) * n));
         Value dst = LLVM::GEPOp::create(b, loc, state.ptrType(), b.getF32Type(),
                                         out, ValueRange{index});
-        state.rt.pfrt_k_copy(b, loc, e, dst, int64_t{1});
+        state.rt.pfrt_k_copy(b, loc, e, dst, n);
       }
     });
   }
@@ -131,9 +134,21 @@ struct ReturnLowering : CPUPattern<func::ReturnOp> {
       b.replaceOpWithNewOp<LLVM::ReturnOp>(op, ValueRange{});
       return success();
     }
-    if (op.getNumOperands() > 0 && !state.lossReplica) {
-      Value loss = adaptor.getOperands()[0];
-      for (int64_t k = 0, e = localCount(op.getOperand(0)); k < e; ++k) {
+    // A training step: its outputs besides the loss, then the loss.
+    for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
+      if (static_cast<int64_t>(i) == state.lossIndex)
+        continue;
+      FailureOr<int64_t> bytes = elementBytes(op, operand.getType());
+      if (failed(bytes))
+        return failure();
+      state.rt.pfrt_report_output(b, loc, state.outputIndices[i],
+                                  adaptor.getOperands()[i],
+                                  *bytes * localCount(operand));
+    }
+    if (state.lossIndex >= 0 && !state.lossReplica) {
+      Value loss = adaptor.getOperands()[state.lossIndex];
+      for (int64_t k = 0, e = localCount(op.getOperand(state.lossIndex)); k < e;
+           ++k) {
         Value index = LLVM::ConstantOp::create(b, loc, b.getI64Type(),
                                                b.getI64IntegerAttr(k));
         Value at = LLVM::GEPOp::create(b, loc, state.ptrType(), b.getF32Type(),

@@ -52,6 +52,8 @@ public:
       auto index = step.getResultAttrOfType<IntegerAttr>(
           i, PFDialect::OutputAttrHelper::getNameStr());
       state.outputIndices.push_back(index ? index.getInt() : i);
+      if (!reportOutputs && state.outputIndices.back() == 0)
+        state.lossIndex = i;
     }
   }
 
@@ -374,6 +376,8 @@ ArrayAttr RankLowering::outputsAttr() {
                         b.getI64IntegerAttr(state.outputIndices[i])),
          b.getNamedAttr(artifact::output::kLocalShape,
                         b.getDenseI64ArrayAttr(local.getShape())),
+         b.getNamedAttr(artifact::output::kShape,
+                        b.getDenseI64ArrayAttr(global.getShape())),
          b.getNamedAttr(
              artifact::output::kDtype,
              b.getStringAttr(global.getElementType().isF32() ? "f32" : "i64")),
@@ -414,10 +418,11 @@ LogicalResult RankLowering::run() {
     state.rankId = r.getInt();
   // For the artifact manifest (the host reads it to feed the inputs).
   int64_t microbatches = 0;
-  if (!state.reportOutputs && step.getNumResults() > 0 &&
+  if (state.lossIndex >= 0 &&
       !step->hasAttr(PFDialect::LossReplicaAttrHelper::getNameStr()))
     microbatches = std::max<int64_t>(
-        1, cast<GlobalType>(step.getResultTypes()[0]).getNumElements());
+        1, cast<GlobalType>(step.getResultTypes()[state.lossIndex])
+               .getNumElements());
   if (failed(checkCPUPlacements()))
     return failure();
   FailureOr<MemoryPlan> plan = MemoryPlan::build(module, step.getBody().front(),
@@ -431,7 +436,9 @@ LogicalResult RankLowering::run() {
   module->setAttr(artifact::kInputsAttrName, b.getArrayAttr(inputs));
   module->setAttr(artifact::kReportsLossAttrName,
                   b.getBoolAttr(microbatches > 0));
-  if (state.reportOutputs)
+  // Inference results, and a training step's outputs besides the loss.
+  if (state.reportOutputs ||
+      llvm::any_of(state.outputIndices, [](int32_t i) { return i != 0; }))
     module->setAttr(artifact::kOutputsAttrName, outputsAttr());
   module->setAttr(artifact::kMemoryAttrName,
                   state.plan->toAttr(module.getContext()));

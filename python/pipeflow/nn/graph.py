@@ -299,7 +299,15 @@ class Graph:
         for lr_scheduler in run.lr_schedulers:
             if lr_scheduler is not None:
                 lr_scheduler.step()
-        return run.loss_tensor(losses)
+        loss = run.loss_tensor(losses)
+        if not run.extras:
+            return loss
+        # What build returned: the loss and its other outputs (per
+        # micro-batch, stacked along a new axis 0 when m > 1).
+        results = {j: t.to_local() if run.traced.local else t for j, t in run.extras.items()}
+        results[0] = loss
+        return tracing.rebuild(run.traced.structure,
+                               [results[j] for j in run.traced.leaf_results])
 
     @property
     def artifacts(self):

@@ -1156,9 +1156,18 @@ func.func @pack_nothing() {
 // -----
 
 #P = #pf.placement<"cpu", [0]>
-func.func @pack_non_scalar(%a: !pf.global<2xf32, #P, #pf.sbp<[B]>>) {
-  // expected-error @+1 {{'pf.pack' op elements must be scalars of one element type and placement}}
-  %0 = pf.pack %a : (!pf.global<2xf32, #P, #pf.sbp<[B]>>) -> !pf.global<1xf32, #P, #pf.sbp<[B]>>
+func.func @pack_mixed_shapes(%a: !pf.global<2xf32, #P, #pf.sbp<[B]>>, %b: !pf.global<3xf32, #P, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.pack' op elements must share one shape, element type and placement}}
+  %0 = pf.pack %a, %b : (!pf.global<2xf32, #P, #pf.sbp<[B]>>, !pf.global<3xf32, #P, #pf.sbp<[B]>>) -> !pf.global<2x2xf32, #P, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
+#P = #pf.placement<"cpu", [0]>
+func.func @pack_stacks_on_a_new_axis(%a: !pf.global<2xf32, #P, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.pack' op result must be [1, element shape...] of the elements' type and placement}}
+  %0 = pf.pack %a : (!pf.global<2xf32, #P, #pf.sbp<[B]>>) -> !pf.global<2xf32, #P, #pf.sbp<[B]>>
   return
 }
 
@@ -1166,7 +1175,7 @@ func.func @pack_non_scalar(%a: !pf.global<2xf32, #P, #pf.sbp<[B]>>) {
 
 #P = #pf.placement<"cpu", [0]>
 func.func @pack_result(%a: !pf.global<f32, #P, #pf.sbp<[B]>>, %b: !pf.global<f32, #P, #pf.sbp<[B]>>) {
-  // expected-error @+1 {{'pf.pack' op result must be [2] of the elements' type and placement}}
+  // expected-error @+1 {{'pf.pack' op result must be [2, element shape...] of the elements' type and placement}}
   %0 = pf.pack %a, %b : (!pf.global<f32, #P, #pf.sbp<[B]>>, !pf.global<f32, #P, #pf.sbp<[B]>>) -> !pf.global<3xf32, #P, #pf.sbp<[B]>>
   return
 }

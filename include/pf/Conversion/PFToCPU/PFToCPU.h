@@ -70,6 +70,10 @@ struct CPULoweringState {
   /// With reportOutputs: each step result's position in the global
   /// signature (pf.output), which pfrt_report_output is given.
   SmallVector<int32_t> outputIndices;
+  /// A training step: which of this rank's results is the loss (global
+  /// position 0), or -1; the others are extra outputs, reported with
+  /// pfrt_report_output like an inference step's.
+  int64_t lossIndex = -1;
   /// Element-wise ops through the compiler's generated kernels.
   bool generatedKernels = false;
   /// Send -> the op after which it is complete (SendCompletion.h).

@@ -392,18 +392,24 @@ LogicalResult PackOp::verify() {
   if (getElements().empty())
     return emitOpError() << "needs at least one element";
   auto first = cast<GlobalType>(getElements().front().getType());
+  if (!first.getElementType().isF32())
+    return emitOpError() << "elements must be f32, got "
+                         << first.getElementType();
   for (Value e : getElements()) {
     auto t = cast<GlobalType>(e.getType());
-    if (t.getRank() != 0 || !t.isLayoutCompatibleWith(first))
-      return emitOpError() << "elements must be scalars of one element type "
+    if (t.getShape() != first.getShape() || !t.isLayoutCompatibleWith(first))
+      return emitOpError() << "elements must share one shape, element type "
                               "and placement";
   }
   GlobalType out = getType();
-  if (out.getShape() != ArrayRef<int64_t>{(int64_t)getElements().size()} ||
+  SmallVector<int64_t> shape = {(int64_t)getElements().size()};
+  llvm::append_range(shape, first.getShape());
+  if (out.getShape() != ArrayRef<int64_t>(shape) ||
       out.getElementType() != first.getElementType() ||
       out.getPlacement() != first.getPlacement())
     return emitOpError() << "result must be [" << getElements().size()
-                         << "] of the elements' type and placement";
+                         << ", element shape...] of the elements' type and "
+                            "placement";
   return success();
 }
 

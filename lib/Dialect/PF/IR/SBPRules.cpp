@@ -365,5 +365,9 @@ void MicrobatchOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
 }
 
 void PackOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  // Stacking along a new axis 0: each rank stacks its own parts.
+  int64_t rank = rankOf(getElements().front());
+  for (int64_t k = 0; k < rank; ++k)
+    add(sigs, SmallVector<SBPDim>(getNumOperands(), S(k)), {S(k + 1)});
   add(sigs, SmallVector<SBPDim>(getNumOperands(), P), {P});
 }

@@ -139,22 +139,26 @@ LogicalResult splitFunction(func::FuncOp func, int64_t m) {
   for (Operation *op : update)
     op->moveBefore(ret);
 
-  // The loss comes back packed over micro-batches; other results are
-  // per-step values (the update's) and stay as they are.
+  // The loss comes back packed over micro-batches, and so does every other
+  // result of the forward or backward pass (stacked along a new axis 0);
+  // per-step values (the update's) stay as they are.
   SmallVector<Value> results(ret.getOperands());
-  if (!results.empty()) {
-    Value loss = results.front();
-    SmallVector<Value> losses;
+  PFDialect::StageAttrHelper stageAttr(b.getContext());
+  for (Value &result : results) {
+    if (!maps[0].contains(result))
+      continue;
+    SmallVector<Value> parts;
     for (int64_t k = 0; k < m; ++k)
-      losses.push_back(maps[k].lookupOrDefault(loss));
-    auto lossType = cast<GlobalType>(loss.getType());
+      parts.push_back(maps[k].lookup(result));
+    auto type = cast<GlobalType>(parts.front().getType());
+    SmallVector<int64_t> shape = {m};
+    llvm::append_range(shape, type.getShape());
     auto packed = PackOp::create(b, ret.getLoc(),
-                                 lossType.withSBP({}).withShape({m}), losses);
-    PFDialect::StageAttrHelper stageAttr(b.getContext());
-    if (Operation *def = loss.getDefiningOp())
+                                 type.withSBP({}).withShape(shape), parts);
+    if (Operation *def = result.getDefiningOp())
       if (IntegerAttr stage = stageAttr.getAttr(def))
         stageAttr.setAttr(packed, stage);
-    results.front() = packed;
+    result = packed;
   }
   ret->setOperands(results);
 

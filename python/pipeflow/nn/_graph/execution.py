@@ -50,6 +50,7 @@ class Run:
         self.first_call = loc
         self.steps = 0
         self.shared_from = {}  # name -> the owner state and version last copied (sharing)
+        self.extras = {}  # a training step's results besides the loss (outputs.collect_extras)
         self.m = graph.config.gradient_accumulation_steps
         self.rank = env.get_rank()
         self.world = world = env.get_world_size()
@@ -208,6 +209,7 @@ class Run:
         sharing.take(self, start)
         if self.inference:
             return outputs.collect(self, losses)
+        self.extras = outputs.collect_extras(self)
         if self.reports_loss and len(losses) != self.m:
             raise BackendUnavailable(
                 f"internal error: rank {self.rank} reported {len(losses)} losses in a step of "

@@ -174,11 +174,6 @@ def pipeline(graph, traced, loc):
     other groups' rules are on their parameters, see :func:`update_rules`)."""
     if traced.loss is None:
         return None, None, inference_pipeline(graph, traced, loc)
-    if len(traced.function.results) != 1:
-        raise CompileError.at(
-            traced.function.return_loc,
-            f"{graph.name}.build() returns {len(traced.function.results)} tensors; a compiled "
-            "step returns only its loss so far (other outputs are not supported yet)")
     if not graph._optimizers:
         raise CompileError.at(
             traced.loss_loc, f"{graph.name}.build() calls loss.backward() but the graph has no "

@@ -166,6 +166,7 @@ def trace(graph, args, sig, loc):
     traced.structure = structure
     traced.local = local
     traced.result_meta = tracer.result_meta
+    traced.leaf_results = tracer.leaf_results
     return traced
 
 
@@ -190,6 +191,9 @@ def _results(graph, outputs, tracer):
     if tracer.loss is not None:
         loss = tracer.loss._node
         values = [loss] + [v for v in values if v is not loss]
+    # Each leaf's position among the function's results (the loss first).
+    position = {id(v): j for j, v in enumerate(values)}
+    tracer.leaf_results = [position[id(out._node)] for out in leaves]
     return values, structure
 
 

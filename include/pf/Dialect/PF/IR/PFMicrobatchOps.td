@@ -21,10 +21,13 @@ def PF_MicrobatchOp : PF_Op<"microbatch", [Pure,
 
 def PF_PackOp : PF_Op<"pack", [Pure,
     DeclareOpInterfaceMethods<PF_SBPOpInterface>]> {
-  let summary = "stacks scalars (one per micro-batch) into a 1-D tensor";
+  let summary = "stacks one value per micro-batch along a new leading axis";
   let description = [{
-    How a step returns its per-micro-batch losses, as OneFlow's graph
-    returns the loss of gradient-accumulation steps with shape `[m]`.
+    How a step returns its per-micro-batch results: the losses of
+    gradient-accumulation steps with shape `[m]`, as OneFlow's graph returns
+    them, and any other output of the forward pass (logits of shape
+    `[b/m, c]` per micro-batch) as `[m, b/m, c]`. The elements share one f32
+    type; a split of axis k becomes a split of axis k + 1.
 
     ```mlir
     %losses = pf.pack %l0, %l1 : (!pf.global<f32, #P>, !pf.global<f32, #P>) -> !pf.global<2xf32, #P>

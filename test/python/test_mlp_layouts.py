@@ -1,11 +1,17 @@
-"""Gradient clipping by global norm (issue 17): OneFlow's parameter-group
-option ``clip_grad_max_norm`` and ``nn.utils.clip_grad_norm_`` inside
-``build``. On one rank both equal a float64 NumPy reference of
-``torch.nn.utils.clip_grad_norm_`` + SGD; on pipeline (two stages), tensor
-(the first layer's rows and the second's columns split), data (batch split)
-and hybrid (2x2: data x tensor) layouts under the launcher, the parameters
+"""A two-layer MLP on pipeline (two stages), tensor (the first layer's rows
+and the second's columns split), data (batch split) and hybrid (2x2: data x
+tensor) layouts under the launcher, against the one-rank run (issue 17).
+
+Gradient clipping by global norm: OneFlow's parameter-group option
+``clip_grad_max_norm`` and ``nn.utils.clip_grad_norm_`` inside ``build``. On
+one rank both equal a float64 NumPy reference of
+``torch.nn.utils.clip_grad_norm_`` + SGD; on every layout the parameters
 after three steps equal the one-rank run's: the norm is that of the logical
-gradients, not of a shard."""
+gradients, not of a shard.
+
+Inference graphs: the logits of an inference graph on every layout, rebuilt
+from every rank's part under the SBP the graph returns, equal the one-rank
+run's."""
 
 import json
 import os
@@ -78,6 +84,8 @@ class Graph(nn.Graph):
         super().__init__()
         self.model = model
         self.loss_fn = nn.CrossEntropyLoss()
+        if how == "extra":
+            self.config.set_gradient_accumulation_steps(2)
         if how == "group":
             self.add_optimizer(flow.optim.SGD(
                 [{"params": model.parameters(), "clip_grad_max_norm": MAX_NORM}], lr=LR))
@@ -85,10 +93,13 @@ class Graph(nn.Graph):
             self.add_optimizer(flow.optim.SGD(model.parameters(), lr=LR))
 
     def build(self, x, y):
-        loss = self.loss_fn(self.model(x), y)
+        logits = self.model(x)
+        loss = self.loss_fn(logits, y)
         loss.backward()
         if how == "call":
             nn.utils.clip_grad_norm_(self.model.parameters(), MAX_NORM)
+        if how == "extra":
+            return logits, loss  # an extra output, before the loss
         return loss
 
 
@@ -102,12 +113,37 @@ elif layout in ("dp", "hybrid"):
     x, y = flow.tensor(X, placement=PL, sbp=split), flow.tensor(Y, placement=PL, sbp=split)
 else:
     x, y = flow.tensor(X, placement=PL, sbp=BB), flow.tensor(Y, placement=PL, sbp=BB)
-graph = Graph()
-for _ in range(3):
-    graph(x, y)
-state = graph.state_dict()["model"]
-with open(f"{out}/{layout}.{how}.{flow.env.get_rank()}.json", "w") as f:
-    json.dump({k: state[k].numpy().tolist() for k in state}, f)
+rank = flow.env.get_rank()
+
+
+def describe(t):
+    return {"sbp": [e.mlir() for e in t.sbp], "ranks": t.placement.flat_ranks,
+            "hierarchy": list(t.placement.hierarchy), "shape": list(t.shape),
+            "local": t.to_local().numpy().tolist() if rank in t.placement.flat_ranks else None}
+
+
+if how == "extra":
+    logits, loss = Graph()(x, y)
+    record = describe(logits)
+    record["loss_shape"] = list(loss.shape)
+elif how == "infer":
+    class Infer(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def build(self, x):
+            return self.model(x)
+
+    record = describe(Infer()(x))
+else:
+    graph = Graph()
+    for _ in range(3):
+        graph(x, y)
+    state = graph.state_dict()["model"]
+    record = {k: state[k].numpy().tolist() for k in state}
+with open(f"{out}/{layout}.{how}.{rank}.json", "w") as f:
+    json.dump(record, f)
 """
 
 
@@ -230,3 +266,42 @@ def test_clip_grad_norm_errors_point_at_the_line(backend):
                          "clip_grad_norm_type": 1.0}], lr=0.1)
     with pytest.raises(ValueError, match="clip_grad_max_norm"):
         flow.optim.SGD([{"params": model.parameters(), "clip_grad_max_norm": -1.0}], lr=0.1)
+
+
+def logical(records):
+    """The logical logits from every rank's record: each rank's part placed by
+    the returned SBP (pipeflow._feed.assemble; P parts add up)."""
+    from pipeflow import _feed
+    first = next(r for r in records if r["local"] is not None)
+    ranks = first["ranks"]
+    placement = flow.placement("cpu", ranks=np.array(ranks).reshape(first["hierarchy"]).tolist())
+    entry = {"B": flow.sbp.broadcast, "P": flow.sbp.partial_sum, "S(0)": flow.sbp.split(0),
+             "S(1)": flow.sbp.split(1)}
+    sbp = tuple(entry[e] for e in first["sbp"])
+    parts = [np.array(records[r]["local"], np.float64).reshape(-1) for r in ranks]
+    return _feed.assemble(parts, tuple(first["shape"]), placement, sbp), first["sbp"]
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("layout", ["pp", "tp", "dp", "hybrid"])
+def test_inference_graph_on_every_layout_equals_one_rank(backend, tmp_path, layout):
+    pseed, dseed = fresh_seeds()
+    want, _ = logical(run(tmp_path, backend, "single", "infer", pseed, dseed))
+    got, sbp = logical(run(tmp_path, backend, layout, "infer", pseed, dseed))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6,
+                               err_msg=f"{layout} (logits {sbp}), seeds {pseed} {dseed}")
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("layout", ["single", "pp", "dp", "hybrid"])
+def test_training_graph_returns_its_logits_per_micro_batch(backend, tmp_path, layout):
+    """build() returns (logits, loss) with 2 micro-batches: the logits come
+    back stacked per micro-batch, [2, 4, 4], with the layout's SBP, and equal
+    the forward of the initial parameters (the inference graph's logits)."""
+    pseed, dseed = fresh_seeds()
+    want, _ = logical(run(tmp_path, backend, "single", "infer", pseed, dseed))
+    records = run(tmp_path, backend, layout, "extra", pseed, dseed)
+    got, sbp = logical(records)
+    assert got.shape == (2, 4, 4) and records[0]["loss_shape"] == [2], (got.shape, records[0])
+    np.testing.assert_allclose(got, want.reshape(2, 4, 4), rtol=1e-5, atol=1e-6,
+                               err_msg=f"{layout} (logits {sbp}), seeds {pseed} {dseed}")
