@@ -149,3 +149,24 @@ def ill_conditioned(params, x, y, lrs, m, make_optimizer, want, tol, trials=3, s
         if max_relative_error(moved, want) > tol / 2:
             return True
     return False
+
+
+def two_layer_grads(params, a, labels, keep=1.0, act=None, dact=None):
+    """Mean cross-entropy of ``act(a w0^T + b0) * keep`` through ``w1, b1``
+    (float64; ``act`` ReLU by default, ``keep`` a dropout multiplier):
+    ``(loss, [dw0, db0, dw1, db1])``."""
+    act = act or (lambda h: np.maximum(h, 0))
+    dact = dact or (lambda h: (h > 0).astype(np.float64))
+    w0, b0, w1, b1 = params
+    h = a @ w0.T + b0
+    r = act(h) * keep
+    z = r @ w1.T + b1
+    z = z - z.max(1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    n = a.shape[0]
+    loss = -np.log(p[np.arange(n), labels]).mean()
+    dz = p.copy()
+    dz[np.arange(n), labels] -= 1
+    dz /= n
+    dh = (dz @ w1) * keep * dact(h)
+    return loss, [dh.T @ a, dh.sum(0), dz.T @ r, dz.sum(0)]

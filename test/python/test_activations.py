@@ -9,6 +9,8 @@ import pytest
 
 import pipeflow as flow
 from pipeflow import nn
+from graphs import Train
+import mlp_reference as ref
 
 ERF = np.vectorize(math.erf)
 C = math.sqrt(2.0 / math.pi)
@@ -37,35 +39,9 @@ MODULES = {
 }
 
 
-class Train(nn.Graph):
-    def __init__(self, model, lr, generated=False):
-        super().__init__()
-        self.config.enable_generated_kernels(generated)
-        self.model = model
-        self.loss_fn = nn.CrossEntropyLoss()
-        self.add_optimizer(flow.optim.SGD(model.parameters(), lr=lr))
-
-    def build(self, x, y):
-        loss = self.loss_fn(self.model(x), y)
-        loss.backward()
-        return loss
-
-
 def _step(params, a, labels, lr, kind):
     f, df = REFERENCE[kind]
-    w0, b0, w1, b1 = params
-    h = a @ w0.T + b0
-    r = f(h)
-    z = r @ w1.T + b1
-    z = z - z.max(1, keepdims=True)
-    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
-    n = a.shape[0]
-    loss = -np.log(p[np.arange(n), labels]).mean()
-    dz = p.copy()
-    dz[np.arange(n), labels] -= 1
-    dz /= n
-    dh = (dz @ w1) * df(h)
-    grads = [dh.T @ a, dh.sum(0), dz.T @ r, dz.sum(0)]
+    loss, grads = ref.two_layer_grads(params, a, labels, act=f, dact=df)
     return loss, [w - lr * g for w, g in zip(params, grads)]
 
 

@@ -9,6 +9,8 @@ import pipeflow as flow
 from pipeflow import nn
 from pipeflow.nn._graph import tracing
 from conftest import line_of
+from graphs import Infer, Train
+import mlp_reference as ref
 
 HERE = os.path.abspath(__file__)
 B = [flow.sbp.broadcast]
@@ -23,15 +25,6 @@ def _reference(model, a):
     sd = model.state_dict()
     w0, b0, w1, b1 = (sd[k].numpy() for k in ("0.weight", "0.bias", "2.weight", "2.bias"))
     return np.maximum(a @ w0.T + b0, 0) @ w1.T + b1
-
-
-class Infer(nn.Graph):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def build(self, x):
-        return self.model(x)
 
 
 def test_inference_graph_returns_the_forward_output(backend):
@@ -84,36 +77,10 @@ def test_local_graph_runs_on_local_tensors_without_a_launcher(backend):
     assert graph._run.artifacts.world_size == 1
 
 
-class Train(nn.Graph):
-    def __init__(self, model, lr):
-        super().__init__()
-        self.model = model
-        self.loss_fn = nn.CrossEntropyLoss()
-        self.add_optimizer(flow.optim.SGD(model.parameters(), lr=lr))
-
-    def build(self, x, y):
-        loss = self.loss_fn(self.model(x), y)
-        loss.backward()
-        return loss
-
-
 def _xent_sgd_reference(params, a, labels, lr):
     """One SGD step of the 2-layer MLP with mean cross-entropy (NumPy)."""
-    w0, b0, w1, b1 = params
-    h = a @ w0.T + b0
-    r = np.maximum(h, 0)
-    z = r @ w1.T + b1
-    z = z - z.max(1, keepdims=True)
-    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
-    n = a.shape[0]
-    loss = -np.log(p[np.arange(n), labels]).mean()
-    dz = p.copy()
-    dz[np.arange(n), labels] -= 1
-    dz /= n
-    dw1, db1 = dz.T @ r, dz.sum(0)
-    dh = (dz @ w1) * (h > 0)
-    dw0, db0 = dh.T @ a, dh.sum(0)
-    return loss, [w0 - lr * dw0, b0 - lr * db0, w1 - lr * dw1, b1 - lr * db1]
+    loss, grads = ref.two_layer_grads(params, a, labels)
+    return loss, [w - lr * g for w, g in zip(params, grads)]
 
 
 def test_local_training_graph_matches_numpy(backend):

@@ -24,6 +24,8 @@ import pipeflow as flow
 from pipeflow import nn
 
 from conftest import PYTHON_DIR, line_of, mpiexec_available, run_job
+from graphs import Train
+import mlp_reference as ref
 from test_run import fresh_seeds
 
 HERE = os.path.abspath(__file__)
@@ -41,7 +43,8 @@ import pipeflow as flow
 from pipeflow import nn
 from pipeflow.nn.module import set_tensor_layout  # one parameter's layout, in place
 
-layout, how, pseed, dseed, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+layout, how, pseed, dseed, out, tests = (sys.argv[1], sys.argv[2], int(sys.argv[3]),
+                                         int(sys.argv[4]), sys.argv[5], sys.argv[6])
 MAX_NORM, LR = 0.3, 0.2
 B, S0, S1, P = flow.sbp.broadcast, flow.sbp.split(0), flow.sbp.split(1), flow.sbp.partial_sum
 Q = {"single": [0], "pp": [0, 1], "dp": [0, 1], "tp": [0, 1], "hybrid": [[0, 1], [2, 3]]}[layout]
@@ -79,18 +82,16 @@ flow.manual_seed(pseed)
 model = MLP()
 
 
+groups = [{"params": model.parameters(), "clip_grad_max_norm": MAX_NORM}]
+optimizer = flow.optim.SGD(groups if how == "group" else model.parameters(), lr=LR)
+
+
 class Graph(nn.Graph):
     def __init__(self):
         super().__init__()
-        self.model = model
-        self.loss_fn = nn.CrossEntropyLoss()
-        if how == "extra":
-            self.config.set_gradient_accumulation_steps(2)
-        if how == "group":
-            self.add_optimizer(flow.optim.SGD(
-                [{"params": model.parameters(), "clip_grad_max_norm": MAX_NORM}], lr=LR))
-        else:
-            self.add_optimizer(flow.optim.SGD(model.parameters(), lr=LR))
+        self.model, self.loss_fn = model, nn.CrossEntropyLoss()
+        self.config.set_gradient_accumulation_steps(2 if how == "extra" else 1)
+        self.add_optimizer(optimizer)
 
     def build(self, x, y):
         logits = self.model(x)
@@ -124,18 +125,11 @@ def describe(t):
 
 if how == "extra":
     logits, loss = Graph()(x, y)
-    record = describe(logits)
-    record["loss_shape"] = list(loss.shape)
+    record = dict(describe(logits), loss_shape=list(loss.shape))
 elif how == "infer":
-    class Infer(nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def build(self, x):
-            return self.model(x)
-
-    record = describe(Infer()(x))
+    sys.path.insert(0, tests)
+    from graphs import Infer
+    record = describe(Infer(model)(x))
 else:
     graph = Graph()
     for _ in range(3):
@@ -155,7 +149,8 @@ def run(tmp_path, backend, layout, how, pseed, dseed):
     out.mkdir(exist_ok=True)
     env = dict(os.environ, PIPEFLOW_CACHE=str(tmp_path / "cache"), PYTHONPATH=PYTHON_DIR,
                PF_OPT=backend)
-    cmd = [sys.executable, str(script), layout, how, str(pseed), str(dseed), str(out)]
+    cmd = [sys.executable, str(script), layout, how, str(pseed), str(dseed), str(out),
+           os.path.dirname(HERE)]
     if ranks > 1:
         cmd[1:1] = ["-m", "pipeflow.distributed.launch", "--nproc_per_node", str(ranks)]
     proc = run_job(cmd, 300, env=env, cwd=str(tmp_path))
@@ -166,21 +161,9 @@ def run(tmp_path, backend, layout, how, pseed, dseed):
 def numpy_steps(params, x, y, steps):
     """Mean cross-entropy, torch.nn.utils.clip_grad_norm_(MAX_NORM), SGD."""
     params = [p.astype(np.float64) for p in params]
-    a = x.astype(np.float64)
     norms = []
     for _ in range(steps):
-        w0, b0, w1, b1 = params
-        h = a @ w0.T + b0
-        r = np.maximum(h, 0)
-        z = r @ w1.T + b1
-        z = z - z.max(1, keepdims=True)
-        p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
-        n = a.shape[0]
-        dz = p.copy()
-        dz[np.arange(n), y] -= 1
-        dz /= n
-        dh = (dz @ w1) * (h > 0)
-        grads = [dh.T @ a, dh.sum(0), dz.T @ r, dz.sum(0)]
+        _, grads = ref.two_layer_grads(params, x.astype(np.float64), y)
         norm = np.sqrt(sum(float((g * g).sum()) for g in grads))
         norms.append(norm)
         coef = min(1.0, MAX_NORM / (norm + 1e-6))
@@ -199,22 +182,10 @@ def test_one_rank_equals_numpy(backend, tmp_path, how):
     P0 = flow.placement("cpu", ranks=[0])
     model.to_global(P0, flow.sbp.broadcast)
 
-    class Init(nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.loss_fn = nn.CrossEntropyLoss()
-            self.add_optimizer(flow.optim.SGD(model.parameters(), lr=LR))
-
-        def build(self, x, y):
-            loss = self.loss_fn(self.model(x), y)
-            loss.backward()
-            return loss
-
     rng = np.random.default_rng(dseed)
     x = rng.standard_normal((8, 8)).astype(np.float32)
     y = rng.integers(0, 4, 8).astype(np.int64)
-    Init().trace(flow.tensor(x, placement=P0, sbp=flow.sbp.broadcast),
+    Train(model, LR).trace(flow.tensor(x, placement=P0, sbp=flow.sbp.broadcast),
                  flow.tensor(y, placement=P0, sbp=flow.sbp.broadcast))
     sd = model.state_dict()
     want, norms = numpy_steps([sd[k].numpy() for k in KEYS], x, y, 3)

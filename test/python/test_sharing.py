@@ -13,6 +13,8 @@ import numpy as np
 import pipeflow as flow
 from pipeflow import nn
 
+from graphs import Infer, Train
+import mlp_reference as ref
 from test_run import fresh_seeds
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "runtime", "python"))
@@ -25,28 +27,6 @@ P0 = flow.placement("cpu", ranks=[0])
 
 def mlp():
     return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Dropout(P_DROP), nn.Linear(16, 3))
-
-
-class Train(nn.Graph):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-        self.loss_fn = nn.CrossEntropyLoss()
-        self.add_optimizer(flow.optim.SGD(model.parameters(), lr=LR))
-
-    def build(self, x, y):
-        loss = self.loss_fn(self.model(x), y)
-        loss.backward()
-        return loss
-
-
-class Eval(nn.Graph):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def build(self, x):
-        return self.model(x)
 
 
 def params_of(model):
@@ -69,21 +49,8 @@ def mask(seed, step, shape):
 
 def sgd_step(params, a, labels, keep):
     """One SGD step with mean cross-entropy and the dropout multiplier ``keep``."""
-    w0, b0, w1, b1 = params
-    h = a @ w0.T + b0
-    r = np.maximum(h, 0) * keep
-    z = r @ w1.T + b1
-    z = z - z.max(1, keepdims=True)
-    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
-    n = a.shape[0]
-    loss = -np.log(p[np.arange(n), labels]).mean()
-    dz = p.copy()
-    dz[np.arange(n), labels] -= 1
-    dz /= n
-    dw1, db1 = dz.T @ r, dz.sum(0)
-    dh = (dz @ w1) * keep * (h > 0)
-    dw0, db0 = dh.T @ a, dh.sum(0)
-    return loss, [w0 - LR * dw0, b0 - LR * db0, w1 - LR * dw1, b1 - LR * db1]
+    loss, grads = ref.two_layer_grads(params, a, labels, keep=keep)
+    return loss, [w - LR * g for w, g in zip(params, grads)]
 
 
 def run(backend, place):
@@ -100,7 +67,7 @@ def run(backend, place):
     a = rng.standard_normal((8, 6)).astype(np.float32)
     batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, (8,)))
                for _ in range(5)]
-    train, evaluate = Train(model), Eval(model)
+    train, evaluate = Train(model, LR), Infer(model)
     model.eval()
     out = evaluate(place(flow.tensor(a)))
     params = params_of(model)  # the compiled program's initial values (read back)

@@ -135,21 +135,20 @@ struct ClipScaleLowering : CPUPattern<ClipScaleOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(ClipScaleOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      Location loc = op.getLoc();
-      auto cst = [&](double v) {
-        return LLVM::ConstantOp::create(b, loc, b.getF64Type(),
-                                        b.getF64FloatAttr(v));
-      };
-      Value norm =
-          LLVM::SqrtOp::create(b, loc, loadScalar(b, loc, adaptor.getSumSq()));
-      Value denom = LLVM::FAddOp::create(b, loc, norm, cst(1e-6));
-      Value coef = LLVM::FDivOp::create(
-          b, loc, cst(op.getMaxNorm().convertToDouble()), denom);
-      Value clamped = LLVM::MinNumOp::create(b, loc, coef, cst(1.0));
-      Value f = LLVM::FPTruncOp::create(b, loc, b.getF32Type(), clamped);
-      LLVM::StoreOp::create(b, loc, f, out);
-    });
+    Location loc = op.getLoc();
+    auto cst = [&](double v) {
+      return LLVM::ConstantOp::create(b, loc, b.getF64Type(),
+                                      b.getF64FloatAttr(v));
+    };
+    Value norm =
+        LLVM::SqrtOp::create(b, loc, loadScalar(b, loc, adaptor.getSumSq()));
+    Value coef =
+        LLVM::FDivOp::create(b, loc, cst(op.getMaxNorm().convertToDouble()),
+                             LLVM::FAddOp::create(b, loc, norm, cst(1e-6)));
+    Value clamped = LLVM::MinNumOp::create(b, loc, coef, cst(1.0));
+    Value f = LLVM::FPTruncOp::create(b, loc, b.getF32Type(), clamped);
+    return emitInto(op, b,
+                    [&](Value out) { LLVM::StoreOp::create(b, loc, f, out); });
   }
 };
 
@@ -157,11 +156,10 @@ struct ScaleByLowering : CPUPattern<ScaleByOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(ScaleByOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
+    Value scale = loadScalar(b, op.getLoc(), adaptor.getScale());
     return emitInto(op, b, [&](Value out) {
-      Location loc = op.getLoc();
-      state.rt.pfrt_k_scale(b, loc, adaptor.getInput(), out,
-                            localCount(op.getResult()),
-                            loadScalar(b, loc, adaptor.getScale()));
+      state.rt.pfrt_k_scale(b, op.getLoc(), adaptor.getInput(), out,
+                            localCount(op.getResult()), scale);
     });
   }
 };

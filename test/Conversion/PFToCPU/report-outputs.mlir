@@ -2,9 +2,10 @@
 
 // An inference step reports every result (this rank's local part) with
 // pfrt_report_output, in order, and no losses; the rank module records
-// each result's local shape, dtype, placement and SBP for the manifest.
+// each result's local shape, dtype, placement, SBP and global shape for
+// the manifest.
 // CHECK-LABEL: module @rank0
-// CHECK-SAME: pfrt.outputs = [{dtype = "f32", index = 0 : i64, local_shape = array<i64: 4, 3>, placement = "#pf.placement<\22cpu\22, [0]>", sbp = "#pf.sbp<[B]>"}, {dtype = "f32", index = 1 : i64, local_shape = array<i64: 4, 3>
+// CHECK-SAME: pfrt.outputs = [{dtype = "f32", index = 0 : i64, local_shape = array<i64: 4, 3>, placement = "#pf.placement<\22cpu\22, [0]>", sbp = "#pf.sbp<[B]>", shape = array<i64: 4, 3>}, {dtype = "f32", index = 1 : i64, local_shape = array<i64: 4, 3>
 // CHECK-SAME: pfrt.reports_loss = false
 // CHECK-LABEL: llvm.func @pf_step
 // CHECK: llvm.call @pfrt_wait_sends

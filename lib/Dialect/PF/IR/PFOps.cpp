@@ -343,16 +343,11 @@ LogicalResult ScaleByOp::inferReturnTypes(MLIRContext *,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &results) {
   Inference inf(loc, getOperationName().drop_front(3));
-  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
-  if (failed(x) || failed(inf.isFloat(*x, "input")))
-    return failure();
   FailureOr<GlobalType> s = scalarOperand(inf, adaptor.getScale(), "scale");
-  if (failed(s))
+  if (failed(s) || failed(inferUnaryFloat(loc, getOperationName().drop_front(3),
+                                          adaptor.getInput(), results)))
     return failure();
-  if (failed(inf.samePlacement({*x, *s})))
-    return failure();
-  results.push_back(resultLike(*x, x->getShape()));
-  return success();
+  return inf.samePlacement({cast<GlobalType>(results.front()), *s});
 }
 
 LogicalResult MulScalarOp::inferReturnTypes(MLIRContext *,

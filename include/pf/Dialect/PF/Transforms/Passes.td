@@ -108,6 +108,15 @@ def OptimizerPass : Pass<"pf-optimizer", "::mlir::ModuleOp"> {
     AdamW), `beta1`, `beta2`, `eps`, `bias-correction` (Adam, AdamW). A
     parameter's `pf.optimizer` dictionary overrides them for that parameter.
 
+    Gradient clipping by global norm: the parameters whose `pf.optimizer`
+    has `clip_max_norm` (and a `clip_group` number) form clipping groups;
+    each member's gradient is squared and summed (`pf.mul`,
+    `pf.reduce_sum`, reduced across ranks by SBP inference), the sums meet
+    on the first member's placement (unstaged `pf.to_global` moves between
+    stages), `pf.clip_scale` makes `min(1, max_norm / (norm + 1e-6))` there,
+    and `pf.scale_by` multiplies every member's gradient by it before its
+    update, as `torch.nn.utils.clip_grad_norm_`.
+
     ```mlir
     // pf-opt --pf-optimizer="kind=adamw beta2=0.99"
     ```
@@ -125,7 +134,9 @@ def MicrobatchPass : Pass<"pf-microbatch", "::mlir::ModuleOp"> {
     (`pf.microbatch = k` on each copy) so that the gradient buffers
     accumulate the sum of the micro-batch gradients, runs the update once
     after the last micro-batch, and returns the loss packed over
-    micro-batches with shape `[m]` (`pf.pack`), as OneFlow does.
+    micro-batches with shape `[m]` (`pf.pack`), as OneFlow does; every
+    other result of the forward or backward pass comes back the same way,
+    stacked along a new axis 0 (`[m, *shape]`).
 
     The copies are laid out in GPipe order (every micro-batch's forward,
     then every micro-batch's backward), which each rank's program follows
