@@ -425,9 +425,6 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Tr
                 fail(f"batch_norm's {name} has shape {_shape_str(t.shape)} but the input has "
                      f"{channels} channels (shape {_shape_str(x.shape)})")
         return _batch_norm_eager(x, running_mean, running_var, weight, bias, training, momentum, eps)
-    if not training:
-        _trace.unsupported("batch norm in eval mode inside nn.Graph (the pf dialect has no "
-                           "inference-mode batch norm yet)")
     if running_mean is None or running_var is None:
         _trace.unsupported("batch norm without running statistics inside nn.Graph")
     tracer = _trace.current()
@@ -441,11 +438,14 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Tr
         attrs["epsilon"] = ir.F64(eps)
     if momentum != 0.1:
         attrs["momentum"] = ir.F64(momentum)
+    if not training:
+        attrs["inference"] = ir.UNIT  # eval mode: the running statistics, not updated
     types = [values[0].type.with_shape(x.shape), values[3].type.with_shape((channels,)),
              values[4].type.with_shape((channels,))]
     op = tracer.emit("pf.batch_norm", values, types, attrs)
-    tracer.write(running_mean, op.results[1])
-    tracer.write(running_var, op.results[2])
+    if training:
+        tracer.write(running_mean, op.results[1])
+        tracer.write(running_var, op.results[2])
     return _result(tracer, op, x)
 
 

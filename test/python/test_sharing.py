@@ -112,3 +112,32 @@ def test_local_train_and_eval_graphs_share_one_module(backend):
 
 def test_global_train_and_eval_graphs_share_one_module(backend):
     run(backend, lambda t: (P0, [flow.sbp.broadcast]) if t is None else t.to_global(P0, flow.sbp.broadcast))
+
+
+def test_batch_norm_eval_graph_uses_the_trained_running_statistics(backend):
+    """A training graph updates batch norm's running statistics; the
+    evaluation graph over the same module normalises with them (eval mode)
+    and leaves them as they are."""
+    pseed, dseed = fresh_seeds()
+    flow.manual_seed(pseed)
+    model = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8, momentum=0.3), nn.ReLU(),
+                          nn.Linear(8, 3))
+    rng = np.random.default_rng(dseed)
+    x = rng.normal(1.0, 2.0, (16, 6)).astype(np.float32)
+    y = rng.integers(0, 3, 16)
+    train, evaluate = Train(model, LR), Infer(model)
+    model.train()
+    for _ in range(2):
+        train(flow.tensor(x), flow.tensor(y))
+    model.eval()
+    before = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    assert not np.allclose(before["1.running_mean"], 0.0)  # training moved them
+    out = evaluate(flow.tensor(x)).numpy()
+    after = {k: v.numpy() for k, v in model.state_dict().items()}
+    for k in before:
+        np.testing.assert_array_equal(after[k], before[k], err_msg=k)
+    s = before
+    h = x.astype(np.float64) @ s["0.weight"].T + s["0.bias"]
+    h = (h - s["1.running_mean"]) / np.sqrt(s["1.running_var"] + 1e-5) * s["1.weight"] + s["1.bias"]
+    want = np.maximum(h, 0) @ s["3.weight"].T + s["3.bias"]
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5, err_msg=f"seeds {pseed} {dseed}")

@@ -156,6 +156,17 @@ struct BatchNormLowering : CPUPattern<BatchNormOp> {
     if (failed(y) || failed(m) || failed(v))
       return failure();
     auto [n, c, hw] = bnDims(op.getInput());
+    if (op.getInference()) {
+      // The statistics come back unchanged.
+      state.rt.pfrt_k_batch_norm_eval(
+          b, op.getLoc(), adaptor.getInput(), adaptor.getGamma(),
+          adaptor.getBeta(), adaptor.getRunningMean(), adaptor.getRunningVar(),
+          *y, n, c, hw, op.getEpsilon().convertToDouble());
+      state.rt.pfrt_k_copy(b, op.getLoc(), adaptor.getRunningMean(), *m, c);
+      state.rt.pfrt_k_copy(b, op.getLoc(), adaptor.getRunningVar(), *v, c);
+      b.replaceOp(op, ValueRange{*y, *m, *v});
+      return success();
+    }
     state.rt.pfrt_k_batch_norm(
         b, op.getLoc(), adaptor.getInput(), adaptor.getGamma(),
         adaptor.getBeta(), adaptor.getRunningMean(), adaptor.getRunningVar(),

@@ -727,6 +727,14 @@ void pfrt_k_batch_norm(const float *x, const float *gamma, const float *beta,
                        const float *rmean, const float *rvar, float *y,
                        float *new_mean, float *new_var, int64_t n, int64_t c,
                        int64_t hw, double eps, double momentum);
+
+/* Batch norm in eval mode: y = (x - rmean) / sqrt(rvar + eps) * gamma +
+ * beta per channel, with the running statistics (gamma/beta NULL: 1/0);
+ * nothing is updated. */
+void pfrt_k_batch_norm_eval(const float *x, const float *gamma,
+                            const float *beta, const float *rmean,
+                            const float *rvar, float *y, int64_t n, int64_t c,
+                            int64_t hw, double eps);
 void pfrt_k_batch_norm_grad_input(const float *x, const float *gamma,
                                   const float *dy, float *dx, int64_t n,
                                   int64_t c, int64_t hw, double eps);

@@ -198,6 +198,28 @@ PFRT_MULTIVERSION void gradInputOut(const float *x, const float *dy, float *dx,
 
 extern "C" {
 
+void pfrt_k_batch_norm_eval(const float *x, const float *gamma,
+                            const float *beta, const float *rmean,
+                            const float *rvar, float *y, int64_t n, int64_t c,
+                            int64_t hw, double eps) {
+  const char *fn = "pfrt_k_batch_norm_eval";
+  checkArgs(fn, x, n, c, hw, eps);
+  checkPtr(fn, "y", y, n * c * hw);
+  // Eval mode needs the running statistics (train mode may run without).
+  for (auto [name, stat] : {std::pair{"rmean", rmean}, {"rvar", rvar}})
+    checkPtr(fn, name, stat, c);
+  if (c == 0)
+    return;
+  Stats s = makeStats(c);
+  for (int64_t j = 0; j < c; ++j) {
+    s.mean[j] = double(rmean[j]);
+    s.k[j] =
+        (gamma ? double(gamma[j]) : 1.0) / std::sqrt(double(rvar[j]) + eps);
+    s.s1[j] = beta ? double(beta[j]) : 0.0;
+  }
+  affine(x, y, n, c, hw, s.mean, s.k, s.s1);
+}
+
 void pfrt_k_batch_norm(const float *x, const float *gamma, const float *beta,
                        const float *rmean, const float *rvar, float *y,
                        float *new_mean, float *new_var, int64_t n, int64_t c,

@@ -311,6 +311,9 @@ LogicalResult BatchNormOp::buildGradient(OpBuilder &b,
     operandGrads.append(5, Value());
     return success();
   }
+  if (getInference())
+    return emitOpError("eval-mode batch norm (inference) has no gradient "
+                       "rule: train with the module in train mode");
   Value dx = BatchNormGradInputOp::create(b, getLoc(), gradType(getInput()),
                                           getInput(), getGamma(), dy,
                                           getEpsilonAttr());

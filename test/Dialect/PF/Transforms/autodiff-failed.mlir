@@ -61,3 +61,23 @@ func.func @local_round_trip(%y: !Y) -> !pf.global<f32, #P> {
   %c = pf.softmax_cross_entropy %g, %y : (!T, !Y) -> !pf.global<f32, #P>
   return %c : !pf.global<f32, #P>
 }
+
+// -----
+
+// Eval-mode batch norm normalises with the running statistics; it has no
+// gradient rule, so a training step through it is an error at the op.
+#P = #pf.placement<"cpu", [0]>
+!X = !pf.global<4x3xf32, #P, #pf.sbp<[B]>>
+!C = !pf.global<3xf32, #P, #pf.sbp<[B]>>
+pf.param @gamma : !C = #pf.init<ones>
+pf.param @mean : !C = #pf.init<zeros> buffer
+pf.param @var : !C = #pf.init<ones> buffer
+func.func @eval_batch_norm(%x: !X, %y: !pf.global<4xi64, #P, #pf.sbp<[B]>>) -> !pf.global<f32, #P> {
+  %g = pf.read_param @gamma : !C
+  %m = pf.read_param @mean : !C
+  %v = pf.read_param @var : !C
+  // expected-error @+1 {{'pf.batch_norm' op eval-mode batch norm (inference) has no gradient rule}}
+  %n, %nm, %nv = pf.batch_norm %x, %g, %g, %m, %v {inference} : (!X, !C, !C, !C, !C) -> (!X, !C, !C)
+  %l = pf.softmax_cross_entropy %n, %y : (!X, !pf.global<4xi64, #P, #pf.sbp<[B]>>) -> !pf.global<f32, #P>
+  return %l : !pf.global<f32, #P>
+}

@@ -488,7 +488,9 @@ def PF_BatchNormOp : PF_DiffOp<"batch_norm"> {
     shifts by `beta`. Also returns the updated running statistics,
     `(1 - momentum) * running + momentum * batch` with the unbiased batch
     variance for `running_var`, as PyTorch does; store them back with
-    `pf.write_param`.
+    `pf.write_param`. With `inference` (eval mode) it normalises with the
+    running statistics instead and returns them unchanged; that form has
+    no gradient rule (eval-mode batch norm is for inference graphs).
 
     ```mlir
     %y, %m, %v = pf.batch_norm %x, %gamma, %beta, %rm, %rv
@@ -498,7 +500,8 @@ def PF_BatchNormOp : PF_DiffOp<"batch_norm"> {
   let arguments = (ins PF_Global:$input, PF_Global:$gamma, PF_Global:$beta,
                    PF_Global:$running_mean, PF_Global:$running_var,
                    DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
-                   DefaultValuedAttr<F64Attr, "0.1">:$momentum);
+                   DefaultValuedAttr<F64Attr, "0.1">:$momentum,
+                   UnitAttr:$inference);
   let results = (outs PF_Global:$result, PF_Global:$new_running_mean,
                  PF_Global:$new_running_var);
 }
