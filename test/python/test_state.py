@@ -134,16 +134,33 @@ def test_adam_state_equals_numpy(backend):
         assert rel(after[name], before[name]) > 1e-5, f"{name} did not change"
 
 
+def reference_drifts(pseed, x, y, lrs):
+    """Whether the float64 reference's final parameters (SGD with momentum)
+    move by more than TOL / 2 under float32-sized perturbations of the
+    initial values and data: a ReLU that rounding flips makes such a problem
+    incomparable at TOL, so the test draws another."""
+    final, moved = [], []
+    ref.train(initial_params(pseed), x, y, lrs, 2, ref.Optimizer("sgd", momentum=0.9), final=final)
+    rng = np.random.default_rng(0)
+    bump = lambda a: np.asarray(a, np.float64) * (1 + 3e-7 * rng.standard_normal(np.shape(a)))
+    ref.train([(bump(w), bump(b)) for w, b in initial_params(pseed)], bump(x), y, lrs, 2,
+              ref.Optimizer("sgd", momentum=0.9), final=moved)
+    return any(rel(m, f) > TOL / 2 for fl, ml in zip(final, moved) for f, m in zip(fl, ml))
+
+
 def test_modules_parameters_and_optimizer_read_the_trained_values(backend):
     """After training, module.state_dict(), param.numpy()/to_local() and
     optimizer.state_dict() give the program's current values (read back on
     demand in a process of its own), and stay current step after step."""
-    dseed, pseed = fresh_seeds()
+    for _ in range(3):
+        dseed, pseed = fresh_seeds()
+        x, y, gx, gy = data(dseed)
+        if not reference_drifts(pseed, x, y, [0.05] * 3):
+            break
     flow.manual_seed(pseed)
     module = PipelineModule()
     opt = flow.optim.SGD(module.parameters(), lr=0.05, momentum=0.9)
     graph = PipelineGraph(module, opt)
-    x, y, gx, gy = data(dseed)
     lrs = []
     for steps in (1, 3):
         while len(lrs) < steps:
@@ -157,7 +174,7 @@ def test_modules_parameters_and_optimizer_read_the_trained_values(backend):
         np.testing.assert_array_equal(weight.to_local().numpy(), weight.numpy())
         own = module.state_dict()
         assert list(own) == [n for n, _ in module.named_parameters()]
-        assert rel(own["m_stage0.linear0.bias"].numpy(), final[0][1]) < TOL
+        assert rel(own["m_stage0.linear0.bias"].numpy(), final[0][1]) < TOL, (dseed, pseed, steps)
         graph_state = graph.state_dict()["module_pipeline"]
         for key, value in own.items():
             np.testing.assert_array_equal(value.numpy(), graph_state[key].numpy(), err_msg=key)
