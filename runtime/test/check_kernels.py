@@ -550,6 +550,29 @@ def check_adam(ctx, c):
     ctx.check(c, "v", ctx.load(c, "v"), v, F32)
 
 
+def check_tensor_elementwise(ctx, c):
+    """sub, div (float32 rounding of the float64 result) and masked_fill."""
+    a, b = f64(ctx.load(c, "a")), f64(ctx.load(c, "b"))
+    v = float(np.float32(float(c["v"])))
+    for k in ("sub", "sub_inplace"):
+        ctx.check(c, k, ctx.load(c, k), a - b, EXACT)
+    for k in ("div", "div_inplace"):
+        ctx.check(c, k, ctx.load(c, k), a / b, F32)
+    for k, m in (("fill_f", "mask_f"), ("fill_i", "mask_i")):
+        mask = f64(ctx.load(c, m))
+        ctx.check(c, k, ctx.load(c, k), np.where(mask != 0, v, a), EXACT)
+
+
+def check_broadcast(ctx, c):
+    out = ints(c["out"])
+    x = f64(ctx.load(c, "x"))
+    ref = np.broadcast_to(x.reshape(ints(c["shape"])), out)
+    ctx.check(c, "y", ctx.load(c, "y").reshape(out), ref, EXACT)
+    ref_i = np.trunc(np.float32(x) * np.float32(1000)).astype(np.float64)
+    ctx.check(c, "y_i64", ctx.load(c, "y_i64").reshape(out),
+              np.broadcast_to(ref_i.reshape(ints(c["shape"])), out), EXACT)
+
+
 CHECKS = {
     "elementwise": check_elementwise,
     "activation": check_activation,
@@ -559,6 +582,8 @@ CHECKS = {
     "bias_add": check_bias_add,
     "reduce_sum": check_reduce_sum,
     "transpose": check_transpose,
+    "tensor_elementwise": check_tensor_elementwise,
+    "broadcast": check_broadcast,
     "matmul": check_matmul,
     "softmax_xent": check_softmax_xent,
     "conv2d": check_conv2d,

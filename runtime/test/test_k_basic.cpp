@@ -289,6 +289,77 @@ void transpose(kt::Harness &h) {
   }
 }
 
+/// sub and div (also in place), masked_fill with float and int64 masks.
+void tensorElementwise(kt::Harness &h) {
+  for (int64_t n : {int64_t(1), int64_t(7), int64_t(1003)}) {
+    std::string id = h.newCase();
+    auto a = h.uniform(n, -3, 3), b = h.uniform(n, 0.5f, 3.0f);
+    std::vector<float> sub(n), div(n), subIn = a, divIn = a, fillF(n), fillI(n);
+    pfrt_k_sub(a.data(), b.data(), sub.data(), n);
+    pfrt_k_sub(subIn.data(), b.data(), subIn.data(), n);
+    pfrt_k_div(a.data(), b.data(), div.data(), n);
+    pfrt_k_div(divIn.data(), b.data(), divIn.data(), n);
+    std::vector<float> maskF(n);
+    std::vector<int64_t> maskI(n);
+    for (int64_t i = 0; i < n; ++i) {
+      maskF[size_t(i)] = h.randint(0, 1) ? 1.0f : 0.0f;
+      maskI[size_t(i)] = h.randint(0, 2) - 1; // -1, 0 or 1
+    }
+    double v = h.uniform1(-10, 10);
+    pfrt_k_masked_fill(a.data(), maskF.data(), fillF.data(), n, 0, v);
+    pfrt_k_masked_fill(a.data(), maskI.data(), fillI.data(), n, 1, v);
+    std::vector<float> maskIF(maskI.begin(), maskI.end());
+    Shape sh{n};
+    h.save(id, "a", sh, a);
+    h.save(id, "b", sh, b);
+    h.save(id, "sub", sh, sub);
+    h.save(id, "sub_inplace", sh, subIn);
+    h.save(id, "div", sh, div);
+    h.save(id, "div_inplace", sh, divIn);
+    h.save(id, "mask_f", sh, maskF);
+    h.save(id, "mask_i", sh, maskIF);
+    h.save(id, "fill_f", sh, fillF);
+    h.save(id, "fill_i", sh, fillI);
+    h.record("tensor_elementwise", id, "n=%lld v=%.17g", (long long)n, v);
+  }
+}
+
+void broadcastCase(kt::Harness &h, Shape in, const Shape &out) {
+  in.insert(in.begin(), out.size() - in.size(), 1); // padded to out's rank
+  std::string id = h.newCase();
+  auto x = h.uniform(kt::numel(in));
+  std::vector<float> y(size_t(std::max<int64_t>(kt::numel(out), 1)), -7.0f);
+  pfrt_k_broadcast(x.data(), y.data(), int64_t(out.size()), in.data(),
+                   out.data(), 4);
+  // int64 elements: the same pattern of values, 8 bytes each.
+  std::vector<int64_t> xi(x.size()), yi(y.size(), -7);
+  for (size_t i = 0; i < x.size(); ++i)
+    xi[i] = int64_t(x[i] * 1000);
+  pfrt_k_broadcast(xi.data(), yi.data(), int64_t(out.size()), in.data(),
+                   out.data(), 8);
+  std::vector<float> yiF(yi.begin(), yi.end());
+  h.save(id, "y_i64", out, yiF);
+  saveReshaping(h, id, "broadcast", in, x, out, y, "out", out);
+}
+
+void broadcast(kt::Harness &h) {
+  broadcastCase(h, {1, 5}, {4, 5});
+  broadcastCase(h, {4, 1}, {4, 5});
+  broadcastCase(h, {1, 3, 1}, {2, 3, 4});
+  broadcastCase(h, {1, 1, 6, 6}, {2, 3, 6, 6});
+  broadcastCase(h, {3, 4}, {3, 4});
+  broadcastCase(h, {1}, {0, 3});
+  for (int i = 0; i < 8; ++i) {
+    int64_t rank = h.randint(1, 5);
+    Shape in, out;
+    for (int64_t d = 0; d < rank; ++d) {
+      out.push_back(h.randint(1, 6));
+      in.push_back(h.randint(0, 1) ? 1 : out.back());
+    }
+    broadcastCase(h, in, out);
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -301,5 +372,7 @@ int main(int argc, char **argv) {
   biasAdd(h);
   reduceSum(h);
   transpose(h);
+  tensorElementwise(h);
+  broadcast(h);
   return 0;
 }

@@ -12,11 +12,37 @@ namespace {
 struct ConstantLowering : CPUPattern<ConstantOp> {
   ConstantLowering(const TypeConverter &converter, CPULoweringState &state)
       : CPUPattern(converter, state, Trace::None) {}
+
+  /// Any other f32 or i64 value: a private module constant copied into the
+  /// buffer (this rank's box: pf-partition-ranks sliced the value).
+  LogicalResult lowerDense(ConstantOp op, ConversionPatternRewriter &b) const {
+    auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+    Type elem = op.getType().getElementType();
+    if (!dense || !(elem.isF32() || elem.isInteger(64)))
+      return op.emitOpError(
+          "convert-pf-to-cpu supports f32 and i64 dense constants");
+    int64_t n = localCount(op.getResult());
+    auto arrayType = LLVM::LLVMArrayType::get(elem, n);
+    LLVM::GlobalOp global;
+    {
+      OpBuilder top(op.getContext());
+      top.setInsertionPointToStart(state.module.getBody());
+      global = LLVM::GlobalOp::create(
+          top, op.getLoc(), arrayType, /*isConstant=*/true,
+          LLVM::Linkage::Private,
+          ("__pf_const" + Twine(state.denseConstants++)).str(),
+          dense.reshape(RankedTensorType::get({n}, elem)));
+    }
+    return emitInto(op, b, [&](Value out) {
+      Value src = LLVM::AddressOfOp::create(b, op.getLoc(), global);
+      state.rt.pfrt_k_copy(b, op.getLoc(), src, out, elem.isF32() ? n : 2 * n);
+    });
+  }
   LogicalResult lower(ConstantOp op, OpAdaptor,
                       ConversionPatternRewriter &b) const override {
     auto dense = dyn_cast<SplatElementsAttr>(op.getValue());
     if (!dense || !op.getType().getElementType().isF32())
-      return op.emitOpError("convert-pf-to-cpu supports f32 splat constants");
+      return lowerDense(op, b);
     // Constants only stored by write_param are filled in place there.
     if (llvm::all_of(op->getUsers(),
                      [](Operation *u) { return isa<WriteParamOp>(u); })) {

@@ -145,6 +145,7 @@ void mlir::pf::populatePFToCPUPatterns(const TypeConverter &converter,
                                        CPULoweringState &state) {
   populatePFToCPUComputePatterns(converter, patterns, state);
   populatePFToCPUConvPoolPatterns(converter, patterns, state);
+  populatePFToCPUTensorPatterns(converter, patterns, state);
   populatePFToCPUCommPatterns(converter, patterns, state);
   populatePFToCPUOptimizerPatterns(converter, patterns, state);
   populatePFToCPUControlPatterns(converter, patterns, state);

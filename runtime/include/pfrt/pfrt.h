@@ -626,6 +626,19 @@ void pfrt_k_relu_grad(const float *y, const float *dy, float *dx, int64_t n);
 /* out = a * b element-wise (out may alias a or b). */
 void pfrt_k_mul(const float *a, const float *b, float *out, int64_t n);
 void pfrt_k_add(const float *a, const float *b, float *out, int64_t n);
+/* out = a - b, out = a / b element-wise (out may alias a or b). */
+void pfrt_k_sub(const float *a, const float *b, float *out, int64_t n);
+void pfrt_k_div(const float *a, const float *b, float *out, int64_t n);
+/* NumPy broadcasting of x (in_shape) to y (out_shape), both of `rank` axes
+ * (in_shape[d] == out_shape[d] or 1); elements of elem_bytes (4 or 8) bytes.
+ * x and y must not overlap. */
+void pfrt_k_broadcast(const void *x, void *y, int64_t rank,
+                      const int64_t *in_shape, const int64_t *out_shape,
+                      int64_t elem_bytes);
+/* y = mask != 0 ? value : x; the mask is float, or int64 when mask_i64 (y
+ * may alias x). */
+void pfrt_k_masked_fill(const float *x, const void *mask, float *y, int64_t n,
+                        int32_t mask_i64, double value);
 void pfrt_k_scale(const float *x, float *y, int64_t n, double s);
 void pfrt_k_copy(const float *x, float *y, int64_t n);
 void pfrt_k_fill(float *y, int64_t n, double v);

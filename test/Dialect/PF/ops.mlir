@@ -340,3 +340,35 @@ func.func @microbatches(%x: !X, %l0: !L, %l1: !L) -> !pf.global<2xf32, #P, #pf.s
   %l = pf.pack %l0, %l1 : (!L, !L) -> !pf.global<2xf32, #P, #pf.sbp<[B]>>
   return %l : !pf.global<2xf32, #P, #pf.sbp<[B]>>
 }
+
+// -----
+
+// The transformer ops of PFTensorOps.td: result types are inferred and
+// round-trip in both forms.
+#P = #pf.placement<"cpu", [0, 1]>
+// CHECK-LABEL: func.func @tensor_ops
+func.func @tensor_ops(%a: !pf.global<2x8x96xf32, #P>, %b: !pf.global<2x8x96xf32, #P>,
+                      %pos: !pf.global<8x96xf32, #P>, %col: !pf.global<1x1x8x8xf32, #P>,
+                      %mask: !pf.global<2x4x8x8xi64, #P>, %att: !pf.global<2x4x8x8xf32, #P>) {
+  // CHECK: pf.sub %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<2x8x96xf32
+  %d = pf.sub %a, %b : (!pf.global<2x8x96xf32, #P>, !pf.global<2x8x96xf32, #P>) -> !pf.global<2x8x96xf32, #P>
+  // CHECK: pf.div %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<2x8x96xf32
+  %q = pf.div %a, %b : (!pf.global<2x8x96xf32, #P>, !pf.global<2x8x96xf32, #P>) -> !pf.global<2x8x96xf32, #P>
+  // CHECK: pf.broadcast_to %{{.*}} {shape = array<i64: 2, 8, 96>} : {{.*}} -> !pf.global<2x8x96xf32
+  %e = pf.broadcast_to %pos {shape = array<i64: 2, 8, 96>} : (!pf.global<8x96xf32, #P>) -> !pf.global<2x8x96xf32, #P>
+  // CHECK: pf.broadcast_to %{{.*}} {shape = array<i64: 2, 4, 8, 8>} : {{.*}} -> !pf.global<2x4x8x8xf32
+  %c = pf.broadcast_to %col {shape = array<i64: 2, 4, 8, 8>} : (!pf.global<1x1x8x8xf32, #P>) -> !pf.global<2x4x8x8xf32, #P>
+  // CHECK: pf.masked_fill %{{.*}}, %{{.*}} {value = 0xFFF0000000000000 : f64} : {{.*}} -> !pf.global<2x4x8x8xf32
+  %m = pf.masked_fill %att, %mask {value = 0xFFF0000000000000 : f64} : (!pf.global<2x4x8x8xf32, #P>, !pf.global<2x4x8x8xi64, #P>) -> !pf.global<2x4x8x8xf32, #P>
+  // CHECK: pf.slice %{{.*}} {offsets = array<i64: 0, 0, 32>, sizes = array<i64: 2, 8, 32>} : {{.*}} -> !pf.global<2x8x32xf32
+  %k = pf.slice %a {offsets = array<i64: 0, 0, 32>, sizes = array<i64: 2, 8, 32>} : (!pf.global<2x8x96xf32, #P>) -> !pf.global<2x8x32xf32, #P>
+  // CHECK: pf.pad %{{.*}} {offsets = array<i64: 0, 0, 32>, shape = array<i64: 2, 8, 96>} : {{.*}} -> !pf.global<2x8x96xf32
+  %p = pf.pad %k {offsets = array<i64: 0, 0, 32>, shape = array<i64: 2, 8, 96>} : (!pf.global<2x8x32xf32, #P>) -> !pf.global<2x8x96xf32, #P>
+  // CHECK: pf.concat %{{.*}}, %{{.*}}, %{{.*}} {axis = 2 : i64} : {{.*}} -> !pf.global<2x8x160xf32
+  %cat = pf.concat %k, %a, %k {axis = 2 : i64} : (!pf.global<2x8x32xf32, #P>, !pf.global<2x8x96xf32, #P>, !pf.global<2x8x32xf32, #P>) -> !pf.global<2x8x160xf32, #P>
+  // CHECK: pf.reduce_sum %{{.*}} {axes = array<i64: 0, 2>} : {{.*}} -> !pf.global<8xf32
+  %s = pf.reduce_sum %a {axes = array<i64: 0, 2>} : (!pf.global<2x8x96xf32, #P>) -> !pf.global<8xf32, #P>
+  // CHECK: pf.constant dense<[0, 1, 2, 3]> : tensor<4xi64>
+  %ar = pf.constant dense<[0, 1, 2, 3]> : tensor<4xi64> : !pf.global<4xi64, #P>
+  return
+}

@@ -74,6 +74,8 @@ struct CPULoweringState {
   /// position 0), or -1; the others are extra outputs, reported with
   /// pfrt_report_output like an inference step's.
   int64_t lossIndex = -1;
+  /// Dense constants emitted as module globals (their names' counter).
+  int64_t denseConstants = 0;
   /// Element-wise ops through the compiler's generated kernels.
   bool generatedKernels = false;
   /// Send -> the op after which it is complete (SendCompletion.h).
@@ -190,6 +192,9 @@ void populatePFToCPUCommPatterns(const TypeConverter &converter,
 void populatePFToCPUOptimizerPatterns(const TypeConverter &converter,
                                       RewritePatternSet &patterns,
                                       CPULoweringState &state);
+void populatePFToCPUTensorPatterns(const TypeConverter &converter,
+                                   RewritePatternSet &patterns,
+                                   CPULoweringState &state);
 void populatePFToCPUControlPatterns(const TypeConverter &converter,
                                     RewritePatternSet &patterns,
                                     CPULoweringState &state);

@@ -36,7 +36,51 @@ Part partOf(Operation &op) {
 /// micro-batch operands; the others carry the batch in the result exactly
 /// when their (first) operand did, on axis 0 (the batch is outermost, also
 /// through reshapes).
-LogicalResult retype(Operation *orig, Operation *copy, int64_t m) {
+/// The shape attributes of pf.slice, pf.pad and pf.broadcast_to name the
+/// logical batch: on a micro-batch copy, axis 0 shrinks with the operand's
+/// axis 0. A broadcast whose axis 0 the input does not give (a new or
+/// repeated axis) carries the batch when it is the step's batch size (a
+/// [T, C] position embedding added to [B, T, C] tokens).
+LogicalResult rescaleShapeAttrs(Operation *orig, Operation *copy, int64_t m,
+                                ArrayRef<int64_t> batchSizes) {
+  auto dim0 = [](Value v) {
+    auto t = cast<GlobalType>(v.getType());
+    return t.getRank() ? t.getShape()[0] : int64_t(-1);
+  };
+  if (copy->getNumOperands() == 0)
+    return success();
+  int64_t before = dim0(orig->getOperand(0)), after = dim0(copy->getOperand(0));
+  bool shrank = before != after;
+  auto withDim0 = [](ArrayRef<int64_t> a, int64_t d) {
+    SmallVector<int64_t> r(a);
+    r[0] = d;
+    return r;
+  };
+  if (auto slice = dyn_cast<SliceOp>(copy); slice && shrank) {
+    if (slice.getOffsets()[0] != 0 || slice.getSizes()[0] != before)
+      return copy->emitOpError("pf-microbatch: slices the batch axis");
+    slice.setSizes(withDim0(slice.getSizes(), after));
+  } else if (auto pad = dyn_cast<PadOp>(copy); pad && shrank) {
+    if (pad.getOffsets()[0] != 0 || pad.getShape()[0] != before)
+      return copy->emitOpError("pf-microbatch: pads the batch axis");
+    pad.setShape(withDim0(pad.getShape(), after));
+  } else if (auto bc = dyn_cast<BroadcastToOp>(copy)) {
+    ArrayRef<int64_t> out = bc.getShape();
+    int64_t inRank = cast<GlobalType>(bc.getInput().getType()).getRank();
+    bool given = static_cast<int64_t>(out.size()) == inRank &&
+                 (before == out[0] || out[0] == 1);
+    if (given && shrank)
+      bc.setShape(withDim0(out, after));
+    else if (!given && !out.empty() && llvm::is_contained(batchSizes, out[0]))
+      bc.setShape(withDim0(out, out[0] / m));
+  }
+  return success();
+}
+
+LogicalResult retype(Operation *orig, Operation *copy, int64_t m,
+                     ArrayRef<int64_t> batchSizes) {
+  if (failed(rescaleShapeAttrs(orig, copy, m, batchSizes)))
+    return failure();
   if (auto infer = dyn_cast<InferTypeOpInterface>(copy)) {
     SmallVector<Type> types;
     if (failed(infer.inferReturnTypes(
@@ -77,6 +121,7 @@ LogicalResult splitFunction(func::FuncOp func, int64_t m) {
 
   // Micro-batch slices of every input.
   SmallVector<IRMapping> maps(m);
+  SmallVector<int64_t> batchSizes;
   b.setInsertionPointToStart(&block);
   for (BlockArgument arg : block.getArguments()) {
     auto type = cast<GlobalType>(arg.getType());
@@ -96,6 +141,7 @@ LogicalResult splitFunction(func::FuncOp func, int64_t m) {
                << type.getShape()[0] / m << " rows do not divide by " << n;
     }
     SmallVector<int64_t> shape(type.getShape());
+    batchSizes.push_back(shape[0]);
     shape[0] /= m;
     for (int64_t k = 0; k < m; ++k) {
       auto slice = MicrobatchOp::create(b, arg.getLoc(), type.withShape(shape),
@@ -129,7 +175,7 @@ LogicalResult splitFunction(func::FuncOp func, int64_t m) {
       for (Operation *op : ops) {
         Operation *copy = b.clone(*op, maps[k]);
         microbatchAttr.setAttr(copy, b.getI64IntegerAttr(k));
-        if (failed(retype(op, copy, m)))
+        if (failed(retype(op, copy, m, batchSizes)))
           return failure();
       }
     return success();

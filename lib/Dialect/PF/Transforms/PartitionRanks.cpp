@@ -26,6 +26,28 @@ using namespace mlir;
 using namespace mlir::pf;
 
 namespace {
+/// The elements of `dense` (of logical `shape`) inside `box`, row-major.
+DenseElementsAttr boxOfDense(DenseElementsAttr dense, ArrayRef<int64_t> shape,
+                             const Box &box) {
+  SmallVector<Attribute> all(dense.getValues<Attribute>());
+  SmallVector<Attribute> part;
+  int64_t rank = static_cast<int64_t>(shape.size());
+  SmallVector<int64_t> idx(rank, 0);
+  int64_t count = box.numElements();
+  for (int64_t e = 0; e < count; ++e) {
+    int64_t flat = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      flat = flat * shape[d] + box.offsets[d] + idx[d];
+    part.push_back(all[flat]);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < box.sizes[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return DenseElementsAttr::get(
+      RankedTensorType::get(box.sizes, dense.getElementType()), part);
+}
 
 /// The placement an op computes on: that of its first global result, else
 /// of its first global operand.
@@ -383,12 +405,36 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
   if (failed(func.eraseArguments(dropArgs)))
     return failure();
 
+  // Dense constants keep this rank's box of their value.
+  for (auto c : block.getOps<ConstantOp>()) {
+    auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+    GlobalType g = c.getType();
+    if (!dense || dense.isSplat() || !g.getPlacement().contains(rank) ||
+        !g.hasSBP())
+      continue;
+    Box shard = box(g);
+    if (ArrayRef<int64_t>(shard.sizes) == g.getShape())
+      continue;
+    c.setValueAttr(boxOfDense(dense, g.getShape(), shard));
+  }
+
   // Local types everywhere.
   for (BlockArgument arg : block.getArguments())
     arg.setType(localize(arg.getType()));
   block.walk([&](Operation *op) {
     for (OpResult r : op->getResults())
       r.setType(localize(r.getType()));
+  });
+  // Shape attributes of the tensor ops follow their local results (split
+  // axes start at offset 0 by the ops' SBP rules, so offsets stay).
+  block.walk([&](Operation *op) {
+    auto local = [&](Value v) { return cast<GlobalType>(v.getType()); };
+    if (auto bc = dyn_cast<BroadcastToOp>(op))
+      bc.setShape(local(bc.getResult()).getShape());
+    else if (auto slice = dyn_cast<SliceOp>(op))
+      slice.setSizes(local(slice.getResult()).getShape());
+    else if (auto pad = dyn_cast<PadOp>(op))
+      pad.setShape(local(pad.getResult()).getShape());
   });
   // Splat constants take their local shape.
   for (auto c : block.getOps<ConstantOp>()) {

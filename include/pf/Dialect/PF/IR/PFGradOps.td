@@ -64,10 +64,11 @@ def PF_SoftmaxGradOp : PF_InferredOp<"softmax_grad"> {
   let hasVerifier = 1;
 }
 
-def PF_ReduceSumOp : PF_InferredOp<"reduce_sum"> {
+def PF_ReduceSumOp : PF_DiffOp<"reduce_sum"> {
   let summary = "sums over the given axes and drops them";
   let description = [{
-    Used for the bias gradient (sum over every axis but the bias axis).
+    The bias gradient (sum over every axis but the bias axis), `Tensor.sum`
+    and `mean`. Its gradient broadcasts back (`pf.broadcast_to`).
 
     ```mlir
     %db = pf.reduce_sum %dy {axes = array<i64: 0>} : (!pf.global<16x512xf32, #P>)

@@ -506,6 +506,7 @@ def PF_BatchNormOp : PF_DiffOp<"batch_norm"> {
                  PF_Global:$new_running_var);
 }
 
+include "pf/Dialect/PF/IR/PFTensorOps.td"
 include "pf/Dialect/PF/IR/PFGradOps.td"
 include "pf/Dialect/PF/IR/PFOptimOps.td"
 include "pf/Dialect/PF/IR/PFCommOps.td"

@@ -1,0 +1,137 @@
+//===- TensorPatterns.cpp - sub, div, broadcast, masks, slices ------------===//
+
+#include "pf/Conversion/PFToCPU/PFToCPU.h"
+
+using namespace mlir;
+using namespace mlir::pf;
+
+namespace {
+
+template <typename OpTy> struct BinaryLowering : CPUPattern<OpTy> {
+  using CPUPattern<OpTy>::CPUPattern;
+  using typename CPUPattern<OpTy>::OpAdaptor;
+  LogicalResult lower(OpTy op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    return this->emitInto(op, b, [&](Value out) {
+      rt::RuntimeABI &rt = this->state.rt;
+      int64_t n = localCount(op.getResult());
+      if (std::is_same_v<OpTy, SubOp>)
+        rt.pfrt_k_sub(b, op.getLoc(), adaptor.getLhs(), adaptor.getRhs(), out,
+                      n);
+      else
+        rt.pfrt_k_div(b, op.getLoc(), adaptor.getLhs(), adaptor.getRhs(), out,
+                      n);
+    });
+  }
+};
+
+int64_t bytesOf(Value v) { return dtypeCode(v) == 1 ? 8 : 4; }
+
+struct BroadcastToLowering : CPUPattern<BroadcastToOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(BroadcastToOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    return emitInto(op, b, [&](Value out) {
+      Location loc = op.getLoc();
+      ArrayRef<int64_t> outShape = localShape(op.getResult());
+      ArrayRef<int64_t> inShape = localShape(op.getInput());
+      // The input's axes padded with leading 1s to the output's rank.
+      SmallVector<int64_t> padded(outShape.size() - inShape.size(), 1);
+      llvm::append_range(padded, inShape);
+      state.rt.pfrt_k_broadcast(b, loc, adaptor.getInput(), out,
+                                static_cast<int64_t>(outShape.size()),
+                                state.rt.i64Array(b, loc, padded),
+                                state.rt.i64Array(b, loc, outShape),
+                                bytesOf(op.getInput()));
+    });
+  }
+};
+
+struct MaskedFillLowering : CPUPattern<MaskedFillOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(MaskedFillOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    return emitInto(op, b, [&](Value out) {
+      state.rt.pfrt_k_masked_fill(
+          b, op.getLoc(), adaptor.getInput(), adaptor.getMask(), out,
+          localCount(op.getResult()), dtypeCode(op.getMask()),
+          op.getValue().convertToDouble());
+    });
+  }
+};
+
+/// Copies the box `sizes` of `in` at `inOffsets` to `out` at `outOffsets`
+/// (local shapes; offsets on split axes are 0 by the ops' SBP rules).
+void copyBox(CPULoweringState &state, OpBuilder &b, Location loc, Value in,
+             Value inValue, ArrayRef<int64_t> inOffsets, Value out,
+             Value outValue, ArrayRef<int64_t> outOffsets,
+             ArrayRef<int64_t> sizes) {
+  rt::RuntimeABI &rt = state.rt;
+  rt.pfrt_copy_box(
+      b, loc, in, rt.i64Array(b, loc, localShape(inValue)),
+      inOffsets.empty() ? rt.nullPtr(b, loc) : rt.i64Array(b, loc, inOffsets),
+      out, rt.i64Array(b, loc, localShape(outValue)),
+      outOffsets.empty() ? rt.nullPtr(b, loc) : rt.i64Array(b, loc, outOffsets),
+      rt.i64Array(b, loc, sizes), static_cast<int64_t>(sizes.size()),
+      dtypeCode(inValue));
+}
+
+/// Zeros (f32 0.0 and i64 0 are the same bytes).
+void zero(CPULoweringState &state, OpBuilder &b, Location loc, Value out,
+          Value v) {
+  state.rt.pfrt_k_fill(b, loc, out, localCount(v) * (bytesOf(v) / 4), 0.0);
+}
+
+struct SliceLowering : CPUPattern<SliceOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(SliceOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    return emitInto(op, b, [&](Value out) {
+      copyBox(state, b, op.getLoc(), adaptor.getInput(), op.getInput(),
+              op.getOffsets(), out, op.getResult(), {},
+              localShape(op.getResult()));
+    });
+  }
+};
+
+struct PadLowering : CPUPattern<PadOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(PadOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    return emitInto(op, b, [&](Value out) {
+      zero(state, b, op.getLoc(), out, op.getResult());
+      copyBox(state, b, op.getLoc(), adaptor.getInput(), op.getInput(), {}, out,
+              op.getResult(), op.getOffsets(), localShape(op.getInput()));
+    });
+  }
+};
+
+struct ConcatLowering : CPUPattern<ConcatOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(ConcatOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    return emitInto(op, b, [&](Value out) {
+      int64_t axis = op.getAxis(), at = 0;
+      for (auto [piece, buffer] :
+           llvm::zip(op.getInputs(), adaptor.getInputs())) {
+        ArrayRef<int64_t> ps = localShape(piece);
+        SmallVector<int64_t> offsets(ps.size(), 0);
+        offsets[axis] = at;
+        at += ps[axis];
+        copyBox(state, b, op.getLoc(), buffer, piece, {}, out, op.getResult(),
+                offsets, ps);
+      }
+    });
+  }
+};
+
+} // namespace
+
+void mlir::pf::populatePFToCPUTensorPatterns(const TypeConverter &converter,
+                                             RewritePatternSet &patterns,
+                                             CPULoweringState &state) {
+  patterns
+      .add<BinaryLowering<SubOp>, BinaryLowering<DivOp>, BroadcastToLowering,
+           MaskedFillLowering, SliceLowering, PadLowering, ConcatLowering>(
+          converter, state);
+}

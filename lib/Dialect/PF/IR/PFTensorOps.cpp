@@ -1,0 +1,417 @@
+//===- PFTensorOps.cpp - sub, div, broadcast_to, masked_fill, slices ------===//
+//
+// Result types, SBP signatures and gradient rules of the ops in
+// PFTensorOps.td, and the gradient of pf.reduce_sum (Tensor.sum / mean).
+//
+//===----------------------------------------------------------------------===//
+
+#include "pf/Dialect/PF/IR/PFOps.h"
+
+#include "OpUtils.h"
+
+using namespace mlir;
+using namespace mlir::pf;
+using namespace mlir::pf::detail;
+
+namespace {
+const SBPDim B = SBPDim::broadcast();
+const SBPDim P = SBPDim::partial();
+SBPDim S(int64_t axis) { return SBPDim::split(axis); }
+
+void add(SmallVectorImpl<SBPSignature> &sigs, ArrayRef<SBPDim> operands,
+         ArrayRef<SBPDim> results) {
+  sigs.push_back({SmallVector<SBPDim>(operands), SmallVector<SBPDim>(results)});
+}
+
+GlobalType typeOf(Value v) { return cast<GlobalType>(v.getType()); }
+
+/// The type of a gradient of `v`: its logical type, layout undecided.
+GlobalType gradType(Value v) { return typeOf(v).withSBP({}); }
+
+StringRef nameOf(StringRef full) { return full.drop_front(3); }
+
+/// A box (offsets, sizes) inside `shape`: every axis in range.
+LogicalResult checkBox(Inference &inf, ArrayRef<int64_t> shape,
+                       ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes,
+                       StringRef what) {
+  if (offsets.size() != shape.size() || sizes.size() != shape.size())
+    return inf.error() << "offsets " << Inference::shapeStr(offsets) << " and "
+                       << what << " " << Inference::shapeStr(sizes)
+                       << " need one entry per axis of "
+                       << Inference::shapeStr(shape);
+  for (auto [o, s, d] : llvm::zip(offsets, sizes, shape))
+    if (o < 0 || s < 0 || o + s > d)
+      return inf.error() << "the box at " << Inference::shapeStr(offsets)
+                         << " of " << what << " " << Inference::shapeStr(sizes)
+                         << " does not fit in " << Inference::shapeStr(shape);
+  return success();
+}
+
+/// Axes on which a box covers the whole tensor: a split there keeps the
+/// box's local offsets (0) valid on every rank.
+void splitWhereWhole(SmallVectorImpl<SBPSignature> &sigs,
+                     ArrayRef<int64_t> offsets, ArrayRef<int64_t> inner,
+                     ArrayRef<int64_t> outer) {
+  for (auto [k, o] : llvm::enumerate(offsets))
+    if (o == 0 && inner[k] == outer[k])
+      add(sigs, {S(k)}, {S(k)});
+  add(sigs, {P}, {P});
+}
+} // namespace
+
+#define PF_COMPATIBLE_RETURN_TYPES(OP)                                         \
+  bool OP::isCompatibleReturnTypes(TypeRange l, TypeRange r) {                 \
+    return compatibleGlobals(l, r);                                            \
+  }
+PF_COMPATIBLE_RETURN_TYPES(SubOp)
+PF_COMPATIBLE_RETURN_TYPES(DivOp)
+PF_COMPATIBLE_RETURN_TYPES(BroadcastToOp)
+PF_COMPATIBLE_RETURN_TYPES(MaskedFillOp)
+PF_COMPATIBLE_RETURN_TYPES(SliceOp)
+PF_COMPATIBLE_RETURN_TYPES(PadOp)
+PF_COMPATIBLE_RETURN_TYPES(ConcatOp)
+#undef PF_COMPATIBLE_RETURN_TYPES
+
+//===----------------------------------------------------------------------===//
+// Result types
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferFloatBinary(std::optional<Location> loc,
+                                      StringRef opName, Value lhs, Value rhs,
+                                      SmallVectorImpl<Type> &results) {
+  Inference inf(loc, opName);
+  FailureOr<GlobalType> a = inf.global(lhs, "lhs");
+  if (failed(a) || failed(inf.isFloat(*a, "lhs")))
+    return failure();
+  return inferSameShape(loc, opName, lhs, "lhs", rhs, "rhs", /*floatB=*/true,
+                        results);
+}
+
+LogicalResult SubOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  return inferFloatBinary(loc, nameOf(getOperationName()), adaptor.getLhs(),
+                          adaptor.getRhs(), results);
+}
+
+LogicalResult DivOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  return inferFloatBinary(loc, nameOf(getOperationName()), adaptor.getLhs(),
+                          adaptor.getRhs(), results);
+}
+
+LogicalResult BroadcastToOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &results) {
+  Inference inf(loc, nameOf(getOperationName()));
+  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
+  if (failed(x))
+    return failure();
+  ArrayRef<int64_t> in = x->getShape(), out = adaptor.getShape();
+  bool ok = in.size() <= out.size();
+  for (size_t j = 0; ok && j < in.size(); ++j) {
+    int64_t o = out[out.size() - in.size() + j];
+    ok = in[j] == o || in[j] == 1;
+  }
+  for (int64_t d : out)
+    ok = ok && d >= 0;
+  if (!ok)
+    return inf.error() << "cannot broadcast shape " << Inference::shapeStr(in)
+                       << " to " << Inference::shapeStr(out)
+                       << " (trailing axes must be equal or 1)";
+  results.push_back(resultLike(*x, out));
+  return success();
+}
+
+LogicalResult MaskedFillOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &results) {
+  Inference inf(loc, nameOf(getOperationName()));
+  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
+  FailureOr<GlobalType> m = inf.global(adaptor.getMask(), "mask");
+  if (failed(x) || failed(m) || failed(inf.isFloat(*x, "input")) ||
+      failed(inf.samePlacement({*x, *m})))
+    return failure();
+  if (x->getShape() != m->getShape())
+    return inf.error() << "mask shape " << Inference::shapeStr(m->getShape())
+                       << " differs from input shape "
+                       << Inference::shapeStr(x->getShape())
+                       << "; broadcast it first (pf.broadcast_to)";
+  results.push_back(resultLike(*x, x->getShape()));
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &results) {
+  Inference inf(loc, nameOf(getOperationName()));
+  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
+  if (failed(x) || failed(checkBox(inf, x->getShape(), adaptor.getOffsets(),
+                                   adaptor.getSizes(), "sizes")))
+    return failure();
+  results.push_back(resultLike(*x, adaptor.getSizes()));
+  return success();
+}
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  Inference inf(loc, nameOf(getOperationName()));
+  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
+  if (failed(x) ||
+      failed(checkBox(inf, adaptor.getShape(), adaptor.getOffsets(),
+                      x->getShape(), "input shape")))
+    return failure();
+  results.push_back(resultLike(*x, adaptor.getShape()));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  Inference inf(loc, nameOf(getOperationName()));
+  if (adaptor.getInputs().empty())
+    return inf.error() << "needs at least one input";
+  SmallVector<GlobalType> types;
+  for (Value v : adaptor.getInputs()) {
+    FailureOr<GlobalType> t = inf.global(v, "input");
+    if (failed(t))
+      return failure();
+    types.push_back(*t);
+  }
+  if (failed(inf.samePlacement(types)))
+    return failure();
+  int64_t axis = adaptor.getAxis(), rank = types.front().getRank();
+  if (axis < 0 || axis >= rank)
+    return inf.error() << "axis " << axis << " is not an axis of shape "
+                       << Inference::shapeStr(types.front().getShape());
+  SmallVector<int64_t> shape(types.front().getShape());
+  for (GlobalType t : ArrayRef(types).drop_front()) {
+    if (failed(inf.sameElementType(types.front(), t, "input")))
+      return failure();
+    bool ok = t.getRank() == rank;
+    for (int64_t k = 0; ok && k < rank; ++k)
+      ok = k == axis || t.getShape()[k] == shape[k];
+    if (!ok)
+      return inf.error() << "cannot concatenate shapes "
+                         << Inference::shapeStr(types.front().getShape())
+                         << " and " << Inference::shapeStr(t.getShape())
+                         << " along axis " << axis;
+    shape[axis] += t.getShape()[axis];
+  }
+  results.push_back(resultLike(types.front(), shape));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SBP signatures
+//===----------------------------------------------------------------------===//
+
+void SubOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  for (int64_t k = 0, r = typeOf(getLhs()).getRank(); k < r; ++k)
+    add(sigs, {S(k), S(k)}, {S(k)});
+  add(sigs, {P, P}, {P});
+}
+
+void DivOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  for (int64_t k = 0, r = typeOf(getLhs()).getRank(); k < r; ++k)
+    add(sigs, {S(k), S(k)}, {S(k)});
+  add(sigs, {P, B}, {P}); // linear in the numerator
+}
+
+void BroadcastToOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  ArrayRef<int64_t> in = typeOf(getInput()).getShape(), out = getShape();
+  int64_t lead = static_cast<int64_t>(out.size() - in.size());
+  for (int64_t k = 0, r = static_cast<int64_t>(out.size()); k < r; ++k) {
+    bool kept = k >= lead && in[k - lead] == out[k];
+    // A kept axis splits with the input; a repeated one is cut from the
+    // replicated input where it is made (no communication).
+    if (kept)
+      add(sigs, {S(k - lead)}, {S(k)});
+    else
+      add(sigs, {B}, {S(k)});
+  }
+  add(sigs, {P}, {P});
+}
+
+void MaskedFillOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  for (int64_t k = 0, r = typeOf(getInput()).getRank(); k < r; ++k)
+    add(sigs, {S(k), S(k)}, {S(k)});
+  // Filling with zeros is linear in the input (the gradient's case).
+  if (getValue().isZero())
+    add(sigs, {P, B}, {P});
+}
+
+void SliceOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  splitWhereWhole(sigs, getOffsets(), getSizes(),
+                  typeOf(getInput()).getShape());
+}
+
+void PadOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  splitWhereWhole(sigs, getOffsets(), typeOf(getInput()).getShape(),
+                  getShape());
+}
+
+void ConcatOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  size_t n = getInputs().size();
+  for (int64_t k = 0, r = typeOf(getResult()).getRank(); k < r; ++k)
+    if (k != getAxis())
+      add(sigs, SmallVector<SBPDim>(n, S(k)), {S(k)});
+  add(sigs, SmallVector<SBPDim>(n, P), {P});
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+LogicalResult SubOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy) {
+    operandGrads.append({Value(), Value()});
+    return success();
+  }
+  operandGrads.push_back(dy);
+  operandGrads.push_back(MulScalarOp::create(b, getLoc(), gradType(getRhs()),
+                                             dy, b.getF64FloatAttr(-1.0)));
+  return success();
+}
+
+LogicalResult DivOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy) {
+    operandGrads.append({Value(), Value()});
+    return success();
+  }
+  // y = a / b: da = dy / b, db = -dy a / b^2 = -da y.
+  Location loc = getLoc();
+  Value da = DivOp::create(b, loc, gradType(getLhs()), dy, getRhs());
+  Value day = MulOp::create(b, loc, gradType(getRhs()), da, getResult());
+  operandGrads.push_back(da);
+  operandGrads.push_back(MulScalarOp::create(b, loc, gradType(getRhs()), day,
+                                             b.getF64FloatAttr(-1.0)));
+  return success();
+}
+
+/// Sums `dy` (of shape `out`) back to `input`'s shape: over the new leading
+/// axes and the axes `input` repeats (size 1), then a reshape restores
+/// those size-1 axes.
+static Value sumToShape(OpBuilder &b, Location loc, Value dy, Value input) {
+  GlobalType in = gradType(input);
+  ArrayRef<int64_t> out = typeOf(dy).getShape(), shape = in.getShape();
+  int64_t lead = static_cast<int64_t>(out.size() - shape.size());
+  SmallVector<int64_t> axes;
+  for (int64_t k = 0, r = static_cast<int64_t>(out.size()); k < r; ++k)
+    if (k < lead || (shape[k - lead] == 1 && out[k] != 1))
+      axes.push_back(k);
+  if (axes.empty())
+    return shape == out ? dy : ReshapeOp::create(b, loc, in, dy).getResult();
+  SmallVector<int64_t> kept;
+  for (int64_t k = 0, r = static_cast<int64_t>(out.size()); k < r; ++k)
+    if (!llvm::is_contained(axes, k))
+      kept.push_back(out[k]);
+  Value sum =
+      ReduceSumOp::create(b, loc, in.withShape(kept), dy, axes).getResult();
+  if (ArrayRef<int64_t>(kept) == shape)
+    return sum;
+  return ReshapeOp::create(b, loc, in, sum);
+}
+
+LogicalResult
+BroadcastToOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                             SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (dy && !isa<FloatType>(typeOf(getInput()).getElementType()))
+    return emitOpError("has no gradient for an integer input");
+  operandGrads.push_back(dy ? sumToShape(b, getLoc(), dy, getInput())
+                            : Value());
+  return success();
+}
+
+LogicalResult
+MaskedFillOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  // Filled elements do not depend on the input; the mask is a constant.
+  operandGrads.push_back(
+      dy ? MaskedFillOp::create(b, getLoc(), gradType(getInput()), dy,
+                                getMask(), b.getF64FloatAttr(0.0))
+               .getResult()
+         : Value());
+  operandGrads.push_back(Value());
+  return success();
+}
+
+LogicalResult SliceOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  GlobalType in = gradType(getInput());
+  operandGrads.push_back(
+      dy ? PadOp::create(b, getLoc(), in, dy, getOffsetsAttr(),
+                         b.getDenseI64ArrayAttr(in.getShape()))
+               .getResult()
+         : Value());
+  return success();
+}
+
+LogicalResult PadOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  GlobalType in = gradType(getInput());
+  operandGrads.push_back(
+      dy ? SliceOp::create(b, getLoc(), in, dy, getOffsetsAttr(),
+                           b.getDenseI64ArrayAttr(in.getShape()))
+               .getResult()
+         : Value());
+  return success();
+}
+
+LogicalResult ConcatOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  int64_t at = 0, axis = getAxis();
+  for (Value input : getInputs()) {
+    GlobalType in = gradType(input);
+    if (!dy) {
+      operandGrads.push_back(Value());
+      continue;
+    }
+    SmallVector<int64_t> offsets(in.getRank(), 0);
+    offsets[axis] = at;
+    at += in.getShape()[axis];
+    operandGrads.push_back(
+        SliceOp::create(b, getLoc(), in, dy, b.getDenseI64ArrayAttr(offsets),
+                        b.getDenseI64ArrayAttr(in.getShape())));
+  }
+  return success();
+}
+
+LogicalResult ReduceSumOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  if (!dy) {
+    operandGrads.push_back(Value());
+    return success();
+  }
+  // Every summed element gets the sum's gradient: keep the summed axes as
+  // size 1, then broadcast.
+  GlobalType in = gradType(getInput());
+  SmallVector<int64_t> kept(in.getShape());
+  for (int64_t axis : getAxes())
+    kept[axis] = 1;
+  Location loc = getLoc();
+  Value shaped = ReshapeOp::create(b, loc, in.withShape(kept), dy);
+  operandGrads.push_back(BroadcastToOp::create(
+      b, loc, in, shaped, b.getDenseI64ArrayAttr(in.getShape())));
+  return success();
+}
