@@ -288,24 +288,30 @@ def check_matmul(ctx, c):
 
 # --- softmax cross-entropy -----------------------------------------------------
 
-def xent_loss(x, labels):
+def xent_loss(x, labels, keep=None):
+    keep = np.ones(len(labels), bool) if keep is None else keep
     m = np.max(x, axis=1, keepdims=True)
     lse = np.log(np.sum(np.exp(x - m), axis=1)) + m[:, 0]
-    return float(np.mean(lse - x[np.arange(x.shape[0]), labels]))
+    rows = np.arange(x.shape[0])[keep]
+    return float(np.mean(lse[keep] - x[rows, labels[keep]]))
 
 
 def check_softmax_xent(ctx, c):
+    """The mean over the rows kept (all, or those without ignore_index)."""
     x = f64(ctx.load(c, "logits"))
     labels = ctx.load(c, "labels")
     dloss = float(ctx.load(c, "dloss"))
-    n = x.shape[0]
-    ctx.check(c, "loss", ctx.load(c, "loss"), xent_loss(x, labels), REDUCE)
+    keep = (labels != int(c["ignore"])) if "ignore" in c else np.ones(len(labels), bool)
+    n = int(keep.sum())
+    ctx.check(c, "loss", ctx.load(c, "loss"), xent_loss(x, labels, keep), REDUCE)
     e = np.exp(x - np.max(x, axis=1, keepdims=True))
     p = e / np.sum(e, axis=1, keepdims=True)
-    p[np.arange(n), labels] -= 1.0
+    rows = np.arange(x.shape[0])[keep]
+    p[rows, labels[keep]] -= 1.0
+    p[~keep] = 0.0
     ctx.check(c, "dlogits", ctx.load(c, "dlogits"), p * dloss / n, F32)
     if int(c["fd"]):
-        ctx.fd(c, "dlogits", lambda z: dloss * xent_loss(z, labels), x,
+        ctx.fd(c, "dlogits", lambda z: dloss * xent_loss(z, labels, keep), x,
                ctx.load(c, "dlogits"), h=1e-5)
 
 

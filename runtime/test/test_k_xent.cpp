@@ -38,5 +38,31 @@ int main(int argc, char **argv) {
     h.record("softmax_xent", id, "n=%lld c=%lld fd=%d", (long long)cs.n,
              (long long)cs.c, cs.fd);
   }
+  // ignore_index: about a third of the rows carry it (-1 or a class id);
+  // those rows drop out of the mean and get zero gradients.
+  const Case ignoring[] = {{9, 10, -3, 3, 1}, {40, 7, -2, 2, 0}};
+  for (const Case &cs : ignoring)
+    for (int64_t ignore : {int64_t(-1), int64_t(2)}) {
+      std::string id = h.newCase();
+      auto x = h.uniform(cs.n * cs.c, cs.lo, cs.hi);
+      std::vector<int64_t> labels(size_t(cs.n));
+      for (auto &l : labels)
+        l = h.randint(0, 2) == 0 ? ignore : h.randint(0, cs.c - 1);
+      labels[0] = ignore == 2 ? 3 : 0; // at least one row counts
+      float dloss = float(h.uniform1(0.25, 2.0));
+      float loss = -1.0f;
+      std::vector<float> dl(size_t(cs.n * cs.c), -7.0f);
+      pfrt_k_softmax_xent_ignore(x.data(), labels.data(), &loss, cs.n, cs.c,
+                                 ignore);
+      pfrt_k_softmax_xent_grad_ignore(x.data(), labels.data(), &dloss,
+                                      dl.data(), cs.n, cs.c, ignore);
+      h.save(id, "logits", {cs.n, cs.c}, x);
+      h.saveI64(id, "labels", {cs.n}, labels);
+      h.save(id, "loss", {}, &loss);
+      h.save(id, "dloss", {}, &dloss);
+      h.save(id, "dlogits", {cs.n, cs.c}, dl);
+      h.record("softmax_xent", id, "n=%lld c=%lld fd=%d ignore=%lld",
+               (long long)cs.n, (long long)cs.c, cs.fd, (long long)ignore);
+    }
   return 0;
 }

@@ -320,8 +320,13 @@ struct SoftmaxXentLowering : CPUPattern<SoftmaxCrossEntropyOp> {
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
       ArrayRef<int64_t> s = localShape(op.getLogits());
-      state.rt.pfrt_k_softmax_xent(b, op.getLoc(), adaptor.getLogits(),
-                                   adaptor.getLabels(), out, s[0], s[1]);
+      if (std::optional<int64_t> ignore = op.getIgnoreIndex())
+        state.rt.pfrt_k_softmax_xent_ignore(b, op.getLoc(), adaptor.getLogits(),
+                                            adaptor.getLabels(), out, s[0],
+                                            s[1], *ignore);
+      else
+        state.rt.pfrt_k_softmax_xent(b, op.getLoc(), adaptor.getLogits(),
+                                     adaptor.getLabels(), out, s[0], s[1]);
       scaleForBatchSplit(state, b, op, out, 1);
     });
   }
@@ -333,9 +338,14 @@ struct SoftmaxXentGradLowering : CPUPattern<SoftmaxCrossEntropyGradOp> {
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
       ArrayRef<int64_t> s = localShape(op.getLogits());
-      state.rt.pfrt_k_softmax_xent_grad(b, op.getLoc(), adaptor.getLogits(),
-                                        adaptor.getLabels(),
-                                        adaptor.getLossGrad(), out, s[0], s[1]);
+      if (std::optional<int64_t> ignore = op.getIgnoreIndex())
+        state.rt.pfrt_k_softmax_xent_grad_ignore(
+            b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
+            adaptor.getLossGrad(), out, s[0], s[1], *ignore);
+      else
+        state.rt.pfrt_k_softmax_xent_grad(
+            b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
+            adaptor.getLossGrad(), out, s[0], s[1]);
       scaleForBatchSplit(state, b, op, out, s[0] * s[1]);
     });
   }

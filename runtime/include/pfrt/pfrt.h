@@ -684,6 +684,17 @@ void pfrt_k_softmax_xent(const float *logits, const int64_t *labels,
 void pfrt_k_softmax_xent_grad(const float *logits, const int64_t *labels,
                               const float *dloss, float *dlogits, int64_t n,
                               int64_t c);
+/* The same over the rows whose label is not ignore_index (torch's
+ * ignore_index): the mean divides by the number of such rows (NaN when there
+ * are none), ignored rows get zero gradients, and only the other labels must
+ * lie in [0, c). */
+void pfrt_k_softmax_xent_ignore(const float *logits, const int64_t *labels,
+                                float *loss, int64_t n, int64_t c,
+                                int64_t ignore_index);
+void pfrt_k_softmax_xent_grad_ignore(const float *logits, const int64_t *labels,
+                                     const float *dloss, float *dlogits,
+                                     int64_t n, int64_t c,
+                                     int64_t ignore_index);
 
 /* 2-D convolution, NCHW, no bias (im2col + pfrt_sgemm per image and group).
  *   dims = {N, C, H, W, O, KH, KW, OH, OW, stride_h, stride_w, pad_h,

@@ -849,9 +849,14 @@ void pfrt_k_matmul_acc(const float *a, const float *b, float *c, int64_t batch,
 // Softmax cross-entropy
 //===----------------------------------------------------------------------===//
 
-void pfrt_k_softmax_xent(const float *logits, const int64_t *labels,
-                         float *loss, int64_t n, int64_t c) {
-  const char *fn = "pfrt_k_softmax_xent";
+} // extern "C"
+
+namespace {
+/// The mean cross-entropy over the rows whose label is not `ignore` (all
+/// rows when !hasIgnore), and its gradient; ignored rows get zeros.
+void xentForward(const char *fn, const float *logits, const int64_t *labels,
+                 float *loss, int64_t n, int64_t c, bool hasIgnore,
+                 int64_t ignore) {
   if (n < 1 || c < 1)
     fatal("%s: n = %lld and c = %lld must be >= 1", fn, (long long)n,
           (long long)c);
@@ -860,20 +865,24 @@ void pfrt_k_softmax_xent(const float *logits, const int64_t *labels,
   checkPtr(fn, "loss", loss, 1);
   double *e = scratchOf<double>(0, c);
   double total = 0;
+  int64_t count = 0;
   for (int64_t r = 0; r < n; ++r) {
+    if (hasIgnore && labels[r] == ignore)
+      continue;
     checkLabel(fn, labels, r, c);
     const float *x = logits + r * c;
     double mx;
     double s = softmaxRow(x, c, e, &mx);
     total += (std::log(s) + mx) - double(x[labels[r]]);
+    ++count;
   }
-  loss[0] = float(total / double(n));
+  // Every row ignored: 0 / 0, NaN (as torch's mean reduction gives).
+  loss[0] = float(total / double(count));
 }
 
-void pfrt_k_softmax_xent_grad(const float *logits, const int64_t *labels,
-                              const float *dloss, float *dlogits, int64_t n,
-                              int64_t c) {
-  const char *fn = "pfrt_k_softmax_xent_grad";
+void xentBackward(const char *fn, const float *logits, const int64_t *labels,
+                  const float *dloss, float *dlogits, int64_t n, int64_t c,
+                  bool hasIgnore, int64_t ignore) {
   if (n < 1 || c < 1)
     fatal("%s: n = %lld and c = %lld must be >= 1", fn, (long long)n,
           (long long)c);
@@ -881,12 +890,20 @@ void pfrt_k_softmax_xent_grad(const float *logits, const int64_t *labels,
   checkPtr(fn, "labels", labels, n);
   checkPtr(fn, "dloss", dloss, 1);
   checkPtr(fn, "dlogits", dlogits, n * c);
+  int64_t count = 0;
+  for (int64_t r = 0; r < n; ++r)
+    count += !(hasIgnore && labels[r] == ignore);
   double *e = scratchOf<double>(0, c);
-  const double scale = double(dloss[0]) / double(n);
+  const double scale = double(dloss[0]) / double(count);
   for (int64_t r = 0; r < n; ++r) {
+    float *PFRT_RESTRICT d = dlogits + r * c;
+    if (hasIgnore && labels[r] == ignore) {
+      for (int64_t i = 0; i < c; ++i)
+        d[i] = 0.0f;
+      continue;
+    }
     checkLabel(fn, labels, r, c);
     const float *x = logits + r * c;
-    float *PFRT_RESTRICT d = dlogits + r * c;
     double mx;
     double f = scale / softmaxRow(x, c, e, &mx);
     for (int64_t i = 0; i < c; ++i)
@@ -894,6 +911,36 @@ void pfrt_k_softmax_xent_grad(const float *logits, const int64_t *labels,
     int64_t l = labels[r];
     d[l] = float(e[l] * f - scale);
   }
+}
+} // namespace
+
+extern "C" {
+
+void pfrt_k_softmax_xent(const float *logits, const int64_t *labels,
+                         float *loss, int64_t n, int64_t c) {
+  xentForward("pfrt_k_softmax_xent", logits, labels, loss, n, c, false, 0);
+}
+
+void pfrt_k_softmax_xent_grad(const float *logits, const int64_t *labels,
+                              const float *dloss, float *dlogits, int64_t n,
+                              int64_t c) {
+  xentBackward("pfrt_k_softmax_xent_grad", logits, labels, dloss, dlogits, n, c,
+               false, 0);
+}
+
+void pfrt_k_softmax_xent_ignore(const float *logits, const int64_t *labels,
+                                float *loss, int64_t n, int64_t c,
+                                int64_t ignore_index) {
+  xentForward("pfrt_k_softmax_xent_ignore", logits, labels, loss, n, c, true,
+              ignore_index);
+}
+
+void pfrt_k_softmax_xent_grad_ignore(const float *logits, const int64_t *labels,
+                                     const float *dloss, float *dlogits,
+                                     int64_t n, int64_t c,
+                                     int64_t ignore_index) {
+  xentBackward("pfrt_k_softmax_xent_grad_ignore", logits, labels, dloss,
+               dlogits, n, c, true, ignore_index);
 }
 
 } // extern "C"

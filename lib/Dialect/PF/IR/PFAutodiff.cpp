@@ -241,7 +241,8 @@ SoftmaxCrossEntropyOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
   Value dl = resultGrads[0];
   operandGrads.push_back(
       dl ? SoftmaxCrossEntropyGradOp::create(b, getLoc(), gradType(getLogits()),
-                                             getLogits(), getLabels(), dl)
+                                             getLogits(), getLabels(), dl,
+                                             getIgnoreIndexAttr())
                .getResult()
          : Value());
   operandGrads.push_back({}); // Integer labels take no gradient.

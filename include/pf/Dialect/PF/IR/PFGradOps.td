@@ -82,7 +82,8 @@ def PF_ReduceSumOp : PF_DiffOp<"reduce_sum"> {
 def PF_SoftmaxCrossEntropyGradOp : PF_InferredOp<"softmax_cross_entropy_grad"> {
   let summary = "gradient of the mean softmax cross-entropy w.r.t. the logits";
   let description = [{
-    `dlogits[n, c] = (softmax(logits[n])[c] - (c == labels[n])) * dloss / N`.
+    `dlogits[n, c] = (softmax(logits[n])[c] - (c == labels[n])) * dloss / N`;
+    with `ignore_index`, N counts the other rows and ignored rows get zeros.
 
     ```mlir
     %dl = pf.softmax_cross_entropy_grad %logits, %labels, %dloss
@@ -90,7 +91,8 @@ def PF_SoftmaxCrossEntropyGradOp : PF_InferredOp<"softmax_cross_entropy_grad"> {
         -> !pf.global<16x10xf32, #P>
     ```
   }];
-  let arguments = (ins PF_Global:$logits, PF_Global:$labels, PF_Global:$loss_grad);
+  let arguments = (ins PF_Global:$logits, PF_Global:$labels, PF_Global:$loss_grad,
+                   OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs PF_Global:$result);
 }
 

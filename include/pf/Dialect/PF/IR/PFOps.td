@@ -384,14 +384,18 @@ def PF_SoftmaxCrossEntropyOp : PF_DiffOp<"softmax_cross_entropy"> {
   let description = [{
     `loss = mean_n(logsumexp(logits[n, :]) - logits[n, labels[n]])`, a scalar,
     as `nn.CrossEntropyLoss()` with its default mean reduction. Logits are
-    `[N, C]` floats, labels `[N]` integers in `[0, C)`.
+    `[N, C]` floats, labels `[N]` integers in `[0, C)`. With `ignore_index`,
+    rows with that label are left out and the mean is over the others (as
+    torch's `ignore_index`); the batch then stays whole on each rank (the
+    mean's denominator is not known per rank).
 
     ```mlir
     %loss = pf.softmax_cross_entropy %logits, %labels : (!pf.global<16x10xf32, #P, #B>,
         !pf.global<16xi64, #P, #B>) -> !pf.global<f32, #P, #B>
     ```
   }];
-  let arguments = (ins PF_Global:$logits, PF_Global:$labels);
+  let arguments = (ins PF_Global:$logits, PF_Global:$labels,
+                   OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs PF_Global:$loss);
 }
 
