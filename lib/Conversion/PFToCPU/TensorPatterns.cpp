@@ -82,26 +82,23 @@ void zero(CPULoweringState &state, OpBuilder &b, Location loc, Value out,
   state.rt.pfrt_k_fill(b, loc, out, localCount(v) * (bytesOf(v) / 4), 0.0);
 }
 
-struct SliceLowering : CPUPattern<SliceOp> {
-  using CPUPattern::CPUPattern;
-  LogicalResult lower(SliceOp op, OpAdaptor adaptor,
+/// pf.slice copies the box at its offsets out of the input; pf.pad zeroes
+/// its result and copies the input in at its offsets.
+template <typename OpTy> struct BoxLowering : CPUPattern<OpTy> {
+  using CPUPattern<OpTy>::CPUPattern;
+  using typename CPUPattern<OpTy>::OpAdaptor;
+  LogicalResult lower(OpTy op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
+    constexpr bool isPad = std::is_same_v<OpTy, PadOp>;
+    return this->emitInto(op, b, [&](Value out) {
+      CPULoweringState &state = this->state;
+      if (isPad)
+        zero(state, b, op.getLoc(), out, op.getResult());
+      ArrayRef<int64_t> none;
       copyBox(state, b, op.getLoc(), adaptor.getInput(), op.getInput(),
-              op.getOffsets(), out, op.getResult(), {},
-              localShape(op.getResult()));
-    });
-  }
-};
-
-struct PadLowering : CPUPattern<PadOp> {
-  using CPUPattern::CPUPattern;
-  LogicalResult lower(PadOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      zero(state, b, op.getLoc(), out, op.getResult());
-      copyBox(state, b, op.getLoc(), adaptor.getInput(), op.getInput(), {}, out,
-              op.getResult(), op.getOffsets(), localShape(op.getInput()));
+              isPad ? none : op.getOffsets(), out, op.getResult(),
+              isPad ? op.getOffsets() : none,
+              localShape(isPad ? op.getInput() : op.getResult()));
     });
   }
 };
@@ -130,8 +127,7 @@ struct ConcatLowering : CPUPattern<ConcatOp> {
 void mlir::pf::populatePFToCPUTensorPatterns(const TypeConverter &converter,
                                              RewritePatternSet &patterns,
                                              CPULoweringState &state) {
-  patterns
-      .add<BinaryLowering<SubOp>, BinaryLowering<DivOp>, BroadcastToLowering,
-           MaskedFillLowering, SliceLowering, PadLowering, ConcatLowering>(
-          converter, state);
+  patterns.add<BinaryLowering<SubOp>, BinaryLowering<DivOp>,
+               BroadcastToLowering, MaskedFillLowering, BoxLowering<SliceOp>,
+               BoxLowering<PadOp>, ConcatLowering>(converter, state);
 }

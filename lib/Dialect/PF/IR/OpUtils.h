@@ -122,6 +122,13 @@ inline LogicalResult inferSameShape(std::optional<Location> loc,
   return success();
 }
 
+/// OP::isCompatibleReturnTypes of an op with inferred result types: any SBP
+/// (or none) on the results is compatible (compatibleGlobals).
+#define PF_COMPATIBLE_RETURN_TYPES(OP)                                         \
+  bool OP::isCompatibleReturnTypes(TypeRange l, TypeRange r) {                 \
+    return compatibleGlobals(l, r);                                            \
+  }
+
 /// Result types are compatible with the inferred ones when shape, element
 /// type and placement agree; any SBP (or none) is allowed.
 inline bool compatibleGlobals(TypeRange inferred, TypeRange actual) {

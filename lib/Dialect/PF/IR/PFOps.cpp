@@ -21,12 +21,9 @@ using namespace mlir::pf::detail;
 // Helpers for result-type inference
 //===----------------------------------------------------------------------===//
 
-// Every op with inferred result types, forward and backward (PFGradOps.cpp):
-// any SBP (or none) on the results is compatible.
-#define PF_COMPATIBLE_RETURN_TYPES(OP)                                         \
-  bool OP::isCompatibleReturnTypes(TypeRange l, TypeRange r) {                 \
-    return compatibleGlobals(l, r);                                            \
-  }
+// Every op with inferred result types, forward and backward (PFGradOps.cpp;
+// PFTensorOps.cpp has its own): any SBP (or none) on the results is
+// compatible.
 PF_COMPATIBLE_RETURN_TYPES(MatmulOp)
 PF_COMPATIBLE_RETURN_TYPES(BiasAddOp)
 PF_COMPATIBLE_RETURN_TYPES(AddOp)
@@ -58,7 +55,6 @@ PF_COMPATIBLE_RETURN_TYPES(ReduceSumOp)
 PF_COMPATIBLE_RETURN_TYPES(SoftmaxCrossEntropyGradOp)
 PF_COMPATIBLE_RETURN_TYPES(BatchNormGradInputOp)
 PF_COMPATIBLE_RETURN_TYPES(BatchNormGradParamsOp)
-#undef PF_COMPATIBLE_RETURN_TYPES
 
 //===----------------------------------------------------------------------===//
 // Parameters

@@ -59,10 +59,6 @@ void splitWhereWhole(SmallVectorImpl<SBPSignature> &sigs,
 }
 } // namespace
 
-#define PF_COMPATIBLE_RETURN_TYPES(OP)                                         \
-  bool OP::isCompatibleReturnTypes(TypeRange l, TypeRange r) {                 \
-    return compatibleGlobals(l, r);                                            \
-  }
 PF_COMPATIBLE_RETURN_TYPES(SubOp)
 PF_COMPATIBLE_RETURN_TYPES(DivOp)
 PF_COMPATIBLE_RETURN_TYPES(BroadcastToOp)
@@ -70,7 +66,6 @@ PF_COMPATIBLE_RETURN_TYPES(MaskedFillOp)
 PF_COMPATIBLE_RETURN_TYPES(SliceOp)
 PF_COMPATIBLE_RETURN_TYPES(PadOp)
 PF_COMPATIBLE_RETURN_TYPES(ConcatOp)
-#undef PF_COMPATIBLE_RETURN_TYPES
 
 //===----------------------------------------------------------------------===//
 // Result types
@@ -351,28 +346,30 @@ MaskedFillOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
-LogicalResult SliceOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
-                                     SmallVectorImpl<Value> &operandGrads) {
+/// The gradient of a slice is a pad at the same offsets and the reverse:
+/// `Inverse` placed back into the input's shape.
+template <typename Inverse, typename Op>
+static LogicalResult boxGradient(Op op, OpBuilder &b,
+                                 ArrayRef<Value> resultGrads,
+                                 SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  GlobalType in = gradType(getInput());
+  GlobalType in = gradType(op.getInput());
   operandGrads.push_back(
-      dy ? PadOp::create(b, getLoc(), in, dy, getOffsetsAttr(),
-                         b.getDenseI64ArrayAttr(in.getShape()))
+      dy ? Inverse::create(b, op.getLoc(), in, dy, op.getOffsetsAttr(),
+                           b.getDenseI64ArrayAttr(in.getShape()))
                .getResult()
          : Value());
   return success();
 }
 
+LogicalResult SliceOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  return boxGradient<PadOp>(*this, b, resultGrads, operandGrads);
+}
+
 LogicalResult PadOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
                                    SmallVectorImpl<Value> &operandGrads) {
-  Value dy = resultGrads[0];
-  GlobalType in = gradType(getInput());
-  operandGrads.push_back(
-      dy ? SliceOp::create(b, getLoc(), in, dy, getOffsetsAttr(),
-                           b.getDenseI64ArrayAttr(in.getShape()))
-               .getResult()
-         : Value());
-  return success();
+  return boxGradient<SliceOp>(*this, b, resultGrads, operandGrads);
 }
 
 LogicalResult ConcatOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
