@@ -8,14 +8,18 @@ which traces a training step into pf IR and compiles it with ``pf-opt``.
 directories in the runtime's format (``pf-run --save/--load``).
 """
 
-# _ops and _trace first: they provide Tensor's ops and tracing (pipeflow._registry).
-from . import _ops, _trace  # noqa: F401
+# The ops and _trace first: they provide Tensor's ops and tracing (pipeflow._registry).
+from . import _ops, _ops_elementwise, _ops_shape, _trace  # noqa: F401
 from . import config, env, models, nn, optim, sbp, utils
 from . import distributed
 from ._checkpoint import load, save
 from ._errors import BackendUnavailable, CompileError, CompilerNotFound, StateDictError
 from ._activations import sigmoid, tanh
-from ._ops import add, matmul, mul, relu
+from ._ops import matmul, relu
+from ._ops_elementwise import add, div, masked_fill, mul, sub
+from ._ops_shape import cat, chunk, mean, split, tril, triu
+from ._ops_shape import cat as concat
+from ._ops_shape import reduce_sum as sum
 from ._random import default_generator, initial_seed, manual_seed
 from .dtypes import (bool, double, dtype, float, float16, float32, float64, half, int, int8, int32,
                     int64, long, uint8)
@@ -27,11 +31,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BackendUnavailable", "CompileError", "CompilerNotFound", "Size", "Tensor", "add", "arange",
-    "bool", "config", "default_generator", "distributed", "double", "dtype", "empty", "env",
-    "flatten", "float", "float16", "float32", "float64", "from_numpy", "full", "half", "initial_seed", "int",
-    "int8", "int32", "int64", "is_tensor", "load", "long", "manual_seed", "matmul", "models", "mul",
-    "nn", "ones", "optim", "placement", "rand", "randint", "randn", "relu", "reshape", "sigmoid", "tanh", "save", "sbp",
-    "StateDictError", "tensor", "uint8", "utils", "zeros",
+    "bool", "cat", "chunk", "concat", "config", "default_generator", "distributed", "div", "double",
+    "dtype", "empty", "env", "flatten", "float", "float16", "float32", "float64", "from_numpy", "full",
+    "half", "initial_seed", "int", "int8", "int32", "int64", "is_tensor", "load", "long",
+    "manual_seed", "masked_fill", "matmul", "mean", "models", "mul", "nn", "ones", "optim",
+    "placement", "rand", "randint", "randn", "relu", "reshape", "sigmoid", "split", "sub", "sum",
+    "tanh", "save", "sbp", "StateDictError", "tensor", "tril", "triu", "uint8", "utils", "zeros",
 ]
 
 

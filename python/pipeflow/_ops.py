@@ -25,22 +25,38 @@ from .tensor import Tensor
 
 
 def _is_lazy(*tensors):
-    return any(t is not None and getattr(t, "_node", None) is not None for t in tensors)
+    """Whether an op on these operands is traced: one of them is a lazy tensor
+    or, while a graph traces ``build``, a parameter or buffer the step reads.
+    The others (host tensors: made in ``build``, or buffers without an
+    initializer) then become constants (``Tracer.value``)."""
+    tracer = _trace.current()
+    return any(isinstance(t, Tensor) and (t._node is not None or (
+        tracer is not None and tracer.is_traced(t))) for t in tensors)
 
 
 def _local(array):
     return Tensor._from_array(array)
 
 
+def _anchor(tracer, tensors):
+    """The first operand an op is traced for (its placement places the rest)."""
+    for t in tensors:
+        if tracer.is_traced(t):
+            return t
+    raise RuntimeError("an op traced without a traced operand")
+
+
 def _operands(what, *tensors):
-    """IR values of the operands, which must share one placement."""
+    """IR values of the operands, which must share one placement; host
+    tensors become constants on it."""
     tracer = _trace.current()
     if tracer is None:
         raise RuntimeError("lazy tensors can only be used while nn.Graph traces build()")
-    values = [tracer.value(t) for t in tensors]
-    first = _placement(tracer, tensors[0])
-    for t in tensors[1:]:
-        if _placement(tracer, t) != first:
+    first = _placement(tracer, _anchor(tracer, tensors))
+    tracer.operand_placement = first
+    values = [tracer.value(t, first) for t in tensors]
+    for t in tensors:
+        if tracer.is_traced(t) and _placement(tracer, t) != first:
             fail(f"{what}: operands are on different placements, {first!r} and {t.placement!r}",
                  ["move one of them with .to_global(placement=..., sbp=...)"])
     return tracer, values
@@ -53,7 +69,10 @@ def _placement(tracer, t):
 
 
 def _result(tracer, op, like, dtype=None, index=0):
-    return tracer.lazy(op.results[index], dtype or like.dtype, _placement(tracer, like))
+    """The lazy result: on ``like``'s placement, or, when ``like`` is a host
+    tensor (a constant), on the placement of the last :func:`_operands`."""
+    placement = _placement(tracer, like) if tracer.is_traced(like) else tracer.operand_placement
+    return tracer.lazy(op.results[index], dtype or like.dtype, placement)
 
 
 def _shape_str(shape):
@@ -133,48 +152,6 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
         attrs["transpose_b"] = ir.UNIT
     op = tracer.emit("pf.matmul", [av, bv], [av.type.with_shape(tuple(a.shape[:-2]) + (m, n))], attrs)
     return _result(tracer, op, a)
-
-
-def add(a, b):
-    if not isinstance(a, Tensor):
-        a, b = b, a
-    if not _is_lazy(a, b):
-        return eager_binary(np.add, a, b)
-    if not isinstance(b, Tensor):
-        _trace.unsupported("adding a Python scalar to a traced tensor")
-    # Equal shapes and element types are the verifier's to check (pf.add).
-    tracer, (av, bv) = _operands("add", a, b)
-    op = tracer.emit("pf.add", [av, bv], [av.type.with_shape(a.shape)])
-    return _result(tracer, op, a)
-
-
-def mul(a, b):
-    if not isinstance(a, Tensor):
-        a, b = b, a
-    if not _is_lazy(a, b):
-        return eager_binary(np.multiply, a, b)
-    if isinstance(b, Tensor):
-        # Equal shapes and element types are the verifier's to check (pf.mul).
-        tracer, (av, bv) = _operands("mul", a, b)
-        op = tracer.emit("pf.mul", [av, bv], [av.type.with_shape(a.shape)])
-        return _result(tracer, op, a)
-    if not isinstance(b, numbers.Real):
-        _trace.unsupported(f"multiplying a traced tensor by {type(b).__name__}")
-    tracer, (av,) = _operands("mul", a)
-    op = tracer.emit("pf.mul_scalar", [av], [av.type.with_shape(a.shape)], {"scalar": ir.F64(b)})
-    return _result(tracer, op, a)
-
-
-def eager_binary(fn, a, b):
-    if _is_lazy(a, b if isinstance(b, Tensor) else None):
-        _trace.unsupported(f"{fn.__name__} on traced tensors")
-    av = a._eager_value() if isinstance(a, Tensor) else a
-    bv = b._eager_value() if isinstance(b, Tensor) else b
-    out = fn(av, bv)
-    ref = a if isinstance(a, Tensor) else b
-    if isinstance(out, np.ndarray) and out.dtype == np.float64 and ref.dtype is dt.float32:
-        out = out.astype(np.float32)
-    return _local(np.asarray(out))
 
 
 def relu(x):
@@ -259,14 +236,16 @@ def permute(x, perm):
 
 # Loss -------------------------------------------------------------------------
 
-def cross_entropy(logits, labels):
-    """Mean softmax cross-entropy of [N, C] logits against [N] integer labels."""
+def cross_entropy(logits, labels, ignore_index=None):
+    """Mean softmax cross-entropy of [N, C] logits against [N] integer labels;
+    with ``ignore_index``, the mean over the rows with another label."""
     if not _is_lazy(logits, labels):
-        return _cross_entropy_eager(logits, labels)
+        return _cross_entropy_eager(logits, labels, ignore_index)
     if labels.dtype is dt.bool:
         _bad_labels(labels)  # (pf's verifier takes i1 labels for integers)
     tracer, (zv, yv) = _operands("cross-entropy", logits, labels)
-    op = tracer.emit("pf.softmax_cross_entropy", [zv, yv], [zv.type.with_shape(())])
+    attrs = {} if ignore_index is None else {"ignore_index": int(ignore_index)}
+    op = tracer.emit("pf.softmax_cross_entropy", [zv, yv], [zv.type.with_shape(())], attrs)
     return _result(tracer, op, logits)
 
 
@@ -275,7 +254,7 @@ def _bad_labels(labels):
          f"and dtype {labels.dtype}")
 
 
-def _cross_entropy_eager(logits, labels):
+def _cross_entropy_eager(logits, labels, ignore_index=None):
     _need_float("cross-entropy logits", logits)
     _need_rank("cross-entropy", logits, 2, "[batch, classes] logits as")
     if labels.ndim != 1 or labels.dtype.is_floating_point or labels.dtype is dt.bool:
@@ -285,11 +264,14 @@ def _cross_entropy_eager(logits, labels):
              f"{labels.shape[0]} labels")
     z = logits._eager_value().astype(np.float64)
     y = labels._eager_value()
-    if ((y < 0) | (y >= z.shape[1])).any():
+    keep = np.ones(y.shape, bool) if ignore_index is None else y != ignore_index
+    if ((y[keep] < 0) | (y[keep] >= z.shape[1])).any():
         raise ValueError(f"labels must be in [0, {z.shape[1]})")
     zmax = z.max(axis=1, keepdims=True)
     lse = np.log(np.exp(z - zmax).sum(axis=1)) + zmax[:, 0]
-    loss = (lse - z[np.arange(z.shape[0]), y]).mean()
+    rows = np.arange(z.shape[0])[keep]
+    with np.errstate(invalid="ignore"):  # every row ignored: NaN, as torch
+        loss = (lse[keep] - z[rows, y[keep]]).mean() if keep.any() else np.float64("nan")
     return _local(np.asarray(loss, dtype=logits.dtype.numpy))
 
 
@@ -484,5 +466,4 @@ def _batch_norm_eager(x, running_mean, running_var, weight, bias, training, mome
 
 
 # Tensor's methods (x + y, x.reshape(...), ...) call these; see pipeflow._registry.
-_registry.ops.provide(add=add, mul=mul, matmul=matmul, relu=relu, flatten=flatten,
-                      reshape=reshape, permute=permute, eager_binary=eager_binary)
+_registry.ops.provide(matmul=matmul, relu=relu, flatten=flatten, reshape=reshape, permute=permute)

@@ -39,8 +39,10 @@ class Hooks:
         raise AttributeError("set hooks with provide()")
 
 
-# Tensor methods backed by pipeflow._ops (eager numpy or traced pf ops).
-ops = Hooks("_ops", ("add", "mul", "matmul", "relu", "flatten", "reshape", "permute",
-                     "eager_binary"))
+# Tensor methods backed by pipeflow._ops, _ops_elementwise and _ops_shape
+# (eager numpy or traced pf ops).
+ops = Hooks("_ops", ("matmul", "relu", "flatten", "reshape", "permute",
+                     "binary", "compare", "masked_fill",
+                     "getitem", "split", "chunk", "sum", "mean"))
 # What lazy tensors do through pipeflow._trace (the active tracer).
 trace = Hooks("_trace", ("to_global", "mark_loss", "unsupported"))

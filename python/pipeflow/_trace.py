@@ -9,12 +9,19 @@ staged module gets no stage (it is the hand-over between stages).
 
 The tracer records which parameters and buffers the step reads
 (``param_objects``); the graph then makes their Python values the compiled
-program's initial values (``nn.parameter.set_runtime_init``). Tensor methods
+program's initial values (``nn.parameter.set_runtime_init``). Host tensors
+(made in ``build``, captured from outside it, and buffers without an
+initializer the compiler can reproduce, such as a causal mask) are not
+states: used by a traced op, their value becomes a dense ``pf.constant``
+(:meth:`Tracer.value`). Tensor methods
 reach :func:`to_global`, :func:`mark_loss` and :func:`unsupported` through
 ``pipeflow._registry`` (``tensor`` sits below this module).
 """
 
+import numpy as np
+
 from . import _layout, _random, _registry
+from . import dtypes as dt
 from . import config as config_mod
 from . import env
 from . import ir
@@ -68,6 +75,10 @@ class Tracer:
         self.clip_requests = []
         self.seed = _random.initial_seed()  # the compiled program's parameter seed
         self._placements = {}
+        # Host constants of buffers without initializer: (id, placement) -> value.
+        self.constants = {}
+        self.constant_buffers = {}          # id(buffer) -> name, once used as a constant
+        self.operand_placement = None       # the placement of the last op's traced operands
 
     def __enter__(self):
         global _active
@@ -187,22 +198,34 @@ class Tracer:
             self.stage_locs.setdefault(stage, loc)
         return op
 
-    def value(self, tensor):
-        """The IR value of a tensor used by an op: lazy, or a parameter/buffer read."""
+    # Parameters, buffers and host constants -------------------------------------
+
+    def is_host_constant(self, tensor):
+        """A buffer without an initializer the compiler can reproduce (a causal
+        mask made with ``flow.tril``): the step uses its Python value as a
+        constant, and ops on it alone compute with numpy at trace time
+        (``buffer[:, :t] == 0``)."""
+        return (id(tensor) in self.buffers and getattr(tensor, "_init", None) is None
+                and tensor._node is None)
+
+    def is_traced(self, tensor):
+        """Whether an op on ``tensor`` is traced: a lazy tensor, or a parameter
+        or buffer the step reads (not a host constant)."""
+        return tensor._node is not None or (
+            id(tensor) in self.names and not self.is_host_constant(tensor))
+
+    def value(self, tensor, placement=None):
+        """The IR value of a tensor used by an op: lazy, a parameter/buffer
+        read, or a host tensor as a dense ``pf.constant`` on ``placement``
+        (the traced operands' placement; see :meth:`constant`)."""
         if tensor._node is not None:
             return tensor._node
         read = self.reads.get(id(tensor))
         if read is not None:
             return read
         name = self.names.get(id(tensor))
-        if name is None:
-            raise CompileError.at(
-                user_location(),
-                f"a {'global' if tensor.is_global else 'local'} tensor of shape {list(tensor.shape)} "
-                "that is neither a graph input nor a parameter or buffer of a module of this graph "
-                "is used in build()",
-                ["pass it to the graph as an input, or register it on a module "
-                 "(nn.Parameter or register_buffer) that is an attribute of the graph"])
+        if name is None or self.is_host_constant(tensor):
+            return self._host_value(tensor, name, placement)
         placement, sbp = tensor.placement, tensor.sbp
         if not tensor.is_global:
             if self.local_placement is None:
@@ -214,7 +237,7 @@ class Tracer:
             placement, sbp = self.local_placement, (sbp_mod.broadcast,)
         type = self.global_type(tensor.shape, tensor.dtype, placement, sbp)
         buffer = id(tensor) in self.buffers
-        init = getattr(tensor, "_init", None) or ("#pf.init<zeros>" if buffer else None)
+        init = getattr(tensor, "_init", None)
         if init is None:
             raise CompileError.at(
                 user_location(), f"parameter '{name}' has no initializer the compiler can reproduce",
@@ -225,8 +248,52 @@ class Tracer:
         self.reads[id(tensor)] = value
         return value
 
+    def _host_value(self, tensor, name, placement):
+        """A host tensor (made in build(), captured from outside, or a buffer
+        without initializer) as a constant on ``placement``: its value is
+        frozen into the step, as OneFlow does with free eager tensors."""
+        array = tensor._local if tensor._placement is None else tensor._logical
+        if array is None:
+            what = f"buffer '{name}' has no initializer the compiler can reproduce and" if name else \
+                f"a global tensor of shape {list(tensor.shape)} that is neither a graph input nor a " \
+                "parameter or buffer of this graph is used in build(), and"
+            raise CompileError.at(
+                user_location(),
+                f"{what} its value is spread over processes, so it cannot be a constant of the step",
+                ["pass it to the graph as an input, or register it on a module with a value every "
+                 "process knows (a broadcast layout)"])
+        if placement is None:
+            placement = tensor.placement or self.local_placement
+        key = (id(tensor), placement)
+        if name is not None and key in self.constants:
+            return self.constants[key]
+        value = self.constant(array, tensor.dtype, placement)
+        if name is not None:
+            self.constants[key] = value
+            self.constant_buffers[id(tensor)] = name
+        return value
+
+    def constant(self, array, dtype, placement, shape=None):
+        """A ``pf.constant`` broadcast on ``placement``: the numpy ``array``
+        (bool as int64 0/1), or a one-element ``array`` splat to ``shape``."""
+        if dtype is dt.bool:
+            array, dtype = array.astype(np.int64), dt.int64
+        array = np.ascontiguousarray(array, dtype=dtype.numpy)
+        shape = array.shape if shape is None else tuple(shape)
+        value = array if array.shape == shape else array.reshape(-1)[0].item()
+        sbp = (sbp_mod.broadcast,) * placement.ndim
+        type = self.global_type(shape, dtype, placement, sbp)
+        return self.emit("pf.constant", [], [type], {"value": ir.Dense(value, shape, dtype.mlir)}).result
+
     def write(self, tensor, value):
         """``pf.write_param`` of a new value into a parameter or buffer."""
+        name = self.constant_buffers.get(id(tensor))
+        if name is not None or self.is_host_constant(tensor):
+            raise CompileError.at(
+                user_location(),
+                f"buffer '{name or self.names.get(id(tensor))}' is written in build() but has no "
+                "initializer the compiler can reproduce (its value is used as a constant)",
+                ["give it one with pipeflow.nn.init (e.g. nn.init.zeros_(buffer))"])
         self.value(tensor)
         self.emit("pf.write_param", [value], [], symbol=self.names[id(tensor)])
 

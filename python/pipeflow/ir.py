@@ -7,6 +7,9 @@ prints it as MLIR text that ``pf-opt`` parses. Types mirror the dialect's
 
 import math
 import re
+import struct
+
+import numpy as np
 
 
 _BARE_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_$.]*$")
@@ -125,7 +128,8 @@ class I64Array(tuple):
 
 
 class Dense:
-    """``dense<v> : tensor<...>`` holding one splat value."""
+    """``dense<...> : tensor<...>``: one splat value, or a numpy array of
+    ``shape`` (printed as a splat when all its elements are equal)."""
 
     def __init__(self, value, shape, element):
         self.value, self.shape, self.element = value, tuple(shape), element
@@ -143,18 +147,52 @@ def format_float(x):
     return mantissa + ("e" + exponent if exponent else "")
 
 
+_HEX_FLOAT = {"f64": (">d", ">Q", 16), "f32": (">f", ">I", 8)}
+
+
+def format_float_bits(x, element="f64"):
+    """A float literal of type ``element``; infinities and NaN as MLIR prints
+    them, the hexadecimal bit pattern (``0xFFF0000000000000`` is -inf in f64)."""
+    x = float(x)
+    if math.isfinite(x):
+        return format_float(x)
+    float_fmt, int_fmt, digits = _HEX_FLOAT[element]
+    bits = struct.unpack(int_fmt, struct.pack(float_fmt, x))[0]
+    return f"0x{bits:0{digits}X}"
+
+
+def _format_dense(value):
+    """The body of ``dense<...>``: a splat or nested lists (infinities and
+    NaN as their bit patterns, as MLIR prints them)."""
+    floating = value.element.startswith("f")
+    item = (lambda v: format_float_bits(v, value.element)) if floating else (lambda v: str(int(v)))
+    if not isinstance(value.value, np.ndarray):
+        return item(value.value)
+    if value.value.size == 1:
+        return item(value.value.reshape(-1)[0].item())
+    array = value.value.reshape(value.shape)
+    flat = array.reshape(-1)
+    if flat.size and (flat == flat[0]).all():
+        return item(flat[0].item())
+
+    def nest(a):
+        if a.ndim == 1:
+            return "[" + ", ".join(item(v) for v in a.tolist()) + "]"
+        return "[" + ", ".join(nest(sub) for sub in a) + "]"
+    return nest(array)
+
+
 def format_attr(value):
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, F64):
-        return f"{format_float(value)} : f64"
+        return f"{format_float_bits(value)} : f64"
     if isinstance(value, I64Array):
         return "array<i64: " + ", ".join(str(int(v)) for v in value) + ">"
     if isinstance(value, int):
         return str(value)
     if isinstance(value, Dense):
-        v = format_float(value.value) if value.element.startswith("f") else str(int(value.value))
-        return f"dense<{v}> : " + TensorType(value.shape, value.element).text()
+        return f"dense<{_format_dense(value)}> : " + TensorType(value.shape, value.element).text()
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(value, dict):

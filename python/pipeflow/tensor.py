@@ -17,10 +17,9 @@ Inside ``nn.Graph.build`` tensors are *lazy*: they hold a value of the
 traced pf IR instead of data.
 
 This module imports neither the ops nor the tracer (both build on it): the
-methods that compute or trace call them through ``pipeflow._registry``.
+methods that compute or trace call them through ``pipeflow._registry``
+(the op methods and operators are :class:`~pipeflow._tensor_ops.TensorOps`'s).
 """
-
-import numbers
 
 import numpy as np
 
@@ -30,12 +29,12 @@ from . import env
 from . import sbp as sbp_mod
 from ._errors import BackendUnavailable
 from ._random import default_generator
+from ._tensor_ops import TensorOps, shape_args
 from ._trained import sync
 from .placement import placement as Placement
 
-# The ops (pipeflow._ops) and what lazy tensors do (pipeflow._trace), set when
-# those modules are imported; see pipeflow._registry.
-_ops = _registry.ops
+# What lazy tensors do (pipeflow._trace), set when that module is imported;
+# see pipeflow._registry.
 _lazy = _registry.trace
 
 
@@ -52,7 +51,7 @@ class Size(tuple):
         return f"pipeflow.Size({list(self)})"
 
 
-class Tensor:
+class Tensor(TensorOps):
     """A local, global or lazy (traced) tensor. Build one with the factories."""
 
     def __init__(self, *args, **kwargs):
@@ -194,11 +193,6 @@ class Tensor:
         if not self._shape:
             raise TypeError("len() of a 0-d tensor")
         return self._shape[0]
-
-    def __getitem__(self, index):
-        if self._node is not None:
-            return _lazy.unsupported("indexing a traced tensor")
-        return Tensor._from_array(np.asarray(self._eager_value()[index]))
 
     def __bool__(self):
         if self._node is not None:
@@ -354,61 +348,6 @@ class Tensor:
         raise BackendUnavailable("eager autograd is not supported: call loss.backward() inside "
                                  "nn.Graph.build() and train with the graph")
 
-    # Ops ------------------------------------------------------------------------
-
-    def flatten(self, start_dim=0, end_dim=-1):
-        return _ops.flatten(self, start_dim, end_dim)
-
-    def reshape(self, *shape):
-        return _ops.reshape(self, _shape_args(shape))
-
-    view = reshape
-
-    def relu(self):
-        return _ops.relu(self)
-
-    def matmul(self, other):
-        return _ops.matmul(self, other)
-
-    def transpose(self, dim0, dim1):
-        perm = list(range(self.ndim))
-        perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
-        return _ops.permute(self, perm)
-
-    def permute(self, *dims):
-        return _ops.permute(self, _shape_args(dims))
-
-    @property
-    def T(self):
-        return self.permute(*reversed(range(self.ndim)))
-
-    def __add__(self, other):
-        return _ops.add(self, other)
-
-    __radd__ = __add__
-
-    def __mul__(self, other):
-        return _ops.mul(self, other)
-
-    __rmul__ = __mul__
-
-    def __sub__(self, other):
-        return _ops.add(self, _ops.mul(other, -1.0) if isinstance(other, Tensor) else -other)
-
-    def __rsub__(self, other):
-        return _ops.add(_ops.mul(self, -1.0), other)
-
-    def __neg__(self):
-        return _ops.mul(self, -1.0)
-
-    def __truediv__(self, other):
-        if isinstance(other, numbers.Number):
-            return _ops.mul(self, 1.0 / other)
-        return _ops.eager_binary(np.divide, self, other)
-
-    def __matmul__(self, other):
-        return self.matmul(other)
-
     # Printing -------------------------------------------------------------------
 
     def __repr__(self):
@@ -427,16 +366,6 @@ def _as_placement(value):
     if not isinstance(value, Placement):
         raise TypeError(f"expected a pipeflow.placement, got {value!r}")
     return value
-
-
-def _shape_args(args):
-    """``f(2, 3)`` and ``f((2, 3))`` both mean shape (2, 3)."""
-    if len(args) == 1 and isinstance(args[0], (tuple, list, Size)):
-        args = args[0]
-    for d in args:
-        if isinstance(d, bool) or not isinstance(d, numbers.Integral):
-            raise TypeError(f"shape entries must be integers, got {d!r}")
-    return tuple(int(d) for d in args)
 
 
 def _finish(array, dtype=None, placement=None, sbp=None, requires_grad=False, device=None):
@@ -481,17 +410,17 @@ def from_numpy(array):
 
 def zeros(*size, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
     dtype = dt.as_dtype(dtype or dt.float32)
-    return _finish(np.zeros(_shape_args(size), dtype=dtype.numpy), None, placement, sbp, requires_grad, device)
+    return _finish(np.zeros(shape_args(size), dtype=dtype.numpy), None, placement, sbp, requires_grad, device)
 
 
 def ones(*size, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
     dtype = dt.as_dtype(dtype or dt.float32)
-    return _finish(np.ones(_shape_args(size), dtype=dtype.numpy), None, placement, sbp, requires_grad, device)
+    return _finish(np.ones(shape_args(size), dtype=dtype.numpy), None, placement, sbp, requires_grad, device)
 
 
 def full(size, fill_value, dtype=None, device=None, placement=None, sbp=None, requires_grad=False):
     dtype = dt.as_dtype(dtype or dt.float32)
-    return _finish(np.full(_shape_args((size,)), fill_value, dtype=dtype.numpy), None,
+    return _finish(np.full(shape_args((size,)), fill_value, dtype=dtype.numpy), None,
                    placement, sbp, requires_grad, device)
 
 
@@ -507,7 +436,7 @@ def randn(*size, dtype=None, generator=None, device=None, placement=None, sbp=No
     if not dtype.is_floating_point:
         raise TypeError(f"randn() needs a floating-point dtype, got {dtype}")
     gen = generator or default_generator()
-    array = gen.standard_normal(_shape_args(size)).astype(dtype.numpy)
+    array = gen.standard_normal(shape_args(size)).astype(dtype.numpy)
     return _finish(array, None, placement, sbp, requires_grad, device)
 
 
@@ -516,7 +445,7 @@ def rand(*size, dtype=None, generator=None, device=None, placement=None, sbp=Non
     """Uniform samples in [0, 1) from the seeded generator."""
     dtype = dt.as_dtype(dtype or dt.float32)
     gen = generator or default_generator()
-    array = gen.random(_shape_args(size)).astype(dtype.numpy)
+    array = gen.random(shape_args(size)).astype(dtype.numpy)
     return _finish(array, None, placement, sbp, requires_grad, device)
 
 
@@ -536,7 +465,7 @@ def randint(low, high=None, size=None, *, dtype=None, generator=None, device=Non
         raise ValueError(f"randint() needs low < high, got [{low}, {high})")
     dtype = dt.as_dtype(dtype or dt.int64)
     gen = generator or default_generator()
-    array = gen.integers(low, high, size=_shape_args((size,)), dtype=np.int64).astype(dtype.numpy)
+    array = gen.integers(low, high, size=shape_args((size,)), dtype=np.int64).astype(dtype.numpy)
     return _finish(array, None, placement, sbp, requires_grad, device)
 
 

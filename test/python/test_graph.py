@@ -564,13 +564,13 @@ class TracedOpErrors(nn.Graph):
         if self.case == "matmul":
             return flow.matmul(x, self.fc.weight)  # <-- traced-matmul
         if self.case == "add":
-            return self.fc(x) + x  # <-- traced-add
+            return x + y.view(2, 1)  # <-- traced-add
         return flow.relu(y)  # <-- traced-relu
 
 
 @pytest.mark.parametrize("case, match", [
     ("matmul", r"'pf\.matmul' op contraction sizes differ: 4 \(lhs \[2, 4\]\) vs 3 \(rhs \[3, 4\]\)"),
-    ("add", r"'pf\.add' op operand shapes differ: \[2, 3\] vs \[2, 4\]"),
+    ("add", r"'pf\.add' op operand element types differ: 'f32' vs 'i64'"),
     ("relu", r"'pf\.relu' op input must have a float element type, got 'i64'"),
 ])
 def test_traced_op_checks_are_the_verifiers(pf_opt, case, match):

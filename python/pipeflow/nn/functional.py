@@ -25,10 +25,18 @@ def adaptive_avg_pool2d(x, output_size):
     return _ops.global_avg_pool(x)
 
 
-def cross_entropy(input, target, reduction="mean"):
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",
+                  label_smoothing=0.0):
+    """torch's ``cross_entropy`` with the mean reduction. Rows labelled
+    ``ignore_index`` leave the mean when it is given explicitly (nanoGPT's
+    -1); torch's default -100 is not applied (a -100 label is then an error
+    at run time, never silently counted), so that a data-parallel batch can
+    stay split (see pf.softmax_cross_entropy)."""
+    if weight is not None or label_smoothing:
+        raise ValueError("cross_entropy(weight=..., label_smoothing=...) is not supported yet")
     if reduction != "mean":
         raise ValueError("cross_entropy supports only reduction='mean'")
-    return _ops.cross_entropy(input, target)
+    return _ops.cross_entropy(input, target, None if ignore_index == -100 else ignore_index)
 
 
 def dropout(x, p=0.5, training=True):

@@ -7,8 +7,9 @@ from .module import Module
 class CrossEntropyLoss(Module):
     """Mean softmax cross-entropy of [N, C] logits against [N] integer labels.
 
-    Only the defaults are supported (mean reduction, no class weights, no
-    label smoothing); labels must lie in ``[0, C)``.
+    Only the mean reduction, without class weights or label smoothing;
+    labels must lie in ``[0, C)`` except an explicitly given
+    ``ignore_index``, whose rows leave the mean.
     """
 
     def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
@@ -23,4 +24,5 @@ class CrossEntropyLoss(Module):
         self.reduction = reduction
 
     def forward(self, logits, labels):
-        return _ops.cross_entropy(logits, labels)
+        ignore = None if self.ignore_index == -100 else self.ignore_index
+        return _ops.cross_entropy(logits, labels, ignore)

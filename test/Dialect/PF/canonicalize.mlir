@@ -162,12 +162,13 @@ func.func @flatten_2d_new_layout(%x: !A) -> !pf.global<16x512xf32, #P> {
 
 // CHECK-LABEL: func.func @transposes
 // CHECK-SAME: (%[[X:.*]]: !pf.global
-// CHECK-NEXT: %[[T:.*]] = pf.transpose %[[X]] {perm = array<i64: 2, 1, 0>} : {{.*}} -> !pf.global<4x3x2xf32
+// The composed transpose keeps the outer op's phase (pf-microbatch reads it).
+// CHECK-NEXT: %[[T:.*]] = pf.transpose %[[X]] {perm = array<i64: 2, 1, 0>, pf.phase = "backward_input"} : {{.*}} -> !pf.global<4x3x2xf32
 // CHECK-NEXT: return %[[X]], %[[T]]
 func.func @transposes(%x: !A) -> (!A, !pf.global<4x3x2xf32, #P, #pf.sbp<[B]>>) {
   %a = pf.transpose %x {perm = array<i64: 1, 2, 0>} : (!A) -> !pf.global<3x4x2xf32, #P, #pf.sbp<[B]>>
   %b = pf.transpose %a {perm = array<i64: 2, 0, 1>} : (!pf.global<3x4x2xf32, #P, #pf.sbp<[B]>>) -> !A
-  %c = pf.transpose %a {perm = array<i64: 1, 0, 2>} : (!pf.global<3x4x2xf32, #P, #pf.sbp<[B]>>) -> !pf.global<4x3x2xf32, #P, #pf.sbp<[B]>>
+  %c = pf.transpose %a {perm = array<i64: 1, 0, 2>, pf.phase = "backward_input"} : (!pf.global<3x4x2xf32, #P, #pf.sbp<[B]>>) -> !pf.global<4x3x2xf32, #P, #pf.sbp<[B]>>
   return %b, %c : !A, !pf.global<4x3x2xf32, #P, #pf.sbp<[B]>>
 }
 

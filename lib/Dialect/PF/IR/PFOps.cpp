@@ -579,8 +579,12 @@ struct ComposeTransposes : public OpRewritePattern<TransposeOp> {
     SmallVector<int64_t> composed;
     for (int64_t j : p2)
       composed.push_back(p1[j]);
-    rewriter.replaceOpWithNewOp<TransposeOp>(op, op.getType(), inner.getInput(),
-                                             composed);
+    // The composed op takes the outer op's place and its stage, phase and
+    // micro-batch (pf-microbatch and the schedule read them).
+    auto fused = TransposeOp::create(rewriter, op.getLoc(), op.getType(),
+                                     inner.getInput(), composed);
+    fused->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+    rewriter.replaceOp(op, fused);
     return success();
   }
 };

@@ -212,6 +212,11 @@ LogicalResult FunctionDifferentiator::differentiate(Operation *op,
     return success();
   }
 
+  // A constant (a causal mask, positions, a Python number) has no inputs to
+  // pass its gradient on to.
+  if (isa<ConstantOp>(op))
+    return success();
+
   if (!isa<AutodiffOpInterface>(op))
     return op->emitOpError()
            << "has no gradient rule; pf-autodiff cannot differentiate "

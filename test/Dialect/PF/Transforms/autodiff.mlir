@@ -235,3 +235,22 @@ func.func @layout_change(%x: !pf.global<4x6xf32, #P0, #pf.sbp<[B]>>, %y: !Y) -> 
   %l = pf.softmax_cross_entropy %m, %y : (!pf.global<4x6xf32, #P1, #pf.sbp<[S(0)]>>, !Y) -> !L
   return %l : !L
 }
+
+// -----
+
+// A constant operand (a Python number, a causal mask) passes no gradient on:
+// the add's other operand gets the whole gradient, the constant none.
+#P = #pf.placement<"cpu", [0]>
+// CHECK-LABEL: func.func @constant_operand
+// CHECK: %[[C:.*]] = pf.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]>
+// CHECK: %[[S:.*]] = pf.add %{{.*}}, %[[C]]
+// CHECK: %[[SEED:.*]] = pf.constant dense<1.000000e+00> : tensor<f32> {pf.phase = "backward_input"}
+// CHECK: %[[R:.*]] = pf.reshape %[[SEED]]
+// CHECK: %[[DX:.*]] = pf.broadcast_to %[[R]]
+// CHECK-NEXT: return %{{.*}}, %[[DX]]
+func.func @constant_operand(%x: !pf.global<3xf32, #P, #pf.sbp<[B]>>) -> !pf.global<f32, #P> {
+  %c = pf.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32> : !pf.global<3xf32, #P>
+  %s = pf.add %x, %c : (!pf.global<3xf32, #P, #pf.sbp<[B]>>, !pf.global<3xf32, #P>) -> !pf.global<3xf32, #P>
+  %l = pf.reduce_sum %s {axes = array<i64: 0>} : (!pf.global<3xf32, #P>) -> !pf.global<f32, #P>
+  return %l : !pf.global<f32, #P>
+}

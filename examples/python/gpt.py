@@ -1,0 +1,121 @@
+"""A small GPT trained on a licence text that ships with Debian (issue 16).
+
+The model (gpt_model.py) is written the way nanoGPT writes it, against the
+torch API, and runs under ``import pipeflow as flow``. Tokens are the bytes of
+``/usr/share/common-licenses/GPL-3``; each step trains on ``--batch``
+windows of ``--block`` bytes drawn from a seeded generator, with AdamW.
+From the repository root::
+
+    PYTHONPATH=python /usr/bin/python3 examples/python/gpt.py --steps 50
+
+trains in one process (layout ``one``) and prints the loss every step.
+Other layouts run under the launcher on CPU ranks::
+
+    PYTHONPATH=python /usr/bin/python3 -m pipeflow.distributed.launch \\
+        --nproc_per_node 2 examples/python/gpt.py --layout dp
+
+``--layout``: ``one`` (one rank), ``dp`` (data parallel on ranks 0 and 1),
+``pp`` (two pipeline stages, the first half of the blocks on rank 0, the
+rest and the head on rank 1), ``pp_dp`` (two stages of two data-parallel
+ranks each, 4 ranks). ``--schedule`` picks the pipeline schedule of the
+staged layouts (gpipe, 1f1b, interleaved_1f1b, zb_h1) and ``--micro-batches``
+the gradient accumulation steps. ``--tie`` ties ``lm_head`` to the token
+embedding (one-stage layouts). ``--compile-only`` traces and verifies.
+"""
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+import pipeflow as flow
+import pipeflow.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpt_model import GPT, GPTConfig  # noqa: E402
+
+TEXT = "/usr/share/common-licenses/GPL-3"
+
+
+def batches(seed, batch, block, steps):
+    """``steps`` (inputs, targets) pairs of byte windows of the text."""
+    data = np.frombuffer(open(TEXT, "rb").read(), dtype=np.uint8).astype(np.int64)
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        starts = rng.integers(0, len(data) - block - 1, size=batch)
+        x = np.stack([data[s:s + block] for s in starts])
+        y = np.stack([data[s + 1:s + 1 + block] for s in starts])
+        yield x, y
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layout", default="one", choices=["one", "dp", "pp", "pp_dp"])
+    parser.add_argument("--schedule", default="1f1b", help="gpipe, 1f1b, interleaved_1f1b or zb_h1")
+    parser.add_argument("--micro-batches", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--block", type=int, default=32)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tie", action="store_true")
+    parser.add_argument("--compile-only", action="store_true")
+    args = parser.parse_args()
+    flow.manual_seed(args.seed)
+    config = GPTConfig(block_size=args.block, n_layer=args.layers, tie=args.tie)
+    model = GPT(config)
+    graph, place_inputs = build_graph(model, args)
+    for step, (x, y) in enumerate(batches(args.seed, args.batch, args.block, args.steps)):
+        x, y = place_inputs(flow.tensor(x), flow.tensor(y))
+        if args.compile_only:
+            print(graph.compile(x, y).verified_ir, end="")
+            return
+        loss = graph(x, y)
+        if loss.numel():
+            print(f"step {step}: loss {float(loss.numpy().mean()):.4f}", flush=True)
+
+
+def build_graph(model, args):
+    """The training graph of ``args.layout`` and how it places the inputs."""
+    B = flow.sbp.broadcast
+    S0 = flow.sbp.split(0)
+    layouts = {"one": ([[0]], B), "dp": ([[0, 1]], S0), "pp": ([[0], [1]], B),
+               "pp_dp": ([[0, 1], [2, 3]], S0)}
+    stages, batch_sbp = layouts[args.layout]
+    places = [flow.placement("cpu", ranks=r) for r in stages]
+    model.to_global(placement=places[0], sbp=B)
+    optimizer = flow.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1)
+
+    class GPTGraph(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(optimizer)
+            self.config.set_gradient_accumulation_steps(args.micro_batches)
+            if len(places) > 1:
+                half = len(model.h) // 2
+                for i, block in enumerate(model.h):
+                    stage = 0 if i < half else 1
+                    block.to_global(placement=places[stage], sbp=B)
+                    block.config.set_stage(stage_id=stage, placement=places[stage])
+                for m in (model.ln_f, model.lm_head):
+                    m.to_global(placement=places[1], sbp=B)
+                    m.config.set_stage(stage_id=1, placement=places[1])
+                self.config.set_pipeline_schedule(args.schedule)
+
+        def build(self, x, y):
+            loss = self.model(x, y)
+            loss.backward()
+            return loss
+
+    def place_inputs(x, y):
+        return (x.to_global(placement=places[0], sbp=batch_sbp),
+                y.to_global(placement=places[-1], sbp=batch_sbp))
+
+    return GPTGraph(), place_inputs
+
+
+if __name__ == "__main__":
+    main()

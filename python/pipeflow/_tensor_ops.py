@@ -1,0 +1,130 @@
+"""``Tensor``'s operator and op methods (``x + y``, ``x.view(...)``, ``x[i]``, ...).
+
+:class:`TensorOps` is a base of ``pipeflow.Tensor``: every method calls the
+eager/traced op through ``pipeflow._registry`` (the ops sit above
+``tensor``). Comparisons are element-wise, as in torch, so tensors hash by
+identity.
+"""
+
+import numbers
+
+from . import _registry
+
+_ops = _registry.ops
+
+
+def shape_args(args):
+    """``f(2, 3)`` and ``f((2, 3))`` both mean shape (2, 3)."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = args[0]
+    for d in args:
+        if isinstance(d, bool) or not isinstance(d, numbers.Integral):
+            raise TypeError(f"shape entries must be integers, got {d!r}")
+    return tuple(int(d) for d in args)
+
+
+class TensorOps:
+    """The op methods of ``pipeflow.Tensor``."""
+
+    __slots__ = ()
+    __hash__ = object.__hash__
+
+    # Shapes -----------------------------------------------------------------------
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        return _ops.flatten(self, start_dim, end_dim)
+
+    def reshape(self, *shape):
+        return _ops.reshape(self, shape_args(shape))
+
+    view = reshape
+
+    def contiguous(self):
+        """The tensor itself (values have no strides here)."""
+        return self
+
+    def transpose(self, dim0, dim1):
+        perm = list(range(self.ndim))
+        perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+        return _ops.permute(self, perm)
+
+    def permute(self, *dims):
+        return _ops.permute(self, shape_args(dims))
+
+    @property
+    def T(self):
+        return self.permute(*reversed(range(self.ndim)))
+
+    def __getitem__(self, index):
+        return _ops.getitem(self, index)
+
+    def split(self, split_size_or_sections, dim=0):
+        return _ops.split(self, split_size_or_sections, dim)
+
+    def chunk(self, chunks, dim=0):
+        return _ops.chunk(self, chunks, dim)
+
+    # Reductions and element-wise ops ----------------------------------------------------
+
+    def sum(self, dim=None, keepdim=False):
+        return _ops.sum(self, dim, keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        return _ops.mean(self, dim, keepdim)
+
+    def relu(self):
+        return _ops.relu(self)
+
+    def masked_fill(self, mask, value):
+        return _ops.masked_fill(self, mask, value)
+
+    def matmul(self, other):
+        return _ops.matmul(self, other)
+
+    def __matmul__(self, other):
+        return self.matmul(other)
+
+    def __add__(self, other):
+        return _ops.binary("add", self, other)
+
+    def __radd__(self, other):
+        return _ops.binary("add", other, self)
+
+    def __sub__(self, other):
+        return _ops.binary("sub", self, other)
+
+    def __rsub__(self, other):
+        return _ops.binary("sub", other, self)
+
+    def __mul__(self, other):
+        return _ops.binary("mul", self, other)
+
+    def __rmul__(self, other):
+        return _ops.binary("mul", other, self)
+
+    def __truediv__(self, other):
+        return _ops.binary("div", self, other)
+
+    def __rtruediv__(self, other):
+        return _ops.binary("div", other, self)
+
+    def __neg__(self):
+        return _ops.binary("mul", self, -1.0 if self.dtype.is_floating_point else -1)
+
+    def __eq__(self, other):
+        return _ops.compare("eq", self, other)
+
+    def __ne__(self, other):
+        return _ops.compare("ne", self, other)
+
+    def __lt__(self, other):
+        return _ops.compare("lt", self, other)
+
+    def __le__(self, other):
+        return _ops.compare("le", self, other)
+
+    def __gt__(self, other):
+        return _ops.compare("gt", self, other)
+
+    def __ge__(self, other):
+        return _ops.compare("ge", self, other)

@@ -1,0 +1,91 @@
+"""The GPT of examples/python/gpt_model.py trains like eager PyTorch (issue 16).
+
+The model file is written against the torch API; here it runs twice, once
+as it is (``import pipeflow as flow``, compiled by nn.Graph) and once with
+its imports pointed at torch (Debian's python3-torch), from the same initial
+weights on the same batches of the licence text, with AdamW. The losses of
+every step agree within 1e-4 relative (float32 on both sides; the orders of
+the sums differ). Some targets are -1, which cross-entropy ignores.
+"""
+
+import os
+import sys
+import types
+
+import numpy as np
+import pytest
+import torch
+
+import pipeflow as flow
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "python")
+MODEL = os.path.join(EXAMPLES, "gpt_model.py")
+sys.path.insert(0, EXAMPLES)
+import gpt  # noqa: E402  (the training script: batches, build_graph)
+import gpt_model  # noqa: E402
+
+
+def torch_module():
+    """gpt_model.py with its imports pointed at torch."""
+    src = open(MODEL).read()
+    for ours, theirs in (("import pipeflow as flow", "import torch as flow"),
+                         ("import pipeflow.nn as nn", "import torch.nn as nn"),
+                         ("from pipeflow.nn import functional as F",
+                          "from torch.nn import functional as F")):
+        assert ours in src
+        src = src.replace(ours, theirs)
+    module = types.ModuleType("gpt_model_torch")
+    module.__dict__["__name__"] = "gpt_model_torch"
+    sys.modules["gpt_model_torch"] = module  # dataclasses look their module up
+    exec(compile(src, MODEL, "exec"), module.__dict__)
+    return module
+
+
+def data(seed, batch, block, steps):
+    """The training batches, with about one target in eight set to -1."""
+    rng = np.random.default_rng(seed + 1)
+    for x, y in gpt.batches(seed, batch, block, steps):
+        y = y.copy()
+        y[rng.random(y.shape) < 0.125] = -1
+        yield x, y
+
+
+def torch_losses(config, weights, batches, lr):
+    tg = torch_module()
+    torch.manual_seed(0)
+    model = tg.GPT(tg.GPTConfig(**config.__dict__))
+    state = model.state_dict()
+    for name, value in weights.items():
+        assert state[name].shape == value.shape, name
+        state[name] = torch.from_numpy(value)
+    model.load_state_dict(state)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1)
+    losses = []
+    for x, y in batches:
+        loss = model(torch.from_numpy(x), torch.from_numpy(y))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return np.array(losses)
+
+
+@pytest.mark.parametrize("tie", [False, True])
+def test_gpt_losses_equal_eager_torch(pf_opt, tie):
+    seed = int(np.random.default_rng().integers(1 << 30))
+    args = types.SimpleNamespace(layout="one", schedule="1f1b", micro_batches=1, lr=1e-3)
+    flow.manual_seed(seed)
+    config = gpt_model.GPTConfig(block_size=16, n_layer=2, n_head=4, n_embd=32, tie=tie)
+    model = gpt_model.GPT(config)
+    graph, place = gpt.build_graph(model, args)
+    batches = list(data(seed, 4, config.block_size, 10))
+    # Traced, the parameters hold the compiled program's initial values.
+    graph.compile(*place(flow.tensor(batches[0][0]), flow.tensor(batches[0][1])))
+    weights = {name: p.numpy().copy() for name, p in model.named_parameters()}
+    ours = np.array([float(graph(*place(flow.tensor(x), flow.tensor(y))).numpy().mean())
+                     for x, y in batches])
+    theirs = torch_losses(config, weights, batches, args.lr)
+    err = np.abs(ours - theirs) / np.abs(theirs)
+    assert err.max() < 1e-4, f"seed {seed}: losses {ours} vs torch {theirs}"
+    assert theirs[-1] < theirs[0], "the loss falls over the steps"
