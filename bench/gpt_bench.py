@@ -5,7 +5,7 @@
         [--embd 128] [--heads 4] [--block 64] [--batch 16] [--steps 20]
         [--threads 1] [--write]
 
-The GPT of examples/python/gpt_model.py (untied head, AdamW) on byte tokens
+The GPT of examples/python/models/gpt_model.py (untied head, AdamW) on byte tokens
 of the licence text: PipeFlow compiles it (nn.Graph, one rank, in this
 process) and eager PyTorch (Debian's python3-torch) runs the same model file
 with its imports pointed at torch, from the same initial weights on the same
@@ -27,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
+sys.path.insert(0, os.path.join(ROOT, "examples", "python", "models"))
 sys.path.insert(0, os.path.join(ROOT, "test", "python"))
 import results  # noqa: E402
 

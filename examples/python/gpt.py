@@ -1,6 +1,6 @@
 """A small GPT trained on a licence text that ships with Debian (issue 16).
 
-The model (gpt_model.py) is written the way nanoGPT writes it, against the
+The model (models/gpt_model.py) is written the way nanoGPT writes it, against the
 torch API, and runs under ``import pipeflow as flow``. Tokens are the bytes of
 ``/usr/share/common-licenses/GPL-3``; each step trains on ``--batch``
 windows of ``--block`` bytes drawn from a seeded generator, with AdamW.
@@ -32,7 +32,7 @@ import numpy as np
 import pipeflow as flow
 import pipeflow.nn as nn
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "models"))
 from gpt_model import GPT, GPTConfig  # noqa: E402
 
 TEXT = "/usr/share/common-licenses/GPL-3"
@@ -70,7 +70,9 @@ def main():
     for step, (x, y) in enumerate(batches(args.seed, args.batch, args.block, args.steps)):
         x, y = place_inputs(flow.tensor(x), flow.tensor(y))
         if args.compile_only:
-            print(graph.compile(x, y).verified_ir, end="")
+            compiled = graph.compile(x, y)
+            print(compiled.verified_ir, end="")
+            print(f"// verified by pf-opt; cached in {compiled.directory}")
             return
         loss = graph(x, y)
         if loss.numel():

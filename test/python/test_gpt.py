@@ -1,4 +1,4 @@
-"""The GPT of examples/python/gpt_model.py trains like eager PyTorch (issue 16).
+"""The GPT of examples/python/models/gpt_model.py trains like eager PyTorch (issue 16).
 
 The model file is written against the torch API; here it runs twice, once
 as it is (``import pipeflow as flow``, compiled by nn.Graph) and once with
@@ -20,8 +20,9 @@ import pipeflow as flow
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "python")
-MODEL = os.path.join(EXAMPLES, "gpt_model.py")
+MODEL = os.path.join(EXAMPLES, "models", "gpt_model.py")
 sys.path.insert(0, EXAMPLES)
+sys.path.insert(0, os.path.dirname(MODEL))
 import gpt  # noqa: E402  (the training script: batches, build_graph)
 import gpt_model  # noqa: E402
 

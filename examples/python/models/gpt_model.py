@@ -5,8 +5,8 @@ v, a causal-mask buffer, a GELU MLP, pre-norm blocks, an ``lm_head``
 optionally tied to the token embedding and cross-entropy with
 ``ignore_index=-1``. Nothing here is PipeFlow-specific but the import:
 test/python/test_gpt.py runs this same file with ``import torch as flow``
-(Debian's python3-torch) and requires the two to train alike. gpt.py trains
-it.
+(Debian's python3-torch) and requires the two to train alike. ../gpt.py
+trains it.
 """
 
 import math
