@@ -18,8 +18,8 @@ Other layouts run under the launcher on CPU ranks::
 ``pp`` (two pipeline stages, the first half of the blocks on rank 0, the
 rest and the head on rank 1), ``pp_dp`` (two stages of two data-parallel
 ranks each, 4 ranks). ``--schedule`` picks the pipeline schedule of the
-staged layouts (gpipe, 1f1b, interleaved_1f1b, zb_h1) and ``--micro-batches``
-the gradient accumulation steps. ``--tie`` ties ``lm_head`` to the token
+staged layouts (gpipe, 1f1b, interleaved-1f1b with two model chunks per
+rank, zb-h1) and ``--micro-batches`` the gradient accumulation steps. ``--tie`` ties ``lm_head`` to the token
 embedding (one-stage layouts). ``--compile-only`` traces and verifies.
 """
 
@@ -52,7 +52,7 @@ def batches(seed, batch, block, steps):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layout", default="one", choices=["one", "dp", "pp", "pp_dp"])
-    parser.add_argument("--schedule", default="1f1b", help="gpipe, 1f1b, interleaved_1f1b or zb_h1")
+    parser.add_argument("--schedule", default="1f1b", help="gpipe, 1f1b, interleaved-1f1b or zb-h1")
     parser.add_argument("--micro-batches", type=int, default=1)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch", type=int, default=8)
@@ -74,9 +74,9 @@ def main():
             print(compiled.verified_ir, end="")
             print(f"// verified by pf-opt; cached in {compiled.directory}")
             return
-        loss = graph(x, y)
-        if loss.numel():
-            print(f"step {step}: loss {float(loss.numpy().mean()):.4f}", flush=True)
+        local = graph(x, y).to_local()  # the micro-batch losses, on the ranks of the last stage
+        if local.numel():
+            print(f"step {step}: loss {float(local.numpy().astype('float64').mean()):.8f}", flush=True)
 
 
 def build_graph(model, args):
@@ -97,15 +97,20 @@ def build_graph(model, args):
             self.add_optimizer(optimizer)
             self.config.set_gradient_accumulation_steps(args.micro_batches)
             if len(places) > 1:
-                half = len(model.h) // 2
-                for i, block in enumerate(model.h):
-                    stage = 0 if i < half else 1
-                    block.to_global(placement=places[stage], sbp=B)
-                    block.config.set_stage(stage_id=stage, placement=places[stage])
-                for m in (model.ln_f, model.lm_head):
-                    m.to_global(placement=places[1], sbp=B)
-                    m.config.set_stage(stage_id=1, placement=places[1])
-                self.config.set_pipeline_schedule(args.schedule)
+                # Interleaved 1F1B: two model chunks per pipeline rank, stage
+                # s on rank s mod 2; otherwise one stage per rank. The blocks
+                # spread evenly; the embeddings are stage 0, the head last.
+                chunks = 2 if args.schedule == "interleaved-1f1b" else 1
+                stages = chunks * len(places)
+                for i in range(len(model.h)):
+                    self.place(model.h[i], self.model.h[i], i * stages // len(model.h))
+                for name in ("ln_f", "lm_head"):
+                    self.place(getattr(model, name), getattr(self.model, name), stages - 1)
+                self.config.set_pipeline_schedule(args.schedule, num_chunks=chunks)
+
+        def place(self, module, proxy, stage):
+            module.to_global(placement=places[stage % len(places)], sbp=B)
+            proxy.config.set_stage(stage_id=stage, placement=places[stage % len(places)])
 
         def build(self, x, y):
             loss = self.model(x, y)

@@ -127,18 +127,27 @@ class Tracer:
 
     # Scopes --------------------------------------------------------------------
 
-    def enter(self, module, args):
+    def enter(self, module, args, kwargs):
+        """Enters ``module``'s scope; returns its arguments, a lazy tensor on
+        another placement than the module's stage moved there (as OneFlow's
+        ``set_stage(stage_id, placement)`` does): a ``pf.to_global`` keeping
+        the layout when it is known and fits, else leaving it to the
+        compiler's SBP inference."""
         config = self.configs.get(id(module))
+        target = config.stage_placement if config is not None else None
+        if target is not None:
+            args = [self._move(a, target) for a in args]
+            kwargs = {k: self._move(v, target) for k, v in kwargs.items()}
         self.scopes.append((module, config))
-        if config is not None and config.stage_placement is not None:
-            for arg in args:
-                if getattr(arg, "_node", None) is not None and arg.placement != config.stage_placement:
-                    self.scopes.pop()
-                    raise CompileError.at(
-                        user_location(),
-                        f"module '{self.module_name(module)}' is stage {config.stage_id} on "
-                        f"{config.stage_placement!r} but its input is on {arg.placement!r}",
-                        ["move the input with .to_global(placement=..., sbp=...) before calling the module"])
+        return args, kwargs
+
+    def _move(self, tensor, placement):
+        if getattr(tensor, "_node", None) is None or tensor.placement == placement:
+            return tensor
+        sbp = tensor.sbp if tensor.sbp is not None and len(tensor.sbp) == placement.ndim else None
+        result = self.global_type(tensor.shape, tensor.dtype, placement, sbp)
+        op = self.emit("pf.to_global", [self.value(tensor)], [result])
+        return self.lazy(op.result, tensor.dtype, placement, sbp)
 
     def exit(self):
         self.scopes.pop()

@@ -9,6 +9,7 @@ the sums differ). Some targets are -1, which cross-entropy ignores.
 """
 
 import os
+import re
 import sys
 import types
 
@@ -17,6 +18,10 @@ import pytest
 import torch
 
 import pipeflow as flow
+from conftest import mpiexec_available
+from test_examples import run
+
+needs_mpiexec = pytest.mark.skipif(not mpiexec_available(), reason="mpiexec (MPICH) is not installed")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "python")
@@ -90,3 +95,34 @@ def test_gpt_losses_equal_eager_torch(pf_opt, tie):
     err = np.abs(ours - theirs) / np.abs(theirs)
     assert err.max() < 1e-4, f"seed {seed}: losses {ours} vs torch {theirs}"
     assert theirs[-1] < theirs[0], "the loss falls over the steps"
+
+
+def printed_losses(stdout):
+    """{step: loss} of ``gpt.py``'s "step i: loss x" lines (ranks that hold
+    the loss each print it; they must agree)."""
+    losses = {}
+    # Ranks share stdout, so lines may run into each other.
+    for step, value in re.findall(r"step (\d+): loss (-?\d+\.\d{8})", stdout):
+        assert losses.setdefault(int(step), float(value)) == float(value), stdout
+    return losses
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("layout,ranks,schedule", [
+    ("dp", 2, "1f1b"), ("pp", 2, "1f1b"), ("pp", 2, "interleaved-1f1b"),
+    ("pp", 2, "zb-h1"), ("pp", 2, "gpipe"), ("pp_dp", 4, "1f1b")])
+def test_gpt_layouts_equal_one_rank(pf_opt, tmp_path, layout, ranks, schedule):
+    """examples/python/gpt.py under the launcher (data parallel, two pipeline
+    stages under every schedule, PP x DP on 4 ranks; 4 micro-batches) and in
+    one process, same fresh seed: every step's loss equal within 1e-5."""
+    seed = str(np.random.default_rng().integers(2**31))
+    args = ("--seed", seed, "--steps", "3", "--layers", "4", "--micro-batches", "4",
+            "--batch", "8", "--block", "16")
+    path = os.path.join(EXAMPLES, "gpt.py")
+    many = run(path, *args, "--layout", layout, "--schedule", schedule, cache=tmp_path, ranks=ranks)
+    one = run(path, *args, cache=tmp_path)
+    assert many.returncode == 0 and one.returncode == 0, many.stderr + one.stderr
+    got, want = printed_losses(many.stdout), printed_losses(one.stdout)
+    assert sorted(got) == sorted(want) == [0, 1, 2]
+    err = max(abs(got[k] - want[k]) / abs(want[k]) for k in want)
+    assert err < 1e-5, (seed, got, want)

@@ -297,7 +297,7 @@ class Module:
         tracer = _trace.current()
         if tracer is None:
             return self.forward(*args, **kwargs)
-        tracer.enter(self, list(args) + list(kwargs.values()))
+        args, kwargs = tracer.enter(self, list(args), dict(kwargs))
         try:
             return self.forward(*args, **kwargs)
         finally:
