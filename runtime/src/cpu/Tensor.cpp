@@ -99,15 +99,13 @@ void pfrt_k_masked_fill(const float *x, const void *mask, float *y, int64_t n,
   checkPtr(fn, "mask", mask, n);
   checkPtr(fn, "y", y, n);
   float v = static_cast<float>(value);
-  if (mask_i64) {
-    const int64_t *m = static_cast<const int64_t *>(mask);
+  auto fill = [&](auto *m) {
     PFRT_IVDEP
     for (int64_t i = 0; i < n; ++i)
       y[i] = m[i] != 0 ? v : x[i];
-  } else {
-    const float *m = static_cast<const float *>(mask);
-    PFRT_IVDEP
-    for (int64_t i = 0; i < n; ++i)
-      y[i] = m[i] != 0.0f ? v : x[i];
-  }
+  };
+  if (mask_i64)
+    fill(static_cast<const int64_t *>(mask));
+  else
+    fill(static_cast<const float *>(mask));
 }

@@ -82,21 +82,16 @@ static LogicalResult inferFloatBinary(std::optional<Location> loc,
                         results);
 }
 
-LogicalResult SubOp::inferReturnTypes(MLIRContext *,
-                                      std::optional<Location> loc,
-                                      Adaptor adaptor,
-                                      SmallVectorImpl<Type> &results) {
-  return inferFloatBinary(loc, nameOf(getOperationName()), adaptor.getLhs(),
-                          adaptor.getRhs(), results);
-}
-
-LogicalResult DivOp::inferReturnTypes(MLIRContext *,
-                                      std::optional<Location> loc,
-                                      Adaptor adaptor,
-                                      SmallVectorImpl<Type> &results) {
-  return inferFloatBinary(loc, nameOf(getOperationName()), adaptor.getLhs(),
-                          adaptor.getRhs(), results);
-}
+#define PF_FLOAT_BINARY(OP)                                                    \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &results) {                                        \
+    return inferFloatBinary(loc, nameOf(getOperationName()), adaptor.getLhs(), \
+                            adaptor.getRhs(), results);                        \
+  }
+PF_FLOAT_BINARY(SubOp)
+PF_FLOAT_BINARY(DivOp)
+#undef PF_FLOAT_BINARY
 
 LogicalResult BroadcastToOp::inferReturnTypes(MLIRContext *,
                                               std::optional<Location> loc,
