@@ -84,47 +84,22 @@ class TensorOps:
     def __matmul__(self, other):
         return self.matmul(other)
 
-    def __add__(self, other):
-        return _ops.binary("add", self, other)
-
-    def __radd__(self, other):
-        return _ops.binary("add", other, self)
-
-    def __sub__(self, other):
-        return _ops.binary("sub", self, other)
-
-    def __rsub__(self, other):
-        return _ops.binary("sub", other, self)
-
-    def __mul__(self, other):
-        return _ops.binary("mul", self, other)
-
-    def __rmul__(self, other):
-        return _ops.binary("mul", other, self)
-
-    def __truediv__(self, other):
-        return _ops.binary("div", self, other)
-
-    def __rtruediv__(self, other):
-        return _ops.binary("div", other, self)
-
     def __neg__(self):
         return _ops.binary("mul", self, -1.0 if self.dtype.is_floating_point else -1)
 
-    def __eq__(self, other):
-        return _ops.compare("eq", self, other)
 
-    def __ne__(self, other):
-        return _ops.compare("ne", self, other)
 
-    def __lt__(self, other):
-        return _ops.compare("lt", self, other)
+def _operator(op, kind, reflected=False):
+    """``x <op> y`` (or, reflected, ``y <op> x``) as ``_ops.<op>(kind, ...)``."""
+    if reflected:
+        return lambda self, other: getattr(_ops, op)(kind, other, self)
+    return lambda self, other: getattr(_ops, op)(kind, self, other)
 
-    def __le__(self, other):
-        return _ops.compare("le", self, other)
 
-    def __gt__(self, other):
-        return _ops.compare("gt", self, other)
-
-    def __ge__(self, other):
-        return _ops.compare("ge", self, other)
+for _kind in ("add", "sub", "mul"):
+    setattr(TensorOps, f"__{_kind}__", _operator("binary", _kind))
+    setattr(TensorOps, f"__r{_kind}__", _operator("binary", _kind, reflected=True))
+TensorOps.__truediv__ = _operator("binary", "div")
+TensorOps.__rtruediv__ = _operator("binary", "div", reflected=True)
+for _kind in ("eq", "ne", "lt", "le", "gt", "ge"):
+    setattr(TensorOps, f"__{_kind}__", _operator("compare", _kind))
