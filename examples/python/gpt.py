@@ -8,7 +8,8 @@ From the repository root::
 
     PYTHONPATH=python /usr/bin/python3 examples/python/gpt.py --steps 50
 
-trains in one process (layout ``one``) and prints the loss every step.
+trains in one process (layout ``one``) and prints the loss every step and,
+on rank 0, the median step time after the first two steps.
 Other layouts run under the launcher on CPU ranks::
 
     PYTHONPATH=python /usr/bin/python3 -m pipeflow.distributed.launch \\
@@ -25,7 +26,9 @@ embedding (one-stage layouts). ``--compile-only`` traces and verifies.
 
 import argparse
 import os
+import statistics
 import sys
+import time
 
 import numpy as np
 
@@ -67,6 +70,7 @@ def main():
     config = GPTConfig(block_size=args.block, n_layer=args.layers, tie=args.tie)
     model = GPT(config)
     graph, place_inputs = build_graph(model, args)
+    times = []
     for step, (x, y) in enumerate(batches(args.seed, args.batch, args.block, args.steps)):
         x, y = place_inputs(flow.tensor(x), flow.tensor(y))
         if args.compile_only:
@@ -74,9 +78,14 @@ def main():
             print(compiled.verified_ir, end="")
             print(f"// verified by pf-opt; cached in {compiled.directory}")
             return
+        t0 = time.perf_counter()
         local = graph(x, y).to_local()  # the micro-batch losses, on the ranks of the last stage
+        times.append(time.perf_counter() - t0)
         if local.numel():
             print(f"step {step}: loss {float(local.numpy().astype('float64').mean()):.8f}", flush=True)
+    if len(times) > 2 and flow.env.get_rank() == 0:
+        # The first steps compile and warm up.
+        print(f"median step {statistics.median(times[2:]) * 1e3:.1f} ms", flush=True)
 
 
 def build_graph(model, args):
