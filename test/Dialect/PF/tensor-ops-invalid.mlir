@@ -98,3 +98,12 @@ func.func @concat_placement(%a: !pf.global<4x6xf32, #P>, %b: !pf.global<4x6xf32,
   %0 = pf.concat %a, %b {axis = 1 : i64} : (!pf.global<4x6xf32, #P>, !pf.global<4x6xf32, #Q>) -> !pf.global<4x12xf32, #P>
   return
 }
+
+// -----
+#P = #pf.placement<"cpu", [0]>
+func.func @slice_overflow(%a: !pf.global<4x6xf32, #P>) {
+  // expected-error @+2 {{the box at [9223372036854775807, 0] of sizes [9223372036854775807, 6] does not fit in [4, 6]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = pf.slice %a {offsets = array<i64: 9223372036854775807, 0>, sizes = array<i64: 9223372036854775807, 6>} : (!pf.global<4x6xf32, #P>) -> !pf.global<3x6xf32, #P>
+  return
+}

@@ -9,6 +9,8 @@
 
 #include "OpUtils.h"
 
+#include "llvm/Support/MathExtras.h"
+
 using namespace mlir;
 using namespace mlir::pf;
 using namespace mlir::pf::detail;
@@ -40,7 +42,7 @@ LogicalResult checkBox(Inference &inf, ArrayRef<int64_t> shape,
                        << " need one entry per axis of "
                        << Inference::shapeStr(shape);
   for (auto [o, s, d] : llvm::zip(offsets, sizes, shape))
-    if (o < 0 || s < 0 || o + s > d)
+    if (o < 0 || s < 0 || o > d || s > d - o) // (no overflow)
       return inf.error() << "the box at " << Inference::shapeStr(offsets)
                          << " of " << what << " " << Inference::shapeStr(sizes)
                          << " does not fit in " << Inference::shapeStr(shape);
@@ -195,7 +197,9 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
                          << Inference::shapeStr(types.front().getShape())
                          << " and " << Inference::shapeStr(t.getShape())
                          << " along axis " << axis;
-    shape[axis] += t.getShape()[axis];
+    if (llvm::AddOverflow(shape[axis], t.getShape()[axis], shape[axis]))
+      return inf.error() << "the concatenated axis " << axis
+                         << " overflows int64";
   }
   results.push_back(resultLike(types.front(), shape));
   return success();
