@@ -273,10 +273,31 @@ PFRT_ACTIVATION_LOOP(2)
 PFRT_ACTIVATION_LOOP(3)
 #undef PFRT_ACTIVATION_LOOP
 
-/// out = f(x) (dy null) or f'(x) dy; in-place calls (out == x or dy) go
-/// through a copy of the input in blocks, so the loops keep restrict.
+/// out = f(x) (dy null) or f'(x) dy. The loops take restrict pointers, so an
+/// in-place call (out == x or dy) goes through a copy of its inputs, in
+/// blocks; other calls run on the arrays directly.
 void activationKernel(int32_t kind, const float *x, const float *dy, float *out,
                       int64_t n) {
+  auto run = [kind](const float *xs, const float *d, float *o, int64_t m) {
+    switch (kind) {
+    case 0:
+      activationLoop0(xs, d, o, m);
+      break;
+    case 1:
+      activationLoop1(xs, d, o, m);
+      break;
+    case 2:
+      activationLoop2(xs, d, o, m);
+      break;
+    default:
+      activationLoop3(xs, d, o, m);
+      break;
+    }
+  };
+  if (out != x && out != dy) {
+    run(x, dy, out, n);
+    return;
+  }
   constexpr int64_t kBlock = 4096;
   float xs[kBlock], ds[kBlock];
   for (int64_t at = 0; at < n; at += kBlock) {
@@ -284,21 +305,7 @@ void activationKernel(int32_t kind, const float *x, const float *dy, float *out,
     std::memcpy(xs, x + at, size_t(m) * sizeof(float));
     if (dy)
       std::memcpy(ds, dy + at, size_t(m) * sizeof(float));
-    const float *d = dy ? ds : nullptr;
-    switch (kind) {
-    case 0:
-      activationLoop0(xs, d, out + at, m);
-      break;
-    case 1:
-      activationLoop1(xs, d, out + at, m);
-      break;
-    case 2:
-      activationLoop2(xs, d, out + at, m);
-      break;
-    default:
-      activationLoop3(xs, d, out + at, m);
-      break;
-    }
+    run(xs, dy ? ds : nullptr, out + at, m);
   }
 }
 

@@ -8,6 +8,8 @@
 #include "KernelUtil.h"
 #include "pfrt/pfrt.h"
 
+#include <cstring>
+
 using namespace pfrt;
 using namespace pfrt::kern;
 
@@ -81,8 +83,7 @@ void pfrt_k_broadcast(const void *x, void *y, int64_t rank,
       off += idx[d] * stride[d];
     const char *from = src + off * elem_bytes;
     char *to = dst + blk * blockBytes;
-    for (int64_t i = 0; i < blockBytes; ++i)
-      to[i] = from[i];
+    std::memcpy(to, from, size_t(blockBytes));
     for (int64_t d = split - 1; d >= 0; --d) {
       if (++idx[d] < out_shape[d])
         break;
