@@ -18,7 +18,13 @@ Other layouts run under the launcher on CPU ranks::
 ``--layout``: ``one`` (one rank), ``dp`` (data parallel on ranks 0 and 1),
 ``pp`` (two pipeline stages, the first half of the blocks on rank 0, the
 rest and the head on rank 1), ``pp_dp`` (two stages of two data-parallel
-ranks each, 4 ranks). ``--schedule`` picks the pipeline schedule of the
+ranks each, 4 ranks), ``tp`` (Megatron's tensor parallelism on ranks 0
+and 1: ``c_attn`` and ``c_fc`` column-split, both ``c_proj`` row-split,
+the rest replicated), ``tp_dp`` (a 2 x 2 mesh: data parallel over its
+rows, tensor parallel within each) and ``pp_tp`` (two stages of two
+tensor-parallel ranks each). The tensor-parallel layouts only set the
+weights' SBP the way Megatron lays them out; the compiler derives the
+rest (one all-reduce per attention and per MLP, each way). ``--schedule`` picks the pipeline schedule of the
 staged layouts (gpipe, 1f1b, interleaved-1f1b with two model chunks per
 rank, zb-h1) and ``--micro-batches`` the gradient accumulation steps. ``--tie`` ties ``lm_head`` to the token
 embedding (one-stage layouts). ``--compile-only`` traces and verifies.
@@ -54,7 +60,7 @@ def batches(seed, batch, block, steps):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--layout", default="one", choices=["one", "dp", "pp", "pp_dp"])
+    parser.add_argument("--layout", default="one", choices=sorted(LAYOUTS))
     parser.add_argument("--schedule", default="1f1b", help="gpipe, 1f1b, interleaved-1f1b or zb-h1")
     parser.add_argument("--micro-batches", type=int, default=1)
     parser.add_argument("--steps", type=int, default=20)
@@ -88,15 +94,54 @@ def main():
         print(f"median step {statistics.median(times[2:]) * 1e3:.1f} ms", flush=True)
 
 
+B = flow.sbp.broadcast
+S0 = flow.sbp.split(0)
+# layout: (the ranks of each pipeline stage, the batch's SBP, tensor parallel)
+LAYOUTS = {"one": ([[0]], B, False), "dp": ([[0, 1]], S0, False),
+           "pp": ([[0], [1]], B, False), "pp_dp": ([[0, 1], [2, 3]], S0, False),
+           "tp": ([[0, 1]], B, True), "tp_dp": ([[[0, 1], [2, 3]]], [S0, B], True),
+           "pp_tp": ([[0, 1], [2, 3]], B, True)}
+
+
+def tensor_parallel(block, place):
+    """Megatron's layout of a block on ``place`` (its last dimension is the
+    tensor-parallel one): the input projections column-split, the output
+    projections row-split with a replicated bias."""
+    def sbp(split):
+        return [B] * (place.ndim - 1) + [split]
+
+    for linear in (block.attn.c_attn, block.mlp.c_fc):
+        linear.to_global(placement=place, sbp=sbp(flow.sbp.split(0)))
+    for linear in (block.attn.c_proj, block.mlp.c_proj):
+        linear.weight = nn.Parameter(linear.weight.to_global(placement=place,
+                                                             sbp=sbp(flow.sbp.split(1))))
+
+
+def submodule(root, name):
+    """``root``'s module at the dotted path ``name`` (``"h.0"``)."""
+    for part in name.split("."):
+        root = root[int(part)] if part.isdigit() else getattr(root, part)
+    return root
+
+
 def build_graph(model, args):
     """The training graph of ``args.layout`` and how it places the inputs."""
-    B = flow.sbp.broadcast
-    S0 = flow.sbp.split(0)
-    layouts = {"one": ([[0]], B), "dp": ([[0, 1]], S0), "pp": ([[0], [1]], B),
-               "pp_dp": ([[0, 1], [2, 3]], S0)}
-    stages, batch_sbp = layouts[args.layout]
-    places = [flow.placement("cpu", ranks=r) for r in stages]
-    model.to_global(placement=places[0], sbp=B)
+    ranks, batch_sbp, tp = LAYOUTS[args.layout]
+    places = [flow.placement("cpu", ranks=r) for r in ranks]
+    replicated = [B] * places[0].ndim
+    # Interleaved 1F1B: two model chunks per pipeline rank, stage s on
+    # rank s mod 2; otherwise one stage per rank. The blocks spread evenly;
+    # the embeddings are stage 0, the head last.
+    chunks = 2 if args.schedule == "interleaved-1f1b" and len(places) > 1 else 1
+    stages = chunks * len(places)
+    stage_of = {f"h.{i}": i * stages // len(model.h) for i in range(len(model.h))}
+    stage_of.update({"ln_f": stages - 1, "lm_head": stages - 1})
+    model.to_global(placement=places[0], sbp=replicated)
+    for name, stage in stage_of.items():
+        module = submodule(model, name)
+        module.to_global(placement=places[stage % len(places)], sbp=replicated)
+        if tp and name.startswith("h."):
+            tensor_parallel(module, places[stage % len(places)])
     optimizer = flow.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1)
 
     class GPTGraph(nn.Graph):
@@ -106,20 +151,10 @@ def build_graph(model, args):
             self.add_optimizer(optimizer)
             self.config.set_gradient_accumulation_steps(args.micro_batches)
             if len(places) > 1:
-                # Interleaved 1F1B: two model chunks per pipeline rank, stage
-                # s on rank s mod 2; otherwise one stage per rank. The blocks
-                # spread evenly; the embeddings are stage 0, the head last.
-                chunks = 2 if args.schedule == "interleaved-1f1b" else 1
-                stages = chunks * len(places)
-                for i in range(len(model.h)):
-                    self.place(model.h[i], self.model.h[i], i * stages // len(model.h))
-                for name in ("ln_f", "lm_head"):
-                    self.place(getattr(model, name), getattr(self.model, name), stages - 1)
+                for name, stage in stage_of.items():
+                    submodule(self.model, name).config.set_stage(
+                        stage_id=stage, placement=places[stage % len(places)])
                 self.config.set_pipeline_schedule(args.schedule, num_chunks=chunks)
-
-        def place(self, module, proxy, stage):
-            module.to_global(placement=places[stage % len(places)], sbp=B)
-            proxy.config.set_stage(stage_id=stage, placement=places[stage % len(places)])
 
         def build(self, x, y):
             loss = self.model(x, y)

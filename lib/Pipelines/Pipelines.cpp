@@ -44,6 +44,8 @@ void mlir::pf::buildTrainingPipeline(OpPassManager &pm,
                                      const TrainingPipelineOptions &options) {
   AutodiffPassOptions autodiff;
   autodiff.accumulationSteps = options.accumulationSteps;
+  // Before autodiff: gradients and optimizer states copy the layouts.
+  pm.addPass(createGroupFusedSplitsPass());
   pm.addPass(createAutodiffPass(autodiff));
   pm.addPass(createOptimizerPass(options));
   pm.addPass(createCanonicalizerPass());
@@ -52,6 +54,8 @@ void mlir::pf::buildTrainingPipeline(OpPassManager &pm,
 
 void mlir::pf::buildSPMDPipeline(OpPassManager &pm,
                                  const SPMDPipelineOptions &options) {
+  // For graphs without the training passes (a no-op after them).
+  pm.addPass(createGroupFusedSplitsPass());
   pm.addPass(createInferSBPPass());
   pm.addPass(createInsertBoxingPass());
   pm.addPass(createCSEPass());

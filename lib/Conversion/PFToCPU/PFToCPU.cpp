@@ -145,18 +145,47 @@ LogicalResult RankLowering::lowerParams() {
     InitKind kind = param->hasAttr(PFDialect::ZeroInitAttrHelper::getNameStr())
                         ? InitKind::Zeros
                         : init.getKind();
-    rt.pfrt_init_param(b, ploc, buffer, static_cast<int32_t>(kind),
-                       init.getFirst(), init.getSecond(), seed, stream,
-                       type.getRank(), rt.i64Array(b, ploc, logicalShape),
-                       offsetPtr(), rt.i64Array(b, ploc, type.getShape()));
-    // Parameters, optimizer states and running statistics persist across
-    // steps: the runtime reads, saves and loads them by name. Gradient
-    // buffers are per-step scratch.
-    if (!param->hasAttr(PFDialect::GradOfAttrHelper::getNameStr()))
-      rt.pfrt_state_register(b, ploc, rt.str(b, ploc, param.getSymName()),
-                             int32_t{0}, type.getRank(),
-                             rt.i64Array(b, ploc, logicalShape), offsetPtr(),
-                             rt.i64Array(b, ploc, type.getShape()), buffer);
+    // A grouped split's shard is parts one after the other, each drawn
+    // and registered as its own box of the logical tensor.
+    auto groups = param->getAttrOfType<DenseI64ArrayAttr>(
+        PFDialect::ShardGroupsAttrHelper::getNameStr());
+    int64_t parts = groups ? groups[1] : 1;
+    SmallVector<int64_t> partShape(type.getShape());
+    if (groups)
+      partShape[groups[0]] /= parts;
+    int64_t partElems = type.getNumElements() / parts;
+    for (int64_t k = 0; k < parts; ++k) {
+      Value part =
+          k == 0
+              ? buffer
+              : rt.pfrt_arena_at(b, ploc,
+                                 state.plan->paramOffset(param.getSymName()) +
+                                     4 * k * partElems,
+                                 4 * partElems);
+      auto partOffset = [&]() -> Value {
+        if (!groups)
+          return offsetPtr();
+        SmallVector<int64_t> off(offset.asArrayRef());
+        off[groups[0]] += k * groups[2];
+        return rt.i64Array(b, ploc, off);
+      };
+      rt.pfrt_init_param(b, ploc, part, static_cast<int32_t>(kind),
+                         init.getFirst(), init.getSecond(), seed, stream,
+                         type.getRank(), rt.i64Array(b, ploc, logicalShape),
+                         partOffset(), rt.i64Array(b, ploc, partShape));
+      // Parameters, optimizer states and running statistics persist across
+      // steps: the runtime reads, saves and loads them by name. Gradient
+      // buffers are per-step scratch.
+      if (param->hasAttr(PFDialect::GradOfAttrHelper::getNameStr()))
+        continue;
+      Value name = rt.str(b, ploc, param.getSymName());
+      if (k == 0)
+        rt.pfrt_state_register(b, ploc, name, int32_t{0}, type.getRank(),
+                               rt.i64Array(b, ploc, logicalShape), partOffset(),
+                               rt.i64Array(b, ploc, partShape), part);
+      else
+        rt.pfrt_state_add_part(b, ploc, name, partOffset(), part);
+    }
   }
   LLVM::ReturnOp::create(b, loc, ValueRange{});
   return success();

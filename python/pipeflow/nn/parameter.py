@@ -45,6 +45,10 @@ class Parameter(Tensor):
             array = np.asarray(data)
             self._init_fields(dt.from_numpy_dtype(array.dtype), array.shape, local=array,
                               requires_grad=requires_grad)
+        if init is None and isinstance(data, Tensor):
+            # nn.Parameter(p.to_global(...)): the layout changes, the
+            # initializer stays (see to_global below).
+            init = data.__dict__.get("_init")
         self._init = init
         self._loc = user_location()
         self._loaded = False
@@ -67,6 +71,15 @@ class Parameter(Tensor):
     def _logical(self, value):
         self.__dict__["_pending_init"] = None
         self.__dict__["_logical_value"] = value
+
+    def to_global(self, *args, **kwargs):
+        """``Tensor.to_global``; the result remembers this parameter's
+        initializer, so ``nn.Parameter(p.to_global(placement, sbp))`` (how
+        a tensor-parallel layer re-lays out its weight) stays reproducible."""
+        out = super().to_global(*args, **kwargs)
+        if out is not self and self._init is not None:
+            out.__dict__["_init"] = self._init
+        return out
 
     def _set_layout(self, placement, sbp):
         """Makes the parameter global on ``placement``/``sbp`` in place."""

@@ -427,12 +427,19 @@ int pfrt_state_register(const char *name, int32_t dtype, int64_t rank_ndim,
                         const int64_t *logical_shape, const int64_t *offset,
                         const int64_t *box_shape, void *data);
 
+/* Adds a part to `name`'s registration on this rank: another box of the
+ * registered box shape, at `offset` in the logical tensor, stored at data.
+ * A grouped split S(axis, g) holds g such parts (one per block); gather,
+ * set, save and load treat the parts as the rank's boxes. At most 16 parts;
+ * fatal if name is not registered or the part repeats one. */
+int pfrt_state_add_part(const char *name, const int64_t *offset, void *data);
+
 /* Forgets every registration (before the registered storage is freed). */
 void pfrt_state_clear(void);
 
 /* Not collective: what this rank holds of `name` (dtype, rank, logical
- * shape, its box's offset and shape; arrays of at least 32 entries, any may
- * be NULL). Returns 0, or -1 (writing nothing) if this rank holds no such
+ * shape, its (first) box's offset and shape; arrays of at least 32 entries, any
+ * may be NULL). Returns 0, or -1 (writing nothing) if this rank holds no such
  * tensor. */
 int pfrt_state_info(const char *name, int32_t *dtype, int64_t *rank_ndim,
                     int64_t *logical_shape, int64_t *offset,

@@ -34,10 +34,16 @@ using namespace pfrt;
 
 namespace {
 
+/// A tensor this rank keeps: one box of its logical shape, or several equal
+/// boxes (the parts of a grouped split), each with its own storage.
 struct StateEntry {
   int32_t dtype = PFRT_DTYPE_F32;
-  std::vector<int64_t> logical, offset, shape;
-  void *data = nullptr;
+  std::vector<int64_t> logical, shape;
+  struct Part {
+    std::vector<int64_t> offset;
+    void *data = nullptr;
+  };
+  std::vector<Part> parts;
   int64_t elems() const {
     int64_t n = 1;
     for (int64_t d : shape)
@@ -64,15 +70,18 @@ const char *dtypeName(int32_t dtype) {
   return dtype == PFRT_DTYPE_F32 ? "f32" : "i64";
 }
 
-/// One rank's description of its box of a tensor, exchanged as int64s:
-/// [has, dtype, ndim, logical[kMaxRank], offset[kMaxRank], shape[kMaxRank]].
-constexpr int64_t kRecord = 3 + 3 * kMaxRank;
+/// One rank's description of its boxes of a tensor, exchanged as int64s:
+/// [has, dtype, ndim, parts, logical[kMaxRank], shape[kMaxRank],
+///  offset[kMaxParts][kMaxRank]].
+constexpr int64_t kMaxParts = 16;
+constexpr int64_t kRecord = 4 + (2 + kMaxParts) * kMaxRank;
 
 struct Box {
   bool has = false;
   int32_t dtype = 0;
   int64_t ndim = 0;
-  std::vector<int64_t> logical, offset, shape;
+  std::vector<int64_t> logical, shape;
+  std::vector<std::vector<int64_t>> offsets; // one per part
   int64_t elems() const {
     int64_t n = 1;
     for (int64_t d : shape)
@@ -89,10 +98,12 @@ std::vector<Box> exchangeBoxes(const std::string &name, const char *fn) {
     mine[0] = 1;
     mine[1] = e.dtype;
     mine[2] = int64_t(e.logical.size());
+    mine[3] = int64_t(e.parts.size());
     for (size_t i = 0; i < e.logical.size(); ++i) {
-      mine[3 + i] = e.logical[i];
-      mine[3 + kMaxRank + i] = e.offset[i];
-      mine[3 + 2 * kMaxRank + i] = e.shape[i];
+      mine[4 + i] = e.logical[i];
+      mine[4 + kMaxRank + i] = e.shape[i];
+      for (size_t k = 0; k < e.parts.size(); ++k)
+        mine[4 + (2 + k) * kMaxRank + i] = e.parts[k].offset[i];
     }
   }
   int size = state().size;
@@ -109,9 +120,12 @@ std::vector<Box> exchangeBoxes(const std::string &name, const char *fn) {
       continue;
     b.dtype = int32_t(rec[1]);
     b.ndim = rec[2];
-    b.logical.assign(rec + 3, rec + 3 + b.ndim);
-    b.offset.assign(rec + 3 + kMaxRank, rec + 3 + kMaxRank + b.ndim);
-    b.shape.assign(rec + 3 + 2 * kMaxRank, rec + 3 + 2 * kMaxRank + b.ndim);
+    b.logical.assign(rec + 4, rec + 4 + b.ndim);
+    b.shape.assign(rec + 4 + kMaxRank, rec + 4 + kMaxRank + b.ndim);
+    for (int64_t k = 0; k < rec[3]; ++k) {
+      const int64_t *off = rec + 4 + (2 + k) * kMaxRank;
+      b.offsets.emplace_back(off, off + b.ndim);
+    }
   }
   return boxes;
 }
@@ -152,16 +166,17 @@ Box gatherToRoot(const std::string &name, int root, std::vector<char> &out,
       continue;
     bool dup = false;
     for (int q = 0; q < r && !dup; ++q)
-      dup = boxes[q].has && boxes[q].offset == boxes[r].offset &&
+      dup = boxes[q].has && boxes[q].offsets == boxes[r].offsets &&
             boxes[q].shape == boxes[r].shape;
     if (dup)
       continue;
     sends[r] = true;
-    covered += boxes[r].elems();
-    if (boxes[r].elems() * width > INT_MAX)
-      fatal("%s: rank %d's box of '%s' has %lld bytes, more than one MPI "
+    int64_t held = boxes[r].elems() * int64_t(boxes[r].offsets.size());
+    covered += held;
+    if (held * width > INT_MAX)
+      fatal("%s: rank %d's boxes of '%s' have %lld bytes, more than one MPI "
             "message carries",
-            fn, r, name.c_str(), (long long)(boxes[r].elems() * width));
+            fn, r, name.c_str(), (long long)(held * width));
   }
   if (covered != logicalElems)
     fatal("%s: the ranks' distinct boxes of '%s' hold %lld of its %lld "
@@ -172,7 +187,10 @@ Box gatherToRoot(const std::string &name, int root, std::vector<char> &out,
   std::vector<int> counts(size, 0), displs(size, 0);
   int64_t total = 0;
   for (int r = 0; r < size; ++r) {
-    counts[r] = sends[r] ? int(boxes[r].elems() * width) : 0;
+    counts[r] =
+        sends[r]
+            ? int(boxes[r].elems() * int64_t(boxes[r].offsets.size()) * width)
+            : 0;
     displs[r] = int(std::min<int64_t>(total, INT_MAX));
     total += counts[r];
   }
@@ -181,8 +199,19 @@ Box gatherToRoot(const std::string &name, int root, std::vector<char> &out,
           name.c_str(), (long long)total);
   std::vector<char> packed(me == root ? size_t(total) : 0);
   const void *send = nullptr;
-  if (sends[me])
-    send = registry().find(name)->second.data;
+  std::vector<char> mine;
+  if (sends[me]) {
+    const StateEntry &e = registry().find(name)->second;
+    if (e.parts.size() == 1) {
+      send = e.parts[0].data;
+    } else {
+      size_t partBytes = size_t(e.elems() * width);
+      mine.resize(partBytes * e.parts.size());
+      for (size_t k = 0; k < e.parts.size(); ++k)
+        std::memcpy(mine.data() + k * partBytes, e.parts[k].data, partBytes);
+      send = mine.data();
+    }
+  }
   PFRT_MPI_AS(fn, MPI_Gatherv,
               (send, counts[me], MPI_BYTE, packed.data(), counts.data(),
                displs.data(), MPI_BYTE, root, worldComm()));
@@ -193,13 +222,15 @@ Box gatherToRoot(const std::string &name, int root, std::vector<char> &out,
     if (!sends[r])
       continue;
     const Box &b = boxes[r];
-    ShardSpec s = makeShard(fn, b.ndim, b.logical.data(), b.offset.data(),
-                            b.shape.data());
-    const char *src = packed.data() + displs[r];
-    forEachRun(s, [&](int64_t start, int64_t local, int64_t len) {
-      std::memcpy(out.data() + start * width, src + local * width,
-                  size_t(len * width));
-    });
+    for (size_t k = 0; k < b.offsets.size(); ++k) {
+      ShardSpec s = makeShard(fn, b.ndim, b.logical.data(), b.offsets[k].data(),
+                              b.shape.data());
+      const char *src = packed.data() + displs[r] + k * b.elems() * width;
+      forEachRun(s, [&](int64_t start, int64_t local, int64_t len) {
+        std::memcpy(out.data() + start * width, src + local * width,
+                    size_t(len * width));
+      });
+    }
   }
   return ref;
 }
@@ -312,16 +343,43 @@ int pfrt_state_register(const char *name, int32_t dtype, int64_t ndim,
   StateEntry e;
   e.dtype = dtype;
   e.logical.assign(logical_shape, logical_shape + ndim);
+  StateEntry::Part part;
   if (offset)
-    e.offset.assign(offset, offset + ndim);
+    part.offset.assign(offset, offset + ndim);
   else
-    e.offset.assign(size_t(ndim), 0);
+    part.offset.assign(size_t(ndim), 0);
   if (box_shape)
     e.shape.assign(box_shape, box_shape + ndim);
   else
     e.shape = e.logical;
-  e.data = data;
+  part.data = data;
+  e.parts.push_back(std::move(part));
   registry()[name] = std::move(e);
+  return 0;
+}
+
+int pfrt_state_add_part(const char *name, const int64_t *offset, void *data) {
+  const char *fn = "pfrt_state_add_part";
+  auto it = name ? registry().find(name) : registry().end();
+  if (it == registry().end())
+    fatal("%s: no tensor named '%s' is registered on this rank", fn,
+          name ? name : "(null)");
+  StateEntry &e = it->second;
+  int64_t ndim = int64_t(e.logical.size());
+  if (!offset)
+    fatal("%s: '%s': offset is NULL", fn, name);
+  if (int64_t(e.parts.size()) >= kMaxParts)
+    fatal("%s: '%s' has more than %lld parts", fn, name, (long long)kMaxParts);
+  ShardSpec s = makeShard(fn, ndim, e.logical.data(), offset, e.shape.data());
+  if (!data && s.shardElems > 0)
+    fatal("%s: '%s': data is NULL", fn, name);
+  StateEntry::Part part;
+  part.offset.assign(offset, offset + ndim);
+  part.data = data;
+  for (const StateEntry::Part &p : e.parts)
+    if (p.offset == part.offset)
+      fatal("%s: '%s' already has a part at this offset", fn, name);
+  e.parts.push_back(std::move(part));
   return 0;
 }
 
@@ -342,7 +400,7 @@ int pfrt_state_info(const char *name, int32_t *dtype, int64_t *rank_ndim,
     if (logical_shape)
       logical_shape[d] = e.logical[d];
     if (offset)
-      offset[d] = e.offset[d];
+      offset[d] = e.parts[0].offset[d];
     if (box_shape)
       box_shape[d] = e.shape[d];
   }
@@ -401,13 +459,16 @@ int pfrt_state_set(const char *name, const void *logical, int64_t bytes) {
           (long long)(logicalElems * width), dtypeName(e.dtype),
           shapeToString(int64_t(e.logical.size()), e.logical.data()).c_str(),
           (long long)bytes);
-  ShardSpec s = makeShard(fn, int64_t(e.logical.size()), e.logical.data(),
-                          e.offset.data(), e.shape.data());
   const char *src = static_cast<const char *>(logical);
-  char *dst = static_cast<char *>(e.data);
-  forEachRun(s, [&](int64_t start, int64_t local, int64_t len) {
-    std::memcpy(dst + local * width, src + start * width, size_t(len * width));
-  });
+  for (const StateEntry::Part &part : e.parts) {
+    ShardSpec s = makeShard(fn, int64_t(e.logical.size()), e.logical.data(),
+                            part.offset.data(), e.shape.data());
+    char *dst = static_cast<char *>(part.data);
+    forEachRun(s, [&](int64_t start, int64_t local, int64_t len) {
+      std::memcpy(dst + local * width, src + start * width,
+                  size_t(len * width));
+    });
+  }
   return 0;
 }
 
@@ -453,9 +514,10 @@ int pfrt_state_load(const char *dir, int64_t *step) {
   int64_t saved = readIndexStep(dir, fn);
   for (auto &kv : registry()) {
     StateEntry &e = kv.second;
-    pfrt_checkpoint_load(dir, kv.first.c_str(), e.dtype,
-                         int64_t(e.logical.size()), e.logical.data(),
-                         e.offset.data(), e.shape.data(), e.data);
+    for (StateEntry::Part &part : e.parts)
+      pfrt_checkpoint_load(dir, kv.first.c_str(), e.dtype,
+                           int64_t(e.logical.size()), e.logical.data(),
+                           part.offset.data(), e.shape.data(), part.data);
   }
   if (step)
     *step = saved;

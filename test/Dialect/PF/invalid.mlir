@@ -35,7 +35,7 @@ func.func @unknown_sbp(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<
 
 // -----
 
-// expected-error @+1 {{expected an SBP entry: S(axis), B or P}}
+// expected-error @+1 {{expected an SBP entry: S(axis), S(axis, g), B or P}}
 func.func @sbp_not_keyword(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[0]>>) { return }
 
 // -----

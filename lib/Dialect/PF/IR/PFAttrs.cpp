@@ -28,6 +28,8 @@ void PFDialect::registerAttributes() {
 std::string SBPDim::str() const {
   switch (kind) {
   case Kind::Split:
+    if (groups > 1)
+      return "S(" + std::to_string(axis) + ", " + std::to_string(groups) + ")";
     return "S(" + std::to_string(axis) + ")";
   case Kind::Broadcast:
     return "B";
@@ -195,7 +197,8 @@ Attribute SBPAttr::parse(AsmParser &p, Type) {
     SMLoc loc = p.getCurrentLocation();
     StringRef kw;
     if (p.parseOptionalKeyword(&kw))
-      return p.emitError(loc, "expected an SBP entry: S(axis), B or P");
+      return p.emitError(loc,
+                         "expected an SBP entry: S(axis), S(axis, g), B or P");
     if (kw == "B") {
       dims.push_back(SBPDim::broadcast());
       return success();
@@ -205,10 +208,21 @@ Attribute SBPAttr::parse(AsmParser &p, Type) {
       return success();
     }
     if (kw == "S") {
-      int64_t axis;
-      if (p.parseLParen() || p.parseInteger(axis) || p.parseRParen())
+      int64_t axis, groups = 1;
+      if (p.parseLParen() || p.parseInteger(axis))
         return failure();
-      dims.push_back(SBPDim::split(axis));
+      if (succeeded(p.parseOptionalComma())) {
+        SMLoc gloc = p.getCurrentLocation();
+        if (p.parseInteger(groups))
+          return failure();
+        if (groups < 2)
+          return p.emitError(gloc, "a grouped split S(axis, g) needs g >= 2, "
+                                   "got ")
+                 << groups;
+      }
+      if (p.parseRParen())
+        return failure();
+      dims.push_back(SBPDim::split(axis, groups));
       return success();
     }
     return p.emitError(loc, "unknown SBP entry '")

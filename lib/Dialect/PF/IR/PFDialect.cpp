@@ -119,6 +119,12 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
       name == getShardOffsetAttrHelper().getName())
     return require(isa<DenseI64ArrayAttr>(value) && isa<ParamOp, DropoutOp>(op),
                    "an i64 array on a pf.param or pf.dropout");
+  if (name == getShardGroupsAttrHelper().getName()) {
+    auto groups = dyn_cast<DenseI64ArrayAttr>(value);
+    return require(groups && groups.size() == 3 && groups[0] >= 0 &&
+                       groups[1] >= 2 && groups[2] > 0 && isa<ParamOp>(op),
+                   "[axis >= 0, groups >= 2, stride > 0] on a pf.param");
+  }
   if (name == getOptimizerAttrHelper().getName())
     return require(isa<DictionaryAttr>(value) && isa<ParamOp>(op),
                    "a dictionary on a pf.param");

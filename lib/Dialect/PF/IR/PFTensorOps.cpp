@@ -244,14 +244,37 @@ void MaskedFillOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
     add(sigs, {P, B}, {P});
 }
 
+/// Where the inner box is one of g >= 2 equal blocks of axis k of the outer
+/// one, a grouped split of the outer tensor, S(k, g), holds each rank's
+/// part of that block as the block's own split S(k) would: slicing a block
+/// out of a fused projection, or padding its gradient back, moves nothing.
+void blockOfGroups(SmallVectorImpl<SBPSignature> &sigs,
+                   ArrayRef<int64_t> offsets, ArrayRef<int64_t> inner,
+                   ArrayRef<int64_t> outer, bool slice) {
+  for (auto [k, o] : llvm::enumerate(offsets)) {
+    int64_t n = inner[k], total = outer[k];
+    if (n <= 0 || n == total || total % n != 0 || o % n != 0)
+      continue;
+    SBPDim grouped = SBPDim::split(k, total / n);
+    if (slice)
+      add(sigs, {grouped}, {S(k)});
+    else
+      add(sigs, {S(k)}, {grouped});
+  }
+}
+
 void SliceOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   splitWhereWhole(sigs, getOffsets(), getSizes(),
                   typeOf(getInput()).getShape());
+  blockOfGroups(sigs, getOffsets(), getSizes(), typeOf(getInput()).getShape(),
+                /*slice=*/true);
 }
 
 void PadOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   splitWhereWhole(sigs, getOffsets(), typeOf(getInput()).getShape(),
                   getShape());
+  blockOfGroups(sigs, getOffsets(), typeOf(getInput()).getShape(), getShape(),
+                /*slice=*/false);
 }
 
 void ConcatOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {

@@ -98,6 +98,19 @@ LogicalResult GlobalType::verify(function_ref<InFlightDiagnostic()> emitError,
                          << " is not divisible by the " << factor
                          << " ranks it is split over";
   }
+  for (auto [d, dim] : llvm::enumerate(sbp.getDims())) {
+    if (!dim.isGrouped())
+      continue;
+    int64_t axis = dim.getAxis(), ranks = placement.getHierarchy()[d];
+    if (sbp.getSplitFactor(axis, placement) != ranks)
+      return emitError() << "the grouped split " << dim.str() << " shares axis "
+                         << axis << " with another hierarchy dimension's split";
+    if (shape[axis] % (dim.getGroups() * ranks) != 0)
+      return emitError() << "dimension " << axis << " of size " << shape[axis]
+                         << " is not " << dim.getGroups()
+                         << " blocks divisible by the " << ranks << " ranks "
+                         << dim.str() << " splits them over";
+  }
   return success();
 }
 

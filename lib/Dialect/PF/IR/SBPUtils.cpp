@@ -1,9 +1,11 @@
 //===- SBPUtils.cpp - n-D signatures, boxing costs, shard boxes -----------===//
 
 #include "pf/Dialect/PF/IR/SBPUtils.h"
+#include "pf/Dialect/PF/IR/PFOps.h"
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <limits>
 #include <optional>
 
 #include "pf/Interfaces/SBPInterface.cpp.inc"
@@ -22,7 +24,58 @@ bool mlir::pf::isValidLayout(ArrayRef<int64_t> shape, PlacementAttr placement,
   for (int64_t axis = 0, e = shape.size(); axis < e; ++axis)
     if (shape[axis] % sbp.getSplitFactor(axis, placement) != 0)
       return false;
+  // A grouped split's axis is split by no other dimension, and each of its
+  // blocks divides evenly.
+  for (auto [d, dim] : llvm::enumerate(sbp.getDims())) {
+    if (!dim.isGrouped())
+      continue;
+    int64_t axis = dim.getAxis();
+    if (sbp.getSplitFactor(axis, placement) != placement.getHierarchy()[d] ||
+        shape[axis] % (dim.getGroups() * placement.getHierarchy()[d]) != 0)
+      return false;
+  }
   return true;
+}
+
+/// Ops that compute every index of a split axis from the same index of
+/// their operands' split axes (element-wise ops, matmul's rows, columns and
+/// contraction, normalisation and reductions along other axes, axis
+/// permutations): any relabelling of an axis's indices commutes with them,
+/// so each of their signatures holds with every split grouped alike.
+static bool keepsGroups(Operation *op) {
+  return isa<MatmulOp, BiasAddOp, AddOp, SubOp, MulOp, DivOp, MulScalarOp,
+             ReluOp, ReluGradOp, ActivationOp, ActivationGradOp, SoftmaxOp,
+             SoftmaxGradOp, LayerNormOp, LayerNormGradInputOp,
+             LayerNormGradParamsOp, TransposeOp, ReduceSumOp, MaskedFillOp,
+             ClipScaleOp, ScaleByOp, SGDUpdateOp, AdamUpdateOp>(op);
+}
+
+/// Whether a reshape carries its operand's axis `from` over whole as its
+/// result's axis `to` (same extent, same elements after it), so that it
+/// commutes with relabelling that axis.
+static bool keepsAxis(Operation *op, int64_t from, int64_t to) {
+  ArrayRef<int64_t> in =
+      cast<GlobalType>(op->getOperand(0).getType()).getShape();
+  ArrayRef<int64_t> out =
+      cast<GlobalType>(op->getResult(0).getType()).getShape();
+  auto after = [](ArrayRef<int64_t> shape, int64_t axis) {
+    int64_t n = 1;
+    for (int64_t d : shape.drop_front(axis + 1))
+      n *= d;
+    return n;
+  };
+  return in[from] == out[to] && after(in, from) == after(out, to);
+}
+
+/// The groups of the grouped splits among `op`'s operand layouts.
+static SmallVector<int64_t> operandGroups(Operation *op) {
+  SmallVector<int64_t> groups;
+  for (Type t : op->getOperandTypes())
+    if (auto g = dyn_cast<GlobalType>(t); g && g.hasSBP())
+      for (SBPDim d : g.getSbp().getDims())
+        if (d.isGrouped() && !llvm::is_contained(groups, d.getGroups()))
+          groups.push_back(d.getGroups());
+  return groups;
 }
 
 SmallVector<SBPSignature> mlir::pf::get1DSignatures(Operation *op) {
@@ -31,6 +84,31 @@ SmallVector<SBPSignature> mlir::pf::get1DSignatures(Operation *op) {
   if (!iface)
     return sigs;
   iface.getSBPSignatures(sigs);
+  // Grouped variants, for the groups an operand already has (a grouped
+  // split starts at a parameter: pf-group-fused-splits).
+  bool reshape = isa<ReshapeOp, FlattenOp>(op);
+  if (keepsGroups(op) || reshape) {
+    SmallVector<SBPSignature> grouped;
+    for (int64_t g : operandGroups(op))
+      for (const SBPSignature &s : sigs) {
+        auto hasSplit = [](ArrayRef<SBPDim> dims) {
+          return llvm::any_of(dims, [](SBPDim d) { return d.isSplit(); });
+        };
+        if (!hasSplit(s.operands) && !hasSplit(s.results))
+          continue;
+        if (reshape &&
+            !(s.operands[0].isSplit() && s.results[0].isSplit() &&
+              keepsAxis(op, s.operands[0].getAxis(), s.results[0].getAxis())))
+          continue;
+        SBPSignature v;
+        for (SBPDim d : s.operands)
+          v.operands.push_back(d.withGroups(g));
+        for (SBPDim d : s.results)
+          v.results.push_back(d.withGroups(g));
+        grouped.push_back(std::move(v));
+      }
+    llvm::append_range(sigs, grouped);
+  }
   SBPSignature allB;
   allB.operands.assign(op->getNumOperands(), SBPDim::broadcast());
   allB.results.assign(op->getNumResults(), SBPDim::broadcast());
@@ -138,7 +216,7 @@ SmallVector<BoxingStep> mlir::pf::planBoxing(GlobalType type, SBPAttr from,
   unsigned dims = from.size();
   if (dims > 1) {
     std::optional<SBPDim> f = flatEntry(from), w = flatEntry(to);
-    if (f && w) {
+    if (f && w && !f->isGrouped() && !w->isGrouped()) {
       steps.push_back(
           {-1, *f, *w, to, transitionBytes(*f, *w, p.getNumRanks(), total)});
       return steps;
@@ -153,9 +231,13 @@ SmallVector<BoxingStep> mlir::pf::planBoxing(GlobalType type, SBPAttr from,
       if (e != d && cur[e].isSplit())
         seen /= p.getHierarchy()[e];
     SBPAttr after = withDim(cur, d, entry);
-    steps.push_back(
-        {d, cur[d], entry, after,
-         transitionBytes(cur[d], entry, p.getHierarchy()[d], seen)});
+    // A grouped split changes to nothing else (no collective reorders the
+    // blocks' parts): priced out, and pf-lower-boxing says so.
+    double bytes =
+        cur[d].isGrouped() || entry.isGrouped()
+            ? std::numeric_limits<double>::infinity()
+            : transitionBytes(cur[d], entry, p.getHierarchy()[d], seen);
+    steps.push_back({d, cur[d], entry, after, bytes});
     cur = after;
   };
   auto canChange = [&](unsigned d) {
@@ -188,7 +270,8 @@ SmallVector<BoxingStep> mlir::pf::planBoxing(GlobalType type, SBPAttr from,
       if (!to[d].isBroadcast())
         change(d, to[d]);
   }
-  if (dims < 2 || hasPartial(from) || hasPartial(to))
+  if (dims < 2 || hasPartial(from) || hasPartial(to) || hasGrouped(from) ||
+      hasGrouped(to))
     return steps;
   // On a hierarchy, per-dimension collectives can move more than the ranks
   // lack; a direct exchange of box intersections moves exactly that.
@@ -213,6 +296,10 @@ SBPAttr mlir::pf::withoutPartial(SBPAttr sbp) {
   for (SBPDim d : sbp.getDims())
     dims.push_back(d.isPartial() ? SBPDim::broadcast() : d);
   return SBPAttr::get(sbp.getContext(), dims);
+}
+
+bool mlir::pf::hasGrouped(SBPAttr sbp) {
+  return llvm::any_of(sbp.getDims(), [](SBPDim d) { return d.isGrouped(); });
 }
 
 bool mlir::pf::hasPartial(SBPAttr sbp) {
@@ -315,6 +402,9 @@ TransferPlan mlir::pf::planTransfer(GlobalType from, GlobalType to) {
 }
 
 double mlir::pf::transferBytes(GlobalType from, GlobalType to) {
+  // Grouped splits stay on their placement (see planBoxing).
+  if (hasGrouped(from.getSbp()) || hasGrouped(to.getSbp()))
+    return std::numeric_limits<double>::infinity();
   TransferPlan plan = planTransfer(from, to);
   GlobalType mid = to.withSBP(withoutPartial(to.getSbp()));
   switch (plan.kind) {
@@ -366,6 +456,16 @@ Box mlir::pf::shardBox(ArrayRef<int64_t> shape, PlacementAttr placement,
       continue;
     int64_t axis = sbp[d].getAxis();
     int64_t n = placement.getHierarchy()[d];
+    if (sbp[d].isGrouped()) {
+      // No other dimension splits this axis (isValidLayout).
+      int64_t g = sbp[d].getGroups(), total = box.sizes[axis];
+      box.groupAxis = axis;
+      box.groups = g;
+      box.groupStride = total / g;
+      box.sizes[axis] = total / n;
+      box.offsets[axis] += coords[d] * (total / (g * n));
+      continue;
+    }
     box.sizes[axis] /= n;
     box.offsets[axis] += coords[d] * box.sizes[axis];
   }

@@ -296,14 +296,16 @@ LogicalResult FunctionDifferentiator::finishParams(OpBuilder &b) {
       continue; // Buffers (running statistics) are not trained.
     std::string bufferName = (name.getValue() + ".grad").str();
     auto bufferType = param.getGlobalType();
-    // Forward-broadcast parameters accumulate partial-sum gradients: the
-    // data-parallel all-reduce then happens once, when the update reads it.
-    if (SBPAttr sbp = bufferType.getSbp()) {
-      SmallVector<SBPDim> dims;
-      for (SBPDim d : sbp.getDims())
-        dims.push_back(d.isBroadcast() ? SBPDim::partial() : d);
-      bufferType = bufferType.withSBP(SBPAttr::get(sbp.getContext(), dims));
-    }
+    // A parameter broadcast over some dimension leaves its buffer's layout
+    // to pf-infer-sbp: under data parallelism the gradient is a partial sum
+    // and the buffer accumulates it as one (the all-reduce then happens
+    // once, when the update reads it); under tensor parallelism a
+    // replicated parameter's gradient is computed whole on every rank, and
+    // a partial buffer would all-reduce what every rank already has.
+    if (SBPAttr sbp = bufferType.getSbp();
+        sbp &&
+        llvm::any_of(sbp.getDims(), [](SBPDim d) { return d.isBroadcast(); }))
+      bufferType = bufferType.withSBP(SBPAttr());
     auto gradParam = table.lookup<ParamOp>(bufferName);
     if (!gradParam) {
       OpBuilder mb(param);

@@ -6,7 +6,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 #include <limits>
+#include <tuple>
 
 #define DEBUG_TYPE "pf-infer-sbp"
 
@@ -25,8 +28,11 @@ constexpr double kChangeEpsilon = 1e-3;
 
 /// A value whose layout is still open, and where it comes from.
 struct Open {
-  enum Kind { Leaf, Move } kind;
+  enum Kind { Leaf, Move, Derived } kind;
   Value source; // Move: the moved value
+  /// Derived: the layouts the producer gives for free from its replicated
+  /// operands, the default (all-B) first.
+  SmallVector<SBPAttr> free = {};
 };
 
 class Inferrer {
@@ -56,7 +62,7 @@ private:
       resolve(v, defaultLayout(v));
   }
   /// What giving `v` the layout `want` costs, in bytes per rank.
-  double cost(Value v, SBPAttr want);
+  double cost(Value v, SBPAttr want, Operation *consumer = nullptr);
   bool allowedForConstant(Value v, SBPAttr sbp);
 
   LogicalResult visitSignatureOp(Operation *op);
@@ -67,12 +73,20 @@ private:
   llvm::StringMap<ParamOp> params;
   /// Open reads of each parameter whose layout is open.
   llvm::StringMap<SmallVector<Value>> openReads;
+  /// Layout changes already chosen for an earlier consumer in the same
+  /// stage: pf-insert-boxing makes them once, later consumers reuse them.
+  llvm::DenseSet<std::tuple<Value, SBPAttr, Attribute>> paid;
 };
 
 void Inferrer::resolve(Value v, SBPAttr sbp) {
   auto it = open.find(v);
   if (it == open.end())
     return;
+  // A derived value that cannot be produced as asked keeps its default;
+  // pf-insert-boxing changes it for that consumer.
+  if (it->second.kind == Open::Derived &&
+      !llvm::is_contained(it->second.free, sbp))
+    sbp = it->second.free.front();
   open.erase(it);
   v.setType(global(v).withSBP(sbp));
   if (auto read = v.getDefiningOp<ReadParamOp>()) {
@@ -94,6 +108,8 @@ SBPAttr Inferrer::defaultLayout(Value v) {
   Open o = open.find(v)->second;
   if (o.kind == Open::Leaf)
     return allB;
+  if (o.kind == Open::Derived)
+    return o.free.front();
   // A move keeps its source's layout where it is valid and not partial.
   settle(o.source);
   SBPAttr src = global(o.source).getSbp();
@@ -115,22 +131,107 @@ bool Inferrer::allowedForConstant(Value v, SBPAttr sbp) {
          splat.getSplatValue<APFloat>().isZero();
 }
 
-double Inferrer::cost(Value v, SBPAttr want) {
+/// The stage a consumer runs in (null outside staged programs): reuse of a
+/// layout change stays within it.
+static Attribute stageOf(Operation *op) {
+  return op ? op->getAttr(PFDialect::StageAttrHelper::getNameStr())
+            : Attribute();
+}
+
+double Inferrer::cost(Value v, SBPAttr want, Operation *consumer) {
   GlobalType t = global(v);
   auto it = open.find(v);
   if (it == open.end()) {
     if (t.getSbp() == want)
       return 0;
+    if (consumer && paid.contains({v, want, stageOf(consumer)}))
+      return 0;
+    // Reducing a partial sum into a split (reduce-scatter) is priced as
+    // reducing it whole (all-reduce): whatever needs the value whole later
+    // pays the all-gather the difference is, and a greedy order cannot
+    // see that far. So Megatron's all-reduce after a row-parallel layer
+    // wins its tie against a reduce-scatter that layer norm would take
+    // (sequence parallelism moves the same bytes, and more ops).
+    SBPAttr priced = want;
+    SmallVector<SBPDim> dims(want.getDims());
+    for (auto [d, from] : llvm::enumerate(t.getSbp().getDims()))
+      if (from.isPartial() && dims[d].isSplit())
+        dims[d] = SBPDim::broadcast();
+    priced = SBPAttr::get(v.getContext(), dims);
+    if (priced != want)
+      return boxingBytes(t, t.getSbp(), priced) + 2 * kChangeEpsilon;
+    // Making a whole value partial (one rank keeps it, the others hold
+    // zeros) is free, but like the reduce-scatter above it is half a
+    // bargain: the partial sum must be reduced again later. It is priced as
+    // that all-reduce, so a residual stream stays whole and is reduced
+    // where the row-parallel output joins it (Megatron's layout).
+    SmallVector<SBPDim> whole(want.getDims());
+    for (auto [d, from] : llvm::enumerate(t.getSbp().getDims()))
+      if (!from.isPartial() && whole[d].isPartial())
+        whole[d] = SBPDim::broadcast();
+    SBPAttr reduced = SBPAttr::get(v.getContext(), whole);
+    if (reduced != want)
+      return boxingBytes(t, t.getSbp(), reduced) +
+             boxingBytes(t.withSBP(want), want, reduced) + 2 * kChangeEpsilon;
     // Any change costs a little more than none, so that a free local slice
     // (B -> S) does not win a tie against keeping the layout: slicing now
     // usually means gathering later.
     return boxingBytes(t, t.getSbp(), want) + kChangeEpsilon;
   }
-  if (it->second.kind == Open::Leaf)
+  if (it->second.kind == Open::Leaf) {
+    // Grouped splits start at parameters (pf-group-fused-splits); an input
+    // or a constant other than a splat never takes one.
+    if (hasGrouped(want) && !v.getDefiningOp<ReadParamOp>() &&
+        !(v.getDefiningOp<ConstantOp>() &&
+          isa<SplatElementsAttr>(v.getDefiningOp<ConstantOp>().getValue())))
+      return kInfinite;
     return allowedForConstant(v, want) ? 0 : kInfinite;
+  }
+  if (it->second.kind == Open::Derived) {
+    SBPAttr first = it->second.free.front();
+    if (llvm::is_contained(it->second.free, want))
+      return 0;
+    return boxingBytes(t.withSBP(first), first, want) + kChangeEpsilon;
+  }
   Value source = it->second.source;
   settle(source);
   return transferBytes(global(source), t.withSBP(want));
+}
+
+/// Whether some result of `sig` is split over a hierarchy dimension over
+/// which no operand is split.
+static bool slicesReplicated(const NDSBPSignature &sig) {
+  for (SBPAttr r : sig.results)
+    for (auto [d, dim] : llvm::enumerate(r.getDims()))
+      if (dim.isSplit() && llvm::none_of(sig.operands, [&](SBPAttr o) {
+            return o && o[d].isSplit();
+          }))
+        return true;
+  return false;
+}
+
+/// For a one-result op whose chosen signature `best` takes and gives
+/// all-B layouts (result not fixed): every result layout without partial
+/// sums that another signature produces from the same operand layouts, the
+/// all-B one first; nullopt when there is no other.
+static std::optional<SmallVector<SBPAttr>>
+freeLayouts(Operation *op, const NDSBPSignature &best,
+            ArrayRef<NDSBPSignature> candidates,
+            ArrayRef<SBPAttr> fixedResults) {
+  if (op->getNumResults() != 1 || fixedResults[0] ||
+      !isa<GlobalType>(op->getResult(0).getType()) ||
+      !best.results[0].isAllBroadcast() ||
+      !llvm::all_of(best.operands,
+                    [](SBPAttr o) { return !o || o.isAllBroadcast(); }))
+    return std::nullopt;
+  SmallVector<SBPAttr> free = {best.results[0]};
+  for (const NDSBPSignature &sig : candidates)
+    if (sig.operands == best.operands && !hasPartial(sig.results[0]) &&
+        !llvm::is_contained(free, sig.results[0]))
+      free.push_back(sig.results[0]);
+  if (free.size() == 1)
+    return std::nullopt;
+  return free;
 }
 
 static std::string layoutList(ArrayRef<SBPAttr> sbps) {
@@ -167,7 +268,12 @@ LogicalResult Inferrer::visitSignatureOp(Operation *op) {
       continue;
     double c = 0;
     for (auto [v, want] : llvm::zip(op->getOperands(), sig.operands))
-      c += cost(v, want);
+      c += cost(v, want, op);
+    // A result split over a dimension where no operand is split slices
+    // replicated data: free now, but like a free operand slice (see cost)
+    // it should not win a tie against keeping the layout.
+    if (slicesReplicated(sig))
+      c += kChangeEpsilon;
     // Look one step ahead where a result must end in a fixed layout: a
     // parameter it is written back to.
     for (auto [r, got] : llvm::zip(op->getResults(), sig.results))
@@ -192,12 +298,24 @@ LogicalResult Inferrer::visitSignatureOp(Operation *op) {
            << layoutList(fixedResults) << " on " << placement
            << " (operand layouts " << layoutList(given) << ")";
   }
-  for (auto [v, want] : llvm::zip(op->getOperands(), best->operands))
+  for (auto [v, want] : llvm::zip(op->getOperands(), best->operands)) {
     if (isOpen(v))
       resolve(v, want);
-  for (auto [r, sbp] : llvm::zip(op->getResults(), best->results))
-    if (GlobalType t = global(r))
-      r.setType(t.withSBP(sbp));
+    else if (GlobalType t = global(v); t && t.getSbp() != want)
+      paid.insert({v, want, stageOf(op)});
+  }
+  // An op computing a replicated result from replicated operands could as
+  // well compute any split of it, for free: its consumer decides (so a
+  // broadcast positional embedding is split with the data-parallel batch,
+  // but stays whole under tensor parallelism).
+  if (std::optional<SmallVector<SBPAttr>> free =
+          freeLayouts(op, *best, candidates, fixedResults)) {
+    open[op->getResult(0)] = {Open::Derived, Value(), std::move(*free)};
+  } else {
+    for (auto [r, sbp] : llvm::zip(op->getResults(), best->results))
+      if (GlobalType t = global(r))
+        r.setType(t.withSBP(sbp));
+  }
   SmallVector<Attribute> wants(best->operands.begin(), best->operands.end());
   PFDialect::SbpOperandsAttrHelper(op->getContext())
       .setAttr(op, ArrayAttr::get(op->getContext(), wants));

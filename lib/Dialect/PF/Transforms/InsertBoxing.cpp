@@ -6,6 +6,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include <tuple>
+
 #define DEBUG_TYPE "pf-insert-boxing"
 
 namespace mlir::pf {
@@ -18,12 +20,41 @@ using namespace mlir::pf;
 
 namespace {
 
+/// Layout changes made so far, by value, layout and stage: a later consumer
+/// in the same block and stage reuses one (pf-infer-sbp priced it once), as
+/// the backward reuses a forward activation.
+using Made = llvm::DenseMap<std::tuple<Value, SBPAttr, Attribute>, ToGlobalOp>;
+
 /// Makes operand `i` of `op` have layout `want`.
-void box(OpBuilder &b, Operation *op, unsigned i, SBPAttr want) {
+void box(OpBuilder &b, Operation *op, unsigned i, SBPAttr want, Made &made) {
   Value v = op->getOperand(i);
   auto t = dyn_cast<GlobalType>(v.getType());
   if (!t || !want || t.getSbp() == want)
     return;
+  // A splat constant is the same value in any layout without partial sums
+  // (and a zero one in any): a copy in the wanted layout moves nothing.
+  if (auto c = v.getDefiningOp<ConstantOp>()) {
+    auto splat = dyn_cast<SplatElementsAttr>(c.getValue());
+    bool zero = splat && isa<FloatType>(splat.getElementType()) &&
+                splat.getSplatValue<APFloat>().isZero();
+    if (splat && (zero || !llvm::any_of(want.getDims(), [](SBPDim d) {
+                    return d.isPartial();
+                  }))) {
+      b.setInsertionPoint(op);
+      Operation *copy = b.clone(*c);
+      copy->getResult(0).setType(t.withSBP(want));
+      op->setOperand(i, copy->getResult(0));
+      return;
+    }
+  }
+  auto key = std::make_tuple(
+      v, want, op->getAttr(PFDialect::StageAttrHelper::getNameStr()));
+  if (ToGlobalOp prior = made.lookup(key);
+      prior && prior->getBlock() == op->getBlock() &&
+      prior->isBeforeInBlock(op)) {
+    op->setOperand(i, prior.getResult());
+    return;
+  }
   b.setInsertionPoint(op);
   auto move = ToGlobalOp::create(b, op->getLoc(), t.withSBP(want), v);
   // The layout change runs in the consumer's stage, micro-batch and phase.
@@ -33,6 +64,7 @@ void box(OpBuilder &b, Operation *op, unsigned i, SBPAttr want) {
     if (Attribute a = op->getAttr(name))
       move->setAttr(name, a);
   op->setOperand(i, move.getResult());
+  made[key] = move;
 }
 
 std::string layouts(TypeRange types) {
@@ -81,20 +113,21 @@ struct InsertBoxingPass
     for (auto p : module.getOps<ParamOp>())
       params[p.getSymName()] = p;
     OpBuilder b(module.getContext());
+    Made made;
     PFDialect::SbpOperandsAttrHelper sbpOperandsAttr(module.getContext());
     WalkResult walk = module.walk([&](Operation *op) -> WalkResult {
       if (ArrayAttr wants = sbpOperandsAttr.getAttr(op)) {
         for (auto [i, want] : llvm::enumerate(wants))
-          box(b, op, i, cast<SBPAttr>(want));
+          box(b, op, i, cast<SBPAttr>(want), made);
         sbpOperandsAttr.removeAttr(op);
       } else if (auto write = dyn_cast<WriteParamOp>(op)) {
         if (ParamOp p = params.lookup(write.getParam()))
-          box(b, op, 0, p.getGlobalType().getSbp());
+          box(b, op, 0, p.getGlobalType().getSbp(), made);
       } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         auto func = ret->getParentOfType<func::FuncOp>();
         for (unsigned i = 0; i < ret.getNumOperands(); ++i)
           if (auto g = dyn_cast<GlobalType>(func.getResultTypes()[i]))
-            box(b, op, i, g.getSbp());
+            box(b, op, i, g.getSbp(), made);
       }
       if (isa<SBPOpInterface>(op) && failed(checkSignature(op)))
         return WalkResult::interrupt();

@@ -207,6 +207,20 @@ LogicalResult Lowerer::run() {
   if (!from.hasSBP() || !to.hasSBP())
     return move.emitOpError("pf-lower-boxing: layouts must be inferred "
                             "first (run pf-infer-sbp)");
+  // A grouped split (pf-group-fused-splits) only meets its own layout.
+  if (hasGrouped(from.getSbp()) || hasGrouped(to.getSbp())) {
+    bool changes = from.getPlacement() != to.getPlacement();
+    if (!changes)
+      for (const BoxingStep &step :
+           planBoxing(from, from.getSbp(), to.getSbp()))
+        changes |= step.from.isGrouped() || step.to.isGrouped();
+    if (changes)
+      return move.emitOpError("pf-lower-boxing: no boxing changes the "
+                              "grouped split in ")
+             << from << " to " << to
+             << " (a grouped split's blocks stay where they are: slice them "
+                "apart first)";
+  }
   b.setInsertionPoint(move);
   FailureOr<Value> result =
       from.getPlacement() == to.getPlacement()

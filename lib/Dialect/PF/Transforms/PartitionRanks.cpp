@@ -415,9 +415,38 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
     Box shard = box(g);
     if (ArrayRef<int64_t>(shard.sizes) == g.getShape())
       continue;
+    if (shard.isGrouped())
+      return c.emitOpError("pf-partition-ranks: a dense constant cannot take "
+                           "the grouped split ")
+             << g.getSbp();
     c.setValueAttr(boxOfDense(dense, g.getShape(), shard));
   }
 
+  // A block cut out of (or padded into) a grouped split S(axis, g) over n
+  // ranks starts at offset / n of each rank's local tensor.
+  block.walk([&](Operation *op) {
+    auto slice = dyn_cast<SliceOp>(op);
+    auto pad = dyn_cast<PadOp>(op);
+    if (!slice && !pad)
+      return;
+    auto g = cast<GlobalType>(slice ? slice.getInput().getType()
+                                    : pad.getResult().getType());
+    if (!g.hasSBP() || !g.getPlacement().contains(rank))
+      return;
+    SmallVector<int64_t> offsets(slice ? slice.getOffsets() : pad.getOffsets());
+    bool changed = false;
+    for (auto [d, dim] : llvm::enumerate(g.getSbp().getDims()))
+      if (dim.isGrouped()) {
+        offsets[dim.getAxis()] /= g.getPlacement().getHierarchy()[d];
+        changed = true;
+      }
+    if (!changed)
+      return;
+    if (slice)
+      slice.setOffsets(offsets);
+    else
+      pad.setOffsets(offsets);
+  });
   // Local types everywhere.
   for (BlockArgument arg : block.getArguments())
     arg.setType(localize(arg.getType()));
@@ -484,6 +513,17 @@ LogicalResult RankPartitioner::run() {
         param, b.getDenseI64ArrayAttr(g.getShape()));
     dialect->getShardOffsetAttrHelper().setAttr(
         param, b.getDenseI64ArrayAttr(shard.offsets));
+    if (shard.isGrouped()) {
+      // The parts must lie one after the other in the local buffer.
+      for (int64_t k = 0; k < shard.groupAxis; ++k)
+        if (shard.sizes[k] != 1)
+          return param.emitOpError("pf-partition-ranks: the grouped split of ")
+                 << g << " needs its axis " << shard.groupAxis
+                 << " to be the first of size > 1 on each rank";
+      dialect->getShardGroupsAttrHelper().setAttr(
+          param, b.getDenseI64ArrayAttr(
+                     {shard.groupAxis, shard.groups, shard.groupStride}));
+    }
     // Under a partial sum only coordinate 0 of each P dimension holds the
     // value; the other ranks' addends are zeros.
     if (param.getInit().getKind() != InitKind::Zeros &&

@@ -29,7 +29,7 @@ func.func @step(%x: !pf.global<4x8xf32, #P0, #pf.sbp<[B]>>, %y: !pf.global<4xi64
 // SGD-LABEL: func.func @step
 // SGD: pf.write_param %{{.*}} to @w0.grad {pf.phase = "backward_weight", pf.stage = 0 : i64}
 // SGD: %[[W0:.*]] = pf.read_param @w0 {pf.phase = "update", pf.stage = 0 : i64} : !pf.global<3x8xf32, #[[P0:.*]], #pf.sbp<[B]>>
-// SGD: %[[G0:.*]] = pf.read_param @w0.grad {pf.phase = "update", pf.stage = 0 : i64} : !pf.global<3x8xf32, #[[P0]], #pf.sbp<[P]>>
+// SGD: %[[G0:.*]] = pf.read_param @w0.grad {pf.phase = "update", pf.stage = 0 : i64} : !pf.global<3x8xf32, #[[P0]]>
 // SGD: %[[LR0:.*]] = pf.scalar_input "lr" {pf.phase = "update", pf.stage = 0 : i64} : !pf.global<f32, #[[P0]], #pf.sbp<[B]>>
 // SGD: %[[N0:.*]] = pf.sgd_update %[[W0]], %[[G0]], %[[LR0]] {pf.phase = "update", pf.stage = 0 : i64} :
 // SGD: pf.write_param %[[N0]] to @w0 {pf.phase = "update", pf.stage = 0 : i64}

@@ -78,6 +78,11 @@ def PF_Dialect : Dialect {
     // `pf.shard_offset` on a per-rank pf.param or pf.dropout: where its
     // shard starts in the logical tensor (initialisers, dropout masks).
     "::mlir::DenseI64ArrayAttr":$shard_offset,
+    // `pf.shard_groups = [axis, g, stride]` on a per-rank pf.param under a
+    // grouped split S(axis, g): its shard is g equal parts one after the
+    // other (contiguous in memory), part k at shard_offset + k * stride
+    // along axis.
+    "::mlir::DenseI64ArrayAttr":$shard_groups,
     // `pf.zero_init` on a per-rank pf.param: this rank holds zeros of a
     // partial sum instead of the initialiser's values.
     "::mlir::UnitAttr":$zero_init,

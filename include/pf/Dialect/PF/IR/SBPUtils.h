@@ -78,11 +78,19 @@ double transferBytes(GlobalType from, GlobalType to);
 /// The same layout with every partial entry read as B.
 SBPAttr withoutPartial(SBPAttr sbp);
 bool hasPartial(SBPAttr sbp);
+/// Whether some entry of `sbp` is a grouped split.
+bool hasGrouped(SBPAttr sbp);
 
 /// A box of a logical tensor: per-axis offsets and sizes.
 struct Box {
   SmallVector<int64_t> offsets;
   SmallVector<int64_t> sizes;
+  /// Under a grouped split S(axis, g) a rank's box is g parts: part k has
+  /// `sizes` but sizes[groupAxis] / groups, and `offsets` but
+  /// offsets[groupAxis] + k * groupStride (the parts lie one after the
+  /// other along groupAxis in the rank's local tensor).
+  int64_t groupAxis = -1, groups = 1, groupStride = 0;
+  bool isGrouped() const { return groups > 1; }
   /// The intersection with `other`; empty sizes (some 0) if disjoint.
   Box intersect(const Box &other) const;
   bool isEmpty() const;

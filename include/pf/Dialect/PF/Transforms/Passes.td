@@ -249,6 +249,32 @@ def InlineStagesPass : Pass<"pf-inline-stages", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
+def GroupFusedSplitsPass : Pass<"pf-group-fused-splits", "::mlir::ModuleOp"> {
+  let summary = "lays out a split fused projection so that its blocks stay split";
+  let description = [{
+    nanoGPT computes q, k and v with one projection, `c_attn`, and cuts its
+    output in three. With the weight column-split over n ranks, S(0), rank r
+    holds rows [r 3C/n, (r+1) 3C/n): the cut does not fall on those rows,
+    and the blocks would have to be gathered. This pass gives such a weight
+    (and its bias) the grouped split S(0, g) instead: rank r holds its part
+    of each of the g blocks, which is what g separate column-split
+    projections would hold (Megatron stores its fused QKV weight so for the
+    same reason). Cutting the output into blocks then moves nothing, and
+    their gradients pad back in place. The logical values are unchanged:
+    initialisation, checkpoints and `state_dict` see the same tensor.
+
+    It applies to a parameter with a plain split S(a) over more than one
+    rank that every read uses as the weight of a `pf.matmul` on its output
+    columns (axis a is the product's last axis), optionally through a
+    `pf.bias_add` of a parameter split the same way, when all users of the
+    product are `pf.slice`s cutting the last axis into equal blocks (the
+    other axes whole), g = columns / block >= 2, and each block divides
+    over the ranks. Run before `pf-autodiff`, so that gradient buffers and
+    optimizer states copy the layout; otherwise a no-op.
+  }];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 def InferSBPPass : Pass<"pf-infer-sbp", "::mlir::ModuleOp"> {
   let summary = "chooses every value's SBP layout by boxing cost";
   let description = [{
