@@ -10,7 +10,8 @@
 // turned, replicas split, rank 0's tensor replicated), pfrt_state_load
 // fills every rank's box with the right logical elements. argv: DIR [gap]
 // ("gap": a tensor whose boxes leave elements uncovered, which must be a
-// fatal error naming it).
+// fatal error naming it). A grouped split (three parts per rank, one per
+// block) gathers, saves, loads and sets like the others.
 //
 //===----------------------------------------------------------------------===//
 
@@ -111,6 +112,27 @@ Layout whole(std::vector<int64_t> s) {
   return {s, std::vector<int64_t>(s.size(), 0), s};
 }
 
+/// A grouped split S(0, 3): `name`'s [3 * 2n, 4] rows are 3 blocks, each
+/// split over the n ranks of the world; this rank's part of block k has its
+/// own storage (the first registered, the others pfrt_state_add_part).
+std::vector<Held> grouped(const std::string &name, bool fill) {
+  int64_t block = 2 * gSize;
+  std::vector<Held> parts;
+  for (int64_t k = 0; k < 3; ++k) {
+    Layout l{{3 * block, 4}, {k * block + 2 * gRank, 0}, {2, 4}};
+    if (k == 0) {
+      parts.push_back(make(name, PFRT_DTYPE_F32, l, fill));
+      continue;
+    }
+    Held h{name, PFRT_DTYPE_F32, l, std::vector<float>(8, -99.0f), {}};
+    for (int64_t e = 0; fill && e < 8; ++e)
+      h.f32[e] = fval(name, logicalIndex(l, e));
+    pfrt_state_add_part(name.c_str(), l.offset.data(), h.data());
+    parts.push_back(std::move(h));
+  }
+  return parts;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -139,6 +161,8 @@ int main(int argc, char **argv) {
   }
   CHECK(pfrt_state_count() == int64_t(held.size()), "count %lld",
         (long long)pfrt_state_count());
+  std::vector<Held> qkv = grouped("qkv", true);
+  CHECK(pfrt_state_count() == int64_t(held.size()) + 1, "parts are one tensor");
   {
     int32_t dt = -1;
     int64_t nd = -1, lg[32], off[32], bs[32];
@@ -159,7 +183,8 @@ int main(int argc, char **argv) {
   std::vector<Want> all = {{"bias", PFRT_DTYPE_F32, {7}},
                            {"only0.state", PFRT_DTYPE_F32, {2, 2, 3}},
                            {"w.cols", PFRT_DTYPE_I64, {2, 3 * gSize}},
-                           {"w.rows", PFRT_DTYPE_F32, {3 * gSize, 5}}};
+                           {"w.rows", PFRT_DTYPE_F32, {3 * gSize, 5}},
+                           {"qkv", PFRT_DTYPE_F32, {6 * gSize, 4}}};
   if (gSize == 4)
     all.push_back({"grid", PFRT_DTYPE_F32, {4, 6}});
   for (Want &w : all) {
@@ -218,11 +243,14 @@ int main(int argc, char **argv) {
                       false));
   held.push_back(make("only0.state", PFRT_DTYPE_F32, whole({2, 2, 3}),
                       false)); // now everywhere
+  qkv = grouped("qkv", false);
   int64_t step = -1;
   pfrt_state_load(dir.c_str(), &step);
   CHECK(step == 42, "step %lld", (long long)step);
   for (Held &h : held)
     checkBox(h, "load");
+  for (Held &h : qkv)
+    checkBox(h, "load of a grouped split");
 
   // pfrt_state_set: every rank copies its box out of the logical value.
   {
@@ -233,6 +261,14 @@ int main(int argc, char **argv) {
       full[i] = fval("fresh", int64_t(i));
     pfrt_state_set("fresh", full.data(), int64_t(full.size() * 4));
     checkBox(h, "set");
+    std::vector<Held> parts = grouped("fresh.grouped", false);
+    std::vector<float> logical(size_t(6 * gSize * 4));
+    for (size_t i = 0; i < logical.size(); ++i)
+      logical[i] = fval("fresh.grouped", int64_t(i));
+    pfrt_state_set("fresh.grouped", logical.data(),
+                   int64_t(logical.size() * 4));
+    for (Held &p : parts)
+      checkBox(p, "set of a grouped split");
   }
   if (gRank == 0)
     printf("state: %d ranks OK\n", gSize);

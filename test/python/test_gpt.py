@@ -110,11 +110,14 @@ def printed_losses(stdout):
 @needs_mpiexec
 @pytest.mark.parametrize("layout,ranks,schedule", [
     ("dp", 2, "1f1b"), ("pp", 2, "1f1b"), ("pp", 2, "interleaved-1f1b"),
-    ("pp", 2, "zb-h1"), ("pp", 2, "gpipe"), ("pp_dp", 4, "1f1b")])
+    ("pp", 2, "zb-h1"), ("pp", 2, "gpipe"), ("pp_dp", 4, "1f1b"), ("tp", 2, "1f1b"),
+    ("tp_dp", 4, "1f1b"), ("pp_tp", 4, "zb-h1")])
 def test_gpt_layouts_equal_one_rank(pf_opt, tmp_path, layout, ranks, schedule):
     """examples/python/gpt.py under the launcher (data parallel, two pipeline
-    stages under every schedule, PP x DP on 4 ranks; 4 micro-batches) and in
-    one process, same fresh seed: every step's loss equal within 1e-5."""
+    stages under every schedule, PP x DP on 4 ranks, Megatron's tensor
+    parallelism alone, on a 2 x 2 mesh with data parallelism and under two
+    pipeline stages; 4 micro-batches) and in one process, same fresh seed:
+    every step's loss equal within 1e-5."""
     seed = str(np.random.default_rng().integers(2**31))
     args = ("--seed", seed, "--steps", "3", "--layers", "4", "--micro-batches", "4",
             "--batch", "8", "--block", "16")
@@ -126,3 +129,29 @@ def test_gpt_layouts_equal_one_rank(pf_opt, tmp_path, layout, ranks, schedule):
     assert sorted(got) == sorted(want) == [0, 1, 2]
     err = max(abs(got[k] - want[k]) / abs(want[k]) for k in want)
     assert err < 1e-5, (seed, got, want)
+
+
+def test_gpt_tensor_parallel_boxing_is_megatrons(pf_opt):
+    """The TP2 GPT's boxing report (Megatron's weight layouts, nothing else
+    given): per block one all-reduce of the [batch, block, n_embd]
+    activations where attention's output joins the residual stream and one
+    where the MLP's does, forward and backward; nothing else moves a byte
+    (no gathered logits, no gradient all-reduces of replicated weights)."""
+    flow.manual_seed(int(np.random.default_rng().integers(2**31)))
+    layers, batch, block = 3, 4, 16
+    model = gpt_model.GPT(gpt_model.GPTConfig(block_size=block, n_layer=layers))
+    args = types.SimpleNamespace(layout="tp", schedule="1f1b", micro_batches=1, lr=1e-3)
+    graph, place_inputs = gpt.build_graph(model, args)
+    x, y = next(gpt.batches(0, batch, block, 1))
+    report = graph.debug_report(*place_inputs(flow.tensor(x), flow.tensor(y)))
+    moving = [line for line in report.splitlines()
+              if re.search(r": [1-9]\d* bytes/rank", line) and not line.strip().startswith("total")]
+    source = open(MODEL).read().splitlines()
+    joins = {i + 1 for i, line in enumerate(source)
+             if line.strip() in ("x = x + self.attn(self.ln_1(x))", "x = x + self.mlp(self.ln_2(x))")}
+    assert len(joins) == 2
+    assert len(moving) == 4 * layers, report
+    for line in moving:
+        assert line.strip().startswith(f"all_reduce {batch}x{block}x64xf32"), report
+        assert int(re.search(r'gpt_model.py":(\d+)', line).group(1)) in joins, line
+    assert f"total: {4 * layers * batch * block * 64 * 4} bytes/rank per step" in report

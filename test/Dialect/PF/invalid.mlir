@@ -1264,3 +1264,19 @@ func.func @scale_by_placement(%x: !pf.global<4x3xf32, #pf.placement<"cpu", [0]>,
   %r = pf.scale_by %x, %s : (!pf.global<4x3xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>, !pf.global<f32, #pf.placement<"cpu", [1]>, #pf.sbp<[B]>>) -> !pf.global<4x3xf32, #pf.placement<"cpu", [0]>>
   return
 }
+
+// -----
+
+// expected-error @+1 {{a grouped split S(axis, g) needs g >= 2, got 1}}
+func.func @grouped_one(%x: !pf.global<12xf32, #pf.placement<"cpu", [0, 1]>, #pf.sbp<[S(0, 1)]>>) { return }
+
+// -----
+
+// 12 rows are 4 blocks of 3, which do not divide over 2 ranks.
+// expected-error @+1 {{dimension 0 of size 12 is not 4 blocks divisible by the 2 ranks S(0, 4) splits them over}}
+func.func @grouped_uneven(%x: !pf.global<12xf32, #pf.placement<"cpu", [0, 1]>, #pf.sbp<[S(0, 4)]>>) { return }
+
+// -----
+
+// expected-error @+1 {{the grouped split S(0, 3) shares axis 0 with another hierarchy dimension's split}}
+func.func @grouped_shared(%x: !pf.global<24xf32, #pf.placement<"cpu", [[0, 1], [2, 3]]>, #pf.sbp<[S(0), S(0, 3)]>>) { return }
