@@ -253,6 +253,22 @@ def check_embedding(ctx, c):
     ctx.check(c, "dtable", ctx.load(c, "dtable"), dt, F32)
 
 
+def check_embedding_rows(ctx, c):
+    """Two halves of a vocabulary-split table: each looks up its rows and
+    gives zeros elsewhere (the halves add up to the lookup); each gradient
+    is its rows of the whole scatter-add."""
+    table, dy = (f64(ctx.load(c, k)) for k in ("table", "dy"))
+    ids = ctx.load(c, "ids").astype(np.int64)
+    r0 = int(c["r0"])
+    mine = (ids < r0)[:, None]
+    ctx.check(c, "ya", ctx.load(c, "ya"), np.where(mine, table[ids], 0.0), EXACT)
+    ctx.check(c, "yb", ctx.load(c, "yb"), np.where(mine, 0.0, table[ids]), EXACT)
+    dt = np.zeros_like(table)
+    np.add.at(dt, ids, dy)
+    ctx.check(c, "da", ctx.load(c, "da"), dt[:r0], F32)
+    ctx.check(c, "db", ctx.load(c, "db"), dt[r0:], F32)
+
+
 def check_bias_add(ctx, c):
     x, b = f64(ctx.load(c, "x")), f64(ctx.load(c, "b"))
     ref = x + b[None, :, None]
@@ -585,6 +601,7 @@ CHECKS = {
     "softmax": check_softmax,
     "layer_norm": check_layer_norm,
     "embedding": check_embedding,
+    "embedding_rows": check_embedding_rows,
     "bias_add": check_bias_add,
     "reduce_sum": check_reduce_sum,
     "transpose": check_transpose,

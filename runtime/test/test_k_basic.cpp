@@ -160,6 +160,29 @@ void embeddings(kt::Harness &h) {
     h.save(id, "y", {n, d}, y);
     h.save(id, "dtable", {v, d}, dt);
     h.record("embedding", id, "n=%lld", (long long)n);
+    if (v < 2)
+      continue;
+    // Vocabulary-parallel: the table's rows [0, r0) and [r0, v) on two
+    // "ranks"; the lookups add up, the gradients are the halves.
+    std::string rid = h.newCase();
+    int64_t r0 = v / 2;
+    std::vector<float> ya(n * d, 7.0f), yb(n * d, 7.0f), da(r0 * d, 7.0f),
+        db((v - r0) * d, 7.0f);
+    pfrt_k_embedding_rows(table.data(), ids.data(), ya.data(), n, r0, d, 0, v);
+    pfrt_k_embedding_rows(table.data() + r0 * d, ids.data(), yb.data(), n,
+                          v - r0, d, r0, v);
+    pfrt_k_embedding_grad_rows(ids.data(), dy.data(), da.data(), n, r0, d, 0,
+                               v);
+    pfrt_k_embedding_grad_rows(ids.data(), dy.data(), db.data(), n, v - r0, d,
+                               r0, v);
+    h.save(rid, "table", {v, d}, table);
+    h.save(rid, "ids", {n}, idsF);
+    h.save(rid, "dy", {n, d}, dy);
+    h.save(rid, "ya", {n, d}, ya);
+    h.save(rid, "yb", {n, d}, yb);
+    h.save(rid, "da", {r0, d}, da);
+    h.save(rid, "db", {v - r0, d}, db);
+    h.record("embedding_rows", rid, "r0=%lld", (long long)r0);
   }
 }
 

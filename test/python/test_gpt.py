@@ -135,12 +135,14 @@ def test_gpt_tensor_parallel_boxing_is_megatrons(pf_opt):
     """The TP2 GPT's boxing report (Megatron's weight layouts, nothing else
     given): per block one all-reduce of the [batch, block, n_embd]
     activations where attention's output joins the residual stream and one
-    where the MLP's does, forward and backward; nothing else moves a byte
-    (no gathered logits, no gradient all-reduces of replicated weights)."""
+    where the MLP's does, forward and backward, and one where the
+    vocabulary-split token embedding's output is summed; nothing else moves
+    a byte (no gathered logits, no gradient all-reduces of replicated
+    weights)."""
     flow.manual_seed(int(np.random.default_rng().integers(2**31)))
     layers, batch, block = 3, 4, 16
     model = gpt_model.GPT(gpt_model.GPTConfig(block_size=block, n_layer=layers))
-    args = types.SimpleNamespace(layout="tp", schedule="1f1b", micro_batches=1, lr=1e-3)
+    args = types.SimpleNamespace(layout="tp", schedule="1f1b", micro_batches=1, lr=1e-3, tie=False)
     graph, place_inputs = gpt.build_graph(model, args)
     x, y = next(gpt.batches(0, batch, block, 1))
     report = graph.debug_report(*place_inputs(flow.tensor(x), flow.tensor(y)))
@@ -148,10 +150,11 @@ def test_gpt_tensor_parallel_boxing_is_megatrons(pf_opt):
               if re.search(r": [1-9]\d* bytes/rank", line) and not line.strip().startswith("total")]
     source = open(MODEL).read().splitlines()
     joins = {i + 1 for i, line in enumerate(source)
-             if line.strip() in ("x = x + self.attn(self.ln_1(x))", "x = x + self.mlp(self.ln_2(x))")}
-    assert len(joins) == 2
-    assert len(moving) == 4 * layers, report
+             if line.strip() in ("x = x + self.attn(self.ln_1(x))", "x = x + self.mlp(self.ln_2(x))",
+                                 "x = self.drop(self.wte(idx) + self.wpe(pos))")}
+    assert len(joins) == 3
+    assert len(moving) == 4 * layers + 1, report
     for line in moving:
         assert line.strip().startswith(f"all_reduce {batch}x{block}x64xf32"), report
         assert int(re.search(r'gpt_model.py":(\d+)', line).group(1)) in joins, line
-    assert f"total: {4 * layers * batch * block * 64 * 4} bytes/rank per step" in report
+    assert f"total: {(4 * layers + 1) * batch * block * 64 * 4} bytes/rank per step" in report

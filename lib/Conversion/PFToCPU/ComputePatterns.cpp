@@ -183,15 +183,34 @@ struct SoftmaxGradLowering : CPUPattern<SoftmaxGradOp> {
   }
 };
 
+/// The first row and the vocabulary of a vocabulary-split table
+/// (pf-partition-ranks' shard_offset and logical_shape), if split.
+std::optional<std::pair<int64_t, int64_t>> vocabRows(Operation *op) {
+  auto offset = op->getAttrOfType<DenseI64ArrayAttr>(
+      PFDialect::ShardOffsetAttrHelper::getNameStr());
+  auto logical = op->getAttrOfType<DenseI64ArrayAttr>(
+      PFDialect::LogicalShapeAttrHelper::getNameStr());
+  if (!offset || !logical || offset.empty() || logical.empty())
+    return std::nullopt;
+  return std::make_pair(offset[0], logical[0]);
+}
+
 struct EmbeddingLowering : CPUPattern<EmbeddingOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(EmbeddingOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     ArrayRef<int64_t> table = localShape(op.getTable());
+    std::optional<std::pair<int64_t, int64_t>> rows = vocabRows(op);
     return emitInto(op, b, [&](Value out) {
-      state.rt.pfrt_k_embedding(b, op.getLoc(), adaptor.getTable(),
-                                adaptor.getIds(), out, localCount(op.getIds()),
-                                table[0], table[1]);
+      if (rows)
+        state.rt.pfrt_k_embedding_rows(b, op.getLoc(), adaptor.getTable(),
+                                       adaptor.getIds(), out,
+                                       localCount(op.getIds()), table[0],
+                                       table[1], rows->first, rows->second);
+      else
+        state.rt.pfrt_k_embedding(b, op.getLoc(), adaptor.getTable(),
+                                  adaptor.getIds(), out,
+                                  localCount(op.getIds()), table[0], table[1]);
     });
   }
 };
@@ -201,10 +220,17 @@ struct EmbeddingGradLowering : CPUPattern<EmbeddingGradOp> {
   LogicalResult lower(EmbeddingGradOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     ArrayRef<int64_t> table = localShape(op.getResult());
+    std::optional<std::pair<int64_t, int64_t>> rows = vocabRows(op);
     return emitInto(op, b, [&](Value out) {
-      state.rt.pfrt_k_embedding_grad(
-          b, op.getLoc(), adaptor.getIds(), adaptor.getResultGrad(), out,
-          localCount(op.getIds()), table[0], table[1]);
+      if (rows)
+        state.rt.pfrt_k_embedding_grad_rows(
+            b, op.getLoc(), adaptor.getIds(), adaptor.getResultGrad(), out,
+            localCount(op.getIds()), table[0], table[1], rows->first,
+            rows->second);
+      else
+        state.rt.pfrt_k_embedding_grad(
+            b, op.getLoc(), adaptor.getIds(), adaptor.getResultGrad(), out,
+            localCount(op.getIds()), table[0], table[1]);
     });
   }
 };

@@ -594,6 +594,18 @@ void pfrt_k_embedding(const float *table, const int64_t *ids, float *y,
 void pfrt_k_embedding_grad(const int64_t *ids, const float *dy, float *dtable,
                            int64_t n, int64_t v, int64_t d);
 
+/* Vocabulary-parallel embedding: this rank holds rows [row0, row0 + v) of a
+ * [vocab, d] table. y[i, :] = table[ids[i] - row0, :] for the ids in those
+ * rows and 0 for the others (the ranks' outputs add up to the embedding);
+ * an id outside [0, vocab) is fatal. Its gradient: dtable = 0, then
+ * dtable[ids[i] - row0, :] += dy[i, :] for the ids in the rows, in order. */
+void pfrt_k_embedding_rows(const float *table, const int64_t *ids, float *y,
+                           int64_t n, int64_t v, int64_t d, int64_t row0,
+                           int64_t vocab);
+void pfrt_k_embedding_grad_rows(const int64_t *ids, const float *dy,
+                                float *dtable, int64_t n, int64_t v, int64_t d,
+                                int64_t row0, int64_t vocab);
+
 /* Layer norm of `rows` rows of `c` elements (the last axis): y = xhat * gamma
  * + beta with each row's mean and biased variance (double inside); its
  * input gradient dx = invstd / c * (c g - sum(g) - xhat sum(g xhat)),

@@ -378,6 +378,47 @@ void pfrt_k_embedding_grad(const int64_t *ids, const float *dy, float *dtable,
   }
 }
 
+void pfrt_k_embedding_rows(const float *table, const int64_t *ids, float *y,
+                           int64_t n, int64_t v, int64_t d, int64_t row0,
+                           int64_t vocab) {
+  const char *fn = "pfrt_k_embedding_rows";
+  checkEmbedding(fn, ids, n, vocab, d);
+  if (row0 < 0 || v < 0 || row0 > vocab - v)
+    fatal("%s: rows [%lld, %lld) are not rows of a vocabulary of %lld", fn,
+          (long long)row0, (long long)(row0 + v), (long long)vocab);
+  checkPtr(fn, "table", table, mulChecked(fn, v, d));
+  checkPtr(fn, "y", y, mulChecked(fn, n, d));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t row = ids[i] - row0;
+    if (row >= 0 && row < v)
+      std::memcpy(y + i * d, table + row * d, size_t(d) * sizeof(float));
+    else
+      std::memset(y + i * d, 0, size_t(d) * sizeof(float));
+  }
+}
+
+void pfrt_k_embedding_grad_rows(const int64_t *ids, const float *dy,
+                                float *dtable, int64_t n, int64_t v, int64_t d,
+                                int64_t row0, int64_t vocab) {
+  const char *fn = "pfrt_k_embedding_grad_rows";
+  checkEmbedding(fn, ids, n, vocab, d);
+  if (row0 < 0 || v < 0 || row0 > vocab - v)
+    fatal("%s: rows [%lld, %lld) are not rows of a vocabulary of %lld", fn,
+          (long long)row0, (long long)(row0 + v), (long long)vocab);
+  checkPtr(fn, "dy", dy, mulChecked(fn, n, d));
+  checkPtr(fn, "dtable", dtable, mulChecked(fn, v, d));
+  std::memset(dtable, 0, size_t(v * d) * sizeof(float));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t row = ids[i] - row0;
+    if (row < 0 || row >= v)
+      continue;
+    float *out = dtable + row * d;
+    const float *g = dy + i * d;
+    for (int64_t k = 0; k < d; ++k)
+      out[k] += g[k];
+  }
+}
+
 namespace {
 /// Mean and 1/sqrt(var + eps) of one row, in double.
 void rowStats(const float *x, int64_t c, double eps, double &mean,

@@ -117,8 +117,10 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == getLogicalShapeAttrHelper().getName() ||
       name == getShardOffsetAttrHelper().getName())
-    return require(isa<DenseI64ArrayAttr>(value) && isa<ParamOp, DropoutOp>(op),
-                   "an i64 array on a pf.param or pf.dropout");
+    return require(
+        isa<DenseI64ArrayAttr>(value) &&
+            isa<ParamOp, DropoutOp, EmbeddingOp, EmbeddingGradOp>(op),
+        "an i64 array on a pf.param, pf.dropout or embedding op");
   if (name == getShardGroupsAttrHelper().getName()) {
     auto groups = dyn_cast<DenseI64ArrayAttr>(value);
     return require(groups && groups.size() == 3 && groups[0] >= 0 &&

@@ -150,6 +150,9 @@ void EmbeddingOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   for (int64_t k = 0; k < r; ++k)
     add(sigs, {B, S(k)}, {S(k)});
   add(sigs, {S(1), B}, {S(r)});
+  // Vocabulary-parallel (Megatron): each rank looks up the ids in its rows
+  // and gives zeros for the others, so the outputs add up.
+  add(sigs, {S(0), B}, {P});
 }
 
 void EmbeddingGradOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
@@ -158,6 +161,9 @@ void EmbeddingGradOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   for (int64_t k = 0; k < r; ++k)
     add(sigs, {S(k), S(k)}, {P});
   add(sigs, {B, S(r)}, {S(1)});
+  // Vocabulary-parallel: each rank accumulates the ids in its rows.
+  add(sigs, {B, B}, {S(0)});
+  add(sigs, {B, P}, {P});
 }
 
 void FlattenOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {

@@ -64,6 +64,8 @@ private:
   /// What giving `v` the layout `want` costs, in bytes per rank.
   double cost(Value v, SBPAttr want, Operation *consumer = nullptr);
   bool allowedForConstant(Value v, SBPAttr sbp);
+  /// What writing a result of layout `got` to a parameter costs later.
+  double writeBackCost(WriteParamOp write, GlobalType t, SBPAttr got);
 
   LogicalResult visitSignatureOp(Operation *op);
   LogicalResult visitReturn(func::ReturnOp ret, func::FuncOp func);
@@ -138,6 +140,60 @@ static Attribute stageOf(Operation *op) {
             : Attribute();
 }
 
+/// What changing the layout of `t` to `want` costs inference (bytes, with
+/// the deferred reductions priced in).
+static double changeCost(GlobalType t, SBPAttr want) {
+  MLIRContext *ctx = t.getContext();
+  // Reducing a partial sum into a split (reduce-scatter) is priced as
+  // reducing it whole (all-reduce): whatever needs the value whole later
+  // pays the all-gather the difference is, and a greedy order cannot
+  // see that far. So Megatron's all-reduce after a row-parallel layer
+  // wins its tie against a reduce-scatter that layer norm would take
+  // (sequence parallelism moves the same bytes, and more ops).
+  SBPAttr priced = want;
+  SmallVector<SBPDim> dims(want.getDims());
+  for (auto [d, from] : llvm::enumerate(t.getSbp().getDims()))
+    if (from.isPartial() && dims[d].isSplit())
+      dims[d] = SBPDim::broadcast();
+  priced = SBPAttr::get(ctx, dims);
+  if (priced != want)
+    return boxingBytes(t, t.getSbp(), priced) + 2 * kChangeEpsilon;
+  // Making a whole value partial (one rank keeps it, the others hold
+  // zeros) is free, but like the reduce-scatter above it is half a
+  // bargain: the partial sum must be reduced again later. It is priced as
+  // that all-reduce, so a residual stream stays whole and is reduced
+  // where the row-parallel output joins it (Megatron's layout).
+  SmallVector<SBPDim> whole(want.getDims());
+  for (auto [d, from] : llvm::enumerate(t.getSbp().getDims()))
+    if (!from.isPartial() && whole[d].isPartial())
+      whole[d] = SBPDim::broadcast();
+  SBPAttr reduced = SBPAttr::get(ctx, whole);
+  if (reduced != want)
+    return boxingBytes(t, t.getSbp(), reduced) +
+           boxingBytes(t.withSBP(want), want, reduced) + 2 * kChangeEpsilon;
+  // Any change costs a little more than none, so that a free local slice
+  // (B -> S) does not win a tie against keeping the layout: slicing now
+  // usually means gathering later.
+  return boxingBytes(t, t.getSbp(), want) + kChangeEpsilon;
+}
+
+double Inferrer::writeBackCost(WriteParamOp write, GlobalType t, SBPAttr got) {
+  ParamOp p = params.lookup(write.getParam());
+  if (!p)
+    return 0;
+  if (p.getGlobalType().hasSBP())
+    return boxingBytes(t, got, p.getGlobalType().getSbp());
+  // A gradient buffer without a layout is read next to its parameter by the
+  // update: a layout other than the parameter's costs a change there (a
+  // partial sum is reduced there anyway).
+  auto of = p->getAttrOfType<FlatSymbolRefAttr>(
+      PFDialect::GradOfAttrHelper::getNameStr());
+  ParamOp param = of ? params.lookup(of.getValue()) : ParamOp();
+  if (!param || !param.getGlobalType().hasSBP())
+    return 0;
+  return boxingBytes(t, withoutPartial(got), param.getGlobalType().getSbp());
+}
+
 double Inferrer::cost(Value v, SBPAttr want, Operation *consumer) {
   GlobalType t = global(v);
   auto it = open.find(v);
@@ -146,37 +202,7 @@ double Inferrer::cost(Value v, SBPAttr want, Operation *consumer) {
       return 0;
     if (consumer && paid.contains({v, want, stageOf(consumer)}))
       return 0;
-    // Reducing a partial sum into a split (reduce-scatter) is priced as
-    // reducing it whole (all-reduce): whatever needs the value whole later
-    // pays the all-gather the difference is, and a greedy order cannot
-    // see that far. So Megatron's all-reduce after a row-parallel layer
-    // wins its tie against a reduce-scatter that layer norm would take
-    // (sequence parallelism moves the same bytes, and more ops).
-    SBPAttr priced = want;
-    SmallVector<SBPDim> dims(want.getDims());
-    for (auto [d, from] : llvm::enumerate(t.getSbp().getDims()))
-      if (from.isPartial() && dims[d].isSplit())
-        dims[d] = SBPDim::broadcast();
-    priced = SBPAttr::get(v.getContext(), dims);
-    if (priced != want)
-      return boxingBytes(t, t.getSbp(), priced) + 2 * kChangeEpsilon;
-    // Making a whole value partial (one rank keeps it, the others hold
-    // zeros) is free, but like the reduce-scatter above it is half a
-    // bargain: the partial sum must be reduced again later. It is priced as
-    // that all-reduce, so a residual stream stays whole and is reduced
-    // where the row-parallel output joins it (Megatron's layout).
-    SmallVector<SBPDim> whole(want.getDims());
-    for (auto [d, from] : llvm::enumerate(t.getSbp().getDims()))
-      if (!from.isPartial() && whole[d].isPartial())
-        whole[d] = SBPDim::broadcast();
-    SBPAttr reduced = SBPAttr::get(v.getContext(), whole);
-    if (reduced != want)
-      return boxingBytes(t, t.getSbp(), reduced) +
-             boxingBytes(t.withSBP(want), want, reduced) + 2 * kChangeEpsilon;
-    // Any change costs a little more than none, so that a free local slice
-    // (B -> S) does not win a tie against keeping the layout: slicing now
-    // usually means gathering later.
-    return boxingBytes(t, t.getSbp(), want) + kChangeEpsilon;
+    return changeCost(t, want);
   }
   if (it->second.kind == Open::Leaf) {
     // Grouped splits start at parameters (pf-group-fused-splits); an input
@@ -191,7 +217,7 @@ double Inferrer::cost(Value v, SBPAttr want, Operation *consumer) {
     SBPAttr first = it->second.free.front();
     if (llvm::is_contained(it->second.free, want))
       return 0;
-    return boxingBytes(t.withSBP(first), first, want) + kChangeEpsilon;
+    return changeCost(t.withSBP(first), want);
   }
   Value source = it->second.source;
   settle(source);
@@ -279,9 +305,7 @@ LogicalResult Inferrer::visitSignatureOp(Operation *op) {
     for (auto [r, got] : llvm::zip(op->getResults(), sig.results))
       for (Operation *user : r.getUsers())
         if (auto write = dyn_cast<WriteParamOp>(user))
-          if (ParamOp p = params.lookup(write.getParam());
-              p && p.getGlobalType().hasSBP())
-            c += boxingBytes(global(r), got, p.getGlobalType().getSbp());
+          c += writeBackCost(write, global(r), got);
     if (c < bestCost || (!best && c == kInfinite)) {
       best = &sig;
       bestCost = c;

@@ -464,6 +464,8 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
       slice.setSizes(local(slice.getResult()).getShape());
     else if (auto pad = dyn_cast<PadOp>(op))
       pad.setShape(local(pad.getResult()).getShape());
+    else if (auto eg = dyn_cast<EmbeddingGradOp>(op))
+      eg.setNumRows(local(eg.getResult()).getShape()[0]);
   });
   // Splat constants take their local shape.
   for (auto c : block.getOps<ConstantOp>()) {
@@ -549,6 +551,25 @@ LogicalResult RankPartitioner::run() {
   });
   if (walk.wasInterrupted())
     return failure();
+  // A vocabulary-split embedding table: the rank's rows start at the box's
+  // offset (the lookup gives zeros for ids outside them).
+  module.walk([&](Operation *op) {
+    Value table;
+    if (auto e = dyn_cast<EmbeddingOp>(op))
+      table = e.getTable();
+    else if (auto g = dyn_cast<EmbeddingGradOp>(op))
+      table = g.getResult();
+    else
+      return;
+    auto g = cast<GlobalType>(table.getType());
+    if (!g.hasSBP() || !g.getPlacement().contains(rank) ||
+        g.getSbp().getSplitFactor(0, g.getPlacement()) == 1)
+      return;
+    dialect->getLogicalShapeAttrHelper().setAttr(
+        op, b.getDenseI64ArrayAttr(g.getShape()));
+    dialect->getShardOffsetAttrHelper().setAttr(
+        op, b.getDenseI64ArrayAttr(box(g).offsets));
+  });
   for (auto func : module.getOps<func::FuncOp>())
     if (!func.isExternal() && failed(partitionFunction(func)))
       return failure();
