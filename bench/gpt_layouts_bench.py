@@ -6,7 +6,8 @@
         [--steps 12] [--write]
 
 Runs gpt.py on one rank and under the launcher as DP2, PP2 (1F1B,
-interleaved 1F1B, ZB-H1) and PP2 x DP2 (4 ranks), each with one OpenBLAS
+interleaved 1F1B, ZB-H1), TP2 (Megatron's layout) and, on 4 ranks,
+PP2 x DP2, TP2 x DP2 and PP2 x TP2, each with one OpenBLAS
 thread per rank, and prints rank 0's median step time (steps 2.. ; the
 first steps compile and warm up) and its ratio to the one-rank run. On a
 machine with fewer cores than ranks the ranks share cores: the ratios then
@@ -25,7 +26,8 @@ import results  # noqa: E402
 
 GPT = os.path.join(ROOT, "examples", "python", "gpt.py")
 LAYOUTS = [("one", 1, "1f1b"), ("dp", 2, "1f1b"), ("pp", 2, "1f1b"),
-           ("pp", 2, "interleaved-1f1b"), ("pp", 2, "zb-h1"), ("pp_dp", 4, "1f1b")]
+           ("pp", 2, "interleaved-1f1b"), ("pp", 2, "zb-h1"), ("tp", 2, "1f1b"),
+           ("pp_dp", 4, "1f1b"), ("tp_dp", 4, "1f1b"), ("pp_tp", 4, "1f1b")]
 
 
 def step_ms(layout, ranks, schedule, args):

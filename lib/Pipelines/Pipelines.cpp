@@ -46,6 +46,7 @@ void mlir::pf::buildTrainingPipeline(OpPassManager &pm,
   autodiff.accumulationSteps = options.accumulationSteps;
   // Before autodiff: gradients and optimizer states copy the layouts.
   pm.addPass(createGroupFusedSplitsPass());
+  pm.addPass(createDecomposeLossesPass());
   pm.addPass(createAutodiffPass(autodiff));
   pm.addPass(createOptimizerPass(options));
   pm.addPass(createCanonicalizerPass());

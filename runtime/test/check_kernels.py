@@ -313,13 +313,19 @@ def xent_loss(x, labels, keep=None):
 
 
 def check_softmax_xent(ctx, c):
-    """The mean over the rows kept (all, or those without ignore_index)."""
+    """The mean over the rows kept (all, or those without ignore_index); with
+    sum=1 their sum, its gradient, and the count of kept rows."""
     x = f64(ctx.load(c, "logits"))
     labels = ctx.load(c, "labels")
     dloss = float(ctx.load(c, "dloss"))
     keep = (labels != int(c["ignore"])) if "ignore" in c else np.ones(len(labels), bool)
     n = int(keep.sum())
-    ctx.check(c, "loss", ctx.load(c, "loss"), xent_loss(x, labels, keep), REDUCE)
+    if int(c.get("sum", 0)):
+        ctx.check(c, "count", ctx.load(c, "count"), float(n), EXACT)
+        n = 1  # the sum: the mean times the count, its gradient unscaled
+        ctx.check(c, "loss", ctx.load(c, "loss"), xent_loss(x, labels, keep) * keep.sum(), REDUCE)
+    else:
+        ctx.check(c, "loss", ctx.load(c, "loss"), xent_loss(x, labels, keep), REDUCE)
     e = np.exp(x - np.max(x, axis=1, keepdims=True))
     p = e / np.sum(e, axis=1, keepdims=True)
     rows = np.arange(x.shape[0])[keep]
@@ -327,7 +333,8 @@ def check_softmax_xent(ctx, c):
     p[~keep] = 0.0
     ctx.check(c, "dlogits", ctx.load(c, "dlogits"), p * dloss / n, F32)
     if int(c["fd"]):
-        ctx.fd(c, "dlogits", lambda z: dloss * xent_loss(z, labels, keep), x,
+        scale = keep.sum() if int(c.get("sum", 0)) else 1
+        ctx.fd(c, "dlogits", lambda z: dloss * scale * xent_loss(z, labels, keep), x,
                ctx.load(c, "dlogits"), h=1e-5)
 
 

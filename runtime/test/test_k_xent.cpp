@@ -63,6 +63,24 @@ int main(int argc, char **argv) {
       h.save(id, "dlogits", {cs.n, cs.c}, dl);
       h.record("softmax_xent", id, "n=%lld c=%lld fd=%d ignore=%lld",
                (long long)cs.n, (long long)cs.c, cs.fd, (long long)ignore);
+      // The sum over the kept rows, its gradient, and their count (what
+      // pf-decompose-losses divides).
+      std::string sid = h.newCase();
+      float sum = -1.0f, count = -1.0f;
+      std::vector<float> ds(size_t(cs.n * cs.c), -7.0f);
+      pfrt_k_softmax_xent_sum(x.data(), labels.data(), &sum, cs.n, cs.c,
+                              ignore);
+      pfrt_k_softmax_xent_grad_sum(x.data(), labels.data(), &dloss, ds.data(),
+                                   cs.n, cs.c, ignore);
+      pfrt_k_count_kept(labels.data(), &count, cs.n, ignore);
+      h.save(sid, "logits", {cs.n, cs.c}, x);
+      h.saveI64(sid, "labels", {cs.n}, labels);
+      h.save(sid, "loss", {}, &sum);
+      h.save(sid, "count", {}, &count);
+      h.save(sid, "dloss", {}, &dloss);
+      h.save(sid, "dlogits", {cs.n, cs.c}, ds);
+      h.record("softmax_xent", sid, "n=%lld c=%lld fd=%d ignore=%lld sum=1",
+               (long long)cs.n, (long long)cs.c, cs.fd, (long long)ignore);
     }
   return 0;
 }

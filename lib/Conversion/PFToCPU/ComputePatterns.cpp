@@ -346,7 +346,14 @@ struct SoftmaxXentLowering : CPUPattern<SoftmaxCrossEntropyOp> {
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
       ArrayRef<int64_t> s = localShape(op.getLogits());
-      if (std::optional<int64_t> ignore = op.getIgnoreIndex())
+      std::optional<int64_t> ignore = op.getIgnoreIndex();
+      if (op.getSum())
+        // A label outside [0, c) other than ignore_index is still an error:
+        // without ignore_index, -1 (never a class) keeps every row.
+        state.rt.pfrt_k_softmax_xent_sum(b, op.getLoc(), adaptor.getLogits(),
+                                         adaptor.getLabels(), out, s[0], s[1],
+                                         ignore.value_or(-1));
+      else if (ignore)
         state.rt.pfrt_k_softmax_xent_ignore(b, op.getLoc(), adaptor.getLogits(),
                                             adaptor.getLabels(), out, s[0],
                                             s[1], *ignore);
@@ -364,7 +371,12 @@ struct SoftmaxXentGradLowering : CPUPattern<SoftmaxCrossEntropyGradOp> {
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
       ArrayRef<int64_t> s = localShape(op.getLogits());
-      if (std::optional<int64_t> ignore = op.getIgnoreIndex())
+      std::optional<int64_t> ignore = op.getIgnoreIndex();
+      if (op.getSum())
+        state.rt.pfrt_k_softmax_xent_grad_sum(
+            b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
+            adaptor.getLossGrad(), out, s[0], s[1], ignore.value_or(-1));
+      else if (ignore)
         state.rt.pfrt_k_softmax_xent_grad_ignore(
             b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
             adaptor.getLossGrad(), out, s[0], s[1], *ignore);
@@ -377,15 +389,28 @@ struct SoftmaxXentGradLowering : CPUPattern<SoftmaxCrossEntropyGradOp> {
   }
 };
 
+struct CountKeptLowering : CPUPattern<CountKeptOp> {
+  using CPUPattern::CPUPattern;
+  LogicalResult lower(CountKeptOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    return emitInto(op, b, [&](Value out) {
+      state.rt.pfrt_k_count_kept(b, op.getLoc(), adaptor.getLabels(), out,
+                                 localCount(op.getLabels()),
+                                 op.getIgnoreIndex());
+    });
+  }
+};
+
 } // namespace
 
 void mlir::pf::populatePFToCPUComputePatterns(const TypeConverter &converter,
                                               RewritePatternSet &patterns,
                                               CPULoweringState &state) {
-  patterns.add<ActivationLowering, ActivationGradLowering, EmbeddingLowering,
-               EmbeddingGradLowering, SoftmaxLowering, SoftmaxGradLowering,
-               TransposeLowering, MatmulLowering, BiasAddLowering, ReluLowering,
-               ReluGradLowering, AddLowering, MulLowering, MulScalarLowering,
-               DropoutLowering, ReduceSumLowering, SoftmaxXentLowering,
-               SoftmaxXentGradLowering>(converter, state);
+  patterns.add<ActivationLowering, ActivationGradLowering, CountKeptLowering,
+               EmbeddingLowering, EmbeddingGradLowering, SoftmaxLowering,
+               SoftmaxGradLowering, TransposeLowering, MatmulLowering,
+               BiasAddLowering, ReluLowering, ReluGradLowering, AddLowering,
+               MulLowering, MulScalarLowering, DropoutLowering,
+               ReduceSumLowering, SoftmaxXentLowering, SoftmaxXentGradLowering>(
+      converter, state);
 }

@@ -714,6 +714,19 @@ void pfrt_k_softmax_xent_grad_ignore(const float *logits, const int64_t *labels,
                                      const float *dloss, float *dlogits,
                                      int64_t n, int64_t c,
                                      int64_t ignore_index);
+/* The sum instead of the mean over the kept rows (NaN-free: 0 when every
+ * row is ignored), and its gradient (dlogits scaled by dloss[0] alone);
+ * count[0] = the number of labels other than ignore_index (n >= 0). Over
+ * a split batch each rank's sum and count are partial sums of the
+ * batch's. */
+void pfrt_k_softmax_xent_sum(const float *logits, const int64_t *labels,
+                             float *loss, int64_t n, int64_t c,
+                             int64_t ignore_index);
+void pfrt_k_softmax_xent_grad_sum(const float *logits, const int64_t *labels,
+                                  const float *dloss, float *dlogits, int64_t n,
+                                  int64_t c, int64_t ignore_index);
+void pfrt_k_count_kept(const int64_t *labels, float *count, int64_t n,
+                       int64_t ignore_index);
 
 /* 2-D convolution, NCHW, no bias (im2col + pfrt_sgemm per image and group).
  *   dims = {N, C, H, W, O, KH, KW, OH, OW, stride_h, stride_w, pad_h,

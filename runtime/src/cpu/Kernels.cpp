@@ -982,7 +982,7 @@ namespace {
 /// rows when !hasIgnore), and its gradient; ignored rows get zeros.
 void xentForward(const char *fn, const float *logits, const int64_t *labels,
                  float *loss, int64_t n, int64_t c, bool hasIgnore,
-                 int64_t ignore) {
+                 int64_t ignore, bool mean = true) {
   if (n < 1 || c < 1)
     fatal("%s: n = %lld and c = %lld must be >= 1", fn, (long long)n,
           (long long)c);
@@ -1003,12 +1003,12 @@ void xentForward(const char *fn, const float *logits, const int64_t *labels,
     ++count;
   }
   // Every row ignored: 0 / 0, NaN (as torch's mean reduction gives).
-  loss[0] = float(total / double(count));
+  loss[0] = mean ? float(total / double(count)) : float(total);
 }
 
 void xentBackward(const char *fn, const float *logits, const int64_t *labels,
                   const float *dloss, float *dlogits, int64_t n, int64_t c,
-                  bool hasIgnore, int64_t ignore) {
+                  bool hasIgnore, int64_t ignore, bool mean = true) {
   if (n < 1 || c < 1)
     fatal("%s: n = %lld and c = %lld must be >= 1", fn, (long long)n,
           (long long)c);
@@ -1020,7 +1020,8 @@ void xentBackward(const char *fn, const float *logits, const int64_t *labels,
   for (int64_t r = 0; r < n; ++r)
     count += !(hasIgnore && labels[r] == ignore);
   double *e = scratchOf<double>(0, c);
-  const double scale = double(dloss[0]) / double(count);
+  const double scale =
+      mean ? double(dloss[0]) / double(count) : double(dloss[0]);
   for (int64_t r = 0; r < n; ++r) {
     float *PFRT_RESTRICT d = dlogits + r * c;
     if (hasIgnore && labels[r] == ignore) {
@@ -1067,6 +1068,32 @@ void pfrt_k_softmax_xent_grad_ignore(const float *logits, const int64_t *labels,
                                      int64_t ignore_index) {
   xentBackward("pfrt_k_softmax_xent_grad_ignore", logits, labels, dloss,
                dlogits, n, c, true, ignore_index);
+}
+
+void pfrt_k_softmax_xent_sum(const float *logits, const int64_t *labels,
+                             float *loss, int64_t n, int64_t c,
+                             int64_t ignore_index) {
+  xentForward("pfrt_k_softmax_xent_sum", logits, labels, loss, n, c, true,
+              ignore_index, /*mean=*/false);
+}
+
+void pfrt_k_softmax_xent_grad_sum(const float *logits, const int64_t *labels,
+                                  const float *dloss, float *dlogits, int64_t n,
+                                  int64_t c, int64_t ignore_index) {
+  xentBackward("pfrt_k_softmax_xent_grad_sum", logits, labels, dloss, dlogits,
+               n, c, true, ignore_index, /*mean=*/false);
+}
+
+void pfrt_k_count_kept(const int64_t *labels, float *count, int64_t n,
+                       int64_t ignore_index) {
+  const char *fn = "pfrt_k_count_kept";
+  checkSize(fn, "n", n);
+  checkPtr(fn, "labels", labels, n);
+  checkPtr(fn, "count", count, 1);
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i)
+    kept += labels[i] != ignore_index;
+  count[0] = float(kept);
 }
 
 } // extern "C"

@@ -2,9 +2,11 @@
 // RUN: pf-opt %s -pf-autodiff="wrt-inputs=true" -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -convert-pf-to-cpu=outline-actions=false | FileCheck %s
 
 // Cross-entropy with ignore_index on a data-parallel batch: the local means
-// of ranks would not add up to the mean over the kept rows, so the loss runs
+// of ranks would not add up to the mean over the kept rows, so the op runs
 // on the whole batch (the logits are gathered) and calls the ignoring
 // kernels; without ignore_index the loss is a partial sum of the split batch.
+// The training pipeline first rewrites it as sum / count, which splits
+// (xent-ignore-split.mlir).
 #P = #pf.placement<"cpu", [0, 1]>
 func.func @ignore(%x: !pf.global<4x5xf32, #P, #pf.sbp<[S(0)]>>, %y: !pf.global<4xi64, #P, #pf.sbp<[S(0)]>>) -> !pf.global<f32, #P> {
   %l = pf.softmax_cross_entropy %x, %y {ignore_index = -1 : i64} : (!pf.global<4x5xf32, #P, #pf.sbp<[S(0)]>>, !pf.global<4xi64, #P, #pf.sbp<[S(0)]>>) -> !pf.global<f32, #P>

@@ -349,7 +349,8 @@ func.func @microbatches(%x: !X, %l0: !L, %l1: !L) -> !pf.global<2xf32, #P, #pf.s
 // CHECK-LABEL: func.func @tensor_ops
 func.func @tensor_ops(%a: !pf.global<2x8x96xf32, #P>, %b: !pf.global<2x8x96xf32, #P>,
                       %pos: !pf.global<8x96xf32, #P>, %col: !pf.global<1x1x8x8xf32, #P>,
-                      %mask: !pf.global<2x4x8x8xi64, #P>, %att: !pf.global<2x4x8x8xf32, #P>) {
+                      %mask: !pf.global<2x4x8x8xi64, #P>, %att: !pf.global<2x4x8x8xf32, #P>,
+                      %a3: !pf.global<2x8x96xf32, #P, #pf.sbp<[S(2, 3)]>>) {
   // CHECK: pf.sub %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<2x8x96xf32
   %d = pf.sub %a, %b : (!pf.global<2x8x96xf32, #P>, !pf.global<2x8x96xf32, #P>) -> !pf.global<2x8x96xf32, #P>
   // CHECK: pf.div %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<2x8x96xf32
@@ -370,5 +371,10 @@ func.func @tensor_ops(%a: !pf.global<2x8x96xf32, #P>, %b: !pf.global<2x8x96xf32,
   %s = pf.reduce_sum %a {axes = array<i64: 0, 2>} : (!pf.global<2x8x96xf32, #P>) -> !pf.global<8xf32, #P>
   // CHECK: pf.constant dense<[0, 1, 2, 3]> : tensor<4xi64>
   %ar = pf.constant dense<[0, 1, 2, 3]> : tensor<4xi64> : !pf.global<4xi64, #P>
+  // CHECK: pf.count_kept %{{.*}} {ignore_index = -1 : i64} : {{.*}} -> !pf.global<f32, #{{.*}}>
+  %n = pf.count_kept %ar {ignore_index = -1 : i64} : (!pf.global<4xi64, #P>) -> !pf.global<f32, #P>
+  // A grouped split round-trips.
+  // CHECK: pf.relu %{{.*}} : {{.*}}#pf.sbp<[S(2, 3)]>>
+  %g = pf.relu %a3 : (!pf.global<2x8x96xf32, #P, #pf.sbp<[S(2, 3)]>>) -> !pf.global<2x8x96xf32, #P, #pf.sbp<[S(2, 3)]>>
   return
 }

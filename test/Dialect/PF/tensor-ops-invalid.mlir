@@ -107,3 +107,21 @@ func.func @slice_overflow(%a: !pf.global<4x6xf32, #P>) {
   %0 = pf.slice %a {offsets = array<i64: 9223372036854775807, 0>, sizes = array<i64: 9223372036854775807, 6>} : (!pf.global<4x6xf32, #P>) -> !pf.global<3x6xf32, #P>
   return
 }
+
+// -----
+#P = #pf.placement<"cpu", [0]>
+func.func @count_float_labels(%a: !pf.global<4xf32, #P>) {
+  // expected-error @+2 {{labels must be integers, got 'f32'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = pf.count_kept %a {ignore_index = -1 : i64} : (!pf.global<4xf32, #P>) -> !pf.global<f32, #P>
+  return
+}
+
+// -----
+#P = #pf.placement<"cpu", [0]>
+func.func @count_2d_labels(%a: !pf.global<4x2xi64, #P>) {
+  // expected-error @+2 {{labels must have rank 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = pf.count_kept %a {ignore_index = -1 : i64} : (!pf.global<4x2xi64, #P>) -> !pf.global<f32, #P>
+  return
+}

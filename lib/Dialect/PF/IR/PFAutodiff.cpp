@@ -242,7 +242,7 @@ SoftmaxCrossEntropyOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
   operandGrads.push_back(
       dl ? SoftmaxCrossEntropyGradOp::create(b, getLoc(), gradType(getLogits()),
                                              getLogits(), getLabels(), dl,
-                                             getIgnoreIndexAttr())
+                                             getIgnoreIndexAttr(), getSumAttr())
                .getResult()
          : Value());
   operandGrads.push_back({}); // Integer labels take no gradient.

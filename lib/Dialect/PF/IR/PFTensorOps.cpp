@@ -68,6 +68,7 @@ PF_COMPATIBLE_RETURN_TYPES(MaskedFillOp)
 PF_COMPATIBLE_RETURN_TYPES(SliceOp)
 PF_COMPATIBLE_RETURN_TYPES(PadOp)
 PF_COMPATIBLE_RETURN_TYPES(ConcatOp)
+PF_COMPATIBLE_RETURN_TYPES(CountKeptOp)
 
 //===----------------------------------------------------------------------===//
 // Result types
@@ -116,6 +117,22 @@ LogicalResult BroadcastToOp::inferReturnTypes(MLIRContext *,
                        << " to " << Inference::shapeStr(out)
                        << " (trailing axes must be equal or 1)";
   results.push_back(resultLike(*x, out));
+  return success();
+}
+
+LogicalResult CountKeptOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  Inference inf(loc, nameOf(getOperationName()));
+  FailureOr<GlobalType> labels = inf.global(adaptor.getLabels(), "labels");
+  if (failed(labels) || failed(inf.hasRank(*labels, 1, "labels")))
+    return failure();
+  if (!labels->getElementType().isInteger())
+    return inf.error() << "labels must be integers, got "
+                       << labels->getElementType();
+  results.push_back(GlobalType::get(ctx, {}, Float32Type::get(ctx),
+                                    labels->getPlacement(), SBPAttr()));
   return success();
 }
 
@@ -277,6 +294,10 @@ void PadOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
                 /*slice=*/false);
 }
 
+void CountKeptOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+  add(sigs, {S(0)}, {P}); // each rank counts its rows
+}
+
 void ConcatOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   size_t n = getInputs().size();
   for (int64_t k = 0, r = typeOf(getResult()).getRank(); k < r; ++k)
@@ -288,6 +309,12 @@ void ConcatOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
 //===----------------------------------------------------------------------===//
 // Gradients
 //===----------------------------------------------------------------------===//
+
+LogicalResult CountKeptOp::buildGradient(OpBuilder &, ArrayRef<Value>,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back({}); // integer labels
+  return success();
+}
 
 LogicalResult SubOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
                                    SmallVectorImpl<Value> &operandGrads) {

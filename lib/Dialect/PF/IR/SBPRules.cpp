@@ -217,14 +217,15 @@ void SoftmaxCrossEntropyOp::getSBPSignatures(
     SmallVectorImpl<SBPSignature> &sigs) {
   // The mean over a split batch: each rank's share of the mean, a partial
   // sum (pf-partition-ranks scales the local mean by local/global rows).
-  // With ignored rows the local means do not add up to the global one.
-  if (!getIgnoreIndex())
+  // With ignored rows the local means do not add up to the global one; the
+  // local sums do.
+  if (!getIgnoreIndex() || getSum())
     add(sigs, {S(0), S(0)}, {P});
 }
 
 void SoftmaxCrossEntropyGradOp::getSBPSignatures(
     SmallVectorImpl<SBPSignature> &sigs) {
-  if (!getIgnoreIndex())
+  if (!getIgnoreIndex() || getSum())
     add(sigs, {S(0), S(0), B}, {S(0)});
   add(sigs, {B, B, P}, {P}); // linear in the incoming gradient
 }

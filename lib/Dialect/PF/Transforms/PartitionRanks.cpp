@@ -331,8 +331,12 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
                        .Case<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(
                            [](auto ce) { return ce.getLogits(); })
                        .Default([](Operation *) { return Value(); });
-    if (!logits)
-      continue;
+    bool sum = TypeSwitch<Operation *, bool>(&op)
+                   .Case<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(
+                       [](auto ce) { return ce.getSum(); })
+                   .Default([](Operation *) { return false; });
+    if (!logits || sum)
+      continue; // a local sum is its share of the sum as it is
     auto g = cast<GlobalType>(logits.getType());
     int64_t split = g.getSbp().getSplitFactor(0, g.getPlacement());
     if (split > 1)

@@ -83,7 +83,8 @@ def PF_SoftmaxCrossEntropyGradOp : PF_InferredOp<"softmax_cross_entropy_grad"> {
   let summary = "gradient of the mean softmax cross-entropy w.r.t. the logits";
   let description = [{
     `dlogits[n, c] = (softmax(logits[n])[c] - (c == labels[n])) * dloss / N`;
-    with `ignore_index`, N counts the other rows and ignored rows get zeros.
+    with `ignore_index`, N counts the other rows and ignored rows get zeros;
+    with `sum` (the gradient of the summed loss), N is 1.
 
     ```mlir
     %dl = pf.softmax_cross_entropy_grad %logits, %labels, %dloss
@@ -92,7 +93,7 @@ def PF_SoftmaxCrossEntropyGradOp : PF_InferredOp<"softmax_cross_entropy_grad"> {
     ```
   }];
   let arguments = (ins PF_Global:$logits, PF_Global:$labels, PF_Global:$loss_grad,
-                   OptionalAttr<I64Attr>:$ignore_index);
+                   OptionalAttr<I64Attr>:$ignore_index, UnitAttr:$sum);
   let results = (outs PF_Global:$result);
 }
 

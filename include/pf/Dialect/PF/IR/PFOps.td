@@ -386,8 +386,11 @@ def PF_SoftmaxCrossEntropyOp : PF_DiffOp<"softmax_cross_entropy"> {
     as `nn.CrossEntropyLoss()` with its default mean reduction. Logits are
     `[N, C]` floats, labels `[N]` integers in `[0, C)`. With `ignore_index`,
     rows with that label are left out and the mean is over the others (as
-    torch's `ignore_index`); the batch then stays whole on each rank (the
-    mean's denominator is not known per rank).
+    torch's `ignore_index`). With `sum`, the loss is the sum over the rows
+    (kept rows) instead of their mean: pf-decompose-losses writes the mean
+    with `ignore_index` as this sum divided by `pf.count_kept`, so that a
+    split batch gives each rank partial sums of both (the mean's
+    denominator is not known per rank).
 
     ```mlir
     %loss = pf.softmax_cross_entropy %logits, %labels : (!pf.global<16x10xf32, #P, #B>,
@@ -395,7 +398,7 @@ def PF_SoftmaxCrossEntropyOp : PF_DiffOp<"softmax_cross_entropy"> {
     ```
   }];
   let arguments = (ins PF_Global:$logits, PF_Global:$labels,
-                   OptionalAttr<I64Attr>:$ignore_index);
+                   OptionalAttr<I64Attr>:$ignore_index, UnitAttr:$sum);
   let results = (outs PF_Global:$loss);
 }
 

@@ -48,6 +48,22 @@ def PF_BroadcastToOp : PF_DiffOp<"broadcast_to"> {
   let results = (outs PF_Global:$result);
 }
 
+def PF_CountKeptOp : PF_DiffOp<"count_kept"> {
+  let summary = "the number of labels other than ignore_index, as a float";
+  let description = [{
+    The denominator of a mean cross-entropy with `ignore_index`
+    (pf-decompose-losses): over a split batch each rank counts its rows, a
+    partial sum. Integer labels take no gradient.
+
+    ```mlir
+    %n = pf.count_kept %labels {ignore_index = -1 : i64}
+        : (!pf.global<16xi64, #P>) -> !pf.global<f32, #P>
+    ```
+  }];
+  let arguments = (ins PF_Global:$labels, I64Attr:$ignore_index);
+  let results = (outs PF_Global:$result);
+}
+
 def PF_MaskedFillOp : PF_DiffOp<"masked_fill"> {
   let summary = "replaces the elements where a mask is non-zero by a constant";
   let description = [{

@@ -249,6 +249,20 @@ def InlineStagesPass : Pass<"pf-inline-stages", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
+def DecomposeLossesPass : Pass<"pf-decompose-losses", "::mlir::ModuleOp"> {
+  let summary = "writes a mean cross-entropy with ignore_index as sum / count";
+  let description = [{
+    `pf.softmax_cross_entropy {ignore_index}` averages over the rows whose
+    label is not ignored. Over a split batch each rank knows only its own
+    count, so the op as a whole keeps the batch whole (the logits are
+    gathered). This pass rewrites it as
+    `pf.div(pf.softmax_cross_entropy {ignore_index, sum}, pf.count_kept)`:
+    both are partial sums over a split batch, reduced as two scalars. Run
+    before `pf-autodiff` (the gradients then follow the rewritten ops).
+  }];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 def GroupFusedSplitsPass : Pass<"pf-group-fused-splits", "::mlir::ModuleOp"> {
   let summary = "lays out a split fused projection so that its blocks stay split";
   let description = [{
