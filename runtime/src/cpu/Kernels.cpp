@@ -353,35 +353,15 @@ void checkEmbedding(const char *fn, const int64_t *ids, int64_t n, int64_t v,
 }
 } // namespace
 
-void pfrt_k_embedding(const float *table, const int64_t *ids, float *y,
-                      int64_t n, int64_t v, int64_t d) {
-  const char *fn = "pfrt_k_embedding";
-  checkEmbedding(fn, ids, n, v, d);
-  checkPtr(fn, "table", table, mulChecked(fn, v, d));
-  checkPtr(fn, "y", y, mulChecked(fn, n, d));
-  for (int64_t i = 0; i < n; ++i)
-    std::memcpy(y + i * d, table + ids[i] * d, size_t(d) * sizeof(float));
-}
+} // extern "C"
 
-void pfrt_k_embedding_grad(const int64_t *ids, const float *dy, float *dtable,
-                           int64_t n, int64_t v, int64_t d) {
-  const char *fn = "pfrt_k_embedding_grad";
-  checkEmbedding(fn, ids, n, v, d);
-  checkPtr(fn, "dy", dy, mulChecked(fn, n, d));
-  checkPtr(fn, "dtable", dtable, mulChecked(fn, v, d));
-  std::memset(dtable, 0, size_t(v * d) * sizeof(float));
-  for (int64_t i = 0; i < n; ++i) {
-    float *row = dtable + ids[i] * d;
-    const float *g = dy + i * d;
-    for (int64_t k = 0; k < d; ++k)
-      row[k] += g[k];
-  }
-}
-
-void pfrt_k_embedding_rows(const float *table, const int64_t *ids, float *y,
-                           int64_t n, int64_t v, int64_t d, int64_t row0,
-                           int64_t vocab) {
-  const char *fn = "pfrt_k_embedding_rows";
+namespace {
+/// The lookup of the ids in rows [row0, row0 + v) of a [vocab, d] table
+/// (zeros for the other ids), and its gradient; the whole table is row0 = 0,
+/// v = vocab.
+void embeddingRows(const char *fn, const float *table, const int64_t *ids,
+                   float *y, int64_t n, int64_t v, int64_t d, int64_t row0,
+                   int64_t vocab) {
   checkEmbedding(fn, ids, n, vocab, d);
   if (row0 < 0 || v < 0 || row0 > vocab - v)
     fatal("%s: rows [%lld, %lld) are not rows of a vocabulary of %lld", fn,
@@ -397,10 +377,9 @@ void pfrt_k_embedding_rows(const float *table, const int64_t *ids, float *y,
   }
 }
 
-void pfrt_k_embedding_grad_rows(const int64_t *ids, const float *dy,
-                                float *dtable, int64_t n, int64_t v, int64_t d,
-                                int64_t row0, int64_t vocab) {
-  const char *fn = "pfrt_k_embedding_grad_rows";
+void embeddingGradRows(const char *fn, const int64_t *ids, const float *dy,
+                       float *dtable, int64_t n, int64_t v, int64_t d,
+                       int64_t row0, int64_t vocab) {
   checkEmbedding(fn, ids, n, vocab, d);
   if (row0 < 0 || v < 0 || row0 > vocab - v)
     fatal("%s: rows [%lld, %lld) are not rows of a vocabulary of %lld", fn,
@@ -417,6 +396,32 @@ void pfrt_k_embedding_grad_rows(const int64_t *ids, const float *dy,
     for (int64_t k = 0; k < d; ++k)
       out[k] += g[k];
   }
+}
+} // namespace
+
+extern "C" {
+
+void pfrt_k_embedding(const float *table, const int64_t *ids, float *y,
+                      int64_t n, int64_t v, int64_t d) {
+  embeddingRows("pfrt_k_embedding", table, ids, y, n, v, d, 0, v);
+}
+
+void pfrt_k_embedding_grad(const int64_t *ids, const float *dy, float *dtable,
+                           int64_t n, int64_t v, int64_t d) {
+  embeddingGradRows("pfrt_k_embedding_grad", ids, dy, dtable, n, v, d, 0, v);
+}
+
+void pfrt_k_embedding_rows(const float *table, const int64_t *ids, float *y,
+                           int64_t n, int64_t v, int64_t d, int64_t row0,
+                           int64_t vocab) {
+  embeddingRows("pfrt_k_embedding_rows", table, ids, y, n, v, d, row0, vocab);
+}
+
+void pfrt_k_embedding_grad_rows(const int64_t *ids, const float *dy,
+                                float *dtable, int64_t n, int64_t v, int64_t d,
+                                int64_t row0, int64_t vocab) {
+  embeddingGradRows("pfrt_k_embedding_grad_rows", ids, dy, dtable, n, v, d,
+                    row0, vocab);
 }
 
 namespace {
