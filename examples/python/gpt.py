@@ -73,6 +73,8 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tie", action="store_true")
     parser.add_argument("--compile-only", action="store_true")
+    parser.add_argument("--checksum", action="store_true",
+                        help="print a checksum of the trained weights (read back in logical form)")
     args = parser.parse_args()
     flow.manual_seed(args.seed)
     config = GPTConfig(block_size=args.block, n_layer=args.layers, tie=args.tie)
@@ -94,6 +96,20 @@ def main():
     if len(times) > 2 and flow.env.get_rank() == 0:
         # The first steps compile and warm up.
         print(f"median step {statistics.median(times[2:]) * 1e3:.1f} ms", flush=True)
+    if args.checksum:
+        print(f"weights checksum {weights_checksum(graph, model):.10e}", flush=True)
+
+
+def weights_checksum(graph, model):
+    """A position-weighted sum of the trained parameters' logical values: a
+    layout that put any element in another place would change it.
+    ``graph.state_dict()`` reads them back (a collective: every process)."""
+    graph.state_dict()
+    total = 0.0
+    for name, value in sorted(model.state_dict().items()):
+        a = value.numpy().astype(np.float64).ravel()
+        total += float(np.dot(a, np.arange(a.size) % 97 + 1))
+    return total
 
 
 B = flow.sbp.broadcast
