@@ -372,6 +372,24 @@ def test_hybrid_parallel_layouts(verify):
     verify(traced.text())
 
 
+def test_relaid_out_parameter_keeps_its_initializer(verify):
+    """A row-parallel layer re-lays out its weight as Megatron's layers do,
+    ``nn.Parameter(w.to_global(placement, S(1)))``: the new parameter keeps
+    the initializer (the compiler reproduces it) and takes the new SBP; the
+    bias keeps its own layout."""
+    p01 = flow.placement("cpu", [0, 1])
+    proj = nn.Linear(8, 4).to_global(p01, flow.sbp.broadcast)
+    proj.weight = nn.Parameter(proj.weight.to_global(p01, flow.sbp.split(1)))
+    graph = SimpleGraph(proj, optimizer=False)
+    x = flow.randn(2, 8).to_global(p01, flow.sbp.broadcast)
+    y = flow.randint(0, 4, (2,)).to_global(p01, flow.sbp.broadcast)
+    traced = graph.trace(x, y)
+    weight = traced.params["model.weight"]
+    assert weight.init == "#pf.init<kaiming_uniform(8)>" and weight.type.sbp == ("S(1)",)
+    assert traced.params["model.bias"].type.sbp == ("B",)
+    verify(traced.text())
+
+
 def test_nd_placement_graph(verify):
     mesh = flow.placement("cpu", [[0, 1], [2, 3]])
     model = nn.Linear(8, 4).to_global(mesh, [flow.sbp.broadcast, flow.sbp.split(0)])
