@@ -1,6 +1,7 @@
 """python3 -m pipeflow.distributed.launch under MPICH's mpiexec."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -37,7 +38,8 @@ def run_launch(tmp_path, *args, env=None):
 def test_two_ranks_see_their_rank_and_world(tmp_path):
     proc = run_launch(tmp_path, "--nproc_per_node", "2")
     assert proc.returncode == 0, proc.stderr
-    lines = sorted(line for line in proc.stdout.splitlines() if line.startswith("rank"))
+    # The ranks share stdout: one's line may run into the other's.
+    lines = sorted(re.findall(r"rank \d of 2 local \d env \S+ args \['--flag', 'x'\]", proc.stdout))
     assert lines == [
         "rank 0 of 2 local 0 env 0/2/0 args ['--flag', 'x']",
         "rank 1 of 2 local 1 env 1/2/1 args ['--flag', 'x']"]
