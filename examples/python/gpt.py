@@ -23,10 +23,11 @@ and 1: ``c_attn`` and ``c_fc`` column-split, both ``c_proj`` row-split,
 the rest replicated), ``tp_dp`` (a 2 x 2 mesh: data parallel over its
 rows, tensor parallel within each) and ``pp_tp`` (two stages of two
 tensor-parallel ranks each). The tensor-parallel layouts only set the
-weights' SBP the way Megatron lays them out (and, untied, the token
-embedding's vocabulary split); the compiler derives the rest (one
-all-reduce per attention and per MLP, each way, and one for the
-embedding). ``--schedule`` picks the pipeline schedule of the
+weights' SBP the way Megatron lays them out (and the vocabulary split
+of the token embedding and the head, tied or not); the compiler derives
+the rest (one all-reduce per attention and per MLP, each way, one for the
+embedding, one for the head's input gradient, and the cross-entropy split
+by class, which all-reduces each row's max and sums, never the logits). ``--schedule`` picks the pipeline schedule of the
 staged layouts (gpipe, 1f1b, interleaved-1f1b with two model chunks per
 rank, zb-h1) and ``--micro-batches`` the gradient accumulation steps. ``--tie`` ties ``lm_head`` to the token
 embedding (one-stage layouts). ``--compile-only`` traces and verifies.
@@ -160,11 +161,15 @@ def build_graph(model, args):
         module.to_global(placement=places[stage % len(places)], sbp=replicated)
         if tp and name.startswith("h."):
             tensor_parallel(module, places[stage % len(places)])
-    if tp and not args.tie:
-        # Megatron's vocabulary-parallel embedding: each rank holds a range
-        # of the token table's rows (the head stays replicated, so the
-        # logits are never gathered).
-        model.wte.to_global(placement=places[0], sbp=replicated[:-1] + [flow.sbp.split(0)])
+    if tp:
+        # Megatron's vocabulary-parallel embedding and head: each rank holds
+        # a range of the token table's rows and of the head's, so the logits
+        # stay split by class (the cross-entropy all-reduces each row's max
+        # and sums, never the logits). A tied table is the head's weight.
+        vocab = replicated[:-1] + [flow.sbp.split(0)]
+        model.lm_head.to_global(placement=places[(stages - 1) % len(places)], sbp=vocab)
+        if not args.tie:
+            model.wte.to_global(placement=places[0], sbp=vocab)
     optimizer = flow.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1)
 
     class GPTGraph(nn.Graph):

@@ -142,10 +142,12 @@ def test_gpt_tensor_parallel_boxing_is_megatrons(pf_opt):
     """The TP2 GPT's boxing report (Megatron's weight layouts, nothing else
     given): per block one all-reduce of the [batch, block, n_embd]
     activations where attention's output joins the residual stream and one
-    where the MLP's does, forward and backward, and one where the
-    vocabulary-split token embedding's output is summed; nothing else moves
-    a byte (no gathered logits, no gradient all-reduces of replicated
-    weights)."""
+    where the MLP's does, forward and backward; one where the
+    vocabulary-split token embedding's output is summed and one for the
+    gradient of the vocabulary-split head's input; the cross-entropy split
+    by class all-reduces its rows' max and sums (forward and backward, a
+    few numbers per row); nothing else moves a byte (no gathered logits, no
+    gradient all-reduces of replicated weights)."""
     flow.manual_seed(int(np.random.default_rng().integers(2**31)))
     layers, batch, block = 3, 4, 16
     model = gpt_model.GPT(gpt_model.GPTConfig(block_size=block, n_layer=layers))
@@ -156,12 +158,29 @@ def test_gpt_tensor_parallel_boxing_is_megatrons(pf_opt):
     moving = [line for line in report.splitlines()
               if re.search(r": [1-9]\d* bytes/rank", line) and not line.strip().startswith("total")]
     source = open(MODEL).read().splitlines()
-    joins = {i + 1 for i, line in enumerate(source)
-             if line.strip() in ("x = x + self.attn(self.ln_1(x))", "x = x + self.mlp(self.ln_2(x))",
-                                 "x = self.drop(self.wte(idx) + self.wpe(pos))")}
-    assert len(joins) == 3
-    assert len(moving) == 4 * layers + 1, report
-    for line in moving:
+
+    def lines_of(*statements):
+        found = {i + 1 for i, line in enumerate(source) if line.strip() in statements}
+        assert len(found) == len(statements)
+        return found
+
+    joins = lines_of("x = x + self.attn(self.ln_1(x))", "x = x + self.mlp(self.ln_2(x))",
+                     "x = self.drop(self.wte(idx) + self.wpe(pos))", "x = self.ln_f(x)")
+    (loss_line,) = lines_of("return F.cross_entropy(logits.view(-1, logits.size(-1)), "
+                            "targets.view(-1), ignore_index=-1)")
+    activations = [line for line in moving if line.strip().startswith("all_reduce")]
+    losses = [line for line in moving if not line.strip().startswith("all_reduce")]
+    assert len(activations) == 4 * layers + 2, report
+    for line in activations:
         assert line.strip().startswith(f"all_reduce {batch}x{block}x64xf32"), report
         assert int(re.search(r'gpt_model.py":(\d+)', line).group(1)) in joins, line
-    assert f"total: {(4 * layers + 1) * batch * block * 64 * 4} bytes/rank per step" in report
+    rows, vocab = batch * block, 256
+    assert [line.split()[0] for line in losses] == ["softmax_cross_entropy",
+                                                    "softmax_cross_entropy_grad"], report
+    for line in losses:
+        assert f"{rows}x{vocab}xf32" in line and "[S(1)]> split by class" in line, line
+        assert int(re.search(r'gpt_model.py":(\d+)', line).group(1)) == loss_line, line
+    # Per row: a float max and two double sums forward, a max and a sum
+    # backward, all-reduced over 2 ranks (2 (n - 1) / n = 1 of the bytes).
+    small = rows * (4 + 16) + rows * (4 + 8)
+    assert f"total: {(4 * layers + 2) * batch * block * 64 * 4 + small} bytes/rank per step" in report

@@ -340,6 +340,31 @@ void scaleForBatchSplit(CPULoweringState &state, OpBuilder &b, Operation *op,
                           1.0 / static_cast<double>(split.getInt()));
 }
 
+/// A cross-entropy split by class (pf-partition-ranks' pf.vocab_group):
+/// where this rank's block of classes starts, how many there are, the
+/// runtime's mode (0 mean, 1 mean of kept rows, 2 sum) and the group.
+template <typename XentOp> struct VocabSplit {
+  int64_t offset = 0, classes = 0, ignore = -1, mode = 0;
+  ArrayRef<int64_t> group;
+  static std::optional<VocabSplit> of(XentOp op) {
+    auto group = op->template getAttrOfType<DenseI64ArrayAttr>(
+        PFDialect::VocabGroupAttrHelper::getNameStr());
+    if (!group)
+      return std::nullopt;
+    auto offsets = op->template getAttrOfType<DenseI64ArrayAttr>(
+        PFDialect::ShardOffsetAttrHelper::getNameStr());
+    auto logical = op->template getAttrOfType<DenseI64ArrayAttr>(
+        PFDialect::LogicalShapeAttrHelper::getNameStr());
+    VocabSplit v;
+    v.offset = offsets ? offsets[1] : 0;
+    v.classes = logical ? logical[1] : localShape(op.getLogits())[1];
+    v.ignore = op.getIgnoreIndex().value_or(-1);
+    v.mode = op.getSum() ? 2 : op.getIgnoreIndex() ? 1 : 0;
+    v.group = group.asArrayRef();
+    return v;
+  }
+};
+
 struct SoftmaxXentLowering : CPUPattern<SoftmaxCrossEntropyOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(SoftmaxCrossEntropyOp op, OpAdaptor adaptor,
@@ -347,7 +372,13 @@ struct SoftmaxXentLowering : CPUPattern<SoftmaxCrossEntropyOp> {
     return emitInto(op, b, [&](Value out) {
       ArrayRef<int64_t> s = localShape(op.getLogits());
       std::optional<int64_t> ignore = op.getIgnoreIndex();
-      if (op.getSum())
+      if (auto v = VocabSplit<SoftmaxCrossEntropyOp>::of(op))
+        state.rt.pfrt_softmax_xent_vocab(
+            b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(), out, s[0],
+            s[1], v->offset, v->classes, v->ignore, v->mode,
+            state.rt.i64Array(b, op.getLoc(), v->group),
+            static_cast<int64_t>(v->group.size()));
+      else if (op.getSum())
         // A label outside [0, c) other than ignore_index is still an error:
         // without ignore_index, -1 (never a class) keeps every row.
         state.rt.pfrt_k_softmax_xent_sum(b, op.getLoc(), adaptor.getLogits(),
@@ -372,7 +403,13 @@ struct SoftmaxXentGradLowering : CPUPattern<SoftmaxCrossEntropyGradOp> {
     return emitInto(op, b, [&](Value out) {
       ArrayRef<int64_t> s = localShape(op.getLogits());
       std::optional<int64_t> ignore = op.getIgnoreIndex();
-      if (op.getSum())
+      if (auto v = VocabSplit<SoftmaxCrossEntropyGradOp>::of(op))
+        state.rt.pfrt_softmax_xent_vocab_grad(
+            b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
+            adaptor.getLossGrad(), out, s[0], s[1], v->offset, v->classes,
+            v->ignore, v->mode, state.rt.i64Array(b, op.getLoc(), v->group),
+            static_cast<int64_t>(v->group.size()));
+      else if (op.getSum())
         state.rt.pfrt_k_softmax_xent_grad_sum(
             b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
             adaptor.getLossGrad(), out, s[0], s[1], ignore.value_or(-1));

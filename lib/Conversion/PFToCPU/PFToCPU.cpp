@@ -194,14 +194,21 @@ LogicalResult RankLowering::lowerParams() {
 /// The number of classes of an i64 input (labels): the loss that reads it
 /// gives the range of its synthetic data.
 static int64_t classesOf(Value input) {
+  // Split by class, the logical shape counts every rank's classes.
+  auto classes = [](Operation *op, Value logits) {
+    if (auto logical = op->getAttrOfType<DenseI64ArrayAttr>(
+            PFDialect::LogicalShapeAttrHelper::getNameStr()))
+      return logical[1];
+    return localShape(logits)[1];
+  };
   SmallVector<Value> worklist = {input};
   while (!worklist.empty()) {
     Value v = worklist.pop_back_val();
     for (Operation *user : v.getUsers()) {
       if (auto ce = dyn_cast<SoftmaxCrossEntropyOp>(user))
-        return localShape(ce.getLogits())[1];
+        return classes(ce, ce.getLogits());
       if (auto ceg = dyn_cast<SoftmaxCrossEntropyGradOp>(user))
-        return localShape(ceg.getLogits())[1];
+        return classes(ceg, ceg.getLogits());
       if (isa<MicrobatchOp, ShardOp, AllGatherOp, AllToAllOp, ExtractBoxOp,
               ToGlobalOp, BroadcastOp>(user))
         worklist.push_back(user->getResult(0));

@@ -137,6 +137,30 @@ int pfrt_reduce_sum(const float *in, float *out, int64_t count,
 /* Barrier over the members of a group. */
 int pfrt_group_barrier(const int64_t *ranks, int64_t n);
 
+/* Megatron's vocabulary-parallel softmax cross-entropy. The group's members
+ * hold column blocks of the same rows of logits [n, classes]: this rank's
+ * block is [n, c] starting at column `offset`. Each row's maximum is
+ * all-reduced (MPI_MAX, n floats), then its sum of exp(x - max) and the
+ * label's logit (0 where the label lies in another member's block) are
+ * all-reduced (SUM, 2n doubles); the logits never move. Every member gets
+ * the same loss: mode 0 the mean over the rows (every label in
+ * [0, classes)), mode 1 the mean over the rows whose label is not
+ * ignore_index, mode 2 their sum. */
+int pfrt_softmax_xent_vocab(const float *logits, const int64_t *labels,
+                            float *loss, int64_t n, int64_t c, int64_t offset,
+                            int64_t classes, int64_t ignore_index, int64_t mode,
+                            const int64_t *ranks, int64_t nranks);
+
+/* Its gradient with respect to this rank's block of logits: the max and the
+ * sum of exponentials are all-reduced again (n floats, n doubles), then
+ * dlogits = (softmax - onehot(label)) * dloss (/ rows kept for the means),
+ * zero on ignored rows. */
+int pfrt_softmax_xent_vocab_grad(const float *logits, const int64_t *labels,
+                                 const float *dloss, float *dlogits, int64_t n,
+                                 int64_t c, int64_t offset, int64_t classes,
+                                 int64_t ignore_index, int64_t mode,
+                                 const int64_t *ranks, int64_t nranks);
+
 /*===----------------------------------------------------------------------===
  * Point to point (WORLD ranks; 0 <= tag <= 32767 is always valid)
  *===----------------------------------------------------------------------===*/

@@ -5,6 +5,8 @@
 #include "pfrt/pfrt.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <unordered_map>
 #include <vector>
 
@@ -371,6 +373,164 @@ int pfrt_group_barrier(const int64_t *ranks, int64_t n) {
   const Group &g = getGroup(ranks, n, "pfrt_group_barrier");
   CommScope trace("group_barrier", 0, n, -1);
   PFRT_MPI(MPI_Barrier, (g.comm));
+  return 0;
+}
+
+} // extern "C"
+
+//===----------------------------------------------------------------------===//
+// Vocabulary-parallel cross-entropy
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// What both directions of the vocabulary-parallel cross-entropy share: the
+/// validated arguments, the group and the all-reduced row statistics.
+struct VocabXent {
+  const char *fn;
+  const float *logits;
+  const int64_t *labels;
+  int64_t n, c, offset, classes, ignore, mode;
+  const Group *group = nullptr;
+  int64_t groupSize = 0;
+  std::vector<float> rowMax; // [n], all-reduced with MPI_MAX
+  std::vector<double> sums;  // [n] sum of exp(x - max), then [n] target
+
+  bool ignored(int64_t r) const { return mode != 0 && labels[r] == ignore; }
+
+  void check(const int64_t *ranks, int64_t nranks) {
+    if (n < 1 || c < 1 || offset < 0 || classes < offset + c)
+      fatal("%s: n = %lld, c = %lld, offset = %lld do not lie in a row of "
+            "%lld classes",
+            fn, (long long)n, (long long)c, (long long)offset,
+            (long long)classes);
+    if (mode < 0 || mode > 2)
+      fatal("%s: mode %lld is not 0 (mean), 1 (mean of kept rows) or 2 (sum)",
+            fn, (long long)mode);
+    checkBuf(logits, n * c, "logits", fn);
+    checkBuf(labels, n, "labels", fn);
+    group = &getGroup(ranks, nranks, fn);
+    groupSize = nranks;
+    for (int64_t r = 0; r < n; ++r)
+      if (!ignored(r) && (labels[r] < 0 || labels[r] >= classes))
+        fatal("%s: label %lld at row %lld is outside [0, %lld)", fn,
+              (long long)labels[r], (long long)r, (long long)classes);
+  }
+
+  /// The rows' maxima and sums of exponentials over every member's block
+  /// (and, with `target`, each row's label logit).
+  void reduce(bool target) {
+    rowMax.assign(n, 0.0f);
+    for (int64_t r = 0; r < n; ++r) {
+      const float *x = logits + r * c;
+      float m = x[0];
+      for (int64_t i = 1; i < c; ++i)
+        m = x[i] > m ? x[i] : m;
+      rowMax[r] = m;
+    }
+    {
+      CommScope trace("all_reduce_max", int64_t(sizeof(float)) * n, groupSize,
+                      -1);
+      PFRT_MPI_AS(fn, MPI_Allreduce,
+                  (MPI_IN_PLACE, rowMax.data(), int(n), MPI_FLOAT, MPI_MAX,
+                   group->comm));
+    }
+    int64_t count = target ? 2 * n : n;
+    sums.assign(count, 0.0);
+    for (int64_t r = 0; r < n; ++r) {
+      const float *x = logits + r * c;
+      double s = 0, m = rowMax[r];
+      for (int64_t i = 0; i < c; ++i)
+        s += std::exp(double(x[i]) - m);
+      sums[r] = s;
+      int64_t l = labels[r] - offset;
+      if (target && !ignored(r) && l >= 0 && l < c)
+        sums[n + r] = double(x[l]);
+    }
+    CommScope trace("all_reduce_sum", int64_t(sizeof(double)) * count,
+                    groupSize, -1);
+    PFRT_MPI_AS(fn, MPI_Allreduce,
+                (MPI_IN_PLACE, sums.data(), int(count), MPI_DOUBLE, MPI_SUM,
+                 group->comm));
+  }
+
+  int64_t kept() const {
+    int64_t k = 0;
+    for (int64_t r = 0; r < n; ++r)
+      k += !ignored(r);
+    return k;
+  }
+};
+
+} // namespace
+
+extern "C" {
+
+int pfrt_softmax_xent_vocab(const float *logits, const int64_t *labels,
+                            float *loss, int64_t n, int64_t c, int64_t offset,
+                            int64_t classes, int64_t ignore_index, int64_t mode,
+                            const int64_t *ranks, int64_t nranks) {
+  VocabXent x{"pfrt_softmax_xent_vocab",
+              logits,
+              labels,
+              n,
+              c,
+              offset,
+              classes,
+              ignore_index,
+              mode};
+  x.check(ranks, nranks);
+  checkBuf(loss, 1, "loss", x.fn);
+  if (n > INT32_MAX / 2)
+    fatal("%s: %lld rows are more than one all-reduce takes", x.fn,
+          (long long)n);
+  x.reduce(/*target=*/true);
+  double total = 0;
+  for (int64_t r = 0; r < n; ++r)
+    if (!x.ignored(r))
+      total += double(x.rowMax[r]) + std::log(x.sums[r]) - x.sums[n + r];
+  // Every row ignored: 0 / 0, NaN (as torch's mean reduction gives).
+  loss[0] = float(mode == 2 ? total : total / double(x.kept()));
+  return 0;
+}
+
+int pfrt_softmax_xent_vocab_grad(const float *logits, const int64_t *labels,
+                                 const float *dloss, float *dlogits, int64_t n,
+                                 int64_t c, int64_t offset, int64_t classes,
+                                 int64_t ignore_index, int64_t mode,
+                                 const int64_t *ranks, int64_t nranks) {
+  VocabXent x{"pfrt_softmax_xent_vocab_grad",
+              logits,
+              labels,
+              n,
+              c,
+              offset,
+              classes,
+              ignore_index,
+              mode};
+  x.check(ranks, nranks);
+  checkBuf(dloss, 1, "dloss", x.fn);
+  checkBuf(dlogits, n * c, "dlogits", x.fn);
+  if (n > INT32_MAX)
+    fatal("%s: %lld rows are more than one all-reduce takes", x.fn,
+          (long long)n);
+  x.reduce(/*target=*/false);
+  const double scale =
+      mode == 2 ? double(dloss[0]) : double(dloss[0]) / double(x.kept());
+  for (int64_t r = 0; r < n; ++r) {
+    const float *in = logits + r * c;
+    float *d = dlogits + r * c;
+    if (x.ignored(r)) {
+      std::fill(d, d + c, 0.0f);
+      continue;
+    }
+    double m = x.rowMax[r], f = scale / x.sums[r];
+    for (int64_t i = 0; i < c; ++i)
+      d[i] = float(std::exp(double(in[i]) - m) * f);
+    int64_t l = labels[r] - offset;
+    if (l >= 0 && l < c)
+      d[l] = float(std::exp(double(in[l]) - m) * f - scale);
+  }
   return 0;
 }
 

@@ -1280,3 +1280,28 @@ func.func @grouped_uneven(%x: !pf.global<12xf32, #pf.placement<"cpu", [0, 1]>, #
 
 // expected-error @+1 {{the grouped split S(0, 3) shares axis 0 with another hierarchy dimension's split}}
 func.func @grouped_shared(%x: !pf.global<24xf32, #pf.placement<"cpu", [[0, 1], [2, 3]]>, #pf.sbp<[S(0), S(0, 3)]>>) { return }
+
+// -----
+
+func.func @vocab_group_elsewhere(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.vocab_group' must be a non-empty array of ranks on a cross-entropy op}}
+  %r = pf.relu %x {pf.vocab_group = array<i64: 0, 1>} : (!pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+func.func @vocab_group_negative(%l: !pf.global<4x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>,
+                                %y: !pf.global<4xi64, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.vocab_group' must be a non-empty array of ranks on a cross-entropy op}}
+  %r = pf.softmax_cross_entropy %l, %y {pf.vocab_group = array<i64: 0, -1>} : (!pf.global<4x8xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>, !pf.global<4xi64, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<f32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+func.func @shard_offset_on_relu(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.shard_offset' must be an i64 array on a pf.param, pf.dropout, embedding or cross-entropy op}}
+  %r = pf.relu %x {pf.shard_offset = array<i64: 0>} : (!pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xf32, #pf.placement<"cpu", [0]>>
+  return
+}

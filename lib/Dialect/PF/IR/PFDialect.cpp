@@ -119,8 +119,19 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
       name == getShardOffsetAttrHelper().getName())
     return require(
         isa<DenseI64ArrayAttr>(value) &&
-            isa<ParamOp, DropoutOp, EmbeddingOp, EmbeddingGradOp>(op),
-        "an i64 array on a pf.param, pf.dropout or embedding op");
+            isa<ParamOp, DropoutOp, EmbeddingOp, EmbeddingGradOp,
+                SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(op),
+        "an i64 array on a pf.param, pf.dropout, embedding or cross-entropy "
+        "op");
+  if (name == getVocabGroupAttrHelper().getName()) {
+    auto group = dyn_cast<DenseI64ArrayAttr>(value);
+    return require(
+        group && !group.empty() &&
+            llvm::all_of(group.asArrayRef(),
+                         [](int64_t r) { return r >= 0; }) &&
+            isa<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(op),
+        "a non-empty array of ranks on a cross-entropy op");
+  }
   if (name == getShardGroupsAttrHelper().getName()) {
     auto groups = dyn_cast<DenseI64ArrayAttr>(value);
     return require(groups && groups.size() == 3 && groups[0] >= 0 &&

@@ -221,13 +221,18 @@ void SoftmaxCrossEntropyOp::getSBPSignatures(
   // local sums do.
   if (!getIgnoreIndex() || getSum())
     add(sigs, {S(0), S(0)}, {P});
+  // Split by class (Megatron's vocabulary-parallel cross-entropy): every
+  // rank gets the whole loss; its lowering all-reduces the rows' maxima and
+  // sums of exponentials (n + 2n numbers), never the logits.
+  add(sigs, {S(1), B}, {B});
 }
 
 void SoftmaxCrossEntropyGradOp::getSBPSignatures(
     SmallVectorImpl<SBPSignature> &sigs) {
   if (!getIgnoreIndex() || getSum())
     add(sigs, {S(0), S(0), B}, {S(0)});
-  add(sigs, {B, B, P}, {P}); // linear in the incoming gradient
+  add(sigs, {B, B, P}, {P});       // linear in the incoming gradient
+  add(sigs, {S(1), B, B}, {S(1)}); // by class (the statistics all-reduced)
 }
 
 void ReduceSumOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {

@@ -172,6 +172,31 @@ mlir::pf::getNDSBPSignatures(Operation *op, PlacementAttr placement) {
   return out;
 }
 
+double mlir::pf::internalCommBytes(Operation *op, ArrayRef<SBPAttr> operands,
+                                   PlacementAttr placement,
+                                   int64_t *groupSize) {
+  if (groupSize)
+    *groupSize = 1;
+  if (!isa<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(op) ||
+      operands.empty() || !operands[0])
+    return 0;
+  auto t = cast<GlobalType>(op->getOperand(0).getType());
+  int64_t n = 1, rows = t.getShape()[0];
+  for (auto [d, dim] : llvm::enumerate(operands[0].getDims())) {
+    int64_t k = placement.getHierarchy()[d];
+    if (dim.isSplit() && dim.getAxis() == 1)
+      n *= k;
+    else if (dim.isSplit() && dim.getAxis() == 0)
+      rows /= k;
+  }
+  if (groupSize)
+    *groupSize = n;
+  if (n == 1)
+    return 0;
+  double perRow = isa<SoftmaxCrossEntropyOp>(op) ? 4 + 2 * 8 : 4 + 8;
+  return 2.0 * static_cast<double>(n - 1) / n * perRow * rows;
+}
+
 double mlir::pf::transitionBytes(SBPDim from, SBPDim to, int64_t n,
                                  double bytes) {
   if (from == to || n == 1)

@@ -295,6 +295,7 @@ LogicalResult Inferrer::visitSignatureOp(Operation *op) {
     double c = 0;
     for (auto [v, want] : llvm::zip(op->getOperands(), sig.operands))
       c += cost(v, want, op);
+    c += internalCommBytes(op, sig.operands, placement);
     // A result split over a dimension where no operand is split slices
     // replicated data: free now, but like a free operand slice (see cost)
     // it should not win a tie against keeping the layout.

@@ -251,6 +251,31 @@ struct LowerBoxingPass : public pf::impl::LowerBoxingPassBase<LowerBoxingPass> {
     }
     if (!report)
       return;
+    // What the cross-entropy split by class moves itself (its rows'
+    // statistics; pf-partition-ranks names the groups).
+    module.walk([&](Operation *op) {
+      if (!isa<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(op))
+        return;
+      auto logits = cast<GlobalType>(op->getOperand(0).getType());
+      if (!logits.hasSBP())
+        return;
+      int64_t n = 1;
+      double bytes =
+          internalCommBytes(op, {logits.getSbp()}, logits.getPlacement(), &n);
+      if (n == 1)
+        return;
+      std::string line;
+      llvm::raw_string_ostream os(line);
+      os << op->getName().stripDialect() << " " << shapeString(logits) << " "
+         << logits.getPlacement() << " " << logits.getSbp()
+         << " split by class: all_reduce of the rows' max and sums within " << n
+         << " ranks: " << static_cast<int64_t>(bytes) << " bytes/rank";
+      if (auto fl = dyn_cast<FileLineColLoc>(op->getLoc()))
+        os << " at " << fl.getFilename() << ":" << fl.getLine() << ":"
+           << fl.getColumn();
+      lines.push_back(line);
+      total += bytes;
+    });
     std::string text;
     llvm::raw_string_ostream os(text);
     os << "pf boxing report: " << lines.size() << " communication op(s)\n";

@@ -335,9 +335,41 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
                    .Case<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(
                        [](auto ce) { return ce.getSum(); })
                    .Default([](Operation *) { return false; });
-    if (!logits || sum)
-      continue; // a local sum is its share of the sum as it is
+    if (!logits)
+      continue;
     auto g = cast<GlobalType>(logits.getType());
+    if (!g.getPlacement().contains(rank))
+      continue;
+    // Split by class: the ranks holding the other column blocks of these
+    // rows (coordinates equal on every dimension that does not split the
+    // classes) all-reduce the rows' statistics.
+    PlacementAttr place = g.getPlacement();
+    SmallVector<bool> splitsClasses;
+    bool byClass = false;
+    for (SBPDim d : g.getSbp().getDims()) {
+      splitsClasses.push_back(d.isSplit() && d.getAxis() == 1);
+      byClass |= splitsClasses.back();
+    }
+    if (byClass) {
+      SmallVector<int64_t> mine = place.getCoordinates(place.indexOf(rank));
+      SmallVector<int64_t> group;
+      for (int64_t pos = 0; pos < place.getNumRanks(); ++pos) {
+        SmallVector<int64_t> c = place.getCoordinates(pos);
+        bool same = true;
+        for (auto [d, splits] : llvm::enumerate(splitsClasses))
+          same &= splits || c[d] == mine[d];
+        if (same)
+          group.push_back(place.getRanks()[pos]);
+      }
+      dialect->getVocabGroupAttrHelper().setAttr(&op,
+                                                 b.getDenseI64ArrayAttr(group));
+      dialect->getShardOffsetAttrHelper().setAttr(
+          &op, b.getDenseI64ArrayAttr(box(g).offsets));
+      dialect->getLogicalShapeAttrHelper().setAttr(
+          &op, b.getDenseI64ArrayAttr(g.getShape()));
+    }
+    if (sum)
+      continue; // a local sum is its share of the sum as it is
     int64_t split = g.getSbp().getSplitFactor(0, g.getPlacement());
     if (split > 1)
       // The local mean covers 1/split of the batch rows.

@@ -109,8 +109,12 @@ func.func @grid(%x: !pf.global<8x16xf32, #Q, #pf.sbp<[S(0), B]>>, %y: !pf.global
 }
 // CHECK-LABEL: func.func @grid
 // CHECK: pf.matmul {{.*}} -> !pf.global<8x32xf32, #{{.*}}, #pf.sbp<[S(0), S(1)]>>
-// The class split becomes a row split within each grid row (dim-1 groups).
-// CHECK: pf.all_to_all {{.*}} {concat_axis = 1 : i64, groups = [array<i64: 0, 1>, array<i64: 2, 3>], split_axis = 0 : i64}
+// The cross-entropy takes the class split as it is (its lowering
+// all-reduces each row's max and sums, 80 bytes a rank, where an all-to-all
+// of the logits would move 128).
+// CHECK-NOT: pf.all_to_all
+// CHECK: pf.softmax_cross_entropy {{.*}} : (!pf.global<8x32xf32, #{{.*}}, #pf.sbp<[S(0), S(1)]>>, !pf.global<8xi64, #{{.*}}, #pf.sbp<[S(0), B]>>) -> !pf.global<f32, #{{.*}}, #pf.sbp<[P, B]>>
+// CHECK-NOT: pf.all_to_all
 // The weight gradient is summed across the data-parallel dimension only.
 // CHECK: pf.all_reduce {{.*}} {groups = [array<i64: 0, 2>, array<i64: 1, 3>]{{.*}} : !pf.global<32x16xf32, #{{.*}}, #pf.sbp<[P, S(0)]>> -> !pf.global<32x16xf32, #{{.*}}, #pf.sbp<[B, S(0)]>>
 

@@ -89,6 +89,12 @@ def PF_Dialect : Dialect {
     // `pf.batch_split = n` on a per-rank cross-entropy (or its gradient):
     // its local mean covers 1/n of the batch rows.
     "::mlir::IntegerAttr":$batch_split,
+    // `pf.vocab_group = [ranks]` on a per-rank cross-entropy (or its
+    // gradient) whose logits are split by class: the ranks holding the other
+    // column blocks of the same rows (this rank's block starts at
+    // `pf.shard_offset[1]` of `pf.logical_shape`); the rows' maxima and sums
+    // of exponentials are all-reduced within them.
+    "::mlir::DenseI64ArrayAttr":$vocab_group,
     // `pf.loss_replica` on a per-rank step: the loss it returns is a
     // replica, not the one the host reports.
     "::mlir::UnitAttr":$loss_replica,

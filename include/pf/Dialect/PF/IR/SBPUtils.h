@@ -35,6 +35,14 @@ SmallVector<SBPSignature> get1DSignatures(Operation *op);
 SmallVector<NDSBPSignature> getNDSBPSignatures(Operation *op,
                                                PlacementAttr placement);
 
+/// Bytes per rank that an op's own lowering moves when its operands have
+/// the layouts `operands` (0 for every op but one): the cross-entropy split
+/// by class all-reduces its rows' maxima (floats) and sums of exponentials
+/// and label logits (doubles; its gradient only the sums) among the ranks
+/// holding one row's classes. `groupSize` (optional) gets their number.
+double internalCommBytes(Operation *op, ArrayRef<SBPAttr> operands,
+                         PlacementAttr placement, int64_t *groupSize = nullptr);
+
 /// What one hierarchy dimension's transition costs in bytes per rank on a
 /// group of `n` ranks holding `bytes` bytes (the tensor as the group sees
 /// it), by DESIGN.md's table. `to` may equal `from` (0).
