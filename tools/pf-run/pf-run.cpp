@@ -4,8 +4,10 @@
 //
 // Checks DIR/manifest.json (its format, its world size against N, the
 // artifacts it names), then starts one process per rank through MPICH's
-// mpiexec (MPMD: rank r runs DIR/rank<r>). The exit code is the job's: a rank
-// that fails ends the whole job. Usage errors exit with 2.
+// mpiexec (MPMD: rank r runs DIR/rank<r>), on this node or on the nodes of
+// an MPICH host file or host list. The exit code is the job's: a rank that
+// fails ends the whole job. Usage errors exit with 2. Under Slurm,
+// --srun-multi-prog writes the job for `srun --multi-prog` instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,6 +107,38 @@ static cl::opt<std::string> mpiexec("mpiexec", cl::init("mpiexec"),
                                     cl::desc("The MPI launcher to run"),
                                     cl::cat(runCategory));
 
+static cl::opt<std::string> hostfile(
+    "hostfile", cl::value_desc("file"),
+    cl::desc("Several nodes: MPICH's host file (mpiexec -f), one host[:slots] "
+             "a line"),
+    cl::cat(runCategory));
+static cl::alias hostfileShort("f", cl::desc("Alias for --hostfile"),
+                               cl::aliasopt(hostfile), cl::cat(runCategory));
+
+static cl::opt<std::string>
+    hosts("hosts", cl::value_desc("h1,h2,..."),
+          cl::desc("Several nodes: the hosts to start ranks on (mpiexec "
+                   "-hosts); ranks fill them in order"),
+          cl::cat(runCategory));
+
+static cl::opt<unsigned>
+    ppn("ppn", cl::init(0), cl::value_desc("P"),
+        cl::desc("Ranks per node (mpiexec -ppn; 0: MPICH's default)"),
+        cl::cat(runCategory));
+
+static cl::opt<bool> printCommand(
+    "print-command",
+    cl::desc("Print the mpiexec command line (one argument a line) instead of "
+             "running it"),
+    cl::cat(runCategory));
+
+static cl::opt<std::string> srunMultiProg(
+    "srun-multi-prog", cl::value_desc("file"),
+    cl::desc("Write Slurm's --multi-prog configuration of the job (rank r "
+             "runs DIR/rank<r> with the job's flags) to <file> instead of "
+             "running it; then: srun --mpi=pmi2 -n N --multi-prog <file>"),
+    cl::cat(runCategory));
+
 [[noreturn]] static void fail(const Twine &message, int code = 2) {
   errs() << "pf-run: " << message << "\n";
   std::exit(code);
@@ -148,6 +182,36 @@ static void parseCommandLine(int argc, char **argv) {
     if (name.empty() || !sc.contains('=') || !isNumber(value))
       fail("--scalar needs NAME=X with X a number, got '" + sc + "'");
   }
+  if (!hostfile.empty() && !hosts.empty())
+    fail("--hostfile and --hosts both name the nodes: give one");
+  if (!hostfile.empty() && !sys::fs::is_regular_file(hostfile))
+    fail("--hostfile " + hostfile + ": no such file");
+  if (!hosts.empty()) {
+    SmallVector<StringRef> names;
+    StringRef(hosts).split(names, ',');
+    if (llvm::any_of(names, [](StringRef h) { return h.trim().empty(); }))
+      fail("--hosts needs comma-separated host names, got '" + hosts + "'");
+  }
+  if (!srunMultiProg.empty() &&
+      (!hostfile.empty() || !hosts.empty() || ppn != 0))
+    fail("--srun-multi-prog: Slurm places the ranks (its allocation), so "
+         "--hostfile, --hosts and --ppn do not apply");
+}
+
+/// Slurm's --multi-prog line for one rank: the rank, then the command.
+/// Slurm splits the line at blanks and expands %t and %o, so an argument
+/// holding a blank, a quote, '%' or '#' cannot be written: a usage error
+/// naming it.
+static std::string multiProgLine(unsigned rank, ArrayRef<std::string> cmd) {
+  std::string line = std::to_string(rank);
+  for (const std::string &a : cmd) {
+    if (a.find_first_of(" \t\n'\"%#\\") != std::string::npos)
+      fail("--srun-multi-prog: the argument '" + a +
+           "' cannot be written to Slurm's configuration (blanks, quotes, "
+           "'%', '#' and '\\' have meanings there)");
+    line += " " + a;
+  }
+  return line;
 }
 
 /// Checks DIR/manifest.json: its format first, then its world size.
@@ -201,21 +265,16 @@ int main(int argc, char **argv) {
   if (!dataDir.empty() && !sys::fs::is_directory(dataDir))
     fail("--data " + dataDir + ": not a directory");
 
-  ErrorOr<std::string> launcher = sys::findProgramByName(mpiexec);
-  if (!launcher)
-    fail("cannot find " + mpiexec + " (install mpich)");
-
-  // MPMD: `mpiexec -n 1 DIR/rank0 FLAGS : -n 1 DIR/rank1 FLAGS : ...`.
-  std::vector<std::string> args = {*launcher};
+  // Each rank's command: DIR/rank<r> and the job's flags.
+  std::vector<std::vector<std::string>> commands;
   for (unsigned r = 0; r < numRanks; ++r) {
     SmallString<256> exe(artifactDir);
     sys::path::append(exe, "rank" + Twine(r));
     if (!sys::fs::can_execute(exe))
       fail("missing artifact " + exe);
-    if (r > 0)
-      args.push_back(":");
-    args.push_back("-n");
-    args.push_back("1");
+    if (!srunMultiProg.empty())
+      sys::fs::make_absolute(exe); // srun may start it elsewhere
+    std::vector<std::string> &args = commands.emplace_back();
     args.push_back(std::string(exe));
     args.push_back("--steps=" + std::to_string(steps.getValue()));
     args.push_back("--seed=" + std::to_string(seed.getValue()));
@@ -231,6 +290,47 @@ int main(int argc, char **argv) {
         args.push_back(flag + *value);
     for (const std::string &sc : scalars)
       args.push_back("--scalar=" + sc);
+  }
+
+  if (!srunMultiProg.empty()) {
+    std::string text = "# PipeFlow job " + artifactDir.getValue() + " (" +
+                       std::to_string(numRanks.getValue()) +
+                       " ranks): srun --mpi=pmi2 -n " +
+                       std::to_string(numRanks.getValue()) + " --multi-prog " +
+                       srunMultiProg.getValue() + "\n";
+    for (auto [r, cmd] : llvm::enumerate(commands))
+      text += multiProgLine(r, cmd) + "\n"; // may fail: write nothing then
+    std::error_code ec;
+    raw_fd_ostream out(srunMultiProg, ec, sys::fs::OF_Text);
+    if (ec)
+      fail("--srun-multi-prog " + srunMultiProg + ": " + ec.message());
+    out << text;
+    return 0;
+  }
+
+  ErrorOr<std::string> launcher = sys::findProgramByName(mpiexec);
+  if (!launcher)
+    fail("cannot find " + mpiexec + " (install mpich)");
+
+  // MPMD: `mpiexec [-f HOSTS] -n 1 DIR/rank0 FLAGS : -n 1 DIR/rank1 ...`;
+  // the host options are global and come first.
+  std::vector<std::string> args = {*launcher};
+  if (!hostfile.empty())
+    args.insert(args.end(), {"-f", hostfile});
+  if (!hosts.empty())
+    args.insert(args.end(), {"-hosts", hosts});
+  if (ppn != 0)
+    args.insert(args.end(), {"-ppn", std::to_string(ppn.getValue())});
+  for (auto [r, cmd] : llvm::enumerate(commands)) {
+    if (r > 0)
+      args.push_back(":");
+    args.insert(args.end(), {"-n", "1"});
+    args.insert(args.end(), cmd.begin(), cmd.end());
+  }
+  if (printCommand) {
+    for (const std::string &a : args)
+      outs() << a << "\n";
+    return 0;
   }
 
   // The ranks inherit the environment; --trace replaces any PF_TRACE.
