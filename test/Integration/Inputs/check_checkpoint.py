@@ -126,13 +126,28 @@ def main():
     if index["format"] != "pipeflow-checkpoint" or index["step"] != total or names != expect:
         print("FAIL: index.json: %r" % index)
         return 1
+    # The trained tensors against the float64 reference: the error's norm
+    # over the value's below 1e-4, and every element within 2e-3 of the
+    # largest value. (An element-wise 1e-5 flakes, about one run in 25 here:
+    # a ReLU input within float32 rounding of 0 takes the other sign in
+    # float64, which changes that unit's gradient for one sample. Seed
+    # 1236927277: row 232 of linear1 is off by 3e-5 while every other row is
+    # within 2e-8, and the error spreads to the other layers through that
+    # unit, 1.8e-5 in norm. A wrong, shifted or missing shard, or a lost
+    # momentum buffer, is off by a large part of the values themselves.)
     for (name, _, _), (w, b) in zip(LAYERS, final):
         for suffix, value in ((".weight", w), (".bias", b)):
             saved = np.load(os.path.join(ckpt, name + suffix + ".npy"))
-            rel = np.abs(saved - value).max() / np.abs(value).max()
-            print("%s: shape %s, max error / max value %.2e" % (
-                name + suffix, list(saved.shape), rel))
-            if saved.dtype != np.float32 or saved.shape != value.shape or rel >= 1e-5:
+            if saved.dtype != np.float32 or saved.shape != value.shape:
+                print("FAIL: %s: %s %s, expected float32 %s" % (
+                    name + suffix, saved.dtype, list(saved.shape), list(value.shape)))
+                ok = False
+                continue
+            norm = np.linalg.norm(saved - value) / np.linalg.norm(value)
+            worst = np.abs(saved - value).max() / np.abs(value).max()
+            print("%s: shape %s, error norm / norm %.2e, max error / max value %.2e" % (
+                name + suffix, list(saved.shape), norm, worst))
+            if norm >= 1e-4 or worst >= 2e-3:
                 ok = False
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
