@@ -121,4 +121,23 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation) {
       break;
     }
   }
+
+  // A bias_add over the last axis of a plain GEMM's only use: the GEMM
+  // starts from the bias rows (a relu-fused bias_add keeps its pass).
+  for (auto ba : block.getOps<BiasAddOp>()) {
+    auto mm = ba.getInput().getDefiningOp<MatmulOp>();
+    auto type = cast<GlobalType>(ba.getInput().getType());
+    // The bias must exist when the GEMM runs (converted before it).
+    Operation *biasDef = ba.getBias().getDefiningOp();
+    if (mm && biasDef &&
+        (biasDef->getBlock() != &block || order[biasDef] >= order[mm]))
+      continue;
+    if (!mm || !ba.getInput().hasOneUse() || accumulators.count(mm) ||
+        fusedWith.count(ba) || ba.getAxis() != type.getRank() - 1 ||
+        ba.getType() != ba.getInput().getType() ||
+        !type.getElementType().isF32())
+      continue;
+    biasOf[mm] = ba;
+    foldedBiases.insert(ba);
+  }
 }

@@ -266,7 +266,7 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
       alias(op.getResult(0), op.getOperand(0));
       continue;
     }
-    if (buffers.isFusedRelu(&op)) {
+    if (buffers.isFusedRelu(&op) || buffers.isFoldedBias(&op)) {
       alias(op.getResult(0), op.getOperand(0));
       continue;
     }

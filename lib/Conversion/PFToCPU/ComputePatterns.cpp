@@ -37,8 +37,17 @@ struct MatmulLowering : CPUPattern<MatmulOp> {
       ArrayRef<int64_t> as = localShape(op.getA()), bs = localShape(op.getB()),
                         cs = localShape(op.getResult());
       int64_t k = op.getTransposeA() ? as[as.size() - 2] : as.back();
-      // Accumulating into its accumulator's buffer (C += A B), or C = A B.
-      if (state.buffers.accumulatorOf(op))
+      // Accumulating into its accumulator's buffer (C += A B), from the
+      // bias rows of the bias_add it computes too (C = A B + bias), or
+      // C = A B.
+      if (Operation *ba = state.buffers.foldedBiasOf(op))
+        state.rt.pfrt_k_matmul_bias(
+            b, op.getLoc(), adaptor.getA(), adaptor.getB(),
+            b.getRemappedValue(cast<BiasAddOp>(ba).getBias()), out,
+            product(cs.drop_back(2)), product(bs.drop_back(2)),
+            cs[cs.size() - 2], cs.back(), k, op.getTransposeA(),
+            op.getTransposeB());
+      else if (state.buffers.accumulatorOf(op))
         state.rt.pfrt_k_matmul_acc(
             b, op.getLoc(), adaptor.getA(), adaptor.getB(), out,
             product(cs.drop_back(2)), product(bs.drop_back(2)),
@@ -60,6 +69,10 @@ struct BiasAddLowering : CPUPattern<BiasAddOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(BiasAddOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
+    if (state.buffers.isFoldedBias(op)) {
+      b.replaceOp(op, adaptor.getInput()); // computed with its matmul
+      return success();
+    }
     Operation *relu = state.buffers.fusedReluOf(op);
     FailureOr<Value> out = relu
                                ? state.alloc(b, op.getLoc(), relu->getResult(0))

@@ -717,6 +717,12 @@ void pfrt_k_matmul(const float *a, const float *b, float *c, int64_t batch,
 void pfrt_k_matmul_acc(const float *a, const float *b, float *c, int64_t batch,
                        int64_t batch_b, int64_t m, int64_t n, int64_t k,
                        int32_t ta, int32_t tb);
+/* The same with C[b] = op(A[b]) * op(B[b or 0]) + bias, bias[N] added to
+ * every row: C is filled with the bias rows, then the GEMM accumulates
+ * into it (beta = 1), one pass over C less than a GEMM and a bias_add. */
+void pfrt_k_matmul_bias(const float *a, const float *b, const float *bias,
+                        float *c, int64_t batch, int64_t batch_b, int64_t m,
+                        int64_t n, int64_t k, int32_t ta, int32_t tb);
 
 /* loss[0] = mean over the n rows of logsumexp(logits[r]) - logits[r][label]
  * (c classes, max-subtracted, float64 sums). labels are int64 in [0, c); an

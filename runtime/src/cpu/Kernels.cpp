@@ -201,23 +201,55 @@ void pfrt_k_relu(const float *x, float *y, int64_t n) {
 } // extern "C"
 
 namespace {
-/// erfc(z) by Numerical Recipes' Chebyshev fit (fractional error below
-/// 1.2e-7 everywhere), branch-free around expClamped so loops vectorize.
-PFRT_ALWAYS_INLINE double erfcFast(double z) {
-  double a = z < 0 ? -z : z;
-  double t = 1.0 / (1.0 + 0.5 * a);
-  double p = 0.17087277;
-  p = p * t - 0.82215223;
-  p = p * t + 1.48851587;
-  p = p * t - 1.13520398;
-  p = p * t + 0.27886807;
-  p = p * t - 0.18628806;
-  p = p * t + 0.09678418;
-  p = p * t + 0.37409196;
-  p = p * t + 1.00002368;
-  p = p * t - 1.26551223;
-  double r = t * expClamped(-a * a + p);
-  return z < 0 ? 2.0 - r : r;
+/// exp(x) in float32 for the exact GELU, branch-free: x = k ln2 + r with
+/// |r| <= ln2/2 (Cody-Waite, ln2 in two parts), exp(r) by its Taylor
+/// polynomial to r^7 (truncation below 1e-8 relative), times 2^k from the
+/// exponent bits. x is clamped to [-87, 88] (exp(-87) ~ 1.6e-38 is the
+/// smallest normal neighbourhood; GELU's uses stay far above).
+PFRT_ALWAYS_INLINE float expFloat(float x) {
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  const float shifter = 12582912.0f; // 0x1.8p23: rounds to integer
+  float t = x * 1.44269504f + shifter;
+  float kf = t - shifter;
+  float r = (x - kf * 0.693145751953125f) - kf * 1.42860677e-06f;
+  float p = 1.98412698e-04f; // 1/7!
+  p = p * r + 1.38888889e-03f;
+  p = p * r + 8.33333333e-03f;
+  p = p * r + 4.16666667e-02f;
+  p = p * r + 1.66666667e-01f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  int32_t k;
+  std::memcpy(&k, &t, 4); // the low mantissa bits of t hold k + 2^22
+  uint32_t sbits = uint32_t(k + 127 - 0x4B400000) << 23;
+  float scale;
+  std::memcpy(&scale, &sbits, 4);
+  return p * scale;
+}
+
+/// Phi(x), the standard normal CDF, in float32: 0.5 erfc(-x / sqrt 2) by
+/// Numerical Recipes' Chebyshev fit of erfc (fractional error below
+/// 1.2e-7), whose
+/// exponent -a^2 + p is formed in float; where that rounding matters
+/// (|a| large) erfc itself is below e^-9, so Phi's absolute error stays
+/// near 1e-8 (checked against NumPy's erf by runtime/test/check_kernels.py).
+PFRT_ALWAYS_INLINE float phiFloat(float x) {
+  float a = x * -0.707106781f;
+  float s = a < 0.0f ? -a : a;
+  float t = 1.0f / (1.0f + 0.5f * s);
+  float p = 0.17087277f;
+  p = p * t - 0.82215223f;
+  p = p * t + 1.48851587f;
+  p = p * t - 1.13520398f;
+  p = p * t + 0.27886807f;
+  p = p * t - 0.18628806f;
+  p = p * t + 0.09678418f;
+  p = p * t + 0.37409196f;
+  p = p * t + 1.00002368f;
+  p = p * t - 1.26551223f;
+  float r = t * expFloat(-s * s + p); // erfc(|a|)
+  return 0.5f * (a < 0.0f ? 2.0f - r : r);
 }
 
 /// tanh(u) = 1 - 2 / (exp(2u) + 1), |u| clamped to 350 (tanh is +-1 there).
@@ -228,46 +260,69 @@ PFRT_ALWAYS_INLINE double tanhFast(double u) {
 
 /// f(x) and f'(x) of activation `Kind` (pfrt.h), in double, branch-free
 /// (the kernels' loops vectorize).
-template <int Kind>
+template <int Kind, bool Grad>
 PFRT_ALWAYS_INLINE void activation(double x, double *f, double *df) {
-  constexpr double kInvSqrt2 = 0.70710678118654752440;
-  constexpr double kInvSqrt2Pi = 0.39894228040143267794;
   constexpr double kSqrt2OverPi = 0.79788456080286535588;
-  if constexpr (Kind == 0) { // x Phi(x)
-    double cdf = 0.5 * erfcFast(-x * kInvSqrt2);
-    *f = x * cdf;
-    *df = cdf + x * kInvSqrt2Pi * expClamped(-0.5 * x * x);
-  } else if constexpr (Kind == 1) {
+  static_assert(Kind != 0, "the exact GELU is activationLoop0 (float32)");
+  if constexpr (Kind == 1) {
     // x (1 + tanh(u)) / 2, u = sqrt(2/pi) (x + 0.044715 x^3)
     double u = kSqrt2OverPi * (x + 0.044715 * x * x * x);
     double t = tanhFast(u);
     *f = 0.5 * x * (1.0 + t);
-    *df = 0.5 * (1.0 + t) +
-          0.5 * x * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3 * 0.044715 * x * x);
+    if constexpr (Grad)
+      *df = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * kSqrt2OverPi *
+                                  (1.0 + 3 * 0.044715 * x * x);
   } else if constexpr (Kind == 2) {
     double t = tanhFast(x);
     *f = t;
-    *df = 1.0 - t * t;
+    if constexpr (Grad)
+      *df = 1.0 - t * t;
   } else {
     double e = expClamped(x < -700.0 ? 700.0 : -x);
     double sg = 1.0 / (1.0 + e);
     *f = sg;
-    *df = sg * (1.0 - sg);
+    if constexpr (Grad)
+      *df = sg * (1.0 - sg);
   }
 }
 
-// One loop per kind (target_clones takes no templates).
+// One loop per kind (target_clones takes no templates), the forward's
+// apart from the gradient's so that it computes f alone.
 #define PFRT_ACTIVATION_LOOP(KIND)                                             \
   PFRT_MULTIVERSION void activationLoop##KIND(                                 \
       const float *PFRT_RESTRICT x, const float *PFRT_RESTRICT dy,             \
       float *PFRT_RESTRICT out, int64_t n) {                                   \
+    if (!dy) {                                                                 \
+      for (int64_t i = 0; i < n; ++i) {                                        \
+        double f, df;                                                          \
+        activation<KIND, false>(x[i], &f, &df);                                \
+        out[i] = static_cast<float>(f);                                        \
+      }                                                                        \
+      return;                                                                  \
+    }                                                                          \
     for (int64_t i = 0; i < n; ++i) {                                          \
       double f, df;                                                            \
-      activation<KIND>(x[i], &f, &df);                                         \
-      out[i] = static_cast<float>(dy ? df * dy[i] : f);                        \
+      activation<KIND, true>(x[i], &f, &df);                                   \
+      out[i] = static_cast<float>(df * dy[i]);                                 \
     }                                                                          \
   }
-PFRT_ACTIVATION_LOOP(0)
+// The exact GELU in float32 (its erf and exp are the whole cost; float32
+// lanes are twice as many and the polynomials shorter): f = x Phi(x),
+// f' = Phi(x) + x phi(x).
+PFRT_MULTIVERSION void activationLoop0(const float *PFRT_RESTRICT x,
+                                       const float *PFRT_RESTRICT dy,
+                                       float *PFRT_RESTRICT out, int64_t n) {
+  if (!dy) {
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = x[i] * phiFloat(x[i]);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    float pdf = 0.398942280f * expFloat(-0.5f * v * v);
+    out[i] = (phiFloat(v) + v * pdf) * dy[i];
+  }
+}
 PFRT_ACTIVATION_LOOP(1)
 PFRT_ACTIVATION_LOOP(2)
 PFRT_ACTIVATION_LOOP(3)
@@ -425,18 +480,94 @@ void pfrt_k_embedding_grad_rows(const int64_t *ids, const float *dy,
 }
 
 namespace {
-/// Mean and 1/sqrt(var + eps) of one row, in double.
-void rowStats(const float *x, int64_t c, double eps, double &mean,
-              double &invstd) {
-  double var = 0.0;
-  mean = 0.0;
-  for (int64_t k = 0; k < c; ++k)
-    mean += x[k];
-  mean /= double(c);
-  for (int64_t k = 0; k < c; ++k)
-    var += (x[k] - mean) * (x[k] - mean);
-  var /= double(c);
-  invstd = 1.0 / std::sqrt(var + eps);
+/// Mean and 1/sqrt(var + eps) of one row, in double (sums with a fixed
+/// pattern of 8 accumulators: vectorized, the same bits at any width).
+PFRT_ALWAYS_INLINE void rowStats(const float *PFRT_RESTRICT x, int64_t c,
+                                 double eps, double &mean, double &invstd) {
+  mean = sumF64(x, c) / double(c);
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t k = 0;
+  for (; k + 8 <= c; k += 8)
+    for (int j = 0; j < 8; ++j) {
+      double d = double(x[k + j]) - mean;
+      acc[j] += d * d;
+    }
+  double tail = 0;
+  for (; k < c; ++k)
+    tail += (double(x[k]) - mean) * (double(x[k]) - mean);
+  double var = ((acc[0] + acc[4]) + (acc[1] + acc[5])) +
+               ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+  invstd = 1.0 / std::sqrt(var / double(c) + eps);
+}
+
+PFRT_MULTIVERSION void layerNormRows(const float *PFRT_RESTRICT x,
+                                     const float *PFRT_RESTRICT gamma,
+                                     const float *PFRT_RESTRICT beta,
+                                     float *PFRT_RESTRICT y, int64_t rows,
+                                     int64_t c, double eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * c;
+    float *yr = y + r * c;
+    double mean, invstd;
+    rowStats(xr, c, eps, mean, invstd);
+    for (int64_t k = 0; k < c; ++k)
+      yr[k] = static_cast<float>((double(xr[k]) - mean) * invstd * gamma[k] +
+                                 beta[k]);
+  }
+}
+
+PFRT_MULTIVERSION void layerNormGradRows(const float *PFRT_RESTRICT x,
+                                         const float *PFRT_RESTRICT gamma,
+                                         const float *PFRT_RESTRICT dy,
+                                         float *PFRT_RESTRICT dx, int64_t rows,
+                                         int64_t c, double eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * c, *dyr = dy + r * c;
+    double mean, invstd;
+    rowStats(xr, c, eps, mean, invstd);
+    double aG[8] = {0, 0, 0, 0, 0, 0, 0, 0}, aGX[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t k = 0;
+    for (; k + 8 <= c; k += 8)
+      for (int j = 0; j < 8; ++j) {
+        double g = double(dyr[k + j]) * gamma[k + j];
+        aG[j] += g;
+        aGX[j] += g * ((double(xr[k + j]) - mean) * invstd);
+      }
+    double tG = 0, tGX = 0;
+    for (; k < c; ++k) {
+      double g = double(dyr[k]) * gamma[k];
+      tG += g;
+      tGX += g * ((double(xr[k]) - mean) * invstd);
+    }
+    double sumG = ((aG[0] + aG[4]) + (aG[1] + aG[5])) +
+                  ((aG[2] + aG[6]) + (aG[3] + aG[7])) + tG;
+    double sumGX = ((aGX[0] + aGX[4]) + (aGX[1] + aGX[5])) +
+                   ((aGX[2] + aGX[6]) + (aGX[3] + aGX[7])) + tGX;
+    const double scale = invstd / double(c);
+    for (int64_t kk = 0; kk < c; ++kk) {
+      double g = double(dyr[kk]) * gamma[kk];
+      double xhat = (double(xr[kk]) - mean) * invstd;
+      dx[r * c + kk] =
+          static_cast<float>(scale * (double(c) * g - sumG - xhat * sumGX));
+    }
+  }
+}
+
+PFRT_MULTIVERSION void layerNormParamRows(const float *PFRT_RESTRICT x,
+                                          const float *PFRT_RESTRICT dy,
+                                          double *PFRT_RESTRICT g,
+                                          double *PFRT_RESTRICT bsum,
+                                          int64_t rows, int64_t c, double eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * c, *dyr = dy + r * c;
+    double mean, invstd;
+    rowStats(xr, c, eps, mean, invstd);
+    for (int64_t k = 0; k < c; ++k) {
+      double d = dyr[k];
+      g[k] += d * ((double(xr[k]) - mean) * invstd);
+      bsum[k] += d;
+    }
+  }
 }
 
 void checkLayerNorm(const char *fn, int64_t rows, int64_t c, double eps) {
@@ -456,13 +587,7 @@ void pfrt_k_layer_norm(const float *x, const float *gamma, const float *beta,
   checkPtr(fn, "y", y, n);
   checkPtr(fn, "gamma", gamma, c);
   checkPtr(fn, "beta", beta, c);
-  for (int64_t r = 0; r < rows; ++r) {
-    double mean, invstd;
-    rowStats(x + r * c, c, eps, mean, invstd);
-    for (int64_t k = 0; k < c; ++k)
-      y[r * c + k] = static_cast<float>(
-          (x[r * c + k] - mean) * invstd * gamma[k] + beta[k]);
-  }
+  layerNormRows(x, gamma, beta, y, rows, c, eps);
 }
 
 void pfrt_k_layer_norm_grad_input(const float *x, const float *gamma,
@@ -475,23 +600,7 @@ void pfrt_k_layer_norm_grad_input(const float *x, const float *gamma,
   checkPtr(fn, "dy", dy, n);
   checkPtr(fn, "dx", dx, n);
   checkPtr(fn, "gamma", gamma, c);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *xr = x + r * c, *dyr = dy + r * c;
-    double mean, invstd;
-    rowStats(xr, c, eps, mean, invstd);
-    double sumG = 0.0, sumGX = 0.0;
-    for (int64_t k = 0; k < c; ++k) {
-      double g = double(dyr[k]) * gamma[k];
-      sumG += g;
-      sumGX += g * (xr[k] - mean) * invstd;
-    }
-    for (int64_t k = 0; k < c; ++k) {
-      double g = double(dyr[k]) * gamma[k];
-      double xhat = (xr[k] - mean) * invstd;
-      dx[r * c + k] = static_cast<float>(invstd / double(c) *
-                                         (double(c) * g - sumG - xhat * sumGX));
-    }
-  }
+  layerNormGradRows(x, gamma, dy, dx, rows, c, eps);
 }
 
 void pfrt_k_layer_norm_grad_params(const float *x, const float *dy,
@@ -505,15 +614,7 @@ void pfrt_k_layer_norm_grad_params(const float *x, const float *dy,
   checkPtr(fn, "dgamma", dgamma, c);
   checkPtr(fn, "dbeta", dbeta, c);
   std::vector<double> g(size_t(c), 0.0), bsum(size_t(c), 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    double mean, invstd;
-    rowStats(x + r * c, c, eps, mean, invstd);
-    for (int64_t k = 0; k < c; ++k) {
-      double d = dy[r * c + k];
-      g[size_t(k)] += d * (x[r * c + k] - mean) * invstd;
-      bsum[size_t(k)] += d;
-    }
-  }
+  layerNormParamRows(x, dy, g.data(), bsum.data(), rows, c, eps);
   for (int64_t k = 0; k < c; ++k) {
     dgamma[k] = static_cast<float>(g[size_t(k)]);
     dbeta[k] = static_cast<float>(bsum[size_t(k)]);
@@ -974,6 +1075,21 @@ void pfrt_k_matmul_acc(const float *a, const float *b, float *c, int64_t batch,
                        int32_t ta, int32_t tb) {
   matmulBeta("pfrt_k_matmul_acc", a, b, c, batch, batch_b, m, n, k, ta, tb,
              1.0f);
+}
+
+void pfrt_k_matmul_bias(const float *a, const float *b, const float *bias,
+                        float *c, int64_t batch, int64_t batch_b, int64_t m,
+                        int64_t n, int64_t k, int32_t ta, int32_t tb) {
+  const char *fn = "pfrt_k_matmul_bias";
+  checkSize(fn, "batch", batch);
+  checkSize(fn, "m", m);
+  checkSize(fn, "n", n);
+  int64_t rows = mulChecked(fn, batch, m);
+  checkPtr(fn, "bias", bias, n);
+  checkPtr(fn, "c", c, mulChecked(fn, rows, n));
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(c + r * n, bias, size_t(n) * sizeof(float));
+  matmulBeta(fn, a, b, c, batch, batch_b, m, n, k, ta, tb, 1.0f);
 }
 
 //===----------------------------------------------------------------------===//

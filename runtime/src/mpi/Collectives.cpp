@@ -387,6 +387,11 @@ namespace {
 /// What both directions of the vocabulary-parallel cross-entropy share: the
 /// validated arguments, the group and the all-reduced row statistics.
 struct VocabXent {
+  VocabXent(const char *fn, const float *logits, const int64_t *labels,
+            int64_t n, int64_t c, int64_t offset, int64_t classes,
+            int64_t ignore, int64_t mode)
+      : fn(fn), logits(logits), labels(labels), n(n), c(c), offset(offset),
+        classes(classes), ignore(ignore), mode(mode) {}
   const char *fn;
   const float *logits;
   const int64_t *labels;

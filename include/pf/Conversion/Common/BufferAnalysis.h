@@ -61,6 +61,15 @@ public:
   Value accumulatorOf(Operation *matmul) const {
     return accumulators.lookup(matmul);
   }
+  /// The bias_add a matmul computes too (its bias rows fill the product's
+  /// buffer before the GEMM accumulates into it), or null.
+  Operation *foldedBiasOf(Operation *matmul) const {
+    return biasOf.lookup(matmul);
+  }
+  /// Whether `biasAdd` is computed by the matmul before it.
+  bool isFoldedBias(Operation *biasAdd) const {
+    return foldedBiases.contains(biasAdd);
+  }
   /// Whether `add` is folded into the matmul that feeds it.
   bool isFoldedAdd(Operation *add) const { return foldedAdds.contains(add); }
 
@@ -71,6 +80,8 @@ private:
   llvm::DenseSet<Operation *> copyingReads;
   llvm::DenseMap<Value, StringRef> inPlace;
   llvm::DenseSet<Operation *> fusedRelus;
+  llvm::DenseMap<Operation *, Operation *> biasOf;
+  llvm::DenseSet<Operation *> foldedBiases;
   llvm::DenseMap<Operation *, Operation *> fusedWith;
 };
 
