@@ -112,11 +112,16 @@ def main():
 
     # Timed without the profiler (its overhead per op is large), then the
     # same batches again under it for the GEMMs' share.
-    theirs = []
-    for x, y in batches:
-        t0 = time.perf_counter()
-        torch_step(x, y)
-        theirs.append(time.perf_counter() - t0)
+    # Two passes; the faster one's median counts (this VM's load comes in
+    # bursts that can double a pass's step time).
+    passes = []
+    for _ in range(2):
+        passes.append([])
+        for x, y in batches:
+            t0 = time.perf_counter()
+            torch_step(x, y)
+            passes[-1].append(time.perf_counter() - t0)
+    theirs = min(passes, key=lambda p: statistics.median(p[args.warmup:]))
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         for x, y in batches[args.warmup:]:
             torch_step(x, y)
@@ -133,7 +138,7 @@ def main():
              "(OPENBLAS_NUM_THREADS=1, OPENBLAS_CORETYPE=%s, torch.set_num_threads(1)); "
              "step medians of steps %d..%d, op times per step (PipeFlow: all %d steps, "
              "traced; PyTorch: GEMMs from a profiled rerun of steps %d..%d, the step "
-             "timed without the profiler); PyTorch %s."
+             "timed without the profiler, the faster of two passes); PyTorch %s."
              % (args.layers, args.embd, args.heads, args.block, args.batch,
                 os.environ.get("OPENBLAS_CORETYPE", "unset"), args.warmup, args.steps - 1,
                 steps, args.warmup, args.steps - 1, torch.__version__))
