@@ -32,15 +32,20 @@ sys.path.insert(0, os.path.join(ROOT, "test", "python"))
 import results  # noqa: E402
 
 
-def main():
-    ap = results.parser(__doc__)
+def model_args(ap, steps):
+    """The GPT's size and the run's length (shared with gpt_profile.py)."""
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--embd", type=int, default=128)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--block", type=int, default=64)
     ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=steps)
     ap.add_argument("--warmup", type=int, default=3)
+
+
+def main():
+    ap = results.parser(__doc__)
+    model_args(ap, steps=20)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)

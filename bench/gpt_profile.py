@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
 sys.path.insert(0, os.path.join(ROOT, "examples", "python", "models"))
 sys.path.insert(0, os.path.join(ROOT, "test", "python"))
 import results  # noqa: E402
+from gpt_bench import model_args  # noqa: E402
 
 GEMMS = ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm")
 
@@ -67,13 +68,7 @@ def pipeflow_part(args):
 
 def main():
     ap = results.parser(__doc__)
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--embd", type=int, default=128)
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--block", type=int, default=64)
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--warmup", type=int, default=3)
+    model_args(ap, steps=10)
     ap.add_argument("--pipeflow-part", action="store_true", help=argparse_hidden())
     args = ap.parse_args()
     os.environ["OPENBLAS_NUM_THREADS"] = "1"

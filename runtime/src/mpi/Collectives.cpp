@@ -387,11 +387,14 @@ namespace {
 /// What both directions of the vocabulary-parallel cross-entropy share: the
 /// validated arguments, the group and the all-reduced row statistics.
 struct VocabXent {
+  /// Validates the arguments (fatal, naming `fn`) and finds the group.
   VocabXent(const char *fn, const float *logits, const int64_t *labels,
             int64_t n, int64_t c, int64_t offset, int64_t classes,
-            int64_t ignore, int64_t mode)
+            int64_t ignore, int64_t mode, const int64_t *ranks, int64_t nranks)
       : fn(fn), logits(logits), labels(labels), n(n), c(c), offset(offset),
-        classes(classes), ignore(ignore), mode(mode) {}
+        classes(classes), ignore(ignore), mode(mode) {
+    check(ranks, nranks);
+  }
   const char *fn;
   const float *logits;
   const int64_t *labels;
@@ -409,6 +412,9 @@ struct VocabXent {
             "%lld classes",
             fn, (long long)n, (long long)c, (long long)offset,
             (long long)classes);
+    if (n > INT32_MAX / 2) // 2n doubles in one all-reduce
+      fatal("%s: %lld rows are more than one all-reduce takes", fn,
+            (long long)n);
     if (mode < 0 || mode > 2)
       fatal("%s: mode %lld is not 0 (mean), 1 (mean of kept rows) or 2 (sum)",
             fn, (long long)mode);
@@ -475,20 +481,9 @@ int pfrt_softmax_xent_vocab(const float *logits, const int64_t *labels,
                             float *loss, int64_t n, int64_t c, int64_t offset,
                             int64_t classes, int64_t ignore_index, int64_t mode,
                             const int64_t *ranks, int64_t nranks) {
-  VocabXent x{"pfrt_softmax_xent_vocab",
-              logits,
-              labels,
-              n,
-              c,
-              offset,
-              classes,
-              ignore_index,
-              mode};
-  x.check(ranks, nranks);
+  VocabXent x("pfrt_softmax_xent_vocab", logits, labels, n, c, offset, classes,
+              ignore_index, mode, ranks, nranks);
   checkBuf(loss, 1, "loss", x.fn);
-  if (n > INT32_MAX / 2)
-    fatal("%s: %lld rows are more than one all-reduce takes", x.fn,
-          (long long)n);
   x.reduce(/*target=*/true);
   double total = 0;
   for (int64_t r = 0; r < n; ++r)
@@ -504,21 +499,10 @@ int pfrt_softmax_xent_vocab_grad(const float *logits, const int64_t *labels,
                                  int64_t c, int64_t offset, int64_t classes,
                                  int64_t ignore_index, int64_t mode,
                                  const int64_t *ranks, int64_t nranks) {
-  VocabXent x{"pfrt_softmax_xent_vocab_grad",
-              logits,
-              labels,
-              n,
-              c,
-              offset,
-              classes,
-              ignore_index,
-              mode};
-  x.check(ranks, nranks);
+  VocabXent x("pfrt_softmax_xent_vocab_grad", logits, labels, n, c, offset,
+              classes, ignore_index, mode, ranks, nranks);
   checkBuf(dloss, 1, "dloss", x.fn);
   checkBuf(dlogits, n * c, "dlogits", x.fn);
-  if (n > INT32_MAX)
-    fatal("%s: %lld rows are more than one all-reduce takes", x.fn,
-          (long long)n);
   x.reduce(/*target=*/false);
   const double scale =
       mode == 2 ? double(dloss[0]) : double(dloss[0]) / double(x.kept());
