@@ -299,6 +299,8 @@ def check_matmul(ctx, c):
     if int(c["tb"]):
         b = np.swapaxes(b, 1, 2)
     ref = np.matmul(a, b)  # b's batch of 1 broadcasts
+    if c["kernel"] == "matmul_bias":
+        ref = ref + f64(ctx.load(c, "bias"))
     ctx.check(c, "c", ctx.load(c, "c"), ref, F32)
 
 
@@ -615,6 +617,7 @@ CHECKS = {
     "tensor_elementwise": check_tensor_elementwise,
     "broadcast": check_broadcast,
     "matmul": check_matmul,
+    "matmul_bias": check_matmul,
     "softmax_xent": check_softmax_xent,
     "conv2d": check_conv2d,
     "max_pool2d": check_max_pool2d,

@@ -28,6 +28,23 @@ int main(int argc, char **argv) {
                      "tb=%d",
                      (long long)batch, (long long)bb, (long long)m,
                      (long long)n, (long long)k, ta, tb);
+
+            // The same with the bias rows added (a Linear's GEMM + bias):
+            // c's stale contents must not leak in.
+            std::string bid = h.newCase();
+            auto bias = h.uniform(n);
+            std::vector<float> cb(size_t(batch * m * n), 123.0f);
+            pfrt_k_matmul_bias(a.data(), b.data(), bias.data(), cb.data(),
+                               batch, bb, m, n, k, ta, tb);
+            h.save(bid, "a", {batch, ta ? k : m, ta ? m : k}, a);
+            h.save(bid, "b", {bb, tb ? n : k, tb ? k : n}, b);
+            h.save(bid, "bias", {n}, bias);
+            h.save(bid, "c", {batch, m, n}, cb);
+            h.record("matmul_bias", bid,
+                     "batch=%lld batch_b=%lld m=%lld n=%lld k=%lld ta=%d "
+                     "tb=%d",
+                     (long long)batch, (long long)bb, (long long)m,
+                     (long long)n, (long long)k, ta, tb);
           }
   return 0;
 }
