@@ -120,6 +120,11 @@ done
 run_ok p2p_chunked_n4 60 env PFRT_MAX_MSG_ELEMS=300 \
   "${MPIEXEC[@]}" -n 4 "$BIN/pfrt-test-p2p"
 
+# The cross-entropy split by class against the one-rank kernels.
+for n in 1 2 3; do
+  run_ok vocab_xent_n$n 60 "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-vocab-xent"
+done
+
 # --- boxing: layout changes of local tensors ---------------------------------
 for n in 1 2 3 4; do
   run_ok boxing_n$n 60 "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-boxing"
