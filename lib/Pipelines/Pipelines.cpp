@@ -79,8 +79,10 @@ static void addMicrobatchPass(OpPassManager &pm,
   pm.addPass(createMicrobatchPass(microbatch));
 }
 
-void mlir::pf::buildCompileCPUPipeline(
-    OpPassManager &pm, const CompileCPUPipelineOptions &options) {
+/// The CPU and GPU pipelines: the same passes up to the rank lowering.
+static void buildCompilePipeline(OpPassManager &pm,
+                                 const CompileCPUPipelineOptions &options,
+                                 bool gpu) {
   using Stop = CompileCPUPipelineOptions::Stop;
   addStagePasses(pm, options, options.scheduleReport);
   if (options.training) {
@@ -108,10 +110,27 @@ void mlir::pf::buildCompileCPUPipeline(
   if (options.compileTo == Stop::Rank)
     return;
   pm.addPass(createVerifyCommPass());
+  if (gpu) {
+    ConvertPFToGPUPassOptions lowering;
+    lowering.reportOutputs = !options.training;
+    lowering.generatedKernels = options.generatedKernels;
+    pm.addPass(createConvertPFToGPUPass(lowering));
+    return;
+  }
   ConvertPFToCPUPassOptions lowering;
   lowering.reportOutputs = !options.training;
   lowering.generatedKernels = options.generatedKernels;
   pm.addPass(createConvertPFToCPUPass(lowering));
+}
+
+void mlir::pf::buildCompileCPUPipeline(
+    OpPassManager &pm, const CompileCPUPipelineOptions &options) {
+  buildCompilePipeline(pm, options, /*gpu=*/false);
+}
+
+void mlir::pf::buildCompileGPUPipeline(
+    OpPassManager &pm, const CompileCPUPipelineOptions &options) {
+  buildCompilePipeline(pm, options, /*gpu=*/true);
 }
 
 void mlir::pf::buildStagePipeline(OpPassManager &pm,
@@ -133,6 +152,13 @@ void mlir::pf::registerPipelines() {
       "pf IR (forward + loss) -> per-rank LLVM-dialect modules for CPU ranks",
       [](OpPassManager &pm, const CompileCPUPipelineOptions &options) {
         buildCompileCPUPipeline(pm, options);
+      });
+  PassPipelineRegistration<CompileCPUPipelineOptions>(
+      "pf-compile-gpu-pipeline",
+      "pf IR (forward + loss) -> per-rank LLVM-dialect modules for GPU ranks "
+      "(one GPU a rank; the CPU pipeline's options)",
+      [](OpPassManager &pm, const CompileCPUPipelineOptions &options) {
+        buildCompileGPUPipeline(pm, options);
       });
   PassPipelineRegistration<SPMDPipelineOptions>(
       "pf-spmd-pipeline",

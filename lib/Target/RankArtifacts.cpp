@@ -206,10 +206,14 @@ LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
       for (NamedAttribute entry : plan)
         if (auto v = dyn_cast<IntegerAttr>(entry.getValue()))
           memory[entry.getName().getValue()] = v.getInt();
+    std::string backend = "cpu";
+    if (auto b =
+            rankModule->getAttrOfType<StringAttr>(artifact::kBackendAttrName))
+      backend = b.getValue().str();
     llvm::json::Object entry{{"rank", rank},
                              {"executable", name},
                              {"shared_object", "lib" + name + ".so"},
-                             {"backend", "cpu"},
+                             {"backend", backend},
                              {"inputs", std::move(inputs)},
                              {"reports_loss", reportsLoss},
                              {"num_microbatches", microbatches},

@@ -42,6 +42,46 @@ def ConvertPFToCPUPass : Pass<"convert-pf-to-cpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def ConvertPFToGPUPass : Pass<"convert-pf-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "lowers per-rank pf programs for one GPU a rank (host side)";
+  let description = [{
+    The host side of the GPU backend, built on convert-pf-to-cpu's patterns
+    (one set of patterns, two targets): every value of a rank whose ops are
+    all placed on "cuda" is a buffer of the device arena the static memory
+    plan sizes (`pfrt_cuda_arena_plan`, which also picks the rank's GPU:
+    local rank mod the node's devices), and every runtime call is the
+    device twin of the CPU lowering's call (runtime/include/pfrt/
+    pfrt_device.def): GEMMs through cuBLASLt (`pfrt_cuda_k_matmul*` over
+    `pfrt_cuda_gemm`, exact float32; the weight-gradient GEMM accumulating
+    into its buffer with beta = 1, the bias folded in as cuBLASLt's BIAS
+    epilogue), libpfrt's deterministic CUDA kernels for the rest;
+    parameters are initialised on the host (bit-identical to a CPU run)
+    and copied over; inputs are loaded on the host and copied; losses and
+    outputs are copied back when reported; run-time scalars (the learning
+    rate) are device mirrors refreshed every step.
+
+    An op whose runtime function has no device twin (convolutions,
+    pooling, normalisation, collectives and send/recv until NCCL) is a
+    located error naming the op and the function, never host code run on
+    device addresses; a value placed on "cpu" is an error too. The
+    manifest says `backend: cuda`.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+  let options = [
+    Option<"foldAccumulation", "fold-accumulation", "bool", /*default=*/"true",
+           "fold add(acc, matmul(...)) into the matmul (beta = 1 into the "
+           "accumulator's buffer) when nothing else reads either">,
+    Option<"reportOutputs", "report-outputs", "bool", /*default=*/"false",
+           "an inference step: every result of the step is reported with "
+           "pfrt_report_output instead of as per-micro-batch losses">,
+    Option<"outlineActions", "outline-actions", "bool", /*default=*/"true",
+           "make the step a loop over its actions (as convert-pf-to-cpu)">,
+    Option<"generatedKernels", "generated-kernels", "bool", /*default=*/"false",
+           "not for GPU ranks (an error): the generated kernels' host twins "
+           "are convert-pf-to-cpu's check of their arithmetic">,
+  ];
+}
+
 def GPUKernelsPass : Pass<"pf-gpu-kernels", "::mlir::ModuleOp"> {
   let summary = "builds the GPU kernels of a program's element-wise ops";
   let description = [{

@@ -134,6 +134,12 @@ void buildSPMDPipeline(OpPassManager &pm, const SPMDPipelineOptions &options);
 void buildCompileCPUPipeline(OpPassManager &pm,
                              const CompileCPUPipelineOptions &options);
 
+/// The same for GPU ranks (convert-pf-to-gpu last), with the same options
+/// (generated-kernels is an error there: its kernels' host twins are a
+/// CPU-only check).
+void buildCompileGPUPipeline(OpPassManager &pm,
+                             const CompileCPUPipelineOptions &options);
+
 /// Registers every PipeFlow pipeline with the global registry.
 void registerPipelines();
 

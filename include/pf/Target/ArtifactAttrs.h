@@ -26,6 +26,9 @@ inline constexpr llvm::StringLiteral kNumMicrobatchesAttrName =
 /// DictionaryAttr of IntegerAttr: the static memory plan's totals in bytes
 /// (the runtime's arena size among them).
 inline constexpr llvm::StringLiteral kMemoryAttrName = "pfrt.memory";
+/// StringAttr: "cpu" (convert-pf-to-cpu) or "cuda" (convert-pf-to-gpu), the
+/// manifest's `backend` (absent: "cpu").
+inline constexpr llvm::StringLiteral kBackendAttrName = "pfrt.backend";
 /// DictionaryAttr {actions, functions} (IntegerAttr each), only with
 /// convert-pf-to-cpu{outline-actions}: how many actions the step runs and
 /// how many outlined functions they share. For tests and reports; not in

@@ -60,6 +60,24 @@ const SmallVector<RowInfo> &rows() {
 
 StringRef rt::getName(Fn fn) { return rows()[static_cast<unsigned>(fn)].name; }
 
+std::optional<Fn> rt::deviceRow(Fn fn) {
+  switch (fn) {
+#define PFRT_DEVICE_TWIN(HOST, DEVICE)                                         \
+  case Fn::HOST:                                                               \
+    return Fn::DEVICE;
+#define PFRT_DEVICE_HOST(HOST)                                                 \
+  case Fn::HOST:                                                               \
+    return Fn::HOST;
+#include "pfrt/pfrt_device.def"
+  default:
+    break;
+  }
+  // The device rows themselves (pfrt_cuda.h).
+  if (getName(fn).starts_with("pfrt_cuda_"))
+    return fn;
+  return std::nullopt;
+}
+
 LLVM::LLVMFunctionType rt::getFunctionType(MLIRContext *ctx, Fn fn) {
   const RowInfo &row = rows()[static_cast<unsigned>(fn)];
   SmallVector<Type> args;
@@ -115,6 +133,23 @@ LLVM::LLVMFuncOp RuntimeABI::declare(OpBuilder &b, Fn fn) {
 
 Value RuntimeABI::call(OpBuilder &b, Location loc, Fn fn,
                        ArrayRef<Value> args) {
+  if (target == Target::Device) {
+    std::optional<Fn> device = deviceRow(fn);
+    if (!device) {
+      InFlightDiagnostic diag = emitError(loc);
+      if (!caller.empty())
+        diag << "'" << caller << "' ";
+      diag << "has no GPU lowering yet: libpfrt's " << getName(fn)
+           << " has no device twin (runtime/include/pfrt/"
+              "pfrt_device.def); place this op on \"cpu\"";
+      error = true;
+      Type result = getFunctionType(module.getContext(), fn).getReturnType();
+      if (isa<LLVM::LLVMVoidType>(result))
+        return Value();
+      return LLVM::PoisonOp::create(b, loc, result);
+    }
+    fn = *device;
+  }
   LLVM::LLVMFuncOp decl = declare(b, fn);
   LLVM::LLVMFunctionType type = decl.getFunctionType();
   bool ok = type.getNumParams() == args.size();

@@ -35,7 +35,13 @@ struct ConstantLowering : CPUPattern<ConstantOp> {
     }
     return emitInto(op, b, [&](Value out) {
       Value src = LLVM::AddressOfOp::create(b, op.getLoc(), global);
-      state.rt.pfrt_k_copy(b, op.getLoc(), src, out, elem.isF32() ? n : 2 * n);
+      // The module constant is host memory: a GPU rank copies it over.
+      if (state.onDevice())
+        state.rt.pfrt_cuda_h2d(b, op.getLoc(), out, src,
+                               4 * n * (elem.isF32() ? 1 : 2));
+      else
+        state.rt.pfrt_k_copy(b, op.getLoc(), src, out,
+                             elem.isF32() ? n : 2 * n);
     });
   }
   LogicalResult lower(ConstantOp op, OpAdaptor,

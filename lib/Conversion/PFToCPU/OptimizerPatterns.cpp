@@ -124,6 +124,12 @@ struct AdamUpdateLowering : CPUPattern<AdamUpdateOp> {
   }
 };
 
+/// Gradient clipping reads the norm on the host: not for device buffers.
+LogicalResult hostScalarOnDevice(Operation *op) {
+  return op->emitOpError("has no GPU lowering yet: its lowering reads a "
+                         "scalar buffer on the host");
+}
+
 /// The f32 a 0-d buffer holds, as an f64.
 Value loadScalar(OpBuilder &b, Location loc, Value ptr) {
   Value f = LLVM::LoadOp::create(b, loc, b.getF32Type(), ptr);
@@ -135,6 +141,8 @@ struct ClipScaleLowering : CPUPattern<ClipScaleOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(ClipScaleOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
+    if (state.onDevice())
+      return hostScalarOnDevice(op);
     Location loc = op.getLoc();
     auto cst = [&](double v) {
       return LLVM::ConstantOp::create(b, loc, b.getF64Type(),
@@ -156,6 +164,8 @@ struct ScaleByLowering : CPUPattern<ScaleByOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(ScaleByOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
+    if (state.onDevice())
+      return hostScalarOnDevice(op);
     Value scale = loadScalar(b, op.getLoc(), adaptor.getScale());
     return emitInto(op, b, [&](Value out) {
       state.rt.pfrt_k_scale(b, op.getLoc(), adaptor.getInput(), out,

@@ -40,14 +40,17 @@ class RankLowering {
 public:
   RankLowering(ModuleOp module, func::FuncOp step,
                const llvm::DenseMap<Operation *, Operation *> &sendDone,
-               bool foldAccumulation, bool outline, bool reportOutputs,
-               bool generatedKernels)
+               const RankLoweringOptions &options)
       : module(module), step(step), b(module.getContext()),
-        state(module, step.getBody().front(), foldAccumulation),
-        outline(outline) {
+        state(module, step.getBody().front(), options.foldAccumulation,
+              options.target),
+        outline(options.outlineActions), passName(options.passName) {
     state.sendDone = sendDone;
-    state.reportOutputs = reportOutputs;
-    state.generatedKernels = generatedKernels;
+    state.reportOutputs = options.reportOutputs;
+    // The generated kernels' host twins run on host memory only.
+    state.generatedKernels =
+        options.generatedKernels && options.target == rt::Target::Host;
+    bool reportOutputs = options.reportOutputs;
     for (unsigned i = 0; i < step.getNumResults(); ++i) {
       auto index = step.getResultAttrOfType<IntegerAttr>(
           i, PFDialect::OutputAttrHelper::getNameStr());
@@ -61,7 +64,7 @@ public:
 
 private:
   LLVM::GlobalOp ptrGlobal(StringRef name);
-  LogicalResult checkCPUPlacements();
+  LogicalResult checkPlacements();
   ArrayAttr outputsAttr();
   LogicalResult lowerParams();
   FailureOr<Value> lowerInput(BlockArgument arg, PartInput &part);
@@ -74,6 +77,7 @@ private:
   CPULoweringState state;
   /// Whether the step becomes a loop over its actions (StepOutlining.h).
   bool outline;
+  StringRef passName;
   /// What a host program needs to know about this rank's inputs.
   SmallVector<Attribute> inputs;
 };
@@ -452,11 +456,13 @@ ArrayAttr RankLowering::outputsAttr() {
 }
 
 /// No silent fallback: a value placed on "cuda" is not compiled as CPU
-/// code (the front end maps "cuda" to "cpu" only when the user asks).
-LogicalResult RankLowering::checkCPUPlacements() {
-  auto onCuda = [](Type t) {
+/// code (the front end maps "cuda" to "cpu" only when the user asks), nor
+/// a value placed on "cpu" as GPU code.
+LogicalResult RankLowering::checkPlacements() {
+  bool device = state.onDevice();
+  auto onCuda = [&](Type t) {
     auto g = dyn_cast<GlobalType>(t);
-    return g && g.getPlacement() && g.getPlacement().isCuda();
+    return g && g.getPlacement() && g.getPlacement().isCuda() != device;
   };
   WalkResult walk = module.walk([&](Operation *op) {
     bool cuda = llvm::any_of(op->getResultTypes(), onCuda);
@@ -466,10 +472,15 @@ LogicalResult RankLowering::checkCPUPlacements() {
       cuda |= llvm::any_of(fn.getArgumentTypes(), onCuda);
     if (!cuda)
       return WalkResult::advance();
-    op->emitOpError("is placed on 'cuda', but convert-pf-to-cpu compiles CPU "
-                    "ranks and the GPU backend is not available yet: place "
-                    "it on \"cpu\" (the Python front end does so with "
-                    "PIPEFLOW_CUDA_AS_CPU=1)");
+    if (device)
+      op->emitOpError("is placed on 'cpu', but convert-pf-to-gpu compiles "
+                      "GPU ranks: place it on \"cuda\", or compile with "
+                      "pf-compile-cpu-pipeline");
+    else
+      op->emitOpError("is placed on 'cuda', but convert-pf-to-cpu compiles "
+                      "CPU ranks: compile with pf-compile-gpu-pipeline, or "
+                      "place it on \"cpu\" (the Python front end does so "
+                      "with PIPEFLOW_CUDA_AS_CPU=1)");
     return WalkResult::interrupt();
   });
   return failure(walk.wasInterrupted());
@@ -486,14 +497,14 @@ LogicalResult RankLowering::run() {
     microbatches = std::max<int64_t>(
         1, cast<GlobalType>(step.getResultTypes()[state.lossIndex])
                .getNumElements());
-  if (failed(checkCPUPlacements()))
+  if (failed(checkPlacements()))
     return failure();
   FailureOr<MemoryPlan> plan = MemoryPlan::build(module, step.getBody().front(),
                                                  state.buffers, state.sendDone);
   if (failed(plan))
     return failure();
   state.plan = std::move(*plan);
-  if (failed(lowerParams()) || failed(lowerStep()))
+  if (failed(lowerParams()) || failed(lowerStep()) || state.rt.hadError())
     return failure();
   emitMain();
   module->setAttr(artifact::kInputsAttrName, b.getArrayAttr(inputs));
@@ -507,6 +518,8 @@ LogicalResult RankLowering::run() {
                   state.plan->toAttr(module.getContext()));
   module->setAttr(artifact::kNumMicrobatchesAttrName,
                   b.getI64IntegerAttr(std::max<int64_t>(microbatches, 1)));
+  module->setAttr(artifact::kBackendAttrName,
+                  b.getStringAttr(state.onDevice() ? "cuda" : "cpu"));
   // The pf program is now fully described by the LLVM functions.
   step.erase();
   for (auto p : llvm::make_early_inc_range(module.getOps<ParamOp>()))
@@ -514,51 +527,62 @@ LogicalResult RankLowering::run() {
   return success();
 }
 
+} // namespace
+
+LogicalResult mlir::pf::lowerRankModules(ModuleOp top,
+                                         const RankLoweringOptions &options) {
+  SmallVector<ModuleOp> ranks;
+  if (top->hasAttr(PFDialect::RankAttrHelper::getNameStr()))
+    ranks.push_back(top);
+  for (auto m : top.getOps<ModuleOp>())
+    if (m->hasAttr(PFDialect::RankAttrHelper::getNameStr()))
+      ranks.push_back(m);
+  if (ranks.empty())
+    return top.emitError()
+           << options.passName
+           << " expects per-rank modules: run pf-partition-ranks first";
+  // Every rank's step first: where a send completes depends on its peer.
+  SmallVector<std::pair<ModuleOp, func::FuncOp>> steps;
+  RankSteps blocks;
+  for (ModuleOp m : ranks) {
+    SmallVector<func::FuncOp> funcs;
+    for (auto f : m.getOps<func::FuncOp>())
+      if (!f.isExternal())
+        funcs.push_back(f);
+    if (funcs.size() != 1 || !funcs.front().getBody().hasOneBlock())
+      return m.emitOpError()
+             << options.passName
+             << " expects exactly one step function of one block per rank, "
+                "found "
+             << funcs.size() << " functions";
+    steps.push_back({m, funcs.front()});
+    blocks[m->getAttrOfType<IntegerAttr>(
+                PFDialect::RankAttrHelper::getNameStr())
+               .getInt()] = &funcs.front().getBody().front();
+  }
+  for (auto [m, step] : steps)
+    hoistBiasReads(step.getBody().front());
+  llvm::DenseMap<Operation *, Operation *> sendDone =
+      analyzeSendCompletion(blocks);
+  for (auto [m, step] : steps)
+    if (failed(RankLowering(m, step, sendDone, options).run()))
+      return failure();
+  return success();
+}
+
+namespace {
 struct ConvertPFToCPUPass
     : public pf::impl::ConvertPFToCPUPassBase<ConvertPFToCPUPass> {
   using ConvertPFToCPUPassBase::ConvertPFToCPUPassBase;
 
   void runOnOperation() override {
-    ModuleOp top = getOperation();
-    SmallVector<ModuleOp> ranks;
-    if (top->hasAttr(PFDialect::RankAttrHelper::getNameStr()))
-      ranks.push_back(top);
-    for (auto m : top.getOps<ModuleOp>())
-      if (m->hasAttr(PFDialect::RankAttrHelper::getNameStr()))
-        ranks.push_back(m);
-    if (ranks.empty()) {
-      top.emitError("convert-pf-to-cpu expects per-rank modules: run "
-                    "pf-partition-ranks first");
-      return signalPassFailure();
-    }
-    // Every rank's step first: where a send completes depends on its peer.
-    SmallVector<std::pair<ModuleOp, func::FuncOp>> steps;
-    RankSteps blocks;
-    for (ModuleOp m : ranks) {
-      SmallVector<func::FuncOp> funcs;
-      for (auto f : m.getOps<func::FuncOp>())
-        if (!f.isExternal())
-          funcs.push_back(f);
-      if (funcs.size() != 1 || !funcs.front().getBody().hasOneBlock()) {
-        m.emitOpError("convert-pf-to-cpu expects exactly one step function "
-                      "of one block per rank, found ")
-            << funcs.size() << " functions";
-        return signalPassFailure();
-      }
-      steps.push_back({m, funcs.front()});
-      blocks[m->getAttrOfType<IntegerAttr>(
-                  PFDialect::RankAttrHelper::getNameStr())
-                 .getInt()] = &funcs.front().getBody().front();
-    }
-    for (auto [m, step] : steps)
-      hoistBiasReads(step.getBody().front());
-    llvm::DenseMap<Operation *, Operation *> sendDone =
-        analyzeSendCompletion(blocks);
-    for (auto [m, step] : steps)
-      if (failed(RankLowering(m, step, sendDone, foldAccumulation,
-                              outlineActions, reportOutputs, generatedKernels)
-                     .run()))
-        return signalPassFailure();
+    RankLoweringOptions options;
+    options.foldAccumulation = foldAccumulation;
+    options.outlineActions = outlineActions;
+    options.reportOutputs = reportOutputs;
+    options.generatedKernels = generatedKernels;
+    if (failed(lowerRankModules(getOperation(), options)))
+      signalPassFailure();
   }
 };
 } // namespace

@@ -103,6 +103,101 @@ int pfrt_cuda_graph_begin(void);
 int pfrt_cuda_graph_end(void);
 int pfrt_cuda_graph_launch(void);
 
+/*===----------------------------------------------------------------------===
+ * Device twins (pfrt_device.def): what convert-pf-to-gpu calls where the
+ * CPU lowering calls the host row of the same name without `cuda_`. Each
+ * has its host row's C signature and meaning (pfrt.h), with device
+ * addresses for buffers; host arrays (shapes, offsets, names) stay host.
+ * Everything is enqueued on the compute stream.
+ *===----------------------------------------------------------------------===*/
+
+/* The device arena of the plan: initialises the GPU on first use (local
+ * rank mod the node's device count: MPI_LOCALRANKID / PMI_LOCAL_RANK, else
+ * the world rank), then pfrt_cuda_arena_init; a second call with at most
+ * the planned size is a no-op. */
+int pfrt_cuda_arena_plan(int64_t bytes);
+/* Initialised on the host (bit-identical to the CPU run), then copied. */
+int pfrt_cuda_init_param(float *out, int32_t kind, double a, double b,
+                         uint64_t seed, uint64_t stream, int64_t rank_ndim,
+                         const int64_t *logical_shape,
+                         const int64_t *shard_offset,
+                         const int64_t *shard_shape);
+/* Registers device-resident state: checkpoints (pfrt_state_gather, _set,
+ * _save, _load) copy through the host. */
+int pfrt_cuda_state_register(const char *name, int32_t dtype,
+                             int64_t rank_ndim, const int64_t *logical_shape,
+                             const int64_t *offset, const int64_t *box_shape,
+                             void *data);
+/* A device float mirroring pfrt_scalar(name): every call enqueues a copy of
+ * the host value (a captured graph re-reads it on each replay). */
+float *pfrt_cuda_scalar(const char *name);
+/* Copy to the host (waits), then pfrt_report_loss / pfrt_report_output.
+ * pfrt_cuda_report_loss first checks the kernels' error flag (an
+ * out-of-range label: fatal, naming the row and the value). */
+void pfrt_cuda_report_loss(const float *loss, int32_t microbatch);
+void pfrt_cuda_report_output(int32_t index, const void *data, int64_t bytes);
+/* Loaded on the host exactly as pfrt_load_input[_boxes|_part], then copied. */
+int pfrt_cuda_load_input(int64_t index, void *out, int64_t bytes,
+                         int32_t dtype, int64_t num_classes, uint64_t seed,
+                         uint64_t stream, int64_t ndim, const int64_t *shape);
+int pfrt_cuda_load_input_boxes(int64_t index, void *out, int64_t bytes,
+                               int32_t dtype, int64_t num_classes,
+                               uint64_t seed, uint64_t stream, int64_t ndim,
+                               const int64_t *logical_shape,
+                               int64_t num_boxes, const int64_t *offsets,
+                               const int64_t *box_shape);
+int pfrt_cuda_load_input_part(int64_t index, void *out, int64_t bytes,
+                              int64_t part, int64_t num_parts, int32_t dtype,
+                              int64_t num_classes, uint64_t seed,
+                              uint64_t stream, int64_t ndim,
+                              const int64_t *logical_shape, int64_t num_boxes,
+                              const int64_t *offsets,
+                              const int64_t *box_shape);
+
+/* Kernels: the CPU kernels' arithmetic (runtime/src/cuda/DeviceBodies.h
+ * holds the per-element and per-row bodies both builds share). GEMMs go
+ * through pfrt_cuda_gemm (exact float32). Reductions are deterministic:
+ * a fixed order per output element, no atomics. */
+void pfrt_cuda_k_relu(const float *x, float *y, int64_t n);
+void pfrt_cuda_k_relu_grad(const float *y, const float *dy, float *dx,
+                           int64_t n);
+void pfrt_cuda_k_add(const float *a, const float *b, float *out, int64_t n);
+void pfrt_cuda_k_mul(const float *a, const float *b, float *out, int64_t n);
+void pfrt_cuda_k_scale(const float *x, float *y, int64_t n, double s);
+void pfrt_cuda_k_copy(const float *x, float *y, int64_t n);
+void pfrt_cuda_k_fill(float *y, int64_t n, double v);
+void pfrt_cuda_k_bias_add(const float *x, const float *b, float *y,
+                          int64_t outer, int64_t c, int64_t inner);
+void pfrt_cuda_k_bias_add_relu(const float *x, const float *b, float *y,
+                               int64_t outer, int64_t c, int64_t inner);
+void pfrt_cuda_k_reduce_sum(const float *x, float *y, int64_t rank,
+                            const int64_t *shape, const int8_t *reduce);
+void pfrt_cuda_k_matmul(const float *a, const float *b, float *c,
+                        int64_t batch, int64_t batch_b, int64_t m, int64_t n,
+                        int64_t k, int32_t ta, int32_t tb);
+void pfrt_cuda_k_matmul_acc(const float *a, const float *b, float *c,
+                            int64_t batch, int64_t batch_b, int64_t m,
+                            int64_t n, int64_t k, int32_t ta, int32_t tb);
+void pfrt_cuda_k_matmul_bias(const float *a, const float *b, const float *bias,
+                             float *c, int64_t batch, int64_t batch_b,
+                             int64_t m, int64_t n, int64_t k, int32_t ta,
+                             int32_t tb);
+void pfrt_cuda_k_softmax_xent(const float *logits, const int64_t *labels,
+                              float *loss, int64_t n, int64_t c);
+void pfrt_cuda_k_softmax_xent_grad(const float *logits, const int64_t *labels,
+                                   const float *dloss, float *dlogits,
+                                   int64_t n, int64_t c);
+void pfrt_cuda_k_sgd(const float *p, const float *g, const float *lr,
+                     const float *buf, const float *step, float *new_p,
+                     float *new_buf, int64_t n, double momentum,
+                     double dampening, double weight_decay, int32_t nesterov);
+void pfrt_cuda_k_adam(const float *p, const float *g, const float *m,
+                      const float *v, const float *lr, const float *step,
+                      float *new_p, float *new_m, float *new_v, int64_t n,
+                      double beta1, double beta2, double eps,
+                      double weight_decay, int32_t decoupled,
+                      int32_t bias_correction);
+
 #ifdef __cplusplus
 }
 #endif

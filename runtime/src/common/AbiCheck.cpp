@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pfrt/AbiTraits.h"
+#include <type_traits>
 #include "pfrt/pfrt.h"
 #include "pfrt/pfrt_cuda.h"
 
@@ -16,4 +17,10 @@ namespace pfrt_abi {
   static_assert(Matches<decltype(::NAME), RET, ##__VA_ARGS__>::value,          \
                 #NAME " in pfrt.h does not match its row in pfrt_abi.def");
 #include "pfrt/pfrt_abi.def"
+
+// A device twin has exactly its host row's C signature (pfrt_device.def).
+#define PFRT_DEVICE_TWIN(HOST, DEVICE)                                         \
+  static_assert(std::is_same_v<decltype(::HOST), decltype(::DEVICE)>,          \
+                #DEVICE " does not have the signature of " #HOST);
+#include "pfrt/pfrt_device.def"
 } // namespace pfrt_abi

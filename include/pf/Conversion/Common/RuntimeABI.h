@@ -11,7 +11,11 @@
 // compile. mlir::Values are checked against the row when the call is built;
 // a mismatch is a located error and the conversion fails (hadError()).
 //
-// Shared by every conversion that calls the runtime (CPU today, GPU next).
+// Shared by every conversion that calls the runtime. A GPU rank's module
+// (convert-pf-to-gpu) sets Target::Device: each call of a host row becomes
+// a call of its device twin (runtime/include/pfrt/pfrt_device.def), rows
+// that touch no buffer stay, and any other row is a located error naming
+// the row, so no host code ever runs on device addresses.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +42,13 @@ enum class Fn : unsigned {
 
 /// The runtime function's C name.
 StringRef getName(Fn fn);
+
+/// Whose addresses the buffers a module's calls pass are.
+enum class Target { Host, Device };
+
+/// The row a GPU rank calls for host row `fn`: its device twin, `fn` itself
+/// when it touches no buffer or is a device row (pfrt_cuda_*), or none.
+std::optional<Fn> deviceRow(Fn fn);
 
 /// The LLVM function type of `fn`'s row.
 LLVM::LLVMFunctionType getFunctionType(MLIRContext *ctx, Fn fn);
@@ -99,14 +110,21 @@ template <typename Ret, typename... Args> struct Row {
 /// shape arrays), for one module.
 class RuntimeABI {
 public:
-  explicit RuntimeABI(ModuleOp module) : module(module) {}
+  explicit RuntimeABI(ModuleOp module, Target target = Target::Host)
+      : module(module), target(target) {}
+
+  Target getTarget() const { return target; }
+  /// The op whose lowering makes the next calls (named in errors).
+  void setCaller(StringRef opName) { caller = opName.str(); }
 
   /// The declaration of `fn` in the module (made on first use).
   LLVM::LLVMFuncOp declare(OpBuilder &b, Fn fn);
 
   /// A call of `fn` with already materialized arguments; the result, or a
   /// null Value for void functions. Checks every argument's type against
-  /// the row: a mismatch is a located error (see hadError()).
+  /// the row: a mismatch is a located error (see hadError()). For
+  /// Target::Device, `fn`'s device row (deviceRow) is called; a row
+  /// without one is a located error.
   Value call(OpBuilder &b, Location loc, Fn fn, ArrayRef<Value> args);
 
   /// Typed emitters, one per row: rt.NAME(builder, loc, args...).
@@ -137,6 +155,8 @@ public:
 
 private:
   ModuleOp module;
+  Target target;
+  std::string caller;
   llvm::DenseMap<unsigned, LLVM::LLVMFuncOp> decls;
   llvm::StringMap<LLVM::GlobalOp> strings;
   /// Arrays by element width and content.

@@ -49,8 +49,13 @@ struct PartInput {
 
 /// What the patterns of one rank module share.
 struct CPULoweringState {
-  CPULoweringState(ModuleOp module, Block &step, bool foldAccumulation)
-      : module(module), rt(module), buffers(step, foldAccumulation) {}
+  CPULoweringState(ModuleOp module, Block &step, bool foldAccumulation,
+                   rt::Target target = rt::Target::Host)
+      : module(module), rt(module, target), buffers(step, foldAccumulation) {}
+
+  /// Whether buffers are device addresses (convert-pf-to-gpu): calls go to
+  /// the runtime's device twins, and host code must not touch buffers.
+  bool onDevice() const { return rt.getTarget() == rt::Target::Device; }
 
   ModuleOp module;
   rt::RuntimeABI rt;
@@ -143,6 +148,7 @@ public:
   LogicalResult
   matchAndRewrite(OpTy op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const final {
+    state.rt.setCaller(op->getName().getStringRef());
     state.markAction(op, rewriter);
     if (trace != Trace::None)
       emitTraceBegin(state, op, rewriter, trace == Trace::Comm);
@@ -203,6 +209,21 @@ void populatePFToCPUControlPatterns(const TypeConverter &converter,
 void populatePFToCPUPatterns(const TypeConverter &converter,
                              RewritePatternSet &patterns,
                              CPULoweringState &state);
+
+/// What convert-pf-to-cpu and convert-pf-to-gpu (its host side) share:
+/// every per-rank module under `top` (or `top` itself) lowered to LLVM
+/// functions calling libpfrt, for the host's or the device's buffers.
+struct RankLoweringOptions {
+  rt::Target target = rt::Target::Host;
+  bool foldAccumulation = true;
+  bool outlineActions = true;
+  bool reportOutputs = false;
+  bool generatedKernels = false;
+  /// The pass's name, for errors.
+  StringRef passName = "convert-pf-to-cpu";
+};
+LogicalResult lowerRankModules(ModuleOp top,
+                               const RankLoweringOptions &options);
 
 } // namespace mlir::pf
 

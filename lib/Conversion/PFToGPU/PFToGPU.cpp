@@ -1,0 +1,44 @@
+//===- PFToGPU.cpp - convert-pf-to-gpu: the GPU backend's host side -------===//
+//
+// One set of patterns, two targets: the rank lowering of convert-pf-to-cpu
+// (PFToCPU.h) with rt::Target::Device, so every runtime call becomes its
+// device twin (runtime/include/pfrt/pfrt_device.def) and every buffer an
+// address in the device arena. What has no twin is a located error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pf/Conversion/PFToCPU/PFToCPU.h"
+#include "pf/Conversion/Passes.h"
+
+namespace mlir::pf {
+#define GEN_PASS_DEF_CONVERTPFTOGPUPASS
+#include "pf/Conversion/Passes.h.inc"
+} // namespace mlir::pf
+
+using namespace mlir;
+using namespace mlir::pf;
+
+namespace {
+struct ConvertPFToGPUPass
+    : public pf::impl::ConvertPFToGPUPassBase<ConvertPFToGPUPass> {
+  using ConvertPFToGPUPassBase::ConvertPFToGPUPassBase;
+
+  void runOnOperation() override {
+    if (generatedKernels) {
+      getOperation().emitError(
+          "convert-pf-to-gpu: generated-kernels is a CPU lowering option "
+          "(the host twins of the GPU kernels); GPU ranks use libpfrt's "
+          "device kernels");
+      return signalPassFailure();
+    }
+    RankLoweringOptions options;
+    options.target = rt::Target::Device;
+    options.foldAccumulation = foldAccumulation;
+    options.outlineActions = outlineActions;
+    options.reportOutputs = reportOutputs;
+    options.passName = "convert-pf-to-gpu";
+    if (failed(lowerRankModules(getOperation(), options)))
+      signalPassFailure();
+  }
+};
+} // namespace
