@@ -197,9 +197,22 @@ def _artifact_stamp(pipeline, pf_opt, pf_translate):
     return text
 
 
+_CUDA_PLACEMENT = re.compile(r'#pf\.placement<"cuda"')
+
+
+def backend_of(ir_path):
+    """``"cuda"`` when the traced program places anything on ``"cuda"`` (the
+    front end keeps such placements only on a machine with GPUs, unless
+    ``cuda_as_cpu``), else ``"cpu"``."""
+    with open(ir_path) as f:
+        return "cuda" if _CUDA_PLACEMENT.search(f.read()) else "cpu"
+
+
 def build_cpu_artifacts(compiled, pipeline, pf_opt=None, pf_translate=None):
-    """Compiles a cached graph for CPU ranks: ``pf-opt -pf-compile-cpu-pipeline="PIPELINE"``
-    then ``pf-translate --pf-emit-rank-artifacts``; returns its :class:`Artifacts`.
+    """Compiles a cached graph for its ranks: ``pf-opt -pf-compile-cpu-pipeline="PIPELINE"``
+    (``-pf-compile-gpu-pipeline`` when the program is placed on ``"cuda"``,
+    :func:`backend_of`) then ``pf-translate --pf-emit-rank-artifacts``;
+    returns its :class:`Artifacts`.
 
     The compiler's located errors (e.g. placements of several ranks, which need
     the SBP lowering that is not implemented yet) become CompileErrors at the
@@ -207,19 +220,21 @@ def build_cpu_artifacts(compiled, pipeline, pf_opt=None, pf_translate=None):
     """
     pf_opt = pf_opt or find_pf_opt()
     pf_translate = pf_translate or find_pf_translate(pf_opt)
-    directory = os.path.join(compiled.directory, "cpu")
-    stamp_path = os.path.join(compiled.directory, "cpu.stamp")
+    backend = backend_of(compiled.ir_path)
+    directory = os.path.join(compiled.directory, backend)
+    stamp_path = os.path.join(compiled.directory, backend + ".stamp")
     stamp = _artifact_stamp(pipeline, pf_opt, pf_translate)
     with _locked(compiled.directory):
         if os.path.exists(os.path.join(directory, "manifest.json")) and _read(stamp_path) == stamp:
             return Artifacts(directory, pipeline)
         lowered = os.path.join(compiled.directory, "lowered.mlir")
-        proc = subprocess.run([pf_opt, compiled.ir_path, f"-pf-compile-cpu-pipeline={pipeline}",
-                               "-o", lowered + ".tmp"], capture_output=True, text=True, timeout=600)
+        flag = "-pf-compile-gpu-pipeline" if backend == "cuda" else "-pf-compile-cpu-pipeline"
+        proc = subprocess.run([pf_opt, compiled.ir_path, f"{flag}={pipeline}", "-o", lowered + ".tmp"],
+                              capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             raise diagnostics_to_error(proc.stderr, compiled.ir_path)
         os.replace(lowered + ".tmp", lowered)
-        staging = tempfile.mkdtemp(dir=compiled.directory, prefix=".cpu-")
+        staging = tempfile.mkdtemp(dir=compiled.directory, prefix="." + backend + "-")
         proc = subprocess.run([pf_translate, "--pf-emit-rank-artifacts", lowered, "--pf-artifact-dir=" + staging],
                               capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:

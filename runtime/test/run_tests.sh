@@ -279,6 +279,43 @@ timeout 60 "$BIN/pfrt-test-cuda" - init_only >"$LOGS/cuda_init.out" \
 report cuda_init_or_clean_failure $( { [ $cuda_rc -eq 0 ] ||
   { [ $cuda_rc -eq 2 ] && grep -qE "^pfrt: rank 0: (no CUDA|libpfrt was built without)" \
       "$LOGS/cuda_init.err"; }; } && echo 1 || echo 0)
+# The device twins: a compiled GPU rank starts with pfrt_cuda_arena_plan,
+# which picks and initialises its GPU; without a driver it must end the
+# same way, exit status 2 and one line (forced, then as found).
+cuda_rc=0
+PFRT_CUDA_LIB_DIR=/nonexistent PFRT_CUDA_NO_DEFAULT_PATH=1 timeout 30 \
+  "$BIN/pfrt-test-cuda" - plan >"$LOGS/cuda_twins_no_driver.out" \
+  2>"$LOGS/cuda_twins_no_driver.err" || cuda_rc=$?
+report cuda_twins_no_driver_exits_2 $([ $cuda_rc -eq 2 ] &&
+  [ "$(wc -l <"$LOGS/cuda_twins_no_driver.err")" -eq 1 ] && grep -qE \
+  "^pfrt: rank 0: (no CUDA driver \(libcuda.so.1 not found in: /nonexistent\)|libpfrt was built without)" \
+  "$LOGS/cuda_twins_no_driver.err" && echo 1 || echo 0)
+cuda_rc=0
+timeout 60 "$BIN/pfrt-test-cuda" - plan >"$LOGS/cuda_twins_plan.out" \
+  2>"$LOGS/cuda_twins_plan.err" || cuda_rc=$?
+report cuda_twins_plan_or_clean_failure $( { [ $cuda_rc -eq 0 ] ||
+  { [ $cuda_rc -eq 2 ] && [ "$(wc -l <"$LOGS/cuda_twins_plan.err")" -eq 1 ] &&
+    grep -qE "^pfrt: rank 0: (no CUDA|libpfrt was built without)" \
+      "$LOGS/cuda_twins_plan.err"; }; } && echo 1 || echo 0)
+# The twins' kernel bodies, built for the host, against the CPU kernels.
+run_ok cuda_bodies 60 "$BIN/pfrt-test-cuda-bodies"
+# The embedded kernels: an sm_90 ELF with every kernel and compute_90 PTX.
+FATBIN=$(cd "$1" && pwd)/pfrt_cuda_kernels.fatbin
+if [ -f "$FATBIN" ]; then
+  run_ok cuda_fatbin_contents 30 "$PY" "$HERE/check_fatbin.py" "$FATBIN" \
+    "$HERE/.."
+  CUOBJDUMP=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+  if [ -x "$CUOBJDUMP" ]; then
+    run_ok cuda_fatbin_cuobjdump 30 bash -c \
+      "'$CUOBJDUMP' --list-elf --list-ptx '$FATBIN' &&
+       '$CUOBJDUMP' --list-elf '$FATBIN' | grep -q 'sm_90' &&
+       '$CUOBJDUMP' --list-ptx '$FATBIN' | grep -q 'ptx'"
+  else
+    echo "SKIP cuda_fatbin_cuobjdump (no cuobjdump)"
+  fi
+else
+  echo "SKIP cuda_fatbin (libpfrt was built without its CUDA kernels)"
+fi
 # On a GPU: kernels, graphs and cuBLASLt against the CPU (SKIP elsewhere).
 cuda_rc=0
 timeout 120 "$BIN/pfrt-test-cuda" "$BIN/cuda_kernels.ptx" \
@@ -287,6 +324,21 @@ if [ $cuda_rc -eq 77 ]; then
   echo "SKIP cuda_gpu (no CUDA device)"
 else
   report cuda_gpu $([ $cuda_rc -eq 0 ] && echo 1 || echo 0)
+fi
+
+# On a GPU: every device twin against its host row (SKIP elsewhere), and an
+# out-of-range label found by the kernel, reported as a fatal error.
+cuda_rc=0
+timeout 180 "$BIN/pfrt-test-cuda-twins" "$WORK/cuda_twins" \
+  >"$LOGS/cuda_twins.out" 2>"$LOGS/cuda_twins.err" || cuda_rc=$?
+if [ $cuda_rc -eq 77 ]; then
+  echo "SKIP cuda_twins (no CUDA device)"
+  echo "SKIP cuda_twins_bad_label (no CUDA device)"
+else
+  report cuda_twins $([ $cuda_rc -eq 0 ] && echo 1 || echo 0)
+  run_fail cuda_twins_bad_label 60 \
+    "pfrt_cuda_k_softmax_xent: label 7 at row 2 is outside [0, 5)" \
+    "$BIN/pfrt-test-cuda-twins" "$WORK/cuda_twins_bad" bad_label
 fi
 
 # --- memory services and the pfrt_main driver --------------------------------

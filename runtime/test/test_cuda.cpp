@@ -7,7 +7,10 @@
 // batched, and each epilogue, against a float64 CPU reference on fresh
 // random data; a captured graph replayed equal to the uncaptured run; two
 // runs giving identical bits. MODE "init_only" just initialises (for the
-// no-driver failure test); "oom" asks for more arena than the device has.
+// no-driver failure test); "plan" starts the way a compiled GPU rank does,
+// with pfrt_cuda_arena_plan (the device twin that picks and initialises the
+// GPU; without one it exits 2 like pfrt_cuda_init); "oom" asks for more
+// arena than the device has.
 //
 //===----------------------------------------------------------------------===//
 
@@ -164,6 +167,15 @@ std::vector<float> kernels(void *module, bool captured) {
 
 int main(int argc, char **argv) {
   std::string mode = argc > 2 ? argv[2] : "";
+  if (mode == "plan") {
+    pfrt_init(&argc, &argv);
+    pfrt_cuda_arena_plan(int64_t(1) << 20);
+    pfrt_cuda_arena_plan(int64_t(1) << 10); // no more than planned: a no-op
+    printf("cuda: device arena planned (%lld bytes)\n",
+           (long long)(int64_t(1) << 20));
+    pfrt_finalize();
+    return 0;
+  }
   if (mode != "init_only" && pfrt_cuda_device_count() == 0) {
     printf("cuda: no CUDA device here, skipped\n");
     return 77;

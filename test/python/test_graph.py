@@ -241,6 +241,41 @@ def test_cuda_needs_an_explicit_opt_in(monkeypatch, verify):
     assert '"cuda"' not in build().ir(*seed_inputs(p0=c0, p1=c1))
 
 
+def test_cuda_compiles_for_the_gpu_where_there_is_one(monkeypatch):
+    # A machine with GPUs (as the front end sees it): "cuda" stays "cuda" and
+    # the graph compiles with pf-compile-gpu-pipeline, one GPU a rank.
+    monkeypatch.setattr(config, "gpu_available", lambda: True)
+    c0 = flow.placement("cuda", [0])
+    graph = PipelineGraph(PipelineModule(c0, c0), p0=c0, p1=c0)
+    x, y = seed_inputs(p0=c0, p1=c0)
+    compiled = graph.compile(x, y)
+    assert compiler.backend_of(compiled.ir_path) == "cuda"
+    _, _, pipeline = graph._pipeline(graph.trace(x, y), None)
+    artifacts = compiler.build_cpu_artifacts(compiled, pipeline)
+    assert artifacts.rank(0)["backend"] == "cuda"
+    assert os.path.basename(artifacts.directory) == "cuda"
+    # On CPUs the same program is "cpu" throughout.
+    monkeypatch.setattr(config, "gpu_available", lambda: False)
+    flow.config.cuda_as_cpu(True)
+    graph = PipelineGraph(PipelineModule(c0, c0), p0=c0, p1=c0)
+    compiled = graph.compile(*seed_inputs(p0=c0, p1=c0))
+    assert compiler.backend_of(compiled.ir_path) == "cpu"
+
+
+def test_cuda_pipeline_stages_need_gpu_communication(monkeypatch):
+    # Two stages on two GPUs hand activations over with send/recv, which the
+    # GPU backend does not have yet (NCCL): a CompileError at the user's line.
+    monkeypatch.setattr(config, "gpu_available", lambda: True)
+    c0, c1 = flow.placement("cuda", [0]), flow.placement("cuda", [1])
+    graph = PipelineGraph(PipelineModule(c0, c1), p0=c0, p1=c1)
+    x, y = seed_inputs(p0=c0, p1=c1)
+    compiled = graph.compile(x, y)
+    _, _, pipeline = graph._pipeline(graph.trace(x, y), None)
+    with pytest.raises(flow.CompileError, match="has no GPU lowering yet") as info:
+        compiler.build_cpu_artifacts(compiled, pipeline)
+    assert info.value.filename == HERE and info.value.lineno == line_of(HERE, "stage-hand-over")
+
+
 # Other models and layouts ----------------------------------------------------------
 
 class ConvBlock(nn.Module):

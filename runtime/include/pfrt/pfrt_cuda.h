@@ -129,7 +129,11 @@ int pfrt_cuda_state_register(const char *name, int32_t dtype,
                              const int64_t *offset, const int64_t *box_shape,
                              void *data);
 /* A device float mirroring pfrt_scalar(name): every call enqueues a copy of
- * the host value (a captured graph re-reads it on each replay). */
+ * the host value (a captured graph re-reads it on each replay). Uncaptured,
+ * the value copied is the one at the call; captured, the host float is
+ * page-locked and read when the replay runs, so the host must not change it
+ * while an earlier replay is still queued. The first call for a name
+ * allocates its slot and must not be inside a capture. */
 float *pfrt_cuda_scalar(const char *name);
 /* Copy to the host (waits), then pfrt_report_loss / pfrt_report_output.
  * pfrt_cuda_report_loss first checks the kernels' error flag (an
@@ -187,6 +191,8 @@ void pfrt_cuda_k_softmax_xent(const float *logits, const int64_t *labels,
 void pfrt_cuda_k_softmax_xent_grad(const float *logits, const int64_t *labels,
                                    const float *dloss, float *dlogits,
                                    int64_t n, int64_t c);
+/* Unlike pfrt_k_sgd, buf must not be NULL when momentum != 0, even at step
+ * 1 (whether a step is the first is only known on the device). */
 void pfrt_cuda_k_sgd(const float *p, const float *g, const float *lr,
                      const float *buf, const float *step, float *new_p,
                      float *new_buf, int64_t n, double momentum,

@@ -49,6 +49,11 @@ double monotonicUs();
 /// mkdir -p; fatal on failure. `what` names the caller for the message.
 void makeDirs(const std::string &dir, const char *what);
 
+/// Marks registered state `name` (pfrt_cuda_state_register) as device
+/// resident: State.cpp then reads and writes its data through the host with
+/// pfrt_cuda_d2h / pfrt_cuda_h2d. Fatal if `name` is not registered.
+void markStateOnDevice(const char *name);
+
 //===----------------------------------------------------------------------===//
 // Shapes and shards
 //===----------------------------------------------------------------------===//

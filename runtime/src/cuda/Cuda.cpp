@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../common/Internal.h"
+#include "CudaInternal.h"
 #include "pfrt/pfrt.h"
 #include "pfrt/pfrt_cuda.h"
 
@@ -19,8 +20,10 @@
 #include <dlfcn.h>
 #include <glob.h>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
+#include <unistd.h>
 #include <vector>
 
 using namespace pfrt;
@@ -110,7 +113,9 @@ void *openLibrary(const char *name, const char *what) {
   X(cuStreamBeginCapture, "cuStreamBeginCapture_v2")                           \
   X(cuStreamEndCapture, "cuStreamEndCapture")                                  \
   X(cuGraphInstantiate, "cuGraphInstantiateWithFlags")                         \
-  X(cuGraphLaunch, "cuGraphLaunch")
+  X(cuGraphLaunch, "cuGraphLaunch")                                            \
+  X(cuStreamIsCapturing, "cuStreamIsCapturing")                                \
+  X(cuMemHostRegister, "cuMemHostRegister_v2")
 
 #define PFRT_CUBLASLT_FUNCTIONS(X)                                             \
   X(cublasLtCreate, "cublasLtCreate")                                          \
@@ -150,6 +155,8 @@ struct CudaState {
   int64_t arenaBytes = 0, highWater = 0;
   std::map<std::vector<int64_t>, Plan> plans;
   CUgraphExec graph = nullptr;
+  uint64_t syncs = 0;
+  std::set<uintptr_t> pinnedPages;
 } gState;
 
 template <class F> void resolve(F &f, void *library, const char *symbol) {
@@ -271,6 +278,63 @@ Plan &planFor(const std::vector<int64_t> &key, int32_t ta, int32_t tb,
 
 } // namespace
 
+namespace pfrt {
+namespace cuda {
+
+bool deviceReady() { return gState.ready; }
+
+bool streamCapturing() {
+  CudaState &s = gState;
+  requireReady("streamCapturing");
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  check(s.api.cuStreamIsCapturing(s.stream, &status), "cuStreamIsCapturing");
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void *allocPersistent(int64_t bytes, const char *what) {
+  CudaState &s = gState;
+  requireReady(what);
+  if (streamCapturing())
+    fatal("%s: cannot allocate %lld bytes of device memory during a CUDA "
+          "graph capture (run the step once uncaptured before capturing it)",
+          what, (long long)bytes);
+  CUdeviceptr p = 0;
+  size_t size = size_t(bytes > 0 ? bytes : 1);
+  if (s.api.cuMemAlloc(&p, size) != CUDA_SUCCESS) {
+    size_t free = 0, total = 0;
+    s.api.cuMemGetInfo(&free, &total);
+    fatal("%s: cannot allocate %zu bytes of device memory (%zu bytes free "
+          "of %zu)",
+          what, size, free, total);
+  }
+  return reinterpret_cast<void *>(p);
+}
+
+bool pinHostRange(const void *p, int64_t bytes) {
+  CudaState &s = gState;
+  requireReady("pinHostRange");
+  static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
+  uintptr_t end = reinterpret_cast<uintptr_t>(p) + uintptr_t(bytes);
+  bool ok = true;
+  for (uintptr_t at = first; at < end; at += page) {
+    if (s.pinnedPages.count(at))
+      continue;
+    CUresult r =
+        s.api.cuMemHostRegister(reinterpret_cast<void *>(at), size_t(page), 0);
+    if (r == CUDA_SUCCESS || r == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
+      s.pinnedPages.insert(at);
+    else
+      ok = false;
+  }
+  return ok;
+}
+
+uint64_t syncCount() { return gState.syncs; }
+
+} // namespace cuda
+} // namespace pfrt
+
 extern "C" {
 
 int pfrt_cuda_device_count(void) {
@@ -321,8 +385,10 @@ int pfrt_cuda_init(int64_t device) {
 }
 
 int pfrt_cuda_finalize(void) {
-  if (gState.ready)
-    check(gState.api.cuStreamSynchronize(gState.stream), "cuStreamSynchronize");
+  if (gState.ready) {
+    pfrt_cuda_synchronize();
+    pfrt::cuda::checkKernelErrors();
+  }
   return 0;
 }
 
@@ -390,6 +456,7 @@ int pfrt_cuda_memset(void *dst, int32_t value, int64_t bytes) {
 int pfrt_cuda_synchronize(void) {
   requireReady("pfrt_cuda_synchronize");
   check(gState.api.cuStreamSynchronize(gState.stream), "cuStreamSynchronize");
+  ++gState.syncs;
   return 0;
 }
 

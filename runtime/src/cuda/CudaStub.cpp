@@ -51,4 +51,103 @@ int pfrt_cuda_graphs_enabled(void) { return 0; }
 int pfrt_cuda_graph_begin(void) { noCuda("pfrt_cuda_graph_begin"); }
 int pfrt_cuda_graph_end(void) { noCuda("pfrt_cuda_graph_end"); }
 int pfrt_cuda_graph_launch(void) { noCuda("pfrt_cuda_graph_launch"); }
+
+// The device twins (pfrt_device.def). pfrt_cuda_arena_plan is where a GPU
+// rank starts, so it fails like pfrt_cuda_init (exit 2, one line).
+int pfrt_cuda_arena_plan(int64_t) { return pfrt_cuda_init(0); }
+int pfrt_cuda_init_param(float *, int32_t, double, double, uint64_t, uint64_t,
+                         int64_t, const int64_t *, const int64_t *,
+                         const int64_t *) {
+  noCuda("pfrt_cuda_init_param");
+}
+int pfrt_cuda_state_register(const char *, int32_t, int64_t, const int64_t *,
+                             const int64_t *, const int64_t *, void *) {
+  noCuda("pfrt_cuda_state_register");
+}
+float *pfrt_cuda_scalar(const char *) { noCuda("pfrt_cuda_scalar"); }
+void pfrt_cuda_report_loss(const float *, int32_t) {
+  noCuda("pfrt_cuda_report_loss");
+}
+void pfrt_cuda_report_output(int32_t, const void *, int64_t) {
+  noCuda("pfrt_cuda_report_output");
+}
+int pfrt_cuda_load_input(int64_t, void *, int64_t, int32_t, int64_t, uint64_t,
+                         uint64_t, int64_t, const int64_t *) {
+  noCuda("pfrt_cuda_load_input");
+}
+int pfrt_cuda_load_input_boxes(int64_t, void *, int64_t, int32_t, int64_t,
+                               uint64_t, uint64_t, int64_t, const int64_t *,
+                               int64_t, const int64_t *, const int64_t *) {
+  noCuda("pfrt_cuda_load_input_boxes");
+}
+int pfrt_cuda_load_input_part(int64_t, void *, int64_t, int64_t, int64_t,
+                              int32_t, int64_t, uint64_t, uint64_t, int64_t,
+                              const int64_t *, int64_t, const int64_t *,
+                              const int64_t *) {
+  noCuda("pfrt_cuda_load_input_part");
+}
+void pfrt_cuda_k_relu(const float *, float *, int64_t) {
+  noCuda("pfrt_cuda_k_relu");
+}
+void pfrt_cuda_k_relu_grad(const float *, const float *, float *, int64_t) {
+  noCuda("pfrt_cuda_k_relu_grad");
+}
+void pfrt_cuda_k_add(const float *, const float *, float *, int64_t) {
+  noCuda("pfrt_cuda_k_add");
+}
+void pfrt_cuda_k_mul(const float *, const float *, float *, int64_t) {
+  noCuda("pfrt_cuda_k_mul");
+}
+void pfrt_cuda_k_scale(const float *, float *, int64_t, double) {
+  noCuda("pfrt_cuda_k_scale");
+}
+void pfrt_cuda_k_copy(const float *, float *, int64_t) {
+  noCuda("pfrt_cuda_k_copy");
+}
+void pfrt_cuda_k_fill(float *, int64_t, double) { noCuda("pfrt_cuda_k_fill"); }
+void pfrt_cuda_k_bias_add(const float *, const float *, float *, int64_t,
+                          int64_t, int64_t) {
+  noCuda("pfrt_cuda_k_bias_add");
+}
+void pfrt_cuda_k_bias_add_relu(const float *, const float *, float *, int64_t,
+                               int64_t, int64_t) {
+  noCuda("pfrt_cuda_k_bias_add_relu");
+}
+void pfrt_cuda_k_reduce_sum(const float *, float *, int64_t, const int64_t *,
+                            const int8_t *) {
+  noCuda("pfrt_cuda_k_reduce_sum");
+}
+void pfrt_cuda_k_matmul(const float *, const float *, float *, int64_t, int64_t,
+                        int64_t, int64_t, int64_t, int32_t, int32_t) {
+  noCuda("pfrt_cuda_k_matmul");
+}
+void pfrt_cuda_k_matmul_acc(const float *, const float *, float *, int64_t,
+                            int64_t, int64_t, int64_t, int64_t, int32_t,
+                            int32_t) {
+  noCuda("pfrt_cuda_k_matmul_acc");
+}
+void pfrt_cuda_k_matmul_bias(const float *, const float *, const float *,
+                             float *, int64_t, int64_t, int64_t, int64_t,
+                             int64_t, int32_t, int32_t) {
+  noCuda("pfrt_cuda_k_matmul_bias");
+}
+void pfrt_cuda_k_softmax_xent(const float *, const int64_t *, float *, int64_t,
+                              int64_t) {
+  noCuda("pfrt_cuda_k_softmax_xent");
+}
+void pfrt_cuda_k_softmax_xent_grad(const float *, const int64_t *,
+                                   const float *, float *, int64_t, int64_t) {
+  noCuda("pfrt_cuda_k_softmax_xent_grad");
+}
+void pfrt_cuda_k_sgd(const float *, const float *, const float *, const float *,
+                     const float *, float *, float *, int64_t, double, double,
+                     double, int32_t) {
+  noCuda("pfrt_cuda_k_sgd");
+}
+void pfrt_cuda_k_adam(const float *, const float *, const float *,
+                      const float *, const float *, const float *, float *,
+                      float *, float *, int64_t, double, double, double, double,
+                      int32_t, int32_t) {
+  noCuda("pfrt_cuda_k_adam");
+}
 } // extern "C"

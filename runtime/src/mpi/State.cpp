@@ -9,6 +9,8 @@
 //     world rank 0 after gathering the distinct boxes one tensor at a time
 //     (so rank 0 holds at most one logical tensor at once);
 //   - load a checkpoint into any layout: every rank reads just its boxes.
+// A tensor registered by pfrt_cuda_state_register lives on the GPU: its
+// data is only ever touched through a host copy (pfrt_cuda_d2h / _h2d).
 //
 // All collective functions here run over the runtime's WORLD communicator,
 // and every rank must call them in the same order with the same arguments.
@@ -16,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pfrt/pfrt.h"
+#include "pfrt/pfrt_cuda.h"
 
 #include "../common/Internal.h"
 #include "MpiInternal.h"
@@ -44,6 +47,8 @@ struct StateEntry {
     void *data = nullptr;
   };
   std::vector<Part> parts;
+  /// The parts' data are device addresses (pfrt_cuda_state_register).
+  bool device = false;
   int64_t elems() const {
     int64_t n = 1;
     for (int64_t d : shape)
@@ -202,13 +207,18 @@ Box gatherToRoot(const std::string &name, int root, std::vector<char> &out,
   std::vector<char> mine;
   if (sends[me]) {
     const StateEntry &e = registry().find(name)->second;
-    if (e.parts.size() == 1) {
+    if (e.parts.size() == 1 && !e.device) {
       send = e.parts[0].data;
     } else {
       size_t partBytes = size_t(e.elems() * width);
       mine.resize(partBytes * e.parts.size());
-      for (size_t k = 0; k < e.parts.size(); ++k)
-        std::memcpy(mine.data() + k * partBytes, e.parts[k].data, partBytes);
+      for (size_t k = 0; k < e.parts.size() && partBytes > 0; ++k) {
+        if (e.device)
+          pfrt_cuda_d2h(mine.data() + k * partBytes, e.parts[k].data,
+                        int64_t(partBytes));
+        else
+          std::memcpy(mine.data() + k * partBytes, e.parts[k].data, partBytes);
+      }
       send = mine.data();
     }
   }
@@ -385,6 +395,18 @@ int pfrt_state_add_part(const char *name, const int64_t *offset, void *data) {
 
 void pfrt_state_clear(void) { registry().clear(); }
 
+} // extern "C"
+
+void pfrt::markStateOnDevice(const char *name) {
+  auto it = name ? registry().find(name) : registry().end();
+  if (it == registry().end())
+    fatal("pfrt_cuda_state_register: no tensor named '%s' is registered",
+          name ? name : "(null)");
+  it->second.device = true;
+}
+
+extern "C" {
+
 int pfrt_state_info(const char *name, int32_t *dtype, int64_t *rank_ndim,
                     int64_t *logical_shape, int64_t *offset,
                     int64_t *box_shape) {
@@ -460,14 +482,23 @@ int pfrt_state_set(const char *name, const void *logical, int64_t bytes) {
           shapeToString(int64_t(e.logical.size()), e.logical.data()).c_str(),
           (long long)bytes);
   const char *src = static_cast<const char *>(logical);
+  std::vector<char> staged;
   for (const StateEntry::Part &part : e.parts) {
     ShardSpec s = makeShard(fn, int64_t(e.logical.size()), e.logical.data(),
                             part.offset.data(), e.shape.data());
     char *dst = static_cast<char *>(part.data);
+    if (e.device) { // the box on the host, then copied over whole
+      staged.resize(size_t(s.shardElems * width));
+      dst = staged.data();
+    }
     forEachRun(s, [&](int64_t start, int64_t local, int64_t len) {
       std::memcpy(dst + local * width, src + start * width,
                   size_t(len * width));
     });
+    if (e.device && s.shardElems > 0) {
+      pfrt_cuda_h2d(part.data, staged.data(), s.shardElems * width);
+      pfrt_cuda_synchronize(); // before `staged` is reused
+    }
   }
   return 0;
 }
@@ -512,12 +543,24 @@ int pfrt_state_load(const char *dir, int64_t *step) {
   if (!dir || !*dir)
     fatal("%s: the checkpoint directory is empty", fn);
   int64_t saved = readIndexStep(dir, fn);
+  std::vector<char> staged;
   for (auto &kv : registry()) {
     StateEntry &e = kv.second;
-    for (StateEntry::Part &part : e.parts)
+    int64_t bytes = e.elems() * widthOf(e.dtype, fn);
+    for (StateEntry::Part &part : e.parts) {
+      void *dst = part.data;
+      if (e.device) { // read on the host, then copied over
+        staged.resize(size_t(bytes > 0 ? bytes : 1));
+        dst = staged.data();
+      }
       pfrt_checkpoint_load(dir, kv.first.c_str(), e.dtype,
                            int64_t(e.logical.size()), e.logical.data(),
-                           part.offset.data(), e.shape.data(), part.data);
+                           part.offset.data(), e.shape.data(), dst);
+      if (e.device && bytes > 0) {
+        pfrt_cuda_h2d(part.data, staged.data(), bytes);
+        pfrt_cuda_synchronize(); // before `staged` is reused
+      }
+    }
   }
   if (step)
     *step = saved;

@@ -5,7 +5,7 @@
 !G = !pf.global<4x3xf32, #D, #pf.sbp<[B]>>
 module attributes {pf.world_size = 1 : i64} {
   module @rank0 attributes {pf.rank = 0 : i64} {
-    // expected-error @below {{is placed on 'cuda', but convert-pf-to-cpu compiles CPU ranks and the GPU backend is not available yet}}
+    // expected-error @below {{is placed on 'cuda', but convert-pf-to-cpu compiles CPU ranks: compile with pf-compile-gpu-pipeline}}
     pf.param @w : !G = #pf.init<ones>
     func.func @train_step() -> !G {
       %w = pf.read_param @w : !G

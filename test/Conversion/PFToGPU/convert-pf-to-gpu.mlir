@@ -9,6 +9,10 @@
 // RUN: pf-opt %S/Inputs/cuda-mlp.mlir \
 // RUN:   -pf-compile-gpu-pipeline="optimizer=adam accumulation-steps=1" \
 // RUN:   | FileCheck %s --check-prefix=ADAM
+// The pass alone on the per-rank program (what the pipeline ends with).
+// RUN: pf-opt %S/Inputs/cuda-mlp.mlir \
+// RUN:   -pf-compile-gpu-pipeline="optimizer=sgd pf-compile-to=rank" \
+// RUN:   | pf-opt -convert-pf-to-gpu | FileCheck %s --check-prefix=PASS
 
 // CHECK: module @rank0 attributes {{.*}}pfrt.backend = "cuda"
 
@@ -47,3 +51,7 @@
 // HOST-NOT: @pfrt_scalar(
 
 // ADAM: llvm.call @pfrt_cuda_k_adam
+
+// PASS: pfrt.backend = "cuda"
+// PASS: llvm.call @pfrt_cuda_k_matmul
+// PASS: llvm.call @pfrt_cuda_k_sgd

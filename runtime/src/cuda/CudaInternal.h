@@ -1,0 +1,43 @@
+//===- CudaInternal.h - what DeviceTwins.cpp needs of Cuda.cpp --*- C++ -*-===//
+//
+// Not installed; nothing here is part of the ABI.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PFRT_SRC_CUDA_CUDAINTERNAL_H
+#define PFRT_SRC_CUDA_CUDAINTERNAL_H
+
+#include <cstdint>
+
+namespace pfrt {
+namespace cuda {
+
+/// Whether pfrt_cuda_init has run.
+bool deviceReady();
+
+/// A device allocation of `bytes` outside the arena, kept for the
+/// program's life (scalars, scratch, the error record). Fatal, naming
+/// `what`, when the device has no room, or during a graph capture (where
+/// allocating is not allowed: the first step must run uncaptured).
+void *allocPersistent(int64_t bytes, const char *what);
+
+/// Page-locks the host pages holding [p, p + bytes) once, so that copies
+/// from them can be captured in a graph and re-read at each replay. Best
+/// effort: false (nothing changed) when the driver refuses.
+bool pinHostRange(const void *p, int64_t bytes);
+
+/// Whether the compute stream is being captured into a graph.
+bool streamCapturing();
+
+/// Counts the completed pfrt_cuda_synchronize calls: a host buffer whose
+/// copy was enqueued when the count was k is free again once it exceeds k.
+uint64_t syncCount();
+
+/// Called by pfrt_cuda_finalize after its synchronisation: reports an error
+/// the kernels recorded (DeviceTwins.cpp).
+void checkKernelErrors();
+
+} // namespace cuda
+} // namespace pfrt
+
+#endif // PFRT_SRC_CUDA_CUDAINTERNAL_H

@@ -1,0 +1,157 @@
+//===- Kernels.cu - libpfrt's CUDA kernels (the device twins' bodies) -----===//
+//
+// Compiled by nvcc at build time into a fatbin (sm_90 SASS and compute_90
+// PTX) that libpfrt embeds and loads with cuModuleLoadData; no CUDA runtime
+// library is involved. Every kernel is `extern "C"` (looked up by name in
+// DeviceTwins.cpp), launched with kBlock threads a block on the compute
+// stream, and loops grid-stride over its elements or rows, so any grid size
+// covers any n. The arithmetic is DeviceBodies.h's, built with
+// --fmad=false. No atomics: every output element is written by one thread,
+// and every sum has a fixed order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceBodies.h"
+
+using namespace pfrt::dev;
+
+namespace {
+__device__ inline int64_t firstIndex() {
+  return int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline int64_t gridStride() {
+  return int64_t(gridDim.x) * blockDim.x;
+}
+} // namespace
+
+#define PFRT_FOR_EACH(i, n)                                                    \
+  for (int64_t i = firstIndex(); i < (n); i += gridStride())
+
+extern "C" {
+
+__global__ void pfrt_cuda_relu(const float *x, float *y, int64_t n) {
+  PFRT_FOR_EACH(i, n) reluAt(x, y, i);
+}
+
+__global__ void pfrt_cuda_relu_grad(const float *y, const float *dy, float *dx,
+                                    int64_t n) {
+  PFRT_FOR_EACH(i, n) reluGradAt(y, dy, dx, i);
+}
+
+__global__ void pfrt_cuda_add(const float *a, const float *b, float *out,
+                              int64_t n) {
+  PFRT_FOR_EACH(i, n) addAt(a, b, out, i);
+}
+
+__global__ void pfrt_cuda_mul(const float *a, const float *b, float *out,
+                              int64_t n) {
+  PFRT_FOR_EACH(i, n) mulAt(a, b, out, i);
+}
+
+__global__ void pfrt_cuda_scale(const float *x, float *y, float f, int64_t n) {
+  PFRT_FOR_EACH(i, n) scaleAt(x, y, f, i);
+}
+
+__global__ void pfrt_cuda_copy(const float *x, float *y, int64_t n) {
+  PFRT_FOR_EACH(i, n) copyAt(x, y, i);
+}
+
+__global__ void pfrt_cuda_fill(float *y, float f, int64_t n) {
+  PFRT_FOR_EACH(i, n) fillAt(y, f, i);
+}
+
+__global__ void pfrt_cuda_bias_add(const float *x, const float *b, float *y,
+                                   int64_t c, int64_t inner, int32_t relu,
+                                   int64_t n) {
+  PFRT_FOR_EACH(i, n) biasAddAt(x, b, y, c, inner, relu, i);
+}
+
+__global__ void pfrt_cuda_bias_rows(const float *bias, float *c, int64_t cols,
+                                    int64_t n) {
+  PFRT_FOR_EACH(i, n) biasRowsAt(bias, c, cols, i);
+}
+
+/// One thread per output element, summing its reduced extent in order.
+__global__ void pfrt_cuda_reduce_sum(const float *x, float *y, ReducePlan p) {
+  PFRT_FOR_EACH(o, p.outTotal) reduceSumAt(x, y, p, o);
+}
+
+/// One thread per row: the row's loss into rowLoss.
+__global__ void pfrt_cuda_xent_rows(const float *logits, const int64_t *labels,
+                                    double *rowLoss, int64_t n, int64_t c) {
+  PFRT_FOR_EACH(r, n) xentRowLossAt(logits, labels, rowLoss, c, r);
+}
+
+/// One thread: the mean of the rows in row order, and the label check.
+__global__ void pfrt_cuda_xent_total(const double *rowLoss,
+                                     const int64_t *labels, float *loss,
+                                     int64_t n, int64_t c, DeviceError *err) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    xentTotal(rowLoss, labels, loss, n, c, err);
+}
+
+/// One thread: the gradient's label check.
+__global__ void pfrt_cuda_xent_check_labels(const int64_t *labels, int64_t n,
+                                            int64_t c, DeviceError *err) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    xentCheckLabels(labels, n, c, kErrXentGradLabel, err);
+}
+
+/// One thread per row: max and sum of exponentials.
+__global__ void pfrt_cuda_xent_stats(const float *logits, double *stats,
+                                     int64_t n, int64_t c) {
+  PFRT_FOR_EACH(r, n) xentRowStatsAt(logits, stats, c, r);
+}
+
+/// One thread per element of [n, c].
+__global__ void pfrt_cuda_xent_grad(const float *logits, const int64_t *labels,
+                                    const float *dloss, const double *stats,
+                                    float *dlogits, int64_t n, int64_t c,
+                                    int64_t total) {
+  PFRT_FOR_EACH(i, total)
+  xentGradAt(logits, labels, dloss, stats, dlogits, n, c, i);
+}
+
+/// lr and step are device scalars (pfrt_cuda_scalar), read at run time so a
+/// replayed graph sees the current values.
+__global__ void pfrt_cuda_sgd(const float *p, const float *g, const float *lr,
+                              const float *buf, const float *step, float *np,
+                              float *nbuf, SgdParams q, int64_t n) {
+  const float lrf = *lr;
+  const float t = q.momentum ? *step : 0.0f;
+  PFRT_FOR_EACH(i, n) sgdAt(p, g, buf, np, nbuf, lrf, t, q, i);
+}
+
+/// Each block's first thread derives the constants (float64 bias
+/// corrections) once for the block; with bias correction and step < 1
+/// nothing is updated and block 0 records the error.
+__global__ void pfrt_cuda_adam(const float *p, const float *g, const float *m,
+                               const float *v, const float *lr,
+                               const float *step, float *np, float *nm,
+                               float *nv, int64_t n, double beta1, double beta2,
+                               double eps, double weight_decay,
+                               int32_t decoupled, int32_t bias_correction,
+                               DeviceError *err) {
+  __shared__ AdamConsts k;
+  __shared__ int ok;
+  if (threadIdx.x == 0) {
+    float t = *step;
+    ok = makeAdamConsts(*lr, t, beta1, beta2, eps, weight_decay, decoupled,
+                        bias_correction, &k);
+    if (!ok && blockIdx.x == 0)
+      raiseError(err, kErrAdamStep, 0, 0, 0, double(t));
+  }
+  __syncthreads();
+  if (!ok)
+    return;
+  PFRT_FOR_EACH(i, n) adamAt(p, g, m, v, np, nm, nv, k, i);
+}
+
+/// One thread: a run-time scalar's value, passed at launch (the value when
+/// the launch was enqueued, whatever the host does with it afterwards).
+__global__ void pfrt_cuda_set_scalar(float *slot, float value) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    *slot = value;
+}
+
+} // extern "C"

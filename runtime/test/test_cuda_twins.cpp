@@ -1,0 +1,430 @@
+//===- test_cuda_twins.cpp - the device twins on a GPU --------------------===//
+//
+// pfrt-test-cuda-twins DIR [MODE]. Without a CUDA device it exits 77
+// (run_tests.sh says SKIP). With one, it starts as a compiled GPU rank does
+// (pfrt_cuda_arena_plan) and runs every device twin of pfrt_device.def on
+// fresh random data against its host row or CPU kernel:
+//   - element-wise kernels, bias_add(_relu), reduce_sum, sgd: bit for bit;
+//   - softmax_xent and its gradient, adam: within 1e-6 relative (the GPU's
+//     log and pow may differ from libm's in the last bit of a double);
+//   - matmul, matmul_acc, matmul_bias (every transpose, batch_b 1 and
+//     batch, k = 0): within 1e-5 of the CPU's float32 GEMM;
+//   - init_param and inputs: bit for bit with the host rows; scalars,
+//     report_loss / report_output through the host;
+//   - state registered on the device: gather, set, save and load;
+//   - reductions run twice give the same bits, and a captured graph replays
+//     the uncaptured results and re-reads a changed host scalar.
+// MODE "bad_label" reports the loss of a cross-entropy with an
+// out-of-range label (run_tests.sh expects the fatal error naming it).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+#include "pfrt/pfrt.h"
+#include "pfrt/pfrt_cuda.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+uint64_t gSeed, gState, gTag;
+int64_t gNext = 0; // bump offset into the device arena
+const int64_t kArena = int64_t(256) << 20;
+
+std::vector<float> uniform(int64_t n, float lo = -3.0f, float hi = 3.0f) {
+  std::vector<float> v(static_cast<size_t>(n));
+  uint64_t t = ++gTag;
+  for (int64_t i = 0; i < n; ++i)
+    v[size_t(i)] =
+        lo + (hi - lo) * 0.5f * (pt_value(gSeed, t, 0, uint64_t(i)) + 1.0f);
+  return v;
+}
+
+int64_t randint(int64_t lo, int64_t hi) { return pt_randint(&gState, lo, hi); }
+
+/// A fresh device buffer of `bytes` (the test's own bump allocation).
+void *dalloc(int64_t bytes) {
+  int64_t at = gNext;
+  gNext += (bytes + 255) / 256 * 256;
+  CHECK(gNext <= kArena, "the test needs more than %lld bytes of arena",
+        (long long)kArena);
+  return pfrt_cuda_arena_ptr(at, bytes > 0 ? bytes : 1);
+}
+
+template <typename T> T *upload(const std::vector<T> &h) {
+  T *d = static_cast<T *>(dalloc(int64_t(h.size() * sizeof(T))));
+  if (!h.empty())
+    pfrt_cuda_h2d(d, h.data(), int64_t(h.size() * sizeof(T)));
+  return d;
+}
+
+std::vector<float> download(const float *d, int64_t n) {
+  std::vector<float> h(static_cast<size_t>(n));
+  if (n > 0)
+    pfrt_cuda_d2h(h.data(), d, n * int64_t(sizeof(float)));
+  return h;
+}
+
+void expectBits(const std::vector<float> &got, const std::vector<float> &want,
+                const std::string &what) {
+  CHECK(got.size() == want.size(), "%s: sizes differ", what.c_str());
+  for (size_t i = 0; i < got.size(); ++i)
+    CHECK(std::memcmp(&got[i], &want[i], 4) == 0,
+          "%s: element %zu is %.9g, the CPU's %.9g", what.c_str(), i,
+          double(got[i]), double(want[i]));
+}
+
+void expectClose(const std::vector<float> &got, const std::vector<float> &want,
+                 double tol, const std::string &what) {
+  CHECK(got.size() == want.size(), "%s: sizes differ", what.c_str());
+  for (size_t i = 0; i < got.size(); ++i) {
+    double g = got[i], w = want[i];
+    CHECK(g == w || std::fabs(g - w) <= tol * std::max(1.0, std::fabs(w)),
+          "%s: element %zu is %.9g, the CPU's %.9g", what.c_str(), i, g, w);
+  }
+}
+
+void elementwise() {
+  for (int64_t n : {int64_t(1), int64_t(257), int64_t(100003)}) {
+    std::string at = " n=" + std::to_string(n);
+    auto a = uniform(n), b = uniform(n);
+    a[0] = -0.0f;
+    float *da = upload(a), *db = upload(b);
+    float *dout = static_cast<float *>(dalloc(n * 4));
+    std::vector<float> want(static_cast<size_t>(n));
+    pfrt_cuda_k_relu(da, dout, n);
+    pfrt_k_relu(a.data(), want.data(), n);
+    expectBits(download(dout, n), want, "relu" + at);
+    pfrt_cuda_k_relu_grad(da, db, dout, n);
+    pfrt_k_relu_grad(a.data(), b.data(), want.data(), n);
+    expectBits(download(dout, n), want, "relu_grad" + at);
+    pfrt_cuda_k_add(da, db, dout, n);
+    pfrt_k_add(a.data(), b.data(), want.data(), n);
+    expectBits(download(dout, n), want, "add" + at);
+    pfrt_cuda_k_mul(da, db, dout, n);
+    pfrt_k_mul(a.data(), b.data(), want.data(), n);
+    expectBits(download(dout, n), want, "mul" + at);
+    pfrt_cuda_k_scale(da, dout, n, 0.3);
+    pfrt_k_scale(a.data(), want.data(), n, 0.3);
+    expectBits(download(dout, n), want, "scale" + at);
+    pfrt_cuda_k_copy(da, dout, n);
+    expectBits(download(dout, n), a, "copy" + at);
+    pfrt_cuda_k_fill(dout, n, 1.0 / 3.0);
+    pfrt_k_fill(want.data(), n, 1.0 / 3.0);
+    expectBits(download(dout, n), want, "fill" + at);
+  }
+  for (int relu = 0; relu < 2; ++relu) {
+    const int64_t outer = 7, c = 13, inner = 9, total = outer * c * inner;
+    auto x = uniform(total), b = uniform(c);
+    float *dx = upload(x), *dbias = upload(b);
+    float *dy = static_cast<float *>(dalloc(total * 4));
+    std::vector<float> want(static_cast<size_t>(total));
+    if (relu) {
+      pfrt_cuda_k_bias_add_relu(dx, dbias, dy, outer, c, inner);
+      pfrt_k_bias_add_relu(x.data(), b.data(), want.data(), outer, c, inner);
+    } else {
+      pfrt_cuda_k_bias_add(dx, dbias, dy, outer, c, inner);
+      pfrt_k_bias_add(x.data(), b.data(), want.data(), outer, c, inner);
+    }
+    expectBits(download(dy, total), want, relu ? "bias_add_relu" : "bias_add");
+  }
+}
+
+void reduceSum() {
+  struct Case {
+    std::vector<int64_t> shape;
+    std::vector<int8_t> reduce;
+  };
+  const Case cases[] = {
+      {{1000}, {1}},          {{33, 65}, {1, 0}},           {{33, 65}, {0, 1}},
+      {{6, 7, 9}, {1, 0, 1}}, {{2, 3, 4, 5}, {0, 1, 1, 0}}, {{5, 3}, {0, 0}},
+      {{4, 0, 3}, {0, 1, 0}}, {{512, 1024}, {1, 0}}};
+  for (const Case &cs : cases) {
+    int64_t total = 1, out = 1;
+    for (size_t d = 0; d < cs.shape.size(); ++d) {
+      total *= cs.shape[d];
+      if (!cs.reduce[d])
+        out *= cs.shape[d];
+    }
+    auto x = uniform(total);
+    float *dx = upload(x);
+    float *dy = static_cast<float *>(dalloc(out * 4));
+    std::vector<float> want(static_cast<size_t>(out));
+    int64_t rank = int64_t(cs.shape.size());
+    pfrt_k_reduce_sum(x.data(), want.data(), rank, cs.shape.data(),
+                      cs.reduce.data());
+    pfrt_cuda_k_reduce_sum(dx, dy, rank, cs.shape.data(), cs.reduce.data());
+    auto first = download(dy, out);
+    expectBits(first, want, "reduce_sum");
+    pfrt_cuda_k_reduce_sum(dx, dy, rank, cs.shape.data(), cs.reduce.data());
+    expectBits(download(dy, out), first, "reduce_sum run twice");
+  }
+}
+
+void xent() {
+  struct Case {
+    int64_t n, c;
+    float lo, hi;
+  };
+  const Case cases[] = {
+      {1, 1, -1, 1}, {7, 10, -3, 3}, {33, 1000, -5, 5}, {4, 17, -900, 900}};
+  for (const Case &cs : cases) {
+    auto x = uniform(cs.n * cs.c, cs.lo, cs.hi);
+    std::vector<int64_t> labels(static_cast<size_t>(cs.n));
+    for (auto &l : labels)
+      l = randint(0, cs.c - 1);
+    float *dx = upload(x);
+    int64_t *dl = upload(labels);
+    float *dloss = static_cast<float *>(dalloc(4));
+    pfrt_cuda_k_softmax_xent(dx, dl, dloss, cs.n, cs.c);
+    std::vector<float> want(1);
+    pfrt_k_softmax_xent(x.data(), labels.data(), want.data(), cs.n, cs.c);
+    auto first = download(dloss, 1);
+    expectClose(first, want, 1e-6, "softmax_xent");
+    pfrt_cuda_k_softmax_xent(dx, dl, dloss, cs.n, cs.c);
+    expectBits(download(dloss, 1), first, "softmax_xent run twice");
+    std::vector<float> g = {0.75f};
+    float *dg = upload(g);
+    float *dd = static_cast<float *>(dalloc(cs.n * cs.c * 4));
+    std::vector<float> wantD(static_cast<size_t>(cs.n * cs.c));
+    pfrt_cuda_k_softmax_xent_grad(dx, dl, dg, dd, cs.n, cs.c);
+    pfrt_k_softmax_xent_grad(x.data(), labels.data(), g.data(), wantD.data(),
+                             cs.n, cs.c);
+    expectClose(download(dd, cs.n * cs.c), wantD, 1e-6, "softmax_xent_grad");
+  }
+}
+
+void optimizers() {
+  const int64_t n = 1031;
+  float *lr = pfrt_scalar("lr"), *step = pfrt_scalar("step");
+  // SGD with momentum and weight decay, 3 steps (bit for bit).
+  {
+    auto p = uniform(n), buf = uniform(n);
+    float *dp = upload(p), *dbuf = upload(buf);
+    for (int t = 1; t <= 3; ++t) {
+      auto g = uniform(n);
+      float *dgr = upload(g);
+      *lr = 0.05f * float(t);
+      *step = float(t);
+      pfrt_cuda_k_sgd(dp, dgr, pfrt_cuda_scalar("lr"), dbuf,
+                      pfrt_cuda_scalar("step"), dp, dbuf, n, 0.9, 0.1, 0.01, 0);
+      pfrt_k_sgd(p.data(), g.data(), lr, buf.data(), step, p.data(), buf.data(),
+                 n, 0.9, 0.1, 0.01, 0);
+      expectBits(download(dp, n), p, "sgd step " + std::to_string(t));
+      expectBits(download(dbuf, n), buf, "sgd buf step " + std::to_string(t));
+    }
+  }
+  // AdamW with bias correction, 3 steps.
+  {
+    auto p = uniform(n);
+    std::vector<float> m(static_cast<size_t>(n), 0.0f), v = m;
+    float *dp = upload(p), *dm = upload(m), *dv = upload(v);
+    for (int t = 1; t <= 3; ++t) {
+      auto g = uniform(n);
+      float *dgr = upload(g);
+      *lr = 1e-3f;
+      *step = float(t);
+      pfrt_cuda_k_adam(dp, dgr, dm, dv, pfrt_cuda_scalar("lr"),
+                       pfrt_cuda_scalar("step"), dp, dm, dv, n, 0.9, 0.999,
+                       1e-8, 0.01, 1, 1);
+      pfrt_k_adam(p.data(), g.data(), m.data(), v.data(), lr, step, p.data(),
+                  m.data(), v.data(), n, 0.9, 0.999, 1e-8, 0.01, 1, 1);
+      expectClose(download(dp, n), p, 1e-6, "adam p");
+      expectClose(download(dm, n), m, 1e-6, "adam m");
+      expectClose(download(dv, n), v, 1e-6, "adam v");
+    }
+  }
+}
+
+void matmuls() {
+  const int64_t m = 37, n = 53, k = 29;
+  for (int64_t batch : {int64_t(1), int64_t(3)})
+    for (int64_t batchB : {int64_t(1), batch})
+      for (int ta = 0; ta < 2; ++ta)
+        for (int tb = 0; tb < 2; ++tb)
+          for (int kind = 0; kind < 3; ++kind) {
+            auto a = uniform(batch * m * k), b = uniform(batchB * k * n);
+            auto c = uniform(batch * m * n), bias = uniform(n);
+            float *da = upload(a), *db = upload(b), *dc = upload(c),
+                  *dbias = upload(bias);
+            std::vector<float> want = c;
+            if (kind == 0) {
+              pfrt_cuda_k_matmul(da, db, dc, batch, batchB, m, n, k, ta, tb);
+              pfrt_k_matmul(a.data(), b.data(), want.data(), batch, batchB, m,
+                            n, k, ta, tb);
+            } else if (kind == 1) {
+              pfrt_cuda_k_matmul_acc(da, db, dc, batch, batchB, m, n, k, ta,
+                                     tb);
+              pfrt_k_matmul_acc(a.data(), b.data(), want.data(), batch, batchB,
+                                m, n, k, ta, tb);
+            } else {
+              pfrt_cuda_k_matmul_bias(da, db, dbias, dc, batch, batchB, m, n, k,
+                                      ta, tb);
+              pfrt_k_matmul_bias(a.data(), b.data(), bias.data(), want.data(),
+                                 batch, batchB, m, n, k, ta, tb);
+            }
+            char what[96];
+            snprintf(what, sizeof(what),
+                     "matmul kind %d batch %lld batch_b %lld ta %d tb %d", kind,
+                     (long long)batch, (long long)batchB, ta, tb);
+            expectClose(download(dc, batch * m * n), want, 1e-5, what);
+          }
+  // k == 0: zeros, unchanged, bias rows.
+  auto c = uniform(m * n), bias = uniform(n);
+  float *dc = upload(c), *dbias = upload(bias);
+  pfrt_cuda_k_matmul_acc(nullptr, nullptr, dc, 1, 1, m, n, 0, 0, 0);
+  expectBits(download(dc, m * n), c, "matmul_acc k=0");
+  std::vector<float> want(static_cast<size_t>(m * n));
+  pfrt_cuda_k_matmul_bias(nullptr, nullptr, dbias, dc, 1, 1, m, n, 0, 0, 0);
+  pfrt_k_matmul_bias(nullptr, nullptr, bias.data(), want.data(), 1, 1, m, n, 0,
+                     0, 0);
+  expectBits(download(dc, m * n), want, "matmul_bias k=0");
+  pfrt_cuda_k_matmul(nullptr, nullptr, dc, 1, 1, m, n, 0, 0, 0);
+  std::fill(want.begin(), want.end(), 0.0f);
+  expectBits(download(dc, m * n), want, "matmul k=0");
+}
+
+void hostRows() {
+  // init_param: a shard of a normal initialiser, bit for bit.
+  const int64_t logical[2] = {10, 12}, off[2] = {3, 4}, shape[2] = {5, 6};
+  float *dp = static_cast<float *>(dalloc(30 * 4));
+  pfrt_cuda_init_param(dp, PFRT_INIT_NORMAL, 0.0, 0.02, gSeed, 7, 2, logical,
+                       off, shape);
+  std::vector<float> want(30);
+  pfrt_init_param(want.data(), PFRT_INIT_NORMAL, 0.0, 0.02, gSeed, 7, 2,
+                  logical, off, shape);
+  expectBits(download(dp, 30), want, "init_param");
+  float *ds = static_cast<float *>(dalloc(4));
+  pfrt_cuda_init_param(ds, PFRT_INIT_CONSTANT, 2.5, 0.0, gSeed, 8, 0, nullptr,
+                       nullptr, nullptr);
+  expectBits(download(ds, 1), {2.5f}, "init_param rank 0");
+  // Synthetic inputs, twice (the second load is the resident batch).
+  const int64_t ishape[2] = {4, 8};
+  float *din = static_cast<float *>(dalloc(32 * 4));
+  std::vector<float> host(32);
+  for (int rep = 0; rep < 2; ++rep) {
+    pfrt_cuda_load_input(0, din, 128, PFRT_DTYPE_F32, 0, gSeed, 11, 2, ishape);
+    pfrt_synthetic_batch(host.data(), gSeed, 11, 0, 2, ishape, nullptr,
+                         nullptr);
+    expectBits(download(din, 32), host, "load_input");
+  }
+  // Parts: two micro-batches of the rows.
+  const int64_t zero[2] = {0, 0};
+  float *dpart = static_cast<float *>(dalloc(16 * 4));
+  for (int64_t part = 0; part < 2; ++part) {
+    pfrt_cuda_load_input_part(1, dpart, 64, part, 2, PFRT_DTYPE_F32, 0, gSeed,
+                              12, 2, ishape, 1, zero, ishape);
+    std::vector<float> w(16);
+    pfrt_load_input_part(1, w.data(), 64, part, 2, PFRT_DTYPE_F32, 0, gSeed, 12,
+                         2, ishape, 1, zero, ishape);
+    expectBits(download(dpart, 16), w, "load_input_part");
+  }
+  // Results through the host.
+  pfrt_arena_reset();
+  std::vector<float> loss = {1.25f}, out = uniform(9);
+  pfrt_cuda_report_loss(upload(loss), 0);
+  pfrt_cuda_report_output(1, upload(out), 36);
+  pfrt_end_step();
+  CHECK(pfrt_loss_count() == 1 && pfrt_loss_value(0) == 1.25f,
+        "report_loss: %d losses", pfrt_loss_count());
+  std::vector<float> back(9);
+  CHECK(pfrt_output_bytes(1) == 36, "report_output: %lld bytes",
+        (long long)pfrt_output_bytes(1));
+  pfrt_output_copy(1, back.data(), 36);
+  expectBits(back, out, "report_output");
+}
+
+void state(const std::string &dir) {
+  const int64_t logical[2] = {6, 5};
+  auto v = uniform(30);
+  float *dv = upload(v);
+  pfrt_cuda_state_register("w", PFRT_DTYPE_F32, 2, logical, nullptr, nullptr,
+                           dv);
+  std::vector<float> got(30);
+  pfrt_state_gather("w", got.data(), 120);
+  expectBits(got, v, "state_gather of device state");
+  auto v2 = uniform(30);
+  pfrt_state_set("w", v2.data(), 120);
+  expectBits(download(dv, 30), v2, "state_set of device state");
+  pfrt_state_save(dir.c_str(), 5);
+  pfrt_cuda_k_fill(dv, 30, 0.0);
+  int64_t step = -1;
+  pfrt_state_load(dir.c_str(), &step);
+  CHECK(step == 5, "state_load: step %lld", (long long)step);
+  expectBits(download(dv, 30), v2, "state_load of device state");
+  pfrt_state_clear();
+}
+
+/// A captured graph: scalar refresh, SGD, reduce, cross-entropy; replayed,
+/// it must give the uncaptured run's bits and see a changed host lr.
+void graphs() {
+  if (!pfrt_cuda_graphs_enabled())
+    return;
+  const int64_t n = 4099;
+  auto p0 = uniform(n), g = uniform(n);
+  float *dp = upload(p0), *dg = upload(g);
+  float *lr = pfrt_scalar("lr");
+  *lr = 0.5f;
+  auto run = [&] {
+    pfrt_cuda_k_sgd(dp, dg, pfrt_cuda_scalar("lr"), nullptr, nullptr, dp,
+                    nullptr, n, 0.0, 0.0, 0.0, 0);
+  };
+  run(); // uncaptured: p1 = p0 - 0.5 g
+  auto p1 = download(dp, n);
+  pfrt_cuda_h2d(dp, p0.data(), n * 4);
+  pfrt_cuda_graph_begin();
+  run();
+  pfrt_cuda_graph_end();
+  pfrt_cuda_graph_launch();
+  expectBits(download(dp, n), p1, "graph replay");
+  *lr = 0.25f; // the replay must read the new host value
+  pfrt_cuda_h2d(dp, p0.data(), n * 4);
+  pfrt_cuda_graph_launch();
+  std::vector<float> want(static_cast<size_t>(n));
+  float quarter = 0.25f;
+  pfrt_k_sgd(p0.data(), g.data(), &quarter, nullptr, nullptr, want.data(),
+             nullptr, n, 0.0, 0.0, 0.0, 0);
+  expectBits(download(dp, n), want, "graph replay after a new lr");
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (pfrt_cuda_device_count() == 0) {
+    printf("cuda-twins: no CUDA device here, skipped\n");
+    return 77;
+  }
+  pfrt_init(&argc, &argv);
+  gSeed = pt_seed("cuda-twins");
+  gState = pt_mix(gSeed ^ 0x7717e5);
+  std::string dir = argc > 1 ? argv[1] : "/tmp/pfrt-cuda-twins";
+  std::string mode = argc > 2 ? argv[2] : "";
+  pfrt_cuda_arena_plan(kArena);
+  if (mode == "bad_label") {
+    std::vector<float> x = uniform(4 * 5);
+    std::vector<int64_t> labels = {0, 4, 7, 1};
+    float *dloss = static_cast<float *>(dalloc(4));
+    pfrt_cuda_k_softmax_xent(upload(x), upload(labels), dloss, 4, 5);
+    pfrt_cuda_report_loss(dloss, 0); // fatal: label 7 at row 2
+    return 0;
+  }
+  elementwise();
+  reduceSum();
+  xent();
+  optimizers();
+  matmuls();
+  hostRows();
+  state(dir);
+  graphs();
+  pfrt_cuda_synchronize();
+  printf("cuda-twins: every device twin matches its host row (arena high "
+         "water %lld)\n",
+         (long long)pfrt_cuda_arena_high_water());
+  pfrt_cuda_finalize();
+  pfrt_finalize();
+  return 0;
+}
