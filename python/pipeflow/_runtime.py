@@ -58,7 +58,8 @@ REQUIRED = ("pfrt_init", "pfrt_finalize", "pfrt_rank", "pfrt_world_size", "pfrt_
             "pfrt_box_all_gather", "pfrt_broadcast")
 # Bound when the object exports them (objects linked with an older libpfrt
 # may not; the front end then falls back to a bit-exact all-gather).
-OPTIONAL = ("pfrt_broadcast_i64", "pfrt_output_count", "pfrt_output_bytes", "pfrt_output_copy")
+OPTIONAL = ("pfrt_broadcast_i64", "pfrt_output_count", "pfrt_output_bytes", "pfrt_output_copy",
+            "pfrt_cuda_active", "pfrt_cuda_run_step")
 # The persistent-state registry (pfrt.h, "Persistent state"); bound when the
 # object exports all of it (only reading or loading state needs it).
 STATE = ("pfrt_state_count", "pfrt_state_name", "pfrt_state_gather", "pfrt_state_set",
@@ -197,7 +198,12 @@ class Program:
         for index, array in inputs:
             if fn.pfrt_set_input(index, array.ctypes.data, array.nbytes) != 0:
                 raise BackendUnavailable(f"pfrt_set_input({index}) failed")
-        fn.pf_step(step)
+        if hasattr(fn, "pfrt_cuda_active") and fn.pfrt_cuda_active():
+            # A GPU rank: its second step is captured as a CUDA graph, then
+            # replayed (libpfrt loads the inputs and reports around it).
+            fn.pfrt_cuda_run_step(ctypes.cast(self.lib.pf_step, ctypes.c_void_p), step)
+        else:
+            fn.pf_step(step)
         fn.pfrt_end_step()
         count = fn.pfrt_loss_count()
         return np.array([fn.pfrt_loss_value(k) for k in range(count)], dtype=np.float32)

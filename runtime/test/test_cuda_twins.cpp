@@ -391,6 +391,64 @@ void graphs() {
   expectBits(download(dp, n), want, "graph replay after a new lr");
 }
 
+/// pfrt_cuda_run_step: a step that loads a user input, scales it by the
+/// scalar lr (SGD of zeros with gradient -x), sums it and reports the sum
+/// as its loss. Step 0 runs uncaptured, step 1 is captured and replayed,
+/// steps 2-4 replay: every step must see its own input and lr (loaded and
+/// refreshed around each replay) and report its own loss, equal to the
+/// uncaptured kernels' bits.
+constexpr int64_t kStepN = 1000;
+float *gStepX, *gStepY, *gStepLoss;
+void stepFn(int64_t) {
+  const int64_t shape[1] = {kStepN};
+  pfrt_cuda_load_input(0, gStepX, kStepN * 4, PFRT_DTYPE_F32, 0, gSeed, 13, 1,
+                       shape);
+  pfrt_cuda_k_fill(gStepY, kStepN, 0.0);
+  pfrt_cuda_k_scale(gStepX, gStepX, kStepN, -1.0);
+  pfrt_cuda_k_sgd(gStepY, gStepX, pfrt_cuda_scalar("lr"), nullptr, nullptr,
+                  gStepY, nullptr, kStepN, 0.0, 0.0, 0.0, 0);
+  const int8_t reduce[1] = {1};
+  pfrt_cuda_k_reduce_sum(gStepY, gStepLoss, 1, shape, reduce);
+  pfrt_cuda_report_loss(gStepLoss, 0);
+}
+
+void runStep() {
+  gStepX = static_cast<float *>(dalloc(kStepN * 4));
+  gStepY = static_cast<float *>(dalloc(kStepN * 4));
+  gStepLoss = static_cast<float *>(dalloc(4));
+  pfrt_use_user_inputs(1);
+  float previous = 0.0f;
+  for (int64_t k = 0; k < 5; ++k) {
+    auto x = uniform(kStepN);
+    float lr = 0.5f + 0.25f * float(k);
+    pfrt_begin_step(k);
+    *pfrt_scalar("lr") = lr;
+    pfrt_set_input(0, x.data(), kStepN * 4);
+    pfrt_cuda_run_step(stepFn, k);
+    pfrt_end_step();
+    // The host kernels on the same data.
+    std::vector<float> y(static_cast<size_t>(kStepN), 0.0f);
+    std::vector<float> nx(static_cast<size_t>(kStepN));
+    pfrt_k_scale(x.data(), nx.data(), kStepN, -1.0);
+    pfrt_k_sgd(y.data(), nx.data(), &lr, nullptr, nullptr, y.data(), nullptr,
+               kStepN, 0.0, 0.0, 0.0, 0);
+    float want = 0.0f;
+    const int64_t shape[1] = {kStepN};
+    const int8_t reduce[1] = {1};
+    pfrt_k_reduce_sum(y.data(), &want, 1, shape, reduce);
+    CHECK(pfrt_loss_count() == 1, "run_step %lld: %d losses", (long long)k,
+          pfrt_loss_count());
+    float got = pfrt_loss_value(0);
+    CHECK(std::memcmp(&got, &want, 4) == 0,
+          "run_step %lld: loss %.9g, the host kernels give %.9g", (long long)k,
+          double(got), double(want));
+    CHECK(k == 0 || got != previous, "run_step %lld: the loss did not change",
+          (long long)k);
+    previous = got;
+  }
+  pfrt_use_user_inputs(0);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -420,6 +478,7 @@ int main(int argc, char **argv) {
   hostRows();
   state(dir);
   graphs();
+  runStep();
   pfrt_cuda_synchronize();
   printf("cuda-twins: every device twin matches its host row (arena high "
          "water %lld)\n",

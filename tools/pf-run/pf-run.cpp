@@ -90,6 +90,12 @@ static cl::opt<std::string>
             cl::desc("Save a checkpoint after the last step"),
             cl::cat(runCategory));
 
+static cl::opt<bool> noCudaGraph(
+    "no-cuda-graph",
+    cl::desc("GPU ranks run every step uncaptured (default: each captures "
+             "its second step as a CUDA graph and replays it)"),
+    cl::cat(runCategory));
+
 static cl::opt<bool> memoryReport(
     "memory-report",
     cl::desc("Each rank prints its planned arena, the arena's measured "
@@ -282,6 +288,8 @@ int main(int argc, char **argv) {
     args.push_back("--threads=" + std::to_string(threads.getValue()));
     if (!lossOut.empty())
       args.push_back("--loss-out=" + lossOut);
+    if (noCudaGraph)
+      args.push_back("--no-cuda-graph");
     for (auto [flag, value] :
          {std::pair<const char *, const std::string *>{"--data=", &dataDir},
           {"--load=", &loadDir},

@@ -116,6 +116,22 @@ int pfrt_cuda_graph_launch(void);
  * the world rank), then pfrt_cuda_arena_init; a second call with at most
  * the planned size is a no-op. */
 int pfrt_cuda_arena_plan(int64_t bytes);
+/* Whether this process's program runs on a GPU (pfrt_cuda_arena_plan ran:
+ * the compiled pf_init_params of a GPU rank calls it). */
+int pfrt_cuda_active(void);
+/* One step of a GPU program, for its driver (pfrt_main, the Python front
+ * end): `step` (the compiled pf_step) runs uncaptured on the first call, as
+ * it allocates what a capture may not (scratch, scalar slots, cuBLASLt
+ * plans); the second call captures it as a CUDA graph, and every call from
+ * then on replays the graph (PFRT_NO_CUDA_GRAPH=1: every call runs it
+ * uncaptured). What the captured step does on the host runs on the calling
+ * thread around each replay: its inputs are loaded into page-locked buffers
+ * before (the captured copies read them), its losses and outputs reported
+ * after. Waits for the device, and makes an error the kernels recorded (an
+ * out-of-range label) fatal, before returning. The step function must
+ * enqueue the same work every step (the compiled step does: its argument is
+ * unused). */
+int pfrt_cuda_run_step(void (*step)(int64_t), int64_t k);
 /* Initialised on the host (bit-identical to the CPU run), then copied. */
 int pfrt_cuda_init_param(float *out, int32_t kind, double a, double b,
                          uint64_t seed, uint64_t stream, int64_t rank_ndim,
@@ -124,8 +140,8 @@ int pfrt_cuda_init_param(float *out, int32_t kind, double a, double b,
                          const int64_t *shard_shape);
 /* Registers device-resident state: checkpoints (pfrt_state_gather, _set,
  * _save, _load) copy through the host. */
-int pfrt_cuda_state_register(const char *name, int32_t dtype,
-                             int64_t rank_ndim, const int64_t *logical_shape,
+int pfrt_cuda_state_register(const char *name, int32_t dtype, int64_t rank_ndim,
+                             const int64_t *logical_shape,
                              const int64_t *offset, const int64_t *box_shape,
                              void *data);
 /* A device float mirroring pfrt_scalar(name): every call enqueues a copy of
@@ -141,22 +157,21 @@ float *pfrt_cuda_scalar(const char *name);
 void pfrt_cuda_report_loss(const float *loss, int32_t microbatch);
 void pfrt_cuda_report_output(int32_t index, const void *data, int64_t bytes);
 /* Loaded on the host exactly as pfrt_load_input[_boxes|_part], then copied. */
-int pfrt_cuda_load_input(int64_t index, void *out, int64_t bytes,
-                         int32_t dtype, int64_t num_classes, uint64_t seed,
-                         uint64_t stream, int64_t ndim, const int64_t *shape);
+int pfrt_cuda_load_input(int64_t index, void *out, int64_t bytes, int32_t dtype,
+                         int64_t num_classes, uint64_t seed, uint64_t stream,
+                         int64_t ndim, const int64_t *shape);
 int pfrt_cuda_load_input_boxes(int64_t index, void *out, int64_t bytes,
                                int32_t dtype, int64_t num_classes,
                                uint64_t seed, uint64_t stream, int64_t ndim,
-                               const int64_t *logical_shape,
-                               int64_t num_boxes, const int64_t *offsets,
+                               const int64_t *logical_shape, int64_t num_boxes,
+                               const int64_t *offsets,
                                const int64_t *box_shape);
 int pfrt_cuda_load_input_part(int64_t index, void *out, int64_t bytes,
                               int64_t part, int64_t num_parts, int32_t dtype,
                               int64_t num_classes, uint64_t seed,
                               uint64_t stream, int64_t ndim,
                               const int64_t *logical_shape, int64_t num_boxes,
-                              const int64_t *offsets,
-                              const int64_t *box_shape);
+                              const int64_t *offsets, const int64_t *box_shape);
 
 /* Kernels: the CPU kernels' arithmetic (runtime/src/cuda/DeviceBodies.h
  * holds the per-element and per-row bodies both builds share). GEMMs go
@@ -176,9 +191,9 @@ void pfrt_cuda_k_bias_add_relu(const float *x, const float *b, float *y,
                                int64_t outer, int64_t c, int64_t inner);
 void pfrt_cuda_k_reduce_sum(const float *x, float *y, int64_t rank,
                             const int64_t *shape, const int8_t *reduce);
-void pfrt_cuda_k_matmul(const float *a, const float *b, float *c,
-                        int64_t batch, int64_t batch_b, int64_t m, int64_t n,
-                        int64_t k, int32_t ta, int32_t tb);
+void pfrt_cuda_k_matmul(const float *a, const float *b, float *c, int64_t batch,
+                        int64_t batch_b, int64_t m, int64_t n, int64_t k,
+                        int32_t ta, int32_t tb);
 void pfrt_cuda_k_matmul_acc(const float *a, const float *b, float *c,
                             int64_t batch, int64_t batch_b, int64_t m,
                             int64_t n, int64_t k, int32_t ta, int32_t tb);

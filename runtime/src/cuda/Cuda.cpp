@@ -332,6 +332,13 @@ bool pinHostRange(const void *p, int64_t bytes) {
 
 uint64_t syncCount() { return gState.syncs; }
 
+void copyToHostAsync(void *dst, const void *src, int64_t bytes) {
+  requireReady("pfrt_cuda copy to the host");
+  check(gState.api.cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src),
+                                     size_t(bytes), gState.stream),
+        "cuMemcpyDtoHAsync");
+}
+
 } // namespace cuda
 } // namespace pfrt
 

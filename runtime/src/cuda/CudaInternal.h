@@ -26,6 +26,10 @@ void *allocPersistent(int64_t bytes, const char *what);
 /// effort: false (nothing changed) when the driver refuses.
 bool pinHostRange(const void *p, int64_t bytes);
 
+/// A device-to-host copy enqueued on the compute stream, not waited for
+/// (the destination should be page-locked; pfrt_cuda_d2h waits).
+void copyToHostAsync(void *dst, const void *src, int64_t bytes);
+
 /// Whether the compute stream is being captured into a graph.
 bool streamCapturing();
 

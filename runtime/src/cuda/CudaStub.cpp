@@ -55,6 +55,10 @@ int pfrt_cuda_graph_launch(void) { noCuda("pfrt_cuda_graph_launch"); }
 // The device twins (pfrt_device.def). pfrt_cuda_arena_plan is where a GPU
 // rank starts, so it fails like pfrt_cuda_init (exit 2, one line).
 int pfrt_cuda_arena_plan(int64_t) { return pfrt_cuda_init(0); }
+int pfrt_cuda_active(void) { return 0; }
+int pfrt_cuda_run_step(void (*)(int64_t), int64_t) {
+  noCuda("pfrt_cuda_run_step");
+}
 int pfrt_cuda_init_param(float *, int32_t, double, double, uint64_t, uint64_t,
                          int64_t, const int64_t *, const int64_t *,
                          const int64_t *) {

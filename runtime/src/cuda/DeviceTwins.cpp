@@ -22,7 +22,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -226,6 +228,50 @@ void checkInputBuffer(const char *fn, int64_t index, void *out, int64_t bytes) {
           (long long)bytes);
 }
 
+//===----------------------------------------------------------------------===//
+// Host work of a captured step
+//===----------------------------------------------------------------------===//
+
+/// A captured step's host side. While the step is captured, a twin that
+/// needs the host (loading an input, reporting a loss or an output) records
+/// the copy on the stream, from or to a page-locked host buffer of its own,
+/// and leaves the host part here: input loads run before each replay (the
+/// previous replay has finished: the buffers are free), reports after it
+/// (the copies are done). All of it runs on the calling thread, between
+/// replays, so the runtime stays single-threaded.
+struct CapturedHostWork {
+  std::vector<std::function<void()>> before, after;
+  bool captured = false;
+  int64_t steps = 0;
+};
+CapturedHostWork gCaptured;
+/// Whether pfrt_cuda_arena_plan ran: the program runs on this GPU.
+bool gPlanned = false;
+
+/// A page-locked host buffer of `bytes` for the captured copy keyed by
+/// `key` (one per call site of the step, which runs once while captured).
+void *pinnedBuffer(int64_t bytes, const char *fn) {
+  static std::vector<std::unique_ptr<std::vector<char>>> buffers;
+  buffers.push_back(
+      std::make_unique<std::vector<char>>(size_t(bytes > 0 ? bytes : 1)));
+  void *p = buffers.back()->data();
+  if (!cuda::pinHostRange(p, bytes > 0 ? bytes : 1))
+    fatal("%s: cannot page-lock %lld bytes of host memory for a captured "
+          "copy (run with PFRT_NO_CUDA_GRAPH=1)",
+          fn, (long long)bytes);
+  return p;
+}
+
+/// While captured: the host load `load(host)` runs before each replay into
+/// a page-locked buffer the captured copy reads.
+void captureInput(void *out, int64_t bytes, const char *fn,
+                  std::function<void(void *)> load) {
+  void *host = pinnedBuffer(bytes, fn);
+  gCaptured.before.push_back([host, load] { load(host); });
+  if (bytes > 0)
+    pfrt_cuda_h2d(out, host, bytes);
+}
+
 /// The rank on this node: the launcher's local rank, else the world rank.
 int64_t localRank() {
   for (const char *var :
@@ -356,7 +402,7 @@ extern "C" {
 //===----------------------------------------------------------------------===//
 
 int pfrt_cuda_arena_plan(int64_t bytes) {
-  static bool planned = false;
+  bool &planned = gPlanned;
   static int64_t plannedBytes = 0;
   if (bytes < 0)
     fatal("pfrt_cuda_arena_plan: negative size %lld", (long long)bytes);
@@ -402,6 +448,40 @@ int pfrt_cuda_init_param(float *out, int32_t kind, double a, double b,
   return 0;
 }
 
+int pfrt_cuda_active(void) { return gPlanned ? 1 : 0; }
+
+int pfrt_cuda_run_step(void (*step)(int64_t), int64_t k) {
+  const char *fn = "pfrt_cuda_run_step";
+  if (!step)
+    fatal("%s: no step function", fn);
+  requireDevice(fn);
+  CapturedHostWork &w = gCaptured;
+  // The first step runs uncaptured: it allocates what a capture may not
+  // (scratch, scalar slots, cuBLASLt's plans). The second is captured.
+  if (!pfrt_cuda_graphs_enabled() || (w.steps == 0 && !w.captured)) {
+    step(k);
+    pfrt_cuda_synchronize();
+    checkErrors(fn);
+    ++w.steps;
+    return 0;
+  }
+  if (!w.captured) {
+    pfrt_cuda_graph_begin();
+    step(k);
+    pfrt_cuda_graph_end();
+    w.captured = true;
+  }
+  for (auto &load : w.before)
+    load();
+  pfrt_cuda_graph_launch();
+  pfrt_cuda_synchronize();
+  checkErrors(fn);
+  for (auto &report : w.after)
+    report();
+  ++w.steps;
+  return 0;
+}
+
 int pfrt_cuda_state_register(const char *name, int32_t dtype, int64_t rank_ndim,
                              const int64_t *logical_shape,
                              const int64_t *offset, const int64_t *box_shape,
@@ -437,20 +517,38 @@ float *pfrt_cuda_scalar(const char *name) {
 }
 
 void pfrt_cuda_report_loss(const float *loss, int32_t microbatch) {
-  checkErrors("pfrt_cuda_report_loss");
   if (!loss)
     pfrt_report_loss(nullptr, microbatch); // fatal, with its message
+  if (cuda::streamCapturing()) {
+    using pfrt::cuda::copyToHostAsync;
+    // The copy is captured; the report follows each replay.
+    auto *host = static_cast<float *>(
+        pinnedBuffer(sizeof(float), "pfrt_cuda_report_loss"));
+    copyToHostAsync(host, loss, sizeof(float));
+    gCaptured.after.push_back(
+        [host, microbatch] { pfrt_report_loss(host, microbatch); });
+    return;
+  }
+  checkErrors("pfrt_cuda_report_loss");
   float value;
   pfrt_cuda_d2h(&value, loss, sizeof(float));
   pfrt_report_loss(&value, microbatch);
 }
 
 void pfrt_cuda_report_output(int32_t index, const void *data, int64_t bytes) {
-  checkErrors("pfrt_cuda_report_output");
   if (bytes <= 0 || !data) {
     pfrt_report_output(index, data, bytes); // nothing to copy, or fatal
     return;
   }
+  if (cuda::streamCapturing()) {
+    using pfrt::cuda::copyToHostAsync;
+    void *host = pinnedBuffer(bytes, "pfrt_cuda_report_output");
+    copyToHostAsync(host, data, bytes);
+    gCaptured.after.push_back(
+        [index, host, bytes] { pfrt_report_output(index, host, bytes); });
+    return;
+  }
+  checkErrors("pfrt_cuda_report_output");
   std::vector<char> host(static_cast<size_t>(bytes));
   pfrt_cuda_d2h(host.data(), data, bytes);
   pfrt_report_output(index, host.data(), bytes);
@@ -460,6 +558,13 @@ int pfrt_cuda_load_input(int64_t index, void *out, int64_t bytes, int32_t dtype,
                          int64_t num_classes, uint64_t seed, uint64_t stream,
                          int64_t ndim, const int64_t *shape) {
   checkInputBuffer("pfrt_cuda_load_input", index, out, bytes);
+  if (cuda::streamCapturing()) {
+    captureInput(out, bytes, "pfrt_cuda_load_input", [=](void *host) {
+      pfrt_load_input(index, host, bytes, dtype, num_classes, seed, stream,
+                      ndim, shape);
+    });
+    return 0;
+  }
   Staging &s = stagingFor(0, index, out, bytes);
   pfrt_load_input(index, s.host.data(), bytes, dtype, num_classes, seed, stream,
                   ndim, shape);
@@ -474,6 +579,14 @@ int pfrt_cuda_load_input_boxes(int64_t index, void *out, int64_t bytes,
                                const int64_t *offsets,
                                const int64_t *box_shape) {
   checkInputBuffer("pfrt_cuda_load_input_boxes", index, out, bytes);
+  if (cuda::streamCapturing()) {
+    captureInput(out, bytes, "pfrt_cuda_load_input_boxes", [=](void *host) {
+      pfrt_load_input_boxes(index, host, bytes, dtype, num_classes, seed,
+                            stream, ndim, logical_shape, num_boxes, offsets,
+                            box_shape);
+    });
+    return 0;
+  }
   Staging &s = stagingFor(0, index, out, bytes);
   pfrt_load_input_boxes(index, s.host.data(), bytes, dtype, num_classes, seed,
                         stream, ndim, logical_shape, num_boxes, offsets,
@@ -490,6 +603,14 @@ int pfrt_cuda_load_input_part(int64_t index, void *out, int64_t bytes,
                               const int64_t *offsets,
                               const int64_t *box_shape) {
   checkInputBuffer("pfrt_cuda_load_input_part", index, out, bytes);
+  if (cuda::streamCapturing()) {
+    captureInput(out, bytes, "pfrt_cuda_load_input_part", [=](void *host) {
+      pfrt_load_input_part(index, host, bytes, part, num_parts, dtype,
+                           num_classes, seed, stream, ndim, logical_shape,
+                           num_boxes, offsets, box_shape);
+    });
+    return 0;
+  }
   Staging &s = stagingFor(1, index, out, bytes);
   pfrt_load_input_part(index, s.host.data(), bytes, part, num_parts, dtype,
                        num_classes, seed, stream, ndim, logical_shape,
