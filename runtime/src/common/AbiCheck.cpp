@@ -8,9 +8,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "pfrt/AbiTraits.h"
-#include <type_traits>
 #include "pfrt/pfrt.h"
 #include "pfrt/pfrt_cuda.h"
+#include <type_traits>
 
 namespace pfrt_abi {
 #define PFRT_FN(NAME, RET, ...)                                                \
