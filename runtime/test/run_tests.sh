@@ -341,6 +341,23 @@ else
     "$BIN/pfrt-test-cuda-twins" "$WORK/cuda_twins_bad" bad_label
 fi
 
+# The same on libpfrt's host emulation of the driver and cuBLASLt
+# (PFRT_CUDA_FAKE=1, src/cuda/FakeDevice.h): every twin against its host
+# row, device state, graph capture and replay, pfrt_cuda_run_step, here.
+# Needs libpfrt built with its CUDA layer and kernels (the fatbin).
+if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
+  run_ok cuda_twins_emulated 300 env PFRT_CUDA_FAKE=1 \
+    "$BIN/pfrt-test-cuda-twins" "$WORK/cuda_twins_fake"
+  run_ok cuda_twins_emulated_no_graph 300 env PFRT_CUDA_FAKE=1 \
+    PFRT_NO_CUDA_GRAPH=1 "$BIN/pfrt-test-cuda-twins" "$WORK/cuda_twins_fake2"
+  run_fail cuda_twins_emulated_bad_label 60 \
+    "pfrt_cuda_k_softmax_xent: label 7 at row 2 is outside [0, 5)" \
+    env PFRT_CUDA_FAKE=1 "$BIN/pfrt-test-cuda-twins" \
+    "$WORK/cuda_twins_fake_bad" bad_label
+else
+  echo "SKIP cuda_twins_emulated* (libpfrt built without its CUDA kernels)"
+fi
+
 # --- memory services and the pfrt_main driver --------------------------------
 run_ok memory_arena_persistent_scalars 30 "$BIN/pfrt-test-memory"
 run_ok inputs_by_parts 30 "$BIN/pfrt-test-inputs"

@@ -132,6 +132,31 @@ int pfrt_cuda_active(void);
  * enqueue the same work every step (the compiled step does: its argument is
  * unused). */
 int pfrt_cuda_run_step(void (*step)(int64_t), int64_t k);
+/* Communication of GPU ranks on the host-staged transport: the device data
+ * is copied to the host, the host row (pfrt.h) moves it over MPI, the result
+ * is copied back, waiting for the copies; a send's host copy lives until
+ * its wait. Any ranks, any GPUs (several ranks may share one). A step that
+ * calls them is never captured as a CUDA graph. NCCL is issue 15's. */
+int pfrt_cuda_all_reduce_sum(const float *in, float *out, int64_t count,
+                             const int64_t *ranks, int64_t n);
+int pfrt_cuda_all_gather(const float *in, float *out, int64_t count,
+                         const int64_t *ranks, int64_t n);
+int pfrt_cuda_reduce_scatter_sum(const float *in, float *out, int64_t count,
+                                 const int64_t *ranks, int64_t n);
+int pfrt_cuda_all_to_all(const float *in, float *out, int64_t count,
+                         const int64_t *ranks, int64_t n);
+int pfrt_cuda_broadcast(float *buf, int64_t count, int64_t root_world_rank,
+                        const int64_t *ranks, int64_t n);
+int pfrt_cuda_reduce_sum(const float *in, float *out, int64_t count,
+                         int64_t root_world_rank, const int64_t *ranks,
+                         int64_t n);
+int pfrt_cuda_send(const float *buf, int64_t count, int32_t dst, int32_t tag);
+int pfrt_cuda_recv(float *buf, int64_t count, int32_t src, int32_t tag);
+int pfrt_cuda_isend(const float *buf, int64_t count, int32_t dst, int32_t tag);
+int64_t pfrt_cuda_isend_tracked(const float *buf, int64_t count, int32_t dst,
+                                int32_t tag);
+int pfrt_cuda_wait_send(int64_t handle);
+int pfrt_cuda_wait_sends(void);
 /* Initialised on the host (bit-identical to the CPU run), then copied. */
 int pfrt_cuda_init_param(float *out, int32_t kind, double a, double b,
                          uint64_t seed, uint64_t stream, int64_t rank_ndim,
@@ -218,6 +243,61 @@ void pfrt_cuda_k_adam(const float *p, const float *g, const float *m,
                       double beta1, double beta2, double eps,
                       double weight_decay, int32_t decoupled,
                       int32_t bias_correction);
+/* Activations: the CPU's float32 / float64 expressions, operation for
+ * operation (no libm call; in place allowed as for the host rows). */
+void pfrt_cuda_k_activation(int32_t kind, const float *x, float *y, int64_t n);
+void pfrt_cuda_k_activation_grad(int32_t kind, const float *x, const float *dy,
+                                 float *dx, int64_t n);
+void pfrt_cuda_k_transpose(const float *x, float *y, int64_t rank,
+                           const int64_t *shape, const int64_t *perm);
+/* Convolutions: im2col of a run of images into device scratch, then one
+ * strided-batched pfrt_cuda_gemm per group (exact float32; the direct path
+ * of 1x1 stride-1 unpadded kernels reads x itself); the input gradient's
+ * col2im gathers, one thread per input element in the CPU's order; the
+ * weight gradient sums the images' products in image order (float32, as
+ * the CPU's SGEMMs accumulate them). Runs hold as many images as fit in
+ * 256 MiB of column scratch (PFRT_CUDA_CONV_SCRATCH=bytes, read once,
+ * overrides it), at least one. Results differ from the CPU's by GEMM
+ * summation order only. dims stays a host array. */
+void pfrt_cuda_k_conv2d(const float *x, const float *w, float *y,
+                        const int64_t dims[16]);
+void pfrt_cuda_k_conv2d_grad_input(const float *dy, const float *w, float *dx,
+                                   const int64_t dims[16]);
+void pfrt_cuda_k_conv2d_grad_weight(const float *x, const float *dy, float *dw,
+                                    const int64_t dims[16]);
+/* Pooling: bit for bit the CPU's (window scans in row-major order, float64
+ * sums; max-pool gradients go to the FIRST maximum of each window, gathered
+ * per input element in the CPU's scatter order). dims stays a host array. */
+void pfrt_cuda_k_max_pool2d(const float *x, float *y, const int64_t dims[12]);
+void pfrt_cuda_k_max_pool2d_grad(const float *x, const float *dy, float *dx,
+                                 const int64_t dims[12]);
+void pfrt_cuda_k_avg_pool2d(const float *x, float *y, const int64_t dims[12]);
+void pfrt_cuda_k_avg_pool2d_grad(const float *dy, float *dx,
+                                 const int64_t dims[12]);
+void pfrt_cuda_k_global_avg_pool(const float *x, float *y, int64_t n, int64_t c,
+                                 int64_t hw);
+void pfrt_cuda_k_global_avg_pool_grad(const float *dy, float *dx, int64_t n,
+                                      int64_t c, int64_t hw);
+/* Batch norm: each channel's float64 statistics summed in the CPU's order
+ * (one thread a channel over the rows' partial sums: correctness first, not
+ * a parallel reduction), then one thread per element. gamma, beta and the
+ * running statistics as for the host rows (NULL allowed, new_* may alias
+ * rmean / rvar). */
+void pfrt_cuda_k_batch_norm(const float *x, const float *gamma,
+                            const float *beta, const float *rmean,
+                            const float *rvar, float *y, float *new_mean,
+                            float *new_var, int64_t n, int64_t c, int64_t hw,
+                            double eps, double momentum);
+void pfrt_cuda_k_batch_norm_eval(const float *x, const float *gamma,
+                                 const float *beta, const float *rmean,
+                                 const float *rvar, float *y, int64_t n,
+                                 int64_t c, int64_t hw, double eps);
+void pfrt_cuda_k_batch_norm_grad_input(const float *x, const float *gamma,
+                                       const float *dy, float *dx, int64_t n,
+                                       int64_t c, int64_t hw, double eps);
+void pfrt_cuda_k_batch_norm_grad_params(const float *x, const float *dy,
+                                        float *dgamma, float *dbeta, int64_t n,
+                                        int64_t c, int64_t hw, double eps);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 
 #include "../common/Internal.h"
 #include "CudaInternal.h"
+#include "FakeDevice.h"
 #include "pfrt/pfrt.h"
 #include "pfrt/pfrt_cuda.h"
 
@@ -171,6 +172,20 @@ void loadDriver() {
   CudaState &s = gState;
   if (s.loaded)
     return;
+  if (pfrt::fake::enabled()) {
+    // Tests without a GPU (FakeDevice.h): the host emulation.
+#define PFRT_FAKE(fn, symbol) s.api.fn = &pfrt::fake::fn;
+    PFRT_CUDA_DRIVER_FUNCTIONS(PFRT_FAKE)
+    PFRT_CUBLASLT_FUNCTIONS(PFRT_FAKE)
+#undef PFRT_FAKE
+    std::fprintf(stderr,
+                 "pfrt: rank %d: PFRT_CUDA_FAKE=1: the CUDA driver "
+                 "and cuBLASLt are emulated on the host (a test "
+                 "mode, not a GPU)\n",
+                 pfrt_rank());
+    s.loaded = true;
+    return;
+  }
   void *library = openLibrary("libcuda.so.1", "CUDA driver");
 #define PFRT_RESOLVE(fn, symbol) resolve(s.api.fn, library, symbol);
   PFRT_CUDA_DRIVER_FUNCTIONS(PFRT_RESOLVE)
@@ -332,6 +347,10 @@ bool pinHostRange(const void *p, int64_t bytes) {
 
 uint64_t syncCount() { return gState.syncs; }
 
+static bool gHostStaged = false;
+void noteHostStagedCommunication() { gHostStaged = true; }
+bool hostStagedCommunication() { return gHostStaged; }
+
 void copyToHostAsync(void *dst, const void *src, int64_t bytes) {
   requireReady("pfrt_cuda copy to the host");
   check(gState.api.cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src),
@@ -345,6 +364,8 @@ void copyToHostAsync(void *dst, const void *src, int64_t bytes) {
 extern "C" {
 
 int pfrt_cuda_device_count(void) {
+  if (pfrt::fake::enabled())
+    return 1;
   void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!cuda)
     return 0;

@@ -30,6 +30,11 @@ bool pinHostRange(const void *p, int64_t bytes);
 /// (the destination should be page-locked; pfrt_cuda_d2h waits).
 void copyToHostAsync(void *dst, const void *src, int64_t bytes);
 
+/// A host-staged communication call ran (StagedComm.cpp): the program's
+/// steps wait for the host in the middle and are not captured.
+void noteHostStagedCommunication();
+bool hostStagedCommunication();
+
 /// Whether the compute stream is being captured into a graph.
 bool streamCapturing();
 

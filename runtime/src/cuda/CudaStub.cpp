@@ -56,6 +56,43 @@ int pfrt_cuda_graph_launch(void) { noCuda("pfrt_cuda_graph_launch"); }
 // rank starts, so it fails like pfrt_cuda_init (exit 2, one line).
 int pfrt_cuda_arena_plan(int64_t) { return pfrt_cuda_init(0); }
 int pfrt_cuda_active(void) { return 0; }
+int pfrt_cuda_all_reduce_sum(const float *, float *, int64_t, const int64_t *,
+                             int64_t) {
+  noCuda("pfrt_cuda_all_reduce_sum");
+}
+int pfrt_cuda_all_gather(const float *, float *, int64_t, const int64_t *,
+                         int64_t) {
+  noCuda("pfrt_cuda_all_gather");
+}
+int pfrt_cuda_reduce_scatter_sum(const float *, float *, int64_t,
+                                 const int64_t *, int64_t) {
+  noCuda("pfrt_cuda_reduce_scatter_sum");
+}
+int pfrt_cuda_all_to_all(const float *, float *, int64_t, const int64_t *,
+                         int64_t) {
+  noCuda("pfrt_cuda_all_to_all");
+}
+int pfrt_cuda_broadcast(float *, int64_t, int64_t, const int64_t *, int64_t) {
+  noCuda("pfrt_cuda_broadcast");
+}
+int pfrt_cuda_reduce_sum(const float *, float *, int64_t, int64_t,
+                         const int64_t *, int64_t) {
+  noCuda("pfrt_cuda_reduce_sum");
+}
+int pfrt_cuda_send(const float *, int64_t, int32_t, int32_t) {
+  noCuda("pfrt_cuda_send");
+}
+int pfrt_cuda_recv(float *, int64_t, int32_t, int32_t) {
+  noCuda("pfrt_cuda_recv");
+}
+int pfrt_cuda_isend(const float *, int64_t, int32_t, int32_t) {
+  noCuda("pfrt_cuda_isend");
+}
+int64_t pfrt_cuda_isend_tracked(const float *, int64_t, int32_t, int32_t) {
+  noCuda("pfrt_cuda_isend_tracked");
+}
+int pfrt_cuda_wait_send(int64_t) { noCuda("pfrt_cuda_wait_send"); }
+int pfrt_cuda_wait_sends(void) { noCuda("pfrt_cuda_wait_sends"); }
 int pfrt_cuda_run_step(void (*)(int64_t), int64_t) {
   noCuda("pfrt_cuda_run_step");
 }
@@ -153,5 +190,70 @@ void pfrt_cuda_k_adam(const float *, const float *, const float *,
                       float *, float *, int64_t, double, double, double, double,
                       int32_t, int32_t) {
   noCuda("pfrt_cuda_k_adam");
+}
+void pfrt_cuda_k_activation(int32_t, const float *, float *, int64_t) {
+  noCuda("pfrt_cuda_k_activation");
+}
+void pfrt_cuda_k_activation_grad(int32_t, const float *, const float *, float *,
+                                 int64_t) {
+  noCuda("pfrt_cuda_k_activation_grad");
+}
+void pfrt_cuda_k_transpose(const float *, float *, int64_t, const int64_t *,
+                           const int64_t *) {
+  noCuda("pfrt_cuda_k_transpose");
+}
+void pfrt_cuda_k_conv2d(const float *, const float *, float *,
+                        const int64_t[16]) {
+  noCuda("pfrt_cuda_k_conv2d");
+}
+void pfrt_cuda_k_conv2d_grad_input(const float *, const float *, float *,
+                                   const int64_t[16]) {
+  noCuda("pfrt_cuda_k_conv2d_grad_input");
+}
+void pfrt_cuda_k_conv2d_grad_weight(const float *, const float *, float *,
+                                    const int64_t[16]) {
+  noCuda("pfrt_cuda_k_conv2d_grad_weight");
+}
+void pfrt_cuda_k_max_pool2d(const float *, float *, const int64_t[12]) {
+  noCuda("pfrt_cuda_k_max_pool2d");
+}
+void pfrt_cuda_k_max_pool2d_grad(const float *, const float *, float *,
+                                 const int64_t[12]) {
+  noCuda("pfrt_cuda_k_max_pool2d_grad");
+}
+void pfrt_cuda_k_avg_pool2d(const float *, float *, const int64_t[12]) {
+  noCuda("pfrt_cuda_k_avg_pool2d");
+}
+void pfrt_cuda_k_avg_pool2d_grad(const float *, float *, const int64_t[12]) {
+  noCuda("pfrt_cuda_k_avg_pool2d_grad");
+}
+void pfrt_cuda_k_global_avg_pool(const float *, float *, int64_t, int64_t,
+                                 int64_t) {
+  noCuda("pfrt_cuda_k_global_avg_pool");
+}
+void pfrt_cuda_k_global_avg_pool_grad(const float *, float *, int64_t, int64_t,
+                                      int64_t) {
+  noCuda("pfrt_cuda_k_global_avg_pool_grad");
+}
+void pfrt_cuda_k_batch_norm(const float *, const float *, const float *,
+                            const float *, const float *, float *, float *,
+                            float *, int64_t, int64_t, int64_t, double,
+                            double) {
+  noCuda("pfrt_cuda_k_batch_norm");
+}
+void pfrt_cuda_k_batch_norm_eval(const float *, const float *, const float *,
+                                 const float *, const float *, float *, int64_t,
+                                 int64_t, int64_t, double) {
+  noCuda("pfrt_cuda_k_batch_norm_eval");
+}
+void pfrt_cuda_k_batch_norm_grad_input(const float *, const float *,
+                                       const float *, float *, int64_t, int64_t,
+                                       int64_t, double) {
+  noCuda("pfrt_cuda_k_batch_norm_grad_input");
+}
+void pfrt_cuda_k_batch_norm_grad_params(const float *, const float *, float *,
+                                        float *, int64_t, int64_t, int64_t,
+                                        double) {
+  noCuda("pfrt_cuda_k_batch_norm_grad_params");
 }
 } // extern "C"

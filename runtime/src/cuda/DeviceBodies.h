@@ -498,6 +498,602 @@ PFRT_HD inline void adamAt(const float *p, const float *g, const float *m,
   np[i] = pi + k.negStep * mn / denom;
 }
 
+//===----------------------------------------------------------------------===//
+// Bit casts of floats (the exponent tricks of expFloat)
+//===----------------------------------------------------------------------===//
+
+PFRT_HD inline int32_t bitsOfFloat(float v) {
+#ifdef __CUDA_ARCH__
+  return __float_as_int(v);
+#else
+  int32_t b;
+  memcpy(&b, &v, 4);
+  return b;
+#endif
+}
+
+PFRT_HD inline float floatOfBits(uint32_t b) {
+#ifdef __CUDA_ARCH__
+  return __int_as_float(int(b));
+#else
+  float v;
+  memcpy(&v, &b, 4);
+  return v;
+#endif
+}
+
+/// -infinity as a float (the max pools' starting value).
+PFRT_HD inline float negInf() { return floatOfBits(0xff800000u); }
+
+//===----------------------------------------------------------------------===//
+// Activations (activation / activationLoop0 in src/cpu/Kernels.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The CPU's expFloat: exp(x) in float32, Cody-Waite and a Taylor
+/// polynomial, 2^k from the exponent bits.
+PFRT_HD inline float expFloat(float x) {
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  const float shifter = 12582912.0f; // 0x1.8p23: rounds to integer
+  float t = x * 1.44269504f + shifter;
+  float kf = t - shifter;
+  float r = (x - kf * 0.693145751953125f) - kf * 1.42860677e-06f;
+  float p = 1.98412698e-04f; // 1/7!
+  p = p * r + 1.38888889e-03f;
+  p = p * r + 8.33333333e-03f;
+  p = p * r + 4.16666667e-02f;
+  p = p * r + 1.66666667e-01f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  int32_t k = bitsOfFloat(t); // the low mantissa bits of t hold k + 2^22
+  uint32_t sbits = uint32_t(k + 127 - 0x4B400000) << 23;
+  return p * floatOfBits(sbits);
+}
+
+/// The CPU's phiFloat: the standard normal CDF in float32 (Numerical
+/// Recipes' erfc fit).
+PFRT_HD inline float phiFloat(float x) {
+  float a = x * -0.707106781f;
+  float s = a < 0.0f ? -a : a;
+  float t = 1.0f / (1.0f + 0.5f * s);
+  float p = 0.17087277f;
+  p = p * t - 0.82215223f;
+  p = p * t + 1.48851587f;
+  p = p * t - 1.13520398f;
+  p = p * t + 0.27886807f;
+  p = p * t - 0.18628806f;
+  p = p * t + 0.09678418f;
+  p = p * t + 0.37409196f;
+  p = p * t + 1.00002368f;
+  p = p * t - 1.26551223f;
+  float r = t * expFloat(-s * s + p); // erfc(|a|)
+  return 0.5f * (a < 0.0f ? 2.0f - r : r);
+}
+
+/// The CPU's tanhFast: 1 - 2 / (exp(2u) + 1), |u| clamped to 350.
+PFRT_HD inline double tanhFast(double u) {
+  u = u > 350.0 ? 350.0 : (u < -350.0 ? -350.0 : u);
+  return 1.0 - 2.0 / (expClamped(2.0 * u) + 1.0);
+}
+
+/// out[i] = f(x[i]) (dy NULL) or f'(x[i]) dy[i] for activation `kind`
+/// (0 exact GELU in float32, 1 tanh GELU, 2 tanh, 3 sigmoid in float64):
+/// the CPU's expressions, operation for operation. No libm call: every
+/// exponential is expFloat or expClamped. out may be x or dy (one thread
+/// reads element i before writing it).
+PFRT_HD inline void activationAt(int32_t kind, const float *x, const float *dy,
+                                 float *out, int64_t i) {
+  if (kind == 0) {
+    if (!dy) {
+      out[i] = x[i] * phiFloat(x[i]);
+      return;
+    }
+    float v = x[i];
+    float pdf = 0.398942280f * expFloat(-0.5f * v * v);
+    out[i] = (phiFloat(v) + v * pdf) * dy[i];
+    return;
+  }
+  const double kSqrt2OverPi = 0.79788456080286535588;
+  const double xd = x[i];
+  double f, df = 0.0;
+  if (kind == 1) {
+    double u = kSqrt2OverPi * (xd + 0.044715 * xd * xd * xd);
+    double t = tanhFast(u);
+    f = 0.5 * xd * (1.0 + t);
+    if (dy)
+      df = 0.5 * (1.0 + t) + 0.5 * xd * (1.0 - t * t) * kSqrt2OverPi *
+                                 (1.0 + 3 * 0.044715 * xd * xd);
+  } else if (kind == 2) {
+    double t = tanhFast(xd);
+    f = t;
+    if (dy)
+      df = 1.0 - t * t;
+  } else {
+    double e = expClamped(xd < -700.0 ? 700.0 : -xd);
+    double sg = 1.0 / (1.0 + e);
+    f = sg;
+    if (dy)
+      df = sg * (1.0 - sg);
+  }
+  out[i] = dy ? static_cast<float>(df * dy[i]) : static_cast<float>(f);
+}
+
+//===----------------------------------------------------------------------===//
+// transpose (pfrt_k_transpose)
+//===----------------------------------------------------------------------===//
+
+/// y's dims with unit dims dropped and neighbours merged where they are
+/// contiguous in x too: extent and stride in x of each, outermost first.
+/// Passed to the kernel by value.
+struct TransposePlan {
+  int32_t r = 0;
+  int64_t total = 0;
+  int64_t ext[kMaxDims] = {0};
+  int64_t istr[kMaxDims] = {0};
+};
+
+/// rank, shape and perm have been checked (perm is a permutation).
+inline void makeTransposePlan(int64_t rank, const int64_t *shape,
+                              const int64_t *perm, TransposePlan *p) {
+  int64_t xstr[kMaxDims];
+  int64_t s = 1;
+  p->total = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    xstr[d] = s;
+    s *= shape[d];
+    p->total *= shape[d];
+  }
+  int32_t r = 0;
+  for (int64_t j = 0; j < rank; ++j) {
+    int64_t e = shape[perm[j]], st = xstr[perm[j]];
+    if (e == 1)
+      continue;
+    if (r > 0 && p->istr[r - 1] == st * e) {
+      // The previous output dim steps over exactly this one in x.
+      p->ext[r - 1] *= e;
+      p->istr[r - 1] = st;
+      continue;
+    }
+    p->ext[r] = e;
+    p->istr[r] = st;
+    ++r;
+  }
+  p->r = r;
+}
+
+/// y[o] = the element of x it is a copy of.
+PFRT_HD inline void transposeAt(const float *x, float *y,
+                                const TransposePlan &p, int64_t o) {
+  int64_t off = 0, rest = o;
+  for (int32_t d = p.r - 1; d >= 0; --d) {
+    off += (rest % p.ext[d]) * p.istr[d];
+    rest /= p.ext[d];
+  }
+  y[o] = x[off];
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution (src/cpu/Conv.cpp): im2col, col2im, the sum over images
+//===----------------------------------------------------------------------===//
+
+/// pfrt_k_conv2d's dims (checked by the twin), and what follows from them.
+struct ConvGeom {
+  int64_t N, C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, G;
+  int64_t Cg, Og, K, P, HW;
+  int32_t direct; // 1x1, stride 1, no padding: the column matrix is x
+};
+
+inline ConvGeom makeConvGeom(const int64_t *dims) {
+  ConvGeom d;
+  d.N = dims[0], d.C = dims[1], d.H = dims[2], d.W = dims[3], d.O = dims[4];
+  d.KH = dims[5], d.KW = dims[6], d.OH = dims[7], d.OW = dims[8];
+  d.sh = dims[9], d.sw = dims[10], d.ph = dims[11], d.pw = dims[12];
+  d.dh = dims[13], d.dw = dims[14], d.G = dims[15];
+  d.Cg = d.G > 0 ? d.C / d.G : 0;
+  d.Og = d.G > 0 ? d.O / d.G : 0;
+  d.K = d.Cg * d.KH * d.KW;
+  d.P = d.OH * d.OW;
+  d.HW = d.H * d.W;
+  d.direct = d.KH == 1 && d.KW == 1 && d.sh == 1 && d.sw == 1 && d.ph == 0 &&
+             d.pw == 0;
+  return d;
+}
+
+/// The column matrices of a run of images, one thread per element:
+///   col[n][(c*KH + kh)*KW + kw][oh*OW + ow]
+///     = x[n][c][oh*sh - ph + kh*dh][ow*sw - pw + kw*dw]  (0 outside),
+/// c over all C channels, so image n's group g is the [K][P] matrix at
+/// (n*G + g)*K*P, the CPU's col for that image and group. i < nb*C*KH*KW*P.
+PFRT_HD inline void im2colAt(const float *x, float *col, const ConvGeom &d,
+                             int64_t i) {
+  int64_t p = i % d.P, r = i / d.P;
+  int64_t kw = r % d.KW;
+  r /= d.KW;
+  int64_t kh = r % d.KH;
+  r /= d.KH; // r = n*C + c
+  int64_t oh = p / d.OW, ow = p - oh * d.OW;
+  int64_t ih = oh * d.sh - d.ph + kh * d.dh;
+  int64_t iw = ow * d.sw - d.pw + kw * d.dw;
+  col[i] = (ih >= 0 && ih < d.H && iw >= 0 && iw < d.W)
+               ? x[(r * d.H + ih) * d.W + iw]
+               : 0.0f;
+}
+
+/// dx[n][c][ih][iw] = col2im of col (laid out as im2colAt writes it), one
+/// thread per input element gathering its contributions: 0.0f, then + each
+/// col element that reads it, in the CPU's col2imAdd order (kh, then kw).
+/// i < nb*C*H*W.
+PFRT_HD inline void col2imAt(const float *col, float *dx, const ConvGeom &d,
+                             int64_t i) {
+  int64_t iw = i % d.W, t = i / d.W;
+  int64_t ih = t % d.H;
+  t /= d.H; // t = n*C + c
+  const float *rows = col + t * d.KH * d.KW * d.P;
+  float acc = 0.0f;
+  for (int64_t kh = 0; kh < d.KH; ++kh) {
+    int64_t a = ih + d.ph - kh * d.dh;
+    if (a < 0 || a % d.sh != 0 || a / d.sh >= d.OH)
+      continue;
+    int64_t oh = a / d.sh;
+    for (int64_t kw = 0; kw < d.KW; ++kw) {
+      int64_t b = iw + d.pw - kw * d.dw;
+      if (b < 0 || b % d.sw != 0 || b / d.sw >= d.OW)
+        continue;
+      acc += rows[(kh * d.KW + kw) * d.P + oh * d.OW + b / d.sw];
+    }
+  }
+  dx[i] = acc;
+}
+
+/// The weight gradient summed over a run of images in float32, in image
+/// order, as the CPU's SGEMMs accumulate it (beta = 1 after the first
+/// image): part[n*stride + i] is image n's dy_g col_n^T; the run's first
+/// image starts the sum when `first` (the batch's first image), else it is
+/// added to dw[i].
+PFRT_HD inline void sumImagesAt(const float *part, float *dw, int64_t nb,
+                                int64_t stride, int32_t first, int64_t i) {
+  float acc = first ? part[i] : dw[i] + part[i];
+  for (int64_t n = 1; n < nb; ++n)
+    acc = acc + part[n * stride + i];
+  dw[i] = acc;
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling (src/cpu/Pool.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The pools' dims (checked by the twin) and what follows from them.
+struct PoolGeom {
+  int64_t N, C, H, W, OH, OW, KH, KW, sh, sw, ph, pw;
+  int64_t planes, HW, P;
+  int32_t overlap; // windows overlap: max-pool gradients sum in float64
+};
+
+inline PoolGeom makePoolGeom(const int64_t *dims) {
+  PoolGeom d;
+  d.N = dims[0], d.C = dims[1], d.H = dims[2], d.W = dims[3];
+  d.OH = dims[4], d.OW = dims[5], d.KH = dims[6], d.KW = dims[7];
+  d.sh = dims[8], d.sw = dims[9], d.ph = dims[10], d.pw = dims[11];
+  d.planes = d.N * d.C;
+  d.HW = d.H * d.W;
+  d.P = d.OH * d.OW;
+  d.overlap = d.sh < d.KH || d.sw < d.KW;
+  return d;
+}
+
+/// The output windows that contain input row (or column) i: [*lo, *hi).
+PFRT_HD inline void windowsOf(int64_t i, int64_t pad, int64_t k, int64_t s,
+                              int64_t outs, int64_t *lo, int64_t *hi) {
+  int64_t first = i + pad - k + 1; // oh*s >= first
+  *lo = first <= 0 ? 0 : (first + s - 1) / s;
+  int64_t last = (i + pad) / s + 1; // oh*s <= i + pad
+  *hi = last < outs ? last : outs;
+}
+
+/// y[o] = the window's maximum, scanned in row-major order as maxPoolFwd
+/// does: padding never wins, a NaN wins and stays. o < planes*P.
+PFRT_HD inline void maxPoolAt(const float *x, float *y, const PoolGeom &d,
+                              int64_t o) {
+  int64_t pl = o / d.P, q = o - pl * d.P;
+  int64_t oh = q / d.OW, ow = q - oh * d.OW;
+  const float *plane = x + pl * d.HW;
+  float m = negInf();
+  for (int64_t kh = 0; kh < d.KH; ++kh) {
+    int64_t ih = oh * d.sh - d.ph + kh;
+    if (ih < 0 || ih >= d.H)
+      continue;
+    for (int64_t kw = 0; kw < d.KW; ++kw) {
+      int64_t iw = ow * d.sw - d.pw + kw;
+      if (iw < 0 || iw >= d.W)
+        continue;
+      float v = plane[ih * d.W + iw];
+      m = ((v > m) | (v != v)) ? v : m;
+    }
+  }
+  y[o] = m;
+}
+
+/// arg[o] = the flat index in its plane of window o's FIRST maximum in
+/// row-major scan order (maxPoolBwd's rule: starts at the window's first
+/// valid element, so an all -inf window picks it; the first NaN wins).
+PFRT_HD inline void maxPoolArgAt(const float *x, int32_t *arg,
+                                 const PoolGeom &d, int64_t o) {
+  int64_t pl = o / d.P, q = o - pl * d.P;
+  int64_t oh = q / d.OW, ow = q - oh * d.OW;
+  const float *plane = x + pl * d.HW;
+  int64_t ih0 = oh * d.sh - d.ph > 0 ? oh * d.sh - d.ph : 0;
+  int64_t iw0 = ow * d.sw - d.pw > 0 ? ow * d.sw - d.pw : 0;
+  float best = negInf();
+  int64_t a = ih0 * d.W + iw0;
+  for (int64_t kh = 0; kh < d.KH; ++kh) {
+    int64_t ih = oh * d.sh - d.ph + kh;
+    if (ih < 0 || ih >= d.H)
+      continue;
+    for (int64_t kw = 0; kw < d.KW; ++kw) {
+      int64_t iw = ow * d.sw - d.pw + kw;
+      if (iw < 0 || iw >= d.W)
+        continue;
+      float v = plane[ih * d.W + iw];
+      bool take = (v > best) | ((v != v) & (best == best));
+      best = take ? v : best;
+      a = take ? ih * d.W + iw : a;
+    }
+  }
+  arg[o] = int32_t(a);
+}
+
+/// dx[i] = the dy of every window whose arg-max is input i, gathered in
+/// the CPU's scatter order (windows in row-major order): summed in float64
+/// when windows overlap, else the one window's dy (0 if none).
+/// i < planes*HW.
+PFRT_HD inline void maxPoolGradAt(const int32_t *arg, const float *dy,
+                                  float *dx, const PoolGeom &d, int64_t i) {
+  int64_t pl = i / d.HW, q = i - pl * d.HW;
+  int64_t ih = q / d.W, iw = q - ih * d.W;
+  int64_t ohLo, ohHi, owLo, owHi;
+  windowsOf(ih, d.ph, d.KH, d.sh, d.OH, &ohLo, &ohHi);
+  windowsOf(iw, d.pw, d.KW, d.sw, d.OW, &owLo, &owHi);
+  const int32_t *argp = arg + pl * d.P;
+  const float *dyp = dy + pl * d.P;
+  if (d.overlap) {
+    double acc = 0.0;
+    for (int64_t oh = ohLo; oh < ohHi; ++oh)
+      for (int64_t ow = owLo; ow < owHi; ++ow)
+        if (argp[oh * d.OW + ow] == int32_t(q))
+          acc += double(dyp[oh * d.OW + ow]);
+    dx[i] = float(acc);
+    return;
+  }
+  float v = 0.0f;
+  for (int64_t oh = ohLo; oh < ohHi; ++oh)
+    for (int64_t ow = owLo; ow < owHi; ++ow)
+      if (argp[oh * d.OW + ow] == int32_t(q))
+        v = dyp[oh * d.OW + ow];
+  dx[i] = v;
+}
+
+/// y[o] = the float64 window sum over KH*KW (count_include_pad), summed
+/// in row-major order. o < planes*P.
+PFRT_HD inline void avgPoolAt(const float *x, float *y, const PoolGeom &d,
+                              int64_t o) {
+  int64_t pl = o / d.P, q = o - pl * d.P;
+  int64_t oh = q / d.OW, ow = q - oh * d.OW;
+  const float *plane = x + pl * d.HW;
+  const double div = double(d.KH * d.KW);
+  double acc = 0.0;
+  for (int64_t kh = 0; kh < d.KH; ++kh) {
+    int64_t ih = oh * d.sh - d.ph + kh;
+    if (ih < 0 || ih >= d.H)
+      continue;
+    for (int64_t kw = 0; kw < d.KW; ++kw) {
+      int64_t iw = ow * d.sw - d.pw + kw;
+      if (iw < 0 || iw >= d.W)
+        continue;
+      acc += double(plane[ih * d.W + iw]);
+    }
+  }
+  y[o] = float(acc / div);
+}
+
+/// dx[i] = the float64 sum of dy / (KH*KW) over the windows containing
+/// input i, in avgPoolBwd's scatter order: windows by row ascending, and
+/// within a row by kernel column ascending, i.e. window column descending.
+PFRT_HD inline void avgPoolGradAt(const float *dy, float *dx, const PoolGeom &d,
+                                  int64_t i) {
+  int64_t pl = i / d.HW, q = i - pl * d.HW;
+  int64_t ih = q / d.W, iw = q - ih * d.W;
+  int64_t ohLo, ohHi, owLo, owHi;
+  windowsOf(ih, d.ph, d.KH, d.sh, d.OH, &ohLo, &ohHi);
+  windowsOf(iw, d.pw, d.KW, d.sw, d.OW, &owLo, &owHi);
+  const float *dyp = dy + pl * d.P;
+  const double div = double(d.KH * d.KW);
+  double acc = 0.0;
+  for (int64_t oh = ohLo; oh < ohHi; ++oh)
+    for (int64_t ow = owHi - 1; ow >= owLo; --ow)
+      acc += double(dyp[oh * d.OW + ow]) / div;
+  dx[i] = float(acc);
+}
+
+/// y[p] = the float64 mean of plane p (planeMeans).
+PFRT_HD inline void globalAvgPoolAt(const float *x, float *y, int64_t hw,
+                                    int64_t p) {
+  y[p] = float(sumF64(x + p * hw, hw) / double(hw));
+}
+
+/// dx[i] = dy[plane] / hw, rounded once.
+PFRT_HD inline void globalAvgPoolGradAt(const float *dy, float *dx, int64_t hw,
+                                        int64_t i) {
+  dx[i] = float(double(dy[i / hw]) / double(hw));
+}
+
+//===----------------------------------------------------------------------===//
+// Batch norm (src/cpu/Norm.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Per-channel coefficients of the element-wise passes, in device scratch
+/// (4 doubles a channel): y = (x - mean) a + b, or
+/// dx = a ((dy - mdy) - (x - mean) k2).
+enum : int { kBnMean = 0, kBnA = 1, kBnB = 2, kBnMdy = 2, kBnK2 = 3 };
+
+/// Sums of one run of hw values (row r, channel j: q = r*c + j) as the
+/// CPU's runSums forms them (4 accumulators, the tail in the first, shift
+/// k = the channel's first value), before they are added to the channel's
+/// totals: runs[4q + 0..3] = sum(x - k), sum((x - k)^2), sum(dy),
+/// sum(dy (x - k)) (the last two only when dy != NULL). Used for hw > 1.
+PFRT_HD inline void bnRunSumsAt(const float *x, const float *dy, double *runs,
+                                int64_t c, int64_t hw, int64_t q) {
+  const int64_t j = q % c;
+  const double k = double(x[j * hw]);
+  const float *xr = x + q * hw;
+  const float *gr = dy ? dy + q * hw : nullptr;
+  double a1[4] = {0, 0, 0, 0}, a2[4] = {0, 0, 0, 0};
+  double b1[4] = {0, 0, 0, 0}, b2[4] = {0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 4 <= hw; i += 4)
+    for (int jj = 0; jj < 4; ++jj) {
+      double dd = double(xr[i + jj]) - k;
+      a1[jj] += dd;
+      a2[jj] += dd * dd;
+      if (gr) {
+        double g = double(gr[i + jj]);
+        b1[jj] += g;
+        b2[jj] += g * dd;
+      }
+    }
+  for (; i < hw; ++i) {
+    double dd = double(xr[i]) - k;
+    a1[0] += dd;
+    a2[0] += dd * dd;
+    if (gr) {
+      double g = double(gr[i]);
+      b1[0] += g;
+      b2[0] += g * dd;
+    }
+  }
+  runs[4 * q] = (a1[0] + a1[2]) + (a1[1] + a1[3]);
+  runs[4 * q + 1] = (a2[0] + a2[2]) + (a2[1] + a2[3]);
+  runs[4 * q + 2] = gr ? (b1[0] + b1[2]) + (b1[1] + b1[3]) : 0.0;
+  runs[4 * q + 3] = gr ? (b2[0] + b2[2]) + (b2[1] + b2[3]) : 0.0;
+}
+
+/// Channel j's statistics (computeStats): the runs' sums added in row
+/// order (hw > 1), or the values themselves (hw == 1, one accumulator per
+/// sum as the CPU's row-wise loop), then the mean, biased variance,
+/// 1/sqrt(var + eps) and, with dy, t1 = sum(dy) and
+/// t2 = sum(dy (x - mean)).
+struct BnStats {
+  double mean, var, invstd, t1, t2;
+};
+PFRT_HD inline BnStats bnStats(const float *x, const float *dy,
+                               const double *runs, int64_t n, int64_t c,
+                               int64_t hw, double eps, int64_t j) {
+  const double k = double(x[j * hw]);
+  double s1 = 0.0, s2 = 0.0, t1 = 0.0, t2 = 0.0;
+  if (hw == 1) {
+    for (int64_t r = 0; r < n; ++r) {
+      double dd = double(x[r * c + j]) - k;
+      s1 += dd;
+      s2 += dd * dd;
+      if (dy) {
+        double g = double(dy[r * c + j]);
+        t1 += g;
+        t2 += g * dd;
+      }
+    }
+  } else {
+    for (int64_t r = 0; r < n; ++r) {
+      const double *q = runs + 4 * (r * c + j);
+      s1 += q[0];
+      s2 += q[1];
+      if (dy) {
+        t1 += q[2];
+        t2 += q[3];
+      }
+    }
+  }
+  const double m = double(n * hw);
+  double dd = s1 / m;
+  double var = (s2 - s1 * dd) / m;
+  var = var > 0.0 ? var : 0.0;
+  BnStats s;
+  s.mean = k + dd;
+  s.var = var;
+  s.invstd = 1.0 / sqrt(var + eps);
+  s.t1 = t1;
+  s.t2 = dy ? t2 - dd * t1 : t2;
+  return s;
+}
+
+/// pfrt_k_batch_norm per channel: the coefficients of y and the running
+/// statistics (new_mean / new_var may be rmean / rvar: read first).
+PFRT_HD inline void bnTrainChannelAt(const float *x, const double *runs,
+                                     const float *gamma, const float *beta,
+                                     const float *rmean, const float *rvar,
+                                     float *newMean, float *newVar, double *co,
+                                     int64_t n, int64_t c, int64_t hw,
+                                     double eps, double momentum, int64_t j) {
+  BnStats s = bnStats(x, nullptr, runs, n, c, hw, eps, j);
+  co[4 * j + kBnMean] = s.mean;
+  co[4 * j + kBnA] = (gamma ? double(gamma[j]) : 1.0) * s.invstd;
+  co[4 * j + kBnB] = beta ? double(beta[j]) : 0.0;
+  const double m = double(n * hw), mom = momentum;
+  if (newMean)
+    newMean[j] = float((1.0 - mom) * double(rmean[j]) + mom * s.mean);
+  if (newVar)
+    newVar[j] =
+        float((1.0 - mom) * double(rvar[j]) + mom * (s.var * m / (m - 1.0)));
+}
+
+/// pfrt_k_batch_norm_eval per channel: the running statistics' coefficients.
+PFRT_HD inline void bnEvalChannelAt(const float *gamma, const float *beta,
+                                    const float *rmean, const float *rvar,
+                                    double *co, double eps, int64_t j) {
+  co[4 * j + kBnMean] = double(rmean[j]);
+  co[4 * j + kBnA] =
+      (gamma ? double(gamma[j]) : 1.0) / sqrt(double(rvar[j]) + eps);
+  co[4 * j + kBnB] = beta ? double(beta[j]) : 0.0;
+}
+
+/// pfrt_k_batch_norm_grad_input per channel: a = gamma invstd,
+/// mdy = sum(dy)/M, k2 = sum(dy (x - mean)) invstd^2 / M.
+PFRT_HD inline void bnGradInputChannelAt(const float *x, const float *dy,
+                                         const double *runs, const float *gamma,
+                                         double *co, int64_t n, int64_t c,
+                                         int64_t hw, double eps, int64_t j) {
+  BnStats s = bnStats(x, dy, runs, n, c, hw, eps, j);
+  const double m = double(n * hw), is = s.invstd;
+  co[4 * j + kBnMean] = s.mean;
+  co[4 * j + kBnA] = (gamma ? double(gamma[j]) : 1.0) * is;
+  co[4 * j + kBnMdy] = s.t1 / m;
+  co[4 * j + kBnK2] = s.t2 * is * is / m;
+}
+
+/// pfrt_k_batch_norm_grad_params per channel.
+PFRT_HD inline void bnGradParamsChannelAt(const float *x, const float *dy,
+                                          const double *runs, float *dgamma,
+                                          float *dbeta, int64_t n, int64_t c,
+                                          int64_t hw, double eps, int64_t j) {
+  BnStats s = bnStats(x, dy, runs, n, c, hw, eps, j);
+  dgamma[j] = float(s.t2 * s.invstd);
+  dbeta[j] = float(s.t1);
+}
+
+/// y[i] = (x - mean) a + b in float64, rounded once (affine).
+PFRT_HD inline void bnAffineAt(const float *x, float *y, const double *co,
+                               int64_t c, int64_t hw, int64_t i) {
+  const double *q = co + 4 * ((i / hw) % c);
+  y[i] = float((double(x[i]) - q[kBnMean]) * q[kBnA] + q[kBnB]);
+}
+
+/// dx[i] = a ((dy - mdy) - (x - mean) k2) in float64 (gradInputOut).
+PFRT_HD inline void bnGradInputAt(const float *x, const float *dy, float *dx,
+                                  const double *co, int64_t c, int64_t hw,
+                                  int64_t i) {
+  const double *q = co + 4 * ((i / hw) % c);
+  dx[i] = float(q[kBnA] * ((double(dy[i]) - q[kBnMdy]) -
+                           (double(x[i]) - q[kBnMean]) * q[kBnK2]));
+}
+
 } // namespace dev
 } // namespace pfrt
 

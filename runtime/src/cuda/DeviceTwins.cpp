@@ -20,9 +20,12 @@
 #include "pfrt/pfrt.h"
 #include "pfrt/pfrt_cuda.h"
 
+#include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -64,6 +67,25 @@ namespace {
   X(XentGrad, "pfrt_cuda_xent_grad")                                           \
   X(Sgd, "pfrt_cuda_sgd")                                                      \
   X(Adam, "pfrt_cuda_adam")                                                    \
+  X(Activation, "pfrt_cuda_activation")                                        \
+  X(Transpose, "pfrt_cuda_transpose")                                          \
+  X(Im2col, "pfrt_cuda_im2col")                                                \
+  X(Col2im, "pfrt_cuda_col2im")                                                \
+  X(SumImages, "pfrt_cuda_sum_images")                                         \
+  X(MaxPool, "pfrt_cuda_max_pool")                                             \
+  X(MaxPoolArg, "pfrt_cuda_max_pool_arg")                                      \
+  X(MaxPoolGrad, "pfrt_cuda_max_pool_grad")                                    \
+  X(AvgPool, "pfrt_cuda_avg_pool")                                             \
+  X(AvgPoolGrad, "pfrt_cuda_avg_pool_grad")                                    \
+  X(GlobalAvgPool, "pfrt_cuda_global_avg_pool")                                \
+  X(GlobalAvgPoolGrad, "pfrt_cuda_global_avg_pool_grad")                       \
+  X(BnRuns, "pfrt_cuda_bn_runs")                                               \
+  X(BnTrainChannels, "pfrt_cuda_bn_train_channels")                            \
+  X(BnEvalChannels, "pfrt_cuda_bn_eval_channels")                              \
+  X(BnGradInputChannels, "pfrt_cuda_bn_grad_input_channels")                   \
+  X(BnGradParamsChannels, "pfrt_cuda_bn_grad_params_channels")                 \
+  X(BnAffine, "pfrt_cuda_bn_affine")                                           \
+  X(BnGradInput, "pfrt_cuda_bn_grad_input")                                    \
   X(SetScalar, "pfrt_cuda_set_scalar")
 
 enum Kernel {
@@ -83,8 +105,10 @@ struct Module {
   bool loaded = false;
   void *fn[kNumKernels] = {};
   DeviceError *err = nullptr; // device
-  // Grow-only scratch (per-row sums of the cross-entropy). A smaller buffer
-  // it replaces is kept: enqueued kernels or a captured graph may use it.
+  // Grow-only scratch (per-row sums of the cross-entropy, column matrices
+  // of the convolutions, max-pool arg-maxes, batch-norm sums). A smaller
+  // buffer it replaces is kept: enqueued kernels or a captured graph may use
+  // it.
   void *scratch = nullptr;
   int64_t scratchBytes = 0;
 } gModule;
@@ -378,6 +402,206 @@ void matmul(const char *fn, const float *a, const float *b, bool hasBias,
                  nullptr, 0);
 }
 
+/// Carves device scratch into consecutive pieces, each 256-byte aligned.
+struct ScratchLayout {
+  int64_t bytes = 0;
+  int64_t add(int64_t size) {
+    int64_t at = bytes;
+    bytes += (size + 255) / 256 * 256;
+    return at;
+  }
+};
+template <typename T> T *scratchAt(void *base, int64_t offset) {
+  return reinterpret_cast<T *>(static_cast<char *>(base) + offset);
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution, pooling, batch norm: the CPU kernels' checks
+//===----------------------------------------------------------------------===//
+
+/// The device scratch a convolution may use for its column matrices (and
+/// the weight gradient's per-image products): the images are processed in
+/// runs that fit, at least one image a run. PFRT_CUDA_CONV_SCRATCH (bytes)
+/// overrides it (read once; the tests make runs short with it).
+int64_t convScratchBudget() {
+  static const int64_t budget = [] {
+    if (const char *v = std::getenv("PFRT_CUDA_CONV_SCRATCH")) {
+      char *end = nullptr;
+      long long b = std::strtoll(v, &end, 10);
+      if (end && end != v && *end == '\0' && b > 0)
+        return int64_t(b);
+    }
+    return int64_t(256) << 20;
+  }();
+  return budget;
+}
+
+/// Images per run when each needs `perImage` bytes of scratch.
+int64_t imagesPerRun(int64_t perImage, int64_t images) {
+  int64_t nb = perImage > 0 ? convScratchBudget() / perImage : images;
+  if (nb > images)
+    nb = images;
+  if (nb > INT32_MAX) // cuBLASLt's batch count
+    nb = INT32_MAX;
+  return nb < 1 ? 1 : nb;
+}
+
+/// The tensors of a conv2d call: x [N][C][H][W], w [O][K], y [N][O][OH][OW],
+/// or their gradients.
+enum class ConvTensor { X, W, Y };
+struct ConvArg {
+  const char *name;
+  const void *ptr;
+  ConvTensor kind;
+};
+
+/// pfrt_k_conv2d's checks (Conv.cpp's parseDims, then each tensor in the
+/// order given), naming the twin.
+dev::ConvGeom checkConv(const char *fn, const int64_t *dims,
+                        std::initializer_list<ConvArg> args) {
+  if (!dims)
+    fatal("%s: dims is NULL", fn);
+  const int64_t N = dims[0], C = dims[1], H = dims[2], W = dims[3], O = dims[4],
+                KH = dims[5], KW = dims[6], OH = dims[7], OW = dims[8],
+                sh = dims[9], sw = dims[10], ph = dims[11], pw = dims[12],
+                dh = dims[13], dw = dims[14], G = dims[15];
+  auto bad = [&](const char *why) {
+    fatal("%s: %s (dims N=%lld C=%lld H=%lld W=%lld O=%lld KH=%lld KW=%lld "
+          "OH=%lld OW=%lld stride=%lldx%lld pad=%lldx%lld dilation=%lldx%lld "
+          "groups=%lld)",
+          fn, why, (long long)N, (long long)C, (long long)H, (long long)W,
+          (long long)O, (long long)KH, (long long)KW, (long long)OH,
+          (long long)OW, (long long)sh, (long long)sw, (long long)ph,
+          (long long)pw, (long long)dh, (long long)dw, (long long)G);
+  };
+  if (N < 0 || C < 0 || H < 0 || W < 0 || O < 0)
+    bad("negative size");
+  if (KH < 1 || KW < 1)
+    bad("kernel size must be >= 1");
+  if (sh < 1 || sw < 1 || dh < 1 || dw < 1)
+    bad("strides and dilations must be >= 1");
+  if (ph < 0 || pw < 0)
+    bad("padding must be >= 0");
+  if (G < 1 || C % G != 0 || O % G != 0)
+    bad("groups must be >= 1 and divide C and O");
+  int64_t effH = dh * (KH - 1) + 1, effW = dw * (KW - 1) + 1;
+  if (H + 2 * ph < effH || W + 2 * pw < effW)
+    bad("the dilated kernel is larger than the padded input");
+  if (OH != (H + 2 * ph - effH) / sh + 1 || OW != (W + 2 * pw - effW) / sw + 1)
+    bad("OH/OW do not match (H + 2*pad - dil*(K-1) - 1) / stride + 1");
+  int64_t K = mulChecked(fn, mulChecked(fn, C / G, KH), KW);
+  int64_t P = mulChecked(fn, OH, OW);
+  int64_t HW = mulChecked(fn, H, W);
+  mulChecked(fn, mulChecked(fn, N, C), HW);
+  mulChecked(fn, mulChecked(fn, N, O), P);
+  mulChecked(fn, mulChecked(fn, K, P), G);
+  dev::ConvGeom d = dev::makeConvGeom(dims);
+  for (const ConvArg &a : args)
+    checkPtr(fn, a.name, a.ptr,
+             a.kind == ConvTensor::X   ? d.N * d.C * d.HW
+             : a.kind == ConvTensor::W ? d.O * d.K
+                                       : d.N * d.O * d.P);
+  return d;
+}
+
+/// Enqueues the column matrices of images [n0, n0 + nb) of x into col.
+void im2col(const char *fn, const dev::ConvGeom &d, const float *x, int64_t n0,
+            int64_t nb, float *col) {
+  const float *xs = x + n0 * d.C * d.HW;
+  int64_t total = nb * d.C * d.KH * d.KW * d.P;
+  dev::ConvGeom g = d;
+  void *args[] = {&xs, &col, &g, &total};
+  launch(kIm2col, total, args, fn);
+}
+
+/// pfrt_k_max_pool2d's checks (Pool.cpp's parseDims), naming the twin.
+dev::PoolGeom checkPool(const char *fn, const int64_t *dims) {
+  if (!dims)
+    fatal("%s: dims is NULL", fn);
+  const int64_t N = dims[0], C = dims[1], H = dims[2], W = dims[3],
+                OH = dims[4], OW = dims[5], KH = dims[6], KW = dims[7],
+                sh = dims[8], sw = dims[9], ph = dims[10], pw = dims[11];
+  auto bad = [&](const char *why) {
+    fatal("%s: %s (dims N=%lld C=%lld H=%lld W=%lld OH=%lld OW=%lld "
+          "kernel=%lldx%lld stride=%lldx%lld pad=%lldx%lld)",
+          fn, why, (long long)N, (long long)C, (long long)H, (long long)W,
+          (long long)OH, (long long)OW, (long long)KH, (long long)KW,
+          (long long)sh, (long long)sw, (long long)ph, (long long)pw);
+  };
+  if (N < 0 || C < 0 || H < 0 || W < 0)
+    bad("negative size");
+  if (KH < 1 || KW < 1 || sh < 1 || sw < 1)
+    bad("kernel sizes and strides must be >= 1");
+  if (ph < 0 || pw < 0 || 2 * ph > KH || 2 * pw > KW)
+    bad("padding must be in [0, kernel / 2]");
+  if (H + 2 * ph < KH || W + 2 * pw < KW)
+    bad("the kernel is larger than the padded input");
+  if (OH != (H + 2 * ph - KH) / sh + 1 || OW != (W + 2 * pw - KW) / sw + 1)
+    bad("OH/OW do not match (H + 2*pad - kernel) / stride + 1");
+  int64_t planes = mulChecked(fn, N, C);
+  int64_t HW = mulChecked(fn, H, W), P = mulChecked(fn, OH, OW);
+  mulChecked(fn, planes, HW);
+  mulChecked(fn, planes, P);
+  return dev::makePoolGeom(dims);
+}
+
+/// Norm.cpp's checkArgs, naming the twin.
+void checkBatchNorm(const char *fn, const float *x, int64_t n, int64_t c,
+                    int64_t hw, double eps) {
+  checkSize(fn, "n", n);
+  checkSize(fn, "c", c);
+  checkSize(fn, "hw", hw);
+  int64_t m = mulChecked(fn, n, hw);
+  checkPtr(fn, "x", x, mulChecked(fn, m, c));
+  if (c > 0 && m < 2)
+    fatal("%s: batch norm needs more than one value per channel in "
+          "training (N*HW = %lld)",
+          fn, (long long)m);
+  if (!(eps >= 0.0))
+    fatal("%s: eps = %g must be >= 0", fn, eps);
+}
+
+/// Scratch for a batch norm: the per-run sums (hw > 1) and the
+/// per-channel coefficients; enqueues the run sums.
+struct BnScratch {
+  double *runs = nullptr, *co = nullptr;
+};
+BnScratch bnScratch(const char *fn, const float *x, const float *dy, int64_t n,
+                    int64_t c, int64_t hw) {
+  ScratchLayout l;
+  int64_t nruns = hw > 1 ? n * c : 0;
+  int64_t runsAt = l.add(nruns * 4 * int64_t(sizeof(double)));
+  int64_t coAt = l.add(c * 4 * int64_t(sizeof(double)));
+  void *base = scratch(l.bytes, fn);
+  BnScratch s;
+  s.runs = scratchAt<double>(base, runsAt);
+  s.co = scratchAt<double>(base, coAt);
+  if (nruns > 0) {
+    double *runs = s.runs;
+    void *args[] = {&x, &dy, &runs, &c, &hw, &nruns};
+    launch(kBnRuns, nruns, args, fn);
+  }
+  return s;
+}
+
+/// y = f(x) (grad false, dy unused) or dx = f'(x) dy.
+void activation(const char *fn, bool grad, int32_t kind, const float *x,
+                const float *dy, float *out, int64_t n) {
+  if (kind < 0 || kind > 3)
+    fatal("%s: kind %d is not one of 0 (gelu), 1 (gelu_tanh), 2 (tanh), 3 "
+          "(sigmoid)",
+          fn, kind);
+  checkSize(fn, "n", n);
+  checkPtr(fn, "x", x, n);
+  if (grad)
+    checkPtr(fn, "dy", dy, n);
+  else
+    dy = nullptr;
+  checkPtr(fn, grad ? "dx" : "y", out, n);
+  void *args[] = {&kind, &x, &dy, &out, &n};
+  launch(kActivation, n, args, fn);
+}
+
 void checkXent(const char *fn, const float *logits, const int64_t *labels,
                int64_t n, int64_t c) {
   if (n < 1 || c < 1)
@@ -458,7 +682,10 @@ int pfrt_cuda_run_step(void (*step)(int64_t), int64_t k) {
   CapturedHostWork &w = gCaptured;
   // The first step runs uncaptured: it allocates what a capture may not
   // (scratch, scalar slots, cuBLASLt's plans). The second is captured.
-  if (!pfrt_cuda_graphs_enabled() || (w.steps == 0 && !w.captured)) {
+  // A step communicating through the host (StagedComm.cpp) waits for it in
+  // the middle: it is never captured.
+  if (!pfrt_cuda_graphs_enabled() || (w.steps == 0 && !w.captured) ||
+      cuda::hostStagedCommunication()) {
     step(k);
     pfrt_cuda_synchronize();
     checkErrors(fn);
@@ -470,6 +697,11 @@ int pfrt_cuda_run_step(void (*step)(int64_t), int64_t k) {
     step(k);
     pfrt_cuda_graph_end();
     w.captured = true;
+    if (const char *v = std::getenv("PFRT_CUDA_VERBOSE"); v && *v == '1')
+      std::fprintf(stderr,
+                   "pfrt: rank %d: step %lld captured as a CUDA graph (%zu "
+                   "host loads before and %zu reports after each replay)\n",
+                   pfrt_rank(), (long long)k, w.before.size(), w.after.size());
   }
   for (auto &load : w.before)
     load();
@@ -826,6 +1058,349 @@ void pfrt_cuda_k_adam(const float *p, const float *g, const float *m,
                   &decoupled, &bias_correction,
                   &err};
   launch(kAdam, n, args, fn);
+}
+
+void pfrt_cuda_k_activation(int32_t kind, const float *x, float *y, int64_t n) {
+  activation("pfrt_cuda_k_activation", false, kind, x, nullptr, y, n);
+}
+
+void pfrt_cuda_k_activation_grad(int32_t kind, const float *x, const float *dy,
+                                 float *dx, int64_t n) {
+  activation("pfrt_cuda_k_activation_grad", true, kind, x, dy, dx, n);
+}
+
+void pfrt_cuda_k_transpose(const float *x, float *y, int64_t rank,
+                           const int64_t *shape, const int64_t *perm) {
+  const char *fn = "pfrt_cuda_k_transpose";
+  if (rank < 0 || rank > kMaxRank)
+    fatal("%s: rank %lld is outside [0, %lld]", fn, (long long)rank,
+          (long long)kMaxRank);
+  checkPtr(fn, "shape", shape, rank);
+  checkPtr(fn, "perm", perm, rank);
+  bool seen[kMaxRank] = {false};
+  int64_t total = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (shape[d] < 0)
+      fatal("%s: shape %s has a negative dimension", fn,
+            shapeToString(rank, shape).c_str());
+    total = mulChecked(fn, total, shape[d]);
+    if (perm[d] < 0 || perm[d] >= rank || seen[perm[d]])
+      fatal("%s: perm %s is not a permutation of 0..%lld", fn,
+            shapeToString(rank, perm).c_str(), (long long)rank - 1);
+    seen[perm[d]] = true;
+  }
+  checkPtr(fn, "x", x, total);
+  checkPtr(fn, "y", y, total);
+  if (total == 0)
+    return;
+  dev::TransposePlan plan;
+  dev::makeTransposePlan(rank, shape, perm, &plan);
+  void *args[] = {&x, &y, &plan};
+  launch(kTranspose, plan.total, args, fn);
+}
+
+// Convolutions: the CPU's im2col + SGEMM per image and group, with the
+// column matrices of a run of images built at once in device scratch and
+// one strided-batched GEMM (exact float32) per group and run; the direct
+// path (1x1, stride 1, no padding) reads x itself.
+
+void pfrt_cuda_k_conv2d(const float *x, const float *w, float *y,
+                        const int64_t dims[16]) {
+  const char *fn = "pfrt_cuda_k_conv2d";
+  dev::ConvGeom d = checkConv(fn, dims,
+                              {{"x", x, ConvTensor::X},
+                               {"w", w, ConvTensor::W},
+                               {"y", y, ConvTensor::Y}});
+  const int64_t yTotal = d.N * d.O * d.P;
+  if (yTotal == 0)
+    return;
+  if (d.K == 0) { // no input channel: an empty sum
+    pfrt_cuda_memset(y, 0, yTotal * int64_t(sizeof(float)));
+    return;
+  }
+  const int64_t colImage = d.G * d.K * d.P; // floats of one image's columns
+  const int64_t nb =
+      imagesPerRun(d.direct ? 0 : colImage * int64_t(sizeof(float)), d.N);
+  float *col = d.direct ? nullptr
+                        : static_cast<float *>(scratch(
+                              nb * colImage * int64_t(sizeof(float)), fn));
+  for (int64_t n0 = 0; n0 < d.N; n0 += nb) {
+    const int64_t m = nb < d.N - n0 ? nb : d.N - n0;
+    const float *b = x + n0 * d.C * d.HW;
+    int64_t strideB = d.C * d.HW;
+    if (!d.direct) {
+      im2col(fn, d, x, n0, m, col);
+      b = col;
+      strideB = colImage;
+    }
+    for (int64_t g = 0; g < d.G; ++g)
+      pfrt_cuda_gemm(0, 0, d.Og, d.P, d.K, 1.0f, w + g * d.Og * d.K, d.K,
+                     b + g * d.K * d.P, d.P, 0.0f,
+                     y + (n0 * d.O + g * d.Og) * d.P, d.P, m, 0, strideB,
+                     d.O * d.P, PFRT_EPILOGUE_NONE, nullptr, nullptr, 0);
+  }
+}
+
+void pfrt_cuda_k_conv2d_grad_input(const float *dy, const float *w, float *dx,
+                                   const int64_t dims[16]) {
+  const char *fn = "pfrt_cuda_k_conv2d_grad_input";
+  dev::ConvGeom d = checkConv(fn, dims,
+                              {{"dy", dy, ConvTensor::Y},
+                               {"w", w, ConvTensor::W},
+                               {"dx", dx, ConvTensor::X}});
+  const int64_t dxTotal = d.N * d.C * d.HW;
+  if (dxTotal == 0)
+    return;
+  if (d.Og == 0) { // no output channel: an empty sum
+    pfrt_cuda_memset(dx, 0, dxTotal * int64_t(sizeof(float)));
+    return;
+  }
+  const int64_t colImage = d.G * d.K * d.P;
+  const int64_t nb =
+      imagesPerRun(d.direct ? 0 : colImage * int64_t(sizeof(float)), d.N);
+  float *col = d.direct ? nullptr
+                        : static_cast<float *>(scratch(
+                              nb * colImage * int64_t(sizeof(float)), fn));
+  for (int64_t n0 = 0; n0 < d.N; n0 += nb) {
+    const int64_t m = nb < d.N - n0 ? nb : d.N - n0;
+    if (d.direct) {
+      // dx_g = w_g^T dy_g straight into dx (col2im is the identity).
+      for (int64_t g = 0; g < d.G; ++g)
+        pfrt_cuda_gemm(1, 0, d.K, d.P, d.Og, 1.0f, w + g * d.Og * d.K, d.K,
+                       dy + (n0 * d.O + g * d.Og) * d.P, d.P, 0.0f,
+                       dx + (n0 * d.C + g * d.Cg) * d.HW, d.P, m, 0, d.O * d.P,
+                       d.C * d.HW, PFRT_EPILOGUE_NONE, nullptr, nullptr, 0);
+      continue;
+    }
+    // dcol_g = w_g^T dy_g for each image of the run, then one thread per
+    // input element gathers its column entries (no atomics).
+    for (int64_t g = 0; g < d.G; ++g)
+      pfrt_cuda_gemm(1, 0, d.K, d.P, d.Og, 1.0f, w + g * d.Og * d.K, d.K,
+                     dy + (n0 * d.O + g * d.Og) * d.P, d.P, 0.0f,
+                     col + g * d.K * d.P, d.P, m, 0, d.O * d.P, colImage,
+                     PFRT_EPILOGUE_NONE, nullptr, nullptr, 0);
+    float *dxs = dx + n0 * d.C * d.HW;
+    int64_t total = m * d.C * d.HW;
+    void *args[] = {&col, &dxs, &d, &total};
+    launch(kCol2im, total, args, fn);
+  }
+}
+
+void pfrt_cuda_k_conv2d_grad_weight(const float *x, const float *dy, float *dw,
+                                    const int64_t dims[16]) {
+  const char *fn = "pfrt_cuda_k_conv2d_grad_weight";
+  dev::ConvGeom d = checkConv(fn, dims,
+                              {{"x", x, ConvTensor::X},
+                               {"dy", dy, ConvTensor::Y},
+                               {"dw", dw, ConvTensor::W}});
+  const int64_t dwTotal = d.O * d.K;
+  if (dwTotal == 0)
+    return;
+  if (d.N == 0 || d.P == 0) { // an empty sum
+    pfrt_cuda_memset(dw, 0, dwTotal * int64_t(sizeof(float)));
+    return;
+  }
+  // Each image's dy_g col^T into `part` (a strided-batched GEMM per group),
+  // then summed over the images in order in float32, as the CPU's SGEMMs
+  // accumulate them (beta = 1 after the first image).
+  const int64_t colImage = d.direct ? 0 : d.G * d.K * d.P;
+  const int64_t nb =
+      imagesPerRun((colImage + dwTotal) * int64_t(sizeof(float)), d.N);
+  ScratchLayout l;
+  const int64_t colAt = l.add(nb * colImage * int64_t(sizeof(float)));
+  const int64_t partAt = l.add(nb * dwTotal * int64_t(sizeof(float)));
+  void *base = scratch(l.bytes, fn);
+  float *col = scratchAt<float>(base, colAt),
+        *part = scratchAt<float>(base, partAt);
+  for (int64_t n0 = 0; n0 < d.N; n0 += nb) {
+    int64_t m = nb < d.N - n0 ? nb : d.N - n0;
+    const float *b = x + n0 * d.C * d.HW;
+    int64_t strideB = d.C * d.HW;
+    if (!d.direct) {
+      im2col(fn, d, x, n0, m, col);
+      b = col;
+      strideB = colImage;
+    }
+    for (int64_t g = 0; g < d.G; ++g)
+      pfrt_cuda_gemm(0, 1, d.Og, d.K, d.P, 1.0f,
+                     dy + (n0 * d.O + g * d.Og) * d.P, d.P, b + g * d.K * d.P,
+                     d.P, 0.0f, part + g * d.Og * d.K, d.K, m, d.O * d.P,
+                     strideB, dwTotal, PFRT_EPILOGUE_NONE, nullptr, nullptr, 0);
+    int64_t stride = dwTotal, total = dwTotal;
+    int32_t first = n0 == 0;
+    void *args[] = {&part, &dw, &m, &stride, &first, &total};
+    launch(kSumImages, total, args, fn);
+  }
+}
+
+// Pooling: one thread per output element for the forwards; the gradients
+// gather, one thread per input element, from the windows that hold it, in
+// the order the CPU scatters (no atomics).
+
+void pfrt_cuda_k_max_pool2d(const float *x, float *y, const int64_t dims[12]) {
+  const char *fn = "pfrt_cuda_k_max_pool2d";
+  dev::PoolGeom d = checkPool(fn, dims);
+  checkPtr(fn, "x", x, d.planes * d.HW);
+  checkPtr(fn, "y", y, d.planes * d.P);
+  int64_t total = d.planes * d.P;
+  void *args[] = {&x, &y, &d, &total};
+  launch(kMaxPool, total, args, fn);
+}
+
+void pfrt_cuda_k_max_pool2d_grad(const float *x, const float *dy, float *dx,
+                                 const int64_t dims[12]) {
+  const char *fn = "pfrt_cuda_k_max_pool2d_grad";
+  dev::PoolGeom d = checkPool(fn, dims);
+  checkPtr(fn, "x", x, d.planes * d.HW);
+  checkPtr(fn, "dy", dy, d.planes * d.P);
+  checkPtr(fn, "dx", dx, d.planes * d.HW);
+  if (d.HW > INT32_MAX)
+    fatal("%s: a plane of %lld elements is too large", fn, (long long)d.HW);
+  int64_t outs = d.planes * d.P, ins = d.planes * d.HW;
+  if (ins == 0)
+    return;
+  // The arg-max of every window first (int32 flat indices in the plane, as
+  // the CPU keeps them), then the gather.
+  int32_t *arg = static_cast<int32_t *>(
+      scratch((outs > 0 ? outs : 1) * int64_t(sizeof(int32_t)), fn));
+  void *args1[] = {&x, &arg, &d, &outs};
+  launch(kMaxPoolArg, outs, args1, fn);
+  void *args2[] = {&arg, &dy, &dx, &d, &ins};
+  launch(kMaxPoolGrad, ins, args2, fn);
+}
+
+void pfrt_cuda_k_avg_pool2d(const float *x, float *y, const int64_t dims[12]) {
+  const char *fn = "pfrt_cuda_k_avg_pool2d";
+  dev::PoolGeom d = checkPool(fn, dims);
+  checkPtr(fn, "x", x, d.planes * d.HW);
+  checkPtr(fn, "y", y, d.planes * d.P);
+  int64_t total = d.planes * d.P;
+  void *args[] = {&x, &y, &d, &total};
+  launch(kAvgPool, total, args, fn);
+}
+
+void pfrt_cuda_k_avg_pool2d_grad(const float *dy, float *dx,
+                                 const int64_t dims[12]) {
+  const char *fn = "pfrt_cuda_k_avg_pool2d_grad";
+  dev::PoolGeom d = checkPool(fn, dims);
+  checkPtr(fn, "dy", dy, d.planes * d.P);
+  checkPtr(fn, "dx", dx, d.planes * d.HW);
+  int64_t total = d.planes * d.HW;
+  void *args[] = {&dy, &dx, &d, &total};
+  launch(kAvgPoolGrad, total, args, fn);
+}
+
+void pfrt_cuda_k_global_avg_pool(const float *x, float *y, int64_t n, int64_t c,
+                                 int64_t hw) {
+  const char *fn = "pfrt_cuda_k_global_avg_pool";
+  checkSize(fn, "n", n);
+  checkSize(fn, "c", c);
+  checkSize(fn, "hw", hw);
+  int64_t planes = mulChecked(fn, n, c);
+  checkPtr(fn, "x", x, mulChecked(fn, planes, hw));
+  checkPtr(fn, "y", y, planes);
+  if (planes > 0 && hw == 0)
+    fatal("%s: hw = 0 (mean of an empty plane)", fn);
+  void *args[] = {&x, &y, &hw, &planes};
+  launch(kGlobalAvgPool, planes, args, fn);
+}
+
+void pfrt_cuda_k_global_avg_pool_grad(const float *dy, float *dx, int64_t n,
+                                      int64_t c, int64_t hw) {
+  const char *fn = "pfrt_cuda_k_global_avg_pool_grad";
+  checkSize(fn, "n", n);
+  checkSize(fn, "c", c);
+  checkSize(fn, "hw", hw);
+  int64_t planes = mulChecked(fn, n, c);
+  checkPtr(fn, "dy", dy, planes);
+  int64_t total = mulChecked(fn, planes, hw);
+  checkPtr(fn, "dx", dx, total);
+  void *args[] = {&dy, &dx, &hw, &total};
+  launch(kGlobalAvgPoolGrad, total, args, fn);
+}
+
+// Batch norm: a channel's statistics are summed by one thread in the CPU's
+// order and precision (float64; for hw > 1 each (row, channel) run of hw
+// values is first summed by its own thread with the CPU's 4 accumulators),
+// then one thread per element applies the per-channel coefficients.
+// Correctness first: the per-channel loop over the rows is serial.
+
+void pfrt_cuda_k_batch_norm(const float *x, const float *gamma,
+                            const float *beta, const float *rmean,
+                            const float *rvar, float *y, float *new_mean,
+                            float *new_var, int64_t n, int64_t c, int64_t hw,
+                            double eps, double momentum) {
+  const char *fn = "pfrt_cuda_k_batch_norm";
+  checkBatchNorm(fn, x, n, c, hw, eps);
+  checkPtr(fn, "y", y, n * c * hw);
+  if (!rmean != !new_mean || !rvar != !new_var)
+    fatal("%s: rmean/new_mean and rvar/new_var must both be given or both "
+          "be NULL",
+          fn);
+  if (c == 0)
+    return;
+  BnScratch s = bnScratch(fn, x, nullptr, n, c, hw);
+  double *runs = s.runs, *co = s.co;
+  void *args1[] = {&x,       &runs, &gamma, &beta, &rmean, &rvar, &new_mean,
+                   &new_var, &co,   &n,     &c,    &hw,    &eps,  &momentum};
+  launch(kBnTrainChannels, c, args1, fn);
+  int64_t total = n * c * hw;
+  void *args2[] = {&x, &y, &co, &c, &hw, &total};
+  launch(kBnAffine, total, args2, fn);
+}
+
+void pfrt_cuda_k_batch_norm_eval(const float *x, const float *gamma,
+                                 const float *beta, const float *rmean,
+                                 const float *rvar, float *y, int64_t n,
+                                 int64_t c, int64_t hw, double eps) {
+  const char *fn = "pfrt_cuda_k_batch_norm_eval";
+  checkBatchNorm(fn, x, n, c, hw, eps);
+  checkPtr(fn, "y", y, n * c * hw);
+  checkPtr(fn, "rmean", rmean, c);
+  checkPtr(fn, "rvar", rvar, c);
+  if (c == 0)
+    return;
+  double *co =
+      static_cast<double *>(scratch(c * 4 * int64_t(sizeof(double)), fn));
+  void *args1[] = {&gamma, &beta, &rmean, &rvar, &co, &c, &eps};
+  launch(kBnEvalChannels, c, args1, fn);
+  int64_t total = n * c * hw;
+  void *args2[] = {&x, &y, &co, &c, &hw, &total};
+  launch(kBnAffine, total, args2, fn);
+}
+
+void pfrt_cuda_k_batch_norm_grad_input(const float *x, const float *gamma,
+                                       const float *dy, float *dx, int64_t n,
+                                       int64_t c, int64_t hw, double eps) {
+  const char *fn = "pfrt_cuda_k_batch_norm_grad_input";
+  checkBatchNorm(fn, x, n, c, hw, eps);
+  checkPtr(fn, "dy", dy, n * c * hw);
+  checkPtr(fn, "dx", dx, n * c * hw);
+  if (c == 0)
+    return;
+  BnScratch s = bnScratch(fn, x, dy, n, c, hw);
+  double *runs = s.runs, *co = s.co;
+  void *args1[] = {&x, &dy, &runs, &gamma, &co, &n, &c, &hw, &eps};
+  launch(kBnGradInputChannels, c, args1, fn);
+  int64_t total = n * c * hw;
+  void *args2[] = {&x, &dy, &dx, &co, &c, &hw, &total};
+  launch(kBnGradInput, total, args2, fn);
+}
+
+void pfrt_cuda_k_batch_norm_grad_params(const float *x, const float *dy,
+                                        float *dgamma, float *dbeta, int64_t n,
+                                        int64_t c, int64_t hw, double eps) {
+  const char *fn = "pfrt_cuda_k_batch_norm_grad_params";
+  checkBatchNorm(fn, x, n, c, hw, eps);
+  checkPtr(fn, "dy", dy, n * c * hw);
+  checkPtr(fn, "dgamma", dgamma, c);
+  checkPtr(fn, "dbeta", dbeta, c);
+  if (c == 0)
+    return;
+  BnScratch s = bnScratch(fn, x, dy, n, c, hw);
+  double *runs = s.runs;
+  void *args[] = {&x, &dy, &runs, &dgamma, &dbeta, &n, &c, &hw, &eps};
+  launch(kBnGradParamsChannels, c, args, fn);
 }
 
 } // extern "C"

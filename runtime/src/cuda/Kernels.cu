@@ -147,6 +147,127 @@ __global__ void pfrt_cuda_adam(const float *p, const float *g, const float *m,
   PFRT_FOR_EACH(i, n) adamAt(p, g, m, v, np, nm, nv, k, i);
 }
 
+/// One thread per element; out may be x or dy (dy NULL: the forward).
+__global__ void pfrt_cuda_activation(int32_t kind, const float *x,
+                                     const float *dy, float *out, int64_t n) {
+  PFRT_FOR_EACH(i, n) activationAt(kind, x, dy, out, i);
+}
+
+/// One thread per output element.
+__global__ void pfrt_cuda_transpose(const float *x, float *y, TransposePlan p) {
+  PFRT_FOR_EACH(o, p.total) transposeAt(x, y, p, o);
+}
+
+/// One thread per element of the column matrices of a run of images.
+__global__ void pfrt_cuda_im2col(const float *x, float *col, ConvGeom d,
+                                 int64_t total) {
+  PFRT_FOR_EACH(i, total) im2colAt(x, col, d, i);
+}
+
+/// One thread per input element of a run of images, gathering (no atomics).
+__global__ void pfrt_cuda_col2im(const float *col, float *dx, ConvGeom d,
+                                 int64_t total) {
+  PFRT_FOR_EACH(i, total) col2imAt(col, dx, d, i);
+}
+
+/// One thread per weight-gradient element, summing the images in order.
+__global__ void pfrt_cuda_sum_images(const float *part, float *dw, int64_t nb,
+                                     int64_t stride, int32_t first, int64_t n) {
+  PFRT_FOR_EACH(i, n) sumImagesAt(part, dw, nb, stride, first, i);
+}
+
+/// One thread per output element.
+__global__ void pfrt_cuda_max_pool(const float *x, float *y, PoolGeom d,
+                                   int64_t total) {
+  PFRT_FOR_EACH(o, total) maxPoolAt(x, y, d, o);
+}
+
+/// One thread per output element: its window's arg-max.
+__global__ void pfrt_cuda_max_pool_arg(const float *x, int32_t *arg, PoolGeom d,
+                                       int64_t total) {
+  PFRT_FOR_EACH(o, total) maxPoolArgAt(x, arg, d, o);
+}
+
+/// One thread per input element, gathering from the windows that hold it.
+__global__ void pfrt_cuda_max_pool_grad(const int32_t *arg, const float *dy,
+                                        float *dx, PoolGeom d, int64_t total) {
+  PFRT_FOR_EACH(i, total) maxPoolGradAt(arg, dy, dx, d, i);
+}
+
+/// One thread per output element.
+__global__ void pfrt_cuda_avg_pool(const float *x, float *y, PoolGeom d,
+                                   int64_t total) {
+  PFRT_FOR_EACH(o, total) avgPoolAt(x, y, d, o);
+}
+
+/// One thread per input element, gathering from the windows that hold it.
+__global__ void pfrt_cuda_avg_pool_grad(const float *dy, float *dx, PoolGeom d,
+                                        int64_t total) {
+  PFRT_FOR_EACH(i, total) avgPoolGradAt(dy, dx, d, i);
+}
+
+/// One thread per plane.
+__global__ void pfrt_cuda_global_avg_pool(const float *x, float *y, int64_t hw,
+                                          int64_t planes) {
+  PFRT_FOR_EACH(p, planes) globalAvgPoolAt(x, y, hw, p);
+}
+
+/// One thread per element.
+__global__ void pfrt_cuda_global_avg_pool_grad(const float *dy, float *dx,
+                                               int64_t hw, int64_t total) {
+  PFRT_FOR_EACH(i, total) globalAvgPoolGradAt(dy, dx, hw, i);
+}
+
+/// Batch norm, hw > 1: one thread per (row, channel) run of hw values.
+__global__ void pfrt_cuda_bn_runs(const float *x, const float *dy, double *runs,
+                                  int64_t c, int64_t hw, int64_t nruns) {
+  PFRT_FOR_EACH(q, nruns) bnRunSumsAt(x, dy, runs, c, hw, q);
+}
+
+/// Batch norm: one thread per channel (its statistics in the CPU's order).
+__global__ void pfrt_cuda_bn_train_channels(
+    const float *x, const double *runs, const float *gamma, const float *beta,
+    const float *rmean, const float *rvar, float *newMean, float *newVar,
+    double *co, int64_t n, int64_t c, int64_t hw, double eps, double momentum) {
+  PFRT_FOR_EACH(j, c)
+  bnTrainChannelAt(x, runs, gamma, beta, rmean, rvar, newMean, newVar, co, n, c,
+                   hw, eps, momentum, j);
+}
+
+__global__ void pfrt_cuda_bn_eval_channels(const float *gamma,
+                                           const float *beta,
+                                           const float *rmean,
+                                           const float *rvar, double *co,
+                                           int64_t c, double eps) {
+  PFRT_FOR_EACH(j, c) bnEvalChannelAt(gamma, beta, rmean, rvar, co, eps, j);
+}
+
+__global__ void pfrt_cuda_bn_grad_input_channels(
+    const float *x, const float *dy, const double *runs, const float *gamma,
+    double *co, int64_t n, int64_t c, int64_t hw, double eps) {
+  PFRT_FOR_EACH(j, c)
+  bnGradInputChannelAt(x, dy, runs, gamma, co, n, c, hw, eps, j);
+}
+
+__global__ void pfrt_cuda_bn_grad_params_channels(
+    const float *x, const float *dy, const double *runs, float *dgamma,
+    float *dbeta, int64_t n, int64_t c, int64_t hw, double eps) {
+  PFRT_FOR_EACH(j, c)
+  bnGradParamsChannelAt(x, dy, runs, dgamma, dbeta, n, c, hw, eps, j);
+}
+
+/// Batch norm: one thread per element.
+__global__ void pfrt_cuda_bn_affine(const float *x, float *y, const double *co,
+                                    int64_t c, int64_t hw, int64_t total) {
+  PFRT_FOR_EACH(i, total) bnAffineAt(x, y, co, c, hw, i);
+}
+
+__global__ void pfrt_cuda_bn_grad_input(const float *x, const float *dy,
+                                        float *dx, const double *co, int64_t c,
+                                        int64_t hw, int64_t total) {
+  PFRT_FOR_EACH(i, total) bnGradInputAt(x, dy, dx, co, c, hw, i);
+}
+
 /// One thread: a run-time scalar's value, passed at launch (the value when
 /// the launch was enqueued, whatever the host does with it afterwards).
 __global__ void pfrt_cuda_set_scalar(float *slot, float value) {

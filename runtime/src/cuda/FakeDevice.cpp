@@ -1,0 +1,384 @@
+//===- FakeDevice.cpp - a host emulation of the CUDA driver and cuBLASLt --===//
+//
+// See FakeDevice.h. Everything runs on the calling thread, in stream order:
+// an enqueued operation runs at once, or, while the stream is captured, is
+// recorded as a closure that every launch of the instantiated graph runs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeDevice.h"
+
+#include "../common/Internal.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pfrt {
+namespace fake {
+
+Dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+bool enabled() {
+  const char *v = std::getenv("PFRT_CUDA_FAKE");
+  return v && std::strcmp(v, "1") == 0;
+}
+
+namespace {
+
+/// The operations of the stream being captured (null when not capturing).
+std::vector<std::function<void()>> *gRecording = nullptr;
+/// Instantiated graphs: each a list of operations.
+std::vector<std::unique_ptr<std::vector<std::function<void()>>>> gGraphs;
+
+/// Runs `op` now, or records it while the stream is captured.
+CUresult enqueue(std::function<void()> op) {
+  if (gRecording)
+    gRecording->push_back(std::move(op));
+  else
+    op();
+  return CUDA_SUCCESS;
+}
+
+void *address(CUdeviceptr p) { return reinterpret_cast<void *>(p); }
+
+struct Desc {
+  cublasOperation_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const float *bias = nullptr;
+};
+struct Layout {
+  uint64_t rows = 0, cols = 0;
+  int64_t ld = 0;
+  int32_t batch = 1;
+  int64_t stride = 0;
+};
+
+} // namespace
+
+CUresult cuInit(unsigned int) { return CUDA_SUCCESS; }
+
+CUresult cuGetErrorName(CUresult error, const char **name) {
+  *name = error == CUDA_SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR (emulated)";
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *count) {
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  *device = ordinal;
+  return ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice) {
+  static int context;
+  *ctx = reinterpret_cast<CUcontext>(&context);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+
+CUresult cuStreamCreate(CUstream *stream, unsigned int) {
+  static int theStream;
+  *stream = reinterpret_cast<CUstream>(&theStream);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream) {
+  return gRecording ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus *status) {
+  *status = gRecording ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                       : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc(CUdeviceptr *p, size_t bytes) {
+  if (gRecording)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  // Fresh device memory is not zero: 0xff bytes (NaN floats), so that a
+  // test cannot pass by reading memory nobody wrote.
+  void *mem = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!mem)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  std::memset(mem, 0xff, bytes);
+  *p = reinterpret_cast<CUdeviceptr>(mem);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetInfo(size_t *free, size_t *total) {
+  *free = *total = size_t(1) << 34;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostRegister(void *, size_t, unsigned int) {
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes,
+                           CUstream) {
+  return enqueue([=] { std::memcpy(address(dst), src, bytes); });
+}
+
+CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream) {
+  return enqueue([=] { std::memcpy(dst, address(src), bytes); });
+}
+
+CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                           CUstream) {
+  return enqueue([=] { std::memmove(address(dst), address(src), bytes); });
+}
+
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t bytes,
+                         CUstream) {
+  return enqueue([=] { std::memset(address(dst), value, bytes); });
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+  if (!image)
+    return CUDA_ERROR_INVALID_IMAGE;
+  static int theModule;
+  *module = reinterpret_cast<CUmodule>(&theModule);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *fn, CUmodule, const char *name) {
+  for (const HostKernel *k = kHostKernels; k->name; ++k)
+    if (std::strcmp(k->name, name) == 0) {
+      *fn = reinterpret_cast<CUfunction>(const_cast<HostKernel *>(k));
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                        unsigned bx, unsigned by, unsigned bz, unsigned,
+                        CUstream, void **params, void **) {
+  const HostKernel *k = reinterpret_cast<const HostKernel *>(f);
+  if (!k || gx * gy * gz == 0 || bx * by * bz == 0 || bx * by * bz > 1024)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::function<void()> thread = k->bind(params);
+  // The whole grid, one thread after another (thread 0 of a block first,
+  // which is what the kernels' one-thread setup before __syncthreads needs).
+  return enqueue([=] {
+    gridDim = {gx, gy, gz};
+    blockDim = {bx, by, bz};
+    for (unsigned z = 0; z < gz; ++z)
+      for (unsigned y = 0; y < gy; ++y)
+        for (unsigned x = 0; x < gx; ++x) {
+          blockIdx = {x, y, z};
+          for (unsigned tz = 0; tz < bz; ++tz)
+            for (unsigned ty = 0; ty < by; ++ty)
+              for (unsigned tx = 0; tx < bx; ++tx) {
+                threadIdx = {tx, ty, tz};
+                thread();
+              }
+        }
+  });
+}
+
+CUresult cuStreamBeginCapture(CUstream, CUstreamCaptureMode) {
+  if (gRecording)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  gRecording = new std::vector<std::function<void()>>();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamEndCapture(CUstream, CUgraph *graph) {
+  if (!gRecording)
+    return CUDA_ERROR_ILLEGAL_STATE;
+  gGraphs.emplace_back(gRecording);
+  gRecording = nullptr;
+  *graph = reinterpret_cast<CUgraph>(gGraphs.back().get());
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph,
+                            unsigned long long) {
+  *exec = reinterpret_cast<CUgraphExec>(graph);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream) {
+  auto *ops = reinterpret_cast<std::vector<std::function<void()>> *>(exec);
+  if (!ops || gRecording)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (auto &op : *ops)
+    op();
+  return CUDA_SUCCESS;
+}
+
+//===----------------------------------------------------------------------===//
+// cuBLASLt: descriptors are host structs; cublasLtMatmul computes
+// D = alpha op(A) op(B) + beta C (column-major, strided batches) in float64,
+// then the epilogue (bias per row of D, ReLU).
+//===----------------------------------------------------------------------===//
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle) {
+  static int theHandle;
+  *handle = reinterpret_cast<cublasLtHandle_t>(&theHandle);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc,
+                                        cublasComputeType_t compute,
+                                        cudaDataType_t scale) {
+  if (scale != CUDA_R_32F || (compute != CUBLAS_COMPUTE_32F &&
+                              compute != CUBLAS_COMPUTE_32F_FAST_TF32))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  *desc = reinterpret_cast<cublasLtMatmulDesc_t>(new Desc());
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
+                                              cublasLtMatmulDescAttributes_t a,
+                                              const void *buf, size_t size) {
+  Desc &d = *reinterpret_cast<Desc *>(desc);
+  switch (a) {
+  case CUBLASLT_MATMUL_DESC_TRANSA:
+    std::memcpy(&d.transA, buf, sizeof(d.transA));
+    break;
+  case CUBLASLT_MATMUL_DESC_TRANSB:
+    std::memcpy(&d.transB, buf, sizeof(d.transB));
+    break;
+  case CUBLASLT_MATMUL_DESC_EPILOGUE:
+    std::memcpy(&d.epilogue, buf, sizeof(d.epilogue));
+    break;
+  case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+    std::memcpy(&d.bias, buf, sizeof(d.bias));
+    break;
+  default:
+    return CUBLAS_STATUS_NOT_SUPPORTED; // nothing else is emulated
+  }
+  (void)size;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout,
+                                          cudaDataType type, uint64_t rows,
+                                          uint64_t cols, int64_t ld) {
+  if (type != CUDA_R_32F || ld < int64_t(rows))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  auto *l = new Layout();
+  l->rows = rows;
+  l->cols = cols;
+  l->ld = ld;
+  *layout = reinterpret_cast<cublasLtMatrixLayout_t>(l);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t
+cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
+                                 cublasLtMatrixLayoutAttribute_t a,
+                                 const void *buf, size_t) {
+  Layout &l = *reinterpret_cast<Layout *>(layout);
+  if (a == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT)
+    std::memcpy(&l.batch, buf, sizeof(l.batch));
+  else if (a == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET)
+    std::memcpy(&l.stride, buf, sizeof(l.stride));
+  else
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *p) {
+  static int thePreference;
+  *p = reinterpret_cast<cublasLtMatmulPreference_t>(&thePreference);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t
+cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t,
+                                     cublasLtMatmulPreferenceAttributes_t,
+                                     const void *, size_t) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
+    cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t,
+    cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+    cublasLtMatmulPreference_t, int requested,
+    cublasLtMatmulHeuristicResult_t results[], int *found) {
+  if (requested < 1)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  results[0] = cublasLtMatmulHeuristicResult_t{};
+  *found = 1;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
+                              const void *alpha, const void *A,
+                              cublasLtMatrixLayout_t adesc, const void *B,
+                              cublasLtMatrixLayout_t bdesc, const void *beta,
+                              const void *C, cublasLtMatrixLayout_t cdesc,
+                              void *D, cublasLtMatrixLayout_t ddesc,
+                              const cublasLtMatmulAlgo_t *, void *, size_t,
+                              cudaStream_t) {
+  // The descriptors as they are now (a captured call keeps them).
+  Desc d = *reinterpret_cast<Desc *>(desc);
+  Layout la = *reinterpret_cast<Layout *>(adesc),
+         lb = *reinterpret_cast<Layout *>(bdesc),
+         lc = *reinterpret_cast<Layout *>(cdesc),
+         ld = *reinterpret_cast<Layout *>(ddesc);
+  float al, be;
+  std::memcpy(&al, alpha, sizeof(al));
+  std::memcpy(&be, beta, sizeof(be));
+  bool ta = d.transA == CUBLAS_OP_T, tb = d.transB == CUBLAS_OP_T;
+  uint64_t m = ta ? la.cols : la.rows, k = ta ? la.rows : la.cols;
+  uint64_t kb = tb ? lb.cols : lb.rows, n = tb ? lb.rows : lb.cols;
+  if (k != kb || ld.rows != m || ld.cols != n || lc.rows != m || lc.cols != n ||
+      la.batch != ld.batch || lb.batch != ld.batch || lc.batch != ld.batch)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  bool bias = d.epilogue == CUBLASLT_EPILOGUE_BIAS ||
+              d.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+  bool relu = d.epilogue == CUBLASLT_EPILOGUE_RELU ||
+              d.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+  if (d.epilogue != CUBLASLT_EPILOGUE_DEFAULT && !bias && !relu)
+    return CUBLAS_STATUS_NOT_SUPPORTED; // the gradient epilogues
+  if (bias && !d.bias)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  const float *a = static_cast<const float *>(A),
+              *b = static_cast<const float *>(B),
+              *c = static_cast<const float *>(C);
+  float *out = static_cast<float *>(D);
+  enqueue([=] {
+    std::vector<float> result(size_t(m * n));
+    for (int32_t p = 0; p < ld.batch; ++p) {
+      const float *ap = a + p * la.stride, *bp = b + p * lb.stride,
+                  *cp = c + p * lc.stride;
+      float *dp = out + p * ld.stride;
+      for (uint64_t j = 0; j < n; ++j)
+        for (uint64_t i = 0; i < m; ++i) {
+          double sum = 0;
+          for (uint64_t q = 0; q < k; ++q) {
+            float x = ta ? ap[q + i * la.ld] : ap[i + q * la.ld];
+            float y = tb ? bp[j + q * lb.ld] : bp[q + j * lb.ld];
+            sum += double(x) * double(y);
+          }
+          float v = float(double(al) * sum);
+          if (be != 0.0f)
+            v += be * cp[i + j * lc.ld];
+          if (bias)
+            v += d.bias[i];
+          if (relu && !(v > 0.0f))
+            v = 0.0f;
+          result[size_t(i + j * m)] = v;
+        }
+      // Written after the whole product: D may alias C.
+      for (uint64_t j = 0; j < n; ++j)
+        for (uint64_t i = 0; i < m; ++i)
+          dp[i + j * ld.ld] = result[size_t(i + j * m)];
+    }
+  });
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+} // namespace fake
+} // namespace pfrt

@@ -1,0 +1,93 @@
+//===- FakeDevice.h - a host emulation of the CUDA driver and cuBLASLt ----===//
+//
+// For tests on machines without a GPU: with PFRT_CUDA_FAKE=1, Cuda.cpp takes
+// the entry points below instead of libcuda's and libcublasLt's, so the whole
+// GPU path of libpfrt (device twins, arena, staging, scalar mirrors, kernel
+// arguments, the row-major to cuBLASLt GEMM mapping, graph capture and
+// replay) runs on the host: device memory is host memory, a kernel launch
+// runs the host build of Kernels.cu over its whole grid (blocks and threads
+// one after another), cublasLtMatmul computes the column-major product it
+// describes in float64, and a captured stream records closures that a
+// graph launch replays. It is a test of libpfrt's logic, not of CUDA: the
+// arithmetic of the GEMM differs from cuBLAS's, and nothing here says a
+// kernel would be correct under real concurrency (CI also checks the
+// kernels' bodies against the CPU kernels, DeviceBodies.h).
+//
+// Opt-in only (an environment variable the tests set): a program never
+// falls back to it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PFRT_SRC_CUDA_FAKEDEVICE_H
+#define PFRT_SRC_CUDA_FAKEDEVICE_H
+
+#include <cublasLt.h>
+#include <cuda.h>
+
+#include <functional>
+
+namespace pfrt {
+namespace fake {
+
+/// Whether PFRT_CUDA_FAKE=1 asks for the emulation.
+bool enabled();
+
+/// The emulated entry points, each with its CUDA declaration's type (the
+/// names go through cuda.h's versioning macros like the real ones).
+#define PFRT_FAKE_DECLARE(fn, symbol) decltype(::fn) fn;
+#define PFRT_FAKE_FUNCTIONS(X)                                                 \
+  X(cuInit, "")                                                                \
+  X(cuGetErrorName, "")                                                        \
+  X(cuDeviceGetCount, "")                                                      \
+  X(cuDeviceGet, "")                                                           \
+  X(cuDevicePrimaryCtxRetain, "")                                              \
+  X(cuCtxSetCurrent, "")                                                       \
+  X(cuStreamCreate, "")                                                        \
+  X(cuStreamSynchronize, "")                                                   \
+  X(cuStreamIsCapturing, "")                                                   \
+  X(cuMemAlloc, "")                                                            \
+  X(cuMemGetInfo, "")                                                          \
+  X(cuMemHostRegister, "")                                                     \
+  X(cuMemcpyHtoDAsync, "")                                                     \
+  X(cuMemcpyDtoHAsync, "")                                                     \
+  X(cuMemcpyDtoDAsync, "")                                                     \
+  X(cuMemsetD8Async, "")                                                       \
+  X(cuModuleLoadData, "")                                                      \
+  X(cuModuleGetFunction, "")                                                   \
+  X(cuLaunchKernel, "")                                                        \
+  X(cuStreamBeginCapture, "")                                                  \
+  X(cuStreamEndCapture, "")                                                    \
+  X(cuGraphInstantiate, "")                                                    \
+  X(cuGraphLaunch, "")                                                         \
+  X(cublasLtCreate, "")                                                        \
+  X(cublasLtMatmulDescCreate, "")                                              \
+  X(cublasLtMatmulDescSetAttribute, "")                                        \
+  X(cublasLtMatrixLayoutCreate, "")                                            \
+  X(cublasLtMatrixLayoutSetAttribute, "")                                      \
+  X(cublasLtMatmulPreferenceCreate, "")                                        \
+  X(cublasLtMatmulPreferenceSetAttribute, "")                                  \
+  X(cublasLtMatmulAlgoGetHeuristic, "")                                        \
+  X(cublasLtMatmul, "")
+PFRT_FAKE_FUNCTIONS(PFRT_FAKE_DECLARE)
+#undef PFRT_FAKE_DECLARE
+
+/// A host build of one kernel of Kernels.cu: binds a launch's arguments
+/// (cuLaunchKernel's array of pointers to each argument, copied now) into
+/// a closure running one thread of it.
+struct HostKernel {
+  const char *name;
+  std::function<std::function<void()>(void **args)> bind;
+};
+/// Every kernel's host build (FakeKernels.cpp); ends with a null name.
+extern const HostKernel kHostKernels[];
+
+/// The emulated thread and block indices of the running launch.
+struct Dim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+extern Dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+} // namespace fake
+} // namespace pfrt
+
+#endif // PFRT_SRC_CUDA_FAKEDEVICE_H

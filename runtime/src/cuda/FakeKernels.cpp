@@ -1,0 +1,133 @@
+//===- FakeKernels.cpp - the host build of Kernels.cu (PFRT_CUDA_FAKE) ----===//
+//
+// Kernels.cu compiled as host C++ for the emulated device (FakeDevice.h):
+// `__global__` functions become ordinary functions, the thread and block
+// indices are the emulation's, `__shared__` variables are statics (one
+// block runs at a time, thread 0 first) and `__syncthreads` does nothing.
+// Every kernel the device twins look up must be listed in kHostKernels: a
+// missing one makes the emulated module load fail, naming it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeDevice.h"
+
+#include <cstdint>
+#include <tuple>
+#include <utility>
+
+using pfrt::fake::blockDim;
+using pfrt::fake::blockIdx;
+using pfrt::fake::gridDim;
+using pfrt::fake::threadIdx;
+
+#define __global__
+#define __device__
+#define __host__
+#define __shared__ static
+#define __syncthreads() ((void)0)
+
+// Host names of their own: a kernel and a libpfrt function may share a
+// name (the kernel pfrt_cuda_reduce_sum and the collective's twin).
+#define pfrt_cuda_relu pfrt_fake_relu
+#define pfrt_cuda_relu_grad pfrt_fake_relu_grad
+#define pfrt_cuda_add pfrt_fake_add
+#define pfrt_cuda_mul pfrt_fake_mul
+#define pfrt_cuda_scale pfrt_fake_scale
+#define pfrt_cuda_copy pfrt_fake_copy
+#define pfrt_cuda_fill pfrt_fake_fill
+#define pfrt_cuda_bias_add pfrt_fake_bias_add
+#define pfrt_cuda_bias_rows pfrt_fake_bias_rows
+#define pfrt_cuda_reduce_sum pfrt_fake_reduce_sum
+#define pfrt_cuda_xent_rows pfrt_fake_xent_rows
+#define pfrt_cuda_xent_total pfrt_fake_xent_total
+#define pfrt_cuda_xent_check_labels pfrt_fake_xent_check_labels
+#define pfrt_cuda_xent_stats pfrt_fake_xent_stats
+#define pfrt_cuda_xent_grad pfrt_fake_xent_grad
+#define pfrt_cuda_sgd pfrt_fake_sgd
+#define pfrt_cuda_adam pfrt_fake_adam
+#define pfrt_cuda_activation pfrt_fake_activation
+#define pfrt_cuda_transpose pfrt_fake_transpose
+#define pfrt_cuda_im2col pfrt_fake_im2col
+#define pfrt_cuda_col2im pfrt_fake_col2im
+#define pfrt_cuda_sum_images pfrt_fake_sum_images
+#define pfrt_cuda_max_pool pfrt_fake_max_pool
+#define pfrt_cuda_max_pool_arg pfrt_fake_max_pool_arg
+#define pfrt_cuda_max_pool_grad pfrt_fake_max_pool_grad
+#define pfrt_cuda_avg_pool pfrt_fake_avg_pool
+#define pfrt_cuda_avg_pool_grad pfrt_fake_avg_pool_grad
+#define pfrt_cuda_global_avg_pool pfrt_fake_global_avg_pool
+#define pfrt_cuda_bn_runs pfrt_fake_bn_runs
+#define pfrt_cuda_bn_train_channels pfrt_fake_bn_train_channels
+#define pfrt_cuda_bn_eval_channels pfrt_fake_bn_eval_channels
+#define pfrt_cuda_bn_affine pfrt_fake_bn_affine
+#define pfrt_cuda_bn_grad_input pfrt_fake_bn_grad_input
+#define pfrt_cuda_set_scalar pfrt_fake_set_scalar
+
+#include "Kernels.cu"
+
+namespace {
+
+template <class... A, size_t... I>
+std::function<void()> bindArgs(void (*f)(A...), void **args,
+                               std::index_sequence<I...>) {
+  // The argument values now: cuLaunchKernel copies them at the call.
+  auto values = std::make_tuple(*static_cast<std::decay_t<A> *>(args[I])...);
+  return [f, values] { std::apply(f, values); };
+}
+
+template <class... A>
+std::function<std::function<void()>(void **)> hostKernel(void (*f)(A...)) {
+  return [f](void **args) {
+    return bindArgs(f, args, std::index_sequence_for<A...>{});
+  };
+}
+
+} // namespace
+
+namespace pfrt {
+namespace fake {
+const HostKernel kHostKernels[] = {
+    {"pfrt_cuda_relu", hostKernel(pfrt_cuda_relu)},
+    {"pfrt_cuda_relu_grad", hostKernel(pfrt_cuda_relu_grad)},
+    {"pfrt_cuda_add", hostKernel(pfrt_cuda_add)},
+    {"pfrt_cuda_mul", hostKernel(pfrt_cuda_mul)},
+    {"pfrt_cuda_scale", hostKernel(pfrt_cuda_scale)},
+    {"pfrt_cuda_copy", hostKernel(pfrt_cuda_copy)},
+    {"pfrt_cuda_fill", hostKernel(pfrt_cuda_fill)},
+    {"pfrt_cuda_bias_add", hostKernel(pfrt_cuda_bias_add)},
+    {"pfrt_cuda_bias_rows", hostKernel(pfrt_cuda_bias_rows)},
+    {"pfrt_cuda_reduce_sum", hostKernel(pfrt_cuda_reduce_sum)},
+    {"pfrt_cuda_xent_rows", hostKernel(pfrt_cuda_xent_rows)},
+    {"pfrt_cuda_xent_total", hostKernel(pfrt_cuda_xent_total)},
+    {"pfrt_cuda_xent_check_labels", hostKernel(pfrt_cuda_xent_check_labels)},
+    {"pfrt_cuda_xent_stats", hostKernel(pfrt_cuda_xent_stats)},
+    {"pfrt_cuda_xent_grad", hostKernel(pfrt_cuda_xent_grad)},
+    {"pfrt_cuda_sgd", hostKernel(pfrt_cuda_sgd)},
+    {"pfrt_cuda_adam", hostKernel(pfrt_cuda_adam)},
+    {"pfrt_cuda_activation", hostKernel(pfrt_cuda_activation)},
+    {"pfrt_cuda_transpose", hostKernel(pfrt_cuda_transpose)},
+    {"pfrt_cuda_im2col", hostKernel(pfrt_cuda_im2col)},
+    {"pfrt_cuda_col2im", hostKernel(pfrt_cuda_col2im)},
+    {"pfrt_cuda_sum_images", hostKernel(pfrt_cuda_sum_images)},
+    {"pfrt_cuda_max_pool", hostKernel(pfrt_cuda_max_pool)},
+    {"pfrt_cuda_max_pool_arg", hostKernel(pfrt_cuda_max_pool_arg)},
+    {"pfrt_cuda_max_pool_grad", hostKernel(pfrt_cuda_max_pool_grad)},
+    {"pfrt_cuda_avg_pool", hostKernel(pfrt_cuda_avg_pool)},
+    {"pfrt_cuda_avg_pool_grad", hostKernel(pfrt_cuda_avg_pool_grad)},
+    {"pfrt_cuda_global_avg_pool", hostKernel(pfrt_cuda_global_avg_pool)},
+    {"pfrt_cuda_global_avg_pool_grad",
+     hostKernel(pfrt_cuda_global_avg_pool_grad)},
+    {"pfrt_cuda_bn_runs", hostKernel(pfrt_cuda_bn_runs)},
+    {"pfrt_cuda_bn_train_channels", hostKernel(pfrt_cuda_bn_train_channels)},
+    {"pfrt_cuda_bn_eval_channels", hostKernel(pfrt_cuda_bn_eval_channels)},
+    {"pfrt_cuda_bn_grad_input_channels",
+     hostKernel(pfrt_cuda_bn_grad_input_channels)},
+    {"pfrt_cuda_bn_grad_params_channels",
+     hostKernel(pfrt_cuda_bn_grad_params_channels)},
+    {"pfrt_cuda_bn_affine", hostKernel(pfrt_cuda_bn_affine)},
+    {"pfrt_cuda_bn_grad_input", hostKernel(pfrt_cuda_bn_grad_input)},
+    {"pfrt_cuda_set_scalar", hostKernel(pfrt_cuda_set_scalar)},
+    {nullptr, nullptr},
+};
+} // namespace fake
+} // namespace pfrt
