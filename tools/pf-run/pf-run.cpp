@@ -96,6 +96,12 @@ static cl::opt<bool> noCudaGraph(
              "its second step as a CUDA graph and replays it)"),
     cl::cat(runCategory));
 
+static cl::opt<bool>
+    tf32("tf32",
+         cl::desc("GPU ranks' GEMMs may use TF32 tensor cores (default: exact "
+                  "float32)"),
+         cl::cat(runCategory));
+
 static cl::opt<bool> memoryReport(
     "memory-report",
     cl::desc("Each rank prints its planned arena, the arena's measured "
@@ -290,6 +296,8 @@ int main(int argc, char **argv) {
       args.push_back("--loss-out=" + lossOut);
     if (noCudaGraph)
       args.push_back("--no-cuda-graph");
+    if (tf32)
+      args.push_back("--tf32");
     for (auto [flag, value] :
          {std::pair<const char *, const std::string *>{"--data=", &dataDir},
           {"--load=", &loadDir},

@@ -537,6 +537,14 @@ int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
     fatal("%s: epilogue %d %s a bias and %s an aux pointer", fn, epilogue,
           needsBias ? "needs" : "takes no",
           epilogue == PFRT_EPILOGUE_DRELU_BGRAD ? "needs" : "takes no");
+  // TF32 only when asked: by the caller, or for the whole run
+  // (PFRT_CUDA_TF32=1, pf-run --tf32); exact float32 otherwise.
+  static const bool runTF32 = [] {
+    const char *v = std::getenv("PFRT_CUDA_TF32");
+    return v && std::strcmp(v, "1") == 0;
+  }();
+  if (runTF32)
+    tf32 = 1;
   std::vector<int64_t> key = {ta,       tb,       m,        n,     k,
                               lda,      ldb,      ldc,      batch, stride_a,
                               stride_b, stride_c, epilogue, tf32};

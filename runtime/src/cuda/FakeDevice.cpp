@@ -49,7 +49,19 @@ struct Desc {
   cublasOperation_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const float *bias = nullptr;
+  bool tf32 = false; // inputs rounded to TF32 (10 mantissa bits)
 };
+
+/// x rounded to TF32's 10 mantissa bits (to nearest), as tensor cores read
+/// float32 operands under CUBLAS_COMPUTE_32F_FAST_TF32.
+float toTF32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7f800000u) != 0x7f800000u) // finite
+    bits = (bits + 0x1000u) & ~0x1fffu;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
 struct Layout {
   uint64_t rows = 0, cols = 0;
   int64_t ld = 0;
@@ -233,7 +245,9 @@ cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc,
   if (scale != CUDA_R_32F || (compute != CUBLAS_COMPUTE_32F &&
                               compute != CUBLAS_COMPUTE_32F_FAST_TF32))
     return CUBLAS_STATUS_NOT_SUPPORTED;
-  *desc = reinterpret_cast<cublasLtMatmulDesc_t>(new Desc());
+  auto *d = new Desc();
+  d->tf32 = compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+  *desc = reinterpret_cast<cublasLtMatmulDesc_t>(d);
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -360,6 +374,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
           for (uint64_t q = 0; q < k; ++q) {
             float x = ta ? ap[q + i * la.ld] : ap[i + q * la.ld];
             float y = tb ? bp[j + q * lb.ld] : bp[q + j * lb.ld];
+            if (d.tf32) {
+              x = toTF32(x);
+              y = toTF32(y);
+            }
             sum += double(x) * double(y);
           }
           float v = float(double(al) * sum);

@@ -30,12 +30,14 @@ struct Options {
   std::vector<std::pair<std::string, double>> scalars;
   bool help = false;
   bool noCudaGraph = false;
+  bool tf32 = false;
 };
 
 const char *kUsage =
     "usage: %s [--steps K] [--seed S] [--lr X] [--threads T] "
     "[--loss-out FILE]\n"
     "          [--load DIR] [--save DIR] [--data DIR] [--no-cuda-graph]\n"
+    "          [--tf32]\n"
     "  --steps K        number of training steps (default 1)\n"
     "  --seed S         parameter-initialisation seed, uint64 (default 0)\n"
     "  --lr X           learning rate, run-time scalar \"lr\" (default 0.001)\n"
@@ -52,6 +54,9 @@ const char *kUsage =
     "  --no-cuda-graph  a GPU rank runs every step uncaptured (default: the\n"
     "                   second step is captured as a CUDA graph, replayed\n"
     "                   from then on; also PFRT_NO_CUDA_GRAPH=1)\n"
+    "  --tf32           a GPU rank's GEMMs may use TF32 tensor cores "
+    "(default:\n"
+    "                   exact float32; also PFRT_CUDA_TF32=1)\n"
     "  --help           print this message\n"
     "Flags also accept --flag=value.\n";
 
@@ -101,6 +106,10 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
     }
     if (arg == "--no-cuda-graph") {
       o.noCudaGraph = true;
+      continue;
+    }
+    if (arg == "--tf32") {
+      o.tf32 = true;
       continue;
     }
     if (arg.rfind("--", 0) != 0) {
@@ -212,6 +221,8 @@ extern "C" int pfrt_main(int argc, char **argv, const pfrt_program *program) {
   pfrt_set_num_threads(o.threads);
   if (o.noCudaGraph)
     setenv("PFRT_NO_CUDA_GRAPH", "1", 1);
+  if (o.tf32)
+    setenv("PFRT_CUDA_TF32", "1", 1);
   *pfrt_scalar("lr") = float(o.lr);
   for (auto &[name, value] : o.scalars)
     *pfrt_scalar(name.c_str()) = float(value);
