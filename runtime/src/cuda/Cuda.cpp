@@ -116,7 +116,8 @@ void *openLibrary(const char *name, const char *what) {
   X(cuGraphInstantiate, "cuGraphInstantiateWithFlags")                         \
   X(cuGraphLaunch, "cuGraphLaunch")                                            \
   X(cuStreamIsCapturing, "cuStreamIsCapturing")                                \
-  X(cuMemHostRegister, "cuMemHostRegister_v2")
+  X(cuMemHostRegister, "cuMemHostRegister_v2")                                 \
+  X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode")
 
 #define PFRT_CUBLASLT_FUNCTIONS(X)                                             \
   X(cublasLtCreate, "cublasLtCreate")                                          \
@@ -332,6 +333,12 @@ bool pinHostRange(const void *p, int64_t bytes) {
   uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
   uintptr_t end = reinterpret_cast<uintptr_t>(p) + uintptr_t(bytes);
   bool ok = true;
+  // Registering host pages does not touch the stream: allowed inside a
+  // capture (a captured step's page-locked buffers are made there), with
+  // the thread's capture mode relaxed around it.
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  check(s.api.cuThreadExchangeStreamCaptureMode(&mode),
+        "cuThreadExchangeStreamCaptureMode");
   for (uintptr_t at = first; at < end; at += page) {
     if (s.pinnedPages.count(at))
       continue;
@@ -342,6 +349,8 @@ bool pinHostRange(const void *p, int64_t bytes) {
     else
       ok = false;
   }
+  check(s.api.cuThreadExchangeStreamCaptureMode(&mode),
+        "cuThreadExchangeStreamCaptureMode");
   return ok;
 }
 

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pfrt {
@@ -131,6 +132,12 @@ CUresult cuMemGetInfo(size_t *free, size_t *total) {
 }
 
 CUresult cuMemHostRegister(void *, size_t, unsigned int) {
+  return CUDA_SUCCESS;
+}
+
+CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
+  static CUstreamCaptureMode current = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  std::swap(current, *mode);
   return CUDA_SUCCESS;
 }
 

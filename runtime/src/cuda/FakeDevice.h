@@ -48,6 +48,7 @@ bool enabled();
   X(cuMemAlloc, "")                                                            \
   X(cuMemGetInfo, "")                                                          \
   X(cuMemHostRegister, "")                                                     \
+  X(cuThreadExchangeStreamCaptureMode, "")                                     \
   X(cuMemcpyHtoDAsync, "")                                                     \
   X(cuMemcpyDtoHAsync, "")                                                     \
   X(cuMemcpyDtoDAsync, "")                                                     \
