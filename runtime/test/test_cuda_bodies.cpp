@@ -1018,6 +1018,132 @@ void batchNorms() {
 
 } // namespace
 
+//===----------------------------------------------------------------------===//
+// sub, div, masked fill, softmax
+//===----------------------------------------------------------------------===//
+
+void tensorOps() {
+  std::vector<int64_t> sizes = {1, 7, 8, 9, 257, 1031, randint(1, 5000)};
+  for (int64_t n : sizes) {
+    std::string at = " n=" + std::to_string(n);
+    auto a = uniform(n), b = uniform(n);
+    sprinkle(a);
+    sprinkle(b);
+    b[size_t(randint(0, n - 1))] = 0.0f; // a division by zero
+    std::vector<float> got(static_cast<size_t>(n)),
+        want(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      subAt(a.data(), b.data(), got.data(), i);
+    pfrt_k_sub(a.data(), b.data(), want.data(), n);
+    expectBits(got, want, "sub" + at);
+    for (int64_t i = 0; i < n; ++i)
+      divAt(a.data(), b.data(), got.data(), i);
+    pfrt_k_div(a.data(), b.data(), want.data(), n);
+    expectBits(got, want, "div" + at);
+    std::vector<float> maskF(static_cast<size_t>(n));
+    std::vector<int64_t> maskI(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t r = randint(0, 3);
+      maskI[size_t(i)] = r == 0 ? 0 : (r == 1 ? -5 : 1);
+      maskF[size_t(i)] = r == 0 ? (randint(0, 1) ? -0.0f : 0.0f) : 1.0f;
+    }
+    double v = randint(0, 1) ? -1e9 : uniform1(-3.0, 3.0);
+    float vf = float(v);
+    for (int64_t i = 0; i < n; ++i)
+      maskedFillAt(a.data(), maskF.data(), got.data(), 0, vf, i);
+    pfrt_k_masked_fill(a.data(), maskF.data(), want.data(), n, 0, v);
+    expectBits(got, want, "masked_fill float mask" + at);
+    for (int64_t i = 0; i < n; ++i)
+      maskedFillAt(a.data(), maskI.data(), got.data(), 1, vf, i);
+    pfrt_k_masked_fill(a.data(), maskI.data(), want.data(), n, 1, v);
+    expectBits(got, want, "masked_fill int64 mask" + at);
+  }
+}
+
+void softmaxCase(int64_t outer, int64_t n, int64_t inner, bool masked) {
+  int64_t total = outer * n * inner, lines = outer * inner;
+  auto x = uniform(total, -8.0f, 8.0f), dy = uniform(total);
+  if (masked) // a causal mask's -1e9 fills
+    for (int64_t i = 0; i < total; ++i)
+      if (randint(0, 2) == 0)
+        x[size_t(i)] = -1e9f;
+  for (int32_t lg = 0; lg < 2; ++lg) {
+    std::string at = " [" + std::to_string(outer) + "," + std::to_string(n) +
+                     "," + std::to_string(inner) +
+                     "] log=" + std::to_string(lg);
+    std::vector<float> got(static_cast<size_t>(total)),
+        want(static_cast<size_t>(total));
+    for (int64_t j = 0; j < lines; ++j)
+      softmaxLineAt(x.data(), got.data(), n, inner, lg, j);
+    pfrt_k_softmax(x.data(), want.data(), outer, n, inner, lg);
+    expectBits(got, want, "softmax" + at);
+    std::vector<float> gotDx(static_cast<size_t>(total)),
+        wantDx(static_cast<size_t>(total));
+    for (int64_t j = 0; j < lines; ++j)
+      softmaxGradLineAt(want.data(), dy.data(), gotDx.data(), n, inner, lg, j);
+    pfrt_k_softmax_grad(want.data(), dy.data(), wantDx.data(), outer, n, inner,
+                        lg);
+    expectBits(gotDx, wantDx, "softmax_grad" + at);
+  }
+}
+
+void softmaxes() {
+  softmaxCase(1, 1, 1, false);
+  softmaxCase(1, 7, 1, false);
+  softmaxCase(5, 9, 1, true);
+  softmaxCase(3, 257, 1, false);
+  softmaxCase(2, 5, 3, false);
+  softmaxCase(4, 8, 7, true);
+  softmaxCase(1, 13, 1031, false);
+  softmaxCase(randint(1, 6), randint(1, 70), randint(1, 9), randint(0, 1));
+}
+
+void layerNormCase(int64_t rows, int64_t c) {
+  std::string at = " [" + std::to_string(rows) + "," + std::to_string(c) + "]";
+  const double eps = 1e-5;
+  int64_t n = rows * c;
+  auto x = uniform(n, -4.0f, 4.0f), dy = uniform(n);
+  auto gamma = uniform(c, 0.5f, 1.5f), beta = uniform(c);
+  if (n > 0)
+    x[size_t(randint(0, n - 1))] += 1000.0f; // a row with a large outlier
+  std::vector<double> stats(static_cast<size_t>(2 * rows));
+  for (int64_t r = 0; r < rows; ++r)
+    lnRowStatsAt(x.data(), stats.data(), c, eps, r);
+  std::vector<float> got(static_cast<size_t>(n)), want(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    lnAffineAt(x.data(), gamma.data(), beta.data(), got.data(), stats.data(), c,
+               i);
+  pfrt_k_layer_norm(x.data(), gamma.data(), beta.data(), want.data(), rows, c,
+                    eps);
+  expectBits(got, want, "layer_norm" + at);
+  for (int64_t r = 0; r < rows; ++r)
+    lnGradInputRowAt(x.data(), gamma.data(), dy.data(), got.data(),
+                     stats.data(), c, r);
+  pfrt_k_layer_norm_grad_input(x.data(), gamma.data(), dy.data(), want.data(),
+                               rows, c, eps);
+  expectBits(got, want, "layer_norm_grad_input" + at);
+  std::vector<float> dg(static_cast<size_t>(c)), db(static_cast<size_t>(c)),
+      wantDg(static_cast<size_t>(c)), wantDb(static_cast<size_t>(c));
+  for (int64_t k = 0; k < c; ++k)
+    lnGradParamsColAt(x.data(), dy.data(), stats.data(), dg.data(), db.data(),
+                      rows, c, k);
+  pfrt_k_layer_norm_grad_params(x.data(), dy.data(), wantDg.data(),
+                                wantDb.data(), rows, c, eps);
+  expectBits(dg, wantDg, "layer_norm_grad_params dgamma" + at);
+  expectBits(db, wantDb, "layer_norm_grad_params dbeta" + at);
+}
+
+void layerNorms() {
+  layerNormCase(1, 1);
+  layerNormCase(1, 7);
+  layerNormCase(3, 8);
+  layerNormCase(5, 9);
+  layerNormCase(17, 64);
+  layerNormCase(4, 1031);
+  layerNormCase(0, 5);
+  layerNormCase(randint(1, 40), randint(1, 300));
+}
+
 int main(int argc, char **argv) {
   pfrt_init(&argc, &argv);
   gSeed = pt_seed("cuda-bodies");
@@ -1033,6 +1159,9 @@ int main(int argc, char **argv) {
   convs();
   pools();
   batchNorms();
+  tensorOps();
+  softmaxes();
+  layerNorms();
   printf("cuda-bodies: %d comparisons with the CPU kernels passed\n", gChecks);
   pfrt_finalize();
   return 0;

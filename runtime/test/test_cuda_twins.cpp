@@ -537,6 +537,102 @@ void transposesAndActivations() {
   }
 }
 
+void tensorOpsAndSoftmaxes() {
+  for (int64_t n : {int64_t(1), int64_t(257), int64_t(100003)}) {
+    std::string at = " n=" + std::to_string(n);
+    auto a = uniform(n), b = uniform(n);
+    b[0] = 0.0f;
+    std::vector<float> maskF(static_cast<size_t>(n));
+    std::vector<int64_t> maskI(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      maskI[size_t(i)] = (i * 7) % 3 == 0 ? 1 : 0;
+      maskF[size_t(i)] = (i * 5) % 4 == 0 ? 1.0f : 0.0f;
+    }
+    float *da = upload(a), *db = upload(b), *dmf = upload(maskF);
+    int64_t *dmi = upload(maskI);
+    float *dout = static_cast<float *>(dalloc(n * 4));
+    std::vector<float> want(static_cast<size_t>(n));
+    pfrt_cuda_k_sub(da, db, dout, n);
+    pfrt_k_sub(a.data(), b.data(), want.data(), n);
+    expectBits(download(dout, n), want, "sub" + at);
+    pfrt_cuda_k_div(da, db, dout, n);
+    pfrt_k_div(a.data(), b.data(), want.data(), n);
+    expectBits(download(dout, n), want, "div" + at);
+    pfrt_cuda_k_masked_fill(da, dmf, dout, n, 0, -1e9);
+    pfrt_k_masked_fill(a.data(), maskF.data(), want.data(), n, 0, -1e9);
+    expectBits(download(dout, n), want, "masked_fill float" + at);
+    pfrt_cuda_k_masked_fill(da, dmi, dout, n, 1, 0.25);
+    pfrt_k_masked_fill(a.data(), maskI.data(), want.data(), n, 1, 0.25);
+    expectBits(download(dout, n), want, "masked_fill int64" + at);
+    pfrt_cuda_k_masked_fill(da, dmi, da, n, 1, 0.25); // in place
+    expectBits(download(da, n), want, "masked_fill in place" + at);
+  }
+  struct Case {
+    int64_t outer, n, inner;
+  };
+  const Case cases[] = {
+      {1, 1, 1}, {64, 257, 1}, {3, 9, 1}, {2, 5, 3}, {4, 33, 65}};
+  for (const Case &cs : cases) {
+    int64_t total = cs.outer * cs.n * cs.inner;
+    auto x = uniform(total, -8.0f, 8.0f), dy = uniform(total);
+    x[0] = -1e9f;
+    float *dxin = upload(x), *ddy = upload(dy);
+    float *dyout = static_cast<float *>(dalloc(total * 4));
+    float *ddx = static_cast<float *>(dalloc(total * 4));
+    for (int32_t lg = 0; lg < 2; ++lg) {
+      std::string at = " [" + std::to_string(cs.outer) + "," +
+                       std::to_string(cs.n) + "," + std::to_string(cs.inner) +
+                       "] log=" + std::to_string(lg);
+      std::vector<float> want(static_cast<size_t>(total)),
+          wantDx(static_cast<size_t>(total));
+      pfrt_cuda_k_softmax(dxin, dyout, cs.outer, cs.n, cs.inner, lg);
+      pfrt_k_softmax(x.data(), want.data(), cs.outer, cs.n, cs.inner, lg);
+      auto y = download(dyout, total);
+      expectClose(y, want, 1e-6, "softmax" + at);
+      // The gradient from the same y on both sides.
+      pfrt_cuda_k_softmax_grad(dyout, ddy, ddx, cs.outer, cs.n, cs.inner, lg);
+      pfrt_k_softmax_grad(y.data(), dy.data(), wantDx.data(), cs.outer, cs.n,
+                          cs.inner, lg);
+      expectClose(download(ddx, total), wantDx, 1e-6, "softmax_grad" + at);
+    }
+  }
+}
+
+void layerNorms() {
+  const double eps = 1e-5;
+  struct Case {
+    int64_t rows, c;
+  };
+  const Case cases[] = {{1, 1}, {3, 9}, {64, 768}, {1000, 33}, {0, 4}};
+  for (const Case &cs : cases) {
+    std::string at =
+        " [" + std::to_string(cs.rows) + "," + std::to_string(cs.c) + "]";
+    int64_t n = cs.rows * cs.c;
+    auto x = uniform(n, -4.0f, 4.0f), dy = uniform(n);
+    auto gamma = uniform(cs.c, 0.5f, 1.5f), beta = uniform(cs.c);
+    float *dxin = upload(x), *ddy = upload(dy), *dg = upload(gamma),
+          *dbeta = upload(beta);
+    float *dout = static_cast<float *>(dalloc(n * 4));
+    float *ddg = static_cast<float *>(dalloc(cs.c * 4));
+    float *ddb = static_cast<float *>(dalloc(cs.c * 4));
+    std::vector<float> want(static_cast<size_t>(n)),
+        wantDg(static_cast<size_t>(cs.c)), wantDb(static_cast<size_t>(cs.c));
+    pfrt_cuda_k_layer_norm(dxin, dg, dbeta, dout, cs.rows, cs.c, eps);
+    pfrt_k_layer_norm(x.data(), gamma.data(), beta.data(), want.data(), cs.rows,
+                      cs.c, eps);
+    expectBits(download(dout, n), want, "layer_norm" + at);
+    pfrt_cuda_k_layer_norm_grad_input(dxin, dg, ddy, dout, cs.rows, cs.c, eps);
+    pfrt_k_layer_norm_grad_input(x.data(), gamma.data(), dy.data(), want.data(),
+                                 cs.rows, cs.c, eps);
+    expectBits(download(dout, n), want, "layer_norm_grad_input" + at);
+    pfrt_cuda_k_layer_norm_grad_params(dxin, ddy, ddg, ddb, cs.rows, cs.c, eps);
+    pfrt_k_layer_norm_grad_params(x.data(), dy.data(), wantDg.data(),
+                                  wantDb.data(), cs.rows, cs.c, eps);
+    expectBits(download(ddg, cs.c), wantDg, "layer_norm dgamma" + at);
+    expectBits(download(ddb, cs.c), wantDb, "layer_norm dbeta" + at);
+  }
+}
+
 void hostRows() {
   // init_param: a shard of a normal initialiser, bit for bit.
   const int64_t logical[2] = {10, 12}, off[2] = {3, 4}, shape[2] = {5, 6};
@@ -731,6 +827,8 @@ int main(int argc, char **argv) {
   pools();
   batchNorms();
   transposesAndActivations();
+  tensorOpsAndSoftmaxes();
+  layerNorms();
   hostRows();
   state(dir);
   graphs();

@@ -85,7 +85,9 @@ int pfrt_cuda_launch(void *function, int64_t gx, int64_t gy, int64_t gz,
  * ldb, ldc are row strides and stride_a/b/c the batch strides (elements).
  * beta = 1 accumulates (the weight gradient into its buffer). `bias` and
  * `aux` as the epilogue needs them (else NULL). tf32 != 0 allows TF32
- * tensor-core math (CUBLAS_COMPUTE_32F_FAST_TF32); 0 is exact float32.
+ * tensor-core math (CUBLAS_COMPUTE_32F_FAST_TF32); 0 is exact float32
+ * unless the run asks for TF32 everywhere (PFRT_CUDA_TF32=1: pf-run --tf32,
+ * an executable's --tf32).
  * Descriptors and the chosen algorithm are cached per shape, so a replayed
  * step does no setup. */
 int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
@@ -208,6 +210,24 @@ void pfrt_cuda_k_relu_grad(const float *y, const float *dy, float *dx,
 void pfrt_cuda_k_add(const float *a, const float *b, float *out, int64_t n);
 void pfrt_cuda_k_mul(const float *a, const float *b, float *out, int64_t n);
 void pfrt_cuda_k_scale(const float *x, float *y, int64_t n, double s);
+void pfrt_cuda_k_layer_norm(const float *x, const float *gamma,
+                            const float *beta, float *y, int64_t rows,
+                            int64_t c, double eps);
+void pfrt_cuda_k_layer_norm_grad_input(const float *x, const float *gamma,
+                                       const float *dy, float *dx, int64_t rows,
+                                       int64_t c, double eps);
+void pfrt_cuda_k_layer_norm_grad_params(const float *x, const float *dy,
+                                        float *dgamma, float *dbeta,
+                                        int64_t rows, int64_t c, double eps);
+void pfrt_cuda_k_sub(const float *a, const float *b, float *out, int64_t n);
+void pfrt_cuda_k_div(const float *a, const float *b, float *out, int64_t n);
+void pfrt_cuda_k_masked_fill(const float *x, const void *mask, float *y,
+                             int64_t n, int32_t mask_i64, double value);
+void pfrt_cuda_k_softmax(const float *x, float *y, int64_t outer, int64_t n,
+                         int64_t inner, int32_t log);
+void pfrt_cuda_k_softmax_grad(const float *y, const float *dy, float *dx,
+                              int64_t outer, int64_t n, int64_t inner,
+                              int32_t log);
 void pfrt_cuda_k_copy(const float *x, float *y, int64_t n);
 void pfrt_cuda_k_fill(float *y, int64_t n, double v);
 void pfrt_cuda_k_bias_add(const float *x, const float *b, float *y,

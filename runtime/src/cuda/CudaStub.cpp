@@ -139,6 +139,37 @@ void pfrt_cuda_k_add(const float *, const float *, float *, int64_t) {
 void pfrt_cuda_k_mul(const float *, const float *, float *, int64_t) {
   noCuda("pfrt_cuda_k_mul");
 }
+void pfrt_cuda_k_sub(const float *, const float *, float *, int64_t) {
+  noCuda("pfrt_cuda_k_sub");
+}
+void pfrt_cuda_k_div(const float *, const float *, float *, int64_t) {
+  noCuda("pfrt_cuda_k_div");
+}
+void pfrt_cuda_k_masked_fill(const float *, const void *, float *, int64_t,
+                             int32_t, double) {
+  noCuda("pfrt_cuda_k_masked_fill");
+}
+void pfrt_cuda_k_softmax(const float *, float *, int64_t, int64_t, int64_t,
+                         int32_t) {
+  noCuda("pfrt_cuda_k_softmax");
+}
+void pfrt_cuda_k_softmax_grad(const float *, const float *, float *, int64_t,
+                              int64_t, int64_t, int32_t) {
+  noCuda("pfrt_cuda_k_softmax_grad");
+}
+void pfrt_cuda_k_layer_norm(const float *, const float *, const float *,
+                            float *, int64_t, int64_t, double) {
+  noCuda("pfrt_cuda_k_layer_norm");
+}
+void pfrt_cuda_k_layer_norm_grad_input(const float *, const float *,
+                                       const float *, float *, int64_t, int64_t,
+                                       double) {
+  noCuda("pfrt_cuda_k_layer_norm_grad_input");
+}
+void pfrt_cuda_k_layer_norm_grad_params(const float *, const float *, float *,
+                                        float *, int64_t, int64_t, double) {
+  noCuda("pfrt_cuda_k_layer_norm_grad_params");
+}
 void pfrt_cuda_k_scale(const float *, float *, int64_t, double) {
   noCuda("pfrt_cuda_k_scale");
 }

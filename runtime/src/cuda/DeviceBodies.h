@@ -1094,6 +1094,166 @@ PFRT_HD inline void bnGradInputAt(const float *x, const float *dy, float *dx,
                            (double(x[i]) - q[kBnMean]) * q[kBnK2]));
 }
 
+//===----------------------------------------------------------------------===//
+// sub, div, masked fill (src/cpu/Tensor.cpp), softmax (src/cpu/Kernels.cpp)
+//===----------------------------------------------------------------------===//
+
+PFRT_HD inline void subAt(const float *a, const float *b, float *out,
+                          int64_t i) {
+  out[i] = a[i] - b[i];
+}
+
+PFRT_HD inline void divAt(const float *a, const float *b, float *out,
+                          int64_t i) {
+  out[i] = a[i] / b[i];
+}
+
+/// y[i] = mask[i] != 0 ? v : x[i]; the mask is int64 when maskI64, else
+/// float. v = float(value), rounded once on the host.
+PFRT_HD inline void maskedFillAt(const float *x, const void *mask, float *y,
+                                 int32_t maskI64, float v, int64_t i) {
+  bool set = maskI64 ? static_cast<const int64_t *>(mask)[i] != 0
+                     : static_cast<const float *>(mask)[i] != 0;
+  y[i] = set ? v : x[i];
+}
+
+/// Softmax (log-softmax when lg) of line j of [outer, n, inner]: the line
+/// (o, i) = (j / inner, j % inner), n elements inner apart. inner == 1 is
+/// the CPU's row pass (rowMax, softmaxRow's 4 accumulators, e * (1 / sum));
+/// otherwise its strided pass (max from -inf, a sequential sum, exp / sum).
+PFRT_HD inline void softmaxLineAt(const float *x, float *y, int64_t n,
+                                  int64_t inner, int32_t lg, int64_t j) {
+  if (inner == 1) {
+    const float *xs = x + j * n;
+    float *ys = y + j * n;
+    double m;
+    double sum = softmaxRowSum(xs, n, &m);
+    double logSum = log(sum), inv = 1.0 / sum;
+    for (int64_t k = 0; k < n; ++k)
+      ys[k] = float(lg ? (double(xs[k]) - m) - logSum
+                       : expClamped(double(xs[k]) - m) * inv);
+    return;
+  }
+  int64_t o = j / inner, i = j - o * inner;
+  const float *xs = x + o * n * inner + i;
+  float *ys = y + o * n * inner + i;
+  double m = doubleOf(0xfff0000000000000ull), sum = 0.0;
+  for (int64_t k = 0; k < n; ++k) {
+    double v = double(xs[k * inner]);
+    m = m < v ? v : m; // std::max(m, v)
+  }
+  for (int64_t k = 0; k < n; ++k)
+    sum += expClamped(double(xs[k * inner]) - m);
+  double logSum = log(sum);
+  for (int64_t k = 0; k < n; ++k) {
+    double z = double(xs[k * inner]) - m;
+    ys[k * inner] = float(lg ? z - logSum : expClamped(z) / sum);
+  }
+}
+
+/// The gradient of softmaxLineAt from its output y: softmax
+/// dx = y (dy - sum(dy y)), log-softmax dx = dy - exp(y) sum(dy); the sum
+/// sequential in float64, as the CPU kernel.
+PFRT_HD inline void softmaxGradLineAt(const float *y, const float *dy,
+                                      float *dx, int64_t n, int64_t inner,
+                                      int32_t lg, int64_t j) {
+  int64_t o = j / inner, i = j - o * inner;
+  int64_t base = o * n * inner + i;
+  double s = 0.0;
+  for (int64_t k = 0; k < n; ++k)
+    s +=
+        double(dy[base + k * inner]) * (lg ? 1.0 : double(y[base + k * inner]));
+  for (int64_t k = 0; k < n; ++k) {
+    double yk = y[base + k * inner], g = dy[base + k * inner];
+    dx[base + k * inner] = float(lg ? g - exp(yk) * s : yk * (g - s));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Layer norm (src/cpu/Kernels.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Row r's mean and 1 / sqrt(var + eps) into stats[2r], stats[2r + 1]: the
+/// CPU's rowStats (sumF64 for the mean, 8 accumulators for the variance).
+PFRT_HD inline void lnRowStatsAt(const float *x, double *stats, int64_t c,
+                                 double eps, int64_t r) {
+  const float *xr = x + r * c;
+  double mean = sumF64(xr, c) / double(c);
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t k = 0;
+  for (; k + 8 <= c; k += 8)
+    for (int j = 0; j < 8; ++j) {
+      double d = double(xr[k + j]) - mean;
+      acc[j] += d * d;
+    }
+  double tail = 0;
+  for (; k < c; ++k)
+    tail += (double(xr[k]) - mean) * (double(xr[k]) - mean);
+  double var = ((acc[0] + acc[4]) + (acc[1] + acc[5])) +
+               ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+  stats[2 * r] = mean;
+  stats[2 * r + 1] = 1.0 / sqrt(var / double(c) + eps);
+}
+
+/// y[i] = (x - mean) invstd gamma + beta for element i of [rows, c].
+PFRT_HD inline void lnAffineAt(const float *x, const float *gamma,
+                               const float *beta, float *y, const double *stats,
+                               int64_t c, int64_t i) {
+  int64_t r = i / c, k = i - r * c;
+  y[i] = float((double(x[i]) - stats[2 * r]) * stats[2 * r + 1] * gamma[k] +
+               beta[k]);
+}
+
+/// Row r of the input gradient: the CPU's layerNormGradRows (8 accumulators
+/// for sum(g) and sum(g xhat), g = dy gamma).
+PFRT_HD inline void lnGradInputRowAt(const float *x, const float *gamma,
+                                     const float *dy, float *dx,
+                                     const double *stats, int64_t c,
+                                     int64_t r) {
+  const float *xr = x + r * c, *dyr = dy + r * c;
+  const double mean = stats[2 * r], invstd = stats[2 * r + 1];
+  double aG[8] = {0, 0, 0, 0, 0, 0, 0, 0}, aGX[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t k = 0;
+  for (; k + 8 <= c; k += 8)
+    for (int j = 0; j < 8; ++j) {
+      double g = double(dyr[k + j]) * gamma[k + j];
+      aG[j] += g;
+      aGX[j] += g * ((double(xr[k + j]) - mean) * invstd);
+    }
+  double tG = 0, tGX = 0;
+  for (; k < c; ++k) {
+    double g = double(dyr[k]) * gamma[k];
+    tG += g;
+    tGX += g * ((double(xr[k]) - mean) * invstd);
+  }
+  double sumG = ((aG[0] + aG[4]) + (aG[1] + aG[5])) +
+                ((aG[2] + aG[6]) + (aG[3] + aG[7])) + tG;
+  double sumGX = ((aGX[0] + aGX[4]) + (aGX[1] + aGX[5])) +
+                 ((aGX[2] + aGX[6]) + (aGX[3] + aGX[7])) + tGX;
+  const double scale = invstd / double(c);
+  for (int64_t kk = 0; kk < c; ++kk) {
+    double g = double(dyr[kk]) * gamma[kk];
+    double xhat = (double(xr[kk]) - mean) * invstd;
+    dx[r * c + kk] = float(scale * (double(c) * g - sumG - xhat * sumGX));
+  }
+}
+
+/// Column k of dgamma and dbeta: the sums over rows in row order, in
+/// float64 (layerNormParamRows).
+PFRT_HD inline void lnGradParamsColAt(const float *x, const float *dy,
+                                      const double *stats, float *dgamma,
+                                      float *dbeta, int64_t rows, int64_t c,
+                                      int64_t k) {
+  double g = 0.0, b = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double d = dy[r * c + k];
+    g += d * ((double(x[r * c + k]) - stats[2 * r]) * stats[2 * r + 1]);
+    b += d;
+  }
+  dgamma[k] = float(g);
+  dbeta[k] = float(b);
+}
+
 } // namespace dev
 } // namespace pfrt
 

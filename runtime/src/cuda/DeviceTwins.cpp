@@ -86,7 +86,16 @@ namespace {
   X(BnGradParamsChannels, "pfrt_cuda_bn_grad_params_channels")                 \
   X(BnAffine, "pfrt_cuda_bn_affine")                                           \
   X(BnGradInput, "pfrt_cuda_bn_grad_input")                                    \
-  X(SetScalar, "pfrt_cuda_set_scalar")
+  X(SetScalar, "pfrt_cuda_set_scalar")                                         \
+  X(Sub, "pfrt_cuda_sub")                                                      \
+  X(Div, "pfrt_cuda_div")                                                      \
+  X(MaskedFill, "pfrt_cuda_masked_fill")                                       \
+  X(Softmax, "pfrt_cuda_softmax")                                              \
+  X(SoftmaxGrad, "pfrt_cuda_softmax_grad")                                     \
+  X(LnStats, "pfrt_cuda_ln_stats")                                             \
+  X(LnAffine, "pfrt_cuda_ln_affine")                                           \
+  X(LnGradInput, "pfrt_cuda_ln_grad_input")                                    \
+  X(LnGradParams, "pfrt_cuda_ln_grad_params")
 
 enum Kernel {
 #define PFRT_ENUM(id, name) k##id,
@@ -619,6 +628,26 @@ void checkKernelErrors() { checkErrors("pfrt_cuda_finalize"); }
 } // namespace cuda
 } // namespace pfrt
 
+namespace {
+/// pfrt_k_layer_norm's argument checks, with the twin's name.
+void lnCheck(const char *fn, int64_t rows, int64_t c, double eps) {
+  checkSize(fn, "rows", rows);
+  checkSize(fn, "c", c);
+  if (c < 1 || !(eps > 0.0))
+    fatal("%s: c = %lld must be >= 1 and eps = %g > 0", fn, (long long)c, eps);
+}
+
+/// Each row's mean and inverse standard deviation (2 doubles a row) in
+/// scratch; rows > 0.
+const double *lnStats(const char *fn, const float *x, int64_t rows, int64_t c,
+                      double eps) {
+  double *stats = static_cast<double *>(scratch(mulChecked(fn, rows, 16), fn));
+  void *args[] = {&x, &stats, &c, &eps, &rows};
+  launch(kLnStats, rows, args, fn);
+  return stats;
+}
+} // namespace
+
 extern "C" {
 
 //===----------------------------------------------------------------------===//
@@ -871,6 +900,112 @@ void pfrt_cuda_k_add(const float *a, const float *b, float *out, int64_t n) {
 
 void pfrt_cuda_k_mul(const float *a, const float *b, float *out, int64_t n) {
   elementwise2(kMul, "pfrt_cuda_k_mul", "a", "b", "out", a, b, out, n);
+}
+
+void pfrt_cuda_k_sub(const float *a, const float *b, float *out, int64_t n) {
+  elementwise2(kSub, "pfrt_cuda_k_sub", "a", "b", "out", a, b, out, n);
+}
+
+void pfrt_cuda_k_div(const float *a, const float *b, float *out, int64_t n) {
+  elementwise2(kDiv, "pfrt_cuda_k_div", "a", "b", "out", a, b, out, n);
+}
+
+void pfrt_cuda_k_masked_fill(const float *x, const void *mask, float *y,
+                             int64_t n, int32_t mask_i64, double value) {
+  const char *fn = "pfrt_cuda_k_masked_fill";
+  checkSize(fn, "n", n);
+  checkPtr(fn, "x", x, n);
+  checkPtr(fn, "mask", mask, n);
+  checkPtr(fn, "y", y, n);
+  float v = static_cast<float>(value);
+  void *args[] = {&x, &mask, &y, &mask_i64, &v, &n};
+  launch(kMaskedFill, n, args, fn);
+}
+
+void pfrt_cuda_k_softmax(const float *x, float *y, int64_t outer, int64_t n,
+                         int64_t inner, int32_t log) {
+  const char *fn = "pfrt_cuda_k_softmax";
+  checkSize(fn, "outer", outer);
+  checkSize(fn, "n", n);
+  checkSize(fn, "inner", inner);
+  int64_t total = mulChecked(fn, mulChecked(fn, outer, n), inner);
+  checkPtr(fn, "x", x, total);
+  checkPtr(fn, "y", y, total);
+  if (total == 0)
+    return;
+  int64_t lines = outer * inner;
+  void *args[] = {&x, &y, &n, &inner, &log, &lines};
+  launch(kSoftmax, lines, args, fn);
+}
+
+void pfrt_cuda_k_softmax_grad(const float *y, const float *dy, float *dx,
+                              int64_t outer, int64_t n, int64_t inner,
+                              int32_t log) {
+  const char *fn = "pfrt_cuda_k_softmax_grad";
+  checkSize(fn, "outer", outer);
+  checkSize(fn, "n", n);
+  checkSize(fn, "inner", inner);
+  int64_t total = mulChecked(fn, mulChecked(fn, outer, n), inner);
+  checkPtr(fn, "y", y, total);
+  checkPtr(fn, "dy", dy, total);
+  checkPtr(fn, "dx", dx, total);
+  int64_t lines = outer * inner;
+  if (lines == 0)
+    return;
+  void *args[] = {&y, &dy, &dx, &n, &inner, &log, &lines};
+  launch(kSoftmaxGrad, lines, args, fn);
+}
+
+void pfrt_cuda_k_layer_norm(const float *x, const float *gamma,
+                            const float *beta, float *y, int64_t rows,
+                            int64_t c, double eps) {
+  const char *fn = "pfrt_cuda_k_layer_norm";
+  lnCheck(fn, rows, c, eps);
+  int64_t n = mulChecked(fn, rows, c);
+  checkPtr(fn, "x", x, n);
+  checkPtr(fn, "y", y, n);
+  checkPtr(fn, "gamma", gamma, c);
+  checkPtr(fn, "beta", beta, c);
+  if (n == 0)
+    return;
+  const double *stats = lnStats(fn, x, rows, c, eps);
+  void *args[] = {&x, &gamma, &beta, &y, &stats, &c, &n};
+  launch(kLnAffine, n, args, fn);
+}
+
+void pfrt_cuda_k_layer_norm_grad_input(const float *x, const float *gamma,
+                                       const float *dy, float *dx, int64_t rows,
+                                       int64_t c, double eps) {
+  const char *fn = "pfrt_cuda_k_layer_norm_grad_input";
+  lnCheck(fn, rows, c, eps);
+  int64_t n = mulChecked(fn, rows, c);
+  checkPtr(fn, "x", x, n);
+  checkPtr(fn, "dy", dy, n);
+  checkPtr(fn, "dx", dx, n);
+  checkPtr(fn, "gamma", gamma, c);
+  if (n == 0)
+    return;
+  const double *stats = lnStats(fn, x, rows, c, eps);
+  void *args[] = {&x, &gamma, &dy, &dx, &stats, &c, &rows};
+  launch(kLnGradInput, rows, args, fn);
+}
+
+void pfrt_cuda_k_layer_norm_grad_params(const float *x, const float *dy,
+                                        float *dgamma, float *dbeta,
+                                        int64_t rows, int64_t c, double eps) {
+  const char *fn = "pfrt_cuda_k_layer_norm_grad_params";
+  lnCheck(fn, rows, c, eps);
+  int64_t n = mulChecked(fn, rows, c);
+  checkPtr(fn, "x", x, n);
+  checkPtr(fn, "dy", dy, n);
+  checkPtr(fn, "dgamma", dgamma, c);
+  checkPtr(fn, "dbeta", dbeta, c);
+  const double *stats = nullptr;
+  if (rows > 0)
+    stats = lnStats(fn, x, rows, c, eps);
+  // rows == 0: every column's sums are empty, 0 (stats unread).
+  void *args[] = {&x, &dy, &stats, &dgamma, &dbeta, &rows, &c};
+  launch(kLnGradParams, c, args, fn);
 }
 
 void pfrt_cuda_k_scale(const float *x, float *y, int64_t n, double s) {

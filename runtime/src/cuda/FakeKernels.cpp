@@ -62,6 +62,15 @@ using pfrt::fake::threadIdx;
 #define pfrt_cuda_bn_affine pfrt_fake_bn_affine
 #define pfrt_cuda_bn_grad_input pfrt_fake_bn_grad_input
 #define pfrt_cuda_set_scalar pfrt_fake_set_scalar
+#define pfrt_cuda_sub pfrt_fake_sub
+#define pfrt_cuda_div pfrt_fake_div
+#define pfrt_cuda_masked_fill pfrt_fake_masked_fill
+#define pfrt_cuda_softmax pfrt_fake_softmax
+#define pfrt_cuda_softmax_grad pfrt_fake_softmax_grad
+#define pfrt_cuda_ln_stats pfrt_fake_ln_stats
+#define pfrt_cuda_ln_affine pfrt_fake_ln_affine
+#define pfrt_cuda_ln_grad_input pfrt_fake_ln_grad_input
+#define pfrt_cuda_ln_grad_params pfrt_fake_ln_grad_params
 
 #include "Kernels.cu"
 
@@ -127,6 +136,15 @@ const HostKernel kHostKernels[] = {
     {"pfrt_cuda_bn_affine", hostKernel(pfrt_cuda_bn_affine)},
     {"pfrt_cuda_bn_grad_input", hostKernel(pfrt_cuda_bn_grad_input)},
     {"pfrt_cuda_set_scalar", hostKernel(pfrt_cuda_set_scalar)},
+    {"pfrt_cuda_sub", hostKernel(pfrt_cuda_sub)},
+    {"pfrt_cuda_div", hostKernel(pfrt_cuda_div)},
+    {"pfrt_cuda_masked_fill", hostKernel(pfrt_cuda_masked_fill)},
+    {"pfrt_cuda_softmax", hostKernel(pfrt_cuda_softmax)},
+    {"pfrt_cuda_softmax_grad", hostKernel(pfrt_cuda_softmax_grad)},
+    {"pfrt_cuda_ln_stats", hostKernel(pfrt_cuda_ln_stats)},
+    {"pfrt_cuda_ln_affine", hostKernel(pfrt_cuda_ln_affine)},
+    {"pfrt_cuda_ln_grad_input", hostKernel(pfrt_cuda_ln_grad_input)},
+    {"pfrt_cuda_ln_grad_params", hostKernel(pfrt_cuda_ln_grad_params)},
     {nullptr, nullptr},
 };
 } // namespace fake

@@ -268,6 +268,63 @@ __global__ void pfrt_cuda_bn_grad_input(const float *x, const float *dy,
   PFRT_FOR_EACH(i, total) bnGradInputAt(x, dy, dx, co, c, hw, i);
 }
 
+__global__ void pfrt_cuda_sub(const float *a, const float *b, float *out,
+                              int64_t n) {
+  PFRT_FOR_EACH(i, n) subAt(a, b, out, i);
+}
+
+__global__ void pfrt_cuda_div(const float *a, const float *b, float *out,
+                              int64_t n) {
+  PFRT_FOR_EACH(i, n) divAt(a, b, out, i);
+}
+
+__global__ void pfrt_cuda_masked_fill(const float *x, const void *mask,
+                                      float *y, int32_t mask_i64, float v,
+                                      int64_t n) {
+  PFRT_FOR_EACH(i, n) maskedFillAt(x, mask, y, mask_i64, v, i);
+}
+
+/// Softmax: one thread per line of [outer, n, inner] (lines = outer * inner).
+__global__ void pfrt_cuda_softmax(const float *x, float *y, int64_t n,
+                                  int64_t inner, int32_t lg, int64_t lines) {
+  PFRT_FOR_EACH(j, lines) softmaxLineAt(x, y, n, inner, lg, j);
+}
+
+__global__ void pfrt_cuda_softmax_grad(const float *y, const float *dy,
+                                       float *dx, int64_t n, int64_t inner,
+                                       int32_t lg, int64_t lines) {
+  PFRT_FOR_EACH(j, lines) softmaxGradLineAt(y, dy, dx, n, inner, lg, j);
+}
+
+/// Layer norm: one thread per row (statistics, input gradient), per
+/// element (the affine map) or per column (parameter gradients).
+__global__ void pfrt_cuda_ln_stats(const float *x, double *stats, int64_t c,
+                                   double eps, int64_t rows) {
+  PFRT_FOR_EACH(r, rows) lnRowStatsAt(x, stats, c, eps, r);
+}
+
+__global__ void pfrt_cuda_ln_affine(const float *x, const float *gamma,
+                                    const float *beta, float *y,
+                                    const double *stats, int64_t c,
+                                    int64_t total) {
+  PFRT_FOR_EACH(i, total) lnAffineAt(x, gamma, beta, y, stats, c, i);
+}
+
+__global__ void pfrt_cuda_ln_grad_input(const float *x, const float *gamma,
+                                        const float *dy, float *dx,
+                                        const double *stats, int64_t c,
+                                        int64_t rows) {
+  PFRT_FOR_EACH(r, rows) lnGradInputRowAt(x, gamma, dy, dx, stats, c, r);
+}
+
+__global__ void pfrt_cuda_ln_grad_params(const float *x, const float *dy,
+                                         const double *stats, float *dgamma,
+                                         float *dbeta, int64_t rows,
+                                         int64_t c) {
+  PFRT_FOR_EACH(k, c)
+  lnGradParamsColAt(x, dy, stats, dgamma, dbeta, rows, c, k);
+}
+
 /// One thread: a run-time scalar's value, passed at launch (the value when
 /// the launch was enqueued, whatever the host does with it afterwards).
 __global__ void pfrt_cuda_set_scalar(float *slot, float value) {

@@ -21,15 +21,13 @@ func.func @step(%x: !pf.global<2x8xf32, #P, #B>, %y: !pf.global<2xi64, #P, #B>) 
 #P = #pf.placement<"cuda", [0]>
 #B = #pf.sbp<[B]>
 pf.param @w : !pf.global<4x8xf32, #P, #B> = #pf.init<kaiming_uniform(8)>
-pf.param @g : !pf.global<8xf32, #P, #B> = #pf.init<ones>
-pf.param @b : !pf.global<8xf32, #P, #B> = #pf.init<zeros>
-func.func @step(%x: !pf.global<2x8xf32, #P, #B>, %y: !pf.global<2xi64, #P, #B>) -> !pf.global<f32, #P> {
-  %g = pf.read_param @g : !pf.global<8xf32, #P, #B>
-  %b = pf.read_param @b : !pf.global<8xf32, #P, #B>
-  // CHECK: invalid.mlir:[[@LINE+1]]:9: error: 'pf.layer_norm' has no GPU lowering yet: libpfrt's pfrt_k_layer_norm has no device twin (runtime/include/pfrt/pfrt_device.def)
-  %ln = pf.layer_norm %x, %g, %b {epsilon = 1.0e-5 : f64} : (!pf.global<2x8xf32, #P, #B>, !pf.global<8xf32, #P, #B>, !pf.global<8xf32, #P, #B>) -> !pf.global<2x8xf32, #P>
+pf.param @e : !pf.global<10x8xf32, #P, #B> = #pf.init<kaiming_uniform(8)>
+func.func @step(%ids: !pf.global<2xi64, #P, #B>, %y: !pf.global<2xi64, #P, #B>) -> !pf.global<f32, #P> {
+  %e = pf.read_param @e : !pf.global<10x8xf32, #P, #B>
+  // CHECK: invalid.mlir:[[@LINE+1]]:9: error: 'pf.embedding' has no GPU lowering yet: libpfrt's pfrt_k_embedding has no device twin (runtime/include/pfrt/pfrt_device.def)
+  %em = pf.embedding %e, %ids : (!pf.global<10x8xf32, #P, #B>, !pf.global<2xi64, #P, #B>) -> !pf.global<2x8xf32, #P>
   %w = pf.read_param @w : !pf.global<4x8xf32, #P, #B>
-  %h = pf.matmul %ln, %w {transpose_b} : (!pf.global<2x8xf32, #P>, !pf.global<4x8xf32, #P, #B>) -> !pf.global<2x4xf32, #P>
+  %h = pf.matmul %em, %w {transpose_b} : (!pf.global<2x8xf32, #P>, !pf.global<4x8xf32, #P, #B>) -> !pf.global<2x4xf32, #P>
   %l = pf.softmax_cross_entropy %h, %y : (!pf.global<2x4xf32, #P>, !pf.global<2xi64, #P, #B>) -> !pf.global<f32, #P>
   return %l : !pf.global<f32, #P>
 }
