@@ -78,6 +78,18 @@ void checkPtr(const char *fn, const char *what, const void *p, int64_t n);
 /// a * b with an overflow check (fatal, naming fn).
 int64_t mulChecked(const char *fn, int64_t a, int64_t b);
 
+/// The argument checks of pfrt_k_transpose (and its device twin): rank in
+/// [0, kMaxRank], non-negative dims, perm a permutation, x and y given when
+/// there are elements. Returns the element count.
+int64_t checkTransposeArgs(const char *fn, const void *x, const void *y,
+                           int64_t rank, const int64_t *shape,
+                           const int64_t *perm);
+/// The pointer checks of pfrt_k_adam (and its device twin), n >= 0.
+void checkAdamArgs(const char *fn, const void *p, const void *g, const void *m,
+                   const void *v, const void *lr, const void *step,
+                   const void *new_p, const void *new_m, const void *new_v,
+                   int64_t n);
+
 /// Per-kernel scratch memory: slot i is one 64-byte-aligned buffer that only
 /// grows. Contents are undefined on return. Kernels are single-threaded and
 /// never nest, so a slot is owned by one kernel call at a time.

@@ -44,6 +44,47 @@ int64_t mulChecked(const char *fn, int64_t a, int64_t b) {
   return r;
 }
 
+int64_t checkTransposeArgs(const char *fn, const void *x, const void *y,
+                           int64_t rank, const int64_t *shape,
+                           const int64_t *perm) {
+  if (rank < 0 || rank > kMaxRank)
+    fatal("%s: rank %lld is outside [0, %lld]", fn, (long long)rank,
+          (long long)kMaxRank);
+  checkPtr(fn, "shape", shape, rank);
+  checkPtr(fn, "perm", perm, rank);
+  bool seen[kMaxRank] = {false};
+  int64_t total = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (shape[d] < 0)
+      fatal("%s: shape %s has a negative dimension", fn,
+            shapeToString(rank, shape).c_str());
+    total = mulChecked(fn, total, shape[d]);
+    if (perm[d] < 0 || perm[d] >= rank || seen[perm[d]])
+      fatal("%s: perm %s is not a permutation of 0..%lld", fn,
+            shapeToString(rank, perm).c_str(), (long long)rank - 1);
+    seen[perm[d]] = true;
+  }
+  checkPtr(fn, "x", x, total);
+  checkPtr(fn, "y", y, total);
+  return total;
+}
+
+void checkAdamArgs(const char *fn, const void *p, const void *g, const void *m,
+                   const void *v, const void *lr, const void *step,
+                   const void *new_p, const void *new_m, const void *new_v,
+                   int64_t n) {
+  checkSize(fn, "n", n);
+  checkPtr(fn, "p", p, n);
+  checkPtr(fn, "g", g, n);
+  checkPtr(fn, "m", m, n);
+  checkPtr(fn, "v", v, n);
+  checkPtr(fn, "new_p", new_p, n);
+  checkPtr(fn, "new_m", new_m, n);
+  checkPtr(fn, "new_v", new_v, n);
+  checkPtr(fn, "lr", lr, 1);
+  checkPtr(fn, "step", step, 1);
+}
+
 namespace {
 constexpr int kSlots = 4;
 struct Slot {
@@ -891,25 +932,7 @@ void pfrt_k_reduce_sum(const float *x, float *y, int64_t rank,
 void pfrt_k_transpose(const float *x, float *y, int64_t rank,
                       const int64_t *shape, const int64_t *perm) {
   const char *fn = "pfrt_k_transpose";
-  if (rank < 0 || rank > kMaxRank)
-    fatal("%s: rank %lld is outside [0, %lld]", fn, (long long)rank,
-          (long long)kMaxRank);
-  checkPtr(fn, "shape", shape, rank);
-  checkPtr(fn, "perm", perm, rank);
-  bool seen[kMaxRank] = {false};
-  int64_t total = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (shape[d] < 0)
-      fatal("%s: shape %s has a negative dimension", fn,
-            shapeToString(rank, shape).c_str());
-    total = mulChecked(fn, total, shape[d]);
-    if (perm[d] < 0 || perm[d] >= rank || seen[perm[d]])
-      fatal("%s: perm %s is not a permutation of 0..%lld", fn,
-            shapeToString(rank, perm).c_str(), (long long)rank - 1);
-    seen[perm[d]] = true;
-  }
-  checkPtr(fn, "x", x, total);
-  checkPtr(fn, "y", y, total);
+  int64_t total = checkTransposeArgs(fn, x, y, rank, shape, perm);
   if (total == 0)
     return;
   // Renumber the non-unit input dims, then merge input dims d, d+1 that

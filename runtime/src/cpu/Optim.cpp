@@ -117,16 +117,7 @@ void pfrt_k_adam(const float *p, const float *g, const float *m, const float *v,
                  double eps, double weight_decay, int32_t decoupled,
                  int32_t bias_correction) {
   const char *fn = "pfrt_k_adam";
-  checkSize(fn, "n", n);
-  checkPtr(fn, "p", p, n);
-  checkPtr(fn, "g", g, n);
-  checkPtr(fn, "m", m, n);
-  checkPtr(fn, "v", v, n);
-  checkPtr(fn, "new_p", new_p, n);
-  checkPtr(fn, "new_m", new_m, n);
-  checkPtr(fn, "new_v", new_v, n);
-  checkPtr(fn, "lr", lr, 1);
-  checkPtr(fn, "step", step, 1);
+  checkAdamArgs(fn, p, g, m, v, lr, step, new_p, new_m, new_v, n);
   const double lrd = double(*lr), t = double(*step);
   if (bias_correction && !(t >= 1.0))
     fatal("%s: step = %g must be >= 1 with bias correction", fn, t);

@@ -1172,16 +1172,7 @@ void pfrt_cuda_k_adam(const float *p, const float *g, const float *m,
                       double weight_decay, int32_t decoupled,
                       int32_t bias_correction) {
   const char *fn = "pfrt_cuda_k_adam";
-  checkSize(fn, "n", n);
-  checkPtr(fn, "p", p, n);
-  checkPtr(fn, "g", g, n);
-  checkPtr(fn, "m", m, n);
-  checkPtr(fn, "v", v, n);
-  checkPtr(fn, "new_p", new_p, n);
-  checkPtr(fn, "new_m", new_m, n);
-  checkPtr(fn, "new_v", new_v, n);
-  checkPtr(fn, "lr", lr, 1);
-  checkPtr(fn, "step", step, 1);
+  checkAdamArgs(fn, p, g, m, v, lr, step, new_p, new_m, new_v, n);
   DeviceError *err = n > 0 ? kernels(fn).err : nullptr;
   void *args[] = {&p,         &g,
                   &m,         &v,
@@ -1207,25 +1198,7 @@ void pfrt_cuda_k_activation_grad(int32_t kind, const float *x, const float *dy,
 void pfrt_cuda_k_transpose(const float *x, float *y, int64_t rank,
                            const int64_t *shape, const int64_t *perm) {
   const char *fn = "pfrt_cuda_k_transpose";
-  if (rank < 0 || rank > kMaxRank)
-    fatal("%s: rank %lld is outside [0, %lld]", fn, (long long)rank,
-          (long long)kMaxRank);
-  checkPtr(fn, "shape", shape, rank);
-  checkPtr(fn, "perm", perm, rank);
-  bool seen[kMaxRank] = {false};
-  int64_t total = 1;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (shape[d] < 0)
-      fatal("%s: shape %s has a negative dimension", fn,
-            shapeToString(rank, shape).c_str());
-    total = mulChecked(fn, total, shape[d]);
-    if (perm[d] < 0 || perm[d] >= rank || seen[perm[d]])
-      fatal("%s: perm %s is not a permutation of 0..%lld", fn,
-            shapeToString(rank, perm).c_str(), (long long)rank - 1);
-    seen[perm[d]] = true;
-  }
-  checkPtr(fn, "x", x, total);
-  checkPtr(fn, "y", y, total);
+  int64_t total = checkTransposeArgs(fn, x, y, rank, shape, perm);
   if (total == 0)
     return;
   dev::TransposePlan plan;
