@@ -251,6 +251,60 @@ void pfrt_cuda_k_softmax_xent(const float *logits, const int64_t *labels,
 void pfrt_cuda_k_softmax_xent_grad(const float *logits, const int64_t *labels,
                                    const float *dloss, float *dlogits,
                                    int64_t n, int64_t c);
+/* The cross-entropy with ignore_index (mean of the kept rows) or summed,
+ * and the count of kept rows: one thread per row, then the rows' losses
+ * (or, for the gradient, the kept rows' count) in row order by one thread,
+ * as the CPU sums them; a kept row's out-of-range label is recorded on the
+ * device and fatal when reported, as for pfrt_cuda_k_softmax_xent. */
+void pfrt_cuda_k_softmax_xent_ignore(const float *logits, const int64_t *labels,
+                                     float *loss, int64_t n, int64_t c,
+                                     int64_t ignore_index);
+void pfrt_cuda_k_softmax_xent_grad_ignore(const float *logits,
+                                          const int64_t *labels,
+                                          const float *dloss, float *dlogits,
+                                          int64_t n, int64_t c,
+                                          int64_t ignore_index);
+void pfrt_cuda_k_softmax_xent_sum(const float *logits, const int64_t *labels,
+                                  float *loss, int64_t n, int64_t c,
+                                  int64_t ignore_index);
+void pfrt_cuda_k_softmax_xent_grad_sum(const float *logits,
+                                       const int64_t *labels,
+                                       const float *dloss, float *dlogits,
+                                       int64_t n, int64_t c,
+                                       int64_t ignore_index);
+void pfrt_cuda_k_count_kept(const int64_t *labels, float *count, int64_t n,
+                            int64_t ignore_index);
+/* Embeddings: an id outside [0, vocab) is recorded on the device and fatal
+ * when reported. The gradients index each table row's positions first (one
+ * thread), then sum each element's dy rows in position order (float32, the
+ * CPU's order; no atomics). */
+void pfrt_cuda_k_embedding(const float *table, const int64_t *ids, float *y,
+                           int64_t n, int64_t v, int64_t d);
+void pfrt_cuda_k_embedding_grad(const int64_t *ids, const float *dy,
+                                float *dtable, int64_t n, int64_t v, int64_t d);
+void pfrt_cuda_k_embedding_rows(const float *table, const int64_t *ids,
+                                float *y, int64_t n, int64_t v, int64_t d,
+                                int64_t row0, int64_t vocab);
+void pfrt_cuda_k_embedding_grad_rows(const int64_t *ids, const float *dy,
+                                     float *dtable, int64_t n, int64_t v,
+                                     int64_t d, int64_t row0, int64_t vocab);
+/* Broadcasts and sub-box copies (slices, pads, concatenation): one thread
+ * per element, 4- or 8-byte elements copied bit for bit; shapes, offsets
+ * and sizes stay host arrays. */
+void pfrt_cuda_k_broadcast(const void *x, void *y, int64_t rank,
+                           const int64_t *in_shape, const int64_t *out_shape,
+                           int64_t elem_bytes);
+int pfrt_cuda_copy_box(const void *src, const int64_t *src_shape,
+                       const int64_t *src_offset, void *dst,
+                       const int64_t *dst_shape, const int64_t *dst_offset,
+                       const int64_t *sizes, int64_t ndim, int32_t dtype);
+/* Dropout: pfrt_k_dropout's mask drawn on the device from the same Philox
+ * stream (the same bits); the data step is read when the kernel runs, so a
+ * replayed graph draws each step's own mask. */
+int pfrt_cuda_k_dropout(const float *x, float *y, int64_t n, double p,
+                        uint64_t seed, uint64_t stream, int64_t microbatch,
+                        int64_t rank_ndim, const int64_t *logical_shape,
+                        const int64_t *offset, const int64_t *shape);
 /* Unlike pfrt_k_sgd, buf must not be NULL when momentum != 0, even at step
  * 1 (whether a step is the first is only known on the device). */
 void pfrt_cuda_k_sgd(const float *p, const float *g, const float *lr,

@@ -10,6 +10,7 @@
 
 #include "pfrt/pfrt.h"
 
+#include "../cpu/KernelUtil.h"
 #include "Internal.h"
 
 #include <algorithm>
@@ -249,11 +250,14 @@ int pfrt_set_data_dir(const char *dir) {
 
 void pfrt_set_data_step(int64_t step) { gDataStep = step; }
 
-int pfrt_k_dropout(const float *x, float *y, int64_t n, double p, uint64_t seed,
-                   uint64_t stream, int64_t microbatch, int64_t rank_ndim,
-                   const int64_t *logical_shape, const int64_t *offset,
-                   const int64_t *shape) {
-  const char *fn = "pfrt_k_dropout";
+} // extern "C"
+
+ShardSpec pfrt::kern::checkDropoutArgs(const char *fn, const float *x,
+                                       const float *y, int64_t n, double p,
+                                       int64_t rank_ndim,
+                                       const int64_t *logical_shape,
+                                       const int64_t *offset,
+                                       const int64_t *shape) {
   if (!(p >= 0.0 && p <= 1.0))
     fatal("%s: probability %g is not in [0, 1]", fn, p);
   if (n < 0 || (n > 0 && (!x || !y)))
@@ -262,6 +266,20 @@ int pfrt_k_dropout(const float *x, float *y, int64_t n, double p, uint64_t seed,
   if (s.shardElems != n)
     fatal("%s: the box holds %lld elements, the buffers %lld", fn,
           (long long)s.shardElems, (long long)n);
+  return s;
+}
+
+int64_t pfrt::kern::currentDataStep() { return gDataStep; }
+
+extern "C" {
+
+int pfrt_k_dropout(const float *x, float *y, int64_t n, double p, uint64_t seed,
+                   uint64_t stream, int64_t microbatch, int64_t rank_ndim,
+                   const int64_t *logical_shape, const int64_t *offset,
+                   const int64_t *shape) {
+  const char *fn = "pfrt_k_dropout";
+  kern::checkDropoutArgs(fn, x, y, n, p, rank_ndim, logical_shape, offset,
+                         shape);
   if (n == 0)
     return 0;
   // u at every element's logical index (the initialisers' generator), on a

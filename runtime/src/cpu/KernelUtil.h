@@ -90,6 +90,34 @@ void checkAdamArgs(const char *fn, const void *p, const void *g, const void *m,
                    const void *new_p, const void *new_m, const void *new_v,
                    int64_t n);
 
+/// The argument checks of pfrt_k_embedding(_rows) and their gradients (and
+/// their device twins) but the ids' values (data: the CPU kernels check
+/// them, the twins on the device): n, vocab, d >= 0, ids given, and rows
+/// [row0, row0 + v) within the vocabulary.
+void checkEmbeddingArgs(const char *fn, const int64_t *ids, int64_t n,
+                        int64_t v, int64_t d, int64_t row0, int64_t vocab);
+/// The argument checks of pfrt_k_broadcast (and its device twin). Returns
+/// the output's element count.
+int64_t checkBroadcastArgs(const char *fn, const void *x, const void *y,
+                           int64_t rank, const int64_t *in_shape,
+                           const int64_t *out_shape, int64_t elem_bytes);
+/// The argument checks of pfrt_copy_box (and its device twin): dtype,
+/// shapes, the box within both tensors, buffers given and the two boxes
+/// apart. Returns the box's element count and its element size in *es.
+int64_t checkCopyBoxArgs(const char *fn, const void *src,
+                         const int64_t *src_shape, const int64_t *src_offset,
+                         const void *dst, const int64_t *dst_shape,
+                         const int64_t *dst_offset, const int64_t *sizes,
+                         int64_t ndim, int32_t dtype, int64_t *es);
+/// The argument checks of pfrt_k_dropout (and its device twin): p in
+/// [0, 1], buffers, the shard, and n its element count.
+ShardSpec checkDropoutArgs(const char *fn, const float *x, const float *y,
+                           int64_t n, double p, int64_t rank_ndim,
+                           const int64_t *logical_shape, const int64_t *offset,
+                           const int64_t *shape);
+/// The data step (pfrt_begin_step / pfrt_set_data_step) dropout draws for.
+int64_t currentDataStep();
+
 /// Per-kernel scratch memory: slot i is one 64-byte-aligned buffer that only
 /// grows. Contents are undefined on return. Kernels are single-threaded and
 /// never nest, so a slot is owned by one kernel call at a time.

@@ -69,6 +69,17 @@ int64_t checkTransposeArgs(const char *fn, const void *x, const void *y,
   return total;
 }
 
+void checkEmbeddingArgs(const char *fn, const int64_t *ids, int64_t n,
+                        int64_t v, int64_t d, int64_t row0, int64_t vocab) {
+  checkSize(fn, "n", n);
+  checkSize(fn, "v", vocab);
+  checkSize(fn, "d", d);
+  checkPtr(fn, "ids", ids, n);
+  if (row0 < 0 || v < 0 || row0 > vocab - v)
+    fatal("%s: rows [%lld, %lld) are not rows of a vocabulary of %lld", fn,
+          (long long)row0, (long long)(row0 + v), (long long)vocab);
+}
+
 void checkAdamArgs(const char *fn, const void *p, const void *g, const void *m,
                    const void *v, const void *lr, const void *step,
                    const void *new_p, const void *new_m, const void *new_v,
@@ -436,16 +447,13 @@ void pfrt_k_activation_grad(int32_t kind, const float *x, const float *dy,
 }
 
 namespace {
-void checkEmbedding(const char *fn, const int64_t *ids, int64_t n, int64_t v,
-                    int64_t d) {
-  checkSize(fn, "n", n);
-  checkSize(fn, "v", v);
-  checkSize(fn, "d", d);
-  checkPtr(fn, "ids", ids, n);
+/// The ids' values: a CPU kernel reads them here (its twin on the device).
+void checkEmbeddingIds(const char *fn, const int64_t *ids, int64_t n,
+                       int64_t vocab) {
   for (int64_t i = 0; i < n; ++i)
-    if (ids[i] < 0 || ids[i] >= v)
+    if (ids[i] < 0 || ids[i] >= vocab)
       fatal("%s: id %lld at position %lld is outside [0, %lld)", fn,
-            (long long)ids[i], (long long)i, (long long)v);
+            (long long)ids[i], (long long)i, (long long)vocab);
 }
 } // namespace
 
@@ -458,10 +466,8 @@ namespace {
 void embeddingRows(const char *fn, const float *table, const int64_t *ids,
                    float *y, int64_t n, int64_t v, int64_t d, int64_t row0,
                    int64_t vocab) {
-  checkEmbedding(fn, ids, n, vocab, d);
-  if (row0 < 0 || v < 0 || row0 > vocab - v)
-    fatal("%s: rows [%lld, %lld) are not rows of a vocabulary of %lld", fn,
-          (long long)row0, (long long)(row0 + v), (long long)vocab);
+  checkEmbeddingArgs(fn, ids, n, v, d, row0, vocab);
+  checkEmbeddingIds(fn, ids, n, vocab);
   checkPtr(fn, "table", table, mulChecked(fn, v, d));
   checkPtr(fn, "y", y, mulChecked(fn, n, d));
   for (int64_t i = 0; i < n; ++i) {
@@ -476,10 +482,8 @@ void embeddingRows(const char *fn, const float *table, const int64_t *ids,
 void embeddingGradRows(const char *fn, const int64_t *ids, const float *dy,
                        float *dtable, int64_t n, int64_t v, int64_t d,
                        int64_t row0, int64_t vocab) {
-  checkEmbedding(fn, ids, n, vocab, d);
-  if (row0 < 0 || v < 0 || row0 > vocab - v)
-    fatal("%s: rows [%lld, %lld) are not rows of a vocabulary of %lld", fn,
-          (long long)row0, (long long)(row0 + v), (long long)vocab);
+  checkEmbeddingArgs(fn, ids, n, v, d, row0, vocab);
+  checkEmbeddingIds(fn, ids, n, vocab);
   checkPtr(fn, "dy", dy, mulChecked(fn, n, d));
   checkPtr(fn, "dtable", dtable, mulChecked(fn, v, d));
   std::memset(dtable, 0, size_t(v * d) * sizeof(float));

@@ -37,10 +37,11 @@ void pfrt_k_div(const float *a, const float *b, float *out, int64_t n) {
     out[i] = a[i] / b[i];
 }
 
-void pfrt_k_broadcast(const void *x, void *y, int64_t rank,
-                      const int64_t *in_shape, const int64_t *out_shape,
-                      int64_t elem_bytes) {
-  const char *fn = "pfrt_k_broadcast";
+int64_t pfrt::kern::checkBroadcastArgs(const char *fn, const void *x,
+                                       const void *y, int64_t rank,
+                                       const int64_t *in_shape,
+                                       const int64_t *out_shape,
+                                       int64_t elem_bytes) {
   if (rank < 0 || rank > kMaxRank)
     fatal("%s: rank %lld is outside [0, %lld]", fn, (long long)rank,
           (long long)kMaxRank);
@@ -59,6 +60,15 @@ void pfrt_k_broadcast(const void *x, void *y, int64_t rank,
   }
   checkPtr(fn, "x", x, inTotal);
   checkPtr(fn, "y", y, total);
+  return total;
+}
+
+void pfrt_k_broadcast(const void *x, void *y, int64_t rank,
+                      const int64_t *in_shape, const int64_t *out_shape,
+                      int64_t elem_bytes) {
+  const char *fn = "pfrt_k_broadcast";
+  int64_t total =
+      checkBroadcastArgs(fn, x, y, rank, in_shape, out_shape, elem_bytes);
   if (total == 0)
     return;
   // Input strides, 0 on repeated axes; the innermost run of equal extents

@@ -211,6 +211,58 @@ void pfrt_cuda_k_softmax_xent_grad(const float *, const int64_t *,
                                    const float *, float *, int64_t, int64_t) {
   noCuda("pfrt_cuda_k_softmax_xent_grad");
 }
+void pfrt_cuda_k_softmax_xent_ignore(const float *, const int64_t *, float *,
+                                     int64_t, int64_t, int64_t) {
+  noCuda("pfrt_cuda_k_softmax_xent_ignore");
+}
+void pfrt_cuda_k_softmax_xent_grad_ignore(const float *, const int64_t *,
+                                          const float *, float *, int64_t,
+                                          int64_t, int64_t) {
+  noCuda("pfrt_cuda_k_softmax_xent_grad_ignore");
+}
+void pfrt_cuda_k_softmax_xent_sum(const float *, const int64_t *, float *,
+                                  int64_t, int64_t, int64_t) {
+  noCuda("pfrt_cuda_k_softmax_xent_sum");
+}
+void pfrt_cuda_k_softmax_xent_grad_sum(const float *, const int64_t *,
+                                       const float *, float *, int64_t, int64_t,
+                                       int64_t) {
+  noCuda("pfrt_cuda_k_softmax_xent_grad_sum");
+}
+void pfrt_cuda_k_count_kept(const int64_t *, float *, int64_t, int64_t) {
+  noCuda("pfrt_cuda_k_count_kept");
+}
+void pfrt_cuda_k_embedding(const float *, const int64_t *, float *, int64_t,
+                           int64_t, int64_t) {
+  noCuda("pfrt_cuda_k_embedding");
+}
+void pfrt_cuda_k_embedding_grad(const int64_t *, const float *, float *,
+                                int64_t, int64_t, int64_t) {
+  noCuda("pfrt_cuda_k_embedding_grad");
+}
+void pfrt_cuda_k_embedding_rows(const float *, const int64_t *, float *,
+                                int64_t, int64_t, int64_t, int64_t, int64_t) {
+  noCuda("pfrt_cuda_k_embedding_rows");
+}
+void pfrt_cuda_k_embedding_grad_rows(const int64_t *, const float *, float *,
+                                     int64_t, int64_t, int64_t, int64_t,
+                                     int64_t) {
+  noCuda("pfrt_cuda_k_embedding_grad_rows");
+}
+void pfrt_cuda_k_broadcast(const void *, void *, int64_t, const int64_t *,
+                           const int64_t *, int64_t) {
+  noCuda("pfrt_cuda_k_broadcast");
+}
+int pfrt_cuda_copy_box(const void *, const int64_t *, const int64_t *, void *,
+                       const int64_t *, const int64_t *, const int64_t *,
+                       int64_t, int32_t) {
+  noCuda("pfrt_cuda_copy_box");
+}
+int pfrt_cuda_k_dropout(const float *, float *, int64_t, double, uint64_t,
+                        uint64_t, int64_t, int64_t, const int64_t *,
+                        const int64_t *, const int64_t *) {
+  noCuda("pfrt_cuda_k_dropout");
+}
 void pfrt_cuda_k_sgd(const float *, const float *, const float *, const float *,
                      const float *, float *, float *, int64_t, double, double,
                      double, int32_t) {

@@ -50,6 +50,16 @@ enum : int32_t {
   kErrXentLabel = 1,     // pfrt_cuda_k_softmax_xent: label outside [0, c)
   kErrXentGradLabel = 2, // pfrt_cuda_k_softmax_xent_grad: the same
   kErrAdamStep = 3,      // pfrt_cuda_k_adam: step < 1 with bias correction
+  // An id outside [0, vocab) (row = its position, bound = vocab):
+  kErrEmbeddingId = 4,         // pfrt_cuda_k_embedding
+  kErrEmbeddingGradId = 5,     // pfrt_cuda_k_embedding_grad
+  kErrEmbeddingRowsId = 6,     // pfrt_cuda_k_embedding_rows
+  kErrEmbeddingGradRowsId = 7, // pfrt_cuda_k_embedding_grad_rows
+  // A kept row's label outside [0, c):
+  kErrXentIgnoreLabel = 8,     // pfrt_cuda_k_softmax_xent_ignore
+  kErrXentGradIgnoreLabel = 9, // pfrt_cuda_k_softmax_xent_grad_ignore
+  kErrXentSumLabel = 10,       // pfrt_cuda_k_softmax_xent_sum
+  kErrXentGradSumLabel = 11,   // pfrt_cuda_k_softmax_xent_grad_sum
 };
 struct DeviceError {
   int32_t code;
@@ -1252,6 +1262,316 @@ PFRT_HD inline void lnGradParamsColAt(const float *x, const float *dy,
   }
   dgamma[k] = float(g);
   dbeta[k] = float(b);
+}
+
+//===----------------------------------------------------------------------===//
+// Strided element copies: broadcast (src/cpu/Tensor.cpp), pfrt_copy_box
+// (src/mpi/Boxing.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Element o of a box of extents ext[0..r) (row-major) is element
+/// sBase + sum(i_d sstr[d]) of the source and dBase + sum(i_d dstr[d]) of
+/// the destination. Passed to the kernels by value.
+struct BoxMap {
+  int32_t r = 0;
+  int64_t total = 0;
+  int64_t sBase = 0, dBase = 0;
+  int64_t ext[kMaxDims] = {0};
+  int64_t sstr[kMaxDims] = {0};
+  int64_t dstr[kMaxDims] = {0};
+};
+
+PFRT_HD inline void boxOffsets(const BoxMap &m, int64_t o, int64_t *s,
+                               int64_t *d) {
+  int64_t so = m.sBase, dof = m.dBase, rest = o;
+  for (int32_t k = m.r - 1; k >= 0; --k) {
+    int64_t i = rest % m.ext[k];
+    rest /= m.ext[k];
+    so += i * m.sstr[k];
+    dof += i * m.dstr[k];
+  }
+  *s = so;
+  *d = dof;
+}
+
+/// Copies element o of the box (4- or 8-byte elements, their bits).
+PFRT_HD inline void copyElemAt(const void *src, void *dst, const BoxMap &m,
+                               int32_t es, int64_t o) {
+  int64_t s, d;
+  boxOffsets(m, o, &s, &d);
+  if (es == 8)
+    static_cast<uint64_t *>(dst)[d] = static_cast<const uint64_t *>(src)[s];
+  else
+    static_cast<uint32_t *>(dst)[d] = static_cast<const uint32_t *>(src)[s];
+}
+
+/// pfrt_k_broadcast's map (shapes checked): y = out_shape contiguous, x
+/// read with stride 0 on the repeated axes.
+inline void makeBroadcastMap(int64_t rank, const int64_t *inShape,
+                             const int64_t *outShape, BoxMap *m) {
+  int64_t s = 1, t = 1;
+  m->r = int32_t(rank);
+  m->total = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    m->ext[d] = outShape[d];
+    m->sstr[d] = inShape[d] == 1 && outShape[d] != 1 ? 0 : s;
+    m->dstr[d] = t;
+    s *= inShape[d];
+    t *= outShape[d];
+    m->total *= outShape[d];
+  }
+}
+
+/// pfrt_copy_box's map (arguments checked; offsets NULL = zeros).
+inline void makeCopyBoxMap(int64_t ndim, const int64_t *srcShape,
+                           const int64_t *srcOffset, const int64_t *dstShape,
+                           const int64_t *dstOffset, const int64_t *sizes,
+                           BoxMap *m) {
+  int64_t ss = 1, ds = 1;
+  m->r = int32_t(ndim);
+  m->total = 1;
+  for (int64_t d = ndim - 1; d >= 0; --d) {
+    m->ext[d] = sizes[d];
+    m->sstr[d] = ss;
+    m->dstr[d] = ds;
+    m->sBase += (srcOffset ? srcOffset[d] : 0) * ss;
+    m->dBase += (dstOffset ? dstOffset[d] : 0) * ds;
+    ss *= srcShape[d];
+    ds *= dstShape[d];
+    m->total *= sizes[d];
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding (embeddingRows / embeddingGradRows in src/cpu/Kernels.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The first id (in order) outside [0, vocab) is recorded. One thread.
+PFRT_HD inline void embeddingCheckIds(const int64_t *ids, int64_t n,
+                                      int64_t vocab, int32_t code,
+                                      DeviceError *err) {
+  for (int64_t i = 0; i < n; ++i)
+    if (ids[i] < 0 || ids[i] >= vocab) {
+      raiseError(err, code, i, ids[i], vocab, 0.0);
+      return;
+    }
+}
+
+/// Element i of y [n, d]: row ids[r] - row0 of the table's v rows, zeros
+/// for an id outside them.
+PFRT_HD inline void embeddingAt(const float *table, const int64_t *ids,
+                                float *y, int64_t v, int64_t d, int64_t row0,
+                                int64_t i) {
+  int64_t r = i / d, k = i - r * d;
+  int64_t row = ids[r] - row0;
+  y[i] = row >= 0 && row < v ? table[row * d + k] : 0.0f;
+}
+
+/// The positions of each of the v rows' ids, in increasing order: row j's
+/// are pos[start[j] .. start[j + 1]) (start has v + 1 entries, cursor v).
+/// One thread, so the gradient needs no atomics.
+PFRT_HD inline void embeddingIndex(const int64_t *ids, int64_t n, int64_t v,
+                                   int64_t row0, int64_t *start,
+                                   int64_t *cursor, int64_t *pos) {
+  for (int64_t j = 0; j <= v; ++j)
+    start[j] = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t row = ids[i] - row0;
+    if (row >= 0 && row < v)
+      ++start[row + 1];
+  }
+  for (int64_t j = 0; j < v; ++j) {
+    start[j + 1] += start[j];
+    cursor[j] = start[j];
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t row = ids[i] - row0;
+    if (row >= 0 && row < v)
+      pos[cursor[row]++] = i;
+  }
+}
+
+/// Element i of dtable [v, d]: 0 plus the dy rows of its ids in position
+/// order, in float32, as the CPU accumulates them.
+PFRT_HD inline void embeddingGradAt(const int64_t *start, const int64_t *pos,
+                                    const float *dy, float *dtable, int64_t d,
+                                    int64_t i) {
+  int64_t row = i / d, k = i - row * d;
+  float acc = 0.0f;
+  for (int64_t q = start[row]; q < start[row + 1]; ++q)
+    acc += dy[pos[q] * d + k];
+  dtable[i] = acc;
+}
+
+//===----------------------------------------------------------------------===//
+// Cross-entropy with ignore_index, mean of the kept rows or sum, and the
+// count of kept rows (xentForward / xentBackward / pfrt_k_count_kept)
+//===----------------------------------------------------------------------===//
+
+/// Row r's loss (0 when its label is `ignore`; NaN when out of range).
+PFRT_HD inline void xentRowLossIgnoreAt(const float *logits,
+                                        const int64_t *labels, double *rowLoss,
+                                        int64_t c, int64_t ignore, int64_t r) {
+  if (labels[r] == ignore) {
+    rowLoss[r] = 0.0;
+    return;
+  }
+  xentRowLossAt(logits, labels, rowLoss, c, r);
+}
+
+/// loss[0] = the sum of the kept rows' losses in row order, divided by
+/// their count when mean (0 / 0 = NaN when every row is ignored); the first
+/// kept row with an out-of-range label is recorded under `code`. One
+/// thread.
+PFRT_HD inline void xentTotalIgnore(const double *rowLoss,
+                                    const int64_t *labels, float *loss,
+                                    int64_t n, int64_t c, int64_t ignore,
+                                    int32_t mean, int32_t code,
+                                    DeviceError *err) {
+  double total = 0;
+  int64_t count = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    if (labels[r] == ignore)
+      continue;
+    if (!labelOk(labels[r], c)) {
+      raiseError(err, code, r, labels[r], c, 0.0);
+      break;
+    }
+    total += rowLoss[r];
+    ++count;
+  }
+  loss[0] = mean ? float(total / double(count)) : float(total);
+}
+
+/// The gradient's scale (dloss / kept rows when mean, else dloss) into
+/// *scale, and the first kept row with an out-of-range label. One thread.
+PFRT_HD inline void xentGradScale(const int64_t *labels, const float *dloss,
+                                  double *scale, int64_t n, int64_t c,
+                                  int64_t ignore, int32_t mean, int32_t code,
+                                  DeviceError *err) {
+  int64_t count = 0;
+  for (int64_t r = 0; r < n; ++r)
+    count += !(labels[r] == ignore);
+  for (int64_t r = 0; r < n; ++r)
+    if (labels[r] != ignore && !labelOk(labels[r], c)) {
+      raiseError(err, code, r, labels[r], c, 0.0);
+      break;
+    }
+  *scale = mean ? double(dloss[0]) / double(count) : double(dloss[0]);
+}
+
+/// Element i of dlogits [n, c]: zeros on an ignored row, else xentGradAt's
+/// arithmetic with the scale of xentGradScale.
+PFRT_HD inline void xentGradIgnoreAt(const float *logits, const int64_t *labels,
+                                     const double *scalePtr,
+                                     const double *stats, float *dlogits,
+                                     int64_t c, int64_t ignore, int64_t i) {
+  int64_t r = i / c, k = i - r * c;
+  if (labels[r] == ignore) {
+    dlogits[i] = 0.0f;
+    return;
+  }
+  const double scale = *scalePtr;
+  double f = scale / stats[2 * r + 1];
+  double e = expClamped(double(logits[i]) - stats[2 * r]);
+  dlogits[i] = k == labels[r] ? float(e * f - scale) : float(e * f);
+}
+
+/// count[0] = float(the number of labels != ignore). One thread.
+PFRT_HD inline void countKept(const int64_t *labels, float *count, int64_t n,
+                              int64_t ignore) {
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i)
+    kept += labels[i] != ignore;
+  count[0] = float(kept);
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout (pfrt_k_dropout in src/common/Inputs.cpp; Philox4x32-10 and the
+// uniform initialiser of src/common/Random.cpp)
+//===----------------------------------------------------------------------===//
+
+/// pfrt_stream_for_step: FNV-1a over the step's 8 bytes.
+PFRT_HD inline uint64_t streamForStep(uint64_t stream, uint64_t step) {
+  uint64_t h = stream;
+  for (int j = 0; j < 8; ++j)
+    h = (h ^ ((step >> (8 * j)) & 0xff)) * 0x100000001b3ull;
+  return h;
+}
+
+/// The first word of Philox4x32-10's block for counter (c0, c1, c2, c3)
+/// under key (k0, k1) (Random.cpp's philox, round for round).
+PFRT_HD inline uint32_t philoxFirst(uint32_t c0, uint32_t c1, uint32_t c2,
+                                    uint32_t c3, uint32_t k0, uint32_t k1) {
+  for (int r = 0; r < 10; ++r) {
+    if (r) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    uint64_t p0 = uint64_t(0xD2511F53u) * c0;
+    uint64_t p1 = uint64_t(0xCD9E8D57u) * c2;
+    uint32_t n0 = uint32_t(p1 >> 32) ^ c1 ^ k0;
+    uint32_t n2 = uint32_t(p0 >> 32) ^ c3 ^ k1;
+    c1 = uint32_t(p1);
+    c3 = uint32_t(p0);
+    c0 = n0;
+    c2 = n2;
+  }
+  return c0;
+}
+
+/// The uniform initialiser's value in [0, 1) at logical index li of
+/// (seed, stream): float(0 + 1 * (x0 + 0.5) 2^-32).
+PFRT_HD inline float uniformAt(uint64_t seed, uint64_t stream, int64_t li) {
+  uint64_t u = uint64_t(li);
+  uint32_t x0 =
+      philoxFirst(uint32_t(u), uint32_t(u >> 32), uint32_t(stream),
+                  uint32_t(stream >> 32), uint32_t(seed), uint32_t(seed >> 32));
+  double span = 1.0 - 0.0;
+  double unit = (double(x0) + 0.5) * 2.3283064365386962890625e-10; // 2^-32
+  return float(0.0 + span * unit);
+}
+
+/// What a dropout call fixes on the host; the step is read at run time.
+struct DropoutParams {
+  uint64_t seed = 0, stream = 0;
+  int64_t microbatch = 0;
+  float scale = 0.0f, threshold = 0.0f; // float(1 / (1 - p)) or 0, float(p)
+};
+
+/// The sub-stream of a step and micro-batch (pfrt_k_dropout's).
+PFRT_HD inline uint64_t dropoutStream(const DropoutParams &q, int64_t step) {
+  return streamForStep(streamForStep(q.stream, uint64_t(step)),
+                       uint64_t(q.microbatch));
+}
+
+/// The shard's map to logical indices: local element o (row-major over the
+/// shard's shape) is logical element sBase + sum(i_d sstr[d]); dBase and
+/// dstr are unused.
+inline void makeShardMap(int64_t ndim, const int64_t *logical,
+                         const int64_t *offset, const int64_t *shape,
+                         BoxMap *m) {
+  int64_t ls = 1;
+  m->r = int32_t(ndim);
+  m->total = 1;
+  for (int64_t d = ndim - 1; d >= 0; --d) {
+    m->ext[d] = shape ? shape[d] : logical[d];
+    m->sstr[d] = ls;
+    m->dstr[d] = 0;
+    m->sBase += (offset ? offset[d] : 0) * ls;
+    ls *= logical[d];
+    m->total *= m->ext[d];
+  }
+}
+
+/// y[i] = u >= threshold ? x[i] * scale : 0, u the uniform value at the
+/// element's logical index on the step's sub-stream.
+PFRT_HD inline void dropoutAt(const float *x, float *y, const DropoutParams &q,
+                              const BoxMap &m, uint64_t sub, int64_t i) {
+  int64_t li, unused;
+  boxOffsets(m, i, &li, &unused);
+  float u = uniformAt(q.seed, sub, li);
+  y[i] = u >= q.threshold ? x[i] * q.scale : 0.0f;
 }
 
 } // namespace dev

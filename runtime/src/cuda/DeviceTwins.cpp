@@ -95,7 +95,18 @@ namespace {
   X(LnStats, "pfrt_cuda_ln_stats")                                             \
   X(LnAffine, "pfrt_cuda_ln_affine")                                           \
   X(LnGradInput, "pfrt_cuda_ln_grad_input")                                    \
-  X(LnGradParams, "pfrt_cuda_ln_grad_params")
+  X(LnGradParams, "pfrt_cuda_ln_grad_params")                                  \
+  X(CopyElems, "pfrt_cuda_copy_elems")                                         \
+  X(EmbeddingCheck, "pfrt_cuda_embedding_check")                               \
+  X(Embedding, "pfrt_cuda_embedding")                                          \
+  X(EmbeddingIndex, "pfrt_cuda_embedding_index")                               \
+  X(EmbeddingGrad, "pfrt_cuda_embedding_grad")                                 \
+  X(XentRowsIgnore, "pfrt_cuda_xent_rows_ignore")                              \
+  X(XentTotalIgnore, "pfrt_cuda_xent_total_ignore")                            \
+  X(XentGradScale, "pfrt_cuda_xent_grad_scale")                                \
+  X(XentGradIgnore, "pfrt_cuda_xent_grad_ignore")                              \
+  X(CountKept, "pfrt_cuda_count_kept")                                         \
+  X(Dropout, "pfrt_cuda_dropout")
 
 enum Kernel {
 #define PFRT_ENUM(id, name) k##id,
@@ -114,6 +125,10 @@ struct Module {
   bool loaded = false;
   void *fn[kNumKernels] = {};
   DeviceError *err = nullptr; // device
+  // Dropout's data step in a captured step: a device slot, refreshed from
+  // a page-locked host copy before each replay.
+  int64_t *dataStep = nullptr; // device
+  int64_t *dataStepHost = nullptr;
   // Grow-only scratch (per-row sums of the cross-entropy, column matrices
   // of the convolutions, max-pool arg-maxes, batch-norm sums). A smaller
   // buffer it replaces is kept: enqueued kernels or a captured graph may use
@@ -158,6 +173,11 @@ Module &kernels(const char *fn) {
   m.err = static_cast<DeviceError *>(
       cuda::allocPersistent(sizeof(DeviceError), "pfrt_cuda kernel errors"));
   pfrt_cuda_memset(m.err, 0, sizeof(DeviceError));
+  m.dataStep = static_cast<int64_t *>(
+      cuda::allocPersistent(sizeof(int64_t), "pfrt_cuda dropout step"));
+  static int64_t dataStepHost = 0;
+  m.dataStepHost = &dataStepHost;
+  cuda::pinHostRange(m.dataStepHost, sizeof(int64_t));
   m.loaded = true;
   return m;
 #endif
@@ -212,6 +232,36 @@ void checkErrors(const char *where) {
           e.code == dev::kErrXentLabel ? "pfrt_cuda_k_softmax_xent"
                                        : "pfrt_cuda_k_softmax_xent_grad",
           (long long)e.value, (long long)e.row, (long long)e.bound, where);
+  case dev::kErrXentIgnoreLabel:
+  case dev::kErrXentGradIgnoreLabel:
+  case dev::kErrXentSumLabel:
+  case dev::kErrXentGradSumLabel: {
+    const char *twin =
+        e.code == dev::kErrXentIgnoreLabel ? "pfrt_cuda_k_softmax_xent_ignore"
+        : e.code == dev::kErrXentGradIgnoreLabel
+            ? "pfrt_cuda_k_softmax_xent_grad_ignore"
+        : e.code == dev::kErrXentSumLabel ? "pfrt_cuda_k_softmax_xent_sum"
+                                          : "pfrt_cuda_k_softmax_xent_grad_sum";
+    fatal("%s: label %lld at row %lld is outside [0, %lld) (found on the "
+          "GPU, reported by %s)",
+          twin, (long long)e.value, (long long)e.row, (long long)e.bound,
+          where);
+  }
+  case dev::kErrEmbeddingId:
+  case dev::kErrEmbeddingGradId:
+  case dev::kErrEmbeddingRowsId:
+  case dev::kErrEmbeddingGradRowsId: {
+    const char *twin = e.code == dev::kErrEmbeddingId ? "pfrt_cuda_k_embedding"
+                       : e.code == dev::kErrEmbeddingGradId
+                           ? "pfrt_cuda_k_embedding_grad"
+                       : e.code == dev::kErrEmbeddingRowsId
+                           ? "pfrt_cuda_k_embedding_rows"
+                           : "pfrt_cuda_k_embedding_grad_rows";
+    fatal("%s: id %lld at position %lld is outside [0, %lld) (found on the "
+          "GPU, reported by %s)",
+          twin, (long long)e.value, (long long)e.row, (long long)e.bound,
+          where);
+  }
   case dev::kErrAdamStep:
     fatal("pfrt_cuda_k_adam: step = %g must be >= 1 with bias correction "
           "(found on the GPU, reported by %s)",
@@ -618,6 +668,95 @@ void checkXent(const char *fn, const float *logits, const int64_t *labels,
           (long long)c);
   checkPtr(fn, "logits", logits, mulChecked(fn, n, c));
   checkPtr(fn, "labels", labels, n);
+}
+
+/// The embedding twins: the ids' check on the device, then one thread per
+/// element of y.
+void embedding(const char *fn, int32_t code, const float *table,
+               const int64_t *ids, float *y, int64_t n, int64_t v, int64_t d,
+               int64_t row0, int64_t vocab) {
+  checkEmbeddingArgs(fn, ids, n, v, d, row0, vocab);
+  checkPtr(fn, "table", table, mulChecked(fn, v, d));
+  int64_t total = mulChecked(fn, n, d);
+  checkPtr(fn, "y", y, total);
+  if (n == 0)
+    return;
+  DeviceError *err = kernels(fn).err;
+  void *args1[] = {&ids, &n, &vocab, &code, &err};
+  launchSingle(kEmbeddingCheck, args1, fn);
+  void *args2[] = {&table, &ids, &y, &v, &d, &row0, &total};
+  launch(kEmbedding, total, args2, fn);
+}
+
+/// The gradients: the ids' check, each row's positions in order (one
+/// thread, in scratch), then one thread per element of dtable.
+void embeddingGrad(const char *fn, int32_t code, const int64_t *ids,
+                   const float *dy, float *dtable, int64_t n, int64_t v,
+                   int64_t d, int64_t row0, int64_t vocab) {
+  checkEmbeddingArgs(fn, ids, n, v, d, row0, vocab);
+  checkPtr(fn, "dy", dy, mulChecked(fn, n, d));
+  int64_t total = mulChecked(fn, v, d);
+  checkPtr(fn, "dtable", dtable, total);
+  if (total == 0)
+    return;
+  if (n == 0) {
+    pfrt_cuda_memset(dtable, 0, total * int64_t(sizeof(float)));
+    return;
+  }
+  DeviceError *err = kernels(fn).err;
+  void *args1[] = {&ids, &n, &vocab, &code, &err};
+  launchSingle(kEmbeddingCheck, args1, fn);
+  ScratchLayout l;
+  const int64_t startAt = l.add((v + 1) * int64_t(sizeof(int64_t)));
+  const int64_t cursorAt = l.add(v * int64_t(sizeof(int64_t)));
+  const int64_t posAt = l.add(n * int64_t(sizeof(int64_t)));
+  void *base = scratch(l.bytes, fn);
+  int64_t *start = scratchAt<int64_t>(base, startAt),
+          *cursor = scratchAt<int64_t>(base, cursorAt),
+          *pos = scratchAt<int64_t>(base, posAt);
+  void *args2[] = {&ids, &n, &v, &row0, &start, &cursor, &pos};
+  launchSingle(kEmbeddingIndex, args2, fn);
+  void *args3[] = {&start, &pos, &dy, &dtable, &d, &total};
+  launch(kEmbeddingGrad, total, args3, fn);
+}
+
+/// The cross-entropy twins with ignore_index (mean of the kept rows, or
+/// the sum when !mean).
+void xentIgnore(const char *fn, int32_t code, const float *logits,
+                const int64_t *labels, float *loss, int64_t n, int64_t c,
+                int64_t ignore, int32_t mean) {
+  checkXent(fn, logits, labels, n, c);
+  checkPtr(fn, "loss", loss, 1);
+  double *rows = static_cast<double *>(scratch(n * 8, fn));
+  void *args1[] = {&logits, &labels, &rows, &n, &c, &ignore};
+  launch(kXentRowsIgnore, n, args1, fn);
+  DeviceError *err = gModule.err;
+  void *args2[] = {&rows, &labels, &loss, &n, &c, &ignore, &mean, &code, &err};
+  launchSingle(kXentTotalIgnore, args2, fn);
+}
+
+void xentGradIgnore(const char *fn, int32_t code, const float *logits,
+                    const int64_t *labels, const float *dloss, float *dlogits,
+                    int64_t n, int64_t c, int64_t ignore, int32_t mean) {
+  checkXent(fn, logits, labels, n, c);
+  checkPtr(fn, "dloss", dloss, 1);
+  int64_t total = mulChecked(fn, n, c);
+  checkPtr(fn, "dlogits", dlogits, total);
+  ScratchLayout l;
+  const int64_t statsAt = l.add(mulChecked(fn, n, 16));
+  const int64_t scaleAt = l.add(int64_t(sizeof(double)));
+  void *base = scratch(l.bytes, fn);
+  double *stats = scratchAt<double>(base, statsAt),
+         *scale = scratchAt<double>(base, scaleAt);
+  DeviceError *err = gModule.err;
+  void *args1[] = {&labels, &dloss, &scale, &n,  &c,
+                   &ignore, &mean,  &code,  &err};
+  launchSingle(kXentGradScale, args1, fn);
+  void *args2[] = {&logits, &stats, &n, &c};
+  launch(kXentStats, n, args2, fn);
+  void *args3[] = {&logits,  &labels, &scale,  &stats,
+                   &dlogits, &c,      &ignore, &total};
+  launch(kXentGradIgnore, total, args3, fn);
 }
 
 } // namespace
@@ -1509,6 +1648,155 @@ void pfrt_cuda_k_batch_norm_grad_params(const float *x, const float *dy,
   double *runs = s.runs;
   void *args[] = {&x, &dy, &runs, &dgamma, &dbeta, &n, &c, &hw, &eps};
   launch(kBnGradParamsChannels, c, args, fn);
+}
+
+// GPT-shaped programs: embeddings, broadcasts, slices and pads
+// (pfrt_copy_box), the cross-entropy with ignore_index or summed, the
+// count of kept rows, and dropout.
+
+void pfrt_cuda_k_embedding(const float *table, const int64_t *ids, float *y,
+                           int64_t n, int64_t v, int64_t d) {
+  embedding("pfrt_cuda_k_embedding", dev::kErrEmbeddingId, table, ids, y, n, v,
+            d, 0, v);
+}
+
+void pfrt_cuda_k_embedding_grad(const int64_t *ids, const float *dy,
+                                float *dtable, int64_t n, int64_t v,
+                                int64_t d) {
+  embeddingGrad("pfrt_cuda_k_embedding_grad", dev::kErrEmbeddingGradId, ids, dy,
+                dtable, n, v, d, 0, v);
+}
+
+void pfrt_cuda_k_embedding_rows(const float *table, const int64_t *ids,
+                                float *y, int64_t n, int64_t v, int64_t d,
+                                int64_t row0, int64_t vocab) {
+  embedding("pfrt_cuda_k_embedding_rows", dev::kErrEmbeddingRowsId, table, ids,
+            y, n, v, d, row0, vocab);
+}
+
+void pfrt_cuda_k_embedding_grad_rows(const int64_t *ids, const float *dy,
+                                     float *dtable, int64_t n, int64_t v,
+                                     int64_t d, int64_t row0, int64_t vocab) {
+  embeddingGrad("pfrt_cuda_k_embedding_grad_rows", dev::kErrEmbeddingGradRowsId,
+                ids, dy, dtable, n, v, d, row0, vocab);
+}
+
+void pfrt_cuda_k_broadcast(const void *x, void *y, int64_t rank,
+                           const int64_t *in_shape, const int64_t *out_shape,
+                           int64_t elem_bytes) {
+  const char *fn = "pfrt_cuda_k_broadcast";
+  int64_t total =
+      checkBroadcastArgs(fn, x, y, rank, in_shape, out_shape, elem_bytes);
+  if (total == 0)
+    return;
+  dev::BoxMap m;
+  dev::makeBroadcastMap(rank, in_shape, out_shape, &m);
+  int32_t es = int32_t(elem_bytes);
+  void *args[] = {&x, &y, &m, &es};
+  launch(kCopyElems, m.total, args, fn);
+}
+
+int pfrt_cuda_copy_box(const void *src, const int64_t *src_shape,
+                       const int64_t *src_offset, void *dst,
+                       const int64_t *dst_shape, const int64_t *dst_offset,
+                       const int64_t *sizes, int64_t ndim, int32_t dtype) {
+  const char *fn = "pfrt_cuda_copy_box";
+  int64_t es;
+  if (checkCopyBoxArgs(fn, src, src_shape, src_offset, dst, dst_shape,
+                       dst_offset, sizes, ndim, dtype, &es) == 0)
+    return 0;
+  dev::BoxMap m;
+  dev::makeCopyBoxMap(ndim, src_shape, src_offset, dst_shape, dst_offset, sizes,
+                      &m);
+  int32_t es32 = int32_t(es);
+  void *args[] = {&src, &dst, &m, &es32};
+  launch(kCopyElems, m.total, args, fn);
+  return 0;
+}
+
+void pfrt_cuda_k_softmax_xent_ignore(const float *logits, const int64_t *labels,
+                                     float *loss, int64_t n, int64_t c,
+                                     int64_t ignore_index) {
+  xentIgnore("pfrt_cuda_k_softmax_xent_ignore", dev::kErrXentIgnoreLabel,
+             logits, labels, loss, n, c, ignore_index, 1);
+}
+
+void pfrt_cuda_k_softmax_xent_grad_ignore(const float *logits,
+                                          const int64_t *labels,
+                                          const float *dloss, float *dlogits,
+                                          int64_t n, int64_t c,
+                                          int64_t ignore_index) {
+  xentGradIgnore("pfrt_cuda_k_softmax_xent_grad_ignore",
+                 dev::kErrXentGradIgnoreLabel, logits, labels, dloss, dlogits,
+                 n, c, ignore_index, 1);
+}
+
+void pfrt_cuda_k_softmax_xent_sum(const float *logits, const int64_t *labels,
+                                  float *loss, int64_t n, int64_t c,
+                                  int64_t ignore_index) {
+  xentIgnore("pfrt_cuda_k_softmax_xent_sum", dev::kErrXentSumLabel, logits,
+             labels, loss, n, c, ignore_index, 0);
+}
+
+void pfrt_cuda_k_softmax_xent_grad_sum(const float *logits,
+                                       const int64_t *labels,
+                                       const float *dloss, float *dlogits,
+                                       int64_t n, int64_t c,
+                                       int64_t ignore_index) {
+  xentGradIgnore("pfrt_cuda_k_softmax_xent_grad_sum", dev::kErrXentGradSumLabel,
+                 logits, labels, dloss, dlogits, n, c, ignore_index, 0);
+}
+
+void pfrt_cuda_k_count_kept(const int64_t *labels, float *count, int64_t n,
+                            int64_t ignore_index) {
+  const char *fn = "pfrt_cuda_k_count_kept";
+  checkSize(fn, "n", n);
+  checkPtr(fn, "labels", labels, n);
+  checkPtr(fn, "count", count, 1);
+  void *args[] = {&labels, &count, &n, &ignore_index};
+  launchSingle(kCountKept, args, fn);
+}
+
+/// The mask of pfrt_k_dropout, drawn on the device from the same Philox
+/// stream (the uniform initialiser at each element's logical index, on the
+/// sub-stream of the data step and micro-batch): the same bits. The data
+/// step is read when the kernel runs: uncaptured it is the current one,
+/// passed at launch; in a captured step a device slot holds it, copied
+/// before each replay from a page-locked host value the replay's host work
+/// sets.
+int pfrt_cuda_k_dropout(const float *x, float *y, int64_t n, double p,
+                        uint64_t seed, uint64_t stream, int64_t microbatch,
+                        int64_t rank_ndim, const int64_t *logical_shape,
+                        const int64_t *offset, const int64_t *shape) {
+  const char *fn = "pfrt_cuda_k_dropout";
+  checkDropoutArgs(fn, x, y, n, p, rank_ndim, logical_shape, offset, shape);
+  if (n == 0)
+    return 0;
+  Module &mod = kernels(fn);
+  dev::DropoutParams q;
+  q.seed = seed;
+  q.stream = stream;
+  q.microbatch = microbatch;
+  q.scale = p < 1.0 ? float(1.0 / (1.0 - p)) : 0.0f;
+  q.threshold = float(p);
+  dev::BoxMap m;
+  dev::makeShardMap(rank_ndim, logical_shape, offset, shape, &m);
+  const int64_t *slot = nullptr;
+  int64_t step = currentDataStep();
+  if (cuda::streamCapturing()) {
+    static bool registered = false;
+    if (!registered) {
+      int64_t *host = mod.dataStepHost;
+      gCaptured.before.push_back([host] { *host = currentDataStep(); });
+      registered = true;
+    }
+    *mod.dataStepHost = step;
+    pfrt_cuda_h2d(mod.dataStep, mod.dataStepHost, sizeof(int64_t));
+    slot = mod.dataStep;
+  }
+  void *args[] = {&x, &y, &q, &m, &slot, &step};
+  launch(kDropout, n, args, fn);
+  return 0;
 }
 
 } // extern "C"

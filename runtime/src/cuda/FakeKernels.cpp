@@ -71,6 +71,17 @@ using pfrt::fake::threadIdx;
 #define pfrt_cuda_ln_affine pfrt_fake_ln_affine
 #define pfrt_cuda_ln_grad_input pfrt_fake_ln_grad_input
 #define pfrt_cuda_ln_grad_params pfrt_fake_ln_grad_params
+#define pfrt_cuda_copy_elems pfrt_fake_copy_elems
+#define pfrt_cuda_embedding_check pfrt_fake_embedding_check
+#define pfrt_cuda_embedding pfrt_fake_embedding
+#define pfrt_cuda_embedding_index pfrt_fake_embedding_index
+#define pfrt_cuda_embedding_grad pfrt_fake_embedding_grad
+#define pfrt_cuda_xent_rows_ignore pfrt_fake_xent_rows_ignore
+#define pfrt_cuda_xent_total_ignore pfrt_fake_xent_total_ignore
+#define pfrt_cuda_xent_grad_scale pfrt_fake_xent_grad_scale
+#define pfrt_cuda_xent_grad_ignore pfrt_fake_xent_grad_ignore
+#define pfrt_cuda_count_kept pfrt_fake_count_kept
+#define pfrt_cuda_dropout pfrt_fake_dropout
 
 #include "Kernels.cu"
 
@@ -145,6 +156,17 @@ const HostKernel kHostKernels[] = {
     {"pfrt_cuda_ln_affine", hostKernel(pfrt_cuda_ln_affine)},
     {"pfrt_cuda_ln_grad_input", hostKernel(pfrt_cuda_ln_grad_input)},
     {"pfrt_cuda_ln_grad_params", hostKernel(pfrt_cuda_ln_grad_params)},
+    {"pfrt_cuda_copy_elems", hostKernel(pfrt_cuda_copy_elems)},
+    {"pfrt_cuda_embedding_check", hostKernel(pfrt_cuda_embedding_check)},
+    {"pfrt_cuda_embedding", hostKernel(pfrt_cuda_embedding)},
+    {"pfrt_cuda_embedding_index", hostKernel(pfrt_cuda_embedding_index)},
+    {"pfrt_cuda_embedding_grad", hostKernel(pfrt_cuda_embedding_grad)},
+    {"pfrt_cuda_xent_rows_ignore", hostKernel(pfrt_cuda_xent_rows_ignore)},
+    {"pfrt_cuda_xent_total_ignore", hostKernel(pfrt_cuda_xent_total_ignore)},
+    {"pfrt_cuda_xent_grad_scale", hostKernel(pfrt_cuda_xent_grad_scale)},
+    {"pfrt_cuda_xent_grad_ignore", hostKernel(pfrt_cuda_xent_grad_ignore)},
+    {"pfrt_cuda_count_kept", hostKernel(pfrt_cuda_count_kept)},
+    {"pfrt_cuda_dropout", hostKernel(pfrt_cuda_dropout)},
     {nullptr, nullptr},
 };
 } // namespace fake

@@ -325,6 +325,98 @@ __global__ void pfrt_cuda_ln_grad_params(const float *x, const float *dy,
   lnGradParamsColAt(x, dy, stats, dgamma, dbeta, rows, c, k);
 }
 
+/// Strided copies (broadcast, copy_box): one thread per element of the box.
+__global__ void pfrt_cuda_copy_elems(const void *src, void *dst, BoxMap m,
+                                     int32_t es) {
+  PFRT_FOR_EACH(o, m.total) copyElemAt(src, dst, m, es, o);
+}
+
+/// Embedding: the ids' check (one thread), one thread per element of y.
+__global__ void pfrt_cuda_embedding_check(const int64_t *ids, int64_t n,
+                                          int64_t vocab, int32_t code,
+                                          DeviceError *err) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    embeddingCheckIds(ids, n, vocab, code, err);
+}
+
+__global__ void pfrt_cuda_embedding(const float *table, const int64_t *ids,
+                                    float *y, int64_t v, int64_t d,
+                                    int64_t row0, int64_t total) {
+  PFRT_FOR_EACH(i, total) embeddingAt(table, ids, y, v, d, row0, i);
+}
+
+/// The gradient: each row's positions (one thread), then one thread per
+/// element of dtable summing its positions in order.
+__global__ void pfrt_cuda_embedding_index(const int64_t *ids, int64_t n,
+                                          int64_t v, int64_t row0,
+                                          int64_t *start, int64_t *cursor,
+                                          int64_t *pos) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    embeddingIndex(ids, n, v, row0, start, cursor, pos);
+}
+
+__global__ void pfrt_cuda_embedding_grad(const int64_t *start,
+                                         const int64_t *pos, const float *dy,
+                                         float *dtable, int64_t d,
+                                         int64_t total) {
+  PFRT_FOR_EACH(i, total) embeddingGradAt(start, pos, dy, dtable, d, i);
+}
+
+/// Cross-entropy with ignore_index (mean of the kept rows, or sum): one
+/// thread per row, then one thread for the total; the gradient's scale
+/// (one thread), then one thread per element.
+__global__ void pfrt_cuda_xent_rows_ignore(const float *logits,
+                                           const int64_t *labels,
+                                           double *rowLoss, int64_t n,
+                                           int64_t c, int64_t ignore) {
+  PFRT_FOR_EACH(r, n)
+  xentRowLossIgnoreAt(logits, labels, rowLoss, c, ignore, r);
+}
+
+__global__ void pfrt_cuda_xent_total_ignore(const double *rowLoss,
+                                            const int64_t *labels, float *loss,
+                                            int64_t n, int64_t c,
+                                            int64_t ignore, int32_t mean,
+                                            int32_t code, DeviceError *err) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    xentTotalIgnore(rowLoss, labels, loss, n, c, ignore, mean, code, err);
+}
+
+__global__ void pfrt_cuda_xent_grad_scale(const int64_t *labels,
+                                          const float *dloss, double *scale,
+                                          int64_t n, int64_t c, int64_t ignore,
+                                          int32_t mean, int32_t code,
+                                          DeviceError *err) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    xentGradScale(labels, dloss, scale, n, c, ignore, mean, code, err);
+}
+
+__global__ void pfrt_cuda_xent_grad_ignore(const float *logits,
+                                           const int64_t *labels,
+                                           const double *scale,
+                                           const double *stats, float *dlogits,
+                                           int64_t c, int64_t ignore,
+                                           int64_t total) {
+  PFRT_FOR_EACH(i, total)
+  xentGradIgnoreAt(logits, labels, scale, stats, dlogits, c, ignore, i);
+}
+
+/// One thread.
+__global__ void pfrt_cuda_count_kept(const int64_t *labels, float *count,
+                                     int64_t n, int64_t ignore) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    countKept(labels, count, n, ignore);
+}
+
+/// Dropout: one thread per element. The data step is *stepSlot when given
+/// (a captured step: the slot is refreshed before each replay), else step.
+__global__ void pfrt_cuda_dropout(const float *x, float *y, DropoutParams q,
+                                  BoxMap m, const int64_t *stepSlot,
+                                  int64_t step) {
+  const uint64_t sub = dropoutStream(q, stepSlot ? *stepSlot : step);
+  PFRT_FOR_EACH(i, m.total) dropoutAt(x, y, q, m, sub, i);
+}
+
 /// One thread: a run-time scalar's value, passed at launch (the value when
 /// the launch was enqueued, whatever the host does with it afterwards).
 __global__ void pfrt_cuda_set_scalar(float *slot, float value) {

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../common/Internal.h"
+#include "../cpu/KernelUtil.h"
 #include "MpiInternal.h"
 #include "pfrt/pfrt.h"
 
@@ -330,11 +331,15 @@ int pfrt_box_unslice(const void *in, void *out, int32_t dtype, int64_t ndim,
   return 0;
 }
 
-int pfrt_copy_box(const void *src, const int64_t *src_shape,
-                  const int64_t *src_offset, void *dst,
-                  const int64_t *dst_shape, const int64_t *dst_offset,
-                  const int64_t *sizes, int64_t ndim, int32_t dtype) {
-  const char *fn = "pfrt_copy_box";
+} // extern "C"
+
+int64_t pfrt::kern::checkCopyBoxArgs(const char *fn, const void *src,
+                                     const int64_t *src_shape,
+                                     const int64_t *src_offset, const void *dst,
+                                     const int64_t *dst_shape,
+                                     const int64_t *dst_offset,
+                                     const int64_t *sizes, int64_t ndim,
+                                     int32_t dtype, int64_t *esOut) {
   int64_t es = elemSizeOf(dtype, fn);
   int64_t srcElems = checkShape(ndim, src_shape, "src_shape", es, fn);
   int64_t dstElems = checkShape(ndim, dst_shape, "dst_shape", es, fn);
@@ -355,18 +360,14 @@ int pfrt_copy_box(const void *src, const int64_t *src_shape,
               shapeToString(ndim, sizes).c_str(), s.name,
               shapeToString(ndim, s.shape).c_str(), (long long)d);
     }
+  *esOut = es;
   if (boxElems == 0)
     return 0;
   checkBuf(src, srcElems, "src", fn);
   checkBuf(dst, dstElems, "dst", fn);
-
-  // Row-major strides (elements), the box's first element in each tensor
-  // and the span from its first to its last element.
-  int64_t sStride[kMaxRank], dStride[kMaxRank];
+  // The byte spans from each box's first element to its last.
   int64_t sBase = 0, dBase = 0, sSpan = 1, dSpan = 1;
   for (int64_t d = ndim - 1, ss = 1, ds = 1; d >= 0; --d) {
-    sStride[d] = ss;
-    dStride[d] = ds;
     sBase += (src_offset ? src_offset[d] : 0) * ss;
     dBase += (dst_offset ? dst_offset[d] : 0) * ds;
     sSpan += (sizes[d] - 1) * ss;
@@ -374,10 +375,38 @@ int pfrt_copy_box(const void *src, const int64_t *src_shape,
     ss *= src_shape[d];
     ds *= dst_shape[d];
   }
+  checkNoOverlap((const char *)src + sBase * es, sSpan * es,
+                 (const char *)dst + dBase * es, dSpan * es,
+                 "source and destination boxes", fn);
+  return boxElems;
+}
+
+extern "C" {
+
+int pfrt_copy_box(const void *src, const int64_t *src_shape,
+                  const int64_t *src_offset, void *dst,
+                  const int64_t *dst_shape, const int64_t *dst_offset,
+                  const int64_t *sizes, int64_t ndim, int32_t dtype) {
+  const char *fn = "pfrt_copy_box";
+  int64_t es;
+  if (kern::checkCopyBoxArgs(fn, src, src_shape, src_offset, dst, dst_shape,
+                             dst_offset, sizes, ndim, dtype, &es) == 0)
+    return 0;
+
+  // Row-major strides (elements), the box's first element in each tensor
+  // and the span from its first to its last element.
+  int64_t sStride[kMaxRank], dStride[kMaxRank];
+  int64_t sBase = 0, dBase = 0;
+  for (int64_t d = ndim - 1, ss = 1, ds = 1; d >= 0; --d) {
+    sStride[d] = ss;
+    dStride[d] = ds;
+    sBase += (src_offset ? src_offset[d] : 0) * ss;
+    dBase += (dst_offset ? dst_offset[d] : 0) * ds;
+    ss *= src_shape[d];
+    ds *= dst_shape[d];
+  }
   const char *sp = (const char *)src + sBase * es;
   char *dp = (char *)dst + dBase * es;
-  checkNoOverlap(sp, sSpan * es, dp, dSpan * es, "source and destination boxes",
-                 fn);
 
   // Trailing dimensions that the box covers fully in both tensors fold into
   // one contiguous run, together with the innermost partial dimension k.
