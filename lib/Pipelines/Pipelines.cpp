@@ -113,8 +113,10 @@ static void buildCompilePipeline(OpPassManager &pm,
   if (gpu) {
     ConvertPFToGPUPassOptions lowering;
     lowering.reportOutputs = !options.training;
-    lowering.generatedKernels = options.generatedKernels;
+    // Element-wise ops are the compiler's kernels on a GPU, always.
+    lowering.generatedKernels = true;
     pm.addPass(createConvertPFToGPUPass(lowering));
+    pm.addPass(createEmbedGPUKernelsPass());
     return;
   }
   ConvertPFToCPUPassOptions lowering;

@@ -273,6 +273,35 @@ report cuda_no_driver_exits_2 $([ $cuda_rc -eq 2 ] && grep -qF \
   "no CUDA driver (libcuda.so.1 not found in: /nonexistent)" \
   "$LOGS/cuda_no_driver.err" && echo 1 || echo 0)
 # As found: a device initialises, or one clear line and status 2.
+# The generated kernels' table: host rows, and the device twins on the
+# emulation (PFRT_CUDA_FAKE=1) where libpfrt has its CUDA layer.
+GSEED=${PFRT_TEST_SEED:-$RANDOM}
+run_ok generated_host 30 "$BIN/pfrt-test-generated" host "$GSEED"
+run_fail generated_unregistered 30 \
+  "pfrt_launch_generated: no kernel table registered" \
+  "$BIN/pfrt-test-generated" unregistered "$GSEED"
+run_fail generated_wrong_count 30 \
+  "pfrt_launch_generated: pf_ew_neg takes 2 buffers, launched with 3" \
+  "$BIN/pfrt-test-generated" wrong_count "$GSEED"
+run_fail generated_null_buffer 30 \
+  "pfrt_launch_generated: buffer 2 of pf_ew_fused_0 is NULL" \
+  "$BIN/pfrt-test-generated" null_buffer "$GSEED"
+run_fail generated_bad_index 30 \
+  "pfrt_launch_generated: kernel 2 of a table of 2" \
+  "$BIN/pfrt-test-generated" bad_index "$GSEED"
+run_fail generated_bad_table 30 \
+  "pfrt_generated_kernels: kernel 1 of the table is malformed (name pf_ew_neg, 9 pointers, at most 8)" \
+  "$BIN/pfrt-test-generated" bad_table "$GSEED"
+if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
+  run_ok generated_device_emulated 60 env PFRT_CUDA_FAKE=1 \
+    "$BIN/pfrt-test-generated" device "$GSEED"
+  run_fail generated_device_wrong_count 30 \
+    "pfrt_cuda_launch_generated: pf_ew_fused_0 takes 4 buffers, launched with 2" \
+    env PFRT_CUDA_FAKE=1 "$BIN/pfrt-test-generated" device_wrong_count "$GSEED"
+else
+  echo "SKIP generated_device* (libpfrt built without its CUDA kernels)"
+fi
+
 cuda_rc=0
 timeout 60 "$BIN/pfrt-test-cuda" - init_only >"$LOGS/cuda_init.out" \
   2>"$LOGS/cuda_init.err" || cuda_rc=$?

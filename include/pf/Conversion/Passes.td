@@ -66,7 +66,10 @@ def ConvertPFToGPUPass : Pass<"convert-pf-to-gpu", "::mlir::ModuleOp"> {
     device addresses; a value placed on "cpu" is an error too. The
     manifest says `backend: cuda`.
   }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"
+  ];
   let options = [
     Option<"foldAccumulation", "fold-accumulation", "bool", /*default=*/"true",
            "fold add(acc, matmul(...)) into the matmul (beta = 1 into the "
@@ -76,9 +79,43 @@ def ConvertPFToGPUPass : Pass<"convert-pf-to-gpu", "::mlir::ModuleOp"> {
            "pfrt_report_output instead of as per-micro-batch losses">,
     Option<"outlineActions", "outline-actions", "bool", /*default=*/"true",
            "make the step a loop over its actions (as convert-pf-to-cpu)">,
-    Option<"generatedKernels", "generated-kernels", "bool", /*default=*/"false",
-           "not for GPU ranks (an error): the generated kernels' host twins "
-           "are convert-pf-to-cpu's check of their arithmetic">,
+    Option<"generatedKernels", "generated-kernels", "bool", /*default=*/"true",
+           "element-wise ops as the compiler's generated kernels, runs of "
+           "consecutive ones fused into one (false: libpfrt's device twins "
+           "of the CPU kernels, one launch an op)">,
+  ];
+}
+
+def EmbedGPUKernelsPass : Pass<"pf-embed-gpu-kernels", "::mlir::ModuleOp"> {
+  let summary = "compiles each GPU rank's generated kernels into the fatbin "
+                "its executable carries";
+  let description = [{
+    After `convert-pf-to-gpu`: every rank module holding a
+    `gpu.module @pf_kernels` (or the module itself) goes through the NVVM
+    pipeline (`nvvm-attach-target` for `chip` with `features`,
+    `convert-gpu-to-nvvm`, `convert-arith-to-llvm`,
+    `reconcile-unrealized-casts`, `gpu-module-to-binary` with the CUDA
+    toolkit's ptxas, fatbinary and libdevice); the resulting image (by
+    default a fatbin of sm_90 SASS and its PTX, so newer GPUs JIT the PTX)
+    becomes the rank's `__pf_kernels_image` global, which pf_init_params
+    registers with the runtime. The toolkit is `toolkit`, else
+    `$PF_CUDA_TOOLKIT`, else the one the build found. A module without
+    kernels is left alone; a toolkit without ptxas is an error.
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::NVVM::NVVMDialect"
+  ];
+  let options = [
+    Option<"toolkit", "toolkit", "std::string", /*default=*/"\"\"",
+           "the CUDA toolkit's root (ptxas, fatbinary, libdevice)">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
+           "the GPU architecture of the SASS">,
+    Option<"features", "features", "std::string", /*default=*/"\"+ptx80\"",
+           "PTX features (MLIR 22's default PTX 6.0 fails for sm_90)">,
+    Option<"format", "format", "std::string", /*default=*/"\"fatbin\"",
+           "gpu-module-to-binary's format: fatbin (SASS and PTX), bin "
+           "(SASS) or isa (PTX, JIT by the driver)">,
   ];
 }
 

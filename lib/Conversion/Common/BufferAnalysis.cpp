@@ -8,7 +8,96 @@
 using namespace mlir;
 using namespace mlir::pf;
 
-BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation) {
+namespace {} // namespace
+
+void mlir::pf::groupBuffers(ArrayRef<Operation *> ops,
+                            SmallVectorImpl<Value> &inputs,
+                            SmallVectorImpl<Value> &outputs) {
+  inputs.clear();
+  outputs.clear();
+  llvm::SmallPtrSet<Operation *, 8> members(ops.begin(), ops.end());
+  for (Operation *op : ops)
+    for (Value v : op->getOperands())
+      if (!members.contains(v.getDefiningOp()) &&
+          !llvm::is_contained(inputs, v))
+        inputs.push_back(v);
+  for (Operation *op : ops) {
+    Value r = op->getResult(0);
+    if (op == ops.back() || llvm::any_of(r.getUsers(), [&](Operation *user) {
+          return !members.contains(user);
+        }))
+      outputs.push_back(r);
+  }
+}
+
+namespace {
+
+/// The attributes that say which action an op belongs to.
+bool sameAction(Operation *a, Operation *b) {
+  for (StringRef name : {PFDialect::StageAttrHelper::getNameStr(),
+                         PFDialect::PhaseAttrHelper::getNameStr(),
+                         PFDialect::MicrobatchAttrHelper::getNameStr()})
+    if (a->getAttr(name) != b->getAttr(name))
+      return false;
+  return true;
+}
+
+} // namespace
+
+void BufferAnalysis::groupElementwise(Block &block,
+                                      bool (*elementwise)(Operation *),
+                                      unsigned maxPointers) {
+  // An op a kernel may compute: one f32 result, operands of its type (one
+  // element each, same index), and no buffer decision of its own.
+  auto candidate = [&](Operation &op) {
+    if (!elementwise(&op) || op.getNumResults() != 1 || fusedRelus.count(&op) ||
+        foldedAdds.count(&op) || !inPlace.lookup(op.getResult(0)).empty())
+      return false;
+    Type t = op.getResult(0).getType();
+    auto global = dyn_cast<GlobalType>(t);
+    return global && global.getElementType().isF32() &&
+           llvm::all_of(op.getOperandTypes(),
+                        [&](Type operand) { return operand == t; });
+  };
+  SmallVector<Operation *, 4> open;
+  auto close = [&] {
+    if (open.empty())
+      return;
+    ElementwiseGroup g;
+    g.ops.assign(open.begin(), open.end());
+    groupBuffers(g.ops, g.inputs, g.outputs);
+    for (Operation *op : g.ops)
+      groupIndex[op] = groups.size();
+    groups.push_back(std::move(g));
+    open.clear();
+  };
+  SmallVector<Value, 4> inputs, outputs;
+  for (Operation &op : block) {
+    if (!candidate(op)) {
+      close();
+      continue;
+    }
+    // Consecutive, so every operand exists when the group's kernel runs:
+    // an op that reads no member's result joins too (one launch less).
+    bool joins =
+        !open.empty() && sameAction(open.front(), &op) &&
+        op.getResult(0).getType() == open.front()->getResult(0).getType();
+    if (joins) {
+      open.push_back(&op);
+      groupBuffers(open, inputs, outputs);
+      if (inputs.size() + outputs.size() <= maxPointers)
+        continue;
+      open.pop_back();
+    }
+    close();
+    open.push_back(&op);
+  }
+  close();
+}
+
+BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
+                               bool (*elementwise)(Operation *),
+                               unsigned maxPointers) {
   llvm::DenseMap<Operation *, unsigned> order;
   unsigned position = 0;
   for (Operation &op : block)
@@ -140,4 +229,7 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation) {
     biasOf[mm] = ba;
     foldedBiases.insert(ba);
   }
+
+  if (elementwise)
+    groupElementwise(block, elementwise, maxPointers);
 }

@@ -226,8 +226,12 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
   int64_t position = 0;
   for (Operation &op : step) {
     int64_t p = ++position;
+    // A grouped element-wise op is computed at its group's last op: what it
+    // reads must live until then.
+    const ElementwiseGroup *group = buffers.groupOf(&op);
+    int64_t reads = group ? positionOf.lookup(group->last()) : p;
     for (Value operand : op.getOperands())
-      use(operand, p);
+      use(operand, reads);
     if (isa<func::ReturnOp>(op)) {
       for (Value operand : op.getOperands())
         use(operand, kEnd);
@@ -283,6 +287,7 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
       continue;
     }
     bool noStorage =
+        (group && buffers.isGroupInternal(op.getResult(0))) ||
         isa<ScalarInputOp>(op) ||
         (isa<ReadParamOp>(op) && !buffers.isCopyingRead(&op)) ||
         (isa<ConstantOp>(op) && llvm::all_of(op.getUsers(), [](Operation *u) {

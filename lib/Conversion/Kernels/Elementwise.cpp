@@ -109,10 +109,10 @@ ElementwiseKernel activationKernel(StringRef kindName, bool grad) {
   k.name = ("pf_ew_activation" + Twine(grad ? "_grad_" : "_") + kindName).str();
   k.numInputs = grad ? 2 : 1;
   k.body = [kind, grad](OpBuilder &b, Location loc, MathEmitter &math,
-                        ValueRange in) {
+                        ValueRange in) -> SmallVector<Value> {
     Scalar s{b, loc};
     auto [f, df] = activation(s, math, kind, s.widen(in[0]));
-    return s.narrow(grad ? s.mul(df, s.widen(in[1])) : f);
+    return {s.narrow(grad ? s.mul(df, s.widen(in[1])) : f)};
   };
   return k;
 }
@@ -121,9 +121,18 @@ ElementwiseKernel activationKernel(StringRef kindName, bool grad) {
 
 std::optional<ElementwiseKernel>
 mlir::pf::kernels::elementwiseKernelFor(Operation *op) {
-  using Body = decltype(ElementwiseKernel::body);
+  using Body =
+      std::function<Value(OpBuilder &, Location, MathEmitter &, ValueRange)>;
   auto make = [](StringRef name, unsigned inputs, Body body) {
-    return ElementwiseKernel{name.str(), inputs, std::move(body)};
+    ElementwiseKernel k;
+    k.name = name.str();
+    k.numInputs = inputs;
+    k.body = [body = std::move(body)](OpBuilder &b, Location loc,
+                                      MathEmitter &math,
+                                      ValueRange in) -> SmallVector<Value> {
+      return {body(b, loc, math, in)};
+    };
+    return k;
   };
   return llvm::TypeSwitch<Operation *, std::optional<ElementwiseKernel>>(op)
       .Case([&](ReluOp) {
@@ -159,6 +168,20 @@ mlir::pf::kernels::elementwiseKernelFor(Operation *op) {
               return Scalar{b, loc}.mul(in[0], in[1]);
             });
       })
+      .Case([&](SubOp) {
+        return make(
+            "pf_ew_sub", 2,
+            [](OpBuilder &b, Location loc, MathEmitter &, ValueRange in) {
+              return Scalar{b, loc}.sub(in[0], in[1]);
+            });
+      })
+      .Case([&](DivOp) {
+        return make(
+            "pf_ew_div", 2,
+            [](OpBuilder &b, Location loc, MathEmitter &, ValueRange in) {
+              return Scalar{b, loc}.div(in[0], in[1]);
+            });
+      })
       .Case([&](ActivationOp a) {
         return activationKernel(a.getKind(), /*grad=*/false);
       })
@@ -168,16 +191,72 @@ mlir::pf::kernels::elementwiseKernelFor(Operation *op) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
+ElementwiseKernel mlir::pf::kernels::fuseElementwise(StringRef name,
+                                                     ArrayRef<Operation *> ops,
+                                                     ArrayRef<Value> inputs,
+                                                     ArrayRef<Value> outputs) {
+  SmallVector<ElementwiseKernel> parts;
+  for (Operation *op : ops) {
+    std::optional<ElementwiseKernel> k = elementwiseKernelFor(op);
+    assert(k && "fused op without an element-wise kernel");
+    parts.push_back(std::move(*k));
+  }
+  ElementwiseKernel fused;
+  fused.name = name.str();
+  fused.numInputs = inputs.size();
+  fused.numOutputs = outputs.size();
+  SmallVector<Operation *> opList(ops);
+  SmallVector<Value> inputList(inputs), outputList(outputs);
+  fused.body = [parts = std::move(parts), opList, inputList,
+                outputList](OpBuilder &b, Location loc, MathEmitter &math,
+                            ValueRange in) -> SmallVector<Value> {
+    llvm::DenseMap<Value, Value> element;
+    for (auto [v, e] : llvm::zip_equal(inputList, in))
+      element[v] = e;
+    for (auto [op, k] : llvm::zip_equal(opList, parts)) {
+      SmallVector<Value> operands;
+      for (Value v : op->getOperands())
+        operands.push_back(element.lookup(v));
+      element[op->getResult(0)] = k.body(b, loc, math, operands).front();
+    }
+    SmallVector<Value> out;
+    for (Value v : outputList)
+      out.push_back(element.lookup(v));
+    return out;
+  };
+  return fused;
+}
+
+std::string mlir::pf::kernels::fusionKey(ArrayRef<Operation *> ops,
+                                         ArrayRef<Value> inputs,
+                                         ArrayRef<Value> outputs) {
+  llvm::DenseMap<Value, std::string> ref;
+  for (auto [i, v] : llvm::enumerate(inputs))
+    ref[v] = "i" + std::to_string(i);
+  std::string key;
+  for (auto [j, op] : llvm::enumerate(ops)) {
+    key += elementwiseKernelFor(op)->name + "(";
+    for (Value v : op->getOperands())
+      key += ref.lookup(v) + ",";
+    key += ");";
+    ref[op->getResult(0)] = "v" + std::to_string(j);
+  }
+  key += "->";
+  for (Value v : outputs)
+    key += ref.lookup(v) + ",";
+  return key;
+}
+
 namespace {
 
-/// The signature both twins share: (ptr out, ptr in..., i64 n).
+/// The signature both twins share: (ptr out..., ptr in..., i64 n).
 SmallVector<Type> kernelArgs(MLIRContext *ctx, const ElementwiseKernel &k) {
-  SmallVector<Type> args(k.numInputs + 1, LLVM::LLVMPointerType::get(ctx));
+  SmallVector<Type> args(k.numPointers(), LLVM::LLVMPointerType::get(ctx));
   args.push_back(IntegerType::get(ctx, 64));
   return args;
 }
 
-/// out[i] = body(in...[i]) at the builder's point, `i` an i64.
+/// out_j[i] = body_j(in...[i]) at the builder's point, `i` an i64.
 void emitElement(OpBuilder &b, Location loc, MathEmitter &math,
                  const ElementwiseKernel &k, ValueRange args, Value i) {
   Type f32 = b.getF32Type();
@@ -187,9 +266,11 @@ void emitElement(OpBuilder &b, Location loc, MathEmitter &math,
   };
   SmallVector<Value> in;
   for (unsigned j = 0; j < k.numInputs; ++j)
-    in.push_back(LLVM::LoadOp::create(b, loc, f32, at(args[j + 1])));
-  Value v = k.body(b, loc, math, in);
-  LLVM::StoreOp::create(b, loc, v, at(args[0]));
+    in.push_back(LLVM::LoadOp::create(b, loc, f32, at(args[k.numOutputs + j])));
+  SmallVector<Value> out = k.body(b, loc, math, in);
+  assert(out.size() == k.numOutputs && "a body gives one value an output");
+  for (unsigned j = 0; j < k.numOutputs; ++j)
+    LLVM::StoreOp::create(b, loc, out[j], at(args[j]));
 }
 
 } // namespace
@@ -246,6 +327,37 @@ mlir::pf::kernels::getOrCreateHostKernel(ModuleOp module,
         LLVM::ReturnOp::create(b, loc, ValueRange{});
         return fn;
       });
+}
+
+LLVM::LLVMFuncOp mlir::pf::kernels::getOrCreatePackedHostKernel(
+    ModuleOp module, const ElementwiseKernel &kernel) {
+  std::string name = kernel.name + "_packed";
+  if (auto f = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+    return f;
+  LLVM::LLVMFuncOp twin = getOrCreateHostKernel(module, kernel);
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = module.getLoc();
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  Type i64 = b.getI64Type();
+  auto fn = LLVM::LLVMFuncOp::create(
+      b, loc, name,
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr, i64}),
+      LLVM::Linkage::Internal);
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  SmallVector<Value> args;
+  for (unsigned j = 0; j < kernel.numPointers(); ++j) {
+    Value slot =
+        LLVM::GEPOp::create(b, loc, ptr, ptr, entry->getArgument(0),
+                            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(j)});
+    args.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
+  }
+  args.push_back(entry->getArgument(1));
+  LLVM::CallOp::create(b, loc, twin, args);
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+  return fn;
 }
 
 gpu::GPUModuleOp mlir::pf::kernels::getOrCreateKernelModule(ModuleOp module) {

@@ -104,9 +104,6 @@ struct ReluLowering : CPUPattern<ReluOp> {
       return success();
     }
     return emitInto(op, b, [&](Value out) {
-      if (state.callGeneratedKernel(b, op, {adaptor.getInput()}, out,
-                                    localCount(op.getResult())))
-        return;
       state.rt.pfrt_k_relu(b, op.getLoc(), adaptor.getInput(), out,
                            localCount(op.getResult()));
     });
@@ -118,10 +115,6 @@ struct ReluGradLowering : CPUPattern<ReluGradOp> {
   LogicalResult lower(ReluGradOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
-      if (state.callGeneratedKernel(
-              b, op, {adaptor.getOutput(), adaptor.getResultGrad()}, out,
-              localCount(op.getResult())))
-        return;
       state.rt.pfrt_k_relu_grad(b, op.getLoc(), adaptor.getOutput(),
                                 adaptor.getResultGrad(), out,
                                 localCount(op.getResult()));
@@ -134,9 +127,6 @@ struct ActivationLowering : CPUPattern<ActivationOp> {
   LogicalResult lower(ActivationOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
-      if (state.callGeneratedKernel(b, op, {adaptor.getInput()}, out,
-                                    localCount(op.getResult())))
-        return;
       state.rt.pfrt_k_activation(
           b, op.getLoc(), activationKindCode(op.getKind()), adaptor.getInput(),
           out, localCount(op.getResult()));
@@ -149,10 +139,6 @@ struct ActivationGradLowering : CPUPattern<ActivationGradOp> {
   LogicalResult lower(ActivationGradOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
-      if (state.callGeneratedKernel(
-              b, op, {adaptor.getInput(), adaptor.getResultGrad()}, out,
-              localCount(op.getResult())))
-        return;
       state.rt.pfrt_k_activation_grad(
           b, op.getLoc(), activationKindCode(op.getKind()), adaptor.getInput(),
           adaptor.getResultGrad(), out, localCount(op.getResult()));
@@ -261,9 +247,6 @@ struct AddLowering : CPUPattern<AddOp> {
       return success();
     }
     return emitInto(op, b, [&](Value out) {
-      if (state.callGeneratedKernel(b, op, {adaptor.getLhs(), adaptor.getRhs()},
-                                    out, localCount(op.getResult())))
-        return;
       state.rt.pfrt_k_add(b, op.getLoc(), adaptor.getLhs(), adaptor.getRhs(),
                           out, localCount(op.getResult()));
     });
@@ -275,9 +258,6 @@ struct MulLowering : CPUPattern<MulOp> {
   LogicalResult lower(MulOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
-      if (state.callGeneratedKernel(b, op, {adaptor.getLhs(), adaptor.getRhs()},
-                                    out, localCount(op.getResult())))
-        return;
       state.rt.pfrt_k_mul(b, op.getLoc(), adaptor.getLhs(), adaptor.getRhs(),
                           out, localCount(op.getResult()));
     });

@@ -127,14 +127,16 @@ void CPULoweringState::markAction(Operation *op, OpBuilder &b) {
 }
 
 void mlir::pf::emitTraceBegin(CPULoweringState &state, Operation *op,
-                              OpBuilder &b, bool comm) {
+                              OpBuilder &b, bool comm, StringRef label) {
   Location loc = op->getLoc();
   auto [stage, phase, microbatch] = actionTags(op);
   StringRef category = comm    ? StringRef("comm")
                        : phase ? phase.getValue()
                                : StringRef("forward");
   state.rt.pfrt_trace_begin(
-      b, loc, state.rt.str(b, loc, op->getName().getStringRef()),
+      b, loc,
+      state.rt.str(b, loc,
+                   label.empty() ? op->getName().getStringRef() : label),
       state.rt.str(b, loc, category),
       static_cast<int32_t>(microbatch ? microbatch.getInt() : -1),
       static_cast<int32_t>(stage ? stage.getInt() : -1));
@@ -151,20 +153,158 @@ void mlir::pf::populatePFToCPUPatterns(const TypeConverter &converter,
   populatePFToCPUControlPatterns(converter, patterns, state);
 }
 
-bool CPULoweringState::callGeneratedKernel(OpBuilder &b, Operation *op,
-                                           ValueRange inputs, Value out,
-                                           int64_t n) {
-  if (!generatedKernels)
-    return false;
-  std::optional<kernels::ElementwiseKernel> kernel =
-      kernels::elementwiseKernelFor(op);
-  if (!kernel)
-    return false;
-  assert(inputs.size() == kernel->numInputs && "wrong number of inputs");
-  LLVM::LLVMFuncOp fn = kernels::getOrCreateHostKernel(module, *kernel);
-  SmallVector<Value> args{out};
-  llvm::append_range(args, inputs);
-  args.push_back(LLVM::ConstantOp::create(b, op->getLoc(), b.getI64Type(), n));
-  LLVM::CallOp::create(b, op->getLoc(), fn, args);
-  return true;
+LogicalResult CPULoweringState::lowerGrouped(Operation *op,
+                                             const ElementwiseGroup &group,
+                                             ConversionPatternRewriter &b) {
+  Location loc = op->getLoc();
+  Value result = op->getResult(0);
+  if (op != group.last()) {
+    // The kernel runs at the group's last op; until then this op's value is
+    // a buffer the kernel will fill, or nothing (registers only).
+    if (buffers.isGroupInternal(result)) {
+      b.replaceOp(op, LLVM::ZeroOp::create(b, loc, ptrType()).getResult());
+      return success();
+    }
+    FailureOr<Value> out = this->result(b, op);
+    if (failed(out))
+      return failure();
+    b.replaceOp(op, *out);
+    return success();
+  }
+
+  // The kernel: one of the op's own when it is alone, else the group's.
+  // Its buffers from the ops' operands now (the step's arguments were
+  // replaced after the analysis).
+  SmallVector<Value, 4> inputs;
+  SmallVector<Value, 2> outputs;
+  groupBuffers(group.ops, inputs, outputs);
+  kernels::ElementwiseKernel kernel;
+  std::string label;
+  if (group.ops.size() == 1) {
+    kernel = *kernels::elementwiseKernelFor(op);
+  } else {
+    std::string key = kernels::fusionKey(group.ops, inputs, outputs);
+    auto [it, fresh] = kernelNames.try_emplace(key, "");
+    if (fresh)
+      it->second = "pf_ew_fused_" + std::to_string(kernelNames.size() - 1);
+    kernel = kernels::fuseElementwise(it->second, group.ops, inputs, outputs);
+    label = "pf.fused";
+    for (Operation *member : group.ops)
+      label += (member == group.ops.front() ? ":" : "+") +
+               member->getName().getStringRef().drop_front(3).str();
+  }
+  emitTraceBegin(*this, op, b, /*comm=*/false, label);
+  SmallVector<Value> pointers;
+  Value out;
+  for (Value v : outputs) {
+    if (v == result) {
+      FailureOr<Value> buffer = this->result(b, op);
+      if (failed(buffer))
+        return failure();
+      out = *buffer;
+      pointers.push_back(out);
+      continue;
+    }
+    pointers.push_back(b.getRemappedValue(v)); // its op's buffer
+  }
+  for (Value v : inputs)
+    pointers.push_back(b.getRemappedValue(v));
+  if (llvm::is_contained(pointers, Value()))
+    return op->emitOpError("could not find the buffers of its element-wise "
+                           "group");
+  int64_t n = localCount(result);
+  if (!onDevice()) {
+    LLVM::LLVMFuncOp fn = kernels::getOrCreateHostKernel(module, kernel);
+    pointers.push_back(LLVM::ConstantOp::create(b, loc, b.getI64Type(), n));
+    LLVM::CallOp::create(b, loc, fn, pointers);
+  } else {
+    // A GPU rank: the kernel's index in this rank's table.
+    auto found = llvm::find_if(
+        deviceKernels, [&](const auto &k) { return k.name == kernel.name; });
+    int64_t index = found - deviceKernels.begin();
+    if (found == deviceKernels.end()) {
+      kernels::getOrCreateDeviceKernel(kernels::getOrCreateKernelModule(module),
+                                       kernel);
+      kernels::getOrCreatePackedHostKernel(module, kernel);
+      deviceKernels.push_back(kernel);
+    }
+    int64_t count = pointers.size();
+    Value null = LLVM::ZeroOp::create(b, loc, ptrType());
+    pointers.resize(kernels::kMaxLaunchPointers, null);
+    rt.pfrt_launch_generated(b, loc, index, n, count, pointers[0], pointers[1],
+                             pointers[2], pointers[3], pointers[4], pointers[5],
+                             pointers[6], pointers[7]);
+  }
+  rt.pfrt_trace_end(b, loc);
+  b.replaceOp(op, out);
+  return success();
+}
+
+void CPULoweringState::emitKernelTable(OpBuilder &b, Location loc) {
+  if (deviceKernels.empty())
+    return;
+  MLIRContext *ctx = module.getContext();
+  OpBuilder::InsertionGuard guard(b);
+  Type ptr = ptrType(), i64 = b.getI64Type(), i8 = b.getI8Type();
+  int64_t count = deviceKernels.size();
+  auto table = LLVM::LLVMArrayType::get(ptr, count);
+  b.setInsertionPointToEnd(module.getBody());
+  // Each kernel's name as a C string.
+  SmallVector<LLVM::GlobalOp> names;
+  for (const kernels::ElementwiseKernel &k : deviceKernels) {
+    std::string text = k.name + '\0';
+    names.push_back(LLVM::GlobalOp::create(
+        b, loc, LLVM::LLVMArrayType::get(i8, text.size()), /*isConstant=*/true,
+        LLVM::Linkage::Internal, "__pf_kernel_name_" + k.name,
+        b.getStringAttr(text)));
+  }
+  // A table of addresses: names, or the packed host twins.
+  auto addressTable = [&](StringRef symbol, auto &&address) {
+    auto global =
+        LLVM::GlobalOp::create(b, loc, table, /*isConstant=*/true,
+                               LLVM::Linkage::Internal, symbol, Attribute());
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(b.createBlock(&global.getInitializerRegion()));
+    Value array = LLVM::UndefOp::create(b, loc, table);
+    for (int64_t i = 0; i < count; ++i)
+      array = LLVM::InsertValueOp::create(b, loc, array, address(i), i);
+    LLVM::ReturnOp::create(b, loc, array);
+    return global;
+  };
+  auto nameTable = addressTable("__pf_kernel_names", [&](int64_t i) {
+    return LLVM::AddressOfOp::create(b, loc, names[i]).getResult();
+  });
+  auto twinTable = addressTable("__pf_kernel_host_twins", [&](int64_t i) {
+    auto twin = kernels::getOrCreatePackedHostKernel(module, deviceKernels[i]);
+    return LLVM::AddressOfOp::create(b, loc, twin).getResult();
+  });
+  SmallVector<int64_t> pointerCounts;
+  for (const kernels::ElementwiseKernel &k : deviceKernels)
+    pointerCounts.push_back(k.numPointers());
+  auto countsType = LLVM::LLVMArrayType::get(i64, count);
+  auto counts = LLVM::GlobalOp::create(
+      b, loc, countsType, /*isConstant=*/true, LLVM::Linkage::Internal,
+      "__pf_kernel_pointers",
+      DenseElementsAttr::get(RankedTensorType::get({count}, i64),
+                             ArrayRef<int64_t>(pointerCounts)));
+  // The image: empty until pf-embed-gpu-kernels puts the device build in.
+  auto image = LLVM::GlobalOp::create(
+      b, loc, LLVM::LLVMArrayType::get(i8, 1), /*isConstant=*/true,
+      LLVM::Linkage::Internal, kernels::kImageSymbol,
+      b.getStringAttr(StringRef("\0", 1)));
+  auto imageBytes = LLVM::GlobalOp::create(
+      b, loc, i64, /*isConstant=*/true, LLVM::Linkage::Internal,
+      kernels::kImageBytesSymbol, b.getI64IntegerAttr(0));
+
+  auto init = module.lookupSymbol<LLVM::LLVMFuncOp>("pf_init_params");
+  assert(init && "the kernel table is registered by pf_init_params");
+  b.setInsertionPointToStart(&init.getBody().front());
+  auto address = [&](LLVM::GlobalOp g) -> Value {
+    return LLVM::AddressOfOp::create(b, loc, g);
+  };
+  Value bytes = LLVM::LoadOp::create(b, loc, i64, address(imageBytes));
+  rt.pfrt_generated_kernels(b, loc, address(image), bytes, count,
+                            address(nameTable), address(twinTable),
+                            address(counts));
+  (void)ctx;
 }

@@ -43,13 +43,10 @@ public:
                const RankLoweringOptions &options)
       : module(module), step(step), b(module.getContext()),
         state(module, step.getBody().front(), options.foldAccumulation,
-              options.target),
+              options.target, options.generatedKernels),
         outline(options.outlineActions), passName(options.passName) {
     state.sendDone = sendDone;
     state.reportOutputs = options.reportOutputs;
-    // The generated kernels' host twins run on host memory only.
-    state.generatedKernels =
-        options.generatedKernels && options.target == rt::Target::Host;
     bool reportOutputs = options.reportOutputs;
     for (unsigned i = 0; i < step.getNumResults(); ++i) {
       auto index = step.getResultAttrOfType<IntegerAttr>(
@@ -506,6 +503,7 @@ LogicalResult RankLowering::run() {
   state.plan = std::move(*plan);
   if (failed(lowerParams()) || failed(lowerStep()) || state.rt.hadError())
     return failure();
+  state.emitKernelTable(b, module.getLoc());
   emitMain();
   module->setAttr(artifact::kInputsAttrName, b.getArrayAttr(inputs));
   module->setAttr(artifact::kReportsLossAttrName,

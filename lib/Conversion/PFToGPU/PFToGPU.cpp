@@ -3,7 +3,10 @@
 // One set of patterns, two targets: the rank lowering of convert-pf-to-cpu
 // (PFToCPU.h) with rt::Target::Device, so every runtime call becomes its
 // device twin (runtime/include/pfrt/pfrt_device.def) and every buffer an
-// address in the device arena. What has no twin is a located error.
+// address in the device arena. What has no twin is a located error. The
+// element-wise ops run as the compiler's own kernels (Kernels/Elementwise.h),
+// consecutive ones fused: a gpu.module @pf_kernels per rank, which
+// pf-embed-gpu-kernels compiles into the fatbin the executable carries.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,18 +27,12 @@ struct ConvertPFToGPUPass
   using ConvertPFToGPUPassBase::ConvertPFToGPUPassBase;
 
   void runOnOperation() override {
-    if (generatedKernels) {
-      getOperation().emitError(
-          "convert-pf-to-gpu: generated-kernels is a CPU lowering option "
-          "(the host twins of the GPU kernels); GPU ranks use libpfrt's "
-          "device kernels");
-      return signalPassFailure();
-    }
     RankLoweringOptions options;
     options.target = rt::Target::Device;
     options.foldAccumulation = foldAccumulation;
     options.outlineActions = outlineActions;
     options.reportOutputs = reportOutputs;
+    options.generatedKernels = generatedKernels;
     options.passName = "convert-pf-to-gpu";
     if (failed(lowerRankModules(getOperation(), options)))
       signalPassFailure();

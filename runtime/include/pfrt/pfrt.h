@@ -976,6 +976,27 @@ typedef struct pfrt_program {
   void (*step)(int64_t step);
 } pfrt_program;
 
+/* The compiler's generated element-wise kernels (one table a rank):
+ * `count` kernels, kernel i named names[i], taking num_pointers[i] buffers
+ * (its outputs, then its inputs) and the element count. host_twins[i] is
+ * its host build, void(void **buffers, int64_t n); `image` (image_bytes
+ * bytes: a fatbin, a cubin, or NUL-terminated PTX; may be empty) holds the
+ * device builds a GPU rank launches (pfrt_cuda_generated_kernels). The
+ * compiled pf_init_params registers its rank's table; registering again
+ * replaces it. */
+typedef void (*pfrt_host_kernel)(void **buffers, int64_t n);
+int pfrt_generated_kernels(const void *image, int64_t image_bytes,
+                           int64_t count, const char *const *names,
+                           const pfrt_host_kernel *host_twins,
+                           const int64_t *num_pointers);
+/* Runs generated kernel `index` over n elements with its buffers p0..
+ * (num_pointers of them, as registered; the rest NULL): here its host
+ * twin. Fatal for an unknown index, a wrong pointer count or a NULL
+ * buffer. */
+int pfrt_launch_generated(int64_t index, int64_t n, int64_t num_pointers,
+                          void *p0, void *p1, void *p2, void *p3, void *p4,
+                          void *p5, void *p6, void *p7);
+
 /* Runs a job: pfrt_init; parses the flags
  *   --steps K      number of steps (default 1, K >= 0)
  *   --seed S       seed passed to init_params (default 0, uint64)

@@ -134,6 +134,21 @@ int pfrt_cuda_active(void);
  * enqueue the same work every step (the compiled step does: its argument is
  * unused). */
 int pfrt_cuda_run_step(void (*step)(int64_t), int64_t k);
+/* The generated kernels' table (pfrt_generated_kernels' twin). The device
+ * image is loaded at the first launch (the uncaptured first step); with
+ * PFRT_CUDA_FAKE=1 a launch runs the kernel's host twin instead, so CI
+ * runs the generated arithmetic through the GPU path. */
+int pfrt_cuda_generated_kernels(const void *image, int64_t image_bytes,
+                                int64_t count, const char *const *names,
+                                const pfrt_host_kernel *host_twins,
+                                const int64_t *num_pointers);
+/* Launches generated kernel `index` on the compute stream: one thread an
+ * element, blocks of PFRT_GENERATED_BLOCK threads (the block size the
+ * compiler builds the kernels for). */
+#define PFRT_GENERATED_BLOCK 256
+int pfrt_cuda_launch_generated(int64_t index, int64_t n, int64_t num_pointers,
+                               void *p0, void *p1, void *p2, void *p3, void *p4,
+                               void *p5, void *p6, void *p7);
 /* Communication of GPU ranks on the host-staged transport: the device data
  * is copied to the host, the host row (pfrt.h) moves it over MPI, the result
  * is copied back, waiting for the copies; a send's host copy lives until

@@ -96,6 +96,15 @@ int pfrt_cuda_wait_sends(void) { noCuda("pfrt_cuda_wait_sends"); }
 int pfrt_cuda_run_step(void (*)(int64_t), int64_t) {
   noCuda("pfrt_cuda_run_step");
 }
+int pfrt_cuda_generated_kernels(const void *, int64_t, int64_t,
+                                const char *const *, const pfrt_host_kernel *,
+                                const int64_t *) {
+  noCuda("pfrt_cuda_generated_kernels");
+}
+int pfrt_cuda_launch_generated(int64_t, int64_t, int64_t, void *, void *,
+                               void *, void *, void *, void *, void *, void *) {
+  noCuda("pfrt_cuda_launch_generated");
+}
 int pfrt_cuda_init_param(float *, int32_t, double, double, uint64_t, uint64_t,
                          int64_t, const int64_t *, const int64_t *,
                          const int64_t *) {

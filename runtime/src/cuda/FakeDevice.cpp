@@ -168,12 +168,41 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image) {
   return CUDA_SUCCESS;
 }
 
+namespace {
+/// Kernels registered at run time (registerPackedKernel), by name; map
+/// nodes stay put, so a function handle stays valid.
+std::map<std::string, HostKernel> &packedKernels() {
+  static std::map<std::string, HostKernel> kernels;
+  return kernels;
+}
+} // namespace
+
+void registerPackedKernel(const char *name, unsigned numPointers,
+                          void (*twin)(void **, int64_t)) {
+  HostKernel &k = packedKernels()[name];
+  k.name = packedKernels().find(name)->first.c_str();
+  k.wholeGrid = true;
+  k.bind = [numPointers, twin](void **args) -> std::function<void()> {
+    // The argument values now: cuLaunchKernel copies them at the call.
+    std::vector<void *> buffers(numPointers);
+    for (unsigned j = 0; j < numPointers; ++j)
+      buffers[j] = *static_cast<void **>(args[j]);
+    int64_t n = *static_cast<int64_t *>(args[numPointers]);
+    return [twin, buffers, n]() mutable { twin(buffers.data(), n); };
+  };
+}
+
 CUresult cuModuleGetFunction(CUfunction *fn, CUmodule, const char *name) {
   for (const HostKernel *k = kHostKernels; k->name; ++k)
     if (std::strcmp(k->name, name) == 0) {
       *fn = reinterpret_cast<CUfunction>(const_cast<HostKernel *>(k));
       return CUDA_SUCCESS;
     }
+  auto it = packedKernels().find(name);
+  if (it != packedKernels().end()) {
+    *fn = reinterpret_cast<CUfunction>(&it->second);
+    return CUDA_SUCCESS;
+  }
   return CUDA_ERROR_NOT_FOUND;
 }
 
@@ -184,6 +213,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
   if (!k || gx * gy * gz == 0 || bx * by * bz == 0 || bx * by * bz > 1024)
     return CUDA_ERROR_INVALID_VALUE;
   std::function<void()> thread = k->bind(params);
+  if (k->wholeGrid)
+    return enqueue(thread);
   // The whole grid, one thread after another (thread 0 of a block first,
   // which is what the kernels' one-thread setup before __syncthreads needs).
   return enqueue([=] {

@@ -24,6 +24,7 @@
 #include <cublasLt.h>
 #include <cuda.h>
 
+#include <cstdint>
 #include <functional>
 
 namespace pfrt {
@@ -78,7 +79,17 @@ PFRT_FAKE_FUNCTIONS(PFRT_FAKE_DECLARE)
 struct HostKernel {
   const char *name;
   std::function<std::function<void()>(void **args)> bind;
+  /// The closure does the whole grid's work in one call (a generated
+  /// kernel's host twin): a launch runs it once.
+  bool wholeGrid = false;
 };
+
+/// Makes `name` a kernel the emulated module has: a launch with
+/// cuLaunchKernel's arguments (`numPointers` buffers, then the element
+/// count) runs `twin` once over all elements. Registering a name again
+/// replaces its twin.
+void registerPackedKernel(const char *name, unsigned numPointers,
+                          void (*twin)(void **buffers, int64_t n));
 /// Every kernel's host build (FakeKernels.cpp); ends with a null name.
 extern const HostKernel kHostKernels[];
 

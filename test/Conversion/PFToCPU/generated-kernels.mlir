@@ -2,25 +2,32 @@
 // RUN: pf-opt %s -pf-autodiff -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -convert-pf-to-cpu=outline-actions=false | FileCheck %s --check-prefix=LIB
 
 // With generated-kernels the element-wise ops call the compiler's own
-// kernels (Kernels/Elementwise.h): one host twin per op and kind, a loop
-// over the n elements in double through libm's exp for the sigmoid.
+// kernels (Kernels/Elementwise.h), a loop over the n elements in double
+// through libm's exp for the sigmoid. Consecutive ones of an action are one
+// kernel: the forward's add and sigmoid are pf_ew_fused_0, which stores both
+// results (the sigmoid's gradient reads its input); an op alone keeps its
+// own kernel.
 // CHECK: llvm.func @exp(f64) -> f64
 // CHECK-LABEL: llvm.func @pf_step
 // CHECK: %[[N:.+]] = llvm.mlir.constant(12 : i64)
-// CHECK-NEXT: llvm.call @pf_ew_add(%{{.+}}, %{{.+}}, %{{.+}}, %[[N]])
-// CHECK: %[[N2:.+]] = llvm.mlir.constant(12 : i64)
-// CHECK-NEXT: llvm.call @pf_ew_activation_sigmoid(%[[OUT:.+]], %{{.+}}, %[[N2]])
+// CHECK-NEXT: llvm.call @pf_ew_fused_0(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[N]])
 // CHECK: llvm.call @pf_ew_activation_grad_sigmoid(
+// CHECK: llvm.call @pf_ew_add(
 // CHECK-NOT: pfrt_k_activation
-// CHECK: llvm.func internal @pf_ew_add(%{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: i64)
-// CHECK-LABEL: llvm.func internal @pf_ew_activation_sigmoid(
+// CHECK-NOT: pfrt_k_add
+// CHECK-LABEL: llvm.func internal @pf_ew_fused_0(%{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: i64)
 // CHECK: llvm.icmp "slt"
 // CHECK: llvm.load %{{.+}} : !llvm.ptr -> f32
-// CHECK: llvm.fpext
+// CHECK: llvm.load %{{.+}} : !llvm.ptr -> f32
+// CHECK: %[[SUM:.+]] = llvm.fadd
+// CHECK: llvm.fpext %[[SUM]]
 // CHECK: llvm.call @exp(
 // CHECK: llvm.fdiv
-// CHECK: llvm.fptrunc
-// CHECK: llvm.store
+// CHECK: %[[SIG:.+]] = llvm.fptrunc
+// CHECK: llvm.store %[[SUM]]
+// CHECK: llvm.store %[[SIG]]
+// CHECK-LABEL: llvm.func internal @pf_ew_activation_grad_sigmoid(
+// CHECK: llvm.func internal @pf_ew_add(%{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: i64)
 // LIB-NOT: pf_ew_
 // LIB: llvm.call @pfrt_k_activation(
 

@@ -3,7 +3,13 @@
 // softmax, sub, a linear head and cross-entropy) compiles with the layer
 // norm, softmax, masked_fill, sub and div kernels, forward and backward,
 // device twins (pfrt_device.def); no host kernel is called.
-// RUN: pf-opt %S/Inputs/cuda-attention.mlir -pf-compile-gpu-pipeline="optimizer=sgd" | FileCheck %s
+// The twins: the rank lowering with libpfrt's device kernels for the
+// element-wise ops too; the pipeline runs div and sub (and the backward's
+// element-wise ops) as generated kernels instead.
+// RUN: pf-opt %S/Inputs/cuda-attention.mlir -pf-compile-gpu-pipeline="optimizer=sgd pf-compile-to=rank" \
+// RUN:   | pf-opt -convert-pf-to-gpu=generated-kernels=false | FileCheck %s
+// RUN: pf-opt %S/Inputs/cuda-attention.mlir -pf-compile-gpu-pipeline="optimizer=sgd" \
+// RUN:   | FileCheck %s --check-prefix=GEN
 // RUN: pf-opt %S/Inputs/cuda-attention.mlir -pf-compile-gpu-pipeline="optimizer=sgd" \
 // RUN:   | FileCheck %s --check-prefix=HOST
 
@@ -35,3 +41,9 @@
 // HOST-NOT: @pfrt_k_
 // HOST-NOT: @pfrt_arena_at
 // HOST-NOT: @pfrt_arena_plan
+
+// GEN-NOT: llvm.call @pfrt_cuda_k_div(
+// GEN-NOT: llvm.call @pfrt_cuda_k_sub(
+// GEN: llvm.call @pfrt_cuda_k_masked_fill(
+// GEN: llvm.call @pfrt_cuda_launch_generated(
+// GEN: llvm.mlir.global internal constant @__pf_kernel_name_pf_ew_div("pf_ew_div\00")

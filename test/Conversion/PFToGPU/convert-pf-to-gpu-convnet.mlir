@@ -3,7 +3,12 @@
 // "cuda" compiles with every conv, pool and batch-norm kernel, forward and
 // backward, a device twin (pfrt_device.def); no host kernel is called.
 // RUN: sed 's/"cpu"/"cuda"/g' %pf_src_root/examples/mlir/convnet.mlir \
-// RUN:   | pf-opt -pf-compile-gpu-pipeline="optimizer=sgd" | FileCheck %s
+// RUN:   | pf-opt -pf-compile-gpu-pipeline="optimizer=sgd pf-compile-to=rank" \
+// RUN:   | pf-opt -convert-pf-to-gpu=generated-kernels=false | FileCheck %s
+// The pipeline: the ReLUs and their gradients as generated kernels.
+// RUN: sed 's/"cpu"/"cuda"/g' %pf_src_root/examples/mlir/convnet.mlir \
+// RUN:   | pf-opt -pf-compile-gpu-pipeline="optimizer=sgd" \
+// RUN:   | FileCheck %s --check-prefix=GEN
 // RUN: sed 's/"cpu"/"cuda"/g' %pf_src_root/examples/mlir/convnet.mlir \
 // RUN:   | pf-opt -pf-compile-gpu-pipeline="optimizer=sgd" \
 // RUN:   | FileCheck %s --check-prefix=HOST
@@ -52,3 +57,11 @@
 // HOST-NOT: @pfrt_load_input
 // HOST-NOT: @pfrt_report_loss
 // HOST-NOT: @pfrt_scalar(
+
+// GEN-NOT: llvm.call @pfrt_cuda_k_relu(
+// GEN-NOT: llvm.call @pfrt_cuda_k_relu_grad(
+// GEN: llvm.call @pfrt_cuda_k_batch_norm(
+// GEN-NEXT: llvm.call @pfrt_trace_end
+// GEN: llvm.call @pfrt_cuda_launch_generated(
+// GEN: llvm.call @pfrt_cuda_k_max_pool2d(
+// GEN: @__pf_kernel_name_pf_ew_relu("pf_ew_relu\00")

@@ -7,17 +7,32 @@
 // RUN:   -pf-compile-gpu-pipeline="optimizer=sgd momentum=0.9 accumulation-steps=2" \
 // RUN:   | FileCheck %s --check-prefix=HOST
 // RUN: pf-opt %S/Inputs/cuda-mlp.mlir \
+// RUN:   -pf-compile-gpu-pipeline="optimizer=sgd momentum=0.9 accumulation-steps=2" \
+// RUN:   | FileCheck %s --check-prefix=KERNELS
+// RUN: pf-opt %S/Inputs/cuda-mlp.mlir \
 // RUN:   -pf-compile-gpu-pipeline="optimizer=adam accumulation-steps=1" \
 // RUN:   | FileCheck %s --check-prefix=ADAM
-// The pass alone on the per-rank program (what the pipeline ends with).
+// The pass alone on the per-rank program (what the pipeline ends with), and
+// with libpfrt's device twins instead of generated kernels.
 // RUN: pf-opt %S/Inputs/cuda-mlp.mlir \
 // RUN:   -pf-compile-gpu-pipeline="optimizer=sgd pf-compile-to=rank" \
 // RUN:   | pf-opt -convert-pf-to-gpu | FileCheck %s --check-prefix=PASS
+// RUN: pf-opt %S/Inputs/cuda-mlp.mlir \
+// RUN:   -pf-compile-gpu-pipeline="optimizer=sgd pf-compile-to=rank" \
+// RUN:   | pf-opt -convert-pf-to-gpu=generated-kernels=false \
+// RUN:   | FileCheck %s --check-prefix=TWINS
 
 // CHECK: module @rank0 attributes {{.*}}pfrt.backend = "cuda"
 
 // Parameters: the device arena, initialised on the host and copied.
+// The generated kernels' table is registered first.
 // CHECK-LABEL: llvm.func @pf_init_params
+// CHECK: llvm.mlir.addressof @__pf_kernels_image_bytes
+// CHECK: llvm.mlir.addressof @__pf_kernels_image :
+// CHECK: llvm.mlir.addressof @__pf_kernel_names
+// CHECK: llvm.mlir.addressof @__pf_kernel_host_twins
+// CHECK: llvm.mlir.addressof @__pf_kernel_pointers
+// CHECK: llvm.call @pfrt_cuda_generated_kernels
 // CHECK: llvm.call @pfrt_cuda_arena_plan
 // CHECK: llvm.call @pfrt_cuda_arena_ptr
 // CHECK: llvm.call @pfrt_cuda_init_param
@@ -33,13 +48,30 @@
 // CHECK: llvm.call @pfrt_cuda_k_softmax_xent(
 // CHECK: llvm.call @pfrt_cuda_k_softmax_xent_grad
 // CHECK: llvm.call @pfrt_cuda_k_reduce_sum
-// CHECK: llvm.call @pfrt_cuda_k_relu_grad
+// CHECK: %[[KERNEL:.+]] = llvm.mlir.constant(0 : i64)
+// CHECK: %[[N:.+]] = llvm.mlir.constant(512 : i64)
+// CHECK: %[[PTRS:.+]] = llvm.mlir.constant(3 : i64)
+// CHECK: llvm.call @pfrt_cuda_launch_generated(%[[KERNEL]], %[[N]], %[[PTRS]], %{{.+}}, %{{.+}}, %{{.+}}, %[[NULL:.+]], %[[NULL]], %[[NULL]], %[[NULL]], %[[NULL]])
 // CHECK: llvm.call @pfrt_cuda_k_matmul_acc
 // CHECK: llvm.call @pfrt_cuda_scalar
 // CHECK: llvm.call @pfrt_cuda_k_sgd
 // CHECK: llvm.call @pfrt_cuda_report_loss
 // CHECK: llvm.func @main
 // CHECK: llvm.call @pfrt_main
+
+// The kernels (relu_grad, and the bias gradients' accumulating add), their
+// packed host twins for the emulation, and the image pf-embed-gpu-kernels
+// built: a fatbin (its magic 0xBA55ED50, little-endian), the container
+// module and the gpu.module gone.
+// KERNELS-NOT: gpu.module
+// KERNELS: llvm.func internal @pf_ew_relu_grad_packed(%{{.+}}: !llvm.ptr, %{{.+}}: i64)
+// KERNELS: llvm.mlir.global internal constant @__pf_kernel_name_pf_ew_relu_grad("pf_ew_relu_grad\00")
+// KERNELS: llvm.mlir.global internal constant @__pf_kernel_name_pf_ew_add("pf_ew_add\00")
+// KERNELS: llvm.mlir.global internal constant @__pf_kernel_pointers(dense<3> : tensor<2xi64>)
+// KERNELS: llvm.mlir.global internal constant @__pf_kernels_image("P\EDU\BA
+// KERNELS-NOT: @__pf_kernels_image_bytes(0 : i64)
+// KERNELS: llvm.mlir.global internal constant @__pf_kernels_image_bytes(
+// KERNELS-NOT: gpu.container_module
 
 // No host kernel, host arena, host input or host report is called.
 // HOST-NOT: @pfrt_k_
@@ -49,9 +81,21 @@
 // HOST-NOT: @pfrt_load_input
 // HOST-NOT: @pfrt_report_loss
 // HOST-NOT: @pfrt_scalar(
+// HOST-NOT: @pfrt_launch_generated
 
 // ADAM: llvm.call @pfrt_cuda_k_adam
 
 // PASS: pfrt.backend = "cuda"
+// PASS: llvm.call @pfrt_cuda_generated_kernels
 // PASS: llvm.call @pfrt_cuda_k_matmul
+// PASS: llvm.call @pfrt_cuda_launch_generated
 // PASS: llvm.call @pfrt_cuda_k_sgd
+// The pass leaves the kernels in the rank's gpu.module, the image empty.
+// PASS: gpu.module @pf_kernels
+// PASS: gpu.func @pf_ew_relu_grad(%{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: i64) kernel
+// PASS: @__pf_kernels_image_bytes(0 : i64)
+
+// TWINS-NOT: pfrt_cuda_generated_kernels
+// TWINS-NOT: gpu.module
+// TWINS: llvm.call @pfrt_cuda_k_relu_grad
+// TWINS-NOT: pfrt_cuda_launch_generated

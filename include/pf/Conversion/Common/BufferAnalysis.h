@@ -21,6 +21,11 @@
 //    is read by nothing else, the matmul adds its product into acc's buffer
 //    (C += A B, beta = 1) and the add is free: gradient accumulation over
 //    micro-batches without a separate pass or a temporary per micro-batch.
+//  - element-wise groups (only when asked, for the generated kernels): a
+//    run of consecutive element-wise ops of one action and one shape is one
+//    kernel at the last op's place (at most so many buffers). A member's result
+//    read only inside the group is never stored; the others (and the last op's)
+//    are the kernel's outputs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,15 +36,41 @@
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <vector>
+
 namespace mlir::pf {
+
+/// Element-wise ops computed by one kernel (BufferAnalysis).
+struct ElementwiseGroup {
+  /// Program order (consecutive in the block); the last is where the
+  /// kernel runs.
+  SmallVector<Operation *, 4> ops;
+  /// What the ops read that none of them computes, in first-use order.
+  SmallVector<Value, 4> inputs;
+  /// The results read after the group (and the last op's), in op order.
+  SmallVector<Value, 2> outputs;
+  Operation *last() const { return ops.back(); }
+};
+
+/// The inputs and outputs of the kernel computing `ops` (as in
+/// ElementwiseGroup), from the ops' operands as they are now: a lowering
+/// that replaced values after the analysis (the step's arguments) takes
+/// them again.
+void groupBuffers(ArrayRef<Operation *> ops, SmallVectorImpl<Value> &inputs,
+                  SmallVectorImpl<Value> &outputs);
 
 class BufferAnalysis {
 public:
   /// Analyses `step`, the body of a rank's step function; accumulating
-  /// GEMMs only when `foldAccumulation`.
-  explicit BufferAnalysis(Block &step, bool foldAccumulation = true);
+  /// GEMMs only when `foldAccumulation`. With `elementwise` (whether an op
+  /// has a generated kernel), groups element-wise ops whose kernels take
+  /// at most `maxPointers` buffers (outputs and inputs).
+  explicit BufferAnalysis(Block &step, bool foldAccumulation = true,
+                          bool (*elementwise)(Operation *) = nullptr,
+                          unsigned maxPointers = 8);
 
   /// Whether the read_param `read` must copy its parameter.
   bool isCopyingRead(Operation *read) const {
@@ -73,7 +104,25 @@ public:
   /// Whether `add` is folded into the matmul that feeds it.
   bool isFoldedAdd(Operation *add) const { return foldedAdds.contains(add); }
 
+  /// The element-wise group `op` belongs to, or null (without grouping,
+  /// and for ops of no group).
+  const ElementwiseGroup *groupOf(Operation *op) const {
+    auto it = groupIndex.find(op);
+    return it == groupIndex.end() ? nullptr : &groups[it->second];
+  }
+  /// Whether `v`, a result of a group's op, is never stored (only the
+  /// group's kernel reads it, in registers).
+  bool isGroupInternal(Value v) const {
+    const ElementwiseGroup *g = groupOf(v.getDefiningOp());
+    return g && !llvm::is_contained(g->outputs, v);
+  }
+
 private:
+  void groupElementwise(Block &step, bool (*elementwise)(Operation *),
+                        unsigned maxPointers);
+
+  std::vector<ElementwiseGroup> groups;
+  llvm::DenseMap<Operation *, unsigned> groupIndex;
   llvm::DenseSet<Value> partLoaded;
   llvm::DenseMap<Operation *, Value> accumulators;
   llvm::DenseSet<Operation *> foldedAdds;

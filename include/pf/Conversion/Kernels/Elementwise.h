@@ -59,12 +59,18 @@ private:
   Target target;
 };
 
-/// out[i] = body(in_0[i], ..., in_{k-1}[i]) over float32 buffers.
+/// out_j[i] = body_j(in_0[i], ..., in_{k-1}[i]) over float32 buffers: the
+/// twins take (ptr out_0, ..., ptr out_{m-1}, ptr in_0, ..., i64 n).
 struct ElementwiseKernel {
-  std::string name; // the symbol: pf_ew_<op>[_<kind>]
+  std::string name; // the symbol: pf_ew_<op>[_<kind>], or pf_ew_fused_<k>
   unsigned numInputs = 1;
-  /// The element's value (f32) from the inputs' elements (f32).
-  std::function<Value(OpBuilder &, Location, MathEmitter &, ValueRange)> body;
+  unsigned numOutputs = 1;
+  /// The outputs' elements (f32) from the inputs' elements (f32).
+  std::function<SmallVector<Value>(OpBuilder &, Location, MathEmitter &,
+                                   ValueRange)>
+      body;
+  /// Pointer arguments of the twins (outputs, then inputs).
+  unsigned numPointers() const { return numOutputs + numInputs; }
 };
 
 /// The kernel computing `op` (pf.relu, pf.relu_grad, pf.activation,
@@ -72,8 +78,24 @@ struct ElementwiseKernel {
 /// none for other ops.
 std::optional<ElementwiseKernel> elementwiseKernelFor(Operation *op);
 
+/// One kernel computing the element-wise ops `ops` (program order, each
+/// with a kernel above, all of one element count) in a single pass: its
+/// inputs are `inputs` (values the ops read that none of them computes),
+/// its outputs `outputs` (results of `ops`). Each op's value is rounded to
+/// float32 as its own kernel rounds it, so the fused kernel gives the bits
+/// of the ops' kernels run one after another.
+ElementwiseKernel fuseElementwise(StringRef name, ArrayRef<Operation *> ops,
+                                  ArrayRef<Value> inputs,
+                                  ArrayRef<Value> outputs);
+
+/// What identifies the computation of fuseElementwise(ops, inputs,
+/// outputs): the ops' kernels and how their operands and the outputs refer
+/// to the inputs and to each other. Equal keys give the same kernel.
+std::string fusionKey(ArrayRef<Operation *> ops, ArrayRef<Value> inputs,
+                      ArrayRef<Value> outputs);
+
 /// `module`'s host twin of `kernel`, created on first use:
-/// void(ptr out, ptr in..., i64 n).
+/// void(ptr out..., ptr in..., i64 n).
 LLVM::LLVMFuncOp getOrCreateHostKernel(ModuleOp module,
                                        const ElementwiseKernel &kernel);
 
@@ -82,9 +104,26 @@ LLVM::LLVMFuncOp getOrCreateHostKernel(ModuleOp module,
 gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module);
 
 /// `kernels`' device twin of `kernel`, created on first use: a kernel
-/// (ptr out, ptr in..., i64 n) to launch with at least n threads in x.
+/// (ptr out..., ptr in..., i64 n) to launch with at least n threads in x.
 gpu::GPUFuncOp getOrCreateDeviceKernel(gpu::GPUModuleOp kernels,
                                        const ElementwiseKernel &kernel);
+
+/// `module`'s packed host twin of `kernel`, created on first use (with the
+/// host twin): void(ptr args, i64 n), `args` an array of the host twin's
+/// pointer arguments. The runtime's emulation of a GPU (PFRT_CUDA_FAKE=1)
+/// runs a generated kernel's launch through it.
+LLVM::LLVMFuncOp getOrCreatePackedHostKernel(ModuleOp module,
+                                             const ElementwiseKernel &kernel);
+
+/// The most pointer arguments (outputs and inputs) a kernel launched
+/// through the runtime may take (pfrt_launch_generated's fixed arity).
+constexpr unsigned kMaxLaunchPointers = 8;
+
+/// A GPU rank's globals holding its kernels' device image and its size in
+/// bytes (convert-pf-to-gpu leaves them empty, pf-embed-gpu-kernels fills
+/// them).
+constexpr llvm::StringLiteral kImageSymbol = "__pf_kernels_image";
+constexpr llvm::StringLiteral kImageBytesSymbol = "__pf_kernels_image_bytes";
 
 /// Threads per block of the device twins' launches.
 constexpr int64_t kBlockSize = 256;

@@ -20,6 +20,7 @@
 #include "pf/Conversion/Common/BufferAnalysis.h"
 #include "pf/Conversion/Common/MemoryPlan.h"
 #include "pf/Conversion/Common/RuntimeABI.h"
+#include "pf/Conversion/Kernels/Elementwise.h"
 #include "pf/Dialect/PF/IR/PFOps.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -49,9 +50,16 @@ struct PartInput {
 
 /// What the patterns of one rank module share.
 struct CPULoweringState {
+  /// With `generatedKernels`, element-wise ops run as the compiler's own
+  /// kernels (Kernels/Elementwise.h), consecutive ones fused into one.
   CPULoweringState(ModuleOp module, Block &step, bool foldAccumulation,
-                   rt::Target target = rt::Target::Host)
-      : module(module), rt(module, target), buffers(step, foldAccumulation) {}
+                   rt::Target target = rt::Target::Host,
+                   bool generatedKernels = false)
+      : module(module), rt(module, target),
+        buffers(step, foldAccumulation,
+                generatedKernels ? hasGeneratedKernel : nullptr,
+                kernels::kMaxLaunchPointers),
+        generatedKernels(generatedKernels) {}
 
   /// Whether buffers are device addresses (convert-pf-to-gpu): calls go to
   /// the runtime's device twins, and host code must not touch buffers.
@@ -81,8 +89,15 @@ struct CPULoweringState {
   int64_t lossIndex = -1;
   /// Dense constants emitted as module globals (their names' counter).
   int64_t denseConstants = 0;
-  /// Element-wise ops through the compiler's generated kernels.
+  /// Element-wise ops through the compiler's generated kernels: host twins
+  /// called directly on a CPU rank, device twins launched through the
+  /// runtime on a GPU rank (BufferAnalysis groups them).
   bool generatedKernels = false;
+  /// A GPU rank's generated kernels, in the order of its kernel table
+  /// (the index pfrt_launch_generated is given).
+  SmallVector<kernels::ElementwiseKernel> deviceKernels;
+  /// Fusion key -> the kernel's name (one kernel a distinct computation).
+  llvm::StringMap<std::string> kernelNames;
   /// Send -> the op after which it is complete (SendCompletion.h).
   llvm::DenseMap<Operation *, Operation *> sendDone;
   /// The step's inputs loaded by parts (keyed by the value that stands for
@@ -113,11 +128,21 @@ struct CPULoweringState {
   /// The buffer of result `i` of `op`: the parameter it is computed into
   /// (BufferAnalysis) or its planned arena buffer.
   FailureOr<Value> result(OpBuilder &b, Operation *op, unsigned i = 0);
-  /// With generatedKernels: `op`'s generated kernel (Kernels/Elementwise.h)
-  /// called on `inputs` into `out`, `n` elements; false (nothing emitted)
-  /// without it or when `op` has none.
-  bool callGeneratedKernel(OpBuilder &b, Operation *op, ValueRange inputs,
-                           Value out, int64_t n);
+  /// An op of an element-wise group: the group's last op runs its kernel
+  /// (host twin, or a launch on the device) and is replaced by its buffer;
+  /// an earlier op is replaced by its buffer when the kernel stores its
+  /// result, by a null pointer when the result stays in registers.
+  LogicalResult lowerGrouped(Operation *op, const ElementwiseGroup &group,
+                             ConversionPatternRewriter &b);
+  /// Whether `op` has a generated kernel (Kernels/Elementwise.h).
+  static bool hasGeneratedKernel(Operation *op) {
+    return kernels::elementwiseKernelFor(op).has_value();
+  }
+  /// A GPU rank with generated kernels: its kernel table (names, packed
+  /// host twins, pointer counts) and the placeholders of its image, which
+  /// pf-embed-gpu-kernels fills; registered with the runtime at the start
+  /// of pf_init_params.
+  void emitKernelTable(OpBuilder &b, Location loc);
 };
 
 /// 4 for f32, 8 for i64; a located error for anything else.
@@ -128,10 +153,10 @@ int64_t localCount(Value v);
 /// 0 for f32 data, 1 for i64 (the runtime's dtype code).
 int32_t dtypeCode(Value v);
 
-/// pfrt_trace_begin for `op`: its name, "comm" or its phase ("forward"
-/// when it has none), its micro-batch and stage (-1 when absent).
+/// pfrt_trace_begin for `op`: its name (or `label`), "comm" or its phase
+/// ("forward" when it has none), its micro-batch and stage (-1 when absent).
 void emitTraceBegin(CPULoweringState &state, Operation *op, OpBuilder &b,
-                    bool comm);
+                    bool comm, StringRef label = {});
 
 /// Base of every pattern: wraps what the op lowers to in a trace event
 /// (name, category, micro-batch, stage) unless the op is a view.
@@ -150,6 +175,13 @@ public:
                   ConversionPatternRewriter &rewriter) const final {
     state.rt.setCaller(op->getName().getStringRef());
     state.markAction(op, rewriter);
+    if (const ElementwiseGroup *group = state.buffers.groupOf(op)) {
+      if (failed(state.lowerGrouped(op, *group, rewriter)))
+        return failure();
+      for (int64_t handle : state.waitsAfter.lookup(op))
+        state.rt.pfrt_wait_send(rewriter, op.getLoc(), handle);
+      return success();
+    }
     if (trace != Trace::None)
       emitTraceBegin(state, op, rewriter, trace == Trace::Comm);
     if (failed(lower(op, adaptor, rewriter)))
