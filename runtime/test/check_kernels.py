@@ -299,8 +299,10 @@ def check_matmul(ctx, c):
     if int(c["tb"]):
         b = np.swapaxes(b, 1, 2)
     ref = np.matmul(a, b)  # b's batch of 1 broadcasts
-    if c["kernel"] == "matmul_bias":
+    if c["kernel"] in ("matmul_bias", "matmul_bias_relu"):
         ref = ref + f64(ctx.load(c, "bias"))
+    if c["kernel"] == "matmul_bias_relu":
+        ref = np.maximum(ref, 0.0)
     ctx.check(c, "c", ctx.load(c, "c"), ref, F32)
 
 
@@ -618,6 +620,7 @@ CHECKS = {
     "broadcast": check_broadcast,
     "matmul": check_matmul,
     "matmul_bias": check_matmul,
+    "matmul_bias_relu": check_matmul,
     "softmax_xent": check_softmax_xent,
     "conv2d": check_conv2d,
     "max_pool2d": check_max_pool2d,

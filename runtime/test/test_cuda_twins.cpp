@@ -7,7 +7,7 @@
 //   - element-wise kernels, bias_add(_relu), reduce_sum, sgd: bit for bit;
 //   - softmax_xent and its gradient, adam: within 1e-6 relative (the GPU's
 //     log and pow may differ from libm's in the last bit of a double);
-//   - matmul, matmul_acc, matmul_bias (every transpose, batch_b 1 and
+//   - matmul, matmul_acc, matmul_bias(_relu) (every transpose, batch_b 1 and
 //     batch, k = 0): within 1e-5 of the CPU's float32 GEMM;
 //   - conv2d and its gradients (direct path, groups, strides, padding,
 //     dilation, several runs of images): within 1e-5 of the CPU's relative
@@ -253,7 +253,7 @@ void matmuls() {
     for (int64_t batchB : {int64_t(1), batch})
       for (int ta = 0; ta < 2; ++ta)
         for (int tb = 0; tb < 2; ++tb)
-          for (int kind = 0; kind < 3; ++kind) {
+          for (int kind = 0; kind < 4; ++kind) {
             auto a = uniform(batch * m * k), b = uniform(batchB * k * n);
             auto c = uniform(batch * m * n), bias = uniform(n);
             float *da = upload(a), *db = upload(b), *dc = upload(c),
@@ -268,11 +268,17 @@ void matmuls() {
                                      tb);
               pfrt_k_matmul_acc(a.data(), b.data(), want.data(), batch, batchB,
                                 m, n, k, ta, tb);
-            } else {
+            } else if (kind == 2) {
               pfrt_cuda_k_matmul_bias(da, db, dbias, dc, batch, batchB, m, n, k,
                                       ta, tb);
               pfrt_k_matmul_bias(a.data(), b.data(), bias.data(), want.data(),
                                  batch, batchB, m, n, k, ta, tb);
+            } else {
+              pfrt_cuda_k_matmul_bias_relu(da, db, dbias, dc, batch, batchB, m,
+                                           n, k, ta, tb);
+              pfrt_k_matmul_bias_relu(a.data(), b.data(), bias.data(),
+                                      want.data(), batch, batchB, m, n, k, ta,
+                                      tb);
             }
             char what[96];
             snprintf(what, sizeof(what),
@@ -290,6 +296,11 @@ void matmuls() {
   pfrt_k_matmul_bias(nullptr, nullptr, bias.data(), want.data(), 1, 1, m, n, 0,
                      0, 0);
   expectBits(download(dc, m * n), want, "matmul_bias k=0");
+  pfrt_cuda_k_matmul_bias_relu(nullptr, nullptr, dbias, dc, 1, 1, m, n, 0, 0,
+                               0);
+  pfrt_k_matmul_bias_relu(nullptr, nullptr, bias.data(), want.data(), 1, 1, m,
+                          n, 0, 0, 0);
+  expectBits(download(dc, m * n), want, "matmul_bias_relu k=0");
   pfrt_cuda_k_matmul(nullptr, nullptr, dc, 1, 1, m, n, 0, 0, 0);
   std::fill(want.begin(), want.end(), 0.0f);
   expectBits(download(dc, m * n), want, "matmul k=0");

@@ -45,6 +45,21 @@ int main(int argc, char **argv) {
                      "tb=%d",
                      (long long)batch, (long long)bb, (long long)m,
                      (long long)n, (long long)k, ta, tb);
+
+            // And its ReLU (the GPU's RELU_BIAS epilogue's host row).
+            std::string rid = h.newCase();
+            std::vector<float> cr(size_t(batch * m * n), -5.0f);
+            pfrt_k_matmul_bias_relu(a.data(), b.data(), bias.data(), cr.data(),
+                                    batch, bb, m, n, k, ta, tb);
+            h.save(rid, "a", {batch, ta ? k : m, ta ? m : k}, a);
+            h.save(rid, "b", {bb, tb ? n : k, tb ? k : n}, b);
+            h.save(rid, "bias", {n}, bias);
+            h.save(rid, "c", {batch, m, n}, cr);
+            h.record("matmul_bias_relu", rid,
+                     "batch=%lld batch_b=%lld m=%lld n=%lld k=%lld ta=%d "
+                     "tb=%d",
+                     (long long)batch, (long long)bb, (long long)m,
+                     (long long)n, (long long)k, ta, tb);
           }
   return 0;
 }

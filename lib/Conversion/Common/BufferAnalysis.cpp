@@ -97,7 +97,7 @@ void BufferAnalysis::groupElementwise(Block &block,
 
 BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
                                bool (*elementwise)(Operation *),
-                               unsigned maxPointers) {
+                               unsigned maxPointers, bool foldBiasRelu) {
   llvm::DenseMap<Operation *, unsigned> order;
   unsigned position = 0;
   for (Operation &op : block)
@@ -222,12 +222,15 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
         (biasDef->getBlock() != &block || order[biasDef] >= order[mm]))
       continue;
     if (!mm || !ba.getInput().hasOneUse() || accumulators.count(mm) ||
-        fusedWith.count(ba) || ba.getAxis() != type.getRank() - 1 ||
+        (fusedWith.count(ba) && !foldBiasRelu) ||
+        ba.getAxis() != type.getRank() - 1 ||
         ba.getType() != ba.getInput().getType() ||
         !type.getElementType().isF32())
       continue;
     biasOf[mm] = ba;
     foldedBiases.insert(ba);
+    if (Operation *relu = fusedWith.lookup(ba))
+      reluOf[mm] = relu;
   }
 
   if (elementwise)

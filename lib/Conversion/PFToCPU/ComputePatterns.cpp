@@ -40,7 +40,15 @@ struct MatmulLowering : CPUPattern<MatmulOp> {
       // Accumulating into its accumulator's buffer (C += A B), from the
       // bias rows of the bias_add it computes too (C = A B + bias), or
       // C = A B.
-      if (Operation *ba = state.buffers.foldedBiasOf(op))
+      Operation *ba = state.buffers.foldedBiasOf(op);
+      if (ba && state.buffers.foldedReluOf(op))
+        state.rt.pfrt_k_matmul_bias_relu(
+            b, op.getLoc(), adaptor.getA(), adaptor.getB(),
+            b.getRemappedValue(cast<BiasAddOp>(ba).getBias()), out,
+            product(cs.drop_back(2)), product(bs.drop_back(2)),
+            cs[cs.size() - 2], cs.back(), k, op.getTransposeA(),
+            op.getTransposeB());
+      else if (ba)
         state.rt.pfrt_k_matmul_bias(
             b, op.getLoc(), adaptor.getA(), adaptor.getB(),
             b.getRemappedValue(cast<BiasAddOp>(ba).getBias()), out,

@@ -723,6 +723,12 @@ void pfrt_k_matmul_acc(const float *a, const float *b, float *c, int64_t batch,
 void pfrt_k_matmul_bias(const float *a, const float *b, const float *bias,
                         float *c, int64_t batch, int64_t batch_b, int64_t m,
                         int64_t n, int64_t k, int32_t ta, int32_t tb);
+/* The same followed by a ReLU: C = max(op(A) op(B) + bias, 0), a Linear and
+ * its ReLU in one call (GPU ranks: cuBLASLt's RELU_BIAS epilogue). */
+void pfrt_k_matmul_bias_relu(const float *a, const float *b, const float *bias,
+                             float *c, int64_t batch, int64_t batch_b,
+                             int64_t m, int64_t n, int64_t k, int32_t ta,
+                             int32_t tb);
 
 /* loss[0] = mean over the n rows of logsumexp(logits[r]) - logits[r][label]
  * (c classes, max-subtracted, float64 sums). labels are int64 in [0, c); an

@@ -261,6 +261,11 @@ void pfrt_cuda_k_matmul_bias(const float *a, const float *b, const float *bias,
                              float *c, int64_t batch, int64_t batch_b,
                              int64_t m, int64_t n, int64_t k, int32_t ta,
                              int32_t tb);
+/* cuBLASLt's RELU_BIAS epilogue: max(op(A) op(B) + bias, 0) in the GEMM. */
+void pfrt_cuda_k_matmul_bias_relu(const float *a, const float *b,
+                                  const float *bias, float *c, int64_t batch,
+                                  int64_t batch_b, int64_t m, int64_t n,
+                                  int64_t k, int32_t ta, int32_t tb);
 void pfrt_cuda_k_softmax_xent(const float *logits, const int64_t *labels,
                               float *loss, int64_t n, int64_t c);
 void pfrt_cuda_k_softmax_xent_grad(const float *logits, const int64_t *labels,

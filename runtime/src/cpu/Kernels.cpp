@@ -1119,6 +1119,14 @@ void pfrt_k_matmul_bias(const float *a, const float *b, const float *bias,
   matmulBeta(fn, a, b, c, batch, batch_b, m, n, k, ta, tb, 1.0f);
 }
 
+void pfrt_k_matmul_bias_relu(const float *a, const float *b, const float *bias,
+                             float *c, int64_t batch, int64_t batch_b,
+                             int64_t m, int64_t n, int64_t k, int32_t ta,
+                             int32_t tb) {
+  pfrt_k_matmul_bias(a, b, bias, c, batch, batch_b, m, n, k, ta, tb);
+  pfrt_k_relu(c, c, batch * m * n);
+}
+
 //===----------------------------------------------------------------------===//
 // Softmax cross-entropy
 //===----------------------------------------------------------------------===//

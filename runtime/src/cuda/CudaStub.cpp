@@ -212,6 +212,11 @@ void pfrt_cuda_k_matmul_bias(const float *, const float *, const float *,
                              int64_t, int32_t, int32_t) {
   noCuda("pfrt_cuda_k_matmul_bias");
 }
+void pfrt_cuda_k_matmul_bias_relu(const float *, const float *, const float *,
+                                  float *, int64_t, int64_t, int64_t, int64_t,
+                                  int64_t, int32_t, int32_t) {
+  noCuda("pfrt_cuda_k_matmul_bias_relu");
+}
 void pfrt_cuda_k_softmax_xent(const float *, const int64_t *, float *, int64_t,
                               int64_t) {
   noCuda("pfrt_cuda_k_softmax_xent");

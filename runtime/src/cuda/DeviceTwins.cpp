@@ -418,8 +418,8 @@ void biasAdd(const char *fn, const float *x, const float *b, float *y,
 /// pfrt_k_matmul's shapes and checks.
 void matmul(const char *fn, const float *a, const float *b, bool hasBias,
             const float *bias, float *c, int64_t batch, int64_t batch_b,
-            int64_t m, int64_t n, int64_t k, int32_t ta, int32_t tb,
-            float beta) {
+            int64_t m, int64_t n, int64_t k, int32_t ta, int32_t tb, float beta,
+            bool relu = false) {
   checkSize(fn, "batch", batch);
   checkSize(fn, "m", m);
   checkSize(fn, "n", n);
@@ -441,13 +441,17 @@ void matmul(const char *fn, const float *a, const float *b, bool hasBias,
     if (hasBias) {
       void *args[] = {&bias, &c, &n, &cTotal};
       launch(kBiasRows, cTotal, args, fn);
+      if (relu)
+        pfrt_cuda_k_relu(c, c, cTotal);
     } else if (beta == 0.0f) {
       pfrt_cuda_memset(c, 0, cTotal * int64_t(sizeof(float)));
     }
     return;
   }
   const int64_t lda = ta ? m : k, ldb = tb ? k : n;
-  const int32_t epilogue = hasBias ? PFRT_EPILOGUE_BIAS : PFRT_EPILOGUE_NONE;
+  const int32_t epilogue = !hasBias ? PFRT_EPILOGUE_NONE
+                           : relu   ? PFRT_EPILOGUE_RELU_BIAS
+                                    : PFRT_EPILOGUE_BIAS;
   void *biasPtr = hasBias ? const_cast<float *>(bias) : nullptr;
   if (batch_b == 1 && !ta && batch > 1) {
     // A shared B and untransposed A: the batch folds into M (one GEMM), as
@@ -1246,6 +1250,14 @@ void pfrt_cuda_k_matmul_bias(const float *a, const float *b, const float *bias,
                              int32_t tb) {
   matmul("pfrt_cuda_k_matmul_bias", a, b, true, bias, c, batch, batch_b, m, n,
          k, ta, tb, 0.0f);
+}
+
+void pfrt_cuda_k_matmul_bias_relu(const float *a, const float *b,
+                                  const float *bias, float *c, int64_t batch,
+                                  int64_t batch_b, int64_t m, int64_t n,
+                                  int64_t k, int32_t ta, int32_t tb) {
+  matmul("pfrt_cuda_k_matmul_bias_relu", a, b, true, bias, c, batch, batch_b, m,
+         n, k, ta, tb, 0.0f, /*relu=*/true);
 }
 
 void pfrt_cuda_k_softmax_xent(const float *logits, const int64_t *labels,

@@ -38,12 +38,13 @@
 // CHECK: llvm.call @pfrt_cuda_init_param
 // CHECK: llvm.call @pfrt_cuda_state_register
 
-// The step: inputs copied in, cuBLASLt GEMMs (the bias folded into the last
+// The step: inputs copied in, cuBLASLt GEMMs (the hidden layer's bias and
+// ReLU in its GEMM's RELU_BIAS epilogue, the bias folded into the last
 // layer's, the weight gradient of the second micro-batch accumulated into
 // the gradient buffer), the device kernels, the loss copied out.
 // CHECK: llvm.call @pfrt_cuda_load_input_part
-// CHECK: llvm.call @pfrt_cuda_k_matmul(
-// CHECK: llvm.call @pfrt_cuda_k_bias_add_relu
+// CHECK-NOT: pfrt_cuda_k_bias_add_relu
+// CHECK: llvm.call @pfrt_cuda_k_matmul_bias_relu(
 // CHECK: llvm.call @pfrt_cuda_k_matmul_bias
 // CHECK: llvm.call @pfrt_cuda_k_softmax_xent(
 // CHECK: llvm.call @pfrt_cuda_k_softmax_xent_grad

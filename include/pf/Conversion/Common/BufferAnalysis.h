@@ -16,6 +16,11 @@
 //    slices whose parts line up with its boxes is loaded one micro-batch at
 //    a time where each slice is taken, into the slice's own buffer, so an
 //    input never occupies more than the micro-batches in flight.
+//  - folded biases: a bias_add over the last axis of a GEMM's only use is
+//    computed by the GEMM (its bias rows fill C first, or cuBLASLt's BIAS
+//    epilogue); with foldBiasRelu (GPU ranks) also when a relu follows, by
+//    cuBLASLt's RELU_BIAS epilogue (a CPU rank keeps its fused
+//    bias_add + relu pass, which costs one pass less there).
 //  - accumulating GEMMs: in `add(acc, matmul(...))` where the matmul's only
 //    user is the add and `acc` (a step buffer computed before the matmul)
 //    is read by nothing else, the matmul adds its product into acc's buffer
@@ -70,7 +75,7 @@ public:
   /// at most `maxPointers` buffers (outputs and inputs).
   explicit BufferAnalysis(Block &step, bool foldAccumulation = true,
                           bool (*elementwise)(Operation *) = nullptr,
-                          unsigned maxPointers = 8);
+                          unsigned maxPointers = 8, bool foldBiasRelu = false);
 
   /// Whether the read_param `read` must copy its parameter.
   bool isCopyingRead(Operation *read) const {
@@ -96,6 +101,11 @@ public:
   /// buffer before the GEMM accumulates into it), or null.
   Operation *foldedBiasOf(Operation *matmul) const {
     return biasOf.lookup(matmul);
+  }
+  /// The relu a matmul computes too, after its folded bias (only with
+  /// foldBiasRelu: cuBLASLt's RELU_BIAS epilogue), or null.
+  Operation *foldedReluOf(Operation *matmul) const {
+    return reluOf.lookup(matmul);
   }
   /// Whether `biasAdd` is computed by the matmul before it.
   bool isFoldedBias(Operation *biasAdd) const {
@@ -131,6 +141,7 @@ private:
   llvm::DenseSet<Operation *> fusedRelus;
   llvm::DenseMap<Operation *, Operation *> biasOf;
   llvm::DenseSet<Operation *> foldedBiases;
+  llvm::DenseMap<Operation *, Operation *> reluOf;
   llvm::DenseMap<Operation *, Operation *> fusedWith;
 };
 

@@ -58,7 +58,8 @@ struct CPULoweringState {
       : module(module), rt(module, target),
         buffers(step, foldAccumulation,
                 generatedKernels ? hasGeneratedKernel : nullptr,
-                kernels::kMaxLaunchPointers),
+                kernels::kMaxLaunchPointers,
+                /*foldBiasRelu=*/target == rt::Target::Device),
         generatedKernels(generatedKernels) {}
 
   /// Whether buffers are device addresses (convert-pf-to-gpu): calls go to
