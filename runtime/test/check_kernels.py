@@ -306,6 +306,15 @@ def check_matmul(ctx, c):
     ctx.check(c, "c", ctx.load(c, "c"), ref, F32)
 
 
+def check_matmul_bgrad(ctx, c):
+    a, b = f64(ctx.load(c, "a")), f64(ctx.load(c, "b"))
+    ref = a.T @ b
+    if int(c["accumulate"]):
+        ref = ref + f64(ctx.load(c, "c0"))
+    ctx.check(c, "c", ctx.load(c, "c"), ref, F32)
+    ctx.check(c, "dbias", ctx.load(c, "dbias"), a.sum(axis=0), F32)
+
+
 # --- softmax cross-entropy -----------------------------------------------------
 
 def xent_loss(x, labels, keep=None):
@@ -621,6 +630,7 @@ CHECKS = {
     "matmul": check_matmul,
     "matmul_bias": check_matmul,
     "matmul_bias_relu": check_matmul,
+    "matmul_bgrad": check_matmul_bgrad,
     "softmax_xent": check_softmax_xent,
     "conv2d": check_conv2d,
     "max_pool2d": check_max_pool2d,

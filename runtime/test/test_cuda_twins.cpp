@@ -7,6 +7,9 @@
 //   - element-wise kernels, bias_add(_relu), reduce_sum, sgd: bit for bit;
 //   - softmax_xent and its gradient, adam: within 1e-6 relative (the GPU's
 //     log and pow may differ from libm's in the last bit of a double);
+//   - matmul_bgrad (BGRADB): C and the bias gradient within 1e-5; MODE
+//     "bgrad" runs it alone (run_tests.sh: also where cuBLASLt has no BGRADB
+//     algorithm, the fallback);
 //   - matmul, matmul_acc, matmul_bias(_relu) (every transpose, batch_b 1 and
 //     batch, k = 0): within 1e-5 of the CPU's float32 GEMM;
 //   - conv2d and its gradients (direct path, groups, strides, padding,
@@ -988,6 +991,35 @@ void runStep() {
 
 } // namespace
 
+/// The weight and bias gradient GEMM (BGRADB) against its host row: C and
+/// dbias within 1e-5 (cuBLASLt's reduction order is its own), fresh and
+/// accumulating, and k = 0.
+void biasGradients() {
+  for (int64_t k : {int64_t(1), int64_t(29), int64_t(64)})
+    for (int accumulate = 0; accumulate < 2; ++accumulate) {
+      const int64_t m = 19, n = 27;
+      auto a = uniform(k * m), b = uniform(k * n), c = uniform(m * n);
+      auto bias = uniform(m);
+      float *da = upload(a), *db = upload(b), *dc = upload(c),
+            *dbias = upload(bias);
+      std::vector<float> want = c, wantBias = bias;
+      pfrt_cuda_k_matmul_bgrad(da, db, dc, dbias, m, n, k, accumulate);
+      pfrt_k_matmul_bgrad(a.data(), b.data(), want.data(), wantBias.data(), m,
+                          n, k, accumulate);
+      char what[64];
+      snprintf(what, sizeof(what), "matmul_bgrad k %lld accumulate %d",
+               (long long)k, accumulate);
+      expectClose(download(dc, m * n), want, 1e-5, what);
+      expectClose(download(dbias, m), wantBias, 1e-5, what);
+    }
+  auto c = uniform(6), bias = uniform(3);
+  float *dc = upload(c), *dbias = upload(bias);
+  pfrt_cuda_k_matmul_bgrad(nullptr, nullptr, dc, dbias, 3, 2, 0, 1);
+  expectBits(download(dc, 6), c, "matmul_bgrad k=0 accumulating");
+  expectBits(download(dbias, 3), std::vector<float>(3, 0.0f),
+             "matmul_bgrad k=0 bias");
+}
+
 int main(int argc, char **argv) {
   if (pfrt_cuda_device_count() == 0) {
     printf("cuda-twins: no CUDA device here, skipped\n");
@@ -1010,11 +1042,18 @@ int main(int argc, char **argv) {
     pfrt_cuda_report_loss(dloss, 0); // fatal: label 7 at row 2
     return 0;
   }
+  if (mode == "bgrad") { // alone: run_tests.sh runs it without BGRADB too
+    biasGradients();
+    pfrt_finalize();
+    printf("cuda-twins bgrad: ok\n");
+    return 0;
+  }
   elementwise();
   reduceSum();
   xent();
   optimizers();
   matmuls();
+  biasGradients();
   convs();
   pools();
   batchNorms();

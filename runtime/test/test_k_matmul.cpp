@@ -61,5 +61,22 @@ int main(int argc, char **argv) {
                      (long long)batch, (long long)bb, (long long)m,
                      (long long)n, (long long)k, ta, tb);
           }
+  // A Linear's weight and bias gradients in one call (BGRADB's host row).
+  for (int64_t k : {int64_t(1), int64_t(40)})
+    for (int accumulate = 0; accumulate < 2; ++accumulate) {
+      const int64_t m = 13, n = 21;
+      std::string id = h.newCase();
+      auto a = h.uniform(k * m), b = h.uniform(k * n), c0 = h.uniform(m * n);
+      std::vector<float> c = c0, dbias(size_t(m), 77.0f);
+      pfrt_k_matmul_bgrad(a.data(), b.data(), c.data(), dbias.data(), m, n, k,
+                          accumulate);
+      h.save(id, "a", {k, m}, a);
+      h.save(id, "b", {k, n}, b);
+      h.save(id, "c0", {m, n}, c0);
+      h.save(id, "c", {m, n}, c);
+      h.save(id, "dbias", {m}, dbias);
+      h.record("matmul_bgrad", id, "m=%lld n=%lld k=%lld accumulate=%d",
+               (long long)m, (long long)n, (long long)k, accumulate);
+    }
   return 0;
 }

@@ -97,7 +97,8 @@ void BufferAnalysis::groupElementwise(Block &block,
 
 BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
                                bool (*elementwise)(Operation *),
-                               unsigned maxPointers, bool foldBiasRelu) {
+                               unsigned maxPointers, bool foldBiasRelu,
+                               bool foldBiasGrad) {
   llvm::DenseMap<Operation *, unsigned> order;
   unsigned position = 0;
   for (Operation &op : block)
@@ -233,6 +234,47 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
       reluOf[mm] = relu;
   }
 
+  if (foldBiasGrad)
+    pairBiasGradients(block, order);
   if (elementwise)
     groupElementwise(block, elementwise, maxPointers);
+}
+
+void BufferAnalysis::pairBiasGradients(
+    Block &block, const llvm::DenseMap<Operation *, unsigned> &order) {
+  auto is2D = [](Value v) {
+    auto t = cast<GlobalType>(v.getType());
+    return t.getRank() == 2 && t.getElementType().isF32();
+  };
+  for (auto reduce : block.getOps<ReduceSumOp>()) {
+    Value dz = reduce.getInput();
+    if (!is2D(dz) || reduce.getAxes().size() != 1 || reduce.getAxes()[0] != 0)
+      continue;
+    for (Operation *user : dz.getUsers()) {
+      auto mm = dyn_cast<MatmulOp>(user);
+      if (!mm || mm.getA() != dz || !mm.getTransposeA() || mm.getTransposeB() ||
+          !is2D(mm.getB()) || !is2D(mm.getResult()) ||
+          mm->getBlock() != &block || biasGradPartner.count(mm) ||
+          biasOf.count(mm) || !sameAction(mm, reduce))
+        continue;
+      Operation *first = order.lookup(mm) < order.lookup(reduce)
+                             ? mm.getOperation()
+                             : reduce.getOperation();
+      Operation *second = first == mm.getOperation() ? reduce.getOperation()
+                                                     : mm.getOperation();
+      // Nothing may read the earlier result before the GEMM runs.
+      bool early =
+          llvm::any_of(first->getResult(0).getUsers(), [&](Operation *u) {
+            return order.lookup(u) <= order.lookup(second);
+          });
+      // An accumulator must exist at the later op (it does: before the
+      // matmul); the matmul's operands exist at the earlier op.
+      if (early)
+        continue;
+      biasGradPartner[mm] = reduce;
+      biasGradPartner[reduce] = mm;
+      deferredTo[first] = second;
+      break;
+    }
+  }
 }

@@ -229,7 +229,8 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
     // A grouped element-wise op is computed at its group's last op: what it
     // reads must live until then.
     const ElementwiseGroup *group = buffers.groupOf(&op);
-    int64_t reads = group ? positionOf.lookup(group->last()) : p;
+    Operation *at = buffers.computedAt(&op);
+    int64_t reads = at == &op ? p : positionOf.lookup(at);
     for (Value operand : op.getOperands())
       use(operand, reads);
     if (isa<func::ReturnOp>(op)) {

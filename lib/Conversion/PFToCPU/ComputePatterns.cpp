@@ -29,10 +29,28 @@ struct TransposeLowering : CPUPattern<TransposeOp> {
   }
 };
 
+/// A weight gradient and its bias gradient in one GEMM (BGRADB), emitted by
+/// the later op of the pair (BufferAnalysis); the earlier one only takes
+/// its buffer. `c` and `dbias` are the two results' buffers.
+void emitBiasGradGEMM(CPULoweringState &state, ConversionPatternRewriter &b,
+                      MatmulOp mm, Value c, Value dbias) {
+  ArrayRef<int64_t> as = localShape(mm.getA()), cs = localShape(mm.getResult());
+  state.rt.pfrt_k_matmul_bgrad(
+      b, mm.getLoc(), b.getRemappedValue(mm.getA()),
+      b.getRemappedValue(mm.getB()), c, dbias, cs[0], cs[1], as[0],
+      static_cast<bool>(state.buffers.accumulatorOf(mm)));
+}
+
 struct MatmulLowering : CPUPattern<MatmulOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(MatmulOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
+    if (Operation *reduce = state.buffers.biasGradPartnerOf(op))
+      return emitInto(op, b, [&](Value out) {
+        if (state.buffers.computedAt(reduce) == op)
+          emitBiasGradGEMM(state, b, op, out,
+                           b.getRemappedValue(reduce->getResult(0)));
+      });
     return emitInto(op, b, [&](Value out) {
       ArrayRef<int64_t> as = localShape(op.getA()), bs = localShape(op.getB()),
                         cs = localShape(op.getResult());
@@ -317,6 +335,12 @@ struct ReduceSumLowering : CPUPattern<ReduceSumOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(ReduceSumOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
+    if (Operation *mm = state.buffers.biasGradPartnerOf(op))
+      return emitInto(op, b, [&](Value out) {
+        if (state.buffers.computedAt(mm) == op)
+          emitBiasGradGEMM(state, b, cast<MatmulOp>(mm),
+                           b.getRemappedValue(mm->getResult(0)), out);
+      });
     return emitInto(op, b, [&](Value out) {
       Location loc = op.getLoc();
       ArrayRef<int64_t> s = localShape(op.getInput());

@@ -723,6 +723,13 @@ void pfrt_k_matmul_acc(const float *a, const float *b, float *c, int64_t batch,
 void pfrt_k_matmul_bias(const float *a, const float *b, const float *bias,
                         float *c, int64_t batch, int64_t batch_b, int64_t m,
                         int64_t n, int64_t k, int32_t ta, int32_t tb);
+/* A Linear's weight gradient and bias gradient in one call: C = A^T B
+ * (A k x m, B k x n, C m x n, row-major; accumulate != 0 adds into C as
+ * pfrt_k_matmul_acc does) and dbias[i] = the sum over the k rows of A's
+ * column i, as pfrt_k_reduce_sum sums axis 0 (GPU ranks: cuBLASLt's BGRADB
+ * epilogue). */
+void pfrt_k_matmul_bgrad(const float *a, const float *b, float *c, float *dbias,
+                         int64_t m, int64_t n, int64_t k, int32_t accumulate);
 /* The same followed by a ReLU: C = max(op(A) op(B) + bias, 0), a Linear and
  * its ReLU in one call (GPU ranks: cuBLASLt's RELU_BIAS epilogue). */
 void pfrt_k_matmul_bias_relu(const float *a, const float *b, const float *bias,

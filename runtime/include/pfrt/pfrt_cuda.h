@@ -89,7 +89,9 @@ int pfrt_cuda_launch(void *function, int64_t gx, int64_t gy, int64_t gz,
  * unless the run asks for TF32 everywhere (PFRT_CUDA_TF32=1: pf-run --tf32,
  * an executable's --tf32).
  * Descriptors and the chosen algorithm are cached per shape, so a replayed
- * step does no setup. */
+ * step does no setup.  * Returns 0, or 1 without running anything for the BGRADB epilogue
+ * when cuBLASLt has no algorithm for it (the caller computes the GEMM and
+ * the reduction itself). */
 int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
                    float alpha, const void *a, int64_t lda, const void *b,
                    int64_t ldb, float beta, void *c, int64_t ldc, int64_t batch,
@@ -299,6 +301,12 @@ void pfrt_cuda_k_count_kept(const int64_t *labels, float *count, int64_t n,
  * thread), then sum each element's dy rows in position order (float32, the
  * CPU's order; no atomics). */
 void pfrt_cuda_k_embedding(const float *table, const int64_t *ids, float *y,
+/* cuBLASLt's BGRADB epilogue: the weight gradient and the bias gradient
+ * (the column sums of A) in one GEMM; where cuBLASLt has no algorithm for
+ * it, the GEMM and pfrt_cuda_k_reduce_sum (PFRT_CUDA_VERBOSE=1 says so). */
+void pfrt_cuda_k_matmul_bgrad(const float *a, const float *b, float *c,
+                              float *dbias, int64_t m, int64_t n, int64_t k,
+                              int32_t accumulate);
                            int64_t n, int64_t v, int64_t d);
 void pfrt_cuda_k_embedding_grad(const int64_t *ids, const float *dy,
                                 float *dtable, int64_t n, int64_t v, int64_t d);

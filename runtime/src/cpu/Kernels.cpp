@@ -1119,6 +1119,19 @@ void pfrt_k_matmul_bias(const float *a, const float *b, const float *bias,
   matmulBeta(fn, a, b, c, batch, batch_b, m, n, k, ta, tb, 1.0f);
 }
 
+void pfrt_k_matmul_bgrad(const float *a, const float *b, float *c, float *dbias,
+                         int64_t m, int64_t n, int64_t k, int32_t accumulate) {
+  // The bias gradient first, as the CPU lowering orders a Linear's
+  // reduce_sum and its weight-gradient GEMM.
+  const int64_t shape[2] = {k, m};
+  const int8_t rows[2] = {1, 0};
+  pfrt_k_reduce_sum(a, dbias, 2, shape, rows);
+  if (accumulate)
+    pfrt_k_matmul_acc(a, b, c, 1, 1, m, n, k, 1, 0);
+  else
+    pfrt_k_matmul(a, b, c, 1, 1, m, n, k, 1, 0);
+}
+
 void pfrt_k_matmul_bias_relu(const float *a, const float *b, const float *bias,
                              float *c, int64_t batch, int64_t batch_b,
                              int64_t m, int64_t n, int64_t k, int32_t ta,

@@ -143,6 +143,9 @@ struct Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  /// cuBLASLt has no algorithm for it (asked only of the BGRADB epilogue,
+  /// whose callers fall back to a GEMM and a reduction).
+  bool unsupported = false;
 };
 
 struct CudaState {
@@ -281,9 +284,14 @@ Plan &planFor(const std::vector<int64_t> &key, int32_t ta, int32_t tb,
         "cublasLtMatmulPreferenceSetAttribute");
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  check(api.cublasLtMatmulAlgoGetHeuristic(s.lt, p.desc, p.a, p.b, p.c, p.c,
-                                           pref, 1, &result, &found),
-        "cublasLtMatmulAlgoGetHeuristic");
+  cublasStatus_t heuristic = api.cublasLtMatmulAlgoGetHeuristic(
+      s.lt, p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+  if (epilogue == PFRT_EPILOGUE_BGRADB &&
+      (heuristic != CUBLAS_STATUS_SUCCESS || found < 1)) {
+    p.unsupported = true;
+    return s.plans[key] = p;
+  }
+  check(heuristic, "cublasLtMatmulAlgoGetHeuristic");
   if (found < 1)
     fatal("pfrt_cuda_gemm: cuBLASLt has no algorithm for %lld x %lld x %lld "
           "(epilogue %d)",
@@ -559,6 +567,8 @@ int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
                               stride_b, stride_c, epilogue, tf32};
   Plan &p = planFor(key, ta, tb, m, n, k, lda, ldb, ldc, batch, stride_a,
                     stride_b, stride_c, epilogue, tf32);
+  if (p.unsupported)
+    return 1; // BGRADB without an algorithm: the caller falls back
   const Api &api = gState.api;
   if (bias)
     check(api.cublasLtMatmulDescSetAttribute(

@@ -1252,6 +1252,41 @@ void pfrt_cuda_k_matmul_bias(const float *a, const float *b, const float *bias,
          k, ta, tb, 0.0f);
 }
 
+void pfrt_cuda_k_matmul_bgrad(const float *a, const float *b, float *c,
+                              float *dbias, int64_t m, int64_t n, int64_t k,
+                              int32_t accumulate) {
+  const char *fn = "pfrt_cuda_k_matmul_bgrad";
+  checkSize(fn, "m", m);
+  checkSize(fn, "n", n);
+  checkSize(fn, "k", k);
+  checkPtr(fn, "a", a, mulChecked(fn, k, m));
+  checkPtr(fn, "b", b, mulChecked(fn, k, n));
+  checkPtr(fn, "c", c, mulChecked(fn, m, n));
+  checkPtr(fn, "dbias", dbias, m);
+  const int64_t shape[2] = {k, m};
+  const int8_t rows[2] = {1, 0};
+  if (m > 0 && n > 0 && k > 0 &&
+      pfrt_cuda_gemm(1, 0, m, n, k, 1.0f, a, m, b, n, accumulate ? 1.0f : 0.0f,
+                     c, n, 1, 0, 0, 0, PFRT_EPILOGUE_BGRADB, dbias, nullptr,
+                     0) == 0)
+    return;
+  // k = 0 (C zeros or unchanged, dbias zeros), or no BGRADB algorithm.
+  static bool said = false;
+  const char *v = std::getenv("PFRT_CUDA_VERBOSE");
+  if (k > 0 && !said && v && *v == '1') {
+    said = true;
+    std::fprintf(stderr,
+                 "pfrt: cuBLASLt has no BGRADB algorithm for %lld x %lld x "
+                 "%lld: GEMM and reduction instead\n",
+                 (long long)m, (long long)n, (long long)k);
+  }
+  pfrt_cuda_k_reduce_sum(a, dbias, 2, shape, rows);
+  if (accumulate)
+    pfrt_cuda_k_matmul_acc(a, b, c, 1, 1, m, n, k, 1, 0);
+  else
+    pfrt_cuda_k_matmul(a, b, c, 1, 1, m, n, k, 1, 0);
+}
+
 void pfrt_cuda_k_matmul_bias_relu(const float *a, const float *b,
                                   const float *bias, float *c, int64_t batch,
                                   int64_t batch_b, int64_t m, int64_t n,

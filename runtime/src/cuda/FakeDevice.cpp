@@ -354,12 +354,20 @@ cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t,
 }
 
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
-    cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t,
+    cublasLtHandle_t, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t,
     cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
     cublasLtMatmulPreference_t, int requested,
     cublasLtMatmulHeuristicResult_t results[], int *found) {
   if (requested < 1)
     return CUBLAS_STATUS_INVALID_VALUE;
+  // PFRT_CUDA_FAKE_NO_BGRADB=1: a cuBLASLt without BGRADB algorithms (the
+  // test of libpfrt's fallback).
+  const char *noBgrad = std::getenv("PFRT_CUDA_FAKE_NO_BGRADB");
+  if (noBgrad && *noBgrad == '1' &&
+      reinterpret_cast<Desc *>(desc)->epilogue == CUBLASLT_EPILOGUE_BGRADB) {
+    *found = 0;
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
   results[0] = cublasLtMatmulHeuristicResult_t{};
   *found = 1;
   return CUBLAS_STATUS_SUCCESS;
@@ -392,10 +400,14 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
               d.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
   bool relu = d.epilogue == CUBLASLT_EPILOGUE_RELU ||
               d.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
-  if (d.epilogue != CUBLASLT_EPILOGUE_DEFAULT && !bias && !relu)
-    return CUBLAS_STATUS_NOT_SUPPORTED; // the gradient epilogues
-  if (bias && !d.bias)
+  // BGRADB: bias[j] = the sum over k of op(B)[., j] (one batch).
+  bool bgradb = d.epilogue == CUBLASLT_EPILOGUE_BGRADB;
+  if (d.epilogue != CUBLASLT_EPILOGUE_DEFAULT && !bias && !relu && !bgradb)
+    return CUBLAS_STATUS_NOT_SUPPORTED; // DRELU_BGRAD and the others
+  if ((bias || bgradb) && !d.bias)
     return CUBLAS_STATUS_INVALID_VALUE;
+  if (bgradb && ld.batch != 1)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   const float *a = static_cast<const float *>(A),
               *b = static_cast<const float *>(B),
               *c = static_cast<const float *>(C);
@@ -431,6 +443,13 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
       for (uint64_t j = 0; j < n; ++j)
         for (uint64_t i = 0; i < m; ++i)
           dp[i + j * ld.ld] = result[size_t(i + j * m)];
+      if (bgradb)
+        for (uint64_t j = 0; j < n; ++j) {
+          double sum = 0;
+          for (uint64_t q = 0; q < k; ++q)
+            sum += tb ? bp[j + q * lb.ld] : bp[q + j * lb.ld];
+          const_cast<float *>(d.bias)[j] = float(sum);
+        }
     }
   });
   return CUBLAS_STATUS_SUCCESS;

@@ -9,6 +9,11 @@
 // RUN: pf-opt %S/Inputs/cuda-mlp.mlir \
 // RUN:   -pf-compile-gpu-pipeline="optimizer=sgd momentum=0.9 accumulation-steps=2" \
 // RUN:   | FileCheck %s --check-prefix=KERNELS
+// The bias-gradient GEMMs: the first micro-batch's write (accumulate 0),
+// the second's add into the gradient buffers (accumulate 1).
+// RUN: pf-opt %S/Inputs/cuda-mlp.mlir \
+// RUN:   -pf-compile-gpu-pipeline="optimizer=sgd momentum=0.9 accumulation-steps=2 pf-compile-to=rank" \
+// RUN:   | pf-opt -convert-pf-to-gpu=outline-actions=false | grep -B1 "llvm.call @pfrt_cuda_k_matmul_bgrad(" | FileCheck %s --check-prefix=BGRAD
 // RUN: pf-opt %S/Inputs/cuda-mlp.mlir \
 // RUN:   -pf-compile-gpu-pipeline="optimizer=adam accumulation-steps=1" \
 // RUN:   | FileCheck %s --check-prefix=ADAM
@@ -40,20 +45,24 @@
 
 // The step: inputs copied in, cuBLASLt GEMMs (the hidden layer's bias and
 // ReLU in its GEMM's RELU_BIAS epilogue, the bias folded into the last
-// layer's, the weight gradient of the second micro-batch accumulated into
-// the gradient buffer), the device kernels, the loss copied out.
+// layer's, each weight gradient computed with its bias gradient by
+// cuBLASLt's BGRADB epilogue, the second micro-batch's accumulated into the
+// gradient buffer), the device kernels, the loss copied out.
 // CHECK: llvm.call @pfrt_cuda_load_input_part
 // CHECK-NOT: pfrt_cuda_k_bias_add_relu
 // CHECK: llvm.call @pfrt_cuda_k_matmul_bias_relu(
 // CHECK: llvm.call @pfrt_cuda_k_matmul_bias
 // CHECK: llvm.call @pfrt_cuda_k_softmax_xent(
 // CHECK: llvm.call @pfrt_cuda_k_softmax_xent_grad
-// CHECK: llvm.call @pfrt_cuda_k_reduce_sum
+// CHECK-NOT: pfrt_cuda_k_reduce_sum
+// CHECK: llvm.call @pfrt_cuda_k_matmul(
+// CHECK: llvm.call @pfrt_cuda_k_matmul_bgrad(
 // CHECK: %[[KERNEL:.+]] = llvm.mlir.constant(0 : i64)
 // CHECK: %[[N:.+]] = llvm.mlir.constant(512 : i64)
 // CHECK: %[[PTRS:.+]] = llvm.mlir.constant(3 : i64)
 // CHECK: llvm.call @pfrt_cuda_launch_generated(%[[KERNEL]], %[[N]], %[[PTRS]], %{{.+}}, %{{.+}}, %{{.+}}, %[[NULL:.+]], %[[NULL]], %[[NULL]], %[[NULL]], %[[NULL]])
-// CHECK: llvm.call @pfrt_cuda_k_matmul_acc
+// CHECK: llvm.call @pfrt_cuda_k_matmul_bgrad(
+// CHECK-NOT: pfrt_cuda_k_matmul_acc
 // CHECK: llvm.call @pfrt_cuda_scalar
 // CHECK: llvm.call @pfrt_cuda_k_sgd
 // CHECK: llvm.call @pfrt_cuda_report_loss
@@ -83,6 +92,15 @@
 // HOST-NOT: @pfrt_report_loss
 // HOST-NOT: @pfrt_scalar(
 // HOST-NOT: @pfrt_launch_generated
+
+// BGRAD: %[[A0:.+]] = llvm.mlir.constant(0 : i32)
+// BGRAD-NEXT: llvm.call @pfrt_cuda_k_matmul_bgrad({{.*}}, %[[A0]])
+// BGRAD: %[[A1:.+]] = llvm.mlir.constant(0 : i32)
+// BGRAD-NEXT: llvm.call @pfrt_cuda_k_matmul_bgrad({{.*}}, %[[A1]])
+// BGRAD: %[[A2:.+]] = llvm.mlir.constant(1 : i32)
+// BGRAD-NEXT: llvm.call @pfrt_cuda_k_matmul_bgrad({{.*}}, %[[A2]])
+// BGRAD: %[[A3:.+]] = llvm.mlir.constant(1 : i32)
+// BGRAD-NEXT: llvm.call @pfrt_cuda_k_matmul_bgrad({{.*}}, %[[A3]])
 
 // ADAM: llvm.call @pfrt_cuda_k_adam
 

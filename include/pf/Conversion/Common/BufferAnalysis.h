@@ -21,6 +21,10 @@
 //    epilogue); with foldBiasRelu (GPU ranks) also when a relu follows, by
 //    cuBLASLt's RELU_BIAS epilogue (a CPU rank keeps its fused
 //    bias_add + relu pass, which costs one pass less there).
+//  - bias gradients in the weight-gradient GEMM (foldBiasGrad, GPU ranks):
+//    reduce_sum(dZ, axis 0) and matmul(dZ, X, transpose_a) of one action
+//    are one GEMM with cuBLASLt's BGRADB epilogue, run at the later of the
+//    two when nothing reads the earlier one's result before it.
 //  - accumulating GEMMs: in `add(acc, matmul(...))` where the matmul's only
 //    user is the add and `acc` (a step buffer computed before the matmul)
 //    is read by nothing else, the matmul adds its product into acc's buffer
@@ -75,7 +79,8 @@ public:
   /// at most `maxPointers` buffers (outputs and inputs).
   explicit BufferAnalysis(Block &step, bool foldAccumulation = true,
                           bool (*elementwise)(Operation *) = nullptr,
-                          unsigned maxPointers = 8, bool foldBiasRelu = false);
+                          unsigned maxPointers = 8, bool foldBiasRelu = false,
+                          bool foldBiasGrad = false);
 
   /// Whether the read_param `read` must copy its parameter.
   bool isCopyingRead(Operation *read) const {
@@ -107,6 +112,22 @@ public:
   Operation *foldedReluOf(Operation *matmul) const {
     return reluOf.lookup(matmul);
   }
+  /// A weight-gradient matmul (C = A^T B) and the reduce_sum of A's rows
+  /// (its bias gradient) computed by one GEMM (only with foldBiasGrad:
+  /// cuBLASLt's BGRADB epilogue): the other op of the pair, or null.
+  Operation *biasGradPartnerOf(Operation *op) const {
+    return biasGradPartner.lookup(op);
+  }
+  /// Where `op`'s computation runs: the last op of its element-wise group,
+  /// the later op of its bias-gradient pair, else `op` itself (what it
+  /// reads must live until then).
+  Operation *computedAt(Operation *op) const {
+    if (const ElementwiseGroup *g = groupOf(op))
+      return g->last();
+    if (auto it = deferredTo.find(op); it != deferredTo.end())
+      return it->second;
+    return op;
+  }
   /// Whether `biasAdd` is computed by the matmul before it.
   bool isFoldedBias(Operation *biasAdd) const {
     return foldedBiases.contains(biasAdd);
@@ -128,6 +149,8 @@ public:
   }
 
 private:
+  void pairBiasGradients(Block &step,
+                         const llvm::DenseMap<Operation *, unsigned> &order);
   void groupElementwise(Block &step, bool (*elementwise)(Operation *),
                         unsigned maxPointers);
 
@@ -142,6 +165,8 @@ private:
   llvm::DenseMap<Operation *, Operation *> biasOf;
   llvm::DenseSet<Operation *> foldedBiases;
   llvm::DenseMap<Operation *, Operation *> reluOf;
+  llvm::DenseMap<Operation *, Operation *> biasGradPartner;
+  llvm::DenseMap<Operation *, Operation *> deferredTo;
   llvm::DenseMap<Operation *, Operation *> fusedWith;
 };
 

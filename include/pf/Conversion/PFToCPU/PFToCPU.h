@@ -59,7 +59,8 @@ struct CPULoweringState {
         buffers(step, foldAccumulation,
                 generatedKernels ? hasGeneratedKernel : nullptr,
                 kernels::kMaxLaunchPointers,
-                /*foldBiasRelu=*/target == rt::Target::Device),
+                /*foldBiasRelu=*/target == rt::Target::Device,
+                /*foldBiasGrad=*/target == rt::Target::Device),
         generatedKernels(generatedKernels) {}
 
   /// Whether buffers are device addresses (convert-pf-to-gpu): calls go to
