@@ -389,6 +389,28 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
 else
   echo "SKIP cuda_twins_emulated* (libpfrt built without its CUDA kernels)"
 fi
+# The host-staged twins that take shapes, descriptors or several buffers
+# (StagedComm.cpp: boxing, p2p_batch, the vocabulary cross-entropy, state
+# parts) against their host rows on 2 to 4 emulated GPU ranks; argument
+# errors are the host rows'.
+if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
+  for n in 2 3 4; do
+    run_ok cuda_staged_emulated_n$n 120 env PFRT_CUDA_FAKE=1 \
+      "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-cuda-staged"
+  done
+  run_ok cuda_staged_emulated_chunked_n3 120 env PFRT_CUDA_FAKE=1 \
+    PFRT_MAX_MSG_ELEMS=100 "${MPIEXEC[@]}" -n 3 "$BIN/pfrt-test-cuda-staged"
+  run_fail cuda_staged_emulated_bad_index 60 \
+    "pfrt_box_slice: index 5 is outside [0, 2)" \
+    env PFRT_CUDA_FAKE=1 "${MPIEXEC[@]}" -n 2 "$BIN/pfrt-test-cuda-staged" \
+    bad_index
+  run_fail cuda_staged_emulated_overlap 60 \
+    "pfrt_box_all_gather: in and out overlap" \
+    env PFRT_CUDA_FAKE=1 "${MPIEXEC[@]}" -n 2 "$BIN/pfrt-test-cuda-staged" \
+    overlap
+else
+  echo "SKIP cuda_staged_emulated* (libpfrt built without its CUDA kernels)"
+fi
 
 # --- memory services and the pfrt_main driver --------------------------------
 run_ok memory_arena_persistent_scalars 30 "$BIN/pfrt-test-memory"

@@ -176,6 +176,44 @@ int64_t pfrt_cuda_isend_tracked(const float *buf, int64_t count, int32_t dst,
                                 int32_t tag);
 int pfrt_cuda_wait_send(int64_t handle);
 int pfrt_cuda_wait_sends(void);
+/* The same transport for the batched point-to-point, the n-D boxing rows
+ * and the vocabulary-parallel cross-entropy: shapes, groups and the batch's
+ * descriptors stay host arrays (pfrt.h's), only the buffers (each op's buf,
+ * in, out, logits, labels, loss, dloss, dlogits) are device addresses.
+ * Argument errors are the host rows'. The slices are local but staged the
+ * same way (a step calling them is not captured either). */
+int pfrt_cuda_p2p_batch(const pfrt_p2p_op *ops, int64_t nops);
+int pfrt_cuda_box_all_gather(const void *in, void *out, int32_t dtype,
+                             int64_t ndim, const int64_t *in_shape,
+                             int64_t axis, const int64_t *ranks, int64_t n);
+int pfrt_cuda_box_reduce_scatter(const float *in, float *out, int64_t ndim,
+                                 const int64_t *in_shape, int64_t axis,
+                                 const int64_t *ranks, int64_t n);
+int pfrt_cuda_box_all_to_all(const void *in, void *out, int32_t dtype,
+                             int64_t ndim, const int64_t *in_shape,
+                             int64_t split_axis, int64_t concat_axis,
+                             const int64_t *ranks, int64_t n);
+int pfrt_cuda_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
+                        const int64_t *in_shape, int64_t axis, int64_t index,
+                        int64_t n);
+int pfrt_cuda_box_unslice(const void *in, void *out, int32_t dtype,
+                          int64_t ndim, const int64_t *in_shape, int64_t axis,
+                          int64_t index, int64_t n);
+int pfrt_cuda_softmax_xent_vocab(const float *logits, const int64_t *labels,
+                                 float *loss, int64_t n, int64_t c,
+                                 int64_t offset, int64_t classes,
+                                 int64_t ignore_index, int64_t mode,
+                                 const int64_t *ranks, int64_t nranks);
+int pfrt_cuda_softmax_xent_vocab_grad(const float *logits,
+                                      const int64_t *labels, const float *dloss,
+                                      float *dlogits, int64_t n, int64_t c,
+                                      int64_t offset, int64_t classes,
+                                      int64_t ignore_index, int64_t mode,
+                                      const int64_t *ranks, int64_t nranks);
+/* Another part (pfrt_state_add_part) of a tensor registered with
+ * pfrt_cuda_state_register: data is a device address. */
+int pfrt_cuda_state_add_part(const char *name, const int64_t *offset,
+                             void *data);
 /* Initialised on the host (bit-identical to the CPU run), then copied. */
 int pfrt_cuda_init_param(float *out, int32_t kind, double a, double b,
                          uint64_t seed, uint64_t stream, int64_t rank_ndim,

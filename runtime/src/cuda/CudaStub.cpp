@@ -93,6 +93,46 @@ int64_t pfrt_cuda_isend_tracked(const float *, int64_t, int32_t, int32_t) {
 }
 int pfrt_cuda_wait_send(int64_t) { noCuda("pfrt_cuda_wait_send"); }
 int pfrt_cuda_wait_sends(void) { noCuda("pfrt_cuda_wait_sends"); }
+int pfrt_cuda_p2p_batch(const pfrt_p2p_op *, int64_t) {
+  noCuda("pfrt_cuda_p2p_batch");
+}
+int pfrt_cuda_box_all_gather(const void *, void *, int32_t, int64_t,
+                             const int64_t *, int64_t, const int64_t *,
+                             int64_t) {
+  noCuda("pfrt_cuda_box_all_gather");
+}
+int pfrt_cuda_box_reduce_scatter(const float *, float *, int64_t,
+                                 const int64_t *, int64_t, const int64_t *,
+                                 int64_t) {
+  noCuda("pfrt_cuda_box_reduce_scatter");
+}
+int pfrt_cuda_box_all_to_all(const void *, void *, int32_t, int64_t,
+                             const int64_t *, int64_t, int64_t, const int64_t *,
+                             int64_t) {
+  noCuda("pfrt_cuda_box_all_to_all");
+}
+int pfrt_cuda_box_slice(const void *, void *, int32_t, int64_t, const int64_t *,
+                        int64_t, int64_t, int64_t) {
+  noCuda("pfrt_cuda_box_slice");
+}
+int pfrt_cuda_box_unslice(const void *, void *, int32_t, int64_t,
+                          const int64_t *, int64_t, int64_t, int64_t) {
+  noCuda("pfrt_cuda_box_unslice");
+}
+int pfrt_cuda_softmax_xent_vocab(const float *, const int64_t *, float *,
+                                 int64_t, int64_t, int64_t, int64_t, int64_t,
+                                 int64_t, const int64_t *, int64_t) {
+  noCuda("pfrt_cuda_softmax_xent_vocab");
+}
+int pfrt_cuda_softmax_xent_vocab_grad(const float *, const int64_t *,
+                                      const float *, float *, int64_t, int64_t,
+                                      int64_t, int64_t, int64_t, int64_t,
+                                      const int64_t *, int64_t) {
+  noCuda("pfrt_cuda_softmax_xent_vocab_grad");
+}
+int pfrt_cuda_state_add_part(const char *, const int64_t *, void *) {
+  noCuda("pfrt_cuda_state_add_part");
+}
 int pfrt_cuda_run_step(void (*)(int64_t), int64_t) {
   noCuda("pfrt_cuda_run_step");
 }

@@ -1,0 +1,418 @@
+//===- test_cuda_staged.cpp - host-staged twins against their host rows ---===//
+//
+// pfrt-test-cuda-staged [MODE], under mpiexec (2 or more ranks). Without a
+// CUDA device (or PFRT_CUDA_FAKE=1's emulation) it exits 77. Otherwise it
+// starts as a compiled GPU rank does (pfrt_cuda_arena_plan) and runs the
+// host-staged twins of StagedComm.cpp that take shapes, descriptors or
+// several buffers, on fresh random data, each against its host row on the
+// same inputs (bit for bit: the twin runs the host row on host copies):
+//   - pfrt_cuda_box_all_gather, _all_to_all, _slice, _unslice (f32, i64
+//     and i32, ranks 1 to 4, every axis, a group in reversed order, empty
+//     tensors) and _reduce_scatter (f32);
+//   - pfrt_cuda_p2p_batch: a ring exchange in both directions with several
+//     ops per peer (matched in order), an empty op with a NULL buffer, and
+//     a buffer sent twice;
+//   - pfrt_cuda_softmax_xent_vocab and _grad: the classes split over the
+//     ranks, every mode, ignored rows, logits and dlogits in place;
+//   - pfrt_cuda_state_add_part: a device tensor of two parts per rank
+//     gathered, then set, through the host.
+// MODE "bad_index" slices with a bad index and "overlap" gathers into a
+// buffer overlapping the input: both must fail with the host row's error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+#include "pfrt/pfrt.h"
+#include "pfrt/pfrt_cuda.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+uint64_t gSeed, gState, gTag;
+int gRank, gSize;
+int64_t gNext = 0; // bump offset into the device arena
+const int64_t kArena = int64_t(64) << 20;
+
+int64_t randint(int64_t lo, int64_t hi) { return pt_randint(&gState, lo, hi); }
+
+/// Fresh random bytes (the same on every rank for the same tag; `salt`
+/// makes them this rank's).
+std::vector<char> randomBytes(int64_t bytes, uint64_t salt) {
+  std::vector<char> v(static_cast<size_t>(bytes > 0 ? bytes : 0));
+  uint64_t t = ++gTag;
+  for (int64_t i = 0; i < bytes; i += 4) {
+    float f = pt_value(gSeed, t, salt, uint64_t(i));
+    std::memcpy(v.data() + i, &f, size_t(bytes - i < 4 ? bytes - i : 4));
+  }
+  return v;
+}
+
+std::vector<float> uniform(int64_t n, uint64_t salt) {
+  std::vector<float> v(static_cast<size_t>(n));
+  uint64_t t = ++gTag;
+  for (int64_t i = 0; i < n; ++i)
+    v[size_t(i)] = 4.0f * pt_value(gSeed, t, salt, uint64_t(i));
+  return v;
+}
+
+/// A fresh device buffer of `bytes` (the test's own bump allocation).
+void *dalloc(int64_t bytes) {
+  int64_t at = gNext;
+  gNext += (bytes + 255) / 256 * 256;
+  CHECK(gNext <= kArena, "the test needs more than %lld bytes of arena",
+        (long long)kArena);
+  return pfrt_cuda_arena_ptr(at, bytes > 0 ? bytes : 1);
+}
+
+void *upload(const void *host, int64_t bytes) {
+  void *d = dalloc(bytes);
+  if (bytes > 0)
+    pfrt_cuda_h2d(d, host, bytes);
+  return d;
+}
+
+std::vector<char> download(const void *d, int64_t bytes) {
+  std::vector<char> h(static_cast<size_t>(bytes > 0 ? bytes : 0));
+  if (bytes > 0)
+    pfrt_cuda_d2h(h.data(), d, bytes);
+  return h;
+}
+
+void expectSame(const std::vector<char> &got, const std::vector<char> &want,
+                const std::string &what) {
+  CHECK(got.size() == want.size(), "%s: %zu bytes, the host row gives %zu",
+        what.c_str(), got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    CHECK(got[i] == want[i],
+          "%s: byte %zu differs from the host row's (0x%02x, want 0x%02x)",
+          what.c_str(), i, unsigned(uint8_t(got[i])),
+          unsigned(uint8_t(want[i])));
+}
+
+int64_t elemBytes(int32_t dtype) { return dtype == PFRT_DTYPE_I64 ? 8 : 4; }
+
+int64_t product(const std::vector<int64_t> &s) {
+  int64_t p = 1;
+  for (int64_t d : s)
+    p *= d;
+  return p;
+}
+
+std::string describe(const char *fn, int32_t dtype,
+                     const std::vector<int64_t> &shape, int64_t axis) {
+  std::string s = std::string(fn) + " dtype " + std::to_string(dtype) + " [";
+  for (size_t d = 0; d < shape.size(); ++d)
+    s += (d ? "x" : "") + std::to_string(shape[d]);
+  return s + "] axis " + std::to_string(axis);
+}
+
+/// Runs a boxing twin and its host row on the same input; compares.
+template <typename Twin, typename Host>
+void compareBoxing(const std::string &what, const std::vector<char> &in,
+                   int64_t outBytes, Twin twin, Host host) {
+  std::vector<char> want(static_cast<size_t>(outBytes));
+  host(in.data(), want.data());
+  void *din = upload(in.data(), int64_t(in.size()));
+  // Garbage in the output first: the twin must write every byte.
+  std::vector<char> junk = randomBytes(outBytes, 977);
+  void *dout = upload(junk.data(), outBytes);
+  twin(in.empty() ? nullptr : din, outBytes ? dout : nullptr);
+  expectSame(download(dout, outBytes), want, what);
+}
+
+void boxing() {
+  // The world group, reversed: group positions differ from world ranks.
+  std::vector<int64_t> group;
+  for (int r = gSize - 1; r >= 0; --r)
+    group.push_back(r);
+  const int64_t n = gSize, pos = gSize - 1 - gRank;
+  const int64_t *g = group.data();
+  int cases = 0;
+  for (int32_t dtype : {PFRT_DTYPE_F32, PFRT_DTYPE_I64, PFRT_DTYPE_I32})
+    for (int64_t ndim = 1; ndim <= 4; ++ndim)
+      for (int64_t axis = 0; axis < ndim; ++axis) {
+        std::vector<int64_t> shape(static_cast<size_t>(ndim));
+        for (int64_t &d : shape)
+          d = randint(1, 4);
+        shape[size_t(axis)] *= n; // splits into n blocks
+        if (randint(0, 9) == 0)   // now and then an empty tensor
+          shape[size_t(randint(0, ndim - 1))] = 0;
+        int64_t es = elemBytes(dtype), bytes = product(shape) * es;
+        const int64_t *sh = shape.data();
+        std::vector<char> in = randomBytes(bytes, uint64_t(gRank) + 1);
+
+        compareBoxing(
+            describe("box_all_gather", dtype, shape, axis), in, bytes * n,
+            [&](const void *i, void *o) {
+              pfrt_cuda_box_all_gather(i, o, dtype, ndim, sh, axis, g, n);
+            },
+            [&](const void *i, void *o) {
+              pfrt_box_all_gather(i, o, dtype, ndim, sh, axis, g, n);
+            });
+        compareBoxing(
+            describe("box_slice", dtype, shape, axis), in, bytes / n,
+            [&](const void *i, void *o) {
+              pfrt_cuda_box_slice(i, o, dtype, ndim, sh, axis, pos, n);
+            },
+            [&](const void *i, void *o) {
+              pfrt_box_slice(i, o, dtype, ndim, sh, axis, pos, n);
+            });
+        compareBoxing(
+            describe("box_unslice", dtype, shape, axis), in, bytes * n,
+            [&](const void *i, void *o) {
+              pfrt_cuda_box_unslice(i, o, dtype, ndim, sh, axis, pos, n);
+            },
+            [&](const void *i, void *o) {
+              pfrt_box_unslice(i, o, dtype, ndim, sh, axis, pos, n);
+            });
+        if (ndim >= 2) {
+          int64_t concat = (axis + randint(1, ndim - 1)) % ndim;
+          compareBoxing(
+              describe("box_all_to_all", dtype, shape, axis) + " concat " +
+                  std::to_string(concat),
+              in, bytes,
+              [&](const void *i, void *o) {
+                pfrt_cuda_box_all_to_all(i, o, dtype, ndim, sh, axis, concat, g,
+                                         n);
+              },
+              [&](const void *i, void *o) {
+                pfrt_box_all_to_all(i, o, dtype, ndim, sh, axis, concat, g, n);
+              });
+        }
+        if (dtype == PFRT_DTYPE_F32) {
+          std::vector<float> x = uniform(bytes / 4, uint64_t(gRank) + 7);
+          std::vector<char> xin(static_cast<size_t>(bytes));
+          if (bytes)
+            std::memcpy(xin.data(), x.data(), size_t(bytes));
+          compareBoxing(
+              describe("box_reduce_scatter", dtype, shape, axis), xin,
+              bytes / n,
+              [&](const void *i, void *o) {
+                pfrt_cuda_box_reduce_scatter(static_cast<const float *>(i),
+                                             static_cast<float *>(o), ndim, sh,
+                                             axis, g, n);
+              },
+              [&](const void *i, void *o) {
+                pfrt_box_reduce_scatter(static_cast<const float *>(i),
+                                        static_cast<float *>(o), ndim, sh, axis,
+                                        g, n);
+              });
+        }
+        ++cases;
+      }
+  if (gRank == 0)
+    printf("cuda-staged: boxing, %d shapes x 3 dtypes\n", cases / 3);
+}
+
+/// Ring exchange: every rank sends to both neighbours (three messages to
+/// the right of varying size, one to the left, the same buffer twice) and
+/// receives the matching ones, plus an empty op with a NULL buffer.
+void p2pBatch() {
+  const int right = (gRank + 1) % gSize, left = (gRank + gSize - 1) % gSize;
+  // Message sizes agreed by all ranks (the same draw everywhere).
+  int64_t sizes[3];
+  for (int64_t &s : sizes)
+    s = randint(0, 3000);
+  int64_t back = randint(1, 500);
+  std::vector<std::vector<float>> sends;
+  for (int64_t s : sizes)
+    sends.push_back(uniform(s, uint64_t(gRank) + 100));
+  std::vector<float> leftSend = uniform(back, uint64_t(gRank) + 200);
+
+  auto ops = [&](float *const *sendBufs, float *leftBuf, float *const *recvBufs,
+                 float *fromRight) {
+    std::vector<pfrt_p2p_op> v;
+    for (int k = 0; k < 3; ++k)
+      v.push_back({1, int32_t(right), 5, sendBufs[k], sizes[k]});
+    v.push_back({1, int32_t(left), 6, leftBuf, back});
+    v.push_back({1, int32_t(left), 7, leftBuf, back}); // the same buffer again
+    v.push_back({1, int32_t(right), 8, nullptr, 0});
+    for (int k = 0; k < 3; ++k)
+      v.push_back({0, int32_t(left), 5, recvBufs[k], sizes[k]});
+    v.push_back({0, int32_t(right), 6, fromRight, back});
+    v.push_back({0, int32_t(right), 7, fromRight + back, back});
+    v.push_back({0, int32_t(left), 8, nullptr, 0});
+    return v;
+  };
+
+  // Host row.
+  std::vector<std::vector<float>> hostRecv(3);
+  for (int k = 0; k < 3; ++k)
+    hostRecv[size_t(k)].assign(size_t(sizes[k]), 0.0f);
+  std::vector<float> hostFromRight(static_cast<size_t>(2 * back));
+  float *hs[3] = {sends[0].data(), sends[1].data(), sends[2].data()};
+  float *hr[3] = {hostRecv[0].data(), hostRecv[1].data(), hostRecv[2].data()};
+  std::vector<pfrt_p2p_op> h =
+      ops(hs, leftSend.data(), hr, hostFromRight.data());
+  pfrt_p2p_batch(h.data(), int64_t(h.size()));
+
+  // Twin on device buffers (receive buffers start as garbage).
+  float *ds[3], *dr[3];
+  for (int k = 0; k < 3; ++k) {
+    ds[k] = static_cast<float *>(
+        upload(sends[size_t(k)].data(), sizes[k] * int64_t(sizeof(float))));
+    std::vector<char> junk = randomBytes(sizes[k] * 4, 31);
+    dr[k] = static_cast<float *>(upload(junk.data(), sizes[k] * 4));
+  }
+  float *dleft = static_cast<float *>(upload(leftSend.data(), back * 4));
+  std::vector<char> junk = randomBytes(2 * back * 4, 32);
+  float *dFromRight = static_cast<float *>(upload(junk.data(), 2 * back * 4));
+  std::vector<pfrt_p2p_op> d = ops(ds, dleft, dr, dFromRight);
+  std::vector<pfrt_p2p_op> before = d;
+  pfrt_cuda_p2p_batch(d.data(), int64_t(d.size()));
+  CHECK(std::memcmp(before.data(), d.data(), d.size() * sizeof(pfrt_p2p_op)) ==
+            0,
+        "pfrt_cuda_p2p_batch changed its descriptors");
+
+  for (int k = 0; k < 3; ++k) {
+    std::vector<char> want(static_cast<size_t>(sizes[k] * 4));
+    if (sizes[k])
+      std::memcpy(want.data(), hostRecv[size_t(k)].data(), want.size());
+    expectSame(download(dr[k], sizes[k] * 4), want,
+               "p2p_batch receive " + std::to_string(k) + " of " +
+                   std::to_string(sizes[k]) + " floats");
+  }
+  std::vector<char> want(static_cast<size_t>(2 * back * 4));
+  std::memcpy(want.data(), hostFromRight.data(), want.size());
+  expectSame(download(dFromRight, 2 * back * 4), want,
+             "p2p_batch receives from the right");
+  if (gRank == 0)
+    printf("cuda-staged: p2p_batch, messages of %lld, %lld, %lld and %lld "
+           "floats\n",
+           (long long)sizes[0], (long long)sizes[1], (long long)sizes[2],
+           (long long)back);
+}
+
+/// The vocabulary-parallel cross-entropy: this rank's block of c classes
+/// of `classes`, labels anywhere in the row (some ignored).
+void vocabXent() {
+  std::vector<int64_t> group;
+  for (int r = 0; r < gSize; ++r)
+    group.push_back(r);
+  for (int64_t mode = 0; mode <= 2; ++mode)
+    for (int inPlace = 0; inPlace <= 1; ++inPlace) {
+      int64_t n = randint(1, 40), c = randint(1, 50);
+      int64_t classes = c * gSize, offset = c * gRank;
+      const int64_t ignore = -1;
+      std::vector<float> logits = uniform(n * c, uint64_t(gRank) + 300);
+      std::vector<int64_t> labels(static_cast<size_t>(n));
+      uint64_t t = ++gTag; // the same labels on every rank
+      for (int64_t r = 0; r < n; ++r) {
+        uint64_t h = pt_mix(gSeed ^ pt_mix(t ^ pt_mix(uint64_t(r))));
+        labels[size_t(r)] = int64_t(h % uint64_t(classes));
+        if (mode != 0 && r > 0 && (h >> 32) % 4 == 0)
+          labels[size_t(r)] = ignore;
+      }
+      float dloss = 0.5f + float(randint(0, 100)) / 64.0f;
+
+      float wantLoss = 0;
+      pfrt_softmax_xent_vocab(logits.data(), labels.data(), &wantLoss, n, c,
+                              offset, classes, ignore, mode, group.data(),
+                              gSize);
+      // In place (dlogits over the logits) on the host too: the twin's host
+      // copies alias as its device buffers do.
+      std::vector<float> wantGrad(static_cast<size_t>(n * c));
+      if (inPlace)
+        wantGrad = logits;
+      pfrt_softmax_xent_vocab_grad(inPlace ? wantGrad.data() : logits.data(),
+                                   labels.data(), &dloss, wantGrad.data(), n, c,
+                                   offset, classes, ignore, mode, group.data(),
+                                   gSize);
+
+      float *dx = static_cast<float *>(upload(logits.data(), n * c * 4));
+      auto *dl = static_cast<int64_t *>(upload(labels.data(), n * int64_t(8)));
+      float *dLoss = static_cast<float *>(dalloc(4));
+      float *dDloss = static_cast<float *>(upload(&dloss, 4));
+      pfrt_cuda_softmax_xent_vocab(dx, dl, dLoss, n, c, offset, classes, ignore,
+                                   mode, group.data(), gSize);
+      std::string what = "softmax_xent_vocab mode " + std::to_string(mode) +
+                         " n " + std::to_string(n) + " c " + std::to_string(c);
+      std::vector<char> wantLossBytes(4);
+      std::memcpy(wantLossBytes.data(), &wantLoss, 4);
+      expectSame(download(dLoss, 4), wantLossBytes, what);
+      float *dg = inPlace ? dx : static_cast<float *>(dalloc(n * c * 4));
+      pfrt_cuda_softmax_xent_vocab_grad(dx, dl, dDloss, dg, n, c, offset,
+                                        classes, ignore, mode, group.data(),
+                                        gSize);
+      std::vector<char> wantGradBytes(static_cast<size_t>(n * c * 4));
+      std::memcpy(wantGradBytes.data(), wantGrad.data(), wantGradBytes.size());
+      expectSame(download(dg, n * c * 4), wantGradBytes,
+                 what + (inPlace ? " grad in place" : " grad"));
+    }
+  if (gRank == 0)
+    printf("cuda-staged: softmax_xent_vocab and _grad, modes 0-2\n");
+}
+
+/// A device tensor [2 * size, w]: rank r holds rows r and size + r, two
+/// parts (registered, then added).
+void stateParts() {
+  const int64_t w = randint(1, 20), rows = 2 * gSize;
+  const int64_t logical[2] = {rows, w}, box[2] = {1, w};
+  std::vector<float> whole = uniform(rows * w, 0); // the same on every rank
+  float *parts[2];
+  for (int k = 0; k < 2; ++k) {
+    int64_t row = gRank + k * gSize;
+    parts[k] = static_cast<float *>(upload(whole.data() + row * w, w * 4));
+  }
+  const int64_t off0[2] = {gRank, 0}, off1[2] = {gSize + gRank, 0};
+  pfrt_cuda_state_register("staged.parts", PFRT_DTYPE_F32, 2, logical, off0,
+                           box, parts[0]);
+  pfrt_cuda_state_add_part("staged.parts", off1, parts[1]);
+  std::vector<float> got(static_cast<size_t>(rows * w));
+  pfrt_state_gather("staged.parts", got.data(), rows * w * 4);
+  CHECK(std::memcmp(got.data(), whole.data(), got.size() * 4) == 0,
+        "state_add_part: the gathered tensor differs from the parts' data");
+  std::vector<float> next = uniform(rows * w, 1);
+  pfrt_state_set("staged.parts", next.data(), rows * w * 4);
+  for (int k = 0; k < 2; ++k) {
+    int64_t row = gRank + k * gSize;
+    std::vector<char> want(static_cast<size_t>(w * 4));
+    std::memcpy(want.data(), next.data() + row * w, want.size());
+    expectSame(download(parts[k], w * 4), want,
+               "state_set into part " + std::to_string(k));
+  }
+  if (gRank == 0)
+    printf("cuda-staged: state_add_part (2 parts a rank)\n");
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (pfrt_cuda_device_count() == 0) {
+    printf("cuda-staged: no CUDA device here, skipped\n");
+    return 77;
+  }
+  gSeed = pt_start(&argc, &argv, "cuda-staged", &gRank, &gSize);
+  gState = pt_mix(gSeed ^ 0x57a6ed);
+  std::string mode = argc > 1 ? argv[1] : "";
+  pfrt_cuda_arena_plan(kArena);
+  if (mode == "bad_index") {
+    const int64_t shape[2] = {4, 6};
+    void *in = dalloc(24 * 4), *out = dalloc(12 * 4);
+    pfrt_cuda_box_slice(in, out, PFRT_DTYPE_F32, 2, shape, 1, 5, 2);
+    return 0;
+  }
+  if (mode == "overlap") {
+    std::vector<int64_t> group;
+    for (int r = 0; r < gSize; ++r)
+      group.push_back(r);
+    const int64_t shape[1] = {8};
+    auto *buf = static_cast<char *>(dalloc(8 * 4 * (gSize + 1)));
+    pfrt_cuda_box_all_gather(buf, buf + 16, PFRT_DTYPE_F32, 1, shape, 0,
+                             group.data(), gSize);
+    return 0;
+  }
+  CHECK(gSize >= 2, "run under mpiexec with 2 or more ranks (got %d)", gSize);
+  boxing();
+  p2pBatch();
+  vocabXent();
+  stateParts();
+  pfrt_cuda_finalize();
+  pfrt_finalize();
+  if (gRank == 0)
+    printf("cuda-staged: PASS\n");
+  return 0;
+}
