@@ -301,6 +301,12 @@ void pfrt_cuda_k_matmul_bias(const float *a, const float *b, const float *bias,
                              float *c, int64_t batch, int64_t batch_b,
                              int64_t m, int64_t n, int64_t k, int32_t ta,
                              int32_t tb);
+/* cuBLASLt's BGRADB epilogue: the weight gradient and the bias gradient
+ * (the column sums of A) in one GEMM; where cuBLASLt has no algorithm for
+ * it, the GEMM and pfrt_cuda_k_reduce_sum (PFRT_CUDA_VERBOSE=1 says so). */
+void pfrt_cuda_k_matmul_bgrad(const float *a, const float *b, float *c,
+                              float *dbias, int64_t m, int64_t n, int64_t k,
+                              int32_t accumulate);
 /* cuBLASLt's RELU_BIAS epilogue: max(op(A) op(B) + bias, 0) in the GEMM. */
 void pfrt_cuda_k_matmul_bias_relu(const float *a, const float *b,
                                   const float *bias, float *c, int64_t batch,
@@ -339,12 +345,6 @@ void pfrt_cuda_k_count_kept(const int64_t *labels, float *count, int64_t n,
  * thread), then sum each element's dy rows in position order (float32, the
  * CPU's order; no atomics). */
 void pfrt_cuda_k_embedding(const float *table, const int64_t *ids, float *y,
-/* cuBLASLt's BGRADB epilogue: the weight gradient and the bias gradient
- * (the column sums of A) in one GEMM; where cuBLASLt has no algorithm for
- * it, the GEMM and pfrt_cuda_k_reduce_sum (PFRT_CUDA_VERBOSE=1 says so). */
-void pfrt_cuda_k_matmul_bgrad(const float *a, const float *b, float *c,
-                              float *dbias, int64_t m, int64_t n, int64_t k,
-                              int32_t accumulate);
                            int64_t n, int64_t v, int64_t d);
 void pfrt_cuda_k_embedding_grad(const int64_t *ids, const float *dy,
                                 float *dtable, int64_t n, int64_t v, int64_t d);

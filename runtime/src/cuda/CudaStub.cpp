@@ -252,6 +252,10 @@ void pfrt_cuda_k_matmul_bias(const float *, const float *, const float *,
                              int64_t, int32_t, int32_t) {
   noCuda("pfrt_cuda_k_matmul_bias");
 }
+void pfrt_cuda_k_matmul_bgrad(const float *, const float *, float *, float *,
+                              int64_t, int64_t, int64_t, int32_t) {
+  noCuda("pfrt_cuda_k_matmul_bgrad");
+}
 void pfrt_cuda_k_matmul_bias_relu(const float *, const float *, const float *,
                                   float *, int64_t, int64_t, int64_t, int64_t,
                                   int64_t, int32_t, int32_t) {
@@ -292,10 +296,6 @@ void pfrt_cuda_k_embedding(const float *, const int64_t *, float *, int64_t,
 }
 void pfrt_cuda_k_embedding_grad(const int64_t *, const float *, float *,
                                 int64_t, int64_t, int64_t) {
-void pfrt_cuda_k_matmul_bgrad(const float *, const float *, float *, float *,
-                              int64_t, int64_t, int64_t, int32_t) {
-  noCuda("pfrt_cuda_k_matmul_bgrad");
-}
   noCuda("pfrt_cuda_k_embedding_grad");
 }
 void pfrt_cuda_k_embedding_rows(const float *, const int64_t *, float *,
