@@ -173,7 +173,16 @@ def main():
                     help="run the rank executable alone (MPI singleton), not pf-run")
     ap.add_argument("--steps-scale", type=float, default=1.0)
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--compile-only", action="store_true",
+                    help="compile the configurations into --workdir and stop (on a "
+                    "machine with the CUDA toolkit; the GPU machine then runs them "
+                    "with --prebuilt)")
+    ap.add_argument("--prebuilt", action="store_true",
+                    help="run the artifacts --compile-only left in --workdir (a GPU "
+                    "machine without ptxas or pf-opt)")
     args = ap.parse_args()
+    if (args.compile_only or args.prebuilt) and not args.workdir:
+        ap.error("--compile-only and --prebuilt need --workdir")
     work = args.workdir or tempfile.mkdtemp(prefix="pf-gpu-bench-")
     os.makedirs(work, exist_ok=True)
     rows, device, torch_version = [], "?", "?"
@@ -181,7 +190,15 @@ def main():
         if args.only and cfg["name"] != args.only:
             continue
         steps = max(WARMUP + 5, int(cfg["steps"] * args.steps_scale))
-        art = compile_pf(cfg, work)
+        if args.prebuilt:
+            art = os.path.join(work, cfg["name"])
+            if not os.path.isdir(art):
+                sys.exit(f"gpu_bench: no artifacts {art} (run --compile-only first)")
+        else:
+            art = compile_pf(cfg, work)
+        if args.compile_only:
+            print(f"compiled {cfg['name']} into {art}")
+            continue
         pf_ms = run_pf(art, steps, args.direct)
         pf_nograph_ms = run_pf(art, steps, args.direct, graphs=False)
         pt_ms, device, torch_version = torch_step_ms(cfg, steps)
@@ -194,6 +211,8 @@ def main():
             "yes" if ratio <= cfg["target"] else "**no**", rate, cublas_rate,
             rate / cublas_rate))
         print(rows[-1], flush=True)
+    if args.compile_only:
+        return
     table = ("| config | steps | PipeFlow ms (graph) | PipeFlow ms (no graph) | PyTorch ms | "
              "ratio (target) | PipeFlow TFLOP/s | cuBLAS TFLOP/s | fraction (target 0.9) |\n"
              "|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows))

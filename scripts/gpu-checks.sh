@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# The device checks of the GPU issues (14, 15) as one prepared job, for a
+# session that is lent a GPU machine (one H100/H200, the CUDA runtime and
+# cuBLAS as pip wheels, PyTorch; no CUDA toolkit, no MPICH, no pf-opt).
+#
+#   scripts/gpu-checks.sh prepare [BUILD]   here, after the build (needs
+#                                           the CUDA toolkit: ptxas)
+#   scripts/gpu-checks.sh run [BUILD]       on the GPU machine, from the
+#                                           repository root
+#
+# prepare compiles every program the checks run for GPU ranks and for CPU
+# ranks, records the CPU ranks' reference losses, compiles the generated
+# element-wise kernels' images and the benchmark's programs, copies the
+# runtime's test programs and the shared libraries the executables need
+# beyond a bare system (MPICH, OpenBLAS and what they load), and packs it
+# all into BUILD/gpu-checks.tar.xz. Carry that one file (device tool:
+# carry=["build/gpu-checks.tar.xz"]) and run
+#
+#   bash scripts/gpu-checks.sh run build
+#
+# which unpacks it, runs each check (ranks as MPI singletons) and prints
+# `PASS name` / `FAIL name` (with the log's tail) / `SKIP name (why)`, then
+# `gpu-checks: N passed, M failed, K skipped`; logs stay in
+# BUILD/gpu-checks/logs. RUN_BENCH=0 skips the benchmark (bench/gpu_bench.py
+# --prebuilt, whose table goes to BUILD/gpu-checks/logs/bench.out; add it to
+# bench/RESULTS.md by hand or rerun with --write). GPU_CHECKS_FAKE=1 runs the
+# same job here on libpfrt's emulation (PFRT_CUDA_FAKE=1), the script's own
+# check: the device-only parts (the generated kernels' images, the
+# benchmark, compute-sanitizer) are skipped.
+set -u
+
+MODE=${1:-}
+BUILD=${2:-build}
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+OUT=$BUILD/gpu-checks
+PY=${PF_PYTHON:-/usr/bin/python3}
+[ -x "$PY" ] || PY=python3
+
+# name | program | options | steps | lr | seed | tolerance against the CPU
+PROGRAMS="
+mlp-sgd|test/Conversion/PFToGPU/Inputs/cuda-mlp.mlir|optimizer=sgd momentum=0.9 accumulation-steps=2|10|0.05|7|1e-4
+mlp-adam|test/Conversion/PFToGPU/Inputs/cuda-mlp.mlir|optimizer=adam accumulation-steps=4|10|0.001|7|1e-4
+convnet|examples/mlir/convnet.mlir|optimizer=sgd momentum=0.9|5|0.05|7|1e-4
+attention|test/Conversion/PFToGPU/Inputs/cuda-attention.mlir|optimizer=sgd|10|0.05|7|1e-4
+gpt|test/Conversion/PFToGPU/Inputs/cuda-gpt.mlir|optimizer=adamw|6|0.01|7|1e-4
+fused|test/Integration/Inputs/fused-elementwise.mlir|optimizer=sgd momentum=0.9 accumulation-steps=2|8|0.1|3|1e-4
+"
+
+prepare() {
+  local bin=$BUILD/bin
+  [ -x "$bin/pf-opt" ] || { echo "gpu-checks: no $bin/pf-opt (build first)" >&2; exit 2; }
+  rm -rf "$OUT" && mkdir -p "$OUT/programs" "$OUT/lib" "$OUT/tests"
+  "$PY" "$HERE/test/Integration/Inputs/gen_gpt_tokens.py" "$OUT/gpt-data" --steps 6 || exit 1
+  # (fd 3: the commands below must not read the list from stdin)
+  while IFS='|' read -r -u 3 name src opts steps lr seed tol; do
+    [ -n "$name" ] || continue
+    local d=$OUT/programs/$name
+    mkdir -p "$d"
+    sed 's/"cpu"/"cuda"/g' "$HERE/$src" >"$d/gpu.mlir.in"
+    sed 's/"cuda"/"cpu"/g' "$HERE/$src" >"$d/cpu.mlir.in"
+    "$bin/pf-opt" "$d/gpu.mlir.in" -pf-compile-gpu-pipeline="$opts" -o "$d/gpu.mlir" &&
+      "$bin/pf-translate" --pf-emit-rank-artifacts "$d/gpu.mlir" --pf-artifact-dir="$d/gpu" >/dev/null &&
+      "$bin/pf-opt" "$d/cpu.mlir.in" -pf-compile-cpu-pipeline="$opts" -o "$d/cpu.mlir" &&
+      "$bin/pf-translate" --pf-emit-rank-artifacts "$d/cpu.mlir" --pf-artifact-dir="$d/cpu" >/dev/null ||
+      { echo "gpu-checks: compiling $name failed" >&2; exit 1; }
+    local data=()
+    [ "$name" = gpt ] && data=(--data="$OUT/gpt-data")
+    "$bin/pf-run" -n 1 --steps "$steps" --lr "$lr" --seed "$seed" "${data[@]}" \
+      --loss-out "$d/cpu.txt" "$d/cpu" >/dev/null || { echo "gpu-checks: CPU run of $name failed" >&2; exit 1; }
+    rm -f "$d"/*.mlir "$d"/*.mlir.in
+    rm -rf "$d/cpu"
+    echo "$name|$steps|$lr|$seed|$tol" >"$d/settings"
+  done 3<<<"$PROGRAMS"
+  # The generated element-wise kernels alone (pfrt-test-cuda-generated).
+  local kernels="pf-gpu-kernels,nvvm-attach-target{chip=sm_90 features=+ptx80},gpu.module(convert-gpu-to-nvvm,convert-arith-to-llvm),reconcile-unrealized-casts"
+  local toolkit=${PF_CUDA_TOOLKIT:-/usr/local/cuda}
+  for fmt in bin isa; do
+    "$bin/pf-opt" "$HERE/test/Integration/Inputs/elementwise-kernels.mlir" \
+      --pass-pipeline="builtin.module($kernels,gpu-module-to-binary{toolkit=$toolkit format=$fmt})" |
+      "$bin/pf-translate" --pf-emit-gpu-binary -o "$OUT/kernels.$fmt" || exit 1
+  done
+  cp "$BUILD"/runtime/test/pfrt-test-cuda "$BUILD"/runtime/test/pfrt-test-cuda-twins \
+    "$BUILD"/runtime/test/pfrt-test-cuda-generated "$BUILD"/runtime/test/pfrt-test-generated \
+    "$BUILD"/runtime/test/cuda_kernels.ptx "$OUT/tests/" || exit 1
+  # The benchmark's programs.
+  PF_BUILD_DIR=$BUILD "$PY" "$HERE/bench/gpu_bench.py" --compile-only --workdir "$OUT/bench" >/dev/null || exit 1
+  # Shared libraries beyond glibc and libstdc++ (the GPU machine has no
+  # MPICH and maybe no OpenBLAS).
+  local exe
+  exe=$(ls "$OUT"/programs/mlp-sgd/gpu/rank0)
+  ldd "$exe" "$OUT/tests/pfrt-test-cuda-twins" | awk '/=> \// {print $3}' | sort -u |
+    grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s)\.so' |
+    while read -r lib; do cp -L "$lib" "$OUT/lib/"; done
+  tar -C "$BUILD" -cJf "$BUILD/gpu-checks.tar.xz" gpu-checks || exit 1
+  ls -la "$BUILD/gpu-checks.tar.xz"
+  echo "gpu-checks: prepared; carry $BUILD/gpu-checks.tar.xz and run: bash scripts/gpu-checks.sh run $BUILD"
+}
+
+npass=0
+nfail=0
+nskip=0
+check() { # NAME CMD...: PASS when CMD exits 0
+  local name=$1
+  shift
+  if timeout -k 5 300 "$@" >"$OUT/logs/$name.out" 2>"$OUT/logs/$name.err"; then
+    echo "PASS $name"
+    npass=$((npass + 1))
+  else
+    echo "FAIL $name"
+    nfail=$((nfail + 1))
+    tail -n 8 "$OUT/logs/$name.out" "$OUT/logs/$name.err" | sed 's/^/    /'
+  fi
+}
+check_fail() { # NAME PATTERN CMD...: PASS when CMD fails with PATTERN on stderr
+  local name=$1 pattern=$2
+  shift 2
+  if ! timeout -k 5 120 "$@" >"$OUT/logs/$name.out" 2>"$OUT/logs/$name.err" &&
+    grep -qF -- "$pattern" "$OUT/logs/$name.err"; then
+    echo "PASS $name"
+    npass=$((npass + 1))
+  else
+    echo "FAIL $name (expected a failure naming: $pattern)"
+    nfail=$((nfail + 1))
+    tail -n 8 "$OUT/logs/$name.err" | sed 's/^/    /'
+  fi
+}
+skip() {
+  echo "SKIP $1 ($2)"
+  nskip=$((nskip + 1))
+}
+
+run() {
+  if [ ! -d "$OUT" ]; then
+    [ -f "$BUILD/gpu-checks.tar.xz" ] || { echo "gpu-checks: no $BUILD/gpu-checks.tar.xz (prepare it first)" >&2; exit 2; }
+    tar -C "$BUILD" -xJf "$BUILD/gpu-checks.tar.xz" || exit 2
+  fi
+  mkdir -p "$OUT/logs"
+  export LD_LIBRARY_PATH="$OUT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  unset PFRT_CUDA_FAKE PF_TRACE
+  local fake=${GPU_CHECKS_FAKE:-0}
+  [ "$fake" = 1 ] && export PFRT_CUDA_FAKE=1
+  nvidia-smi -L 2>/dev/null || echo "gpu-checks: no nvidia-smi"
+  local cmp=$HERE/test/Integration/Inputs/compare_losses.py
+  # The runtime's own checks (runtime/test/run_tests.sh's device part).
+  if [ "$fake" = 1 ]; then
+    skip cuda_gpu "the emulation runs no PTX"
+  else
+    check cuda_gpu "$OUT/tests/pfrt-test-cuda" "$OUT/tests/cuda_kernels.ptx"
+  fi
+  check cuda_twins "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins"
+  check cuda_twins_no_graph env PFRT_NO_CUDA_GRAPH=1 "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins2"
+  check cuda_twins_bgrad "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins3" bgrad
+  check_fail cuda_twins_bad_label "pfrt_cuda_k_softmax_xent: label 7 at row 2 is outside [0, 5)" \
+    "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins4" bad_label
+  check generated_device "$OUT/tests/pfrt-test-generated" device "$RANDOM"
+  if [ "$fake" = 1 ]; then
+    skip cuda_generated "the emulation runs no cubin"
+  else
+    check cuda_generated_cubin "$OUT/tests/pfrt-test-cuda-generated" "$OUT/kernels.bin"
+    check cuda_generated_ptx "$OUT/tests/pfrt-test-cuda-generated" "$OUT/kernels.isa"
+  fi
+  # The programs: GPU losses against the CPU's, two runs and the uncaptured
+  # steps bit for bit.
+  for d in "$OUT"/programs/*; do
+    local name steps lr seed tol data=()
+    IFS='|' read -r name steps lr seed tol <"$d/settings"
+    [ "$name" = gpt ] && data=(--data="$OUT/gpt-data")
+    local args=(--steps "$steps" --lr "$lr" --seed "$seed" "${data[@]}")
+    check "$name-run1" "$d/gpu/rank0" "${args[@]}" --loss-out "$d/gpu1.txt"
+    check "$name-run2" "$d/gpu/rank0" "${args[@]}" --loss-out "$d/gpu2.txt"
+    check "$name-no-graph" "$d/gpu/rank0" "${args[@]}" --no-cuda-graph --loss-out "$d/gpu3.txt"
+    check "$name-vs-cpu" "$PY" "$cmp" "$d/cpu.txt" "$d/gpu1.txt" --tolerance "$tol"
+    check "$name-repeatable" "$PY" "$cmp" "$d/gpu1.txt" "$d/gpu2.txt" --tolerance 0
+    check "$name-graph-equals-uncaptured" "$PY" "$cmp" "$d/gpu1.txt" "$d/gpu3.txt" --tolerance 0
+  done
+  if [ "$fake" = 1 ]; then
+    skip sanitizer-mlp "emulated"
+  elif command -v compute-sanitizer >/dev/null; then
+    check sanitizer-mlp compute-sanitizer --error-exitcode 1 "$OUT/programs/mlp-sgd/gpu/rank0" --steps 2
+  else
+    skip sanitizer-mlp "no compute-sanitizer on this machine"
+  fi
+  if [ "$fake" = 1 ]; then
+    skip bench "emulated"
+  elif [ "${RUN_BENCH:-1}" = 1 ]; then
+    check bench env PF_BUILD_DIR="$BUILD" "$PY" "$HERE/bench/gpu_bench.py" --prebuilt --direct --workdir "$OUT/bench"
+    cat "$OUT/logs/bench.out"
+  else
+    skip bench "RUN_BENCH=0"
+  fi
+  echo "gpu-checks: $npass passed, $nfail failed, $nskip skipped"
+  [ "$nfail" -eq 0 ]
+}
+
+case "$MODE" in
+prepare) prepare ;;
+run) run ;;
+*)
+  echo "usage: $0 prepare|run [BUILD]" >&2
+  exit 2
+  ;;
+esac
