@@ -166,6 +166,7 @@ run() {
     IFS='|' read -r name steps lr seed tol <"$d/settings"
     [ "$name" = gpt ] && data=(--data="$OUT/gpt-data")
     local args=(--steps "$steps" --lr "$lr" --seed "$seed" "${data[@]}")
+    rm -f "$d"/gpu[123].txt # --loss-out appends
     check "$name-run1" "$d/gpu/rank0" "${args[@]}" --loss-out "$d/gpu1.txt"
     check "$name-run2" "$d/gpu/rank0" "${args[@]}" --loss-out "$d/gpu2.txt"
     check "$name-no-graph" "$d/gpu/rank0" "${args[@]}" --no-cuda-graph --loss-out "$d/gpu3.txt"
