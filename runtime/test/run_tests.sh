@@ -411,6 +411,41 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
 else
   echo "SKIP cuda_staged_emulated* (libpfrt built without its CUDA kernels)"
 fi
+# The collective twins on NCCL (Nccl.cpp) against their host rows on 2 and
+# 3 emulated GPU ranks (PFRT_CUDA_COMM=nccl: FakeNccl.cpp), sub-groups and a
+# captured graph replayed over new data; the transport choice and its
+# errors.
+if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ] && [ -x "$BIN/pfrt-test-cuda-nccl" ]; then
+  for n in 2 3; do
+    run_ok cuda_nccl_emulated_n$n 120 env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl \
+      "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-cuda-nccl"
+  done
+  run_ok cuda_nccl_emulated_chunked_n3 120 env PFRT_CUDA_FAKE=1 \
+    PFRT_CUDA_COMM=nccl PFRT_MAX_MSG_ELEMS=100 "${MPIEXEC[@]}" -n 3 \
+    "$BIN/pfrt-test-cuda-nccl"
+  # Unforced, the emulated ranks share one device: host-staged, and the
+  # same comparisons hold.
+  run_ok cuda_nccl_emulated_unforced_staged_n3 120 env PFRT_CUDA_FAKE=1 \
+    "${MPIEXEC[@]}" -n 3 "$BIN/pfrt-test-cuda-nccl" staged
+  # ... and the graph capture then fails: the capture above went over NCCL.
+  run_fail cuda_nccl_emulated_staged_not_captured 60 \
+    "pfrt_cuda_all_reduce_sum: the host-staged transport cannot be captured" \
+    env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=staged "${MPIEXEC[@]}" -n 2 \
+    "$BIN/pfrt-test-cuda-nccl"
+  run_ok cuda_nccl_emulated_verbose 120 bash -c "PFRT_CUDA_FAKE=1 \
+    PFRT_CUDA_COMM=nccl PFRT_CUDA_VERBOSE=1 $MPX -n 2 '$BIN/pfrt-test-cuda-nccl' \
+    2>&1 | grep -c 'CUDA collectives: NCCL, emulated' | grep -qx 1"
+  run_fail cuda_nccl_bogus_transport 60 \
+    "PFRT_CUDA_COMM=bogus: expected nccl or staged" \
+    env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=bogus "${MPIEXEC[@]}" -n 2 \
+    "$BIN/pfrt-test-cuda-nccl"
+  run_fail cuda_nccl_emulated_call_error 60 \
+    "pfrt_all_reduce_sum: ncclAllReduce failed: unhandled system error" \
+    env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl PFRT_CUDA_FAKE_NCCL_ERROR=1 \
+    "${MPIEXEC[@]}" -n 2 "$BIN/pfrt-test-cuda-nccl" nccl_error
+else
+  echo "SKIP cuda_nccl_emulated* (libpfrt built without its CUDA kernels or NCCL)"
+fi
 
 # --- memory services and the pfrt_main driver --------------------------------
 run_ok memory_arena_persistent_scalars 30 "$BIN/pfrt-test-memory"

@@ -77,15 +77,22 @@ std::vector<std::string> searchDirs() {
   return dirs;
 }
 
-/// dlopen of `name` in the search directories, or a clear exit.
-void *openLibrary(const char *name, const char *what) {
-  std::string tried;
+/// dlopen of `name` in the search directories, or null (`tried`: where).
+void *tryOpenLibrary(const char *name, std::string &tried) {
   for (const std::string &dir : searchDirs()) {
     std::string path = dir.empty() ? name : dir + "/" + name;
     if (void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))
       return h;
     tried += (tried.empty() ? "" : ", ") + (dir.empty() ? "default" : dir);
   }
+  return nullptr;
+}
+
+/// dlopen of `name` in the search directories, or a clear exit.
+void *openLibrary(const char *name, const char *what) {
+  std::string tried;
+  if (void *h = tryOpenLibrary(name, tried))
+    return h;
   unavailable(std::string("no ") + what + " (" + name + " not found in: " +
               (tried.empty() ? "nowhere: PFRT_CUDA_LIB_DIR is empty and "
                                "PFRT_CUDA_NO_DEFAULT_PATH=1"
@@ -152,6 +159,7 @@ struct CudaState {
   Api api;
   bool loaded = false, ready = false;
   CUcontext context = nullptr;
+  int device = 0;
   CUstream stream = nullptr;
   cublasLtHandle_t lt = nullptr;
   CUdeviceptr workspace = 0;
@@ -364,6 +372,21 @@ bool pinHostRange(const void *p, int64_t bytes) {
 
 uint64_t syncCount() { return gState.syncs; }
 
+void *openOptionalLibrary(const char *name, std::string *tried) {
+  std::string where;
+  void *h = tryOpenLibrary(name, where);
+  if (tried)
+    *tried = where;
+  return h;
+}
+
+void *computeStream() {
+  requireReady("computeStream");
+  return gState.stream;
+}
+
+int deviceOrdinal() { return gState.device; }
+
 static bool gHostStaged = false;
 void noteHostStagedCommunication() { gHostStaged = true; }
 bool hostStagedCommunication() { return gHostStaged; }
@@ -425,7 +448,9 @@ int pfrt_cuda_init(int64_t device) {
   check(api.cublasLtCreate(&s.lt), "cublasLtCreate");
   check(api.cuMemAlloc(&s.workspace, s.workspaceBytes),
         "cuMemAlloc(cuBLASLt workspace)");
+  s.device = int(device);
   s.ready = true;
+  pfrt::cuda::configureCollectives();
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #define PFRT_SRC_CUDA_CUDAINTERNAL_H
 
 #include <cstdint>
+#include <string>
 
 namespace pfrt {
 namespace cuda {
@@ -41,6 +42,19 @@ bool streamCapturing();
 /// Counts the completed pfrt_cuda_synchronize calls: a host buffer whose
 /// copy was enqueued when the count was k is free again once it exceeds k.
 uint64_t syncCount();
+
+/// dlopen of `name` in the directories the CUDA libraries are searched in
+/// (pfrt_cuda.h), or null; `tried` then lists where it looked.
+void *openOptionalLibrary(const char *name, std::string *tried);
+
+/// The compute stream (a CUstream) every twin enqueues on, and the ordinal
+/// of the device this rank uses.
+void *computeStream();
+int deviceOrdinal();
+
+/// Called by pfrt_cuda_init once the device is ready: chooses the transport
+/// of the collective twins (Nccl.cpp).
+void configureCollectives();
 
 /// Called by pfrt_cuda_finalize after its synchronisation: reports an error
 /// the kernels recorded (DeviceTwins.cpp).

@@ -73,6 +73,11 @@ bool enabled();
 PFRT_FAKE_FUNCTIONS(PFRT_FAKE_DECLARE)
 #undef PFRT_FAKE_DECLARE
 
+/// Runs `op` now, or records it in the graph while the stream is captured
+/// (what every emulated stream operation does; FakeNccl.cpp's collectives
+/// use it too).
+void enqueueHostOp(std::function<void()> op);
+
 /// A host build of one kernel of Kernels.cu: binds a launch's arguments
 /// (cuLaunchKernel's array of pointers to each argument, copied now) into
 /// a closure running one thread of it.

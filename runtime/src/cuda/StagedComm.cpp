@@ -5,14 +5,18 @@
 // to the host, the host row moves it over MPI, and the result is copied
 // back. It works wherever MPI does, for ranks on one GPU or on none of
 // their own (NCCL refuses two ranks on one device), and it is what every
-// multi-rank GPU program uses until the NCCL transport exists (issue 15).
-// Each call waits for its copies, so a step that communicates this way is
-// not captured as a CUDA graph (pfrt_cuda_run_step runs it uncaptured).
+// multi-rank GPU program uses where the NCCL transport (Nccl.cpp) is not
+// chosen. Each call waits for its copies, so a step that communicates this
+// way is not captured as a CUDA graph (pfrt_cuda_run_step runs it
+// uncaptured). The collectives NCCL has (all-reduce, all-gather,
+// reduce-scatter, broadcast, reduce) go to Nccl.cpp first where it is the
+// group's transport: enqueued on the stream, nothing staged.
 //
 //===----------------------------------------------------------------------===//
 
 #include "../common/Internal.h"
 #include "CudaInternal.h"
+#include "NcclComm.h"
 #include "pfrt/pfrt.h"
 #include "pfrt/pfrt_cuda.h"
 
@@ -218,6 +222,8 @@ extern "C" {
 
 int pfrt_cuda_all_reduce_sum(const float *in, float *out, int64_t count,
                              const int64_t *ranks, int64_t n) {
+  if (nccl::useNccl(ranks, n, "pfrt_all_reduce_sum"))
+    return nccl::allReduceSum(in, out, count, ranks, n);
   enter("pfrt_cuda_all_reduce_sum");
   std::vector<float> h = toHost(in, count);
   int rc = pfrt_all_reduce_sum(h.data(), h.data(), count, ranks, n);
@@ -227,6 +233,8 @@ int pfrt_cuda_all_reduce_sum(const float *in, float *out, int64_t count,
 
 int pfrt_cuda_all_gather(const float *in, float *out, int64_t count,
                          const int64_t *ranks, int64_t n) {
+  if (nccl::useNccl(ranks, n, "pfrt_all_gather"))
+    return nccl::allGather(in, out, count, ranks, n);
   enter("pfrt_cuda_all_gather");
   std::vector<float> h = toHost(in, count);
   std::vector<float> all(size_t(count * groupSize(n)));
@@ -237,6 +245,8 @@ int pfrt_cuda_all_gather(const float *in, float *out, int64_t count,
 
 int pfrt_cuda_reduce_scatter_sum(const float *in, float *out, int64_t count,
                                  const int64_t *ranks, int64_t n) {
+  if (nccl::useNccl(ranks, n, "pfrt_reduce_scatter_sum"))
+    return nccl::reduceScatterSum(in, out, count, ranks, n);
   enter("pfrt_cuda_reduce_scatter_sum");
   std::vector<float> h = toHost(in, count * groupSize(n));
   std::vector<float> mine(static_cast<size_t>(count));
@@ -257,6 +267,8 @@ int pfrt_cuda_all_to_all(const float *in, float *out, int64_t count,
 
 int pfrt_cuda_broadcast(float *buf, int64_t count, int64_t root,
                         const int64_t *ranks, int64_t n) {
+  if (nccl::useNccl(ranks, n, "pfrt_broadcast"))
+    return nccl::broadcast(buf, count, root, ranks, n);
   enter("pfrt_cuda_broadcast");
   std::vector<float> h = pfrt_rank() == root
                              ? toHost(buf, count)
@@ -269,6 +281,8 @@ int pfrt_cuda_broadcast(float *buf, int64_t count, int64_t root,
 
 int pfrt_cuda_reduce_sum(const float *in, float *out, int64_t count,
                          int64_t root, const int64_t *ranks, int64_t n) {
+  if (nccl::useNccl(ranks, n, "pfrt_reduce_sum"))
+    return nccl::reduceSum(in, out, count, root, ranks, n);
   enter("pfrt_cuda_reduce_sum");
   std::vector<float> h = toHost(in, count);
   std::vector<float> sum(pfrt_rank() == root ? size_t(count) : 0);

@@ -1,0 +1,193 @@
+//===- FakeNccl.cpp - a host emulation of NCCL's collectives --------------===//
+//
+// See FakeNccl.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeNccl.h"
+
+#include "../common/Internal.h"
+#include "../mpi/MpiInternal.h"
+#include "FakeDevice.h"
+#include "pfrt/pfrt.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace pfrt {
+namespace fake {
+
+namespace {
+
+/// What an emulated unique id holds: a mark, the world rank that made it
+/// and its count of ids made so far.
+struct IdBody {
+  char mark[16];
+  int64_t root;
+  int64_t serial;
+};
+constexpr char kMark[16] = "pfrt-fake-nccl";
+static_assert(sizeof(IdBody) <= sizeof(ncclUniqueId), "id too small");
+
+struct Comm {
+  std::vector<int64_t> ranks; // world ranks by NCCL rank
+  int pos = 0;
+};
+
+std::vector<int64_t> gNextGroup;
+
+bool failing() {
+  const char *v = std::getenv("PFRT_CUDA_FAKE_NCCL_ERROR");
+  return v && *v == '1';
+}
+
+Comm *asComm(ncclComm_t c) { return reinterpret_cast<Comm *>(c); }
+
+/// Enqueues `op` after checking what every emulated collective supports.
+template <typename Op>
+ncclResult_t collective(ncclDataType_t type, ncclRedOp_t red, ncclComm_t comm,
+                        Op op) {
+  if (!comm || type != ncclFloat32 || red != ncclSum)
+    return ncclInvalidArgument;
+  if (failing())
+    return ncclSystemError;
+  enqueueHostOp(op);
+  return ncclSuccess;
+}
+
+} // namespace
+
+void ncclNextGroup(const int64_t *ranks, int64_t n) {
+  gNextGroup.assign(ranks, ranks + n);
+}
+
+const char *ncclGetErrorString(ncclResult_t r) {
+  switch (r) {
+  case ncclSuccess:
+    return "no error (emulated)";
+  case ncclSystemError:
+    return "unhandled system error (emulated)";
+  case ncclInvalidArgument:
+    return "invalid argument (emulated)";
+  case ncclInvalidUsage:
+    return "invalid usage (emulated)";
+  default:
+    return "error (emulated)";
+  }
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+  static int64_t serial = 0;
+  if (!id)
+    return ncclInvalidArgument;
+  std::memset(id, 0, sizeof(*id));
+  IdBody body;
+  std::memcpy(body.mark, kMark, sizeof(kMark));
+  body.root = pfrt_rank();
+  body.serial = ++serial;
+  std::memcpy(id->internal, &body, sizeof(body));
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
+                              int rank) {
+  IdBody body;
+  std::memcpy(&body, id.internal, sizeof(body));
+  std::vector<int64_t> ranks;
+  ranks.swap(gNextGroup);
+  if (!comm || std::memcmp(body.mark, kMark, sizeof(kMark)) != 0 ||
+      nranks != int64_t(ranks.size()) || rank < 0 || rank >= nranks ||
+      ranks[size_t(rank)] != pfrt_rank())
+    return ncclInvalidArgument;
+  // The id must come from one of the members, and every member must hold
+  // the same one (what a broken id exchange would not give).
+  if (std::find(ranks.begin(), ranks.end(), body.root) == ranks.end())
+    return ncclInvalidUsage;
+  int64_t mine[2] = {body.root, body.serial};
+  std::vector<int64_t> all(size_t(2 * nranks));
+  allGather(mine, all.data(), 2, MPI_INT64_T, sizeof(int64_t), ranks.data(),
+            nranks, "ncclCommInitRank (emulated)", "nccl_init");
+  for (int p = 0; p < nranks; ++p)
+    if (all[size_t(2 * p)] != body.root ||
+        all[size_t(2 * p + 1)] != body.serial)
+      return ncclInvalidUsage;
+  Comm *c = new Comm();
+  c->ranks = std::move(ranks);
+  c->pos = rank;
+  *comm = reinterpret_cast<ncclComm_t>(c);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *error) {
+  if (!comm || !error)
+    return ncclInvalidArgument;
+  *error = ncclSuccess;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
+                           ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+                           cudaStream_t) {
+  return collective(type, op, comm, [=] {
+    const Comm &c = *asComm(comm);
+    pfrt_all_reduce_sum(static_cast<const float *>(send),
+                        static_cast<float *>(recv), int64_t(count),
+                        c.ranks.data(), int64_t(c.ranks.size()));
+  });
+}
+
+ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
+                           ncclDataType_t type, ncclComm_t comm, cudaStream_t) {
+  return collective(type, ncclSum, comm, [=] {
+    const Comm &c = *asComm(comm);
+    pfrt_all_gather(static_cast<const float *>(send),
+                    static_cast<float *>(recv), int64_t(count), c.ranks.data(),
+                    int64_t(c.ranks.size()));
+  });
+}
+
+ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
+                               ncclDataType_t type, ncclRedOp_t op,
+                               ncclComm_t comm, cudaStream_t) {
+  return collective(type, op, comm, [=] {
+    const Comm &c = *asComm(comm);
+    pfrt_reduce_scatter_sum(static_cast<const float *>(send),
+                            static_cast<float *>(recv), int64_t(count),
+                            c.ranks.data(), int64_t(c.ranks.size()));
+  });
+}
+
+ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
+                           ncclDataType_t type, int root, ncclComm_t comm,
+                           cudaStream_t) {
+  if (comm && (root < 0 || root >= int(asComm(comm)->ranks.size())))
+    return ncclInvalidArgument;
+  return collective(type, ncclSum, comm, [=] {
+    const Comm &c = *asComm(comm);
+    // NCCL reads the root's sendbuff and writes every recvbuff.
+    if (c.pos == root && send != recv)
+      std::memmove(recv, send, count * sizeof(float));
+    pfrt_broadcast(static_cast<float *>(recv), int64_t(count),
+                   c.ranks[size_t(root)], c.ranks.data(),
+                   int64_t(c.ranks.size()));
+  });
+}
+
+ncclResult_t ncclReduce(const void *send, void *recv, size_t count,
+                        ncclDataType_t type, ncclRedOp_t op, int root,
+                        ncclComm_t comm, cudaStream_t) {
+  if (comm && (root < 0 || root >= int(asComm(comm)->ranks.size())))
+    return ncclInvalidArgument;
+  return collective(type, op, comm, [=] {
+    const Comm &c = *asComm(comm);
+    pfrt_reduce_sum(static_cast<const float *>(send),
+                    c.pos == root ? static_cast<float *>(recv) : nullptr,
+                    int64_t(count), c.ranks[size_t(root)], c.ranks.data(),
+                    int64_t(c.ranks.size()));
+  });
+}
+
+} // namespace fake
+} // namespace pfrt

@@ -1,0 +1,48 @@
+//===- FakeNccl.h - a host emulation of NCCL's collectives -----*- C++ -*-===//
+//
+// With PFRT_CUDA_FAKE=1 and PFRT_CUDA_COMM=nccl, Nccl.cpp takes the entry
+// points below instead of libnccl's: a communicator is the list of its
+// members' world ranks, and each collective is enqueued on the emulated
+// stream (FakeDevice.h: run now, or recorded while a graph is captured and
+// replayed at each launch) as the matching host row of libpfrt on the
+// device buffers, which are host memory. It tests libpfrt's NCCL logic
+// (groups, positions, roots, the id exchange, capture), not NCCL.
+//
+// PFRT_CUDA_FAKE_NCCL_ERROR=1 makes every emulated collective fail with
+// ncclSystemError (the test of libpfrt's error path).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PFRT_SRC_CUDA_FAKENCCL_H
+#define PFRT_SRC_CUDA_FAKENCCL_H
+
+#include <nccl.h>
+
+#include <cstdint>
+
+namespace pfrt {
+namespace fake {
+
+#define PFRT_FAKE_NCCL_FUNCTIONS(X)                                            \
+  X(ncclGetErrorString, "")                                                    \
+  X(ncclGetUniqueId, "")                                                       \
+  X(ncclCommInitRank, "")                                                      \
+  X(ncclCommGetAsyncError, "")                                                 \
+  X(ncclAllReduce, "")                                                         \
+  X(ncclAllGather, "")                                                         \
+  X(ncclReduceScatter, "")                                                     \
+  X(ncclBroadcast, "")                                                         \
+  X(ncclReduce, "")
+#define PFRT_FAKE_DECLARE(fn, symbol) decltype(::fn) fn;
+PFRT_FAKE_NCCL_FUNCTIONS(PFRT_FAKE_DECLARE)
+#undef PFRT_FAKE_DECLARE
+
+/// The world ranks of the group whose communicator the next
+/// ncclCommInitRank makes (Nccl.cpp says so just before; a real NCCL learns
+/// them from its bootstrap, which the emulation has not).
+void ncclNextGroup(const int64_t *ranks, int64_t n);
+
+} // namespace fake
+} // namespace pfrt
+
+#endif // PFRT_SRC_CUDA_FAKENCCL_H

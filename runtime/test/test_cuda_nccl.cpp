@@ -1,0 +1,295 @@
+//===- test_cuda_nccl.cpp - the NCCL collective twins against host rows ---===//
+//
+// pfrt-test-cuda-nccl [MODE], under mpiexec (2 or more ranks), with
+// PFRT_CUDA_COMM=nccl (on real GPUs: one per rank; in CI PFRT_CUDA_FAKE=1,
+// whose emulated NCCL runs the host rows over MPI). Without a CUDA device
+// (or the emulation) it exits 77. It starts as a compiled GPU rank does
+// (pfrt_cuda_arena_plan) and runs, on fresh random data, in every group
+// (the world, the world reversed, sub-groups such as {0, 2} of 3, {r} for
+// each rank):
+//   - pfrt_cuda_all_reduce_sum (also in place), _all_gather,
+//     _reduce_scatter_sum, _broadcast (every member as the root) and
+//     _reduce_sum (the last member as the root, also in place), each
+//     against its host row on the same inputs;
+//   - a CUDA graph capturing an all-reduce, an all-gather and a broadcast,
+//     replayed over new data (the host-staged transport cannot be captured:
+//     a capture that works went over NCCL).
+// Comparison: bit for bit under the emulation (the host rows do the
+// arithmetic). On real NCCL the sums are in NCCL's order, not MPI's: each
+// element may differ from the host row's by n * 2^-22 times the sum of
+// the absolute values of its terms (gathers and broadcasts stay exact).
+// MODE "staged" runs the comparisons without the graph (any transport);
+// "nccl_error" makes one all-reduce, which must fail naming the call.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+#include "pfrt/pfrt.h"
+#include "pfrt/pfrt_cuda.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+uint64_t gSeed, gTag;
+int gRank, gSize;
+bool gExact = true;
+int64_t gNext = 0;
+const int64_t kArena = int64_t(32) << 20;
+
+std::vector<float> uniform(int64_t n, uint64_t salt) {
+  std::vector<float> v(static_cast<size_t>(n));
+  uint64_t t = ++gTag;
+  for (int64_t i = 0; i < n; ++i)
+    v[size_t(i)] = 4.0f * pt_value(gSeed, t, salt, uint64_t(i));
+  return v;
+}
+
+float *dalloc(int64_t elems) {
+  int64_t bytes = elems * 4;
+  int64_t at = gNext;
+  gNext += (bytes + 255) / 256 * 256;
+  CHECK(gNext <= kArena, "the test needs more than %lld bytes of arena",
+        (long long)kArena);
+  return static_cast<float *>(pfrt_cuda_arena_ptr(at, bytes > 0 ? bytes : 1));
+}
+
+float *upload(const std::vector<float> &h) {
+  float *d = dalloc(int64_t(h.size()));
+  if (!h.empty())
+    pfrt_cuda_h2d(d, h.data(), int64_t(h.size() * 4));
+  return d;
+}
+
+std::vector<float> download(const float *d, int64_t n) {
+  std::vector<float> h(static_cast<size_t>(n));
+  if (n > 0)
+    pfrt_cuda_d2h(h.data(), d, n * 4);
+  return h;
+}
+
+/// Garbage (NaN) in a device output, so the twin must write every element.
+void poison(float *d, int64_t n) {
+  if (n > 0)
+    pfrt_cuda_memset(d, 0xff, n * 4);
+}
+
+/// got against want; `scale` (same length, or empty for exact) bounds the
+/// difference of a sum on real NCCL (see the file comment).
+void expectSame(const std::vector<float> &got, const std::vector<float> &want,
+                const std::vector<float> &scale, int64_t n,
+                const std::string &what) {
+  CHECK(got.size() == want.size(), "%s: %zu elements, want %zu", what.c_str(),
+        got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (gExact || scale.empty()) {
+      CHECK(std::memcmp(&got[i], &want[i], 4) == 0,
+            "%s: element %zu is %.9g, the host row gives %.9g", what.c_str(), i,
+            double(got[i]), double(want[i]));
+      continue;
+    }
+    double tol = double(n) * std::ldexp(1.0, -22) * double(scale[i]);
+    CHECK(std::fabs(double(got[i]) - double(want[i])) <= tol,
+          "%s: element %zu is %.9g, the host row gives %.9g (tolerance %g)",
+          what.c_str(), i, double(got[i]), double(want[i]), tol);
+  }
+}
+
+std::vector<float> absolute(std::vector<float> v) {
+  for (float &x : v)
+    x = std::fabs(x);
+  return v;
+}
+
+std::string name(const char *fn, const std::vector<int64_t> &g, int64_t count) {
+  std::string s = std::string(fn) + " group [";
+  for (size_t i = 0; i < g.size(); ++i)
+    s += (i ? "," : "") + std::to_string(g[i]);
+  return s + "] count " + std::to_string(count);
+}
+
+/// Every collective twin in group g (this rank a member) on `count`
+/// elements per block, against the host rows.
+void collectives(const std::vector<int64_t> &g, int64_t count) {
+  const int64_t *r = g.data();
+  int64_t n = int64_t(g.size()), pos = 0;
+  while (g[size_t(pos)] != gRank)
+    ++pos;
+  std::vector<float> none;
+
+  // all-reduce, out of place and in place.
+  {
+    std::vector<float> in = uniform(count, uint64_t(gRank));
+    std::vector<float> want(static_cast<size_t>(count)),
+        scale(static_cast<size_t>(count));
+    pfrt_all_reduce_sum(in.data(), want.data(), count, r, n);
+    std::vector<float> mag = absolute(in);
+    pfrt_all_reduce_sum(mag.data(), scale.data(), count, r, n);
+    float *din = upload(in), *dout = dalloc(count);
+    poison(dout, count);
+    CHECK(pfrt_cuda_all_reduce_sum(din, dout, count, r, n) == 0, "rc");
+    expectSame(download(dout, count), want, scale, n,
+               name("pfrt_cuda_all_reduce_sum", g, count));
+    CHECK(pfrt_cuda_all_reduce_sum(din, din, count, r, n) == 0, "rc");
+    expectSame(download(din, count), want, scale, n,
+               name("pfrt_cuda_all_reduce_sum in place", g, count));
+  }
+  // all-gather.
+  {
+    std::vector<float> in = uniform(count, uint64_t(gRank));
+    std::vector<float> want(static_cast<size_t>(n * count));
+    pfrt_all_gather(in.data(), want.data(), count, r, n);
+    float *din = upload(in), *dout = dalloc(n * count);
+    poison(dout, n * count);
+    CHECK(pfrt_cuda_all_gather(din, dout, count, r, n) == 0, "rc");
+    expectSame(download(dout, n * count), want, none, n,
+               name("pfrt_cuda_all_gather", g, count));
+  }
+  // reduce-scatter.
+  {
+    std::vector<float> in = uniform(n * count, uint64_t(gRank));
+    std::vector<float> want(static_cast<size_t>(count)),
+        scale(static_cast<size_t>(count));
+    pfrt_reduce_scatter_sum(in.data(), want.data(), count, r, n);
+    std::vector<float> mag = absolute(in);
+    pfrt_reduce_scatter_sum(mag.data(), scale.data(), count, r, n);
+    float *din = upload(in), *dout = dalloc(count);
+    poison(dout, count);
+    CHECK(pfrt_cuda_reduce_scatter_sum(din, dout, count, r, n) == 0, "rc");
+    expectSame(download(dout, count), want, scale, n,
+               name("pfrt_cuda_reduce_scatter_sum", g, count));
+  }
+  // broadcast from every member.
+  for (int64_t root : g) {
+    std::vector<float> mine = uniform(count, uint64_t(gRank));
+    std::vector<float> want = mine;
+    pfrt_broadcast(want.data(), count, root, r, n);
+    float *d = upload(mine);
+    CHECK(pfrt_cuda_broadcast(d, count, root, r, n) == 0, "rc");
+    expectSame(download(d, count), want, none, n,
+               name("pfrt_cuda_broadcast", g, count) + " root " +
+                   std::to_string(root));
+  }
+  // reduce to the last member, out of place and in place on the root.
+  {
+    int64_t root = g.back();
+    bool isRoot = root == gRank;
+    std::vector<float> in = uniform(count, uint64_t(gRank));
+    std::vector<float> want(static_cast<size_t>(isRoot ? count : 0)),
+        scale(static_cast<size_t>(isRoot ? count : 0));
+    pfrt_reduce_sum(in.data(), isRoot ? want.data() : nullptr, count, root, r,
+                    n);
+    std::vector<float> mag = absolute(in);
+    pfrt_reduce_sum(mag.data(), isRoot ? scale.data() : nullptr, count, root, r,
+                    n);
+    float *din = upload(in), *dout = isRoot ? dalloc(count) : nullptr;
+    if (isRoot)
+      poison(dout, count);
+    CHECK(pfrt_cuda_reduce_sum(din, dout, count, root, r, n) == 0, "rc");
+    if (isRoot)
+      expectSame(download(dout, count), want, scale, n,
+                 name("pfrt_cuda_reduce_sum", g, count));
+    CHECK(pfrt_cuda_reduce_sum(din, din, count, root, r, n) == 0, "rc");
+    if (isRoot)
+      expectSame(download(din, count), want, scale, n,
+                 name("pfrt_cuda_reduce_sum in place", g, count));
+  }
+  (void)pos;
+}
+
+/// A graph capturing three collectives of the world, replayed over new
+/// inputs written before each launch.
+void graphReplay() {
+  std::vector<int64_t> world;
+  for (int r = 0; r < gSize; ++r)
+    world.push_back(r);
+  const int64_t *r = world.data();
+  int64_t n = gSize, count = 300, root = gSize - 1;
+  float *a = dalloc(count), *asum = dalloc(count), *b = dalloc(count),
+        *ball = dalloc(n * count), *c = dalloc(count);
+  pfrt_cuda_synchronize();
+  pfrt_cuda_graph_begin();
+  pfrt_cuda_all_reduce_sum(a, asum, count, r, n);
+  pfrt_cuda_all_gather(b, ball, count, r, n);
+  pfrt_cuda_broadcast(c, count, root, r, n);
+  pfrt_cuda_graph_end();
+  for (int replay = 0; replay < 3; ++replay) {
+    std::vector<float> ha = uniform(count, uint64_t(gRank)),
+                       hb = uniform(count, uint64_t(gRank)),
+                       hc = uniform(count, uint64_t(gRank));
+    pfrt_cuda_h2d(a, ha.data(), count * 4);
+    pfrt_cuda_h2d(b, hb.data(), count * 4);
+    pfrt_cuda_h2d(c, hc.data(), count * 4);
+    poison(asum, count);
+    poison(ball, n * count);
+    pfrt_cuda_graph_launch();
+    pfrt_cuda_synchronize();
+    std::vector<float> wa(static_cast<size_t>(count)),
+        sa(static_cast<size_t>(count)), wb(static_cast<size_t>(n * count)),
+        wc = hc;
+    pfrt_all_reduce_sum(ha.data(), wa.data(), count, r, n);
+    std::vector<float> mag = absolute(ha);
+    pfrt_all_reduce_sum(mag.data(), sa.data(), count, r, n);
+    pfrt_all_gather(hb.data(), wb.data(), count, r, n);
+    pfrt_broadcast(wc.data(), count, root, r, n);
+    std::string at = " (graph replay " + std::to_string(replay) + ")";
+    expectSame(download(asum, count), wa, sa, n, "all_reduce_sum" + at);
+    expectSame(download(ball, n * count), wb, {}, n, "all_gather" + at);
+    expectSame(download(c, count), wc, {}, n, "broadcast" + at);
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (pfrt_cuda_device_count() == 0) {
+    printf("cuda-nccl: no CUDA device here, skipped\n");
+    return 77;
+  }
+  gSeed = pt_start(&argc, &argv, "cuda-nccl", &gRank, &gSize);
+  std::string mode = argc > 1 ? argv[1] : "";
+  const char *fake = std::getenv("PFRT_CUDA_FAKE");
+  gExact = fake && std::strcmp(fake, "1") == 0;
+  pfrt_cuda_arena_plan(kArena);
+  CHECK(gSize >= 2, "run under mpiexec with 2 or more ranks (got %d)", gSize);
+  std::vector<int64_t> world, reversed;
+  for (int r = 0; r < gSize; ++r) {
+    world.push_back(r);
+    reversed.insert(reversed.begin(), r);
+  }
+  if (mode == "nccl_error") {
+    float *d = dalloc(8);
+    pfrt_cuda_all_reduce_sum(d, d, 8, world.data(), gSize);
+    pfrt_cuda_synchronize();
+    return 0;
+  }
+  // Groups, the same list on every rank (each runs those it is in).
+  std::vector<std::vector<int64_t>> groups = {world, reversed};
+  if (gSize >= 3) {
+    groups.push_back({0, 2});
+    groups.push_back({2, 1});
+  } else {
+    groups.push_back({1});
+  }
+  for (int r = 0; r < gSize; ++r)
+    groups.push_back({int64_t(r)});
+  for (int64_t count : {int64_t(0), int64_t(1), int64_t(17), int64_t(1000)})
+    for (const auto &g : groups) {
+      bool member = false;
+      for (int64_t r : g)
+        member |= r == gRank;
+      if (member)
+        collectives(g, count);
+    }
+  if (mode != "staged")
+    graphReplay();
+  pfrt_cuda_finalize();
+  pfrt_finalize();
+  if (gRank == 0)
+    printf("cuda-nccl: PASS\n");
+  return 0;
+}
