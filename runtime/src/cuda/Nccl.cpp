@@ -195,6 +195,11 @@ const Group &groupFor(const int64_t *ranks, int64_t n, const char *fn) {
   check(gNccl.api.ncclCommInitRank(&g.comm, int(n), id, g.pos),
         "ncclCommInitRank", fn);
   g.nccl = true;
+  if (verbose() && g.pos == 0)
+    std::fprintf(stderr,
+                 "pfrt: rank %d: CUDA collectives: NCCL communicator of group "
+                 "%s made\n",
+                 pfrt_rank(), groupString(ranks, n).c_str());
   return gNccl.groups.emplace(std::move(key), g).first->second;
 }
 
