@@ -439,6 +439,10 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ] && [ -x "$BIN/pfrt-test-cuda-nccl" 
     "PFRT_CUDA_COMM=bogus: expected nccl or staged" \
     env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=bogus "${MPIEXEC[@]}" -n 2 \
     "$BIN/pfrt-test-cuda-nccl"
+  run_fail cuda_nccl_emulated_shared_device 60 \
+    "PFRT_CUDA_COMM=nccl, but ranks 0 and 1 of group [0, 1] use the same GPU" \
+    env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl PFRT_CUDA_FAKE_NCCL_SHARED=1 \
+    "${MPIEXEC[@]}" -n 2 "$BIN/pfrt-test-cuda-nccl"
   run_fail cuda_nccl_emulated_call_error 60 \
     "pfrt_all_reduce_sum: ncclAllReduce failed: unhandled system error" \
     env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl PFRT_CUDA_FAKE_NCCL_ERROR=1 \

@@ -9,7 +9,9 @@
 // (groups, positions, roots, the id exchange, capture), not NCCL.
 //
 // PFRT_CUDA_FAKE_NCCL_ERROR=1 makes every emulated collective fail with
-// ncclSystemError (the test of libpfrt's error path).
+// ncclSystemError (the test of libpfrt's error path), and
+// PFRT_CUDA_FAKE_NCCL_SHARED=1 has the ranks share their emulated device
+// (Nccl.cpp: the test of the shared-device error).
 //
 //===----------------------------------------------------------------------===//
 

@@ -149,9 +149,13 @@ const Group &groupFor(const int64_t *ranks, int64_t n, const char *fn) {
   Group g;
   g.pos = groupPosition(ranks, n, fn); // the host rows' checks and errors
   // Which device each member uses: NCCL refuses two ranks on one.
-  int64_t mine[2] = {hostKey(), gNccl.emulated && gNccl.forced
-                                    ? int64_t(pfrt_rank())
-                                    : int64_t(cuda::deviceOrdinal())};
+  // The emulation under PFRT_CUDA_COMM=nccl pretends each rank has its own
+  // device, unless PFRT_CUDA_FAKE_NCCL_SHARED=1 (the test of the error).
+  const char *shared = std::getenv("PFRT_CUDA_FAKE_NCCL_SHARED");
+  bool ownDevice =
+      gNccl.emulated && gNccl.forced && !(shared && *shared == '1');
+  int64_t mine[2] = {hostKey(), ownDevice ? int64_t(pfrt_rank())
+                                          : int64_t(cuda::deviceOrdinal())};
   std::vector<int64_t> all(size_t(2 * n));
   allGather(mine, all.data(), 2, MPI_INT64_T, sizeof(int64_t), ranks, n, fn,
             "nccl_setup");
