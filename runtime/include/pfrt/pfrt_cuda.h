@@ -89,9 +89,9 @@ int pfrt_cuda_launch(void *function, int64_t gx, int64_t gy, int64_t gz,
  * unless the run asks for TF32 everywhere (PFRT_CUDA_TF32=1: pf-run --tf32,
  * an executable's --tf32).
  * Descriptors and the chosen algorithm are cached per shape, so a replayed
- * step does no setup.  * Returns 0, or 1 without running anything for the BGRADB epilogue
- * when cuBLASLt has no algorithm for it (the caller computes the GEMM and
- * the reduction itself). */
+ * step does no setup.  * Returns 0, or 1 without running anything for the
+ * BGRADB epilogue when cuBLASLt has no algorithm for it (the caller computes
+ * the GEMM and the reduction itself). */
 int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
                    float alpha, const void *a, int64_t lda, const void *b,
                    int64_t ldb, float beta, void *c, int64_t ldc, int64_t batch,
