@@ -45,6 +45,13 @@ attention|test/Conversion/PFToGPU/Inputs/cuda-attention.mlir|optimizer=sgd|10|0.
 gpt|test/Conversion/PFToGPU/Inputs/cuda-gpt.mlir|optimizer=adamw|6|0.01|7|1e-4
 fused|test/Integration/Inputs/fused-elementwise.mlir|optimizer=sgd momentum=0.9 accumulation-steps=2|8|0.1|3|1e-4
 "
+# Multi-rank GPT layouts (test/Integration/Inputs/gpt_layout.py) on one
+# GPU: the ranks share it, so they talk through the host-staged transport.
+# name | layout | ranks
+LAYOUTS="
+gpt-tp2|tp|2
+gpt-pp2|pp|2
+"
 
 prepare() {
   local bin=$BUILD/bin
@@ -71,6 +78,29 @@ prepare() {
     rm -rf "$d/cpu"
     echo "$name|$steps|$lr|$seed|$tol" >"$d/settings"
   done 3<<<"$PROGRAMS"
+  while IFS='|' read -r -u 3 name layout ranks; do
+    [ -n "$name" ] || continue
+    local d=$OUT/layouts/$name
+    mkdir -p "$d"
+    "$PY" "$HERE/test/Integration/Inputs/gpt_layout.py" "$HERE/test/Conversion/PFToGPU/Inputs/cuda-gpt.mlir" \
+      --layout "$layout" --device cuda >"$d/gpu.mlir.in" &&
+      "$PY" "$HERE/test/Integration/Inputs/gpt_layout.py" "$HERE/test/Conversion/PFToGPU/Inputs/cuda-gpt.mlir" \
+        --layout "$layout" --device cpu >"$d/cpu.mlir.in" &&
+      "$bin/pf-opt" "$d/gpu.mlir.in" -pf-compile-gpu-pipeline="optimizer=adamw" -o "$d/gpu.mlir" &&
+      "$bin/pf-translate" --pf-emit-rank-artifacts "$d/gpu.mlir" --pf-artifact-dir="$d/gpu" >/dev/null &&
+      "$bin/pf-opt" "$d/cpu.mlir.in" -pf-compile-cpu-pipeline="optimizer=adamw" -o "$d/cpu.mlir" &&
+      "$bin/pf-translate" --pf-emit-rank-artifacts "$d/cpu.mlir" --pf-artifact-dir="$d/cpu" >/dev/null &&
+      "$bin/pf-run" -n "$ranks" --steps 6 --lr 0.01 --seed 7 --data="$OUT/gpt-data" \
+        --loss-out "$d/cpu.txt" "$d/cpu" >/dev/null ||
+      { echo "gpu-checks: layout $name failed" >&2; exit 1; }
+    rm -f "$d"/*.mlir "$d"/*.mlir.in
+    rm -rf "$d/cpu"
+    echo "$name|$ranks" >"$d/settings"
+  done 3<<<"$LAYOUTS"
+  # MPICH's launcher for them (the GPU machine has none) and pf-run.
+  mkdir -p "$OUT/bin"
+  cp "$(readlink -f "$(command -v mpiexec.hydra)")" "$OUT/bin/mpiexec" &&
+    cp "$(command -v hydra_pmi_proxy)" "$bin/pf-run" "$OUT/bin/" || exit 1
   # The generated element-wise kernels alone (pfrt-test-cuda-generated).
   local kernels="pf-gpu-kernels,nvvm-attach-target{chip=sm_90 features=+ptx80},gpu.module(convert-gpu-to-nvvm,convert-arith-to-llvm),reconcile-unrealized-casts"
   local toolkit=${PF_CUDA_TOOLKIT:-/usr/local/cuda}
@@ -81,6 +111,7 @@ prepare() {
   done
   cp "$BUILD"/runtime/test/pfrt-test-cuda "$BUILD"/runtime/test/pfrt-test-cuda-twins \
     "$BUILD"/runtime/test/pfrt-test-cuda-generated "$BUILD"/runtime/test/pfrt-test-generated \
+    "$BUILD"/runtime/test/pfrt-test-cuda-nccl "$BUILD"/runtime/test/pfrt-test-cuda-staged \
     "$BUILD"/runtime/test/cuda_kernels.ptx "$OUT/tests/" || exit 1
   # The benchmark's programs.
   PF_BUILD_DIR=$BUILD "$PY" "$HERE/bench/gpu_bench.py" --compile-only --workdir "$OUT/bench" >/dev/null || exit 1
@@ -136,6 +167,7 @@ run() {
   fi
   mkdir -p "$OUT/logs"
   export LD_LIBRARY_PATH="$OUT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PATH="$OUT/bin:$PATH"
   unset PFRT_CUDA_FAKE PF_TRACE
   local fake=${GPU_CHECKS_FAKE:-0}
   [ "$fake" = 1 ] && export PFRT_CUDA_FAKE=1
@@ -173,6 +205,20 @@ run() {
     check "$name-vs-cpu" "$PY" "$cmp" "$d/cpu.txt" "$d/gpu1.txt" --tolerance "$tol"
     check "$name-repeatable" "$PY" "$cmp" "$d/gpu1.txt" "$d/gpu2.txt" --tolerance 0
     check "$name-graph-equals-uncaptured" "$PY" "$cmp" "$d/gpu1.txt" "$d/gpu3.txt" --tolerance 0
+  done
+  # Every collective on one-rank NCCL communicators (one GPU), and the
+  # host-staged transport's twins on two ranks sharing it.
+  check nccl_one_rank env PFRT_CUDA_COMM=nccl "$OUT/tests/pfrt-test-cuda-nccl"
+  check staged_two_ranks mpiexec -n 2 "$OUT/tests/pfrt-test-cuda-staged"
+  # Multi-rank GPT layouts on one GPU (staged), against the CPU ranks.
+  for d in "$OUT"/layouts/*; do
+    [ -d "$d" ] || continue
+    local name ranks
+    IFS='|' read -r name ranks <"$d/settings"
+    rm -f "$d/gpu.txt"
+    check "$name-run" pf-run -n "$ranks" --steps 6 --lr 0.01 --seed 7 \
+      --data="$OUT/gpt-data" --loss-out "$d/gpu.txt" "$d/gpu"
+    check "$name-vs-cpu" "$PY" "$cmp" "$d/cpu.txt" "$d/gpu.txt" --tolerance 1e-4
   done
   if [ "$fake" = 1 ]; then
     skip sanitizer-mlp "emulated"

@@ -416,7 +416,7 @@ fi
 # captured graph replayed over new data; the transport choice and its
 # errors.
 if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ] && [ -x "$BIN/pfrt-test-cuda-nccl" ]; then
-  for n in 2 3; do
+  for n in 1 2 3; do
     run_ok cuda_nccl_emulated_n$n 120 env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl \
       "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-cuda-nccl"
   done
