@@ -156,13 +156,14 @@ LogicalResult RankLowering::lowerParams() {
       partShape[groups[0]] /= parts;
     int64_t partElems = type.getNumElements() / parts;
     for (int64_t k = 0; k < parts; ++k) {
-      Value part =
-          k == 0
-              ? buffer
-              : rt.pfrt_arena_at(b, ploc,
-                                 state.plan->paramOffset(param.getSymName()) +
-                                     4 * k * partElems,
-                                 4 * partElems);
+      // Part k starts k * partElems floats into the buffer: an address
+      // computed here (a part need not start on the arena's 64-byte grid).
+      Value part = k == 0
+                       ? buffer
+                       : LLVM::GEPOp::create(
+                             b, ploc, state.ptrType(), b.getF32Type(), buffer,
+                             ValueRange{LLVM::ConstantOp::create(
+                                 b, ploc, b.getI64Type(), k * partElems)});
       auto partOffset = [&]() -> Value {
         if (!groups)
           return offsetPtr();

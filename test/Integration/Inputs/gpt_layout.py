@@ -21,10 +21,10 @@ import sys
 # The weights Megatron splits and how (the shapes of cuda-gpt.mlir's).
 TP_SPLITS = {
     "48x16xf32": "S(0)",  # attn_w
-    # attn_b stays replicated: split S(0), each rank holds three 8-float
-    # parts of a grouped split (q, k, v), and the CPU lowering's
-    # pf_init_params places part k at the parameter's offset + 32 k bytes,
-    # which pfrt_arena_at rejects (64-byte alignment) on CPU ranks.
+    # attn_b (48xf32): replicated, or split S(0) with --split-attn-b under
+    # tp (each rank holds three 8-float parts of a grouped split, q, k and
+    # v, 32 bytes apart); pp_tp keeps it replicated (pf-lower-boxing has no
+    # boxing from the grouped split S(2, 3) to S(0) there yet).
     "64x16xf32": "S(0)",  # fc_w
     "64xf32": "S(0)",  # fc_b
     "16x16xf32": "S(1)",  # proj_w
@@ -37,8 +37,11 @@ STAGE1_PARAMS = ("@lnf_g", "@lnf_b", "@head_w")
 STAGE1_FIRST = "%gf = "
 
 
-def tensor_parallel(text):
-    for shape, split in TP_SPLITS.items():
+def tensor_parallel(text, split_attn_b=False):
+    splits = dict(TP_SPLITS)
+    if split_attn_b:
+        splits["48xf32"] = "S(0)"
+    for shape, split in splits.items():
         text = text.replace("!pf.global<%s, #P, #B>" % shape,
                             "!pf.global<%s, #P, #pf.sbp<[%s]>>" % (shape, split))
     return text
@@ -91,12 +94,14 @@ def main():
     ap.add_argument("source")
     ap.add_argument("--layout", required=True, choices=["tp", "dp", "pp", "pp_tp"])
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--split-attn-b", action="store_true",
+                    help="tp: split c_attn's bias too (three parts a rank)")
     args = ap.parse_args()
     text = open(args.source).read()
     text = "\n".join(l for l in text.splitlines() if not l.startswith("//")) + "\n"
     if args.layout == "tp":
         text = text.replace('#pf.placement<"cuda", [0]>', '#pf.placement<"cuda", [0, 1]>')
-        text = tensor_parallel(text)
+        text = tensor_parallel(text, split_attn_b=args.split_attn_b)
     elif args.layout == "dp":
         text = text.replace('#pf.placement<"cuda", [0]>', '#pf.placement<"cuda", [0, 1]>')
         # The tokens and targets (the only 2x8xi64 values) split by batch.
