@@ -31,6 +31,7 @@
 
 #ifndef PFRT_CUDA_NO_NCCL
 
+#include "../common/CommChecks.h"
 #include "../common/Internal.h"
 #include "../mpi/MpiInternal.h"
 #include "CudaInternal.h"
@@ -221,35 +222,13 @@ cudaStream_t stream() {
   return static_cast<cudaStream_t>(cuda::computeStream());
 }
 
-constexpr int64_t kMaxCount = int64_t(1) << 60;
-
-void checkCount(int64_t count, const char *fn) {
-  if (count < 0 || count > kMaxCount)
-    fatal("%s: count %lld is outside [0, 2^60]", fn, (long long)count);
-}
-
-void checkBuf(const void *p, int64_t count, const char *what, const char *fn) {
-  if (!p && count > 0)
-    fatal("%s: %s is NULL with count %lld", fn, what, (long long)count);
-}
-
-void checkNoOverlap(const void *a, int64_t na, const void *b, int64_t nb,
-                    const char *fn) {
-  if (na == 0 || nb == 0)
-    return;
-  const char *ca = static_cast<const char *>(a),
-             *cb = static_cast<const char *>(b);
-  int64_t es = int64_t(sizeof(float));
-  if (ca < cb + nb * es && cb < ca + na * es)
-    fatal("%s: input and output buffers overlap", fn);
-}
+using comm::checkBuf;
+using comm::checkCount;
+using comm::checkNoOverlap;
+using comm::kMaxCount;
 
 int64_t blocks(int64_t n, int64_t count, const char *fn) {
-  int64_t r;
-  if (__builtin_mul_overflow(n, count, &r) || r > kMaxCount)
-    fatal("%s: %lld x %lld elements overflow", fn, (long long)n,
-          (long long)count);
-  return r;
+  return comm::mulCount(n, count, fn);
 }
 
 int rootPosition(const int64_t *ranks, int64_t n, int64_t root,

@@ -1,5 +1,6 @@
 //===- Collectives.cpp - Group communicators and collectives over MPI -----===//
 
+#include "../common/CommChecks.h"
 #include "../common/Internal.h"
 #include "MpiInternal.h"
 #include "pfrt/pfrt.h"
@@ -105,39 +106,13 @@ int rootPosition(const int64_t *ranks, int64_t n, int64_t root,
         groupToString(ranks, n).c_str());
 }
 
-constexpr int64_t kMaxCount = int64_t(1) << 60;
+using comm::checkBuf;
+using comm::checkCount;
+using comm::checkNoOverlap;
+using comm::kMaxCount;
+using comm::mulCount;
 /// Largest piece of one MPI_Reduce in pfrt_reduce_sum (see there).
 constexpr int64_t kReducePiece = int64_t(1) << 24;
-
-void checkCount(int64_t count, const char *fn) {
-  if (count < 0 || count > kMaxCount)
-    fatal("%s: count %lld is outside [0, 2^60]", fn, (long long)count);
-}
-
-void checkBuf(const void *p, int64_t count, const char *what, const char *fn) {
-  if (!p && count > 0)
-    fatal("%s: %s is NULL with count %lld", fn, what, (long long)count);
-}
-
-/// Fatal if [a, a+na) and [b, b+nb) (in elements of elemSize bytes) share
-/// memory.
-void checkNoOverlap(const void *a, int64_t na, const void *b, int64_t nb,
-                    const char *fn, int64_t elemSize = sizeof(float)) {
-  if (na == 0 || nb == 0)
-    return;
-  const char *ca = (const char *)a, *cb = (const char *)b;
-  if (ca < cb + nb * elemSize && cb < ca + na * elemSize)
-    fatal("%s: input and output buffers overlap", fn);
-}
-
-/// n blocks of count elements; fatal if the byte size overflows.
-int64_t mulCount(int64_t n, int64_t count, const char *fn) {
-  int64_t r;
-  if (__builtin_mul_overflow(n, count, &r) || r > kMaxCount)
-    fatal("%s: %lld x %lld elements overflow", fn, (long long)n,
-          (long long)count);
-  return r;
-}
 
 int64_t bytesOf(int64_t elems, int64_t elemSize = sizeof(float)) {
   return elems * elemSize;

@@ -1,0 +1,57 @@
+//===- CommChecks.h - argument checks of the collectives --------*- C++ -*-===//
+//
+// What the MPI collectives (mpi/Collectives.cpp) and their NCCL versions
+// (cuda/Nccl.cpp) check of their arguments, written once so both give the
+// same messages for the same mistakes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PFRT_SRC_COMMON_COMMCHECKS_H
+#define PFRT_SRC_COMMON_COMMCHECKS_H
+
+#include "Internal.h"
+
+#include <cstdint>
+
+namespace pfrt {
+namespace comm {
+
+/// The most elements one collective moves.
+constexpr int64_t kMaxCount = int64_t(1) << 60;
+
+inline void checkCount(int64_t count, const char *fn) {
+  if (count < 0 || count > kMaxCount)
+    fatal("%s: count %lld is outside [0, 2^60]", fn, (long long)count);
+}
+
+inline void checkBuf(const void *p, int64_t count, const char *what,
+                     const char *fn) {
+  if (!p && count > 0)
+    fatal("%s: %s is NULL with count %lld", fn, what, (long long)count);
+}
+
+/// Fatal if [a, a+na) and [b, b+nb) (in elements of elemSize bytes) share
+/// memory.
+inline void checkNoOverlap(const void *a, int64_t na, const void *b, int64_t nb,
+                           const char *fn, int64_t elemSize = sizeof(float)) {
+  if (na == 0 || nb == 0)
+    return;
+  const char *ca = static_cast<const char *>(a),
+             *cb = static_cast<const char *>(b);
+  if (ca < cb + nb * elemSize && cb < ca + na * elemSize)
+    fatal("%s: input and output buffers overlap", fn);
+}
+
+/// n blocks of count elements; fatal if that overflows kMaxCount.
+inline int64_t mulCount(int64_t n, int64_t count, const char *fn) {
+  int64_t r;
+  if (__builtin_mul_overflow(n, count, &r) || r > kMaxCount)
+    fatal("%s: %lld x %lld elements overflow", fn, (long long)n,
+          (long long)count);
+  return r;
+}
+
+} // namespace comm
+} // namespace pfrt
+
+#endif // PFRT_SRC_COMMON_COMMCHECKS_H
