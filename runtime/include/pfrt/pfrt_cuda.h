@@ -101,7 +101,9 @@ int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
 /* CUDA graphs of the compute stream: capture between begin and end, then
  * replay. With PFRT_NO_CUDA_GRAPH=1 (or before end) pfrt_cuda_graph_launch
  * is an error and callers run uncaptured; pfrt_cuda_graphs_enabled says
- * which. */
+ * which. The host work a captured twin leaves for each replay (input loads
+ * and scalar refreshes before it, reports after it) runs only under
+ * pfrt_cuda_run_step, not around a bare pfrt_cuda_graph_launch. */
 int pfrt_cuda_graphs_enabled(void);
 int pfrt_cuda_graph_begin(void);
 int pfrt_cuda_graph_end(void);

@@ -186,16 +186,22 @@ PFRT_MULTIVERSION double softmaxRow(const float *PFRT_RESTRICT x, int64_t n,
   const double mx = double(rowMax(x, n));
   for (int64_t i = 0; i < n; ++i)
     e[i] = expClamped(double(x[i]) - mx);
-  double acc[4] = {0, 0, 0, 0};
+  // 32 interleaved lanes combined by a warp's shuffle tree: the GPU's
+  // order (cuda/DeviceBodies.h softmaxRowSum), so both give the same bits.
+  double acc[32];
+  for (int j = 0; j < 32; ++j)
+    acc[j] = 0;
   int64_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (int j = 0; j < 4; ++j)
+  for (; i + 32 <= n; i += 32)
+    for (int j = 0; j < 32; ++j)
       acc[j] += e[i + j];
-  double tail = 0;
-  for (; i < n; ++i)
-    tail += e[i];
+  for (int j = 0; i + j < n; ++j)
+    acc[j] += e[i + j];
+  for (int off = 16; off >= 1; off /= 2)
+    for (int j = 0; j < off; ++j)
+      acc[j] += acc[j + off];
   *mxOut = mx;
-  return ((acc[0] + acc[2]) + (acc[1] + acc[3])) + tail;
+  return acc[0];
 }
 
 /// The summing loop of reduce_sum over coalesced dims ext[0..r) (see

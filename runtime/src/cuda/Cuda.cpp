@@ -123,7 +123,7 @@ void *openLibrary(const char *name, const char *what) {
   X(cuGraphInstantiate, "cuGraphInstantiateWithFlags")                         \
   X(cuGraphLaunch, "cuGraphLaunch")                                            \
   X(cuStreamIsCapturing, "cuStreamIsCapturing")                                \
-  X(cuMemHostRegister, "cuMemHostRegister_v2")                                 \
+  X(cuMemAllocHost, "cuMemAllocHost_v2")                                       \
   X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode")
 
 #define PFRT_CUBLASLT_FUNCTIONS(X)                                             \
@@ -169,7 +169,6 @@ struct CudaState {
   std::map<std::vector<int64_t>, Plan> plans;
   CUgraphExec graph = nullptr;
   uint64_t syncs = 0;
-  std::set<uintptr_t> pinnedPages;
 } gState;
 
 template <class F> void resolve(F &f, void *library, const char *symbol) {
@@ -342,32 +341,28 @@ void *allocPersistent(int64_t bytes, const char *what) {
   return reinterpret_cast<void *>(p);
 }
 
-bool pinHostRange(const void *p, int64_t bytes) {
+void *allocPinned(int64_t bytes, const char *what) {
   CudaState &s = gState;
-  requireReady("pinHostRange");
-  static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
-  uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
-  uintptr_t end = reinterpret_cast<uintptr_t>(p) + uintptr_t(bytes);
-  bool ok = true;
-  // Registering host pages does not touch the stream: allowed inside a
-  // capture (a captured step's page-locked buffers are made there), with
-  // the thread's capture mode relaxed around it.
+  requireReady(what);
+  // Page-locked memory of the driver's own (not registered pages of a
+  // host allocation: a copy spanning two registrations is refused, and a
+  // freed registration can come back at the same address): allocating it
+  // does not touch the stream, so it is allowed inside a capture (a
+  // captured step's buffers are made there), with the thread's capture
+  // mode relaxed around it.
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
   check(s.api.cuThreadExchangeStreamCaptureMode(&mode),
         "cuThreadExchangeStreamCaptureMode");
-  for (uintptr_t at = first; at < end; at += page) {
-    if (s.pinnedPages.count(at))
-      continue;
-    CUresult r =
-        s.api.cuMemHostRegister(reinterpret_cast<void *>(at), size_t(page), 0);
-    if (r == CUDA_SUCCESS || r == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
-      s.pinnedPages.insert(at);
-    else
-      ok = false;
-  }
+  void *p = nullptr;
+  CUresult r = s.api.cuMemAllocHost(&p, size_t(bytes > 0 ? bytes : 1));
   check(s.api.cuThreadExchangeStreamCaptureMode(&mode),
         "cuThreadExchangeStreamCaptureMode");
-  return ok;
+  if (r != CUDA_SUCCESS || !p)
+    fatal("%s: cannot allocate %lld bytes of page-locked host memory for a "
+          "captured copy (CUDA error %d; run with PFRT_NO_CUDA_GRAPH=1)",
+          what, (long long)bytes, int(r));
+  std::memset(p, 0, size_t(bytes > 0 ? bytes : 1));
+  return p;
 }
 
 uint64_t syncCount() { return gState.syncs; }

@@ -22,10 +22,10 @@ bool deviceReady();
 /// allocating is not allowed: the first step must run uncaptured).
 void *allocPersistent(int64_t bytes, const char *what);
 
-/// Page-locks the host pages holding [p, p + bytes) once, so that copies
-/// from them can be captured in a graph and re-read at each replay. Best
-/// effort: false (nothing changed) when the driver refuses.
-bool pinHostRange(const void *p, int64_t bytes);
+/// Page-locked host memory of `bytes` (zeroed), kept for the program's
+/// life, for copies captured in a graph (each replay re-reads or rewrites
+/// it). Fatal, naming `what`, when the driver refuses.
+void *allocPinned(int64_t bytes, const char *what);
 
 /// A device-to-host copy enqueued on the compute stream, not waited for
 /// (the destination should be page-locked; pfrt_cuda_d2h waits).

@@ -333,20 +333,39 @@ PFRT_HD inline float rowMax(const float *x, int64_t n) {
   return r;
 }
 
+/// A softmax row's sum of exponentials is summed in kRowLanes interleaved
+/// lanes (lane j: elements j, j + kRowLanes, ... in order), combined by the
+/// tree a warp's shuffles make (combineLanes): one warp sums a row on the
+/// device (Kernels.cu), one thread elsewhere, with the same bits.
+constexpr int kRowLanes = 32;
+
+/// Lanes combined: for off = 16, 8, 4, 2, 1, lane j < off adds lane j + off
+/// (as `v += __shfl_down_sync(~0u, v, off)`); returns lane 0's sum.
+PFRT_HD inline double combineLanes(double *acc) {
+  for (int off = kRowLanes / 2; off >= 1; off /= 2)
+    for (int j = 0; j < off; ++j)
+      acc[j] += acc[j + off];
+  return acc[0];
+}
+
+/// Lane `lane`'s share of the sum of exp(x[i] - m).
+PFRT_HD inline double softmaxLaneSum(const float *x, int64_t n, double m,
+                                     int lane) {
+  double acc = 0;
+  for (int64_t i = lane; i < n; i += kRowLanes)
+    acc += expClamped(double(x[i]) - m);
+  return acc;
+}
+
 /// The CPU's softmaxRow without the stored exponentials: returns the float64
-/// sum of exp(x[i] - max) (4 accumulators) and the max in *mx.
+/// sum of exp(x[i] - max) (kRowLanes lanes) and the max in *mx.
 PFRT_HD inline double softmaxRowSum(const float *x, int64_t n, double *mx) {
   const double m = double(rowMax(x, n));
-  double acc[4] = {0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (int j = 0; j < 4; ++j)
-      acc[j] += expClamped(double(x[i + j]) - m);
-  double tail = 0;
-  for (; i < n; ++i)
-    tail += expClamped(double(x[i]) - m);
+  double acc[kRowLanes];
+  for (int j = 0; j < kRowLanes; ++j)
+    acc[j] = softmaxLaneSum(x, n, m, j);
   *mx = m;
-  return ((acc[0] + acc[2]) + (acc[1] + acc[3])) + tail;
+  return combineLanes(acc);
 }
 
 PFRT_HD inline bool labelOk(int64_t l, int64_t c) { return l >= 0 && l < c; }

@@ -175,9 +175,8 @@ Module &kernels(const char *fn) {
   pfrt_cuda_memset(m.err, 0, sizeof(DeviceError));
   m.dataStep = static_cast<int64_t *>(
       cuda::allocPersistent(sizeof(int64_t), "pfrt_cuda dropout step"));
-  static int64_t dataStepHost = 0;
-  m.dataStepHost = &dataStepHost;
-  cuda::pinHostRange(m.dataStepHost, sizeof(int64_t));
+  m.dataStepHost = static_cast<int64_t *>(
+      cuda::allocPinned(sizeof(int64_t), "the dropout's data step"));
   m.loaded = true;
   return m;
 #endif
@@ -206,6 +205,12 @@ void launch(Kernel k, int64_t n, void **args, const char *fn) {
   if (blocks > (int64_t(1) << 20))
     blocks = int64_t(1) << 20;
   pfrt_cuda_launch(m.fn[k], blocks, 1, 1, kBlock, 1, 1, 0, args);
+}
+
+/// Launches kernel k on one block of kBlock threads.
+void launchBlock(Kernel k, void **args, const char *fn) {
+  Module &m = kernels(fn);
+  pfrt_cuda_launch(m.fn[k], 1, 1, 1, kBlock, 1, 1, 0, args);
 }
 
 /// Launches kernel k on one thread.
@@ -334,15 +339,7 @@ bool gPlanned = false;
 /// A page-locked host buffer of `bytes` for the captured copy keyed by
 /// `key` (one per call site of the step, which runs once while captured).
 void *pinnedBuffer(int64_t bytes, const char *fn) {
-  static std::vector<std::unique_ptr<std::vector<char>>> buffers;
-  buffers.push_back(
-      std::make_unique<std::vector<char>>(size_t(bytes > 0 ? bytes : 1)));
-  void *p = buffers.back()->data();
-  if (!cuda::pinHostRange(p, bytes > 0 ? bytes : 1))
-    fatal("%s: cannot page-lock %lld bytes of host memory for a captured "
-          "copy (run with PFRT_NO_CUDA_GRAPH=1)",
-          fn, (long long)bytes);
-  return p;
+  return cuda::allocPinned(bytes, fn);
 }
 
 /// While captured: the host load `load(host)` runs before each replay into
@@ -416,6 +413,17 @@ void biasAdd(const char *fn, const float *x, const float *b, float *y,
 
 /// C = op(A) op(B) (+ bias per column) + beta C through pfrt_cuda_gemm, with
 /// pfrt_k_matmul's shapes and checks.
+/// PFRT_CUDA_NO_FUSED_EPILOGUES=1: cuBLASLt's RELU_BIAS and BGRADB
+/// epilogues are not used (a bias-only GEMM and a ReLU kernel; a GEMM and
+/// a reduction), to measure what the fused epilogues gain or cost.
+bool fusedEpilogues() {
+  static const bool on = [] {
+    const char *v = std::getenv("PFRT_CUDA_NO_FUSED_EPILOGUES");
+    return !(v && std::strcmp(v, "1") == 0);
+  }();
+  return on;
+}
+
 void matmul(const char *fn, const float *a, const float *b, bool hasBias,
             const float *bias, float *c, int64_t batch, int64_t batch_b,
             int64_t m, int64_t n, int64_t k, int32_t ta, int32_t tb, float beta,
@@ -449,20 +457,25 @@ void matmul(const char *fn, const float *a, const float *b, bool hasBias,
     return;
   }
   const int64_t lda = ta ? m : k, ldb = tb ? k : n;
-  const int32_t epilogue = !hasBias ? PFRT_EPILOGUE_NONE
-                           : relu   ? PFRT_EPILOGUE_RELU_BIAS
-                                    : PFRT_EPILOGUE_BIAS;
+  const bool reluKernel = relu && !fusedEpilogues();
+  const int32_t epilogue = !hasBias              ? PFRT_EPILOGUE_NONE
+                           : relu && !reluKernel ? PFRT_EPILOGUE_RELU_BIAS
+                                                 : PFRT_EPILOGUE_BIAS;
   void *biasPtr = hasBias ? const_cast<float *>(bias) : nullptr;
   if (batch_b == 1 && !ta && batch > 1) {
     // A shared B and untransposed A: the batch folds into M (one GEMM), as
     // the CPU kernel does.
     pfrt_cuda_gemm(0, tb, mulChecked(fn, batch, m), n, k, 1.0f, a, lda, b, ldb,
                    beta, c, n, 1, 0, 0, 0, epilogue, biasPtr, nullptr, 0);
+    if (reluKernel)
+      pfrt_cuda_k_relu(c, c, cTotal);
     return;
   }
   pfrt_cuda_gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, n, batch,
                  aSize, batch_b == 1 ? 0 : bSize, cSize, epilogue, biasPtr,
                  nullptr, 0);
+  if (reluKernel)
+    pfrt_cuda_k_relu(c, c, cTotal);
 }
 
 /// Carves device scratch into consecutive pieces, each 256-byte aligned.
@@ -733,7 +746,7 @@ void xentIgnore(const char *fn, int32_t code, const float *logits,
   checkPtr(fn, "loss", loss, 1);
   double *rows = static_cast<double *>(scratch(n * 8, fn));
   void *args1[] = {&logits, &labels, &rows, &n, &c, &ignore};
-  launch(kXentRowsIgnore, n, args1, fn);
+  launch(kXentRowsIgnore, mulChecked(fn, n, dev::kRowLanes), args1, fn);
   DeviceError *err = gModule.err;
   void *args2[] = {&rows, &labels, &loss, &n, &c, &ignore, &mean, &code, &err};
   launchSingle(kXentTotalIgnore, args2, fn);
@@ -757,7 +770,7 @@ void xentGradIgnore(const char *fn, int32_t code, const float *logits,
                    &ignore, &mean,  &code,  &err};
   launchSingle(kXentGradScale, args1, fn);
   void *args2[] = {&logits, &stats, &n, &c};
-  launch(kXentStats, n, args2, fn);
+  launch(kXentStats, mulChecked(fn, n, dev::kRowLanes), args2, fn);
   void *args3[] = {&logits,  &labels, &scale,  &stats,
                    &dlogits, &c,      &ignore, &total};
   launch(kXentGradIgnore, total, args3, fn);
@@ -902,14 +915,15 @@ float *pfrt_cuda_scalar(const char *name) {
   requireDevice(fn);
   static std::unordered_map<std::string, float *> slots;
   float *&slot = slots[name];
-  if (!slot) {
+  if (!slot)
     slot = static_cast<float *>(cuda::allocPersistent(sizeof(float), fn));
-    // Page-locked, so that a captured copy re-reads it at each replay.
-    cuda::pinHostRange(host, sizeof(float));
-  }
   if (cuda::streamCapturing()) {
-    // A copy node: each replay reads the host value as it is then.
-    pfrt_cuda_h2d(slot, host, sizeof(float));
+    // A copy node from a page-locked mirror, which the host work before
+    // each replay sets to the scalar's value as it is then.
+    auto *mirror = static_cast<float *>(pinnedBuffer(sizeof(float), fn));
+    *mirror = *host;
+    gCaptured.before.push_back([mirror, host] { *mirror = *host; });
+    pfrt_cuda_h2d(slot, mirror, sizeof(float));
   } else {
     // Uncaptured: the value now, as the kernel argument (the host may
     // change the scalar before the stream gets here).
@@ -1265,15 +1279,16 @@ void pfrt_cuda_k_matmul_bgrad(const float *a, const float *b, float *c,
   checkPtr(fn, "dbias", dbias, m);
   const int64_t shape[2] = {k, m};
   const int8_t rows[2] = {1, 0};
-  if (m > 0 && n > 0 && k > 0 &&
+  if (m > 0 && n > 0 && k > 0 && fusedEpilogues() &&
       pfrt_cuda_gemm(1, 0, m, n, k, 1.0f, a, m, b, n, accumulate ? 1.0f : 0.0f,
                      c, n, 1, 0, 0, 0, PFRT_EPILOGUE_BGRADB, dbias, nullptr,
                      0) == 0)
     return;
-  // k = 0 (C zeros or unchanged, dbias zeros), or no BGRADB algorithm.
+  // k = 0 (C zeros or unchanged, dbias zeros), no BGRADB algorithm, or
+  // PFRT_CUDA_NO_FUSED_EPILOGUES=1.
   static bool said = false;
   const char *v = std::getenv("PFRT_CUDA_VERBOSE");
-  if (k > 0 && !said && v && *v == '1') {
+  if (k > 0 && fusedEpilogues() && !said && v && *v == '1') {
     said = true;
     std::fprintf(stderr,
                  "pfrt: cuBLASLt has no BGRADB algorithm for %lld x %lld x "
@@ -1302,10 +1317,10 @@ void pfrt_cuda_k_softmax_xent(const float *logits, const int64_t *labels,
   checkPtr(fn, "loss", loss, 1);
   double *rows = static_cast<double *>(scratch(n * 8, fn));
   void *args1[] = {&logits, &labels, &rows, &n, &c};
-  launch(kXentRows, n, args1, fn);
+  launch(kXentRows, mulChecked(fn, n, dev::kRowLanes), args1, fn);
   DeviceError *err = gModule.err;
   void *args2[] = {&rows, &labels, &loss, &n, &c, &err};
-  launchSingle(kXentTotal, args2, fn);
+  launchBlock(kXentTotal, args2, fn);
 }
 
 void pfrt_cuda_k_softmax_xent_grad(const float *logits, const int64_t *labels,
@@ -1319,9 +1334,9 @@ void pfrt_cuda_k_softmax_xent_grad(const float *logits, const int64_t *labels,
   double *stats = static_cast<double *>(scratch(mulChecked(fn, n, 16), fn));
   DeviceError *err = gModule.err;
   void *args1[] = {&labels, &n, &c, &err};
-  launchSingle(kXentCheckLabels, args1, fn);
+  launchBlock(kXentCheckLabels, args1, fn);
   void *args2[] = {&logits, &stats, &n, &c};
-  launch(kXentStats, n, args2, fn);
+  launch(kXentStats, mulChecked(fn, n, dev::kRowLanes), args2, fn);
   void *args3[] = {&logits, &labels, &dloss, &stats, &dlogits, &n, &c, &total};
   launch(kXentGrad, total, args3, fn);
 }

@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -133,8 +134,33 @@ CUresult cuMemGetInfo(size_t *free, size_t *total) {
   return CUDA_SUCCESS;
 }
 
-CUresult cuMemHostRegister(void *, size_t, unsigned int) {
+/// The page-locked host allocations (start -> bytes), kept for the
+/// process's life, as the runtime keeps its page-locked buffers.
+std::map<uintptr_t, size_t> gPinned;
+
+CUresult cuMemAllocHost(void **p, size_t bytes) {
+  *p = std::calloc(1, bytes > 0 ? bytes : 1);
+  if (!*p)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  gPinned[reinterpret_cast<uintptr_t>(*p)] = bytes > 0 ? bytes : 1;
   return CUDA_SUCCESS;
+}
+
+/// A captured copy's host range may be pageable memory or lie inside one
+/// page-locked allocation, not run from one into other memory (on an H200
+/// the driver refused such copies, page-locked page by page, with
+/// CUDA_ERROR_INVALID_VALUE).
+bool capturedHostRangeOk(const void *host, size_t bytes) {
+  if (!gRecording || bytes == 0)
+    return true;
+  auto at = reinterpret_cast<uintptr_t>(host);
+  auto next = gPinned.upper_bound(at);
+  if (next != gPinned.begin()) {
+    auto it = std::prev(next);
+    if (at < it->first + it->second)
+      return at + bytes <= it->first + it->second;
+  }
+  return next == gPinned.end() || next->first >= at + bytes;
 }
 
 CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
@@ -145,10 +171,14 @@ CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
 
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t bytes,
                            CUstream) {
+  if (!capturedHostRangeOk(src, bytes))
+    return CUDA_ERROR_INVALID_VALUE;
   return enqueue([=] { std::memcpy(address(dst), src, bytes); });
 }
 
 CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream) {
+  if (!capturedHostRangeOk(dst, bytes))
+    return CUDA_ERROR_INVALID_VALUE;
   return enqueue([=] { std::memcpy(dst, address(src), bytes); });
 }
 

@@ -48,7 +48,7 @@ bool enabled();
   X(cuStreamIsCapturing, "")                                                   \
   X(cuMemAlloc, "")                                                            \
   X(cuMemGetInfo, "")                                                          \
-  X(cuMemHostRegister, "")                                                     \
+  X(cuMemAllocHost, "")                                                        \
   X(cuThreadExchangeStreamCaptureMode, "")                                     \
   X(cuMemcpyHtoDAsync, "")                                                     \
   X(cuMemcpyDtoHAsync, "")                                                     \

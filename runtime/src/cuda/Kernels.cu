@@ -27,6 +27,37 @@ __device__ inline int64_t gridStride() {
 #define PFRT_FOR_EACH(i, n)                                                    \
   for (int64_t i = firstIndex(); i < (n); i += gridStride())
 
+#ifdef __CUDA_ARCH__
+namespace {
+/// Row x[0..n)'s max (rowMax's: from x[0], `>`) and sum of exp(x - max)
+/// by one warp: lane `lane` sums its interleaved lane (softmaxLaneSum),
+/// the lanes combine by shuffles in combineLanes' tree. Lane 0 gets the
+/// sum (the other lanes partial sums); every lane gets the max.
+__device__ inline double warpSoftmaxRowSum(const float *x, int64_t n, int lane,
+                                           double *mx) {
+  float m = x[0];
+  for (int64_t i = lane; i < n; i += kRowLanes)
+    m = x[i] > m ? x[i] : m;
+  for (int off = kRowLanes / 2; off >= 1; off /= 2) {
+    float o = __shfl_xor_sync(0xffffffffu, m, off);
+    m = o > m ? o : m;
+  }
+  double v = softmaxLaneSum(x, n, double(m), lane);
+  for (int off = kRowLanes / 2; off >= 1; off /= 2)
+    v += __shfl_down_sync(0xffffffffu, v, off);
+  *mx = double(m);
+  return v;
+}
+} // namespace
+
+/// Warp-uniform loop over rows: one warp a row (blockDim.x is a multiple
+/// of kRowLanes).
+#define PFRT_FOR_EACH_ROW(r, lane, n)                                          \
+  const int lane = int(threadIdx.x) % kRowLanes;                               \
+  for (int64_t r = firstIndex() / kRowLanes; r < (n);                          \
+       r += gridStride() / kRowLanes)
+#endif
+
 extern "C" {
 
 __global__ void pfrt_cuda_relu(const float *x, float *y, int64_t n) {
@@ -76,31 +107,115 @@ __global__ void pfrt_cuda_reduce_sum(const float *x, float *y, ReducePlan p) {
   PFRT_FOR_EACH(o, p.outTotal) reduceSumAt(x, y, p, o);
 }
 
-/// One thread per row: the row's loss into rowLoss.
+/// One warp per row (launched over n * kRowLanes threads): the row's loss
+/// into rowLoss; the emulation's host build runs the row on its lane 0.
 __global__ void pfrt_cuda_xent_rows(const float *logits, const int64_t *labels,
                                     double *rowLoss, int64_t n, int64_t c) {
-  PFRT_FOR_EACH(r, n) xentRowLossAt(logits, labels, rowLoss, c, r);
+#ifdef __CUDA_ARCH__
+  PFRT_FOR_EACH_ROW(r, lane, n) {
+    int64_t l = labels[r];
+    if (!labelOk(l, c)) {
+      if (lane == 0)
+        rowLoss[r] = doubleOf(0x7ff8000000000000ull);
+      continue;
+    }
+    const float *x = logits + r * c;
+    double mx;
+    double s = warpSoftmaxRowSum(x, c, lane, &mx);
+    if (lane == 0)
+      rowLoss[r] = (log(s) + mx) - double(x[l]);
+  }
+#else
+  PFRT_FOR_EACH(t, n * kRowLanes)
+  if (t % kRowLanes == 0)
+    xentRowLossAt(logits, labels, rowLoss, c, t / kRowLanes);
+#endif
 }
 
-/// One thread: the mean of the rows in row order, and the label check.
+/// One block (launched with kBlock threads): the mean of the rows in row
+/// order, and the label check. Its threads stage a chunk of row losses and
+/// label checks in shared memory; thread 0 sums it in order (xentTotal's
+/// arithmetic). The emulation's host build runs xentTotal on thread 0.
 __global__ void pfrt_cuda_xent_total(const double *rowLoss,
                                      const int64_t *labels, float *loss,
                                      int64_t n, int64_t c, DeviceError *err) {
+#ifdef __CUDA_ARCH__
+  __shared__ double vals[kBlock];
+  __shared__ int ok[kBlock];
+  double total = 0;
+  bool stopped = false;
+  for (int64_t base = 0; base < n; base += kBlock) {
+    int64_t r = base + threadIdx.x;
+    if (r < n) {
+      vals[threadIdx.x] = rowLoss[r];
+      ok[threadIdx.x] = labelOk(labels[r], c);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0 && !stopped) {
+      int64_t m = n - base < kBlock ? n - base : kBlock;
+      for (int64_t k = 0; k < m; ++k) {
+        if (!ok[k]) {
+          raiseError(err, kErrXentLabel, base + k, labels[base + k], c, 0.0);
+          stopped = true;
+          break;
+        }
+        total += vals[k];
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    loss[0] = float(total / double(n));
+#else
   if (blockIdx.x == 0 && threadIdx.x == 0)
     xentTotal(rowLoss, labels, loss, n, c, err);
+#endif
 }
 
-/// One thread: the gradient's label check.
+/// One block (kBlock threads): the gradient's label check, the first bad
+/// row in order (each thread the first of its rows, then the least).
 __global__ void pfrt_cuda_xent_check_labels(const int64_t *labels, int64_t n,
                                             int64_t c, DeviceError *err) {
+#ifdef __CUDA_ARCH__
+  __shared__ int64_t first[kBlock];
+  int64_t mine = n;
+  for (int64_t r = threadIdx.x; r < n; r += kBlock)
+    if (!labelOk(labels[r], c)) {
+      mine = r;
+      break;
+    }
+  first[threadIdx.x] = mine;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int64_t r = n;
+    for (int k = 0; k < kBlock; ++k)
+      r = first[k] < r ? first[k] : r;
+    if (r < n)
+      raiseError(err, kErrXentGradLabel, r, labels[r], c, 0.0);
+  }
+#else
   if (blockIdx.x == 0 && threadIdx.x == 0)
     xentCheckLabels(labels, n, c, kErrXentGradLabel, err);
+#endif
 }
 
-/// One thread per row: max and sum of exponentials.
+/// One warp per row (n * kRowLanes threads): max and sum of exponentials.
 __global__ void pfrt_cuda_xent_stats(const float *logits, double *stats,
                                      int64_t n, int64_t c) {
-  PFRT_FOR_EACH(r, n) xentRowStatsAt(logits, stats, c, r);
+#ifdef __CUDA_ARCH__
+  PFRT_FOR_EACH_ROW(r, lane, n) {
+    double mx;
+    double s = warpSoftmaxRowSum(logits + r * c, c, lane, &mx);
+    if (lane == 0) {
+      stats[2 * r] = mx;
+      stats[2 * r + 1] = s;
+    }
+  }
+#else
+  PFRT_FOR_EACH(t, n * kRowLanes)
+  if (t % kRowLanes == 0)
+    xentRowStatsAt(logits, stats, c, t / kRowLanes);
+#endif
 }
 
 /// One thread per element of [n, c].
@@ -363,14 +478,36 @@ __global__ void pfrt_cuda_embedding_grad(const int64_t *start,
 }
 
 /// Cross-entropy with ignore_index (mean of the kept rows, or sum): one
-/// thread per row, then one thread for the total; the gradient's scale
+/// warp per row, then one thread for the total; the gradient's scale
 /// (one thread), then one thread per element.
 __global__ void pfrt_cuda_xent_rows_ignore(const float *logits,
                                            const int64_t *labels,
                                            double *rowLoss, int64_t n,
                                            int64_t c, int64_t ignore) {
-  PFRT_FOR_EACH(r, n)
-  xentRowLossIgnoreAt(logits, labels, rowLoss, c, ignore, r);
+#ifdef __CUDA_ARCH__
+  PFRT_FOR_EACH_ROW(r, lane, n) {
+    int64_t l = labels[r];
+    if (l == ignore) {
+      if (lane == 0)
+        rowLoss[r] = 0.0;
+      continue;
+    }
+    if (!labelOk(l, c)) {
+      if (lane == 0)
+        rowLoss[r] = doubleOf(0x7ff8000000000000ull);
+      continue;
+    }
+    const float *x = logits + r * c;
+    double mx;
+    double s = warpSoftmaxRowSum(x, c, lane, &mx);
+    if (lane == 0)
+      rowLoss[r] = (log(s) + mx) - double(x[l]);
+  }
+#else
+  PFRT_FOR_EACH(t, n * kRowLanes)
+  if (t % kRowLanes == 0)
+    xentRowLossIgnoreAt(logits, labels, rowLoss, c, ignore, t / kRowLanes);
+#endif
 }
 
 __global__ void pfrt_cuda_xent_total_ignore(const double *rowLoss,
