@@ -182,6 +182,8 @@ run() {
   check cuda_twins "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins"
   check cuda_twins_no_graph env PFRT_NO_CUDA_GRAPH=1 "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins2"
   check cuda_twins_bgrad "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins3" bgrad
+  check cuda_twins_no_fused_epilogues env PFRT_CUDA_NO_FUSED_EPILOGUES=1 \
+    "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins5"
   check_fail cuda_twins_bad_label "pfrt_cuda_k_softmax_xent: label 7 at row 2 is outside [0, 5)" \
     "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins4" bad_label
   if [ "$fake" = 1 ]; then

@@ -380,6 +380,11 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
   run_ok cuda_twins_emulated_no_bgradb 60 env PFRT_CUDA_FAKE=1 \
     PFRT_CUDA_FAKE_NO_BGRADB=1 "$BIN/pfrt-test-cuda-twins" \
     "$WORK/cuda_twins_fake3" bgrad
+  # cuBLASLt's RELU_BIAS and BGRADB epilogues off: the bias-only GEMM and
+  # ReLU kernel, the GEMM and reduction, against the same host rows.
+  run_ok cuda_twins_emulated_no_fused_epilogues 300 env PFRT_CUDA_FAKE=1 \
+    PFRT_CUDA_NO_FUSED_EPILOGUES=1 "$BIN/pfrt-test-cuda-twins" \
+    "$WORK/cuda_twins_fake4"
   run_ok cuda_twins_emulated_no_graph 300 env PFRT_CUDA_FAKE=1 \
     PFRT_NO_CUDA_GRAPH=1 "$BIN/pfrt-test-cuda-twins" "$WORK/cuda_twins_fake2"
   run_fail cuda_twins_emulated_bad_label 60 \
