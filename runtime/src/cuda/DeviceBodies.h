@@ -1148,7 +1148,7 @@ PFRT_HD inline void maskedFillAt(const float *x, const void *mask, float *y,
 
 /// Softmax (log-softmax when lg) of line j of [outer, n, inner]: the line
 /// (o, i) = (j / inner, j % inner), n elements inner apart. inner == 1 is
-/// the CPU's row pass (rowMax, softmaxRow's 4 accumulators, e * (1 / sum));
+/// the CPU's row pass (rowMax, softmaxRow's 32 lanes, e * (1 / sum));
 /// otherwise its strided pass (max from -inf, a sequential sum, exp / sum).
 PFRT_HD inline void softmaxLineAt(const float *x, float *y, int64_t n,
                                   int64_t inner, int32_t lg, int64_t j) {

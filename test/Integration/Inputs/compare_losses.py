@@ -17,10 +17,14 @@ def main():
     ap.add_argument("reference")
     ap.add_argument("candidate")
     ap.add_argument("--tolerance", type=float, default=1e-4)
+    ap.add_argument("--steps", type=int, default=None,
+                    help="compare the losses of the first STEPS steps only (both files must have them all)")
     args = ap.parse_args()
     ref, got = read(args.reference), read(args.candidate)
     if not ref or [len(r) for r in ref] != [len(g) for g in got]:
         sys.exit(f"FAIL: {len(ref)} steps of {args.reference} against {len(got)} of {args.candidate}")
+    if args.steps is not None:
+        ref, got = ref[:args.steps], got[:args.steps]
     worst, where = 0.0, None
     for step, (r, g) in enumerate(zip(ref, got)):
         for k, (a, b) in enumerate(zip(r, g)):
