@@ -60,10 +60,10 @@ def ConvertPFToGPUPass : Pass<"convert-pf-to-gpu", "::mlir::ModuleOp"> {
     outputs are copied back when reported; run-time scalars (the learning
     rate) are device mirrors refreshed every step.
 
-    An op whose runtime function has no device twin (convolutions,
-    pooling, normalisation, collectives and send/recv until NCCL) is a
-    located error naming the op and the function, never host code run on
-    device addresses; a value placed on "cpu" is an error too. The
+    Every runtime function the lowering calls has a device twin today; a
+    call of one without (a future row) is a located error naming the op
+    and the function, never host code run on device addresses; a value
+    placed on "cpu" is an error too. The
     manifest says `backend: cuda`.
   }];
   let dependentDialects = [

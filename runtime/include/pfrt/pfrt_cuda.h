@@ -168,6 +168,9 @@ int pfrt_cuda_all_to_all(const float *in, float *out, int64_t count,
                          const int64_t *ranks, int64_t n);
 int pfrt_cuda_broadcast(float *buf, int64_t count, int64_t root_world_rank,
                         const int64_t *ranks, int64_t n);
+int pfrt_cuda_broadcast_i64(int64_t *buf, int64_t count,
+                            int64_t root_world_rank, const int64_t *ranks,
+                            int64_t n);
 int pfrt_cuda_reduce_sum(const float *in, float *out, int64_t count,
                          int64_t root_world_rank, const int64_t *ranks,
                          int64_t n);
@@ -256,6 +259,9 @@ int pfrt_cuda_load_input_part(int64_t index, void *out, int64_t bytes,
                               uint64_t stream, int64_t ndim,
                               const int64_t *logical_shape, int64_t num_boxes,
                               const int64_t *offsets, const int64_t *box_shape);
+/* pfrt_zero_partial_input on the device: zeroes the buffer unless the
+ * inputs are the user's (pfrt_use_user_inputs). */
+int pfrt_cuda_zero_partial_input(void *buf, int64_t bytes);
 
 /* Kernels: the CPU kernels' arithmetic (runtime/src/cuda/DeviceBodies.h
  * holds the per-element and per-row bodies both builds share). GEMMs go

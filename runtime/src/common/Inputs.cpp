@@ -132,6 +132,8 @@ std::vector<float> &lastLosses() {
 }
 } // namespace
 
+bool pfrt::userInputsInUse() { return gUserInputs; }
+
 extern "C" {
 
 void pfrt_use_user_inputs(int32_t on) { gUserInputs = on != 0; }

@@ -54,6 +54,10 @@ void makeDirs(const std::string &dir, const char *what);
 /// pfrt_cuda_d2h / pfrt_cuda_h2d. Fatal if `name` is not registered.
 void markStateOnDevice(const char *name);
 
+/// Whether the inputs come from pfrt_set_input (pfrt_use_user_inputs)
+/// rather than the synthetic or file data.
+bool userInputsInUse();
+
 //===----------------------------------------------------------------------===//
 // Shapes and shards
 //===----------------------------------------------------------------------===//

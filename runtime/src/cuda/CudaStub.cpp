@@ -72,6 +72,10 @@ int pfrt_cuda_all_to_all(const float *, float *, int64_t, const int64_t *,
                          int64_t) {
   noCuda("pfrt_cuda_all_to_all");
 }
+int pfrt_cuda_broadcast_i64(int64_t *, int64_t, int64_t, const int64_t *,
+                            int64_t) {
+  noCuda("pfrt_cuda_broadcast_i64");
+}
 int pfrt_cuda_broadcast(float *, int64_t, int64_t, const int64_t *, int64_t) {
   noCuda("pfrt_cuda_broadcast");
 }
@@ -164,6 +168,9 @@ void pfrt_cuda_report_output(int32_t, const void *, int64_t) {
 int pfrt_cuda_load_input(int64_t, void *, int64_t, int32_t, int64_t, uint64_t,
                          uint64_t, int64_t, const int64_t *) {
   noCuda("pfrt_cuda_load_input");
+}
+int pfrt_cuda_zero_partial_input(void *, int64_t) {
+  noCuda("pfrt_cuda_zero_partial_input");
 }
 int pfrt_cuda_load_input_boxes(int64_t, void *, int64_t, int32_t, int64_t,
                                uint64_t, uint64_t, int64_t, const int64_t *,

@@ -857,6 +857,18 @@ int pfrt_cuda_init_param(float *out, int32_t kind, double a, double b,
   return 0;
 }
 
+int pfrt_cuda_zero_partial_input(void *buf, int64_t bytes) {
+  const char *fn = "pfrt_cuda_zero_partial_input";
+  if (bytes < 0 || (bytes > 0 && !buf))
+    fatal("%s: bad buffer (%lld bytes)", fn, (long long)bytes);
+  requireDevice(fn);
+  // The host row's rule: a partial-sum input's synthetic data lives on its
+  // first rank only; user inputs are each rank's own.
+  if (!userInputsInUse() && bytes > 0)
+    pfrt_cuda_memset(buf, 0, bytes);
+  return 0;
+}
+
 int pfrt_cuda_active(void) { return gPlanned ? 1 : 0; }
 
 int pfrt_cuda_run_step(void (*step)(int64_t), int64_t k) {

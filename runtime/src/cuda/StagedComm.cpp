@@ -279,6 +279,26 @@ int pfrt_cuda_broadcast(float *buf, int64_t count, int64_t root,
   return rc;
 }
 
+int pfrt_cuda_broadcast_i64(int64_t *buf, int64_t count, int64_t root,
+                            const int64_t *ranks, int64_t n) {
+  // Over NCCL as 2 * count float words: a broadcast copies bits.
+  if (count >= 0 && count <= INT64_MAX / 2 &&
+      nccl::useNccl(ranks, n, "pfrt_broadcast_i64"))
+    return nccl::broadcast(reinterpret_cast<float *>(buf), 2 * count, root,
+                           ranks, n);
+  enter("pfrt_cuda_broadcast_i64");
+  std::vector<int64_t> h(size_t(count > 0 ? count : 0));
+  const int64_t bytes = int64_t(h.size() * sizeof(int64_t));
+  if (pfrt_rank() == root && bytes > 0)
+    pfrt_cuda_d2h(h.data(), buf, bytes);
+  int rc = pfrt_broadcast_i64(h.data(), count, root, ranks, n);
+  if (pfrt_rank() != root && bytes > 0) {
+    pfrt_cuda_h2d(buf, h.data(), bytes);
+    pfrt_cuda_synchronize(); // before `h` goes
+  }
+  return rc;
+}
+
 int pfrt_cuda_reduce_sum(const float *in, float *out, int64_t count,
                          int64_t root, const int64_t *ranks, int64_t n) {
   if (nccl::useNccl(ranks, n, "pfrt_reduce_sum"))
