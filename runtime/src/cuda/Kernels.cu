@@ -48,6 +48,24 @@ __device__ inline double warpSoftmaxRowSum(const float *x, int64_t n, int lane,
   *mx = double(m);
   return v;
 }
+
+/// Row r's cross-entropy by one warp into rowLoss[r] (xentRowLossAt's
+/// arithmetic; NaN for an out-of-range label).
+__device__ inline void warpXentRowLoss(const float *logits,
+                                       const int64_t *labels, double *rowLoss,
+                                       int64_t c, int64_t r, int lane) {
+  int64_t l = labels[r];
+  if (!labelOk(l, c)) {
+    if (lane == 0)
+      rowLoss[r] = doubleOf(0x7ff8000000000000ull);
+    return;
+  }
+  const float *x = logits + r * c;
+  double mx;
+  double s = warpSoftmaxRowSum(x, c, lane, &mx);
+  if (lane == 0)
+    rowLoss[r] = (log(s) + mx) - double(x[l]);
+}
 } // namespace
 
 /// Warp-uniform loop over rows: one warp a row (blockDim.x is a multiple
@@ -112,19 +130,8 @@ __global__ void pfrt_cuda_reduce_sum(const float *x, float *y, ReducePlan p) {
 __global__ void pfrt_cuda_xent_rows(const float *logits, const int64_t *labels,
                                     double *rowLoss, int64_t n, int64_t c) {
 #ifdef __CUDA_ARCH__
-  PFRT_FOR_EACH_ROW(r, lane, n) {
-    int64_t l = labels[r];
-    if (!labelOk(l, c)) {
-      if (lane == 0)
-        rowLoss[r] = doubleOf(0x7ff8000000000000ull);
-      continue;
-    }
-    const float *x = logits + r * c;
-    double mx;
-    double s = warpSoftmaxRowSum(x, c, lane, &mx);
-    if (lane == 0)
-      rowLoss[r] = (log(s) + mx) - double(x[l]);
-  }
+  PFRT_FOR_EACH_ROW(r, lane, n)
+  warpXentRowLoss(logits, labels, rowLoss, c, r, lane);
 #else
   PFRT_FOR_EACH(t, n * kRowLanes)
   if (t % kRowLanes == 0)
@@ -486,22 +493,12 @@ __global__ void pfrt_cuda_xent_rows_ignore(const float *logits,
                                            int64_t c, int64_t ignore) {
 #ifdef __CUDA_ARCH__
   PFRT_FOR_EACH_ROW(r, lane, n) {
-    int64_t l = labels[r];
-    if (l == ignore) {
+    if (labels[r] == ignore) {
       if (lane == 0)
         rowLoss[r] = 0.0;
       continue;
     }
-    if (!labelOk(l, c)) {
-      if (lane == 0)
-        rowLoss[r] = doubleOf(0x7ff8000000000000ull);
-      continue;
-    }
-    const float *x = logits + r * c;
-    double mx;
-    double s = warpSoftmaxRowSum(x, c, lane, &mx);
-    if (lane == 0)
-      rowLoss[r] = (log(s) + mx) - double(x[l]);
+    warpXentRowLoss(logits, labels, rowLoss, c, r, lane);
   }
 #else
   PFRT_FOR_EACH(t, n * kRowLanes)
