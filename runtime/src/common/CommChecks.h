@@ -12,6 +12,7 @@
 #include "Internal.h"
 
 #include <cstdint>
+#include <string>
 
 namespace pfrt {
 namespace comm {
@@ -40,6 +41,26 @@ inline void checkNoOverlap(const void *a, int64_t na, const void *b, int64_t nb,
              *cb = static_cast<const char *>(b);
   if (ca < cb + nb * elemSize && cb < ca + na * elemSize)
     fatal("%s: input and output buffers overlap", fn);
+}
+
+/// "[r0, r1, ...]": a group's world ranks for messages (the first 16).
+inline std::string groupString(const int64_t *ranks, int64_t n) {
+  std::string s = "[";
+  for (int64_t i = 0; i < n && i < 16; ++i)
+    s += (i ? ", " : "") + std::to_string(ranks[i]);
+  if (n > 16)
+    s += ", ...";
+  return s + "]";
+}
+
+/// The position of world rank `root` in the group; fatal if absent.
+inline int rootPosition(const int64_t *ranks, int64_t n, int64_t root,
+                        const char *fn) {
+  for (int64_t i = 0; i < n; ++i)
+    if (ranks[i] == root)
+      return int(i);
+  fatal("%s: root rank %lld is not in group %s", fn, (long long)root,
+        groupString(ranks, n).c_str());
 }
 
 /// n blocks of count elements; fatal if that overflows kMaxCount.

@@ -51,6 +51,9 @@
 #include <unistd.h>
 #include <vector>
 
+using pfrt::comm::groupString;
+using pfrt::comm::rootPosition;
+
 using namespace pfrt;
 
 namespace {
@@ -97,13 +100,6 @@ void sayOnRankZero(const std::string &what) {
     std::fprintf(stderr, "pfrt: rank 0: CUDA collectives: %s\n", what.c_str());
     std::fflush(stderr);
   }
-}
-
-std::string groupString(const int64_t *ranks, int64_t n) {
-  std::string s = "[";
-  for (int64_t i = 0; i < n && i < 16; ++i)
-    s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s + (n > 16 ? ", ...]" : "]");
 }
 
 void check(ncclResult_t r, const char *call, const char *fn) {
@@ -229,15 +225,6 @@ using comm::kMaxCount;
 
 int64_t blocks(int64_t n, int64_t count, const char *fn) {
   return comm::mulCount(n, count, fn);
-}
-
-int rootPosition(const int64_t *ranks, int64_t n, int64_t root,
-                 const char *fn) {
-  for (int64_t i = 0; i < n; ++i)
-    if (ranks[i] == root)
-      return int(i);
-  fatal("%s: root rank %lld is not in group %s", fn, (long long)root,
-        groupString(ranks, n).c_str());
 }
 
 } // namespace

@@ -11,6 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
+using pfrt::comm::groupString;
+using pfrt::comm::rootPosition;
+
 using namespace pfrt;
 
 namespace {
@@ -35,15 +38,6 @@ std::unordered_map<std::vector<int64_t>, Group, RankListHash> &groupCache() {
   return cache;
 }
 
-std::string groupToString(const int64_t *ranks, int64_t n) {
-  std::string s = "[";
-  for (int64_t i = 0; i < n && i < 16; ++i)
-    s += (i ? ", " : "") + std::to_string(ranks[i]);
-  if (n > 16)
-    s += ", ...";
-  return s + "]";
-}
-
 /// Validates the group and returns its (cached) communicator.
 const Group &getGroup(const int64_t *ranks, int64_t n, const char *fn) {
   requireInit(fn);
@@ -64,17 +58,17 @@ const Group &getGroup(const int64_t *ranks, int64_t n, const char *fn) {
     int64_t r = ranks[i];
     if (r < 0 || r >= st.size)
       fatal("%s: group %s names rank %lld, world size is %d", fn,
-            groupToString(ranks, n).c_str(), (long long)r, st.size);
+            groupString(ranks, n).c_str(), (long long)r, st.size);
     if (seen[r]++)
       fatal("%s: group %s lists rank %lld twice", fn,
-            groupToString(ranks, n).c_str(), (long long)r);
+            groupString(ranks, n).c_str(), (long long)r);
     members[i] = int(r);
     if (r == st.rank)
       pos = int(i);
   }
   if (pos < 0)
     fatal("%s: this rank is not a member of group %s", fn,
-          groupToString(ranks, n).c_str());
+          groupString(ranks, n).c_str());
 
   // Only the members call MPI_Comm_create_group, so disjoint groups never
   // wait for each other. The tag separates creations of different groups.
@@ -95,15 +89,6 @@ const Group &getGroup(const int64_t *ranks, int64_t n, const char *fn) {
     fatal("%s: internal: group position %d but communicator rank %d", fn, pos,
           check);
   return cache.emplace(std::move(key), g).first->second;
-}
-
-int rootPosition(const int64_t *ranks, int64_t n, int64_t root,
-                 const char *fn) {
-  for (int64_t i = 0; i < n; ++i)
-    if (ranks[i] == root)
-      return int(i);
-  fatal("%s: root rank %lld is not in group %s", fn, (long long)root,
-        groupToString(ranks, n).c_str());
 }
 
 using comm::checkBuf;
