@@ -64,6 +64,33 @@ gpt-tp2|tp|2
 gpt-pp2|pp|2
 "
 
+# The layouts matrix of test/Integration/layouts-cpu.test and every
+# pipeline schedule of schedules-cpu.test on GPU ranks sharing the one GPU
+# (so host-staged), each against its CPU ranks (1e-4) and against the same
+# model on one GPU rank (1e-5): the seed MLP (Inputs/relayout.py) and the
+# 4-stage 8-layer MLP (Inputs/gen_staged_mlp.py), SGD with momentum.
+# name | model | generator arguments | ranks | pipeline options
+MLP_LAYOUTS="
+seed-one-rank|seed|--p0 '[0]' --p1 '[0]'|1|accumulation-steps=2
+seed-pp2-gpipe|seed|--p0 '[0]' --p1 '[1]'|2|accumulation-steps=2 schedule=gpipe
+seed-pp2-1f1b|seed|--p0 '[0]' --p1 '[1]'|2|accumulation-steps=2 schedule=1f1b
+seed-pp2-zb|seed|--p0 '[0]' --p1 '[1]'|2|accumulation-steps=2 schedule=zb-h1
+seed-dp4|seed|--p0 '[0, 1, 2, 3]' --p1 '[0, 1, 2, 3]' --x 'S(0)' --y 'S(0)' --h '?'|4|accumulation-steps=2
+seed-hybrid|seed|--p0 '[0, 1]' --p1 '[0, 1]' --x 'S(0)' --y B --h B --w2 'S(0)' --b2 'S(0)'|2|accumulation-steps=2
+seed-tp2|seed|--p0 '[0, 1]' --p1 '[0, 1]' --x B --y B --h B --w1 'S(0)' --b1 'S(0)' --w2 'S(1)' --b2 B|2|accumulation-steps=2
+seed-grid|seed|--p0 '[[0, 1], [2, 3]]' --p1 '[[0, 1], [2, 3]]' --x 'S(0), B' --y 'S(0), B' --h '?' --w1 'B, S(0)' --b1 'B, S(0)' --w2 'B, S(1)' --b2 'B, B'|4|accumulation-steps=2
+seed-px|seed|--p0 '[0, 1]' --p1 '[0, 1]' --x P --y B --h '?'|2|accumulation-steps=2
+seed-px2|seed|--p0 '[[0, 1], [2, 3]]' --p1 '[[0, 1], [2, 3]]' --x 'S(0), P' --y 'S(0), B' --h '?'|4|accumulation-steps=2
+seed-ppdp|seed|--p0 '[0, 1]' --p1 '[2, 3]' --x 'S(0)' --y 'S(0)' --h 'S(0)'|4|accumulation-steps=2
+seed-ppdp-1f1b|seed|--p0 '[0, 1]' --p1 '[2, 3]' --x 'S(0)' --y 'S(0)' --h 'S(0)'|4|accumulation-steps=2 schedule=1f1b
+seed-ppb-1f1b|seed|--p0 '[0, 1]' --p1 '[2, 3]' --x B --y B --h B|4|accumulation-steps=2 schedule=1f1b
+staged-one-rank|staged|--ranks 1|1|accumulation-steps=4
+staged-gpipe|staged|--ranks 4|4|accumulation-steps=4 schedule=gpipe
+staged-1f1b|staged|--ranks 4|4|accumulation-steps=4 schedule=1f1b
+staged-zb|staged|--ranks 4|4|accumulation-steps=4 schedule=zb-h1
+staged-interleaved|staged|--ranks 2|2|accumulation-steps=4 schedule=interleaved-1f1b num-chunks=2
+"
+
 prepare() {
   local bin=$BUILD/bin
   [ -x "$bin/pf-opt" ] || { echo "gpu-checks: no $bin/pf-opt (build first)" >&2; exit 2; }
@@ -118,6 +145,31 @@ prepare() {
     rm -rf "$d/cpu"
     echo "$name|$ranks" >"$d/settings"
   done 3<<<"$LAYOUTS"
+  while IFS='|' read -r -u 3 name model genargs ranks opts; do
+    [ -n "$name" ] || continue
+    [[ "$name" =~ ${GPU_CHECKS_ONLY:-.} ]] || continue
+    local d=$OUT/mlp-layouts/$name steps=4 lr=0.01 gen=()
+    mkdir -p "$d"
+    eval "gen=($genargs)"
+    if [ "$model" = seed ]; then
+      "$PY" "$HERE/test/Integration/Inputs/relayout.py" "$HERE/examples/mlir/seed_mlp.mlir" "$d/cpu.mlir.in" "${gen[@]}"
+    else
+      steps=5 lr=0.05
+      "$PY" "$HERE/test/Integration/Inputs/gen_staged_mlp.py" --widths 24,40,32,56,48,32,40,24,10 \
+        --stages 4 --batch 16 "${gen[@]}" >"$d/cpu.mlir.in"
+    fi || { echo "gpu-checks: generating $name failed" >&2; exit 1; }
+    sed 's/"cpu"/"cuda"/g' "$d/cpu.mlir.in" >"$d/gpu.mlir.in"
+    local all="optimizer=sgd momentum=0.9 $opts"
+    "$bin/pf-opt" "$d/gpu.mlir.in" -pf-compile-gpu-pipeline="$all" -o "$d/gpu.mlir" &&
+      "$bin/pf-translate" --pf-emit-rank-artifacts "$d/gpu.mlir" --pf-artifact-dir="$d/gpu" >/dev/null &&
+      "$bin/pf-opt" "$d/cpu.mlir.in" -pf-compile-cpu-pipeline="$all" -o "$d/cpu.mlir" &&
+      "$bin/pf-translate" --pf-emit-rank-artifacts "$d/cpu.mlir" --pf-artifact-dir="$d/cpu" >/dev/null &&
+      "$bin/pf-run" -n "$ranks" --steps "$steps" --lr "$lr" --seed 7 --loss-out "$d/cpu.txt" "$d/cpu" >/dev/null ||
+      { echo "gpu-checks: MLP layout $name failed" >&2; exit 1; }
+    rm -f "$d"/*.mlir "$d"/*.mlir.in
+    rm -rf "$d/cpu"
+    echo "$name|$model|$ranks|$steps|$lr" >"$d/settings"
+  done 3<<<"$MLP_LAYOUTS"
   # MPICH's launcher for them (the GPU machine has none) and pf-run.
   mkdir -p "$OUT/bin"
   cp "$(readlink -f "$(command -v mpiexec.hydra)")" "$OUT/bin/mpiexec" &&
@@ -244,6 +296,23 @@ run() {
     check "$name-run" pf-run -n "$ranks" --steps 6 --lr 0.01 --seed 7 \
       --data="$OUT/gpt-data" --loss-out "$d/gpu.txt" "$d/gpu"
     check "$name-vs-cpu" "$PY" "$cmp" "$d/cpu.txt" "$d/gpu.txt" --tolerance 1e-4
+  done
+  # The MLP layouts and schedules on GPU ranks sharing the GPU (staged):
+  # against their CPU ranks and against the model on one GPU rank.
+  # (the one-rank runs first: the others compare against them)
+  local d
+  for d in "$OUT"/mlp-layouts/*-one-rank $(ls -d "$OUT"/mlp-layouts/* 2>/dev/null | grep -v -- '-one-rank$'); do
+    [ -d "$d" ] || continue
+    local name model ranks steps lr
+    IFS='|' read -r name model ranks steps lr <"$d/settings"
+    rm -f "$d/gpu.txt"
+    check "$name-run" pf-run -n "$ranks" --steps "$steps" --lr "$lr" --seed 7 \
+      --timeout 120 --loss-out "$d/gpu.txt" "$d/gpu"
+    check "$name-vs-cpu" "$PY" "$cmp" "$d/cpu.txt" "$d/gpu.txt" --tolerance 1e-4
+    local one=$OUT/mlp-layouts/$model-one-rank
+    if [ "$d" != "$one" ] && [ -d "$one" ]; then
+      check "$name-vs-one-gpu" "$PY" "$cmp" "$one/gpu.txt" "$d/gpu.txt" --tolerance 1e-5
+    fi
   done
   if [ "$fake" = 1 ]; then
     skip sanitizer-mlp "emulated"
