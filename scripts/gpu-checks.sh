@@ -314,6 +314,11 @@ run() {
       check "$name-vs-one-gpu" "$PY" "$cmp" "$one/gpu.txt" "$d/gpu.txt" --tolerance 1e-5
     fi
   done
+  # A GPU rank killed mid-run: the job ends within 5 s, naming it.
+  if [ -d "$OUT/mlp-layouts/seed-pp2-1f1b/gpu" ]; then
+    check killed_gpu_rank "$PY" "$HERE/test/Integration/Inputs/killed_rank.py" --pf-run pf-run \
+      --artifacts "$OUT/mlp-layouts/seed-pp2-1f1b/gpu" --ranks 2 --rank 1 --after 5
+  fi
   if [ "$fake" = 1 ]; then
     skip sanitizer-mlp "emulated"
   elif command -v compute-sanitizer >/dev/null; then

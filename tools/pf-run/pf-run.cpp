@@ -9,10 +9,17 @@
 // fails ends the whole job. Usage errors exit with 2. Under Slurm,
 // --srun-multi-prog writes the job for `srun --multi-prog` instead.
 //
+// mpiexec's output passes through pf-run (two FIFOs in a job directory):
+// when a rank dies without saying why (killed, say), MPICH's launcher
+// names only its process id, and pf-run names the rank from the file each
+// rank leaves in the job directory at pfrt_init (PF_RUN_JOB_DIR; ranks on
+// other nodes cannot, and are named by process id and host only).
+//
 //===----------------------------------------------------------------------===//
 
 #include "pf/Target/ManifestFormat.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -22,9 +29,19 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
 #include <optional>
+#include <poll.h>
+#include <regex>
 #include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 using namespace llvm;
@@ -262,6 +279,187 @@ static void checkManifest() {
          " ranks, but -n " + Twine(numRanks.getValue()) + " was given");
 }
 
+namespace {
+
+/// What MPICH's launcher said about the process that ended the job.
+struct Culprit {
+  std::string pid, host, exitString;
+};
+
+/// Forwards one of mpiexec's streams (a FIFO) to ours, watching its lines
+/// for the launcher's report of a process that died.
+struct Stream {
+  int in = -1;     // read end
+  int keeper = -1; // our own write end: no EOF before mpiexec opens its own
+  int out = -1;
+  std::string line;
+
+  void scan(Culprit &c) {
+    static const std::regex pid("PID ([0-9]+) RUNNING AT ([^ ]+)");
+    static const std::regex exitString("EXIT STRING: (.*)$");
+    std::smatch m;
+    if (c.pid.empty() && std::regex_search(line, m, pid)) {
+      c.pid = m[1];
+      c.host = m[2];
+    } else if (c.exitString.empty() && std::regex_search(line, m, exitString))
+      c.exitString = m[1];
+  }
+
+  /// Reads what is there; false at end of stream.
+  bool pump(Culprit &c) {
+    char buf[65536];
+    ssize_t n = read(in, buf, sizeof(buf));
+    if (n < 0)
+      return errno == EINTR || errno == EAGAIN;
+    if (n == 0)
+      return false;
+    for (ssize_t done = 0; done < n;) {
+      ssize_t w = write(out, buf + done, size_t(n - done));
+      if (w < 0 && errno != EINTR)
+        break; // our own output is gone: keep draining mpiexec's
+      done += w > 0 ? w : 0;
+    }
+    for (ssize_t k = 0; k < n; ++k) {
+      if (buf[k] == '\n') {
+        scan(c);
+        line.clear();
+      } else if (line.size() < 4096) {
+        line.push_back(buf[k]);
+      }
+    }
+    return true;
+  }
+};
+
+/// Makes DIR/NAME a FIFO and opens both of its ends here.
+Stream openStream(StringRef dir, StringRef name, int out,
+                  SmallString<128> &path) {
+  path = dir;
+  sys::path::append(path, name);
+  Stream s;
+  s.out = out;
+  if (mkfifo(path.c_str(), 0600) != 0 ||
+      (s.in = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0 ||
+      (s.keeper = open(path.c_str(), O_WRONLY | O_CLOEXEC)) < 0)
+    fail("cannot make " + path + ": " + std::strerror(errno));
+  return s;
+}
+
+/// The rank whose pfrt_init left DIR/pid.<pid>.<host> (or any host).
+std::optional<std::string> rankOfProcess(StringRef dir, const Culprit &c) {
+  std::optional<std::string> anyHost;
+  std::error_code ec;
+  for (sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    StringRef name = sys::path::filename(it->path());
+    if (!name.consume_front("pid." + c.pid + "."))
+      continue;
+    auto text = MemoryBuffer::getFile(it->path());
+    if (!text)
+      continue;
+    std::string rank = (*text)->getBuffer().trim().str();
+    if (name == c.host)
+      return rank;
+    anyHost = rank;
+  }
+  return anyHost;
+}
+
+/// Runs mpiexec with its output through pf-run; returns its exit code (or
+/// exits: it could not start, it ran past --timeout).
+int runJob(StringRef launcher, ArrayRef<std::string> args,
+           std::vector<std::string> env) {
+  SmallString<128> jobDir;
+  if (std::error_code ec = sys::fs::createUniqueDirectory("pf-run", jobDir))
+    fail("cannot make a job directory: " + ec.message());
+  auto removeJobDir = [&] {
+    // (sys::fs::remove refuses FIFOs)
+    std::error_code ec;
+    std::vector<std::string> files;
+    for (sys::fs::directory_iterator it(jobDir, ec), end; it != end && !ec;
+         it.increment(ec))
+      files.push_back(it->path());
+    for (const std::string &f : files)
+      unlink(f.c_str());
+    rmdir(jobDir.c_str());
+  };
+  // (fail() exits without unwinding: each way out removes it)
+  scope_exit cleanup(removeJobDir);
+  SmallString<128> outPath, errPath;
+  Stream streams[2] = {openStream(jobDir, "stdout", STDOUT_FILENO, outPath),
+                       openStream(jobDir, "stderr", STDERR_FILENO, errPath)};
+  for (Stream &s : streams)
+    fcntl(s.in, F_SETFL, fcntl(s.in, F_GETFL) & ~O_NONBLOCK);
+  env.push_back("PF_RUN_JOB_DIR=" + std::string(jobDir));
+
+  std::vector<StringRef> argRefs(args.begin(), args.end());
+  std::vector<StringRef> envRefs(env.begin(), env.end());
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(outPath),
+                                          StringRef(errPath)};
+  std::string error;
+  bool failedToRun = false;
+  sys::ProcessInfo pi = sys::ExecuteNoWait(launcher, argRefs, envRefs,
+                                           redirects, 0, &error, &failedToRun);
+  if (failedToRun || pi.Pid <= 0) {
+    removeJobDir();
+    fail("cannot start " + launcher + ": " + error);
+  }
+
+  Culprit culprit;
+  auto start = std::chrono::steady_clock::now();
+  bool exited = false, timedOut = false, open[2] = {true, true};
+  int status = 0;
+  while (open[0] || open[1]) {
+    struct pollfd fds[2];
+    for (int k = 0; k < 2; ++k)
+      fds[k] = {open[k] ? streams[k].in : -1, POLLIN, 0};
+    int ready = poll(fds, 2, 100);
+    for (int k = 0; k < 2 && ready > 0; ++k)
+      if (fds[k].revents & (POLLIN | POLLHUP | POLLERR))
+        open[k] = streams[k].pump(culprit);
+    if (exited)
+      continue;
+    pid_t got = waitpid(pi.Pid, &status, WNOHANG);
+    if (got == pi.Pid || (got < 0 && errno != EINTR)) {
+      exited = true;
+      // mpiexec is gone: its output ends when the last of its processes
+      // closes it.
+      for (Stream &s : streams)
+        close(s.keeper);
+      continue;
+    }
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (timeout != 0 && elapsed > double(timeout) && !timedOut) {
+      timedOut = true;
+      kill(pi.Pid, SIGKILL);
+    }
+  }
+  for (Stream &s : streams)
+    close(s.in);
+  if (timedOut) {
+    removeJobDir();
+    fail("the job ran past --timeout " + Twine(timeout) + " s and was killed",
+         124);
+  }
+  int rc = WIFEXITED(status)     ? WEXITSTATUS(status)
+           : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                 : 1;
+  if (rc != 0 && !culprit.pid.empty()) {
+    std::optional<std::string> rank = rankOfProcess(jobDir, culprit);
+    errs() << "pf-run: " << (rank ? "rank " + *rank : std::string("a rank"))
+           << " (process " << culprit.pid << " on " << culprit.host
+           << ") ended the job"
+           << (culprit.exitString.empty() ? std::string()
+                                          : ": " + culprit.exitString)
+           << "\n";
+  }
+  return rc;
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
   InitLLVM initLLVM(argc, argv);
   parseCommandLine(argc, argv);
@@ -352,24 +550,15 @@ int main(int argc, char **argv) {
   // The ranks inherit the environment; --trace replaces any PF_TRACE.
   std::vector<std::string> env;
   for (char **e = environ; *e; ++e)
-    if (!StringRef(*e).starts_with("PF_TRACE="))
+    if (!StringRef(*e).starts_with("PF_TRACE=") &&
+        !StringRef(*e).starts_with("PF_RUN_JOB_DIR="))
       env.push_back(*e);
   if (!traceDir.empty())
     env.push_back("PF_TRACE=" + traceDir);
   if (memoryReport)
     env.push_back("PF_MEMORY_REPORT=1");
 
-  std::vector<StringRef> argRefs(args.begin(), args.end());
-  std::vector<StringRef> envRefs(env.begin(), env.end());
-  std::string error;
-  bool failedToRun = false;
-  int rc = sys::ExecuteAndWait(*launcher, argRefs, envRefs, {}, timeout, 0,
-                               &error, &failedToRun);
-  if (failedToRun)
-    fail("cannot start " + *launcher + ": " + error);
-  if (rc == -2)
-    fail("the job ran past --timeout " + Twine(timeout) + " s and was killed",
-         124);
+  int rc = runJob(*launcher, args, std::move(env));
   if (rc != 0) {
     errs() << "pf-run: the job failed (exit code " << rc
            << "); the failing rank's message is above\n";

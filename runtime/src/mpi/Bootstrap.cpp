@@ -62,6 +62,24 @@ int rankForMessages() {
   _exit(1);
 }
 
+/// Under pf-run: leaves PF_RUN_JOB_DIR/pid.<pid>.<host> holding our rank,
+/// so that pf-run can name a rank that dies without a word (killed, say)
+/// from the process id MPICH's launcher reports. Best effort: a rank on
+/// another node has no such directory.
+void leaveProcessFile(int rank) {
+  const char *dir = getenv("PF_RUN_JOB_DIR");
+  if (!dir || !*dir)
+    return;
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/pid.%ld.%s", dir, long(getpid()), host);
+  if (FILE *f = fopen(path, "w")) {
+    fprintf(f, "%d\n", rank);
+    fclose(f);
+  }
+}
+
 int64_t readMaxMsgElems() {
   const char *v = getenv("PFRT_MAX_MSG_ELEMS");
   if (!v || !*v)
@@ -146,6 +164,7 @@ int pfrt_init(int *argc, char ***argv) {
   PFRT_MPI(MPI_Comm_dup, (MPI_COMM_WORLD, &gWorld));
   PFRT_MPI(MPI_Comm_set_errhandler, (gWorld, MPI_ERRORS_RETURN));
   st.initialized = true;
+  leaveProcessFile(st.rank);
   st.maxMsgElems = readMaxMsgElems();
   double epoch = monotonicUs();
   PFRT_MPI(MPI_Bcast, (&epoch, 1, MPI_DOUBLE, 0, gWorld));
