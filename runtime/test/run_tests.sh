@@ -448,6 +448,17 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ] && [ -x "$BIN/pfrt-test-cuda-nccl" 
     "PFRT_CUDA_COMM=nccl, but ranks 0 and 1 of group [0, 1] use the same GPU" \
     env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl PFRT_CUDA_FAKE_NCCL_SHARED=1 \
     "${MPIEXEC[@]}" -n 2 "$BIN/pfrt-test-cuda-nccl"
+  # Point to point: the first step host-staged, then over NCCL and
+  # captured (said on stderr); records that disagree are fatal when NCCL
+  # is forced.
+  run_ok cuda_nccl_emulated_p2p_over_nccl 120 bash -c "PFRT_CUDA_FAKE=1 \
+    PFRT_CUDA_COMM=nccl PFRT_CUDA_VERBOSE=1 $MPX -n 3 '$BIN/pfrt-test-cuda-nccl' \
+    > /tmp/pfrt-p2p.\$\$ 2>&1; rc=\$?; grep -c 'point-to-point over NCCL with 2 peers' /tmp/pfrt-p2p.\$\$ | grep -qx 3 && \
+    grep -c 'step 1 captured as a CUDA graph' /tmp/pfrt-p2p.\$\$ | grep -qx 3; ok=\$?; rm -f /tmp/pfrt-p2p.\$\$; [ \$rc = 0 ] && [ \$ok = 0 ]"
+  run_fail cuda_nccl_emulated_p2p_order 60 \
+    "point-to-point cannot go over NCCL: the ranks post their messages in different orders (message 0 from rank 0 to rank 1: rank 0 sends 3 floats (tag 1), rank 1 receives 5 floats (tag 2))" \
+    env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl "${MPIEXEC[@]}" -n 2 \
+    "$BIN/pfrt-test-cuda-nccl" p2p_order
   run_fail cuda_nccl_emulated_call_error 60 \
     "pfrt_all_reduce_sum: ncclAllReduce failed: unhandled system error" \
     env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl PFRT_CUDA_FAKE_NCCL_ERROR=1 \

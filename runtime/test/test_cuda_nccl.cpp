@@ -18,8 +18,14 @@
 // arithmetic). On real NCCL the sums are in NCCL's order, not MPI's: each
 // element may differ from the host row's by n * 2^-22 times the sum of
 // the absolute values of its terms (gathers and broadcasts stay exact).
+// Then, on 2 or more ranks, point to point through pfrt_cuda_run_step:
+// a ring of tracked, untracked and blocking sends, receives and a batch,
+// fresh data each of 4 steps (the first host-staged, the others over NCCL
+// and captured, under PFRT_CUDA_COMM=nccl), bit for bit.
 // MODE "staged" runs the comparisons without the graph (any transport);
-// "nccl_error" makes one all-reduce, which must fail naming the call.
+// "nccl_error" makes one all-reduce, which must fail naming the call;
+// "p2p_order" has rank 1 receive rank 0's two messages in the other order
+// (fatal under PFRT_CUDA_COMM=nccl: NCCL matches them in order).
 //
 //===----------------------------------------------------------------------===//
 
@@ -243,6 +249,90 @@ void graphReplay() {
   }
 }
 
+/// Point to point through pfrt_cuda_run_step, as a compiled step does it:
+/// the first step host-staged (and recorded), then over NCCL, captured and
+/// replayed (under PFRT_CUDA_COMM=nccl). Each step sends fresh data,
+/// written to the send buffers before it; a ring (next = r + 1) of
+/// tracked, untracked and blocking sends, receives and a batch with an
+/// empty message each way.
+struct P2PBuffers {
+  float *a, *b, *c, *e, *g, *h, *i, *d0, *f0;
+} gP;
+const int64_t kA = 37, kC = 1000, kG = 5, kH = 11;
+
+int next() { return (gRank + 1) % gSize; }
+int prev() { return (gRank + gSize - 1) % gSize; }
+
+void p2pStep(int64_t) {
+  int64_t h = pfrt_cuda_isend_tracked(gP.a, kA, next(), 1);
+  pfrt_cuda_recv(gP.b, kA, prev(), 1);
+  pfrt_cuda_wait_send(h);
+  pfrt_p2p_op ops[4] = {{1, next(), 2, gP.c, kC},
+                        {1, prev(), 3, gP.d0, 0},
+                        {0, prev(), 2, gP.e, kC},
+                        {0, next(), 3, gP.f0, 0}};
+  pfrt_cuda_p2p_batch(ops, 4);
+  // Blocking: rank 0 sends, rank 1 receives (a safe order under NCCL too).
+  if (gRank == 0)
+    pfrt_cuda_send(gP.g, kG, 1, 4);
+  else if (gRank == 1)
+    pfrt_cuda_recv(gP.g, kG, 0, 4);
+  pfrt_cuda_isend(gP.h, kH, prev(), 5);
+  pfrt_cuda_recv(gP.i, kH, next(), 5);
+  pfrt_cuda_wait_sends();
+}
+
+/// What rank r sends at step k in buffer `which`.
+std::vector<float> sent(int r, int64_t k, int which, int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j)
+    v[size_t(j)] = 4.0f * pt_value(gSeed, 1000 + uint64_t(k),
+                                   uint64_t(r * 16 + which), uint64_t(j));
+  return v;
+}
+
+void pointToPoint() {
+  gP = {dalloc(kA), dalloc(kA), dalloc(kC), dalloc(kC), dalloc(kG),
+        dalloc(kH), dalloc(kH), dalloc(1),  dalloc(1)};
+  for (int64_t k = 0; k < 4; ++k) {
+    std::vector<float> a = sent(gRank, k, 0, kA), c = sent(gRank, k, 1, kC),
+                       g = sent(gRank, k, 2, kG), h = sent(gRank, k, 3, kH);
+    pfrt_cuda_h2d(gP.a, a.data(), kA * 4);
+    pfrt_cuda_h2d(gP.c, c.data(), kC * 4);
+    pfrt_cuda_h2d(gP.g, g.data(), kG * 4);
+    pfrt_cuda_h2d(gP.h, h.data(), kH * 4);
+    poison(gP.b, kA);
+    poison(gP.e, kC);
+    poison(gP.i, kH);
+    pfrt_cuda_synchronize();
+    pfrt_cuda_run_step(p2pStep, k);
+    std::string at = " (step " + std::to_string(k) + ")";
+    expectSame(download(gP.b, kA), sent(prev(), k, 0, kA), {}, 1,
+               "tracked isend/recv" + at);
+    expectSame(download(gP.e, kC), sent(prev(), k, 1, kC), {}, 1,
+               "p2p_batch" + at);
+    if (gRank == 1)
+      expectSame(download(gP.g, kG), sent(0, k, 2, kG), {}, 1,
+                 "blocking send/recv" + at);
+    expectSame(download(gP.i, kH), sent(next(), k, 3, kH), {}, 1,
+               "isend/wait_sends" + at);
+  }
+}
+
+/// Rank 0 sends two messages that rank 1 receives in the other order (MPI
+/// matches them by tag; NCCL, in order, cannot).
+void p2pOrderStep(int64_t) {
+  float *x = gP.a, *y = gP.c;
+  if (gRank == 0) {
+    pfrt_cuda_isend(x, 3, 1, 1);
+    pfrt_cuda_isend(y, 5, 1, 2);
+  } else if (gRank == 1) {
+    pfrt_cuda_recv(y, 5, 0, 2);
+    pfrt_cuda_recv(x, 3, 0, 1);
+  }
+  pfrt_cuda_wait_sends();
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -261,6 +351,15 @@ int main(int argc, char **argv) {
   for (int r = 0; r < gSize; ++r) {
     world.push_back(r);
     reversed.insert(reversed.begin(), r);
+  }
+  if (mode == "p2p_order") {
+    gP.a = dalloc(8);
+    gP.c = dalloc(8);
+    for (int64_t k = 0; k < 2; ++k)
+      pfrt_cuda_run_step(p2pOrderStep, k);
+    pfrt_cuda_finalize();
+    pfrt_finalize();
+    return 0;
   }
   if (mode == "nccl_error") {
     float *d = dalloc(8);
@@ -289,6 +388,8 @@ int main(int argc, char **argv) {
     }
   if (mode != "staged")
     graphReplay();
+  if (gSize >= 2)
+    pointToPoint();
   pfrt_cuda_finalize();
   pfrt_finalize();
   if (gRank == 0)

@@ -124,7 +124,10 @@ void *openLibrary(const char *name, const char *what) {
   X(cuGraphLaunch, "cuGraphLaunch")                                            \
   X(cuStreamIsCapturing, "cuStreamIsCapturing")                                \
   X(cuMemAllocHost, "cuMemAllocHost_v2")                                       \
-  X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode")
+  X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode")    \
+  X(cuEventCreate, "cuEventCreate")                                            \
+  X(cuEventRecord, "cuEventRecord")                                            \
+  X(cuStreamWaitEvent, "cuStreamWaitEvent")
 
 #define PFRT_CUBLASLT_FUNCTIONS(X)                                             \
   X(cublasLtCreate, "cublasLtCreate")                                          \
@@ -385,6 +388,35 @@ int deviceOrdinal() { return gState.device; }
 static bool gHostStaged = false;
 void noteHostStagedCommunication() { gHostStaged = true; }
 bool hostStagedCommunication() { return gHostStaged; }
+void clearHostStagedCommunication() { gHostStaged = false; }
+
+void *newStream(const char *what) {
+  requireReady(what);
+  CUstream stream = nullptr;
+  check(gState.api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
+        "cuStreamCreate");
+  return stream;
+}
+
+void *newEvent(const char *what) {
+  requireReady(what);
+  CUevent event = nullptr;
+  check(gState.api.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING),
+        "cuEventCreate");
+  return event;
+}
+
+void recordEvent(void *event, void *stream) {
+  check(gState.api.cuEventRecord(static_cast<CUevent>(event),
+                                 static_cast<CUstream>(stream)),
+        "cuEventRecord");
+}
+
+void streamWaitEvent(void *stream, void *event) {
+  check(gState.api.cuStreamWaitEvent(static_cast<CUstream>(stream),
+                                     static_cast<CUevent>(event), 0),
+        "cuStreamWaitEvent");
+}
 
 void copyToHostAsync(void *dst, const void *src, int64_t bytes) {
   requireReady("pfrt_cuda copy to the host");

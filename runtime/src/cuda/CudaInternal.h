@@ -35,6 +35,17 @@ void copyToHostAsync(void *dst, const void *src, int64_t bytes);
 /// steps wait for the host in the middle and are not captured.
 void noteHostStagedCommunication();
 bool hostStagedCommunication();
+/// The point-to-point calls that were staged now go over NCCL (Nccl.cpp),
+/// and nothing else was staged: later steps may be captured.
+void clearHostStagedCommunication();
+
+/// Another stream (non-blocking), and events (no timing) to order streams:
+/// recordEvent(e, s) marks the work enqueued on s so far, streamWaitEvent
+/// makes a stream wait for it (inside a capture: a fork or a join).
+void *newStream(const char *what);
+void *newEvent(const char *what);
+void recordEvent(void *event, void *stream);
+void streamWaitEvent(void *stream, void *event);
 
 /// Whether the compute stream is being captured into a graph.
 bool streamCapturing();

@@ -17,6 +17,7 @@
 #include "../cpu/KernelUtil.h"
 #include "CudaInternal.h"
 #include "DeviceBodies.h"
+#include "NcclComm.h"
 #include "pfrt/pfrt.h"
 #include "pfrt/pfrt_cuda.h"
 
@@ -881,17 +882,25 @@ int pfrt_cuda_run_step(void (*step)(int64_t), int64_t k) {
   // (scratch, scalar slots, cuBLASLt's plans). The second is captured.
   // A step communicating through the host (StagedComm.cpp) waits for it in
   // the middle: it is never captured.
+  // After it, point-to-point may move from the host to NCCL (Nccl.cpp:
+  // every rank's call), and the steps are captured if nothing else is
+  // staged. Each step ends joining its NCCL sends' streams.
   if (!pfrt_cuda_graphs_enabled() || (w.steps == 0 && !w.captured) ||
       cuda::hostStagedCommunication()) {
     step(k);
+    nccl::joinSends();
     pfrt_cuda_synchronize();
     checkErrors(fn);
+    if (w.steps == 0 && nccl::setupPointToPoint() &&
+        !nccl::stagedBesidesPointToPoint())
+      cuda::clearHostStagedCommunication();
     ++w.steps;
     return 0;
   }
   if (!w.captured) {
     pfrt_cuda_graph_begin();
     step(k);
+    nccl::joinSends();
     pfrt_cuda_graph_end();
     w.captured = true;
     if (const char *v = std::getenv("PFRT_CUDA_VERBOSE"); v && *v == '1')

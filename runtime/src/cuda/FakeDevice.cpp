@@ -75,6 +75,73 @@ struct Layout {
 
 void enqueueHostOp(std::function<void()> op) { enqueue(std::move(op)); }
 
+namespace {
+/// An emulated stream: its count of operations, and during a capture
+/// whether it joined it and has work the captured stream did not wait for.
+struct FakeStream {
+  uint64_t ops = 0, lastWork = 0;
+  bool joined = false, unjoined = false;
+};
+/// An emulated event: the stream and its operation count when recorded,
+/// and whether it was recorded in a capture.
+struct FakeEvent {
+  FakeStream *stream = nullptr;
+  uint64_t at = 0;
+  bool captured = false;
+};
+std::vector<std::unique_ptr<FakeStream>> gStreams;
+FakeStream *gCaptureOrigin = nullptr;
+
+FakeStream *asStream(CUstream s) { return reinterpret_cast<FakeStream *>(s); }
+bool inCapture(const FakeStream *s) {
+  return gRecording && (s == gCaptureOrigin || s->joined);
+}
+} // namespace
+
+CUresult enqueueHostOpOn(CUstream stream, std::function<void()> op) {
+  FakeStream *s = asStream(stream);
+  if (!s)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (gRecording && !inCapture(s))
+    return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+  s->lastWork = ++s->ops;
+  if (gRecording && s != gCaptureOrigin)
+    s->unjoined = true;
+  return enqueue(std::move(op));
+}
+
+CUresult cuEventCreate(CUevent *event, unsigned int) {
+  static std::vector<std::unique_ptr<FakeEvent>> events;
+  events.emplace_back(new FakeEvent());
+  *event = reinterpret_cast<CUevent>(events.back().get());
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent event, CUstream stream) {
+  auto *e = reinterpret_cast<FakeEvent *>(event);
+  FakeStream *s = asStream(stream);
+  if (!e || !s)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (gRecording && !inCapture(s))
+    return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+  *e = {s, s->ops, gRecording != nullptr};
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int) {
+  auto *e = reinterpret_cast<FakeEvent *>(event);
+  FakeStream *s = asStream(stream);
+  if (!e || !s)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (gRecording && e->captured && e->stream && inCapture(e->stream)) {
+    if (s != gCaptureOrigin)
+      s->joined = true; // a fork: s joins the capture
+    else if (e->stream != s && e->at >= e->stream->lastWork)
+      e->stream->unjoined = false; // a join of all its work so far
+  }
+  return CUDA_SUCCESS;
+}
+
 CUresult cuInit(unsigned int) { return CUDA_SUCCESS; }
 
 CUresult cuGetErrorName(CUresult error, const char **name) {
@@ -101,8 +168,8 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice) {
 CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
 
 CUresult cuStreamCreate(CUstream *stream, unsigned int) {
-  static int theStream;
-  *stream = reinterpret_cast<CUstream>(&theStream);
+  gStreams.emplace_back(new FakeStream());
+  *stream = reinterpret_cast<CUstream>(gStreams.back().get());
   return CUDA_SUCCESS;
 }
 
@@ -266,18 +333,27 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
   });
 }
 
-CUresult cuStreamBeginCapture(CUstream, CUstreamCaptureMode) {
+CUresult cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode) {
   if (gRecording)
     return CUDA_ERROR_ILLEGAL_STATE;
   gRecording = new std::vector<std::function<void()>>();
+  gCaptureOrigin = asStream(stream);
   return CUDA_SUCCESS;
 }
 
 CUresult cuStreamEndCapture(CUstream, CUgraph *graph) {
   if (!gRecording)
     return CUDA_ERROR_ILLEGAL_STATE;
+  bool unjoined = false;
+  for (auto &s : gStreams) {
+    unjoined |= s->joined && s->unjoined;
+    s->joined = s->unjoined = false;
+  }
+  gCaptureOrigin = nullptr;
   gGraphs.emplace_back(gRecording);
   gRecording = nullptr;
+  if (unjoined)
+    return CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
   *graph = reinterpret_cast<CUgraph>(gGraphs.back().get());
   return CUDA_SUCCESS;
 }

@@ -44,6 +44,9 @@ bool enabled();
   X(cuDevicePrimaryCtxRetain, "")                                              \
   X(cuCtxSetCurrent, "")                                                       \
   X(cuStreamCreate, "")                                                        \
+  X(cuEventCreate, "")                                                         \
+  X(cuEventRecord, "")                                                         \
+  X(cuStreamWaitEvent, "")                                                     \
   X(cuStreamSynchronize, "")                                                   \
   X(cuStreamIsCapturing, "")                                                   \
   X(cuMemAlloc, "")                                                            \
@@ -77,6 +80,14 @@ PFRT_FAKE_FUNCTIONS(PFRT_FAKE_DECLARE)
 /// (what every emulated stream operation does; FakeNccl.cpp's collectives
 /// use it too).
 void enqueueHostOp(std::function<void()> op);
+/// The same on `stream`, one of the emulated streams. Every stream runs its
+/// work in program order on the host (one valid order of the streams'
+/// work), but a capture is checked as CUDA checks it: work on another
+/// stream than the captured one is refused unless that stream joined the
+/// capture (it waited for an event recorded in it), and ending the capture
+/// is refused while a stream that joined has work the captured stream did
+/// not wait for (CUDA_ERROR_STREAM_CAPTURE_UNJOINED).
+CUresult enqueueHostOpOn(CUstream stream, std::function<void()> op);
 
 /// A host build of one kernel of Kernels.cu: binds a launch's arguments
 /// (cuLaunchKernel's array of pointers to each argument, copied now) into

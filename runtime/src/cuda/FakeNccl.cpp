@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace pfrt {
@@ -34,7 +35,15 @@ static_assert(sizeof(IdBody) <= sizeof(ncclUniqueId), "id too small");
 struct Comm {
   std::vector<int64_t> ranks; // world ranks by NCCL rank
   int pos = 0;
+  int tag = 0; // its point-to-point messages' MPI tag (from its id)
 };
+
+MPI_Comm gP2PComm = MPI_COMM_NULL;
+struct PendingSend {
+  MPI_Request request;
+  std::vector<float> data;
+};
+std::vector<std::unique_ptr<PendingSend>> gPendingSends;
 
 std::vector<int64_t> gNextGroup;
 
@@ -116,6 +125,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
   Comm *c = new Comm();
   c->ranks = std::move(ranks);
   c->pos = rank;
+  c->tag = int(body.serial % 30000);
   *comm = reinterpret_cast<ncclComm_t>(c);
   return ncclSuccess;
 }
@@ -186,6 +196,59 @@ ncclResult_t ncclReduce(const void *send, void *recv, size_t count,
                     c.pos == root ? static_cast<float *>(recv) : nullptr,
                     int64_t(count), c.ranks[size_t(root)], c.ranks.data(),
                     int64_t(c.ranks.size()));
+  });
+}
+
+void ncclUseComm(MPI_Comm comm) { gP2PComm = comm; }
+
+ncclResult_t ncclSend(const void *buf, size_t count, ncclDataType_t type,
+                      int peer, ncclComm_t comm, cudaStream_t stream) {
+  if (!comm || type != ncclFloat32 || gP2PComm == MPI_COMM_NULL || peer < 0 ||
+      peer >= int(asComm(comm)->ranks.size()))
+    return ncclInvalidArgument;
+  CUresult r = enqueueHostOpOn(reinterpret_cast<CUstream>(stream), [=] {
+    const Comm &c = *asComm(comm);
+    auto *s = new PendingSend();
+    const float *f = static_cast<const float *>(buf);
+    s->data.assign(f, f + count);
+    PFRT_MPI_AS("ncclSend (emulated)", MPI_Isend,
+                (s->data.data(), int(count), MPI_FLOAT,
+                 int(c.ranks[size_t(peer)]), c.tag, gP2PComm, &s->request));
+    gPendingSends.emplace_back(s);
+  });
+  return r == CUDA_SUCCESS ? ncclSuccess : ncclInvalidUsage;
+}
+
+ncclResult_t ncclRecv(void *buf, size_t count, ncclDataType_t type, int peer,
+                      ncclComm_t comm, cudaStream_t stream) {
+  if (!comm || type != ncclFloat32 || gP2PComm == MPI_COMM_NULL || peer < 0 ||
+      peer >= int(asComm(comm)->ranks.size()))
+    return ncclInvalidArgument;
+  CUresult r = enqueueHostOpOn(reinterpret_cast<CUstream>(stream), [=] {
+    const Comm &c = *asComm(comm);
+    MPI_Status st;
+    PFRT_MPI_AS("ncclRecv (emulated)", MPI_Recv,
+                (buf, int(count), MPI_FLOAT, int(c.ranks[size_t(peer)]), c.tag,
+                 gP2PComm, &st));
+    int got = 0;
+    MPI_Get_count(&st, MPI_FLOAT, &got);
+    if (size_t(got) != count)
+      fatal("ncclRecv (emulated): %zu floats expected from rank %lld, %d "
+            "sent (NCCL would hang or corrupt memory)",
+            count, (long long)c.ranks[size_t(peer)], got);
+  });
+  return r == CUDA_SUCCESS ? ncclSuccess : ncclInvalidUsage;
+}
+
+ncclResult_t ncclGroupStart() { return ncclSuccess; }
+ncclResult_t ncclGroupEnd() { return ncclSuccess; }
+
+void ncclDrainSends() {
+  enqueueHostOp([] {
+    for (auto &s : gPendingSends)
+      PFRT_MPI_AS("ncclSend (emulated)", MPI_Wait,
+                  (&s->request, MPI_STATUS_IGNORE));
+    gPendingSends.clear();
   });
 }
 

@@ -18,6 +18,7 @@
 #ifndef PFRT_SRC_CUDA_FAKENCCL_H
 #define PFRT_SRC_CUDA_FAKENCCL_H
 
+#include <mpi.h>
 #include <nccl.h>
 
 #include <cstdint>
@@ -34,7 +35,11 @@ namespace fake {
   X(ncclAllGather, "")                                                         \
   X(ncclReduceScatter, "")                                                     \
   X(ncclBroadcast, "")                                                         \
-  X(ncclReduce, "")
+  X(ncclReduce, "")                                                            \
+  X(ncclSend, "")                                                              \
+  X(ncclRecv, "")                                                              \
+  X(ncclGroupStart, "")                                                        \
+  X(ncclGroupEnd, "")
 #define PFRT_FAKE_DECLARE(fn, symbol) decltype(::fn) fn;
 PFRT_FAKE_NCCL_FUNCTIONS(PFRT_FAKE_DECLARE)
 #undef PFRT_FAKE_DECLARE
@@ -43,6 +48,14 @@ PFRT_FAKE_NCCL_FUNCTIONS(PFRT_FAKE_DECLARE)
 /// ncclCommInitRank makes (Nccl.cpp says so just before; a real NCCL learns
 /// them from its bootstrap, which the emulation has not).
 void ncclNextGroup(const int64_t *ranks, int64_t n);
+
+/// Point to point: a send copies its data when its stream reaches it and
+/// posts an MPI_Isend on `comm` (a communicator of every rank, Nccl.cpp's);
+/// a receive is an MPI_Recv then. ncclDrainSends enqueues the completion
+/// of the sends posted so far (each step's end). Groups change nothing
+/// (the sends never block).
+void ncclUseComm(MPI_Comm comm);
+void ncclDrainSends();
 
 } // namespace fake
 } // namespace pfrt

@@ -34,6 +34,40 @@ int broadcast(float *buf, int64_t count, int64_t root, const int64_t *ranks,
 int reduceSum(const float *in, float *out, int64_t count, int64_t root,
               const int64_t *ranks, int64_t n);
 
+/// Point to point (see Nccl.cpp's file comment). The staged twins record
+/// each message while point-to-point is host-staged (the first step);
+/// after it, pfrt_cuda_run_step calls setupPointToPoint, a call of every
+/// rank, which moves every rank's point-to-point to NCCL when the ranks'
+/// records agree and each pair has two devices; false if it stays staged.
+void recordPointToPoint(bool isSend, int64_t peer, int64_t tag, int64_t count);
+bool setupPointToPoint();
+/// Whether messages to and from `peer` go over NCCL (after the setup).
+bool pointToPointOverNccl(int64_t peer);
+/// The twins over NCCL: a send waits on a stream of its peer's own, so it
+/// never holds the compute stream; it returns an event marking its end
+/// (null for nothing sent): waitFor makes the compute stream wait for it
+/// (a blocking send, a batch), track makes it a handle for waitSend (the
+/// handles of a step number its tracked sends from 0, as the host row's).
+/// ownsHandle: point-to-point is over NCCL, so every handle is NCCL's.
+void *send(const float *buf, int64_t count, int64_t peer, int64_t tag,
+           const char *fn);
+void waitFor(void *done);
+int64_t track(void *done);
+bool ownsHandle(int64_t handle);
+void waitSend(int64_t handle);
+/// Receives on the compute stream; between recvBegin and recvEnd they are
+/// one NCCL group (the receives of one batch).
+void recv(float *buf, int64_t count, int64_t peer, int64_t tag, const char *fn);
+void groupBegin();
+void groupEnd();
+/// Makes the compute stream wait for every send so far (pfrt_wait_sends,
+/// and the end of each step: a capture must join its streams).
+void joinSends();
+
+/// Whether a staged call other than point-to-point ran (StagedComm.cpp):
+/// then the steps stay uncaptured even with point-to-point over NCCL.
+bool stagedBesidesPointToPoint();
+
 } // namespace nccl
 } // namespace pfrt
 
