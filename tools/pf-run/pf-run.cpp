@@ -417,8 +417,13 @@ int runJob(StringRef launcher, ArrayRef<std::string> args,
     for (int k = 0; k < 2 && ready > 0; ++k)
       if (fds[k].revents & (POLLIN | POLLHUP | POLLERR))
         open[k] = streams[k].pump(culprit);
-    if (exited)
+    if (exited) {
+      // What mpiexec wrote is in the FIFOs: once they are empty, stop, even
+      // if a process it left behind still holds them open.
+      if (ready == 0)
+        break;
       continue;
+    }
     pid_t got = waitpid(pi.Pid, &status, WNOHANG);
     if (got == pi.Pid || (got < 0 && errno != EINTR)) {
       exited = true;

@@ -176,6 +176,14 @@ int pfrt_init(int *argc, char ***argv) {
 int pfrt_finalize(void) {
   requireInit("pfrt_finalize");
   State &st = state();
+  // Every rank waits here, progressing its messages, until all have
+  // arrived: MPI_Finalize may stop progressing them (MPICH over UCX waits
+  // in its process manager's barrier), so a rank whose last send still
+  // needed its sender's progress (a rendezvous) would wait forever for a
+  // peer already finalizing. Seen on a GPU machine whose UCX lacked its
+  // shared-memory modules: 4 ranks, the first stage spinning in its last
+  // receives, the last stage in MPI_Finalize.
+  PFRT_MPI(MPI_Barrier, (gWorld));
   traceFinalize();
   // Group communicators are left to MPI_Finalize: freeing them here would
   // add collective calls whose order would have to match across ranks.
