@@ -8,7 +8,8 @@
 // (the world, the world reversed, sub-groups such as {0, 2} of 3, {r} for
 // each rank):
 //   - pfrt_cuda_all_reduce_sum (also in place), _all_gather,
-//     _reduce_scatter_sum, _broadcast (every member as the root) and
+//     _reduce_scatter_sum, _all_to_all (grouped sends and receives over
+//     NCCL), _broadcast (every member as the root) and
 //     _reduce_sum (the last member as the root, also in place), each
 //     against its host row on the same inputs;
 //   - a CUDA graph capturing an all-reduce, an all-gather and a broadcast,
@@ -168,6 +169,17 @@ void collectives(const std::vector<int64_t> &g, int64_t count) {
     CHECK(pfrt_cuda_reduce_scatter_sum(din, dout, count, r, n) == 0, "rc");
     expectSame(download(dout, count), want, scale, n,
                name("pfrt_cuda_reduce_scatter_sum", g, count));
+  }
+  // all_to_all (exact: a permutation of blocks).
+  {
+    std::vector<float> in = uniform(n * count, uint64_t(gRank));
+    std::vector<float> want(static_cast<size_t>(n * count));
+    pfrt_all_to_all(in.data(), want.data(), count, r, n);
+    float *din = upload(in), *dout = dalloc(n * count);
+    poison(dout, n * count);
+    CHECK(pfrt_cuda_all_to_all(din, dout, count, r, n) == 0, "rc");
+    expectSame(download(dout, n * count), want, none, n,
+               name("pfrt_cuda_all_to_all", g, count));
   }
   // broadcast from every member.
   for (int64_t root : g) {

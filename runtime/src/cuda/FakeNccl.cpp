@@ -35,10 +35,13 @@ static_assert(sizeof(IdBody) <= sizeof(ncclUniqueId), "id too small");
 struct Comm {
   std::vector<int64_t> ranks; // world ranks by NCCL rank
   int pos = 0;
-  int tag = 0; // its point-to-point messages' MPI tag (from its id)
+  MPI_Comm mpi = MPI_COMM_NULL; // its members, by position
 };
 
-MPI_Comm gP2PComm = MPI_COMM_NULL;
+/// Receives posted inside a group run at its end (ncclGroupEnd).
+int gGroupDepth = 0;
+std::vector<std::pair<CUstream, std::function<void()>>> gGroupRecvs;
+
 struct PendingSend {
   MPI_Request request;
   std::vector<float> data;
@@ -125,7 +128,18 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
   Comm *c = new Comm();
   c->ranks = std::move(ranks);
   c->pos = rank;
-  c->tag = int(body.serial % 30000);
+  {
+    MPI_Group world, members;
+    std::vector<int> asInt(c->ranks.begin(), c->ranks.end());
+    PFRT_MPI_AS("ncclCommInitRank (emulated)", MPI_Comm_group,
+                (worldComm(), &world));
+    PFRT_MPI_AS("ncclCommInitRank (emulated)", MPI_Group_incl,
+                (world, nranks, asInt.data(), &members));
+    PFRT_MPI_AS("ncclCommInitRank (emulated)", MPI_Comm_create_group,
+                (worldComm(), members, int(body.serial % 30000), &c->mpi));
+    MPI_Group_free(&members);
+    MPI_Group_free(&world);
+  }
   *comm = reinterpret_cast<ncclComm_t>(c);
   return ncclSuccess;
 }
@@ -199,11 +213,9 @@ ncclResult_t ncclReduce(const void *send, void *recv, size_t count,
   });
 }
 
-void ncclUseComm(MPI_Comm comm) { gP2PComm = comm; }
-
 ncclResult_t ncclSend(const void *buf, size_t count, ncclDataType_t type,
                       int peer, ncclComm_t comm, cudaStream_t stream) {
-  if (!comm || type != ncclFloat32 || gP2PComm == MPI_COMM_NULL || peer < 0 ||
+  if (!comm || type != ncclFloat32 || peer < 0 ||
       peer >= int(asComm(comm)->ranks.size()))
     return ncclInvalidArgument;
   CUresult r = enqueueHostOpOn(reinterpret_cast<CUstream>(stream), [=] {
@@ -211,9 +223,9 @@ ncclResult_t ncclSend(const void *buf, size_t count, ncclDataType_t type,
     auto *s = new PendingSend();
     const float *f = static_cast<const float *>(buf);
     s->data.assign(f, f + count);
-    PFRT_MPI_AS("ncclSend (emulated)", MPI_Isend,
-                (s->data.data(), int(count), MPI_FLOAT,
-                 int(c.ranks[size_t(peer)]), c.tag, gP2PComm, &s->request));
+    PFRT_MPI_AS(
+        "ncclSend (emulated)", MPI_Isend,
+        (s->data.data(), int(count), MPI_FLOAT, peer, 0, c.mpi, &s->request));
     gPendingSends.emplace_back(s);
   });
   return r == CUDA_SUCCESS ? ncclSuccess : ncclInvalidUsage;
@@ -221,27 +233,46 @@ ncclResult_t ncclSend(const void *buf, size_t count, ncclDataType_t type,
 
 ncclResult_t ncclRecv(void *buf, size_t count, ncclDataType_t type, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
-  if (!comm || type != ncclFloat32 || gP2PComm == MPI_COMM_NULL || peer < 0 ||
+  if (!comm || type != ncclFloat32 || peer < 0 ||
       peer >= int(asComm(comm)->ranks.size()))
     return ncclInvalidArgument;
-  CUresult r = enqueueHostOpOn(reinterpret_cast<CUstream>(stream), [=] {
+  auto recv = [=] {
     const Comm &c = *asComm(comm);
     MPI_Status st;
     PFRT_MPI_AS("ncclRecv (emulated)", MPI_Recv,
-                (buf, int(count), MPI_FLOAT, int(c.ranks[size_t(peer)]), c.tag,
-                 gP2PComm, &st));
+                (buf, int(count), MPI_FLOAT, peer, 0, c.mpi, &st));
     int got = 0;
     MPI_Get_count(&st, MPI_FLOAT, &got);
     if (size_t(got) != count)
       fatal("ncclRecv (emulated): %zu floats expected from rank %lld, %d "
             "sent (NCCL would hang or corrupt memory)",
             count, (long long)c.ranks[size_t(peer)], got);
-  });
+  };
+  if (gGroupDepth > 0) {
+    gGroupRecvs.emplace_back(reinterpret_cast<CUstream>(stream), recv);
+    return ncclSuccess;
+  }
+  CUresult r = enqueueHostOpOn(reinterpret_cast<CUstream>(stream), recv);
   return r == CUDA_SUCCESS ? ncclSuccess : ncclInvalidUsage;
 }
 
-ncclResult_t ncclGroupStart() { return ncclSuccess; }
-ncclResult_t ncclGroupEnd() { return ncclSuccess; }
+ncclResult_t ncclGroupStart() {
+  ++gGroupDepth;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGroupEnd() {
+  if (gGroupDepth == 0)
+    return ncclInvalidUsage;
+  if (--gGroupDepth > 0)
+    return ncclSuccess;
+  std::vector<std::pair<CUstream, std::function<void()>>> recvs;
+  recvs.swap(gGroupRecvs);
+  for (auto &[s, recv] : recvs)
+    if (enqueueHostOpOn(s, recv) != CUDA_SUCCESS)
+      return ncclInvalidUsage;
+  return ncclSuccess;
+}
 
 void ncclDrainSends() {
   enqueueHostOp([] {

@@ -49,12 +49,12 @@ PFRT_FAKE_NCCL_FUNCTIONS(PFRT_FAKE_DECLARE)
 /// them from its bootstrap, which the emulation has not).
 void ncclNextGroup(const int64_t *ranks, int64_t n);
 
-/// Point to point: a send copies its data when its stream reaches it and
-/// posts an MPI_Isend on `comm` (a communicator of every rank, Nccl.cpp's);
-/// a receive is an MPI_Recv then. ncclDrainSends enqueues the completion
-/// of the sends posted so far (each step's end). Groups change nothing
-/// (the sends never block).
-void ncclUseComm(MPI_Comm comm);
+/// Point to point: each emulated communicator has an MPI communicator of
+/// its members (made at ncclCommInitRank). A send copies its data when its
+/// stream reaches it and posts an MPI_Isend; a receive is an MPI_Recv
+/// then (inside a group, at the group's end, after its sends: a group's
+/// send to itself is received there). ncclDrainSends enqueues the
+/// completion of the sends posted so far (each step's end).
 void ncclDrainSends();
 
 } // namespace fake

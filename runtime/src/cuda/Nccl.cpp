@@ -418,6 +418,32 @@ int reduceSum(const float *in, float *out, int64_t count, int64_t root,
   return 0;
 }
 
+int allToAll(const float *in, float *out, int64_t count, const int64_t *ranks,
+             int64_t n) {
+  const char *fn = "pfrt_all_to_all";
+  const Group &g = groupFor(ranks, n, fn);
+  checkCount(count, fn);
+  int64_t total = blocks(n, count, fn);
+  checkBuf(in, total, "in", fn);
+  checkBuf(out, total, "out", fn);
+  checkNoOverlap(in, total, out, total, fn);
+  if (count == 0)
+    return 0;
+  cudaStream_t s = stream();
+  check(gNccl.api.ncclGroupStart(), "ncclGroupStart", fn);
+  for (int64_t p = 0; p < n; ++p) {
+    check(gNccl.api.ncclSend(in + p * count, size_t(count), ncclFloat32, int(p),
+                             g.comm, s),
+          "ncclSend", fn);
+    check(gNccl.api.ncclRecv(out + p * count, size_t(count), ncclFloat32,
+                             int(p), g.comm, s),
+          "ncclRecv", fn);
+  }
+  check(gNccl.api.ncclGroupEnd(), "ncclGroupEnd", fn);
+  pollAsync(g, fn);
+  return 0;
+}
+
 //===----------------------------------------------------------------------===//
 // Point to point
 //===----------------------------------------------------------------------===//
@@ -652,8 +678,6 @@ bool setupPointToPoint() {
   // The done events a step needs, made now (not inside a capture).
   for (size_t k = 0; k < sends + p.links.size() + 1; ++k)
     p.done.push_back(cuda::newEvent(fn));
-  if (gNccl.emulated)
-    fake::ncclUseComm(p.comm);
   p.records.clear();
   p.over = true;
   if (verbose() && !p.links.empty())
@@ -784,6 +808,9 @@ int broadcast(float *, int64_t, int64_t, const int64_t *, int64_t) {
 int reduceSum(const float *, float *, int64_t, int64_t, const int64_t *,
               int64_t) {
   fatal("internal: NCCL reduce without NCCL");
+}
+int allToAll(const float *, float *, int64_t, const int64_t *, int64_t) {
+  fatal("internal: NCCL all-to-all without NCCL");
 }
 void recordPointToPoint(bool, int64_t, int64_t, int64_t) {}
 bool setupPointToPoint() { return false; }

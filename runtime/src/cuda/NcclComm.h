@@ -33,6 +33,12 @@ int broadcast(float *buf, int64_t count, int64_t root, const int64_t *ranks,
               int64_t n);
 int reduceSum(const float *in, float *out, int64_t count, int64_t root,
               const int64_t *ranks, int64_t n);
+/// NCCL has no all-to-all: one group of a send and a receive per member
+/// (itself included) on the group's communicator. Every member posts the
+/// same calls in the same order, so NCCL's in-order matching is the host
+/// row's.
+int allToAll(const float *in, float *out, int64_t count, const int64_t *ranks,
+             int64_t n);
 
 /// Point to point (see Nccl.cpp's file comment). The staged twins record
 /// each message while point-to-point is host-staged (the first step);

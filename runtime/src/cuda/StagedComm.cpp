@@ -9,8 +9,9 @@
 // chosen. Each call waits for its copies, so a step that communicates this
 // way is not captured as a CUDA graph (pfrt_cuda_run_step runs it
 // uncaptured). The collectives NCCL has (all-reduce, all-gather,
-// reduce-scatter, broadcast, reduce) go to Nccl.cpp first where it is the
-// group's transport: enqueued on the stream, nothing staged.
+// reduce-scatter, broadcast, reduce; all-to-all as grouped sends and
+// receives) go to Nccl.cpp first where it is the group's transport:
+// enqueued on the stream, nothing staged.
 //
 //===----------------------------------------------------------------------===//
 
@@ -272,6 +273,8 @@ int pfrt_cuda_reduce_scatter_sum(const float *in, float *out, int64_t count,
 
 int pfrt_cuda_all_to_all(const float *in, float *out, int64_t count,
                          const int64_t *ranks, int64_t n) {
+  if (nccl::useNccl(ranks, n, "pfrt_all_to_all"))
+    return nccl::allToAll(in, out, count, ranks, n);
   enter("pfrt_cuda_all_to_all");
   std::vector<float> h = toHost(in, count * groupSize(n));
   std::vector<float> back(h.size());
