@@ -21,6 +21,8 @@ print(f"rank {rank} of {world} local {flow.env.get_local_rank()} env {os.environ
 codes = [int(c) for c in os.environ.get("EXIT_CODES", "0,0").split(",")]
 delays = [float(d) for d in os.environ.get("DELAYS", "0,0").split(",")]
 time.sleep(delays[rank])
+if codes[rank] < 0:
+    os.kill(os.getpid(), -codes[rank])
 sys.exit(codes[rank])
 """
 
@@ -49,9 +51,22 @@ def test_two_ranks_see_their_rank_and_world(tmp_path):
 def test_exit_code_of_the_first_failing_rank(tmp_path):
     proc = run_launch(tmp_path, "--nproc_per_node", "2", env={"EXIT_CODES": "0,3"})
     assert proc.returncode == 3
+    assert "pipeflow.distributed.launch: rank 1 exited with code 3; the job was ended" in proc.stderr
     # rank 1 fails first with 5; rank 0 would fail later with 7 (or be killed)
     proc = run_launch(tmp_path, "--nproc_per_node", "2", env={"EXIT_CODES": "7,5", "DELAYS": "2,0"})
     assert proc.returncode == 5
+    assert "rank 1 exited with code 5" in proc.stderr
+
+
+@needs_mpiexec
+def test_a_killed_rank_is_named_and_ends_the_job(tmp_path):
+    """Rank 0 is killed (SIGKILL) while rank 1 would run for a minute: the
+    job ends at once, naming rank 0 and the signal."""
+    start = time.monotonic()
+    proc = run_launch(tmp_path, "--nproc_per_node", "2", env={"EXIT_CODES": "-9,0", "DELAYS": "0.5,60"})
+    assert proc.returncode == 128 + 9
+    assert "pipeflow.distributed.launch: rank 0 was killed by SIGKILL (9); the job was ended" in proc.stderr
+    assert time.monotonic() - start < 30
 
 
 def test_other_nodes_have_nothing_to_do(tmp_path):

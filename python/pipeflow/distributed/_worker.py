@@ -47,9 +47,10 @@ def main(argv):
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda signum, frame: child.send_signal(signum))
     code = child.wait()
+    signum = -code if code < 0 else 0
     if code < 0:
         code = 128 - code
-    status = {"rank": int(env["RANK"]), "code": code, "time": time.time()}
+    status = {"rank": int(env["RANK"]), "code": code, "signal": signum, "time": time.time()}
     path = os.path.join(status_dir, f"rank{env['RANK']}.json")
     with open(path + ".tmp", "w") as f:
         json.dump(status, f)

@@ -8,7 +8,10 @@ starts ``nproc_per_node * nnodes`` processes with ``mpiexec -n``. Every
 process sees ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` and
 ``LOCAL_WORLD_SIZE`` (``pipeflow.env`` reads them), plus ``MASTER_ADDR`` and
 ``MASTER_PORT`` for compatibility (MPI does its own bootstrap). The exit
-code is that of the first process to fail, or 0.
+code is that of the first process to fail, or 0; the launcher then names
+that rank and how it ended on stderr (``rank 1 exited with code 3``,
+``rank 0 was killed by SIGKILL (9)``: each rank runs under a small wrapper
+that records it).
 
 When a process fails, the others are stopped after a grace period
 (``--grace_period``, default 3 s, for them to report their own errors):
@@ -83,15 +86,27 @@ def mpiexec_command(args, status_dir):
 
 
 def first_failure(status_dir):
-    """The exit code of the first rank that failed (by time), or 0."""
+    """The first rank that failed (by time) as ``(rank, exit code, signal)``
+    (signal 0 when it exited by itself), or None."""
     failures = []
     for name in os.listdir(status_dir):
         if name.endswith(".json"):
             with open(os.path.join(status_dir, name)) as f:
                 status = json.load(f)
             if status["code"] != 0:
-                failures.append((status["time"], status["rank"], status["code"]))
-    return min(failures)[2] if failures else 0
+                failures.append((status["time"], status["rank"], status["code"], status.get("signal", 0)))
+    return min(failures)[1:] if failures else None
+
+
+def describe_failure(failure):
+    """What the launcher says about the rank that ended the job."""
+    rank, code, signum = failure
+    try:
+        name = signal.Signals(signum).name if signum else ""
+    except ValueError:
+        name = f"signal {signum}"
+    how = f"was killed by {name} ({signum})" if signum else f"exited with code {code}"
+    return f"pipeflow.distributed.launch: rank {rank} {how}; the job was ended"
 
 
 def _failed(status_dir):
@@ -150,7 +165,8 @@ def main(argv=None):
         code = run_job(cmd, env, status_dir, args.grace_period)
         failed = first_failure(status_dir)
     if failed:
-        return failed
+        print(describe_failure(failed), file=sys.stderr)
+        return failed[1]
     return code
 
 
