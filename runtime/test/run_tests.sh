@@ -459,6 +459,10 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ] && [ -x "$BIN/pfrt-test-cuda-nccl" 
     "point-to-point cannot go over NCCL: the ranks post their messages in different orders (message 0 from rank 0 to rank 1: rank 0 sends 3 floats (tag 1), rank 1 receives 5 floats (tag 2))" \
     env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl "${MPIEXEC[@]}" -n 2 \
     "$BIN/pfrt-test-cuda-nccl" p2p_order
+  run_fail cuda_nccl_emulated_p2p_new_peer 60 \
+    "is not a peer of this rank's point-to-point over NCCL (the first step exchanged nothing with it" \
+    env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl "${MPIEXEC[@]}" -n 3 \
+    "$BIN/pfrt-test-cuda-nccl" p2p_new_peer
   run_fail cuda_nccl_emulated_call_error 60 \
     "pfrt_all_reduce_sum: ncclAllReduce failed: unhandled system error" \
     env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl PFRT_CUDA_FAKE_NCCL_ERROR=1 \

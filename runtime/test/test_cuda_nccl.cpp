@@ -26,7 +26,9 @@
 // MODE "staged" runs the comparisons without the graph (any transport);
 // "nccl_error" makes one all-reduce, which must fail naming the call;
 // "p2p_order" has rank 1 receive rank 0's two messages in the other order
-// (fatal under PFRT_CUDA_COMM=nccl: NCCL matches them in order).
+// (fatal under PFRT_CUDA_COMM=nccl: NCCL matches them in order);
+// "p2p_new_peer" (3 ranks) has rank 0 message rank 2 from the second step
+// on, a peer the first step did not have (fatal once over NCCL).
 //
 //===----------------------------------------------------------------------===//
 
@@ -345,6 +347,21 @@ void p2pOrderStep(int64_t) {
   pfrt_cuda_wait_sends();
 }
 
+/// Step 0: rank 0 sends to rank 1; later steps also to rank 2 (a peer
+/// the first step did not have: an error once over NCCL).
+void p2pNewPeerStep(int64_t k) {
+  if (gRank == 0) {
+    pfrt_cuda_isend(gP.a, 3, 1, 1);
+    if (k > 0)
+      pfrt_cuda_isend(gP.c, 3, 2, 2);
+  } else if (gRank == 1) {
+    pfrt_cuda_recv(gP.a, 3, 0, 1);
+  } else if (gRank == 2 && k > 0) {
+    pfrt_cuda_recv(gP.c, 3, 0, 2);
+  }
+  pfrt_cuda_wait_sends();
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -364,11 +381,12 @@ int main(int argc, char **argv) {
     world.push_back(r);
     reversed.insert(reversed.begin(), r);
   }
-  if (mode == "p2p_order") {
+  if (mode == "p2p_order" || mode == "p2p_new_peer") {
     gP.a = dalloc(8);
     gP.c = dalloc(8);
     for (int64_t k = 0; k < 2; ++k)
-      pfrt_cuda_run_step(p2pOrderStep, k);
+      pfrt_cuda_run_step(mode == "p2p_order" ? p2pOrderStep : p2pNewPeerStep,
+                         k);
     pfrt_cuda_finalize();
     pfrt_finalize();
     return 0;

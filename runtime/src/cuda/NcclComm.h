@@ -47,7 +47,8 @@ int allToAll(const float *in, float *out, int64_t count, const int64_t *ranks,
 /// records agree and each pair has two devices; false if it stays staged.
 void recordPointToPoint(bool isSend, int64_t peer, int64_t tag, int64_t count);
 bool setupPointToPoint();
-/// Whether messages to and from `peer` go over NCCL (after the setup).
+/// Whether messages to and from `peer` go over NCCL (after the setup: then
+/// all of them do, and a peer the first step did not message is an error).
 bool pointToPointOverNccl(int64_t peer);
 /// The twins over NCCL: a send waits on a stream of its peer's own, so it
 /// never holds the compute stream; it returns an event marking its end
