@@ -67,7 +67,7 @@ class Optimizer:
 
 
 def train(params, x, y, lrs, m, optimizer, stacked=False, final=None, relu_last=True,
-          dropout=None):
+          dropout=None, kinks=None):
     """Per step, the losses of the m micro-batches. ``params``: [(W, b)] float32
     initial values; ``x`` [N, ...] (flattened), ``y`` [N] labels; ``lrs``: the
     learning rate of each step (rounded to float32, as the runtime's scalar).
@@ -76,7 +76,10 @@ def train(params, x, y, lrs, m, optimizer, stacked=False, final=None, relu_last=
     parameters [[W, b], ...] (float64). ``relu_last=False``: no ReLU after
     the last layer (seed 004's MLP). ``dropout(j, step, k, shape)``: the
     multiplier (0 or 1/(1-p)) applied after layer j's activation in step
-    ``step`` (from 0) and micro-batch k, or None for no dropout there."""
+    ``step`` (from 0) and micro-batch k, or None for no dropout there.
+    ``kinks``, a list, receives for each ReLU layer of each micro-batch the
+    smallest |pre-activation| over the largest: how close float32 rounding
+    could come to flipping a unit (see near_kink)."""
     params = [[w.astype(np.float64), b.astype(np.float64)] for w, b in params]
     xs_all = np.asarray(x, dtype=np.float64)
     ys_all = np.asarray(y)
@@ -97,6 +100,8 @@ def train(params, x, y, lrs, m, optimizer, stacked=False, final=None, relu_last=
                 h = acts[-1] @ w.T + b
                 pre.append(h)
                 a = np.maximum(h, 0.0) if relu_last or j + 1 < len(params) else h
+                if kinks is not None and (relu_last or j + 1 < len(params)):
+                    kinks.append(float(np.abs(h).min() / max(float(np.abs(h).max()), 1e-30)))
                 mask = dropout(j, t - 1, k, a.shape) if dropout else None
                 masks.append(mask)
                 acts.append(a if mask is None else a * mask)
@@ -122,6 +127,18 @@ def train(params, x, y, lrs, m, optimizer, stacked=False, final=None, relu_last=
     if final is not None:
         final.extend(params)
     return out
+
+
+def near_kink(params, x, y, lrs, m, optimizer, relu_last=True, within=1e-6):
+    """Whether some ReLU pre-activation of the float64 training comes within
+    ``within`` (relative to its layer's largest) of 0: closer than float32's
+    own rounding of a 784-term dot product can be trusted to keep its sign,
+    so the float32 run may flip that unit (its gradient then differs by one
+    sample's share, ~1e-4). Random perturbations of the inputs do not
+    reliably find such a unit; this looks at every one."""
+    kinks = []
+    train(params, x, y, lrs, m, optimizer, relu_last=relu_last, kinks=kinks)
+    return min(kinks, default=1.0) < within
 
 
 def max_relative_error(got, want):

@@ -158,7 +158,11 @@ def reference_drifts(pseed, x, y, lrs):
     bump = lambda a: np.asarray(a, np.float64) * (1 + 3e-7 * rng.standard_normal(np.shape(a)))
     ref.train([(bump(w), bump(b)) for w, b in initial_params(pseed)], bump(x), y, lrs, 2,
               ref.Optimizer("sgd", momentum=0.9), final=moved)
-    return any(rel(m, f) > TOL / 2 for fl, ml in zip(final, moved) for f, m in zip(fl, ml))
+    if any(rel(m, f) > TOL / 2 for fl, ml in zip(final, moved) for f, m in zip(fl, ml)):
+        return True
+    # A unit float32 may flip that the perturbation above missed
+    # (PF_TEST_SEEDS="1688239824 2085195249": 2e-7 of its layer's largest).
+    return ref.near_kink(initial_params(pseed), x, y, lrs, 2, ref.Optimizer("sgd", momentum=0.9))
 
 
 def test_modules_parameters_and_optimizer_read_the_trained_values(backend):
