@@ -178,11 +178,104 @@ Value FunctionDifferentiator::recompute(Value v, OpBuilder &b) {
   return recomputed.lookup(v);
 }
 
+/// The gradients of slices that cut one tensor along one axis (q, k and v
+/// of a fused projection) arrive as pads of disjoint boxes: their sum is the
+/// concatenation of the slices' gradients, padded where they do not cover
+/// the tensor. Returns that value for `a + b` when `a` and `b` are pads of
+/// adjacent boxes along one axis (`a` possibly already such a merge), or a
+/// null value. The sum adds zeros to every element, so the bits are the
+/// same (but for the sign of a zero); the pads' and adds' passes over the
+/// whole tensor become one concatenation.
+Value mergeDisjointPads(Value a, Value b, OpBuilder &builder, Location loc) {
+  auto padA = a.getDefiningOp<PadOp>(), padB = b.getDefiningOp<PadOp>();
+  if (!padA || !padB || !a.use_empty() || !b.use_empty() ||
+      a.getType() != b.getType())
+    return {};
+  auto inA = cast<GlobalType>(padA.getInput().getType());
+  auto inB = cast<GlobalType>(padB.getInput().getType());
+  ArrayRef<int64_t> offA = padA.getOffsets(), offB = padB.getOffsets();
+  int64_t axis = -1;
+  for (int64_t d = 0, e = inA.getRank(); d < e; ++d) {
+    if (offA[d] == offB[d] && inA.getShape()[d] == inB.getShape()[d])
+      continue;
+    if (axis >= 0)
+      return {};
+    axis = d;
+  }
+  if (axis < 0)
+    return {};
+  // First and second along the axis; they must touch.
+  PadOp first = padA, second = padB;
+  if (offB[axis] < offA[axis])
+    std::swap(first, second);
+  auto firstIn = cast<GlobalType>(first.getInput().getType());
+  if (first.getOffsets()[axis] + firstIn.getShape()[axis] !=
+      second.getOffsets()[axis])
+    return {};
+  // An earlier merge's concatenation along the axis is flattened into this
+  // one.
+  SmallVector<Value> inputs;
+  SmallVector<Operation *> absorbed;
+  for (PadOp pad : {first, second}) {
+    auto concat = pad.getInput().getDefiningOp<ConcatOp>();
+    if (concat && int64_t(concat.getAxis()) == axis && concat->hasOneUse()) {
+      llvm::append_range(inputs, concat.getInputs());
+      absorbed.push_back(concat);
+    } else {
+      inputs.push_back(pad.getInput());
+    }
+  }
+  auto axisAttr = builder.getI64IntegerAttr(axis);
+  SmallVector<Type> inferred;
+  ConcatOp::Properties props;
+  props.axis = axisAttr;
+  ConcatOp::Adaptor adaptor(inputs, DictionaryAttr(), props);
+  if (failed(ConcatOp::inferReturnTypes(builder.getContext(), std::nullopt,
+                                        adaptor, inferred)))
+    return {};
+  auto concatType = cast<GlobalType>(inferred[0]);
+  auto resultType = cast<GlobalType>(a.getType());
+  ArrayRef<int64_t> offsets = first.getOffsets();
+  bool whole = concatType.getShape() == resultType.getShape() &&
+               llvm::all_of(offsets, [](int64_t o) { return o == 0; });
+  if (whole && concatType != resultType)
+    return {};
+  Value merged = ConcatOp::create(builder, loc, concatType, inputs, axisAttr);
+  if (!whole) {
+    merged = PadOp::create(builder, loc, resultType, merged,
+                           first.getOffsetsAttr(), padA.getShapeAttr());
+    if (merged.getType() != resultType) {
+      // Not expected (the pad's type is given); keep the IR as it was.
+      Operation *concat = merged.getDefiningOp()->getOperand(0).getDefiningOp();
+      merged.getDefiningOp()->erase();
+      concat->erase();
+      return {};
+    }
+  }
+  padA->erase();
+  padB->erase();
+  for (Operation *op : absorbed)
+    op->erase();
+  return merged;
+}
+
 void FunctionDifferentiator::accumulate(Value forward, Value grad, OpBuilder &b,
                                         Operation *from) {
   Value &slot = grads[forward];
   if (!slot) {
     slot = grad;
+    return;
+  }
+  if (Value merged = mergeDisjointPads(slot, grad, b, from->getLoc())) {
+    // The concatenation, and the pad around it where there is one.
+    SmallVector<Operation *> made = {merged.getDefiningOp()};
+    if (isa<PadOp>(made[0]))
+      made.push_back(made[0]->getOperand(0).getDefiningOp());
+    for (Operation *op : made) {
+      copyStage(from, op);
+      setPhase(op, isParamDerived(forward) ? kBackwardWeight : kBackwardInput);
+    }
+    slot = merged;
     return;
   }
   auto sum = AddOp::create(b, from->getLoc(), slot, grad);

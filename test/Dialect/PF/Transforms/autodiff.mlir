@@ -256,3 +256,74 @@ func.func @constant_operand(%x: !pf.global<3xf32, #P, #pf.sbp<[B]>>) -> !pf.glob
   %l = pf.reduce_sum %s {axes = array<i64: 0>} : (!pf.global<3xf32, #P>) -> !pf.global<f32, #P>
   return %l : !pf.global<f32, #P>
 }
+
+// -----
+
+// Slices that cut one tensor along one axis (q, k and v of a fused
+// projection): their gradients are pads of adjacent boxes, and their sum is
+// one concatenation (no pad, no add) when the boxes cover the tensor, a
+// concatenation padded once when they do not.
+#P = #pf.placement<"cpu", [0]>
+!T = !pf.global<2x12xf32, #P>
+!B = !pf.global<2x4xf32, #P>
+// CHECK-LABEL: func.func @slices_cover
+// CHECK-NOT: pf.pad
+// CHECK: %[[Q:.*]] = pf.slice %{{.*}} {offsets = array<i64: 0, 0>
+// CHECK: %[[K:.*]] = pf.slice %{{.*}} {offsets = array<i64: 0, 4>
+// CHECK-NOT: pf.add {{.*}}backward_input
+// CHECK: %[[DV:.*]] = pf.broadcast_to
+// CHECK: %[[DQ:.*]] = pf.mul %[[DV]], %[[K]]
+// CHECK: %[[DK:.*]] = pf.mul %[[DV]], %[[Q]]
+// CHECK: %[[C:.*]] = pf.concat %[[DQ]], %[[DK]], %[[DV]] {axis = 1 : i64, pf.phase = "backward_input"} : ({{.*}}) -> !pf.global<2x12xf32, #{{.*}}>
+// CHECK-NEXT: %[[DX:.*]] = pf.mul_scalar %[[C]]
+// CHECK-NEXT: return %{{.*}}, %[[DX]]
+func.func @slices_cover(%x: !pf.global<2x12xf32, #P, #pf.sbp<[B]>>) -> !pf.global<f32, #P> {
+  %t = pf.mul_scalar %x {scalar = 2.0 : f64} : (!pf.global<2x12xf32, #P, #pf.sbp<[B]>>) -> !T
+  %q = pf.slice %t {offsets = array<i64: 0, 0>, sizes = array<i64: 2, 4>} : (!T) -> !B
+  %k = pf.slice %t {offsets = array<i64: 0, 4>, sizes = array<i64: 2, 4>} : (!T) -> !B
+  %v = pf.slice %t {offsets = array<i64: 0, 8>, sizes = array<i64: 2, 4>} : (!T) -> !B
+  %qk = pf.mul %q, %k : (!B, !B) -> !B
+  %o = pf.add %qk, %v : (!B, !B) -> !B
+  %l = pf.reduce_sum %o {axes = array<i64: 0, 1>} : (!B) -> !pf.global<f32, #P>
+  return %l : !pf.global<f32, #P>
+}
+
+// CHECK-LABEL: func.func @slices_part
+// CHECK-NOT: pf.add {{.*}}backward_input
+// CHECK: %[[C:.*]] = pf.concat %{{.*}}, %{{.*}} {axis = 1 : i64, pf.phase = "backward_input"} : ({{.*}}) -> !pf.global<2x8xf32, #{{.*}}>
+// CHECK: %[[P:.*]] = pf.pad %[[C]] {offsets = array<i64: 0, 4>, pf.phase = "backward_input", shape = array<i64: 2, 12>}
+// CHECK-NOT: pf.pad
+func.func @slices_part(%x: !pf.global<2x12xf32, #P, #pf.sbp<[B]>>) -> !pf.global<f32, #P> {
+  %t = pf.mul_scalar %x {scalar = 2.0 : f64} : (!pf.global<2x12xf32, #P, #pf.sbp<[B]>>) -> !T
+  %k = pf.slice %t {offsets = array<i64: 0, 4>, sizes = array<i64: 2, 4>} : (!T) -> !B
+  %v = pf.slice %t {offsets = array<i64: 0, 8>, sizes = array<i64: 2, 4>} : (!T) -> !B
+  %o = pf.mul %k, %v : (!B, !B) -> !B
+  %l = pf.reduce_sum %o {axes = array<i64: 0, 1>} : (!B) -> !pf.global<f32, #P>
+  return %l : !pf.global<f32, #P>
+}
+
+// Boxes with a gap, overlapping boxes and boxes that differ along two axes
+// are summed as before.
+// CHECK-LABEL: func.func @slices_apart
+// CHECK-NOT: pf.concat
+// CHECK-COUNT-5: pf.add {{.*}}pf.phase = "backward_input"
+// CHECK-NOT: pf.concat
+// CHECK: return
+func.func @slices_apart(%x: !pf.global<2x12xf32, #P, #pf.sbp<[B]>>) -> !pf.global<f32, #P> {
+  %t = pf.mul_scalar %x {scalar = 2.0 : f64} : (!pf.global<2x12xf32, #P, #pf.sbp<[B]>>) -> !T
+  %a = pf.slice %t {offsets = array<i64: 0, 0>, sizes = array<i64: 2, 4>} : (!T) -> !B
+  %b = pf.slice %t {offsets = array<i64: 0, 8>, sizes = array<i64: 2, 4>} : (!T) -> !B
+  %ab = pf.mul %a, %b : (!B, !B) -> !B
+  %c = pf.slice %t {offsets = array<i64: 0, 2>, sizes = array<i64: 2, 4>} : (!T) -> !B
+  %d = pf.slice %t {offsets = array<i64: 0, 4>, sizes = array<i64: 2, 4>} : (!T) -> !B
+  %cd = pf.mul %c, %d : (!B, !B) -> !B
+  %e = pf.slice %t {offsets = array<i64: 0, 0>, sizes = array<i64: 1, 4>} : (!T) -> !pf.global<1x4xf32, #P>
+  %f = pf.slice %t {offsets = array<i64: 1, 4>, sizes = array<i64: 1, 4>} : (!T) -> !pf.global<1x4xf32, #P>
+  %ef = pf.mul %e, %f : (!pf.global<1x4xf32, #P>, !pf.global<1x4xf32, #P>) -> !pf.global<1x4xf32, #P>
+  %s1 = pf.reduce_sum %ab {axes = array<i64: 0, 1>} : (!B) -> !pf.global<f32, #P>
+  %s2 = pf.reduce_sum %cd {axes = array<i64: 0, 1>} : (!B) -> !pf.global<f32, #P>
+  %s3 = pf.reduce_sum %ef {axes = array<i64: 0, 1>} : (!pf.global<1x4xf32, #P>) -> !pf.global<f32, #P>
+  %s12 = pf.add %s1, %s2 : (!pf.global<f32, #P>, !pf.global<f32, #P>) -> !pf.global<f32, #P>
+  %l = pf.add %s12, %s3 : (!pf.global<f32, #P>, !pf.global<f32, #P>) -> !pf.global<f32, #P>
+  return %l : !pf.global<f32, #P>
+}

@@ -45,7 +45,11 @@ func.func @attn(%in: !pf.global<4x8xf32, #P, #pf.sbp<[B]>>) -> !pf.global<f32, #
 // SBP: pf.matmul {{.*}} -> !pf.global<4x12xf32, #{{.*}}, #pf.sbp<[S(1, 3)]>>
 // SBP: pf.bias_add {{.*}} -> !pf.global<4x12xf32, #{{.*}}, #pf.sbp<[S(1, 3)]>>
 // SBP-COUNT-3: pf.slice {{.*}} -> !pf.global<4x4xf32, #{{.*}}, #pf.sbp<[S(1)]>>
-// SBP: pf.pad {{.*}} -> !pf.global<4x12xf32, #{{.*}}, #pf.sbp<[S(1, 3)]>>
+// The blocks' gradients (pads of adjacent boxes, summed) become one
+// concatenation of three S(1) blocks: the grouped split again.
+// SBP-NOT: pf.pad
+// SBP: pf.concat {{.*}}axis = 1 : i64{{.*}} -> !pf.global<4x12xf32, #{{.*}}, #pf.sbp<[S(1, 3)]>>
+// SBP-NOT: pf.pad
 // SBP: pf.matmul {{.*}}pf.phase = "backward_input"{{.*}} -> !pf.global<4x8xf32, #{{.*}}, #pf.sbp<[P]>>
 
 // BOXING: pf boxing report: 1 communication op(s)
@@ -58,7 +62,7 @@ func.func @attn(%in: !pf.global<4x8xf32, #P, #pf.sbp<[B]>>) -> !pf.global<f32, #
 // RANK: pf.slice %{{.*}} {offsets = array<i64: 0, 0>, sizes = array<i64: 4, 2>}
 // RANK: pf.slice %{{.*}} {offsets = array<i64: 0, 2>, sizes = array<i64: 4, 2>}
 // RANK: pf.slice %{{.*}} {offsets = array<i64: 0, 4>, sizes = array<i64: 4, 2>}
-// RANK: pf.pad %{{.*}} {offsets = array<i64: 0, 2>, {{.*}}shape = array<i64: 4, 6>}
+// RANK: pf.concat {{.*}}: (!pf.global<4x2xf32, {{.*}}>, !pf.global<4x2xf32, {{.*}}>, !pf.global<4x2xf32, {{.*}}>) -> !pf.global<4x6xf32
 
 // Each part is drawn and registered as its own box of the logical tensor.
 // LLVM-LABEL: llvm.func @pf_init_params
