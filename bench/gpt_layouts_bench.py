@@ -25,16 +25,20 @@ sys.path.insert(0, HERE)
 import results  # noqa: E402
 
 GPT = os.path.join(ROOT, "examples", "python", "gpt.py")
-LAYOUTS = [("one", 1, "1f1b"), ("dp", 2, "1f1b"), ("pp", 2, "1f1b"),
+# (layout, ranks, schedule[, gradient bucket MiB]): dp without buckets
+# (one all-reduce a gradient) beside the default 25 MiB.
+LAYOUTS = [("one", 1, "1f1b"), ("dp", 2, "1f1b"), ("dp", 2, "1f1b", 0), ("pp", 2, "1f1b"),
            ("pp", 2, "interleaved-1f1b"), ("pp", 2, "zb-h1"), ("tp", 2, "1f1b"),
            ("pp_dp", 4, "1f1b"), ("tp_dp", 4, "1f1b"), ("pp_tp", 4, "1f1b")]
 
 
-def step_ms(layout, ranks, schedule, args):
+def step_ms(layout, ranks, schedule, args, bucket=None):
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), OPENBLAS_NUM_THREADS="1")
     cmd = [sys.executable, GPT, "--layout", layout, "--schedule", schedule,
            "--layers", str(args.layers), "--batch", str(args.batch), "--block", str(args.block),
            "--micro-batches", str(args.micro_batches), "--steps", str(args.steps)]
+    if bucket is not None:
+        cmd += ["--bucket-mbytes", str(bucket)]
     if ranks > 1:
         cmd = [sys.executable, "-m", "pipeflow.distributed.launch", "--nproc_per_node",
                str(ranks)] + cmd[1:]
@@ -51,12 +55,15 @@ def main():
     ap.add_argument("--steps", type=int, default=12)
     args = ap.parse_args()
     rows, base = [], None
-    for layout, ranks, schedule in LAYOUTS:
-        ms = step_ms(layout, ranks, schedule, args)
+    for layout, ranks, schedule, *bucket in LAYOUTS:
+        bucket = bucket[0] if bucket else None
+        ms = step_ms(layout, ranks, schedule, args, bucket)
         base = base or ms
-        rows.append("| %s | %d | %s | %.1f | %.2f |" % (layout, ranks, schedule, ms, ms / base))
-    table = ("| layout | ranks | schedule | step ms (median) | vs one rank |\n"
-             "|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+        rows.append("| %s | %d | %s | %s | %.1f | %.2f |"
+                    % (layout, ranks, schedule, "25 MiB" if bucket is None else "%g MiB" % bucket,
+                       ms, ms / base))
+    table = ("| layout | ranks | schedule | gradient buckets | step ms (median) | vs one rank |\n"
+             "|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
     setup = ("GPT %d layers, 64 wide, 4 heads, block %d, batch %d, %d micro-batches, AdamW; "
              "1 OpenBLAS thread per rank, OPENBLAS_CORETYPE=%s" % (
                  args.layers, args.block, args.batch, args.micro_batches,

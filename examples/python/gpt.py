@@ -73,6 +73,9 @@ def main():
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tie", action="store_true")
+    parser.add_argument("--bucket-mbytes", type=float, default=None,
+                        help="gradient all-reduce bucket size in MiB (0: one all-reduce a "
+                             "gradient; default: the compiler's 25)")
     parser.add_argument("--compile-only", action="store_true")
     parser.add_argument("--checksum", action="store_true",
                         help="print a checksum of the trained weights (read back in logical form)")
@@ -178,6 +181,8 @@ def build_graph(model, args):
             self.model = model
             self.add_optimizer(optimizer)
             self.config.set_gradient_accumulation_steps(args.micro_batches)
+            if getattr(args, "bucket_mbytes", None) is not None:
+                self.config.set_gradient_bucket_mbytes(args.bucket_mbytes)
             if len(places) > 1:
                 for name, stage in stage_of.items():
                     submodule(self.model, name).config.set_stage(

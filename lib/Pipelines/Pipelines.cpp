@@ -107,6 +107,9 @@ static void buildCompilePipeline(OpPassManager &pm,
     pm.addPass(createInlineStagesPass());
   }
   pm.addPass(createForwardGradBuffersPass());
+  BucketGradientsPassOptions buckets;
+  buckets.bucketBytes = options.bucketBytes;
+  pm.addPass(createBucketGradientsPass(buckets));
   if (options.compileTo == Stop::Rank)
     return;
   pm.addPass(createVerifyCommPass());

@@ -219,6 +219,22 @@ def test_options_and_compile_cache(pf_opt):
     assert graph.compile(x, y).directory == compiled.directory
 
 
+def test_gradient_bucket_size_reaches_the_compiler():
+    graph = PipelineGraph(PipelineModule())
+    x, y = seed_inputs()
+    _, _, pipeline = graph._pipeline(graph.trace(x, y), None)
+    assert "bucket-bytes" not in pipeline  # the compiler's default (25 MiB)
+    graph.config.set_gradient_bucket_mbytes(0.5)
+    _, _, pipeline = graph._pipeline(graph.trace(x, y), None)
+    assert "bucket-bytes=524288" in pipeline.split()
+    graph.config.set_gradient_bucket_mbytes(0)
+    _, _, pipeline = graph._pipeline(graph.trace(x, y), None)
+    assert "bucket-bytes=0" in pipeline.split()
+    for bad in (-1, True, "25"):
+        with pytest.raises(ValueError, match="bucket size"):
+            graph.config.set_gradient_bucket_mbytes(bad)
+
+
 # Devices ---------------------------------------------------------------------------
 
 def test_cuda_needs_an_explicit_opt_in(monkeypatch, verify):

@@ -89,6 +89,12 @@ struct CompileCPUPipelineOptions
       llvm::cl::desc("element-wise ops through the compiler's generated "
                      "kernels (convert-pf-to-cpu generated-kernels)"),
       llvm::cl::init(false)};
+  Option<int64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("gradient all-reduces packed into buckets of at most "
+                     "this many bytes (pf-bucket-gradients; 0: one a "
+                     "gradient)"),
+      llvm::cl::init(25 << 20)};
   enum class Stop { Training, SPMD, Rank, Lower };
   Option<Stop> compileTo{
       *this, "pf-compile-to", llvm::cl::desc("where the compile stops"),

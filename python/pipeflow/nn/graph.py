@@ -81,6 +81,24 @@ class GraphConfig:
         self._balance = None
         self._stages_loc = None
         self._generated_kernels = False
+        self._bucket_mbytes = None
+
+    def set_gradient_bucket_mbytes(self, mbytes):
+        """Packs the update's gradient all-reduces into buckets of at most
+        ``mbytes`` MiB (``pf-bucket-gradients``; PyTorch DDP's
+        ``bucket_cap_mb``); 0 reduces each gradient on its own. The
+        default is 25."""
+        if isinstance(mbytes, bool) or not isinstance(mbytes, numbers.Real) or mbytes < 0:
+            raise ValueError(f"gradient bucket size must be a non-negative number of MiB, "
+                             f"got {mbytes!r}")
+        self._bucket_mbytes = mbytes
+
+    @property
+    def gradient_bucket_bytes(self):
+        """The bucket size in bytes, or ``None`` for the compiler's default."""
+        if self._bucket_mbytes is None:
+            return None
+        return int(self._bucket_mbytes * (1 << 20))
 
     def enable_generated_kernels(self, mode=True):
         """Runs the element-wise ops (ReLU, GELU, tanh, sigmoid, their

@@ -189,6 +189,8 @@ def pipeline(graph, traced, loc):
         options.append(f"auto-stages={cfg.pipeline_stages} balance={cfg.balance}")
     if cfg.generated_kernels:
         options.append("generated-kernels=true")
+    if cfg.gradient_bucket_bytes is not None:
+        options.append(f"bucket-bytes={cfg.gradient_bucket_bytes}")
     return optimizer, lr_scheduler, " ".join(options)
 
 

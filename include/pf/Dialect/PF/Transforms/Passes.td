@@ -228,6 +228,40 @@ def ForwardGradBuffersPass : Pass<"pf-forward-grad-buffers", "::mlir::ModuleOp">
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
+def BucketGradientsPass : Pass<"pf-bucket-gradients", "::mlir::ModuleOp"> {
+  let summary = "one all-reduce per bucket of gradients instead of one per parameter";
+  let description = [{
+    On each rank's final step (after `pf-forward-grad-buffers`): the
+    update's gradient all-reduces (`pf.all_reduce` with `pf.phase =
+    "update"`) that follow each other with no other communication between
+    them, over the same groups and element type, are cut in program order
+    into buckets of at most `bucket-bytes` (a gradient larger than that is
+    a bucket of its own). A bucket of two or more becomes one all-reduce of
+    the gradients flattened and concatenated, placed where the bucket's
+    first all-reduce was, and each gradient its slice of the result: one
+    collective's latency per bucket instead of one per parameter, as
+    PyTorch DDP's buckets, but planned at compile time, so every member of
+    a group forms the same buckets (`pf-verify-comm` checks it). The sums
+    are the same element by element. `bucket-bytes=0` leaves the step as
+    it is.
+
+    ```mlir
+    %a = pf.all_reduce %ga {groups = [array<i64: 0, 1>], pf.phase = "update"} : ...
+    %b = pf.all_reduce %gb {groups = [array<i64: 0, 1>], pf.phase = "update"} : ...
+    // becomes
+    %fa = pf.reshape %ga ...   %fb = pf.reshape %gb ...
+    %c = pf.concat %fa, %fb {axis = 0 : i64} ...
+    %r = pf.all_reduce %c {groups = [array<i64: 0, 1>], pf.phase = "update"} : ...
+    %a = pf.reshape (pf.slice %r [0, |a|)) ...   %b = ...
+    ```
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "25 << 20",
+           "largest bucket in bytes (0: one all-reduce per gradient)">
+  ];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 def SplitStagesPass : Pass<"pf-split-stages", "::mlir::ModuleOp"> {
   let summary = "makes every scheduled action of a stage a function";
   let description = [{
