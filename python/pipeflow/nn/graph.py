@@ -50,7 +50,6 @@ This module is the user's API; tracing, compile options, execution and
 state live in ``pipeflow.nn._graph``.
 """
 
-import numbers
 import os
 from collections import OrderedDict
 
@@ -59,118 +58,11 @@ from .._source import user_location
 from ..optim.optimizer import Optimizer
 from ._graph import execution, options, state, tracing
 from ._graph.blocks import GraphModule, ModuleConfig, ProxyModule
+from ._graph.config import GraphConfig
 from ._graph.tracing import TracedGraph
 from .module import Module
 
 __all__ = ["Graph", "GraphConfig", "GraphModule", "ModuleConfig", "ProxyModule", "TracedGraph"]
-
-SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "zb-h1")
-BALANCES = ("flops", "params", "memory")
-
-
-class GraphConfig:
-    """Graph-wide settings: micro-batches and the pipeline schedule."""
-
-    def __init__(self):
-        self._accumulation = 1
-        self._accumulation_loc = None
-        self._schedule = "1f1b"
-        self._num_chunks = 1
-        self._schedule_loc = None
-        self._num_stages = None
-        self._balance = None
-        self._stages_loc = None
-        self._generated_kernels = False
-        self._bucket_mbytes = None
-
-    def set_gradient_bucket_mbytes(self, mbytes):
-        """Packs the update's gradient all-reduces into buckets of at most
-        ``mbytes`` MiB (``pf-bucket-gradients``; PyTorch DDP's
-        ``bucket_cap_mb``); 0 reduces each gradient on its own. The
-        default is 25."""
-        if isinstance(mbytes, bool) or not isinstance(mbytes, numbers.Real) or mbytes < 0:
-            raise ValueError(f"gradient bucket size must be a non-negative number of MiB, "
-                             f"got {mbytes!r}")
-        self._bucket_mbytes = mbytes
-
-    @property
-    def gradient_bucket_bytes(self):
-        """The bucket size in bytes, or ``None`` for the compiler's default."""
-        if self._bucket_mbytes is None:
-            return None
-        return int(self._bucket_mbytes * (1 << 20))
-
-    def enable_generated_kernels(self, mode=True):
-        """Runs the element-wise ops (ReLU, GELU, tanh, sigmoid, their
-        gradients, add, mul) through the compiler's generated kernels, the
-        host twins of its GPU kernels, instead of the runtime library's."""
-        self._generated_kernels = bool(mode)
-
-    @property
-    def generated_kernels(self):
-        return self._generated_kernels
-
-    def set_gradient_accumulation_steps(self, value):
-        """Splits every step's batch into ``value`` micro-batches."""
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"gradient accumulation steps must be a positive integer, got {value!r}")
-        self._accumulation = int(value)
-        self._accumulation_loc = user_location()
-
-    @property
-    def gradient_accumulation_steps(self):
-        return self._accumulation
-
-    def set_pipeline_schedule(self, schedule, num_chunks=1):
-        """One of ``gpipe``, ``1f1b``, ``interleaved-1f1b`` (``num_chunks`` virtual
-        chunks per stage) or ``zb-h1``."""
-        name = str(schedule).lower()
-        if name not in SCHEDULES:
-            raise ValueError(f"unknown pipeline schedule {schedule!r}; expected one of {', '.join(SCHEDULES)}")
-        if isinstance(num_chunks, bool) or not isinstance(num_chunks, numbers.Integral) or num_chunks < 1:
-            raise ValueError(f"num_chunks must be a positive integer, got {num_chunks!r}")
-        if name != "interleaved-1f1b" and num_chunks != 1:
-            raise ValueError(f"num_chunks={num_chunks} needs the 'interleaved-1f1b' schedule, not {name!r}")
-        self._schedule, self._num_chunks = name, int(num_chunks)
-        self._schedule_loc = user_location()
-
-    @property
-    def pipeline_schedule(self):
-        return self._schedule
-
-    @property
-    def num_chunks(self):
-        return self._num_chunks
-
-    def set_pipeline_stages(self, num_stages, balance="flops"):
-        """Asks the compiler to split the model into ``num_stages`` balanced stages.
-
-        With no module's stage set, the graph (everything on one placement P)
-        is traced without stages and pf-auto-stages cuts it into
-        ``num_stages`` (x ``num_chunks`` under interleaved 1F1B) contiguous
-        stages of balanced ``balance`` (``flops``, ``params`` or ``memory``)
-        cost; pipeline rank ``k`` runs on P shifted by ``k * (max rank of P +
-        1)``, so the job needs that many more processes. With explicit stages
-        it must agree with their number."""
-        if isinstance(num_stages, bool) or not isinstance(num_stages, numbers.Integral) or num_stages < 1:
-            raise ValueError(f"the number of pipeline stages must be a positive integer, got {num_stages!r}")
-        if balance not in BALANCES:
-            raise ValueError(f"unknown stage balance {balance!r}; expected one of {', '.join(BALANCES)}")
-        self._num_stages, self._balance = int(num_stages), balance
-        self._stages_loc = user_location()
-
-    @property
-    def pipeline_stages(self):
-        return self._num_stages
-
-    @property
-    def balance(self):
-        return self._balance
-
-    def __repr__(self):
-        return (f"GraphConfig(gradient_accumulation_steps={self._accumulation}, "
-                f"schedule={self._schedule!r}, num_chunks={self._num_chunks}, "
-                f"pipeline_stages={self._num_stages}, balance={self._balance!r})")
 
 
 class Graph:
