@@ -200,6 +200,40 @@ int main(int argc, char **argv) {
     b.run("pool.global.bwd",
           [&] { pfrt_k_global_avg_pool_grad(dy.data(), dx.data(), N, C, HW); });
   }
+  // --- The GPT of bench/gpt_bench.py: 1024 tokens of 128, MLP 512, 4
+  // heads of 64 x 64 attention scores a sequence, batch 16
+  // ---------------------------------------------------------
+  {
+    const int64_t R = 1024, C = 128, F = 4 * C, S = 16 * 4 * 64, T = 64;
+    auto x = rnd(R * C, 30), dy = rnd(R * C, 31), gamma = rnd(C, 32, 0.5, 1.5),
+         beta = rnd(C, 33);
+    std::vector<float> y(R * C), dx(R * C), dg(C), db(C);
+    b.run("gpt.layer_norm.fwd", [&] {
+      pfrt_k_layer_norm(x.data(), gamma.data(), beta.data(), y.data(), R, C,
+                        1e-5);
+    });
+    b.run("gpt.layer_norm.bwd", [&] {
+      pfrt_k_layer_norm_grad_input(x.data(), gamma.data(), dy.data(), dx.data(),
+                                   R, C, 1e-5);
+      pfrt_k_layer_norm_grad_params(x.data(), dy.data(), dg.data(), db.data(),
+                                    R, C, 1e-5);
+    });
+    auto h = rnd(R * F, 34, -3, 3), dh = rnd(R * F, 35);
+    std::vector<float> g(R * F), dgh(R * F);
+    b.run("gpt.gelu.fwd",
+          [&] { pfrt_k_activation(0, h.data(), g.data(), R * F); });
+    b.run("gpt.gelu.bwd", [&] {
+      pfrt_k_activation_grad(0, h.data(), dh.data(), dgh.data(), R * F);
+    });
+    auto att = rnd(S * T, 36, -4, 4), datt = rnd(S * T, 37);
+    std::vector<float> p(S * T), dp(S * T);
+    b.run("gpt.softmax.fwd",
+          [&] { pfrt_k_softmax(att.data(), p.data(), S, T, 1, 0); });
+    b.run("gpt.softmax.bwd", [&] {
+      pfrt_k_softmax_grad(p.data(), datt.data(), dp.data(), S, T, 1, 0);
+    });
+  }
+
   pfrt_finalize();
   return 0;
 }

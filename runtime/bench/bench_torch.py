@@ -133,6 +133,22 @@ def main(flt):
     run("pool.global.bwd", lambda: (dg / 1024).view(N, C, 1, 1)
         .expand(N, C, 32, 32).contiguous())
 
+    # The GPT of bench/gpt_bench.py (see bench_kernels.cpp).
+    R, C, F, S, T = 1024, 128, 512, 16 * 4 * 64, 64
+    x, dy = r(R, C), r(R, C)
+    gamma, beta = torch.rand(C) + 0.5, r(C)
+    run("gpt.layer_norm.fwd", lambda: aten.native_layer_norm(x, [C], gamma, beta, 1e-5))
+    _, mean, rstd = aten.native_layer_norm(x, [C], gamma, beta, 1e-5)
+    run("gpt.layer_norm.bwd", lambda: aten.native_layer_norm_backward(
+        dy, x, [C], mean, rstd, gamma, beta, [True, True, True]))
+    h, dh = r(R, F) * 3, r(R, F)
+    run("gpt.gelu.fwd", lambda: aten.gelu(h))
+    run("gpt.gelu.bwd", lambda: aten.gelu_backward(dh, h))
+    att, datt = r(S, T) * 4, r(S, T)
+    run("gpt.softmax.fwd", lambda: aten._softmax(att, -1, False))
+    p = aten._softmax(att, -1, False)
+    run("gpt.softmax.bwd", lambda: aten._softmax_backward_data(datt, p, -1, torch.float32))
+
 
 def compare(a, b):
     def read(path):

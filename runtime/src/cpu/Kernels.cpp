@@ -184,17 +184,25 @@ PFRT_ALWAYS_INLINE float rowMax(const float *PFRT_RESTRICT x, int64_t n) {
 PFRT_MULTIVERSION double softmaxRow(const float *PFRT_RESTRICT x, int64_t n,
                                     double *PFRT_RESTRICT e, double *mxOut) {
   const double mx = double(rowMax(x, n));
+  PFRT_INTERLEAVE
   for (int64_t i = 0; i < n; ++i)
     e[i] = expClamped(double(x[i]) - mx);
   // 32 interleaved lanes combined by a warp's shuffle tree: the GPU's
   // order (cuda/DeviceBodies.h softmaxRowSum), so both give the same bits.
-  double acc[32];
-  for (int j = 0; j < 32; ++j)
-    acc[j] = 0;
+  // Lanes j, j + 8, j + 16, j + 24 are the four vectors' lane j.
+  V8d lanes[4] = {{0, 0, 0, 0, 0, 0, 0, 0},
+                  {0, 0, 0, 0, 0, 0, 0, 0},
+                  {0, 0, 0, 0, 0, 0, 0, 0},
+                  {0, 0, 0, 0, 0, 0, 0, 0}};
   int64_t i = 0;
   for (; i + 32 <= n; i += 32)
-    for (int j = 0; j < 32; ++j)
-      acc[j] += e[i + j];
+    for (int v = 0; v < 4; ++v) {
+      V8d ev;
+      std::memcpy(&ev, e + i + 8 * v, sizeof(ev));
+      lanes[v] += ev;
+    }
+  double acc[32];
+  std::memcpy(acc, lanes, sizeof(acc));
   for (int j = 0; i + j < n; ++j)
     acc[j] += e[i + j];
   for (int off = 16; off >= 1; off /= 2)
@@ -351,6 +359,7 @@ PFRT_ALWAYS_INLINE void activation(double x, double *f, double *df) {
       const float *PFRT_RESTRICT x, const float *PFRT_RESTRICT dy,             \
       float *PFRT_RESTRICT out, int64_t n) {                                   \
     if (!dy) {                                                                 \
+      PFRT_INTERLEAVE                                                          \
       for (int64_t i = 0; i < n; ++i) {                                        \
         double f, df;                                                          \
         activation<KIND, false>(x[i], &f, &df);                                \
@@ -358,6 +367,7 @@ PFRT_ALWAYS_INLINE void activation(double x, double *f, double *df) {
       }                                                                        \
       return;                                                                  \
     }                                                                          \
+    PFRT_INTERLEAVE                                                            \
     for (int64_t i = 0; i < n; ++i) {                                          \
       double f, df;                                                            \
       activation<KIND, true>(x[i], &f, &df);                                   \
@@ -371,10 +381,12 @@ PFRT_MULTIVERSION void activationLoop0(const float *PFRT_RESTRICT x,
                                        const float *PFRT_RESTRICT dy,
                                        float *PFRT_RESTRICT out, int64_t n) {
   if (!dy) {
+    PFRT_INTERLEAVE
     for (int64_t i = 0; i < n; ++i)
       out[i] = x[i] * phiFloat(x[i]);
     return;
   }
+  PFRT_INTERLEAVE
   for (int64_t i = 0; i < n; ++i) {
     float v = x[i];
     float pdf = 0.398942280f * expFloat(-0.5f * v * v);
@@ -536,18 +548,16 @@ namespace {
 PFRT_ALWAYS_INLINE void rowStats(const float *PFRT_RESTRICT x, int64_t c,
                                  double eps, double &mean, double &invstd) {
   mean = sumF64(x, c) / double(c);
-  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  V8d acc = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t k = 0;
-  for (; k + 8 <= c; k += 8)
-    for (int j = 0; j < 8; ++j) {
-      double d = double(x[k + j]) - mean;
-      acc[j] += d * d;
-    }
+  for (; k + 8 <= c; k += 8) {
+    V8d d = PFRT_LOAD8(x + k) - mean;
+    acc += d * d;
+  }
   double tail = 0;
   for (; k < c; ++k)
     tail += (double(x[k]) - mean) * (double(x[k]) - mean);
-  double var = ((acc[0] + acc[4]) + (acc[1] + acc[5])) +
-               ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+  double var = sum8(acc) + tail;
   invstd = 1.0 / std::sqrt(var / double(c) + eps);
 }
 
@@ -576,24 +586,22 @@ PFRT_MULTIVERSION void layerNormGradRows(const float *PFRT_RESTRICT x,
     const float *xr = x + r * c, *dyr = dy + r * c;
     double mean, invstd;
     rowStats(xr, c, eps, mean, invstd);
-    double aG[8] = {0, 0, 0, 0, 0, 0, 0, 0}, aGX[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    V8d aG = {0, 0, 0, 0, 0, 0, 0, 0}, aGX = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t k = 0;
-    for (; k + 8 <= c; k += 8)
-      for (int j = 0; j < 8; ++j) {
-        double g = double(dyr[k + j]) * gamma[k + j];
-        aG[j] += g;
-        aGX[j] += g * ((double(xr[k + j]) - mean) * invstd);
-      }
+    for (; k + 8 <= c; k += 8) {
+      // gamma is float: the float64 product of two widened floats.
+      V8d g = PFRT_LOAD8(dyr + k) * PFRT_LOAD8(gamma + k);
+      aG += g;
+      aGX += g * ((PFRT_LOAD8(xr + k) - mean) * invstd);
+    }
     double tG = 0, tGX = 0;
     for (; k < c; ++k) {
       double g = double(dyr[k]) * gamma[k];
       tG += g;
       tGX += g * ((double(xr[k]) - mean) * invstd);
     }
-    double sumG = ((aG[0] + aG[4]) + (aG[1] + aG[5])) +
-                  ((aG[2] + aG[6]) + (aG[3] + aG[7])) + tG;
-    double sumGX = ((aGX[0] + aGX[4]) + (aGX[1] + aGX[5])) +
-                   ((aGX[2] + aGX[6]) + (aGX[3] + aGX[7])) + tGX;
+    double sumG = sum8(aG) + tG;
+    double sumGX = sum8(aGX) + tGX;
     const double scale = invstd / double(c);
     for (int64_t kk = 0; kk < c; ++kk) {
       double g = double(dyr[kk]) * gamma[kk];
@@ -715,6 +723,41 @@ void pfrt_k_softmax(const float *x, float *y, int64_t outer, int64_t n,
     }
 }
 
+namespace {
+/// Softmax (log-softmax) gradient rows: dx = y (dy - s), s = sum(dy y)
+/// (dx = dy - exp(y) s, s = sum(dy)), s in float64 over 8 lanes (element
+/// k + j to lane j, combined as sum8), as DeviceBodies.h's
+/// softmaxGradLineAt.
+PFRT_MULTIVERSION void softmaxGradRows(const float *PFRT_RESTRICT y,
+                                       const float *PFRT_RESTRICT dy,
+                                       float *PFRT_RESTRICT dx, int64_t rows,
+                                       int64_t n, int32_t log) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *yr = y + r * n, *dyr = dy + r * n;
+    V8d acc = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t k = 0;
+    if (log)
+      for (; k + 8 <= n; k += 8)
+        acc += PFRT_LOAD8(dyr + k);
+    else
+      for (; k + 8 <= n; k += 8)
+        acc += PFRT_LOAD8(dyr + k) * PFRT_LOAD8(yr + k);
+    double tail = 0;
+    for (; k < n; ++k)
+      tail += double(dyr[k]) * (log ? 1.0 : double(yr[k]));
+    double s = sum8(acc) + tail;
+    float *out = dx + r * n;
+    if (log)
+      for (int64_t kk = 0; kk < n; ++kk)
+        out[kk] =
+            static_cast<float>(double(dyr[kk]) - std::exp(double(yr[kk])) * s);
+    else
+      for (int64_t kk = 0; kk < n; ++kk)
+        out[kk] = static_cast<float>(double(yr[kk]) * (double(dyr[kk]) - s));
+  }
+}
+} // namespace
+
 void pfrt_k_softmax_grad(const float *y, const float *dy, float *dx,
                          int64_t outer, int64_t n, int64_t inner, int32_t log) {
   const char *fn = "pfrt_k_softmax_grad";
@@ -725,6 +768,10 @@ void pfrt_k_softmax_grad(const float *y, const float *dy, float *dx,
   checkPtr(fn, "y", y, total);
   checkPtr(fn, "dy", dy, total);
   checkPtr(fn, "dx", dx, total);
+  if (inner == 1) { // rows: the sum in 8 lanes (the device twin's order)
+    softmaxGradRows(y, dy, dx, outer, n, log);
+    return;
+  }
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       int64_t base = o * n * inner + i;

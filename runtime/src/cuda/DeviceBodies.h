@@ -1182,16 +1182,31 @@ PFRT_HD inline void softmaxLineAt(const float *x, float *y, int64_t n,
 
 /// The gradient of softmaxLineAt from its output y: softmax
 /// dx = y (dy - sum(dy y)), log-softmax dx = dy - exp(y) sum(dy); the sum
-/// sequential in float64, as the CPU kernel.
+/// in float64 as the CPU kernel: over 8 lanes for rows (inner == 1,
+/// softmaxGradRows), sequential for strided lines.
 PFRT_HD inline void softmaxGradLineAt(const float *y, const float *dy,
                                       float *dx, int64_t n, int64_t inner,
                                       int32_t lg, int64_t j) {
   int64_t o = j / inner, i = j - o * inner;
   int64_t base = o * n * inner + i;
   double s = 0.0;
-  for (int64_t k = 0; k < n; ++k)
-    s +=
-        double(dy[base + k * inner]) * (lg ? 1.0 : double(y[base + k * inner]));
+  if (inner == 1) {
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8)
+      for (int l = 0; l < 8; ++l)
+        acc[l] +=
+            double(dy[base + k + l]) * (lg ? 1.0 : double(y[base + k + l]));
+    double tail = 0;
+    for (; k < n; ++k)
+      tail += double(dy[base + k]) * (lg ? 1.0 : double(y[base + k]));
+    s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) +
+        ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+  } else {
+    for (int64_t k = 0; k < n; ++k)
+      s += double(dy[base + k * inner]) *
+           (lg ? 1.0 : double(y[base + k * inner]));
+  }
   for (int64_t k = 0; k < n; ++k) {
     double yk = y[base + k * inner], g = dy[base + k * inner];
     dx[base + k * inner] = float(lg ? g - exp(yk) * s : yk * (g - s));
