@@ -484,6 +484,7 @@ int pfrt_cuda_init(int64_t device) {
 int pfrt_cuda_finalize(void) {
   if (gState.ready) {
     pfrt_cuda_synchronize();
+    pfrt::cuda::stopCollectives();
     pfrt::cuda::checkKernelErrors();
   }
   return 0;

@@ -67,6 +67,10 @@ int deviceOrdinal();
 /// of the collective twins (Nccl.cpp).
 void configureCollectives();
 
+/// Called by pfrt_cuda_finalize after its synchronisation: stops the NCCL
+/// watchdog thread (Nccl.cpp).
+void stopCollectives();
+
 /// Called by pfrt_cuda_finalize after its synchronisation: reports an error
 /// the kernels recorded (DeviceTwins.cpp).
 void checkKernelErrors();

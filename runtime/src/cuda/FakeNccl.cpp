@@ -12,9 +12,13 @@
 #include "pfrt/pfrt.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 namespace pfrt {
@@ -57,6 +61,26 @@ bool failing() {
 
 Comm *asComm(ncclComm_t c) { return reinterpret_cast<Comm *>(c); }
 
+/// The asynchronous error ncclCommGetAsyncError reports (every
+/// communicator of this rank): set by a hanging collective.
+std::atomic<int> gAsyncError{ncclSuccess};
+std::atomic<int64_t> gCollectivesRun{0};
+
+/// PFRT_CUDA_FAKE_NCCL_HANG=RANK:N: on world rank RANK, the N-th collective
+/// to run (from 1) never finishes, as one whose peer's NCCL failed, and
+/// the communicators report ncclRemoteError asynchronously: only the
+/// watchdog can end the job then.
+bool hangsNow() {
+  int64_t n = ++gCollectivesRun;
+  const char *v = std::getenv("PFRT_CUDA_FAKE_NCCL_HANG");
+  if (!v || !*v)
+    return false;
+  long long rank = -1, at = -1;
+  if (std::sscanf(v, "%lld:%lld", &rank, &at) != 2)
+    fatal("PFRT_CUDA_FAKE_NCCL_HANG=%s: expected RANK:N", v);
+  return rank == pfrt_rank() && at == n;
+}
+
 /// Enqueues `op` after checking what every emulated collective supports.
 template <typename Op>
 ncclResult_t collective(ncclDataType_t type, ncclRedOp_t red, ncclComm_t comm,
@@ -65,7 +89,14 @@ ncclResult_t collective(ncclDataType_t type, ncclRedOp_t red, ncclComm_t comm,
     return ncclInvalidArgument;
   if (failing())
     return ncclSystemError;
-  enqueueHostOp(op);
+  enqueueHostOp([op] {
+    if (hangsNow()) {
+      gAsyncError.store(ncclRemoteError);
+      for (;;)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    op();
+  });
   return ncclSuccess;
 }
 
@@ -85,6 +116,8 @@ const char *ncclGetErrorString(ncclResult_t r) {
     return "invalid argument (emulated)";
   case ncclInvalidUsage:
     return "invalid usage (emulated)";
+  case ncclRemoteError:
+    return "remote process exited or there was a network error (emulated)";
   default:
     return "error (emulated)";
   }
@@ -147,8 +180,13 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *error) {
   if (!comm || !error)
     return ncclInvalidArgument;
-  *error = ncclSuccess;
+  *error = ncclResult_t(gAsyncError.load());
   return ncclSuccess;
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  // Nothing to free: the emulated collectives run on the host thread.
+  return comm ? ncclSuccess : ncclInvalidArgument;
 }
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,

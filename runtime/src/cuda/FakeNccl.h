@@ -31,6 +31,7 @@ namespace fake {
   X(ncclGetUniqueId, "")                                                       \
   X(ncclCommInitRank, "")                                                      \
   X(ncclCommGetAsyncError, "")                                                 \
+  X(ncclCommAbort, "")                                                         \
   X(ncclAllReduce, "")                                                         \
   X(ncclAllGather, "")                                                         \
   X(ncclReduceScatter, "")                                                     \

@@ -64,12 +64,16 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -85,6 +89,7 @@ namespace {
   X(ncclGetUniqueId)                                                           \
   X(ncclCommInitRank)                                                          \
   X(ncclCommGetAsyncError)                                                     \
+  X(ncclCommAbort)                                                             \
   X(ncclAllReduce)                                                             \
   X(ncclAllGather)                                                             \
   X(ncclReduceScatter)                                                         \
@@ -135,6 +140,79 @@ void check(ncclResult_t r, const char *call, const char *fn) {
       gNccl.api.ncclGetErrorString ? gNccl.api.ncclGetErrorString(r) : nullptr;
   fatal("%s: %s failed: %s (ncclResult %d)", fn, call,
         text ? text : "unknown NCCL error", int(r));
+}
+
+//===----------------------------------------------------------------------===//
+// The watchdog
+//===----------------------------------------------------------------------===//
+//
+// A collective that cannot finish (a peer's NCCL failed, the network went)
+// leaves this rank's host thread waiting on its stream for good: nothing
+// the thread calls returns to report it. So every communicator this rank
+// makes is watched from a thread of its own, which asks NCCL for an
+// asynchronous error (ncclCommGetAsyncError, meant to be called from
+// another thread) every PFRT_NCCL_WATCHDOG_MS milliseconds (200; 0 turns
+// it off). On an error it aborts every communicator (ncclCommAbort, which
+// also frees a blocked stream), says which rank, which communicator and
+// which NCCL error on stderr, and ends the job (the runtime's fatal error:
+// MPI_Abort), so the launcher reports the rank instead of hanging.
+
+struct Watchdog {
+  std::mutex mu;
+  std::vector<std::pair<ncclComm_t, std::string>> comms;
+  std::atomic<bool> started{false};
+  std::atomic<bool> stop{false};
+  std::atomic<bool> exited{false};
+} gWatchdog;
+
+int64_t watchdogPeriodMs() {
+  const char *v = std::getenv("PFRT_NCCL_WATCHDOG_MS");
+  if (!v || !*v)
+    return 200;
+  char *end = nullptr;
+  long long ms = std::strtoll(v, &end, 10);
+  if (*end || ms < 0)
+    fatal("PFRT_NCCL_WATCHDOG_MS=%s: expected a number of milliseconds >= 0 "
+          "(0: no watchdog)",
+          v);
+  return ms;
+}
+
+void watchdogLoop(int64_t periodMs) {
+  Watchdog &w = gWatchdog;
+  while (!w.stop.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(periodMs));
+    std::lock_guard<std::mutex> lock(w.mu);
+    for (auto &[comm, what] : w.comms) {
+      ncclResult_t async = ncclSuccess;
+      if (gNccl.api.ncclCommGetAsyncError(comm, &async) != ncclSuccess ||
+          async == ncclSuccess || async == ncclInProgress)
+        continue;
+      for (auto &entry : w.comms)
+        gNccl.api.ncclCommAbort(entry.first);
+      const char *text = gNccl.api.ncclGetErrorString(async);
+      fatal("NCCL watchdog: the communicator of %s reports an asynchronous "
+            "error: %s (ncclResult %d); every communicator of this rank is "
+            "aborted and the job ends",
+            what.c_str(), text ? text : "unknown NCCL error", int(async));
+    }
+  }
+  w.exited.store(true);
+}
+
+/// Watches `comm` (described as `what`: "group [0, 1]", "ranks 0 -> 1"),
+/// starting the watchdog with the first one.
+void watch(ncclComm_t comm, std::string what) {
+  Watchdog &w = gWatchdog;
+  int64_t period = watchdogPeriodMs();
+  if (period == 0)
+    return;
+  {
+    std::lock_guard<std::mutex> lock(w.mu);
+    w.comms.emplace_back(comm, std::move(what));
+  }
+  if (!w.started.exchange(true))
+    std::thread(watchdogLoop, period).detach();
 }
 
 /// A hash of this host's name: ranks with equal (host, device) share a GPU.
@@ -226,6 +304,7 @@ const Group &groupFor(const int64_t *ranks, int64_t n, const char *fn) {
   check(gNccl.api.ncclCommInitRank(&g.comm, int(n), id, g.pos),
         "ncclCommInitRank", fn);
   g.nccl = true;
+  watch(g.comm, "group " + groupString(ranks, n));
   if (verbose() && g.pos == 0)
     std::fprintf(stderr,
                  "pfrt: rank %d: CUDA collectives: NCCL communicator of group "
@@ -261,6 +340,18 @@ int64_t blocks(int64_t n, int64_t count, const char *fn) {
 
 namespace pfrt {
 namespace cuda {
+
+void stopCollectives() {
+  Watchdog &w = gWatchdog;
+  if (!w.started.load())
+    return;
+  w.stop.store(true);
+  // It sleeps one period between looks: give it a few.
+  int64_t period = watchdogPeriodMs();
+  for (int64_t waited = 0; !w.exited.load() && waited < 4 * period + 100;
+       waited += 5)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
 
 void configureCollectives() {
   NcclState &s = gNccl;
@@ -566,6 +657,8 @@ ncclComm_t pairComm(int64_t me, int64_t peer, const char *fn) {
   ncclComm_t c = nullptr;
   check(gNccl.api.ncclCommInitRank(&c, 2, id, me == lo ? 0 : 1),
         "ncclCommInitRank", fn);
+  watch(c, "the point-to-point pair of ranks " + std::to_string(lo) + " and " +
+               std::to_string(hi));
   return c;
 }
 
@@ -784,6 +877,7 @@ void joinSends() {
 
 namespace pfrt {
 namespace cuda {
+void stopCollectives() {}
 void configureCollectives() {
   const char *env = std::getenv("PFRT_CUDA_COMM");
   if (env && std::strcmp(env, "nccl") == 0)
