@@ -109,6 +109,9 @@ static void buildCompilePipeline(OpPassManager &pm,
   pm.addPass(createForwardGradBuffersPass());
   BucketGradientsPassOptions buckets;
   buckets.bucketBytes = options.bucketBytes;
+  using Overlap = CompileCPUPipelineOptions::Overlap;
+  buckets.overlap = options.overlapGradients == Overlap::On ||
+                    (options.overlapGradients == Overlap::Auto && gpu);
   pm.addPass(createBucketGradientsPass(buckets));
   if (options.compileTo == Stop::Rank)
     return;

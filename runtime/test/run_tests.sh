@@ -215,6 +215,14 @@ run_fail error_bad_root_n4 20 "root rank 3 is not in group [0, 1, 2]" \
   "${MPIEXEC[@]}" -n 4 "$E" bad_root
 run_fail error_overlap_n2 20 "pfrt_all_gather: input and output buffers overlap" \
   "${MPIEXEC[@]}" -n 2 "$E" overlap
+run_fail error_async_twice_n2 20 "pfrt: rank 0: pfrt_all_reduce_start: slot 3 is in flight (started and not waited for)" \
+  "${MPIEXEC[@]}" -n 2 "$E" async_twice
+run_fail error_async_idle_n2 20 "pfrt_all_reduce_wait: slot 4 has no all-reduce in flight" \
+  "${MPIEXEC[@]}" -n 2 "$E" async_idle
+run_fail error_async_range_n1 20 "pfrt_all_reduce_start: slot 64 is outside [0, 64)" \
+  "${MPIEXEC[@]}" -n 1 "$E" async_range
+run_fail error_async_unwaited_n2 20 "pfrt_finalize: the all-reduce started in slot 3 was never waited for (pfrt_all_reduce_wait)" \
+  "${MPIEXEC[@]}" -n 2 "$E" async_unwaited
 run_fail error_box_not_member_n4 20 "pfrt: rank 0: pfrt_box_all_gather: this rank is not a member of group [1, 2, 3]" \
   "${MPIEXEC[@]}" -n 4 "$E" box_not_member
 run_fail error_box_indivisible_n4 20 "pfrt_box_reduce_scatter: in_shape (5, 4): dimension 0 (5) is not divisible by the group size 4" \

@@ -90,6 +90,30 @@ void testAllReduce(const Group &g, int64_t count, bool inPlace) {
   checkReplicated(out, g, "all_reduce_sum");
 }
 
+/// The split all-reduce: two sums in flight at once (slots 5 and 63), one
+/// in place, waited for in the other order; the same sums as the blocking
+/// row, inputs untouched.
+void testAllReduceSplit(const Group &g, int64_t count) {
+  int64_t n = int64_t(g.size());
+  ++gCall;
+  std::vector<float> a = inputOf(gRank, count);
+  std::vector<float> outA(count, NAN);
+  uint64_t callA = gCall++;
+  std::vector<float> b = inputOf(gRank, count);
+  uint64_t callB = gCall;
+  pfrt_all_reduce_start(a.data(), outA.data(), count, g.data(), n, 5);
+  pfrt_all_reduce_start(b.data(), b.data(), count, g.data(), n, 63);
+  pfrt_all_reduce_wait(63);
+  pfrt_all_reduce_wait(5);
+  gCall = callA;
+  CHECK(pt_bits_equal(a.data(), inputOf(gRank, count).data(), count),
+        "all_reduce_start modified its input");
+  checkGroupSum(outA, g, count, "all_reduce_start (slot 5)");
+  gCall = callB;
+  checkGroupSum(b, g, count, "all_reduce_start (slot 63, in place)");
+  checkReplicated(outA, g, "all_reduce_start");
+}
+
 void testAllGather(const Group &g, int64_t count) {
   ++gCall;
   int64_t n = int64_t(g.size());
@@ -223,6 +247,7 @@ int main(int argc, char **argv) {
       snprintf(gCtx + len, sizeof(gCtx) - len, "]");
       testAllReduce(g, count, false);
       testAllReduce(g, count, true);
+      testAllReduceSplit(g, count);
       testAllGather(g, count);
       testReduceScatter(g, count);
       testAllToAll(g, count);

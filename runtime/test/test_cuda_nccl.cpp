@@ -146,6 +146,17 @@ void collectives(const std::vector<int64_t> &g, int64_t count) {
     CHECK(pfrt_cuda_all_reduce_sum(din, din, count, r, n) == 0, "rc");
     expectSame(download(din, count), want, scale, n,
                name("pfrt_cuda_all_reduce_sum in place", g, count));
+    // Split (start, wait): two in flight, waited for in the other order.
+    float *din2 = upload(in), *dout2 = dalloc(count), *din3 = upload(in);
+    poison(dout2, count);
+    CHECK(pfrt_cuda_all_reduce_start(din2, dout2, count, r, n, 7) == 0, "rc");
+    CHECK(pfrt_cuda_all_reduce_start(din3, din3, count, r, n, 8) == 0, "rc");
+    CHECK(pfrt_cuda_all_reduce_wait(8) == 0, "rc");
+    CHECK(pfrt_cuda_all_reduce_wait(7) == 0, "rc");
+    expectSame(download(dout2, count), want, scale, n,
+               name("pfrt_cuda_all_reduce_start", g, count));
+    expectSame(download(din3, count), want, scale, n,
+               name("pfrt_cuda_all_reduce_start in place", g, count));
   }
   // all-gather.
   {

@@ -25,6 +25,11 @@
 //   pool_dims              max_pool2d with padding above kernel / 2
 //   matmul_batch           matmul with batch_b neither 1 nor batch
 //   transpose_perm         transpose with a perm that repeats an axis
+//   async_twice            pfrt_all_reduce_start twice in one slot
+//   async_idle             pfrt_all_reduce_wait on a slot never started
+//   async_range            pfrt_all_reduce_start in slot 64
+//   async_unwaited         a started all-reduce never waited for, then
+//                          pfrt_finalize
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,6 +97,17 @@ int main(int argc, char **argv) {
     float x = 1, y;
     pfrt_all_reduce_sum(&x, &y, 1, rest.data(), int64_t(rest.size()));
     blockForever(); // ranks 1.. get here
+  } else if (mode == "async_twice" || mode == "async_idle" ||
+             mode == "async_range" || mode == "async_unwaited") {
+    float x[4] = {1, 2, 3, 4}, y[4], z[4];
+    if (mode == "async_idle")
+      pfrt_all_reduce_wait(4);
+    int64_t slot = mode == "async_range" ? 64 : 3;
+    pfrt_all_reduce_start(x, y, 4, world.data(), n, slot);
+    if (mode == "async_twice")
+      pfrt_all_reduce_start(x, z, 4, world.data(), n, 3);
+    pfrt_finalize();
+    return 0;
   } else if (mode == "dup_group") {
     int64_t g[2] = {0, 0};
     float x = 1, y;

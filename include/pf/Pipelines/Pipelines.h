@@ -95,6 +95,18 @@ struct CompileCPUPipelineOptions
                      "this many bytes (pf-bucket-gradients; 0: one a "
                      "gradient)"),
       llvm::cl::init(25 << 20)};
+  enum class Overlap { Auto, On, Off };
+  Option<Overlap> overlapGradients{
+      *this, "overlap-gradients",
+      llvm::cl::desc("start each gradient bucket's all-reduce as soon as its "
+                     "last gradient is computed and wait at the update "
+                     "(pf-bucket-gradients overlap)"),
+      llvm::cl::init(Overlap::Auto),
+      llvm::cl::values(
+          clEnumValN(Overlap::Auto, "auto",
+                     "on for GPU ranks (NCCL overlaps it), off for CPU ranks"),
+          clEnumValN(Overlap::On, "on", "always"),
+          clEnumValN(Overlap::Off, "off", "never"))};
   enum class Stop { Training, SPMD, Rank, Lower };
   Option<Stop> compileTo{
       *this, "pf-compile-to", llvm::cl::desc("where the compile stops"),

@@ -271,6 +271,12 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
       alias(op.getResult(0), op.getOperand(0));
       continue;
     }
+    // The sum of a split all-reduce is its started buffer; the all-reduce's
+    // input (the wait's second operand) has been kept until here above.
+    if (isa<AllReduceWaitOp>(op)) {
+      alias(op.getResult(0), op.getOperand(0));
+      continue;
+    }
     if (buffers.isFusedRelu(&op) || buffers.isFoldedBias(&op)) {
       alias(op.getResult(0), op.getOperand(0));
       continue;

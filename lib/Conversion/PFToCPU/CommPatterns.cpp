@@ -59,10 +59,17 @@ template <typename OpTy> struct GroupOpLowering : CPUPattern<OpTy> {
       auto ndim = static_cast<int64_t>(shape.size());
       Value shapePtr = rt.i64Array(b, loc, shape);
       int32_t dtype = dtypeCode(source);
-      if constexpr (std::is_same_v<OpTy, AllReduceOp>)
-        rt.pfrt_all_reduce_sum(b, loc, in, out, localCount(source), ranksPtr,
-                               n);
-      else if constexpr (std::is_same_v<OpTy, AllGatherOp>)
+      if constexpr (std::is_same_v<OpTy, AllReduceOp>) {
+        // Started only (pf-bucket-gradients{overlap}): pf.all_reduce_wait
+        // ends it.
+        if (IntegerAttr slot =
+                PFDialect::AsyncSlotAttrHelper(op.getContext()).getAttr(op))
+          rt.pfrt_all_reduce_start(b, loc, in, out, localCount(source),
+                                   ranksPtr, n, slot.getInt());
+        else
+          rt.pfrt_all_reduce_sum(b, loc, in, out, localCount(source), ranksPtr,
+                                 n);
+      } else if constexpr (std::is_same_v<OpTy, AllGatherOp>)
         rt.pfrt_box_all_gather(b, loc, in, out, dtype, ndim, shapePtr,
                                op.getAxis(), ranksPtr, n);
       else if constexpr (std::is_same_v<OpTy, ReduceScatterOp>)
@@ -79,6 +86,18 @@ template <typename OpTy> struct GroupOpLowering : CPUPattern<OpTy> {
         rt.pfrt_box_slice(b, loc, in, out, dtype, ndim, shapePtr, op.getAxis(),
                           pos, n);
     });
+  }
+};
+
+/// The end of a split all-reduce: its sum is the started buffer.
+struct AllReduceWaitLowering : CPUPattern<AllReduceWaitOp> {
+  AllReduceWaitLowering(const TypeConverter &converter, CPULoweringState &state)
+      : CPUPattern(converter, state, Trace::Comm) {}
+  LogicalResult lower(AllReduceWaitOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const override {
+    state.rt.pfrt_all_reduce_wait(b, op.getLoc(), int64_t(op.getSlot()));
+    b.replaceOp(op, adaptor.getStarted());
+    return success();
   }
 };
 
@@ -230,9 +249,11 @@ struct RecvLowering : CPUPattern<RecvOp> {
 void mlir::pf::populatePFToCPUCommPatterns(const TypeConverter &converter,
                                            RewritePatternSet &patterns,
                                            CPULoweringState &state) {
-  patterns.add<GroupOpLowering<AllReduceOp>, GroupOpLowering<AllGatherOp>,
-               GroupOpLowering<ReduceScatterOp>, GroupOpLowering<AllToAllOp>,
-               GroupOpLowering<ShardOp>, GroupOpLowering<UnshardOp>,
-               BroadcastLowering, ReduceLowering, ExtractBoxLowering,
-               AssembleLowering, SendLowering, RecvLowering>(converter, state);
+  patterns
+      .add<GroupOpLowering<AllReduceOp>, GroupOpLowering<AllGatherOp>,
+           GroupOpLowering<ReduceScatterOp>, GroupOpLowering<AllToAllOp>,
+           GroupOpLowering<ShardOp>, GroupOpLowering<UnshardOp>,
+           BroadcastLowering, ReduceLowering, ExtractBoxLowering,
+           AssembleLowering, SendLowering, RecvLowering, AllReduceWaitLowering>(
+          converter, state);
 }

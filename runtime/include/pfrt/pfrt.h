@@ -102,6 +102,20 @@ PFRT_NORETURN void pfrt_fatal(const char *fmt, ...) PFRT_PRINTF(1, 2);
 int pfrt_all_reduce_sum(const float *in, float *out, int64_t count,
                         const int64_t *ranks, int64_t n);
 
+/* pfrt_all_reduce_sum split in two, so that the step computes while the
+ * sum travels: the start begins it and returns at once, the wait (with
+ * the same slot) finishes it; until then neither `in` nor `out` may be
+ * touched. slot in [0, PFRT_MAX_ASYNC_SLOTS); a slot in flight cannot be
+ * started again, and one that is not cannot be waited for (both fatal,
+ * and so is a slot still in flight at pfrt_finalize). On the host
+ * (MPI_Iallreduce) MPI moves the data inside MPI calls, so without an MPI
+ * progress thread most of the work happens at the wait; the device twins
+ * overlap it with the compute stream (NCCL on a stream of its own). */
+#define PFRT_MAX_ASYNC_SLOTS 64
+int pfrt_all_reduce_start(const float *in, float *out, int64_t count,
+                          const int64_t *ranks, int64_t n, int64_t slot);
+int pfrt_all_reduce_wait(int64_t slot);
+
 /* Each member contributes `count` elements; out holds n*count elements,
  * block p (elements [p*count, (p+1)*count)) coming from group position p.
  * in and out must not overlap. */

@@ -160,6 +160,14 @@ int pfrt_cuda_launch_generated(int64_t index, int64_t n, int64_t num_pointers,
  * calls them is never captured as a CUDA graph. NCCL is issue 15's. */
 int pfrt_cuda_all_reduce_sum(const float *in, float *out, int64_t count,
                              const int64_t *ranks, int64_t n);
+/* The split all-reduce (pfrt.h). Over NCCL the start enqueues the sum on
+ * a communication stream that waits for the compute stream's work so far,
+ * and the wait makes the compute stream wait for it (events: inside a
+ * capture, a fork and a join); host-staged, the start runs the whole
+ * staged all-reduce and the wait only checks the slot. */
+int pfrt_cuda_all_reduce_start(const float *in, float *out, int64_t count,
+                               const int64_t *ranks, int64_t n, int64_t slot);
+int pfrt_cuda_all_reduce_wait(int64_t slot);
 int pfrt_cuda_all_gather(const float *in, float *out, int64_t count,
                          const int64_t *ranks, int64_t n);
 int pfrt_cuda_reduce_scatter_sum(const float *in, float *out, int64_t count,

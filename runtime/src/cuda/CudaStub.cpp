@@ -60,6 +60,11 @@ int pfrt_cuda_all_reduce_sum(const float *, float *, int64_t, const int64_t *,
                              int64_t) {
   noCuda("pfrt_cuda_all_reduce_sum");
 }
+int pfrt_cuda_all_reduce_start(const float *, float *, int64_t, const int64_t *,
+                               int64_t, int64_t) {
+  noCuda("pfrt_cuda_all_reduce_start");
+}
+int pfrt_cuda_all_reduce_wait(int64_t) { noCuda("pfrt_cuda_all_reduce_wait"); }
 int pfrt_cuda_all_gather(const float *, float *, int64_t, const int64_t *,
                          int64_t) {
   noCuda("pfrt_cuda_all_gather");

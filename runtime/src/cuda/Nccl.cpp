@@ -435,6 +435,49 @@ int allReduceSum(const float *in, float *out, int64_t count,
   return 0;
 }
 
+namespace {
+/// The stream the split all-reduces run on, the event that forks it from
+/// the compute stream, and each slot's completion event (made at first
+/// use: the first step runs uncaptured).
+struct AsyncReduces {
+  void *stream = nullptr;
+  void *fork = nullptr;
+  void *done[PFRT_MAX_ASYNC_SLOTS] = {};
+} gAsyncReduces;
+} // namespace
+
+int allReduceStart(const float *in, float *out, int64_t count,
+                   const int64_t *ranks, int64_t n, int64_t slot) {
+  const char *fn = "pfrt_all_reduce_start";
+  const Group &g = groupFor(ranks, n, fn);
+  checkCount(count, fn);
+  checkBuf(in, count, "in", fn);
+  checkBuf(out, count, "out", fn);
+  if (in != out)
+    checkNoOverlap(in, count, out, count, fn);
+  AsyncReduces &a = gAsyncReduces;
+  if (!a.stream) {
+    a.stream = cuda::newStream("the all-reduce stream");
+    a.fork = cuda::newEvent("the all-reduce stream's fork");
+  }
+  if (!a.done[slot])
+    a.done[slot] = cuda::newEvent("a split all-reduce's completion");
+  cuda::recordEvent(a.fork, cuda::computeStream());
+  cuda::streamWaitEvent(a.stream, a.fork);
+  if (count > 0) {
+    check(gNccl.api.ncclAllReduce(in, out, size_t(count), ncclFloat32, ncclSum,
+                                  g.comm, static_cast<cudaStream_t>(a.stream)),
+          "ncclAllReduce", fn);
+    pollAsync(g, fn);
+  }
+  cuda::recordEvent(a.done[slot], a.stream);
+  return 0;
+}
+
+void allReduceWait(int64_t slot) {
+  cuda::streamWaitEvent(cuda::computeStream(), gAsyncReduces.done[slot]);
+}
+
 int allGather(const float *in, float *out, int64_t count, const int64_t *ranks,
               int64_t n) {
   const char *fn = "pfrt_all_gather";
@@ -892,6 +935,11 @@ bool useNccl(const int64_t *, int64_t, const char *) { return false; }
 int allReduceSum(const float *, float *, int64_t, const int64_t *, int64_t) {
   fatal("internal: NCCL all-reduce without NCCL");
 }
+int allReduceStart(const float *, float *, int64_t, const int64_t *, int64_t,
+                   int64_t) {
+  fatal("internal: NCCL all-reduce without NCCL");
+}
+void allReduceWait(int64_t) { fatal("internal: NCCL all-reduce without NCCL"); }
 int allGather(const float *, float *, int64_t, const int64_t *, int64_t) {
   fatal("internal: NCCL all-gather without NCCL");
 }

@@ -25,6 +25,13 @@ bool useNccl(const int64_t *ranks, int64_t n, const char *fn);
 /// arguments and argument errors as the host rows (pfrt.h).
 int allReduceSum(const float *in, float *out, int64_t count,
                  const int64_t *ranks, int64_t n);
+/// The split all-reduce (pfrt_cuda_all_reduce_start/wait): the start
+/// enqueues the sum on the all-reduce stream after the compute stream's
+/// work so far and records the slot's event; the wait makes the compute
+/// stream wait for that event. The slot is checked by the caller.
+int allReduceStart(const float *in, float *out, int64_t count,
+                   const int64_t *ranks, int64_t n, int64_t slot);
+void allReduceWait(int64_t slot);
 int allGather(const float *in, float *out, int64_t count, const int64_t *ranks,
               int64_t n);
 int reduceScatterSum(const float *in, float *out, int64_t count,

@@ -230,6 +230,17 @@ int64_t logitsBytes(int64_t n, int64_t c) {
   return bytes;
 }
 
+/// Where each split all-reduce's slot stands (pfrt_cuda_all_reduce_start).
+enum class AsyncSlot { Idle, Staged, Nccl };
+AsyncSlot gAsyncSlots[PFRT_MAX_ASYNC_SLOTS] = {};
+
+AsyncSlot &asyncSlot(int64_t slot, const char *fn) {
+  if (slot < 0 || slot >= PFRT_MAX_ASYNC_SLOTS)
+    fatal("%s: slot %lld is outside [0, %d)", fn, (long long)slot,
+          PFRT_MAX_ASYNC_SLOTS);
+  return gAsyncSlots[slot];
+}
+
 } // namespace
 
 bool pfrt::nccl::stagedBesidesPointToPoint() { return gStagedOther; }
@@ -245,6 +256,36 @@ int pfrt_cuda_all_reduce_sum(const float *in, float *out, int64_t count,
   int rc = pfrt_all_reduce_sum(h.data(), h.data(), count, ranks, n);
   toDevice(out, h);
   return rc;
+}
+
+int pfrt_cuda_all_reduce_start(const float *in, float *out, int64_t count,
+                               const int64_t *ranks, int64_t n, int64_t slot) {
+  const char *fn = "pfrt_all_reduce_start";
+  AsyncSlot &s = asyncSlot(slot, fn);
+  if (s != AsyncSlot::Idle)
+    fatal("%s: slot %lld is in flight (started and not waited for)", fn,
+          (long long)slot);
+  if (nccl::useNccl(ranks, n, fn)) {
+    int rc = nccl::allReduceStart(in, out, count, ranks, n, slot);
+    s = AsyncSlot::Nccl;
+    return rc;
+  }
+  // Host-staged: the host waits for the data either way, so the sum is
+  // made here and the wait has nothing left to do.
+  int rc = pfrt_cuda_all_reduce_sum(in, out, count, ranks, n);
+  s = AsyncSlot::Staged;
+  return rc;
+}
+
+int pfrt_cuda_all_reduce_wait(int64_t slot) {
+  const char *fn = "pfrt_all_reduce_wait";
+  AsyncSlot &s = asyncSlot(slot, fn);
+  if (s == AsyncSlot::Idle)
+    fatal("%s: slot %lld has no all-reduce in flight", fn, (long long)slot);
+  if (s == AsyncSlot::Nccl)
+    nccl::allReduceWait(slot);
+  s = AsyncSlot::Idle;
+  return 0;
 }
 
 int pfrt_cuda_all_gather(const float *in, float *out, int64_t count,

@@ -183,6 +183,7 @@ int pfrt_finalize(void) {
   // peer already finalizing. Seen on a GPU machine whose UCX lacked its
   // shared-memory modules: 4 ranks, the first stage spinning in its last
   // receives, the last stage in MPI_Finalize.
+  checkNoReduceInFlight("pfrt_finalize");
   PFRT_MPI(MPI_Barrier, (gWorld));
   traceFinalize();
   // Group communicators are left to MPI_Finalize: freeing them here would

@@ -163,9 +163,31 @@ int broadcastImpl(void *buf, int64_t count, MPI_Datatype type, int64_t elemSize,
   return 0;
 }
 
+/// The split all-reduces in flight (pfrt_all_reduce_start), by slot.
+struct AsyncReduce {
+  bool active = false;
+  std::vector<MPI_Request> requests;
+};
+AsyncReduce gAsync[PFRT_MAX_ASYNC_SLOTS];
+
+AsyncReduce &asyncSlot(int64_t slot, const char *fn) {
+  if (slot < 0 || slot >= PFRT_MAX_ASYNC_SLOTS)
+    fatal("%s: slot %lld is outside [0, %d)", fn, (long long)slot,
+          PFRT_MAX_ASYNC_SLOTS);
+  return gAsync[slot];
+}
+
 } // namespace
 
 namespace pfrt {
+
+void checkNoReduceInFlight(const char *fn) {
+  for (int64_t s = 0; s < PFRT_MAX_ASYNC_SLOTS; ++s)
+    if (gAsync[s].active)
+      fatal("%s: the all-reduce started in slot %lld was never waited for "
+            "(pfrt_all_reduce_wait)",
+            fn, (long long)s);
+}
 
 int groupPosition(const int64_t *ranks, int64_t n, const char *fn) {
   return getGroup(ranks, n, fn).pos;
@@ -259,6 +281,46 @@ int pfrt_all_reduce_sum(const float *in, float *out, int64_t count,
     PFRT_MPI(MPI_Allreduce,
              (send, out + off, int(c), MPI_FLOAT, MPI_SUM, g.comm));
   });
+  return 0;
+}
+
+int pfrt_all_reduce_start(const float *in, float *out, int64_t count,
+                          const int64_t *ranks, int64_t n, int64_t slot) {
+  const char *fn = "pfrt_all_reduce_start";
+  const Group &g = getGroup(ranks, n, fn);
+  checkCount(count, fn);
+  checkBuf(in, count, "in", fn);
+  checkBuf(out, count, "out", fn);
+  bool inPlace = in == out;
+  if (!inPlace)
+    checkNoOverlap(in, count, out, count, fn);
+  AsyncReduce &a = asyncSlot(slot, fn);
+  if (a.active)
+    fatal("%s: slot %lld is in flight (started and not waited for)", fn,
+          (long long)slot);
+  CommScope trace("all_reduce_start", bytesOf(count), n, -1);
+  a.requests.clear();
+  chunked(count, [&](int64_t off, int64_t c) {
+    const void *send = inPlace ? MPI_IN_PLACE : (const void *)(in + off);
+    MPI_Request r;
+    PFRT_MPI(MPI_Iallreduce,
+             (send, out + off, int(c), MPI_FLOAT, MPI_SUM, g.comm, &r));
+    a.requests.push_back(r);
+  });
+  a.active = true;
+  return 0;
+}
+
+int pfrt_all_reduce_wait(int64_t slot) {
+  const char *fn = "pfrt_all_reduce_wait";
+  AsyncReduce &a = asyncSlot(slot, fn);
+  if (!a.active)
+    fatal("%s: slot %lld has no all-reduce in flight", fn, (long long)slot);
+  CommScope trace("all_reduce_wait", 0, 0, -1);
+  PFRT_MPI(MPI_Waitall,
+           (int(a.requests.size()), a.requests.data(), MPI_STATUSES_IGNORE));
+  a.requests.clear();
+  a.active = false;
   return 0;
 }
 

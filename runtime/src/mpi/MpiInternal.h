@@ -24,6 +24,10 @@ MPI_Comm worldComm();
 /// call of the members) and returns this rank's group position.
 int groupPosition(const int64_t *ranks, int64_t n, const char *fn);
 
+/// Fatal, naming `fn`, if a split all-reduce (pfrt_all_reduce_start) was
+/// never waited for.
+void checkNoReduceInFlight(const char *fn);
+
 /// The cores of pfrt_all_gather and pfrt_all_to_all, on `count` elements of
 /// `type` (elemSize bytes each) per block: same semantics, checks and
 /// chunking; errors name fn and the trace event is called traceName.

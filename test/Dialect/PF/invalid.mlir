@@ -748,6 +748,64 @@ func.func @dropout_p(%x: !pf.global<4xf32, #P>) -> !pf.global<4xf32, #P> {
 
 // -----
 
+// Split all-reduces (pf.all_reduce with pf.async_slot, pf.all_reduce_wait).
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+!Pt = !pf.global<8xf32, #P4, #pf.sbp<[P]>>
+!Bt = !pf.global<8xf32, #P4, #pf.sbp<[B]>>
+func.func @wait_not_started(%p: !Pt, %b: !Bt) {
+  %s = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>]} : !Pt -> !Bt
+  // expected-error @+1 {{'pf.all_reduce_wait' op waits for a value that is not a started all-reduce (a pf.all_reduce with pf.async_slot)}}
+  %w = pf.all_reduce_wait %s, %p {slot = 0 : i64} : !Bt, !Pt -> !Bt
+  return
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+!Pt = !pf.global<8xf32, #P4, #pf.sbp<[P]>>
+!Bt = !pf.global<8xf32, #P4, #pf.sbp<[B]>>
+func.func @wait_other_slot(%p: !Pt) {
+  %s = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>], pf.async_slot = 1 : i64} : !Pt -> !Bt
+  // expected-error @+1 {{'pf.all_reduce_wait' op waits on slot 2 but the all-reduce started in slot 1}}
+  %w = pf.all_reduce_wait %s, %p {slot = 2 : i64} : !Bt, !Pt -> !Bt
+  return
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+!Pt = !pf.global<8xf32, #P4, #pf.sbp<[P]>>
+!Bt = !pf.global<8xf32, #P4, #pf.sbp<[B]>>
+func.func @wait_other_input(%p: !Pt, %q: !Pt) {
+  %s = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>], pf.async_slot = 1 : i64} : !Pt -> !Bt
+  // expected-error @+1 {{'pf.all_reduce_wait' op names another value than the all-reduce's input}}
+  %w = pf.all_reduce_wait %s, %q {slot = 1 : i64} : !Bt, !Pt -> !Bt
+  return
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+!Pt = !pf.global<8xf32, #P4, #pf.sbp<[P]>>
+!Bt = !pf.global<8xf32, #P4, #pf.sbp<[B]>>
+func.func @wait_result_type(%p: !Pt) {
+  %s = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>], pf.async_slot = 1 : i64} : !Pt -> !Bt
+  // expected-error @+1 {{'pf.all_reduce_wait' op result type '!pf.global<8xf32, #pf.placement<"cpu", [0, 1, 2, 3]>, #pf.sbp<[P]>>' differs from the all-reduce's '!pf.global<8xf32, #pf.placement<"cpu", [0, 1, 2, 3]>, #pf.sbp<[B]>>'}}
+  %w = pf.all_reduce_wait %s, %p {slot = 1 : i64} : !Bt, !Pt -> !Pt
+  return
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+func.func @async_slot_range(%p: !pf.global<8xf32, #P4, #pf.sbp<[P]>>) {
+  // expected-error @+1 {{'pf.async_slot' must be an integer in [0, 64) on a pf.all_reduce}}
+  %s = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>], pf.async_slot = 64 : i64} : !pf.global<8xf32, #P4, #pf.sbp<[P]>> -> !pf.global<8xf32, #P4, #pf.sbp<[B]>>
+  return
+}
+
+// -----
+
 // Layout changes (PFBoxingOps.cpp): one case per verifier message
 // (test/Coverage/verifier-messages.test checks that each has one).
 #P4 = #pf.placement<"cpu", [0, 1, 2, 3]>

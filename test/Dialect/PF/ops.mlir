@@ -265,6 +265,11 @@ func.func @boxing(%p: !pf.global<8x16xf32, #P4, #pf.sbp<[P]>>,
                   %h: !pf.global<16x4xf32, #P01, #pf.sbp<[S(0)]>>) {
   // CHECK: pf.all_reduce %[[P]] {groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8x16xf32, #{{.*}}, #pf.sbp<[P]>> -> !pf.global<8x16xf32, #{{.*}}, #pf.sbp<[B]>>
   %0 = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>]} : !pf.global<8x16xf32, #P4, #pf.sbp<[P]>> -> !pf.global<8x16xf32, #P4, #pf.sbp<[B]>>
+  // A split all-reduce: started in slot 3, its sum taken by the wait.
+  // CHECK: %[[ST:.*]] = pf.all_reduce %[[P]] {groups = [array<i64: 0, 1, 2, 3>], pf.async_slot = 3 : i64}
+  // CHECK: pf.all_reduce_wait %[[ST]], %[[P]] {slot = 3 : i64} : !pf.global<8x16xf32, #{{.*}}, #pf.sbp<[B]>>, !pf.global<8x16xf32, #{{.*}}, #pf.sbp<[P]>> -> !pf.global<8x16xf32, #{{.*}}, #pf.sbp<[B]>>
+  %st = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>], pf.async_slot = 3 : i64} : !pf.global<8x16xf32, #P4, #pf.sbp<[P]>> -> !pf.global<8x16xf32, #P4, #pf.sbp<[B]>>
+  %sum = pf.all_reduce_wait %st, %p {slot = 3 : i64} : !pf.global<8x16xf32, #P4, #pf.sbp<[B]>>, !pf.global<8x16xf32, #P4, #pf.sbp<[P]>> -> !pf.global<8x16xf32, #P4, #pf.sbp<[B]>>
   // Within the rows of a 2x2 hierarchy.
   // CHECK: pf.all_reduce %[[Q]] {groups = [array<i64: 0, 1>, array<i64: 2, 3>]} : {{.*}}[S(0), P]>> -> {{.*}}[S(0), B]>>
   %1 = pf.all_reduce %q {groups = [array<i64: 0, 1>, array<i64: 2, 3>]} : !pf.global<8x16xf32, #Q, #pf.sbp<[S(0), P]>> -> !pf.global<8x16xf32, #Q, #pf.sbp<[S(0), B]>>

@@ -85,6 +85,27 @@ LogicalResult AllReduceOp::verify() {
                        SBPDim::broadcast(), "P -> B");
 }
 
+LogicalResult AllReduceWaitOp::verify() {
+  auto start = getStarted().getDefiningOp<AllReduceOp>();
+  IntegerAttr slot =
+      start ? PFDialect::AsyncSlotAttrHelper(getContext()).getAttr(start)
+            : IntegerAttr();
+  if (!slot)
+    return emitOpError("waits for a value that is not a started all-reduce (a "
+                       "pf.all_reduce with pf.async_slot)");
+  if (slot.getInt() != int64_t(getSlot()))
+    return emitOpError("waits on slot ")
+           << getSlot() << " but the all-reduce started in slot "
+           << slot.getInt();
+  if (getInput() != start.getInput())
+    return emitOpError("names another value than the all-reduce's input");
+  if (getResult().getType() != getStarted().getType())
+    return emitOpError("result type ")
+           << getResult().getType() << " differs from the all-reduce's "
+           << getStarted().getType();
+  return success();
+}
+
 LogicalResult ReduceScatterOp::verify() {
   int64_t axis = getAxis();
   return verifyGroupOp(*this, getGroups(), SBPDim::partial(),

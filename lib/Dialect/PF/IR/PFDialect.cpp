@@ -123,6 +123,12 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
                 SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(op),
         "an i64 array on a pf.param, pf.dropout, embedding or cross-entropy "
         "op");
+  if (name == getAsyncSlotAttrHelper().getName()) {
+    auto slot = dyn_cast<IntegerAttr>(value);
+    return require(slot && slot.getInt() >= 0 &&
+                       slot.getInt() < kMaxAsyncSlots && isa<AllReduceOp>(op),
+                   "an integer in [0, 64) on a pf.all_reduce");
+  }
   if (name == getVocabGroupAttrHelper().getName()) {
     auto group = dyn_cast<DenseI64ArrayAttr>(value);
     return require(

@@ -17,6 +17,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include <optional>
+
 namespace mlir::pf {
 #define GEN_PASS_DEF_BUCKETGRADIENTSPASS
 #include "pf/Dialect/PF/Transforms/Passes.h.inc"
@@ -50,49 +52,103 @@ int64_t bytesOf(GlobalType type) {
                                   8));
 }
 
-/// Replaces the bucket's all-reduces by one, at the first one's place.
-void pack(ArrayRef<AllReduceOp> bucket) {
-  if (bucket.size() < 2)
+/// Copies `from`'s discardable attributes (stage, phase, micro-batch) onto
+/// `to`; not a started all-reduce's slot.
+void copyAttrs(Operation *from, Operation *to) {
+  StringRef slot = PFDialect::AsyncSlotAttrHelper::getNameStr();
+  for (NamedAttribute attr : from->getDiscardableAttrs())
+    if (attr.getName() != slot)
+      to->setAttr(attr.getName(), attr.getValue());
+}
+
+/// Replaces the bucket's all-reduces by one, at the first one's place; or,
+/// when `slot` is given (overlap), starts it right after the last of the
+/// bucket's gradients is computed and waits for it at the first one's
+/// place (a bucket of one gradient is split the same way).
+void pack(ArrayRef<AllReduceOp> bucket, std::optional<int64_t> slot) {
+  if (bucket.size() < 2 && !slot)
     return;
+  // The bucket's all-reduce that comes first in the program (with overlap
+  // the members are in the order their gradients are computed).
   AllReduceOp first = bucket.front();
-  OpBuilder b(first);
+  for (AllReduceOp op : bucket)
+    if (op->isBeforeInBlock(first))
+      first = op;
   Location loc = first.getLoc();
-  auto firstType = cast<GlobalType>(first.getInput().getType());
-  SmallVector<Value> flat;
-  int64_t total = 0;
-  for (AllReduceOp op : bucket) {
-    auto type = cast<GlobalType>(op.getInput().getType());
-    int64_t n = type.getNumElements();
-    flat.push_back(type.getRank() == 1
-                       ? op.getInput()
-                       : ReshapeOp::create(b, op.getLoc(), type.withShape({n}),
-                                           op.getInput())
-                             .getResult());
-    total += n;
+  // The last gradient of the bucket to be computed.
+  Operation *after = nullptr;
+  if (slot)
+    for (AllReduceOp op : bucket)
+      if (Operation *def = op.getInput().getDefiningOp())
+        if (!after || after->isBeforeInBlock(def))
+          after = def;
+  Operation *waitAt = first;
+  // The wait belongs to the update: the first all-reduce's attributes.
+  SmallVector<NamedAttribute> updateAttrs(first->getDiscardableAttrs());
+  AllReduceOp reduced;
+  if (bucket.size() == 1) {
+    reduced = first;
+    waitAt = first->getNextNode();
+    if (after) {
+      first->moveAfter(after);
+      copyAttrs(after, first);
+    }
+  } else {
+    OpBuilder b(first);
+    if (after)
+      b.setInsertionPointAfter(after);
+    auto firstType = cast<GlobalType>(first.getInput().getType());
+    SmallVector<Value> flat;
+    int64_t total = 0;
+    for (AllReduceOp op : bucket) {
+      auto type = cast<GlobalType>(op.getInput().getType());
+      int64_t n = type.getNumElements();
+      flat.push_back(type.getRank() == 1
+                         ? op.getInput()
+                         : ReshapeOp::create(b, op.getLoc(),
+                                             type.withShape({n}), op.getInput())
+                               .getResult());
+      total += n;
+    }
+    GlobalType packedType = firstType.withShape({total});
+    auto concat =
+        ConcatOp::create(b, loc, packedType, flat, b.getI64IntegerAttr(0));
+    reduced =
+        AllReduceOp::create(b, loc, packedType, concat, first.getGroupsAttr());
+    // The attributes of where they run: the update's, or (started early)
+    // those of the op computing the last gradient.
+    for (Operation *op : {concat.getOperation(), reduced.getOperation()})
+      copyAttrs(after ? after : first.getOperation(), op);
   }
-  GlobalType packedType = firstType.withShape({total});
-  auto concat =
-      ConcatOp::create(b, loc, packedType, flat, b.getI64IntegerAttr(0));
-  auto reduced =
-      AllReduceOp::create(b, loc, packedType, concat, first.getGroupsAttr());
-  // The update's attributes (phase, stage) go to the ops made here.
-  for (Operation *op : {concat.getOperation(), reduced.getOperation()})
-    for (NamedAttribute attr : first->getDiscardableAttrs())
-      op->setAttr(attr.getName(), attr.getValue());
+  Value sum = reduced.getResult();
+  if (slot) {
+    MLIRContext *ctx = reduced.getContext();
+    PFDialect::AsyncSlotAttrHelper(ctx).setAttr(
+        reduced, IntegerAttr::get(IntegerType::get(ctx, 64), *slot));
+    OpBuilder wb(waitAt);
+    auto wait = AllReduceWaitOp::create(wb, loc, sum.getType(), sum,
+                                        reduced.getInput(), *slot);
+    for (NamedAttribute attr : updateAttrs)
+      if (attr.getName() != PFDialect::AsyncSlotAttrHelper::getNameStr())
+        wait->setAttr(attr.getName(), attr.getValue());
+    sum.replaceAllUsesExcept(wait.getResult(), wait);
+    sum = wait.getResult();
+  }
+  if (bucket.size() == 1)
+    return;
   int64_t at = 0;
   for (AllReduceOp op : bucket) {
     auto type = cast<GlobalType>(op.getInput().getType());
     int64_t n = type.getNumElements();
     OpBuilder ob(op);
-    auto slice = SliceOp::create(ob, op.getLoc(), type.withShape({n}), reduced,
+    auto slice = SliceOp::create(ob, op.getLoc(), type.withShape({n}), sum,
                                  ob.getDenseI64ArrayAttr({at}),
                                  ob.getDenseI64ArrayAttr({n}));
     Value back = slice;
     if (type.getRank() != 1)
       back = ReshapeOp::create(ob, op.getLoc(), type, slice);
     for (Operation *made : {slice.getOperation(), back.getDefiningOp()})
-      for (NamedAttribute attr : op->getDiscardableAttrs())
-        made->setAttr(attr.getName(), attr.getValue());
+      copyAttrs(op, made);
     op.getResult().replaceAllUsesWith(back);
     at += n;
   }
@@ -100,15 +156,25 @@ void pack(ArrayRef<AllReduceOp> bucket) {
     op->erase();
 }
 
-void bucketBlock(Block &block, int64_t limit) {
-  SmallVector<SmallVector<AllReduceOp>> buckets;
+/// Position of the op computing `v` in its block (0 for an argument).
+int64_t readyAt(Value v, const llvm::DenseMap<Operation *, int64_t> &pos) {
+  Operation *def = v.getDefiningOp();
+  return def ? pos.lookup(def) : 0;
+}
+
+void bucketBlock(Block &block, int64_t limit, bool overlap) {
+  llvm::DenseMap<Operation *, int64_t> pos;
+  for (Operation &op : block)
+    pos[&op] = int64_t(pos.size()) + 1;
+  // Runs of gradient all-reduces that may share buckets: same groups, type
+  // and layout, nothing communicating between them, every input computed
+  // before the run's first all-reduce.
+  SmallVector<SmallVector<AllReduceOp>> runs;
   SmallVector<AllReduceOp> current;
-  int64_t bytes = 0;
   auto flush = [&] {
-    if (current.size() > 1)
-      buckets.push_back(current);
+    if (!current.empty())
+      runs.push_back(current);
     current.clear();
-    bytes = 0;
   };
   for (Operation &op : block) {
     auto reduce = dyn_cast<AllReduceOp>(op);
@@ -118,27 +184,53 @@ void bucketBlock(Block &block, int64_t limit) {
       continue;
     }
     auto type = cast<GlobalType>(reduce.getInput().getType());
-    int64_t size = bytesOf(type);
     if (!current.empty()) {
       AllReduceOp head = current.front();
       auto headType = cast<GlobalType>(head.getInput().getType());
-      // The packed all-reduce sits at the head's place: every input must
-      // exist there.
       Operation *def = reduce.getInput().getDefiningOp();
       bool ready =
           !def || (def->getBlock() == &block && def->isBeforeInBlock(head));
       if (head.getGroupsAttr() != reduce.getGroupsAttr() ||
           headType.getElementType() != type.getElementType() ||
           headType.getPlacement() != type.getPlacement() ||
-          headType.getSbp() != type.getSbp() || !ready || bytes + size > limit)
+          headType.getSbp() != type.getSbp() || !ready)
         flush();
     }
     current.push_back(reduce);
-    bytes += size;
   }
   flush();
-  for (ArrayRef<AllReduceOp> bucket : buckets)
-    pack(bucket);
+  // Each run cut into buckets of at most `limit` bytes: in program order,
+  // or (overlap) in the order the gradients are computed, so that the
+  // first bucket can start while the backward still runs.
+  SmallVector<SmallVector<AllReduceOp>> buckets;
+  for (SmallVector<AllReduceOp> &run : runs) {
+    if (overlap)
+      llvm::stable_sort(run, [&](AllReduceOp a, AllReduceOp b) {
+        return readyAt(a.getInput(), pos) < readyAt(b.getInput(), pos);
+      });
+    SmallVector<AllReduceOp> bucket;
+    int64_t bytes = 0;
+    for (AllReduceOp op : run) {
+      int64_t size = bytesOf(cast<GlobalType>(op.getInput().getType()));
+      if (!bucket.empty() && bytes + size > limit) {
+        buckets.push_back(bucket);
+        bucket.clear();
+        bytes = 0;
+      }
+      bucket.push_back(op);
+      bytes += size;
+    }
+    if (!bucket.empty())
+      buckets.push_back(bucket);
+  }
+  // Slots past the runtime's last leave their buckets blocking.
+  int64_t slot = 0;
+  for (ArrayRef<AllReduceOp> bucket : buckets) {
+    std::optional<int64_t> async;
+    if (overlap && slot < kMaxAsyncSlots)
+      async = slot++;
+    pack(bucket, async);
+  }
 }
 
 struct BucketGradientsPass
@@ -156,7 +248,7 @@ struct BucketGradientsPass
       return;
     getOperation().walk([&](func::FuncOp func) {
       for (Block &block : func.getBody())
-        bucketBlock(block, bucketBytes);
+        bucketBlock(block, bucketBytes, overlap);
     });
   }
 };

@@ -2,6 +2,7 @@
 // RUN: pf-opt %s -split-input-file -pf-bucket-gradients=bucket-bytes=128 | FileCheck %s --check-prefix=SMALL
 // RUN: pf-opt %s -split-input-file -pf-bucket-gradients=bucket-bytes=0 | FileCheck %s --check-prefix=OFF
 // RUN: not pf-opt %s -split-input-file -pf-bucket-gradients=bucket-bytes=-1 2>&1 | FileCheck %s --check-prefix=NEG
+// RUN: pf-opt %s -split-input-file -pf-bucket-gradients="bucket-bytes=128 overlap=true" | FileCheck %s --check-prefix=OVERLAP
 
 // One rank's update after data parallelism: three gradients (64, 16 and
 // 64 bytes) reduced over ranks 0 and 1, one after the other.
@@ -76,5 +77,42 @@ func.func @apart(%g0: !A, %g1: !A, %g2: !A, %g3: !A, %g4: !A, %g5: !A) -> (!A, !
   %d = pf.all_reduce %g3 {groups = [array<i64: 0, 2>]} : !A -> !A
   %f = pf.all_reduce %g5 {groups = [array<i64: 0, 2>], pf.phase = "update"} : !A -> !A
   return %a, %b, %c, %d, %e, %f : !A, !A, !A, !A, !A, !A
+}
+}
+
+// -----
+
+// Overlap: the backward computes the gradients last layer first (g2, then
+// g1, then g0); the update reduces them in parameter order. The buckets
+// are cut in the order the gradients are computed ({g2, g1} fills 128
+// bytes, {g0} is alone), each all-reduce starts right after its last
+// gradient (pf.async_slot), and pf.all_reduce_wait hands its sum to the
+// update where the bucket's first all-reduce was.
+#P = #pf.placement<"cpu", [0]>
+!A = !pf.global<4x4xf32, #P, #pf.sbp<[B]>>
+// OVERLAP-LABEL: func.func @overlap
+// OVERLAP: %[[G2:.*]] = pf.mul_scalar %{{.*}} {pf.microbatch = 1 : i64, pf.phase = "backward_weight", scalar = 3.0
+// OVERLAP: %[[G1:.*]] = pf.mul_scalar %[[G2]] {pf.microbatch = 1 : i64, pf.phase = "backward_weight", scalar = 2.0
+// OVERLAP: %[[F2:.*]] = pf.reshape %[[G2]]
+// OVERLAP: %[[F1:.*]] = pf.reshape %[[G1]]
+// OVERLAP: %[[CAT:.*]] = pf.concat %[[F2]], %[[F1]] {axis = 0 : i64, pf.microbatch = 1 : i64, pf.phase = "backward_weight"}
+// OVERLAP: %[[S0:.*]] = pf.all_reduce %[[CAT]] {groups = [array<i64: 0, 1>], pf.async_slot = 0 : i64, pf.microbatch = 1 : i64, pf.phase = "backward_weight"}
+// OVERLAP: %[[G0:.*]] = pf.mul_scalar %[[G1]] {pf.microbatch = 1 : i64, pf.phase = "backward_weight", scalar = 1.0
+// OVERLAP: %[[S1:.*]] = pf.all_reduce %[[G0]] {groups = [array<i64: 0, 1>], pf.async_slot = 1 : i64, pf.microbatch = 1 : i64, pf.phase = "backward_weight"}
+// OVERLAP: %[[W1:.*]] = pf.all_reduce_wait %[[S1]], %[[G0]] {pf.phase = "update", slot = 1 : i64}
+// OVERLAP: %[[W0:.*]] = pf.all_reduce_wait %[[S0]], %[[CAT]] {pf.phase = "update", slot = 0 : i64}
+// OVERLAP: pf.slice %[[W0]] {offsets = array<i64: 16>
+// OVERLAP: pf.slice %[[W0]] {offsets = array<i64: 0>
+// OVERLAP: return %[[W1]]
+// OVERLAP-NOT: pf.all_reduce
+module @rank0 attributes {pf.rank = 0 : i64} {
+func.func @overlap(%x: !A) -> (!A, !A, !A) {
+  %g2 = pf.mul_scalar %x {scalar = 3.0 : f64, pf.phase = "backward_weight", pf.microbatch = 1 : i64} : (!A) -> !A
+  %g1 = pf.mul_scalar %g2 {scalar = 2.0 : f64, pf.phase = "backward_weight", pf.microbatch = 1 : i64} : (!A) -> !A
+  %g0 = pf.mul_scalar %g1 {scalar = 1.0 : f64, pf.phase = "backward_weight", pf.microbatch = 1 : i64} : (!A) -> !A
+  %r0 = pf.all_reduce %g0 {groups = [array<i64: 0, 1>], pf.phase = "update"} : !A -> !A
+  %r1 = pf.all_reduce %g1 {groups = [array<i64: 0, 1>], pf.phase = "update"} : !A -> !A
+  %r2 = pf.all_reduce %g2 {groups = [array<i64: 0, 1>], pf.phase = "update"} : !A -> !A
+  return %r0, %r1, %r2 : !A, !A, !A
 }
 }

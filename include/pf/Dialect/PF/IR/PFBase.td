@@ -95,6 +95,10 @@ def PF_Dialect : Dialect {
     // `pf.shard_offset[1]` of `pf.logical_shape`); the rows' maxima and sums
     // of exponentials are all-reduced within them.
     "::mlir::DenseI64ArrayAttr":$vocab_group,
+    // `pf.async_slot = k` on a per-rank pf.all_reduce: it only starts there
+    // (pfrt_all_reduce_start, slot k); pf.all_reduce_wait with slot k ends
+    // it (pf-bucket-gradients{overlap}).
+    "::mlir::IntegerAttr":$async_slot,
     // `pf.loss_replica` on a per-rank step: the loss it returns is a
     // replica, not the one the host reports.
     "::mlir::UnitAttr":$loss_replica,

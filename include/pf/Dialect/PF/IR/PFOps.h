@@ -24,6 +24,9 @@ namespace mlir::pf {
 /// (pfrt_k_activation's `kind`).
 inline constexpr llvm::StringLiteral kActivationKinds[] = {"gelu", "gelu_tanh",
                                                            "tanh", "sigmoid"};
+/// Slots of split all-reduces in flight at once (`pf.async_slot`; the
+/// runtime's PFRT_MAX_ASYNC_SLOTS).
+inline constexpr int64_t kMaxAsyncSlots = 64;
 /// The runtime code of an activation kind, or -1.
 int32_t activationKindCode(llvm::StringRef kind);
 } // namespace mlir::pf

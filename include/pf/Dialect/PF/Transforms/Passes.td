@@ -245,6 +245,16 @@ def BucketGradientsPass : Pass<"pf-bucket-gradients", "::mlir::ModuleOp"> {
     are the same element by element. `bucket-bytes=0` leaves the step as
     it is.
 
+    With `overlap`, each bucket's all-reduce (a lone gradient's too) is
+    split: the `pf.all_reduce`, marked `pf.async_slot = k`, moves to right
+    after the op computing the bucket's last gradient (the backward of
+    earlier layers then runs while the sum travels), and a
+    `pf.all_reduce_wait` (slot k) at the bucket's old place hands the sum
+    to the update. The GPU pipeline turns it on (NCCL runs the sum on a
+    stream of its own); on CPU ranks MPI would progress it only inside MPI
+    calls, so the CPU pipeline leaves it off. Slots run out after 64
+    buckets; later buckets stay blocking.
+
     ```mlir
     %a = pf.all_reduce %ga {groups = [array<i64: 0, 1>], pf.phase = "update"} : ...
     %b = pf.all_reduce %gb {groups = [array<i64: 0, 1>], pf.phase = "update"} : ...
@@ -257,7 +267,10 @@ def BucketGradientsPass : Pass<"pf-bucket-gradients", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"bucketBytes", "bucket-bytes", "int64_t", "25 << 20",
-           "largest bucket in bytes (0: one all-reduce per gradient)">
+           "largest bucket in bytes (0: one all-reduce per gradient)">,
+    Option<"overlap", "overlap", "bool", "false",
+           "start each bucket's all-reduce right after its last gradient is "
+           "computed and wait for it at the update">
   ];
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
