@@ -341,6 +341,12 @@ def train_rules(make, rule_of, steps, m=2, attempts=3, state_keys=()):
             if drift > 5e-5:
                 print(f"seeds {seeds}: the states are ill-conditioned (drift {drift:.1e})")
                 continue
+            # A unit float32 may flip that the perturbation above missed
+            # (PF_TEST_SEEDS="1116145477 1884642833": the momentum buffer of
+            # linear0.weight off by 5.2e-4).
+            if ref.near_kink(initial_params(seeds[1]), x, y, lrs[(0, 0)], m, make_reference()):
+                print(f"seeds {seeds}: a ReLU pre-activation lies within rounding of 0")
+                continue
         return graph, [o for o, _ in optims], lrs, final.rules, seeds
     pytest.fail(f"{attempts} problems in a row were ill-conditioned")
 

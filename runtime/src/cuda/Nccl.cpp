@@ -417,15 +417,25 @@ bool useNccl(const int64_t *ranks, int64_t n, const char *fn) {
   return groupFor(ranks, n, fn).nccl;
 }
 
-int allReduceSum(const float *in, float *out, int64_t count,
-                 const int64_t *ranks, int64_t n) {
-  const char *fn = "pfrt_all_reduce_sum";
+namespace {
+/// The group of an all-reduce over NCCL (blocking or split) after the host
+/// row's argument checks.
+const Group &allReduceGroup(const float *in, const float *out, int64_t count,
+                            const int64_t *ranks, int64_t n, const char *fn) {
   const Group &g = groupFor(ranks, n, fn);
   checkCount(count, fn);
   checkBuf(in, count, "in", fn);
   checkBuf(out, count, "out", fn);
   if (in != out)
     checkNoOverlap(in, count, out, count, fn);
+  return g;
+}
+} // namespace
+
+int allReduceSum(const float *in, float *out, int64_t count,
+                 const int64_t *ranks, int64_t n) {
+  const char *fn = "pfrt_all_reduce_sum";
+  const Group &g = allReduceGroup(in, out, count, ranks, n, fn);
   if (count > 0) {
     check(gNccl.api.ncclAllReduce(in, out, size_t(count), ncclFloat32, ncclSum,
                                   g.comm, stream()),
@@ -449,12 +459,7 @@ struct AsyncReduces {
 int allReduceStart(const float *in, float *out, int64_t count,
                    const int64_t *ranks, int64_t n, int64_t slot) {
   const char *fn = "pfrt_all_reduce_start";
-  const Group &g = groupFor(ranks, n, fn);
-  checkCount(count, fn);
-  checkBuf(in, count, "in", fn);
-  checkBuf(out, count, "out", fn);
-  if (in != out)
-    checkNoOverlap(in, count, out, count, fn);
+  const Group &g = allReduceGroup(in, out, count, ranks, n, fn);
   AsyncReduces &a = gAsyncReduces;
   if (!a.stream) {
     a.stream = cuda::newStream("the all-reduce stream");

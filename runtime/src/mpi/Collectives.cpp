@@ -170,6 +170,19 @@ struct AsyncReduce {
 };
 AsyncReduce gAsync[PFRT_MAX_ASYNC_SLOTS];
 
+/// The group of an all-reduce (blocking or split) after its argument
+/// checks: in == out is in place, other overlap is an error.
+const Group &allReduceArgs(const float *in, const float *out, int64_t count,
+                           const int64_t *ranks, int64_t n, const char *fn) {
+  const Group &g = getGroup(ranks, n, fn);
+  checkCount(count, fn);
+  checkBuf(in, count, "in", fn);
+  checkBuf(out, count, "out", fn);
+  if (in != out)
+    checkNoOverlap(in, count, out, count, fn);
+  return g;
+}
+
 AsyncReduce &asyncSlot(int64_t slot, const char *fn) {
   if (slot < 0 || slot >= PFRT_MAX_ASYNC_SLOTS)
     fatal("%s: slot %lld is outside [0, %d)", fn, (long long)slot,
@@ -268,13 +281,8 @@ extern "C" {
 int pfrt_all_reduce_sum(const float *in, float *out, int64_t count,
                         const int64_t *ranks, int64_t n) {
   const char *fn = "pfrt_all_reduce_sum";
-  const Group &g = getGroup(ranks, n, fn);
-  checkCount(count, fn);
-  checkBuf(in, count, "in", fn);
-  checkBuf(out, count, "out", fn);
+  const Group &g = allReduceArgs(in, out, count, ranks, n, fn);
   bool inPlace = in == out;
-  if (!inPlace)
-    checkNoOverlap(in, count, out, count, fn);
   CommScope trace("all_reduce_sum", bytesOf(count), n, -1);
   chunked(count, [&](int64_t off, int64_t c) {
     const void *send = inPlace ? MPI_IN_PLACE : (const void *)(in + off);
@@ -287,13 +295,8 @@ int pfrt_all_reduce_sum(const float *in, float *out, int64_t count,
 int pfrt_all_reduce_start(const float *in, float *out, int64_t count,
                           const int64_t *ranks, int64_t n, int64_t slot) {
   const char *fn = "pfrt_all_reduce_start";
-  const Group &g = getGroup(ranks, n, fn);
-  checkCount(count, fn);
-  checkBuf(in, count, "in", fn);
-  checkBuf(out, count, "out", fn);
+  const Group &g = allReduceArgs(in, out, count, ranks, n, fn);
   bool inPlace = in == out;
-  if (!inPlace)
-    checkNoOverlap(in, count, out, count, fn);
   AsyncReduce &a = asyncSlot(slot, fn);
   if (a.active)
     fatal("%s: slot %lld is in flight (started and not waited for)", fn,
