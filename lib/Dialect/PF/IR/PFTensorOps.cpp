@@ -9,6 +9,8 @@
 
 #include "OpUtils.h"
 
+#include <cmath>
+
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -395,6 +397,21 @@ LogicalResult
 MaskedFillOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
                             SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
+  // The causal mask of attention: -inf into a softmax and nothing else.
+  // The softmax is exactly 0 where the mask is set, so its input gradient
+  // y (dy - sum(dy y)) already is 0 there (a row the mask fills entirely
+  // has NaN losses either way): dy passes through, and the backward saves
+  // a pass over the scores.
+  Operation *only =
+      getResult().hasOneUse() ? *getResult().user_begin() : nullptr;
+  auto softmax = dyn_cast_or_null<SoftmaxOp>(only);
+  if (dy && softmax && !softmax.getLog() &&
+      std::isinf(getValue().convertToDouble()) &&
+      getValue().convertToDouble() < 0) {
+    operandGrads.push_back(dy);
+    operandGrads.push_back(Value());
+    return success();
+  }
   // Filled elements do not depend on the input; the mask is a constant.
   operandGrads.push_back(
       dy ? MaskedFillOp::create(b, getLoc(), gradType(getInput()), dy,

@@ -327,3 +327,47 @@ func.func @slices_apart(%x: !pf.global<2x12xf32, #P, #pf.sbp<[B]>>) -> !pf.globa
   %l = pf.add %s12, %s3 : (!pf.global<f32, #P>, !pf.global<f32, #P>) -> !pf.global<f32, #P>
   return %l : !pf.global<f32, #P>
 }
+
+// -----
+
+// The causal mask of attention: -inf into a softmax and nothing else. The
+// softmax is 0 where the mask is set, so its input gradient is already 0
+// there: the gradient passes the masked_fill without another one. With
+// another value (or another consumer) the masked_fill's gradient stays.
+#P = #pf.placement<"cpu", [0]>
+!S = !pf.global<2x4x4xf32, #P>
+// CHECK-LABEL: func.func @causal_softmax
+// CHECK: pf.masked_fill
+// CHECK: %[[Y:.*]] = pf.softmax
+// CHECK-NOT: pf.masked_fill
+// CHECK: %[[DX:.*]] = pf.softmax_grad %[[Y]]
+// CHECK-NOT: pf.masked_fill
+// CHECK: return %{{.*}}, %[[DX]]
+func.func @causal_softmax(%x: !pf.global<2x4x4xf32, #P, #pf.sbp<[B]>>, %mask: !pf.global<2x4x4xf32, #P, #pf.sbp<[B]>>) -> !pf.global<f32, #P> {
+  %m = pf.masked_fill %x, %mask {value = 0xFFF0000000000000 : f64} : (!pf.global<2x4x4xf32, #P, #pf.sbp<[B]>>, !pf.global<2x4x4xf32, #P, #pf.sbp<[B]>>) -> !S
+  %y = pf.softmax %m {axis = 2 : i64} : (!S) -> !S
+  %l = pf.reduce_sum %y {axes = array<i64: 0, 1, 2>} : (!S) -> !pf.global<f32, #P>
+  return %l : !pf.global<f32, #P>
+}
+
+// CHECK-LABEL: func.func @finite_fill_softmax
+// CHECK: pf.softmax_grad
+// CHECK: pf.masked_fill {{.*}}value = 0.000000e+00
+func.func @finite_fill_softmax(%x: !pf.global<2x4x4xf32, #P, #pf.sbp<[B]>>, %mask: !pf.global<2x4x4xf32, #P, #pf.sbp<[B]>>) -> !pf.global<f32, #P> {
+  %m = pf.masked_fill %x, %mask {value = -1.0e9 : f64} : (!pf.global<2x4x4xf32, #P, #pf.sbp<[B]>>, !pf.global<2x4x4xf32, #P, #pf.sbp<[B]>>) -> !S
+  %y = pf.softmax %m {axis = 2 : i64} : (!S) -> !S
+  %l = pf.reduce_sum %y {axes = array<i64: 0, 1, 2>} : (!S) -> !pf.global<f32, #P>
+  return %l : !pf.global<f32, #P>
+}
+
+// CHECK-LABEL: func.func @fill_two_uses
+// CHECK: pf.softmax_grad
+// CHECK: pf.masked_fill {{.*}}value = 0.000000e+00
+func.func @fill_two_uses(%x: !pf.global<2x4x4xf32, #P, #pf.sbp<[B]>>, %mask: !pf.global<2x4x4xf32, #P, #pf.sbp<[B]>>) -> !pf.global<f32, #P> {
+  %m = pf.masked_fill %x, %mask {value = 0xFFF0000000000000 : f64} : (!pf.global<2x4x4xf32, #P, #pf.sbp<[B]>>, !pf.global<2x4x4xf32, #P, #pf.sbp<[B]>>) -> !S
+  %y = pf.softmax %m {axis = 2 : i64} : (!S) -> !S
+  %z = pf.softmax %m {axis = 1 : i64} : (!S) -> !S
+  %yz = pf.add %y, %z : (!S, !S) -> !S
+  %l = pf.reduce_sum %yz {axes = array<i64: 0, 1, 2>} : (!S) -> !pf.global<f32, #P>
+  return %l : !pf.global<f32, #P>
+}
