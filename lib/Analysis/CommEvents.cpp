@@ -60,7 +60,10 @@ void fillCollective(CommEvent &e, Operation *op, GroupIndex &groups) {
     auto list = op->getAttrOfType<ArrayAttr>("groups");
     e.groupList = list;
     e.group = groups.lookup(list, e.rank);
-    e.synchronizes = true;
+    // A started all-reduce (pf.async_slot) returns before its members
+    // meet: it proves nothing about them at that point.
+    e.synchronizes =
+        !PFDialect::AsyncSlotAttrHelper(op->getContext()).isAttrPresent(op);
     payload = op->getOperand(0);
   }
   e.elements = countOf(payload.getType());

@@ -33,6 +33,17 @@ State &state();
 [[noreturn]] void fatal(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 
+/// The same from a thread that is not the one calling MPI (MPI is not
+/// initialised for threads): prints `pfrt: rank R: ...` and exits the
+/// process with status 1 without calling MPI; the launcher then ends the
+/// job.
+[[noreturn]] void fatalFromThread(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+/// Runs `hook` at the start of pfrt_finalize (before anything else there):
+/// a part of the runtime that keeps a thread or checks its own state.
+void addFinalizeHook(void (*hook)());
+
 /// Checks that [offset, offset + bytes) lies in an arena of `size` bytes
 /// (and that offset is a multiple of `align`), fatal naming `fn` and the
 /// arena (`what`) if not; raises `highWater` to the range's end.

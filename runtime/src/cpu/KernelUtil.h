@@ -142,7 +142,7 @@ template <typename T> T *scratchOf(int slot, int64_t count) {
 /// every build vectorizes it; each lane computes exactly what the scalar
 /// form (the device twins in DeviceBodies.h) computes.
 typedef double V8d __attribute__((vector_size(64), aligned(8)));
-typedef float V8f __attribute__((vector_size(32), aligned(4)));
+typedef float V8f __attribute__((vector_size(32), aligned(4), may_alias));
 
 /// x[0..8) widened to float64 (a macro: a function returning V8d would
 /// change the calling convention between the multiversioned clones).

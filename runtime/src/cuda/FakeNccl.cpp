@@ -84,12 +84,14 @@ bool hangsNow() {
 /// Enqueues `op` after checking what every emulated collective supports.
 template <typename Op>
 ncclResult_t collective(ncclDataType_t type, ncclRedOp_t red, ncclComm_t comm,
-                        Op op) {
+                        cudaStream_t stream, Op op) {
   if (!comm || type != ncclFloat32 || red != ncclSum)
     return ncclInvalidArgument;
   if (failing())
     return ncclSystemError;
-  enqueueHostOp([op] {
+  // On the caller's stream, so that a capture checks it like CUDA does (a
+  // stream forked into the capture must join it again).
+  CUresult r = enqueueHostOpOn(reinterpret_cast<CUstream>(stream), [op] {
     if (hangsNow()) {
       gAsyncError.store(ncclRemoteError);
       for (;;)
@@ -97,7 +99,7 @@ ncclResult_t collective(ncclDataType_t type, ncclRedOp_t red, ncclComm_t comm,
     }
     op();
   });
-  return ncclSuccess;
+  return r == CUDA_SUCCESS ? ncclSuccess : ncclInvalidUsage;
 }
 
 } // namespace
@@ -191,8 +193,8 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
                            ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
-                           cudaStream_t) {
-  return collective(type, op, comm, [=] {
+                           cudaStream_t stream) {
+  return collective(type, op, comm, stream, [=] {
     const Comm &c = *asComm(comm);
     pfrt_all_reduce_sum(static_cast<const float *>(send),
                         static_cast<float *>(recv), int64_t(count),
@@ -201,8 +203,9 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
 }
 
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
-                           ncclDataType_t type, ncclComm_t comm, cudaStream_t) {
-  return collective(type, ncclSum, comm, [=] {
+                           ncclDataType_t type, ncclComm_t comm,
+                           cudaStream_t stream) {
+  return collective(type, ncclSum, comm, stream, [=] {
     const Comm &c = *asComm(comm);
     pfrt_all_gather(static_cast<const float *>(send),
                     static_cast<float *>(recv), int64_t(count), c.ranks.data(),
@@ -212,8 +215,8 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
 
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
                                ncclDataType_t type, ncclRedOp_t op,
-                               ncclComm_t comm, cudaStream_t) {
-  return collective(type, op, comm, [=] {
+                               ncclComm_t comm, cudaStream_t stream) {
+  return collective(type, op, comm, stream, [=] {
     const Comm &c = *asComm(comm);
     pfrt_reduce_scatter_sum(static_cast<const float *>(send),
                             static_cast<float *>(recv), int64_t(count),
@@ -223,10 +226,10 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
 
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
                            ncclDataType_t type, int root, ncclComm_t comm,
-                           cudaStream_t) {
+                           cudaStream_t stream) {
   if (comm && (root < 0 || root >= int(asComm(comm)->ranks.size())))
     return ncclInvalidArgument;
-  return collective(type, ncclSum, comm, [=] {
+  return collective(type, ncclSum, comm, stream, [=] {
     const Comm &c = *asComm(comm);
     // NCCL reads the root's sendbuff and writes every recvbuff.
     if (c.pos == root && send != recv)
@@ -239,10 +242,10 @@ ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
 
 ncclResult_t ncclReduce(const void *send, void *recv, size_t count,
                         ncclDataType_t type, ncclRedOp_t op, int root,
-                        ncclComm_t comm, cudaStream_t) {
+                        ncclComm_t comm, cudaStream_t stream) {
   if (comm && (root < 0 || root >= int(asComm(comm)->ranks.size())))
     return ncclInvalidArgument;
-  return collective(type, op, comm, [=] {
+  return collective(type, op, comm, stream, [=] {
     const Comm &c = *asComm(comm);
     pfrt_reduce_sum(static_cast<const float *>(send),
                     c.pos == root ? static_cast<float *>(recv) : nullptr,

@@ -64,8 +64,9 @@
 #include <nccl.h>
 
 #include <algorithm>
-#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -159,60 +160,90 @@ void check(ncclResult_t r, const char *call, const char *fn) {
 
 struct Watchdog {
   std::mutex mu;
+  std::condition_variable wake;
   std::vector<std::pair<ncclComm_t, std::string>> comms;
-  std::atomic<bool> started{false};
-  std::atomic<bool> stop{false};
-  std::atomic<bool> exited{false};
-} gWatchdog;
+  bool stop = false;
+  std::thread *thread = nullptr;
+};
+
+/// Never destroyed: the thread may outlive static destruction if the
+/// program exits without pfrt_finalize.
+Watchdog &watchdog() {
+  static Watchdog *w = new Watchdog;
+  return *w;
+}
 
 int64_t watchdogPeriodMs() {
   const char *v = std::getenv("PFRT_NCCL_WATCHDOG_MS");
   if (!v || !*v)
     return 200;
   char *end = nullptr;
+  errno = 0;
   long long ms = std::strtoll(v, &end, 10);
-  if (*end || ms < 0)
-    fatal("PFRT_NCCL_WATCHDOG_MS=%s: expected a number of milliseconds >= 0 "
-          "(0: no watchdog)",
+  if (*end || ms < 0 || errno == ERANGE || ms > 3600 * 1000)
+    fatal("PFRT_NCCL_WATCHDOG_MS=%s: expected a number of milliseconds in "
+          "[0, 3600000] (0: no watchdog)",
           v);
   return ms;
 }
 
 void watchdogLoop(int64_t periodMs) {
-  Watchdog &w = gWatchdog;
-  while (!w.stop.load()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(periodMs));
-    std::lock_guard<std::mutex> lock(w.mu);
+  Watchdog &w = watchdog();
+  std::unique_lock<std::mutex> lock(w.mu);
+  while (!w.stop) {
+    w.wake.wait_for(lock, std::chrono::milliseconds(periodMs));
+    if (w.stop)
+      break;
     for (auto &[comm, what] : w.comms) {
       ncclResult_t async = ncclSuccess;
       if (gNccl.api.ncclCommGetAsyncError(comm, &async) != ncclSuccess ||
           async == ncclSuccess || async == ncclInProgress)
         continue;
+      // ncclCommAbort is meant for another thread: it also frees a stream
+      // blocked on the failed communicator. MPI is not this thread's, so
+      // the job ends by this process's exit (the launcher ends the rest).
       for (auto &entry : w.comms)
         gNccl.api.ncclCommAbort(entry.first);
       const char *text = gNccl.api.ncclGetErrorString(async);
-      fatal("NCCL watchdog: the communicator of %s reports an asynchronous "
-            "error: %s (ncclResult %d); every communicator of this rank is "
-            "aborted and the job ends",
-            what.c_str(), text ? text : "unknown NCCL error", int(async));
+      fatalFromThread(
+          "NCCL watchdog: the communicator of %s reports an asynchronous "
+          "error: %s (ncclResult %d); every communicator of this rank is "
+          "aborted and the job ends",
+          what.c_str(), text ? text : "unknown NCCL error", int(async));
     }
   }
-  w.exited.store(true);
+}
+
+/// Stops and joins the watchdog (pfrt_finalize's first step; idempotent).
+void stopWatchdog() {
+  Watchdog &w = watchdog();
+  std::thread *t = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(w.mu);
+    w.stop = true;
+    t = w.thread;
+    w.thread = nullptr;
+  }
+  w.wake.notify_all();
+  if (t) {
+    t->join();
+    delete t;
+  }
 }
 
 /// Watches `comm` (described as `what`: "group [0, 1]", "ranks 0 -> 1"),
 /// starting the watchdog with the first one.
 void watch(ncclComm_t comm, std::string what) {
-  Watchdog &w = gWatchdog;
+  Watchdog &w = watchdog();
   int64_t period = watchdogPeriodMs();
   if (period == 0)
     return;
-  {
-    std::lock_guard<std::mutex> lock(w.mu);
-    w.comms.emplace_back(comm, std::move(what));
+  std::lock_guard<std::mutex> lock(w.mu);
+  w.comms.emplace_back(comm, std::move(what));
+  if (!w.thread && !w.stop) {
+    w.thread = new std::thread(watchdogLoop, period);
+    addFinalizeHook(&stopWatchdog);
   }
-  if (!w.started.exchange(true))
-    std::thread(watchdogLoop, period).detach();
 }
 
 /// A hash of this host's name: ranks with equal (host, device) share a GPU.
@@ -341,17 +372,7 @@ int64_t blocks(int64_t n, int64_t count, const char *fn) {
 namespace pfrt {
 namespace cuda {
 
-void stopCollectives() {
-  Watchdog &w = gWatchdog;
-  if (!w.started.load())
-    return;
-  w.stop.store(true);
-  // It sleeps one period between looks: give it a few.
-  int64_t period = watchdogPeriodMs();
-  for (int64_t waited = 0; !w.exited.load() && waited < 4 * period + 100;
-       waited += 5)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-}
+void stopCollectives() { stopWatchdog(); }
 
 void configureCollectives() {
   NcclState &s = gNccl;

@@ -234,7 +234,18 @@ int64_t logitsBytes(int64_t n, int64_t c) {
 enum class AsyncSlot { Idle, Staged, Nccl };
 AsyncSlot gAsyncSlots[PFRT_MAX_ASYNC_SLOTS] = {};
 
+/// pfrt_finalize's check (as the host row's): a started all-reduce never
+/// waited for is an error.
+void checkNoDeviceReduceInFlight() {
+  for (int64_t s = 0; s < PFRT_MAX_ASYNC_SLOTS; ++s)
+    if (gAsyncSlots[s] != AsyncSlot::Idle)
+      fatal("pfrt_finalize: the all-reduce started in slot %lld was never "
+            "waited for (pfrt_all_reduce_wait)",
+            (long long)s);
+}
+
 AsyncSlot &asyncSlot(int64_t slot, const char *fn) {
+  addFinalizeHook(&checkNoDeviceReduceInFlight);
   if (slot < 0 || slot >= PFRT_MAX_ASYNC_SLOTS)
     fatal("%s: slot %lld is outside [0, %d)", fn, (long long)slot,
           PFRT_MAX_ASYNC_SLOTS);

@@ -4,6 +4,7 @@
 #include "MpiInternal.h"
 #include "pfrt/pfrt.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdarg>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 #include <unistd.h>
+#include <vector>
 
 namespace pfrt {
 namespace {
@@ -35,6 +37,11 @@ int rankForMessages() {
     if (const char *v = getenv(var))
       return atoi(v);
   return 0;
+}
+
+std::vector<void (*)()> &finalizeHooks() {
+  static std::vector<void (*)()> hooks;
+  return hooks;
 }
 
 [[noreturn]] void vfatal(const char *fmt, va_list ap) {
@@ -102,6 +109,28 @@ void fatal(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vfatal(fmt, ap);
+}
+
+void fatalFromThread(const char *fmt, ...) {
+  char msg[4096];
+  int n = snprintf(msg, sizeof(msg), "pfrt: rank %d: ", state().rank);
+  if (n < 0)
+    n = 0;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg + n, sizeof(msg) - n - 1, fmt, ap);
+  va_end(ap);
+  size_t len = strnlen(msg, sizeof(msg) - 2);
+  msg[len++] = '\n';
+  ssize_t w = write(STDERR_FILENO, msg, len);
+  (void)w;
+  _exit(1);
+}
+
+void addFinalizeHook(void (*hook)()) {
+  auto &hooks = finalizeHooks();
+  if (std::find(hooks.begin(), hooks.end(), hook) == hooks.end())
+    hooks.push_back(hook);
 }
 
 void requireInit(const char *fn) {
@@ -183,6 +212,8 @@ int pfrt_finalize(void) {
   // peer already finalizing. Seen on a GPU machine whose UCX lacked its
   // shared-memory modules: 4 ranks, the first stage spinning in its last
   // receives, the last stage in MPI_Finalize.
+  for (void (*hook)() : finalizeHooks())
+    hook();
   checkNoReduceInFlight("pfrt_finalize");
   PFRT_MPI(MPI_Barrier, (gWorld));
   traceFinalize();

@@ -798,6 +798,18 @@ func.func @wait_result_type(%p: !Pt) {
 // -----
 
 #P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
+!Pt = !pf.global<8xf32, #P4, #pf.sbp<[P]>>
+!Bt = !pf.global<8xf32, #P4, #pf.sbp<[B]>>
+func.func @wait_not_only_user(%p: !Pt) -> !Bt {
+  %s = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>], pf.async_slot = 1 : i64} : !Pt -> !Bt
+  // expected-error @+1 {{'pf.all_reduce_wait' op is not the only user of the started all-reduce (its sum may be read only after the wait)}}
+  %w = pf.all_reduce_wait %s, %p {slot = 1 : i64} : !Bt, !Pt -> !Bt
+  return %s : !Bt
+}
+
+// -----
+
+#P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
 func.func @async_slot_range(%p: !pf.global<8xf32, #P4, #pf.sbp<[P]>>) {
   // expected-error @+1 {{'pf.async_slot' must be an integer in [0, 64) on a pf.all_reduce}}
   %s = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>], pf.async_slot = 64 : i64} : !pf.global<8xf32, #P4, #pf.sbp<[P]>> -> !pf.global<8xf32, #P4, #pf.sbp<[B]>>

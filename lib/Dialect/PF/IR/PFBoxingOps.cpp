@@ -99,6 +99,9 @@ LogicalResult AllReduceWaitOp::verify() {
            << slot.getInt();
   if (getInput() != start.getInput())
     return emitOpError("names another value than the all-reduce's input");
+  if (!getStarted().hasOneUse())
+    return emitOpError("is not the only user of the started all-reduce (its "
+                       "sum may be read only after the wait)");
   if (getResult().getType() != getStarted().getType())
     return emitOpError("result type ")
            << getResult().getType() << " differs from the all-reduce's "

@@ -310,9 +310,9 @@ void ConcatOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   // are its part of the grouped split S(axis, n) (the gradient of q, k and
   // v cut from a fused projection; pf-autodiff concatenates them).
   int64_t axis = getAxis();
-  int64_t size = typeOf(getInputs().front()).getShape()[axis];
   if (n > 1 && llvm::all_of(getInputs(), [&](Value v) {
-        return typeOf(v).getShape()[axis] == size;
+        return typeOf(v).getShape()[axis] ==
+               typeOf(getInputs().front()).getShape()[axis];
       }))
     add(sigs, SmallVector<SBPDim>(n, S(axis)),
         {SBPDim::split(axis, int64_t(n))});

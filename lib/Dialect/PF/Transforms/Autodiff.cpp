@@ -215,12 +215,10 @@ Value mergeDisjointPads(Value a, Value b, OpBuilder &builder, Location loc) {
   // An earlier merge's concatenation along the axis is flattened into this
   // one.
   SmallVector<Value> inputs;
-  SmallVector<Operation *> absorbed;
   for (PadOp pad : {first, second}) {
     auto concat = pad.getInput().getDefiningOp<ConcatOp>();
     if (concat && int64_t(concat.getAxis()) == axis && concat->hasOneUse()) {
       llvm::append_range(inputs, concat.getInputs());
-      absorbed.push_back(concat);
     } else {
       inputs.push_back(pad.getInput());
     }
@@ -252,10 +250,9 @@ Value mergeDisjointPads(Value a, Value b, OpBuilder &builder, Location loc) {
       return {};
     }
   }
-  padA->erase();
-  padB->erase();
-  for (Operation *op : absorbed)
-    op->erase();
+  // The pads and an absorbed concatenation stay until the sweep of dead
+  // gradients: another operand's gradient may be the same value (an add
+  // hands dy to both of its operands).
   return merged;
 }
 

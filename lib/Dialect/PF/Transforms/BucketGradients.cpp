@@ -5,10 +5,13 @@
 // host round trip of the staged GPU transport, an NCCL launch). The update's
 // consecutive gradient all-reduces over the same groups are packed instead:
 // flattened (a view), concatenated, reduced once and sliced apart. The
-// buckets are cut at compile time in program order, so every member of a
-// group, whose step holds the same update, cuts the same ones; a bucket
-// never spans another communication op, so the order of each rank's
-// collectives and messages is kept (pf-verify-comm runs after this pass).
+// buckets are cut at compile time from the rank's own step, so the members
+// of a group, whose steps hold the same update, cut the same ones; a bucket
+// never spans another communication op. Without overlap the order of each
+// rank's collectives and messages is kept; with it a bucket's all-reduce
+// moves back to its last gradient, across whatever communication lies
+// between. pf-verify-comm runs after this pass and rejects a job whose
+// members disagree or whose moved collectives could deadlock.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,13 +55,18 @@ int64_t bytesOf(GlobalType type) {
                                   8));
 }
 
-/// Copies `from`'s discardable attributes (stage, phase, micro-batch) onto
-/// `to`; not a started all-reduce's slot.
+/// Gives `to` the action `from` belongs to: its stage, phase and
+/// micro-batch (each removed from `to` where `from` has none). Nothing
+/// else: the other per-rank attributes belong to their ops.
 void copyAttrs(Operation *from, Operation *to) {
-  StringRef slot = PFDialect::AsyncSlotAttrHelper::getNameStr();
-  for (NamedAttribute attr : from->getDiscardableAttrs())
-    if (attr.getName() != slot)
-      to->setAttr(attr.getName(), attr.getValue());
+  for (StringRef name : {PFDialect::StageAttrHelper::getNameStr(),
+                         PFDialect::PhaseAttrHelper::getNameStr(),
+                         PFDialect::MicrobatchAttrHelper::getNameStr()}) {
+    if (Attribute value = from->getAttr(name))
+      to->setAttr(name, value);
+    else
+      to->removeAttr(name);
+  }
 }
 
 /// Replaces the bucket's all-reduces by one, at the first one's place; or,
@@ -83,8 +91,11 @@ void pack(ArrayRef<AllReduceOp> bucket, std::optional<int64_t> slot) {
         if (!after || after->isBeforeInBlock(def))
           after = def;
   Operation *waitAt = first;
-  // The wait belongs to the update: the first all-reduce's attributes.
-  SmallVector<NamedAttribute> updateAttrs(first->getDiscardableAttrs());
+  // The wait belongs to the update, the first all-reduce's action: made
+  // before the all-reduce moves (a lone one takes the backward's action).
+  NamedAttrList waitAttrs;
+  waitAttrs.append(first->getDiscardableAttrs().begin(),
+                   first->getDiscardableAttrs().end());
   AllReduceOp reduced;
   if (bucket.size() == 1) {
     reduced = first;
@@ -128,9 +139,11 @@ void pack(ArrayRef<AllReduceOp> bucket, std::optional<int64_t> slot) {
     OpBuilder wb(waitAt);
     auto wait = AllReduceWaitOp::create(wb, loc, sum.getType(), sum,
                                         reduced.getInput(), *slot);
-    for (NamedAttribute attr : updateAttrs)
-      if (attr.getName() != PFDialect::AsyncSlotAttrHelper::getNameStr())
-        wait->setAttr(attr.getName(), attr.getValue());
+    for (StringRef name : {PFDialect::StageAttrHelper::getNameStr(),
+                           PFDialect::PhaseAttrHelper::getNameStr(),
+                           PFDialect::MicrobatchAttrHelper::getNameStr()})
+      if (Attribute value = waitAttrs.get(name))
+        wait->setAttr(name, value);
     sum.replaceAllUsesExcept(wait.getResult(), wait);
     sum = wait.getResult();
   }
