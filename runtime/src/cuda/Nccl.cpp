@@ -155,8 +155,9 @@ void check(ncclResult_t r, const char *call, const char *fn) {
 // another thread) every PFRT_NCCL_WATCHDOG_MS milliseconds (200; 0 turns
 // it off). On an error it aborts every communicator (ncclCommAbort, which
 // also frees a blocked stream), says which rank, which communicator and
-// which NCCL error on stderr, and ends the job (the runtime's fatal error:
-// MPI_Abort), so the launcher reports the rank instead of hanging.
+// which NCCL error on stderr, and exits the process (MPI is not this
+// thread's to call), so the launcher ends the job and reports the rank
+// instead of hanging. pfrt_finalize joins it first (a finalize hook).
 
 struct Watchdog {
   std::mutex mu;
