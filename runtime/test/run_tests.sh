@@ -448,6 +448,33 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ] && [ -x "$BIN/pfrt-test-cuda-nccl" 
   run_ok cuda_nccl_emulated_verbose 120 bash -c "PFRT_CUDA_FAKE=1 \
     PFRT_CUDA_COMM=nccl PFRT_CUDA_VERBOSE=1 $MPX -n 2 '$BIN/pfrt-test-cuda-nccl' \
     2>&1 | grep -c 'CUDA collectives: NCCL, emulated' | grep -qx 1"
+  # The job's communicators split from the world's at start-up
+  # (pfrt_cuda_comm_groups), the same comparisons on them; on 4 ranks six
+  # groups take five splits ({0, 1} and {2, 3} share one), and only the
+  # test's four one-rank groups (not in the table) are made at first use.
+  for n in 2 3; do
+    run_ok cuda_nccl_emulated_split_n$n 120 env PFRT_CUDA_FAKE=1 \
+      PFRT_CUDA_COMM=nccl "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-cuda-nccl" split
+  done
+  run_ok cuda_nccl_emulated_split_n4 120 bash -c "PFRT_CUDA_FAKE=1 \
+    PFRT_CUDA_COMM=nccl PFRT_CUDA_VERBOSE=1 $MPX -n 4 '$BIN/pfrt-test-cuda-nccl' \
+    split > /tmp/pfrt-split.\$\$ 2>&1; rc=\$?; \
+    grep -q \"the job's 6 groups split from the world communicator in 5 ncclCommSplit calls\" /tmp/pfrt-split.\$\$ && \
+    grep -c 'NCCL communicator of group .* split from the world' /tmp/pfrt-split.\$\$ | grep -qx 6 && \
+    grep -c 'communicator of group .* made' /tmp/pfrt-split.\$\$ | grep -qx 4; ok=\$?; \
+    rm -f /tmp/pfrt-split.\$\$; [ \$rc = 0 ] && [ \$ok = 0 ]"
+  run_fail cuda_nccl_emulated_groups_bad_rank 60 \
+    "pfrt_cuda_comm_groups: group [0, 7] at entry 0: rank 7 is not a rank of the job" \
+    env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl "${MPIEXEC[@]}" -n 2 \
+    "$BIN/pfrt-test-cuda-nccl" groups_bad_rank
+  run_fail cuda_nccl_emulated_groups_mismatch 60 \
+    "pfrt_cuda_comm_groups: the ranks hold different tables of the job's groups" \
+    env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl "${MPIEXEC[@]}" -n 2 \
+    "$BIN/pfrt-test-cuda-nccl" groups_mismatch
+  run_fail cuda_nccl_emulated_groups_again 60 \
+    "pfrt_cuda_comm_groups: called again with another table" \
+    env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl "${MPIEXEC[@]}" -n 2 \
+    "$BIN/pfrt-test-cuda-nccl" groups_again
   run_fail cuda_nccl_bogus_transport 60 \
     "PFRT_CUDA_COMM=bogus: expected nccl or staged" \
     env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=bogus "${MPIEXEC[@]}" -n 2 \

@@ -29,6 +29,11 @@
 // (fatal under PFRT_CUDA_COMM=nccl: NCCL matches them in order);
 // "p2p_new_peer" (3 ranks) has rank 0 message rank 2 from the second step
 // on, a peer the first step did not have (fatal once over NCCL).
+// MODE "split" first hands the groups of two or more ranks to
+// pfrt_cuda_comm_groups (the start-up a compiled GPU rank makes: their
+// communicators split from the world's), then runs the same comparisons;
+// "groups_bad_rank", "groups_mismatch" (rank 1 holds another table) and
+// "groups_again" (a second, other table) must fail.
 //
 //===----------------------------------------------------------------------===//
 
@@ -416,9 +421,33 @@ int main(int argc, char **argv) {
   } else if (gSize == 2) {
     groups.push_back({1});
   }
+  if (gSize >= 4) {
+    // Disjoint: one split makes both.
+    groups.push_back({0, 1});
+    groups.push_back({2, 3});
+  }
   if (gSize > 1)
     for (int r = 0; r < gSize; ++r)
       groups.push_back({int64_t(r)});
+  if (mode == "split" || mode.rfind("groups_", 0) == 0) {
+    std::vector<int64_t> table;
+    for (const auto &g : groups)
+      if (g.size() >= 2) {
+        table.push_back(int64_t(g.size()));
+        table.insert(table.end(), g.begin(), g.end());
+      }
+    if (mode == "groups_bad_rank")
+      table = {2, 0, int64_t(gSize) + 5};
+    if (mode == "groups_mismatch" && gRank == 1)
+      table.push_back(2), table.push_back(1), table.push_back(0);
+    pfrt_cuda_comm_groups(table.data(), int64_t(table.size()));
+    // The same table again is a no-op (pf_init_params on a checkpoint load).
+    pfrt_cuda_comm_groups(table.data(), int64_t(table.size()));
+    if (mode == "groups_again") {
+      table.resize(table.size() - 1);
+      pfrt_cuda_comm_groups(table.data(), int64_t(table.size()));
+    }
+  }
   for (int64_t count : {int64_t(0), int64_t(1), int64_t(17), int64_t(1000)})
     for (const auto &g : groups) {
       bool member = false;

@@ -20,6 +20,9 @@
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <set>
+#include <vector>
+
 #define DEBUG_TYPE "convert-pf-to-cpu"
 
 namespace mlir::pf {
@@ -40,8 +43,9 @@ class RankLowering {
 public:
   RankLowering(ModuleOp module, func::FuncOp step,
                const llvm::DenseMap<Operation *, Operation *> &sendDone,
-               const RankLoweringOptions &options)
-      : module(module), step(step), b(module.getContext()),
+               const RankLoweringOptions &options, ArrayRef<int64_t> commGroups)
+      : module(module), step(step), commGroups(commGroups),
+        b(module.getContext()),
         state(module, step.getBody().front(), options.foldAccumulation,
               options.target, options.generatedKernels),
         outline(options.outlineActions), passName(options.passName) {
@@ -70,6 +74,8 @@ private:
 
   ModuleOp module;
   func::FuncOp step;
+  /// The job's collective groups, flat (pfrt_cuda_comm_groups' table).
+  ArrayRef<int64_t> commGroups;
   OpBuilder b;
   CPULoweringState state;
   /// Whether the step becomes a loop over its actions (StepOutlining.h).
@@ -116,6 +122,11 @@ LogicalResult RankLowering::lowerParams() {
                         LLVM::AddressOfOp::create(b, loc, state.seedGlobal));
   // The whole plan at once: parameters first, then the step's buffers.
   rt.pfrt_arena_plan(b, loc, state.plan->arenaBytes);
+  // A GPU rank makes the job's communicators before anything communicates
+  // (every rank calls it here, with the same table).
+  if (state.onDevice() && !commGroups.empty())
+    rt.pfrt_cuda_comm_groups(b, loc, rt.i64Array(b, loc, commGroups),
+                             static_cast<int64_t>(commGroups.size()));
   unsigned index = 0;
   for (auto param : module.getOps<ParamOp>()) {
     GlobalType type = param.getGlobalType();
@@ -526,6 +537,35 @@ LogicalResult RankLowering::run() {
   return success();
 }
 
+/// Every group of two or more ranks a collective of the job runs over (any
+/// rank's program lists its dimension's groups), in one sorted order, flat:
+/// each group's size, then its ranks.
+SmallVector<int64_t> jobCommGroups(ArrayRef<ModuleOp> ranks) {
+  std::set<std::vector<int64_t>> groups;
+  auto add = [&](ArrayRef<int64_t> g) {
+    if (g.size() >= 2)
+      groups.insert(std::vector<int64_t>(g.begin(), g.end()));
+  };
+  for (ModuleOp m : ranks)
+    m.walk([&](Operation *op) {
+      if (!isa<PFDialect>(op->getDialect()))
+        return;
+      if (auto groupsAttr = op->getAttrOfType<ArrayAttr>("groups"))
+        for (Attribute g : groupsAttr)
+          if (auto r = dyn_cast<DenseI64ArrayAttr>(g))
+            add(r.asArrayRef());
+      if (isa<BroadcastOp, ReduceOp>(op))
+        if (auto r = op->getAttrOfType<DenseI64ArrayAttr>("ranks"))
+          add(r.asArrayRef());
+    });
+  SmallVector<int64_t> flat;
+  for (const std::vector<int64_t> &g : groups) {
+    flat.push_back(static_cast<int64_t>(g.size()));
+    llvm::append_range(flat, g);
+  }
+  return flat;
+}
+
 } // namespace
 
 LogicalResult mlir::pf::lowerRankModules(ModuleOp top,
@@ -563,8 +603,11 @@ LogicalResult mlir::pf::lowerRankModules(ModuleOp top,
     hoistBiasReads(step.getBody().front());
   llvm::DenseMap<Operation *, Operation *> sendDone =
       analyzeSendCompletion(blocks);
+  SmallVector<int64_t> commGroups;
+  if (options.target == rt::Target::Device)
+    commGroups = jobCommGroups(ranks);
   for (auto [m, step] : steps)
-    if (failed(RankLowering(m, step, sendDone, options).run()))
+    if (failed(RankLowering(m, step, sendDone, options, commGroups).run()))
       return failure();
   return success();
 }

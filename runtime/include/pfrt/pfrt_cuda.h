@@ -153,6 +153,17 @@ int pfrt_cuda_generated_kernels(const void *image, int64_t image_bytes,
 int pfrt_cuda_launch_generated(int64_t index, int64_t n, int64_t num_pointers,
                                void *p0, void *p1, void *p2, void *p3, void *p4,
                                void *p5, void *p6, void *p7);
+/* The job's collective groups, made once at start-up: `table` holds, for
+ * each group, its size then its world ranks in group order (len entries in
+ * all), the same table on every rank of the job (the compiler emits it from
+ * every rank's program into pf_init_params). A call of every rank. Where
+ * NCCL serves every rank and no two ranks share a GPU, rank 0's NCCL unique
+ * id is broadcast over MPI, the world communicator is made and each group's
+ * communicator is split from it (ncclCommSplit); elsewhere the groups are
+ * made (or host-staged) at their first collective, as without this call.
+ * Called again with the same table (pf_init_params on a checkpoint load) it
+ * does nothing; a malformed table or another table is fatal. */
+int pfrt_cuda_comm_groups(const int64_t *table, int64_t len);
 /* Communication of GPU ranks on the host-staged transport: the device data
  * is copied to the host, the host row (pfrt.h) moves it over MPI, the result
  * is copied back, waiting for the copies; a send's host copy lives until

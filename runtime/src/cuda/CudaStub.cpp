@@ -56,6 +56,9 @@ int pfrt_cuda_graph_launch(void) { noCuda("pfrt_cuda_graph_launch"); }
 // rank starts, so it fails like pfrt_cuda_init (exit 2, one line).
 int pfrt_cuda_arena_plan(int64_t) { return pfrt_cuda_init(0); }
 int pfrt_cuda_active(void) { return 0; }
+int pfrt_cuda_comm_groups(const int64_t *, int64_t) {
+  noCuda("pfrt_cuda_comm_groups");
+}
 int pfrt_cuda_all_reduce_sum(const float *, float *, int64_t, const int64_t *,
                              int64_t) {
   noCuda("pfrt_cuda_all_reduce_sum");

@@ -179,6 +179,42 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
   return ncclSuccess;
 }
 
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
+                           ncclComm_t *newcomm, ncclConfig_t *config) {
+  if (!comm || !newcomm || config || color < NCCL_SPLIT_NOCOLOR)
+    return ncclInvalidArgument;
+  *newcomm = nullptr;
+  const Comm &parent = *asComm(comm);
+  int64_t mine[2] = {color, key};
+  size_t n = parent.ranks.size();
+  std::vector<int64_t> all(2 * n);
+  allGather(mine, all.data(), 2, MPI_INT64_T, sizeof(int64_t),
+            parent.ranks.data(), int64_t(n), "ncclCommSplit (emulated)",
+            "nccl_split");
+  MPI_Comm mpi = MPI_COMM_NULL;
+  PFRT_MPI_AS("ncclCommSplit (emulated)", MPI_Comm_split,
+              (parent.mpi, color == NCCL_SPLIT_NOCOLOR ? MPI_UNDEFINED : color,
+               key, &mpi));
+  if (color == NCCL_SPLIT_NOCOLOR)
+    return ncclSuccess;
+  std::vector<size_t> members;
+  for (size_t p = 0; p < n; ++p)
+    if (all[2 * p] == color)
+      members.push_back(p);
+  std::sort(members.begin(), members.end(), [&](size_t a, size_t b) {
+    return std::pair(all[2 * a + 1], a) < std::pair(all[2 * b + 1], b);
+  });
+  Comm *c = new Comm();
+  for (size_t p : members) {
+    if (p == size_t(parent.pos))
+      c->pos = int(c->ranks.size());
+    c->ranks.push_back(parent.ranks[p]);
+  }
+  c->mpi = mpi;
+  *newcomm = reinterpret_cast<ncclComm_t>(c);
+  return ncclSuccess;
+}
+
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *error) {
   if (!comm || !error)
     return ncclInvalidArgument;

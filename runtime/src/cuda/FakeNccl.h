@@ -8,6 +8,10 @@
 // device buffers, which are host memory. It tests libpfrt's NCCL logic
 // (groups, positions, roots, the id exchange, capture), not NCCL.
 //
+// ncclCommSplit is a call of the parent's members, as NCCL's: they
+// exchange (color, key) over MPI, and the members of one color, ordered by
+// key then parent rank, are the new communicator (MPI_Comm_split's order).
+//
 // PFRT_CUDA_FAKE_NCCL_ERROR=1 makes every emulated collective fail with
 // ncclSystemError (the test of libpfrt's error path), and
 // PFRT_CUDA_FAKE_NCCL_SHARED=1 has the ranks share their emulated device
@@ -30,6 +34,7 @@ namespace fake {
   X(ncclGetErrorString, "")                                                    \
   X(ncclGetUniqueId, "")                                                       \
   X(ncclCommInitRank, "")                                                      \
+  X(ncclCommSplit, "")                                                         \
   X(ncclCommGetAsyncError, "")                                                 \
   X(ncclCommAbort, "")                                                         \
   X(ncclAllReduce, "")                                                         \

@@ -40,10 +40,17 @@
 // captured as CUDA graphs when nothing else is staged.
 //
 // One NCCL communicator per distinct group (the ordered list of world
-// ranks), created at the group's first collective by its members only:
-// they exchange their (host, device) over MPI, the lowest world rank makes
-// the unique id, pfrt_broadcast_i64 over the group's MPI communicator hands
-// it to the others, then ncclCommInitRank(n, id, group position). The
+// ranks). A compiled GPU rank hands the job's groups to
+// pfrt_cuda_comm_groups at start-up (makeGroups): where NCCL serves every
+// rank and no two share a GPU, rank 0's unique id goes to all over MPI,
+// ncclCommInitRank makes the world communicator and ncclCommSplit each
+// group's (color: the group's index in a round of disjoint groups, key: the
+// rank's position in it). A group not made so (ranks that share a GPU, a
+// group outside the table) is made at its first collective by its members
+// only: they exchange their (host, device) over MPI, the lowest world rank
+// makes the unique id, pfrt_broadcast_i64 over the group's MPI
+// communicator hands it to the others, then ncclCommInitRank(n, id, group
+// position). The
 // collectives are enqueued on the compute stream, so a step whose
 // communication is all NCCL is captured in its CUDA graph.
 //
@@ -89,6 +96,7 @@ namespace {
   X(ncclGetErrorString)                                                        \
   X(ncclGetUniqueId)                                                           \
   X(ncclCommInitRank)                                                          \
+  X(ncclCommSplit)                                                             \
   X(ncclCommGetAsyncError)                                                     \
   X(ncclCommAbort)                                                             \
   X(ncclAllReduce)                                                             \
@@ -345,6 +353,40 @@ const Group &groupFor(const int64_t *ranks, int64_t n, const char *fn) {
   return gNccl.groups.emplace(std::move(key), g).first->second;
 }
 
+/// Which world ranks share a GPU: every rank's (host, device), gathered
+/// over the world.
+std::vector<int64_t> worldDevices(const char *fn) {
+  int64_t mine[2] = {hostKey(), deviceKey()};
+  std::vector<int64_t> all(size_t(2 * pfrt_world_size()));
+  PFRT_MPI_AS(fn, MPI_Allgather,
+              (mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, worldComm()));
+  return all;
+}
+
+/// The job's groups in rounds of disjoint groups, first fit in table
+/// order: one ncclCommSplit makes a round's communicators.
+std::vector<std::vector<size_t>>
+disjointRounds(const std::vector<std::vector<int64_t>> &groups) {
+  std::vector<std::vector<size_t>> rounds;
+  std::vector<std::vector<bool>> used;
+  size_t world = size_t(pfrt_world_size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    size_t r = 0;
+    for (; r < rounds.size(); ++r)
+      if (std::none_of(groups[g].begin(), groups[g].end(),
+                       [&](int64_t k) { return used[r][size_t(k)]; }))
+        break;
+    if (r == rounds.size()) {
+      rounds.emplace_back();
+      used.emplace_back(world, false);
+    }
+    rounds[r].push_back(g);
+    for (int64_t k : groups[g])
+      used[r][size_t(k)] = true;
+  }
+  return rounds;
+}
+
 /// After an enqueued collective: an error NCCL found asynchronously (on
 /// another rank's failure, say) ends the job here.
 void pollAsync(const Group &g, const char *fn) {
@@ -432,6 +474,94 @@ void configureCollectives() {
 } // namespace cuda
 
 namespace nccl {
+
+void makeGroups(const std::vector<std::vector<int64_t>> &groups,
+                const char *fn) {
+  // Every rank decides alike, so that all or none take part in the splits.
+  int canUse = gNccl.available && cuda::deviceReady() ? 1 : 0;
+  int all = 0;
+  PFRT_MPI_AS(fn, MPI_Allreduce,
+              (&canUse, &all, 1, MPI_INT, MPI_MIN, worldComm()));
+  if (!all || groups.empty())
+    return;
+  if (cuda::streamCapturing())
+    fatal("%s: the job's NCCL communicators cannot be made inside a CUDA "
+          "graph capture",
+          fn);
+  int64_t world = pfrt_world_size(), me = pfrt_rank();
+  std::vector<int64_t> devices = worldDevices(fn);
+  for (int64_t p = 0; p < world; ++p)
+    for (int64_t q = p + 1; q < world; ++q)
+      if (devices[size_t(2 * p)] == devices[size_t(2 * q)] &&
+          devices[size_t(2 * p + 1)] == devices[size_t(2 * q + 1)]) {
+        // No world communicator: each group's is made (or staged) at its
+        // first collective, which also reports a group that shares a GPU.
+        if (verbose() && me == 0)
+          std::fprintf(stderr,
+                       "pfrt: rank 0: CUDA collectives: ranks %lld and %lld "
+                       "share a GPU: no world NCCL communicator; each group's "
+                       "communicator is made at its first collective\n",
+                       (long long)p, (long long)q);
+        return;
+      }
+  // The world communicator: rank 0's unique id, broadcast over MPI.
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  if (me == 0)
+    check(gNccl.api.ncclGetUniqueId(&id), "ncclGetUniqueId", fn);
+  PFRT_MPI_AS(fn, MPI_Bcast, (&id, int(sizeof(id)), MPI_BYTE, 0, worldComm()));
+  std::vector<int64_t> everyone(static_cast<size_t>(world));
+  for (int64_t k = 0; k < world; ++k)
+    everyone[size_t(k)] = k;
+  if (gNccl.emulated)
+    fake::ncclNextGroup(everyone.data(), world);
+  ncclComm_t worldNccl = nullptr;
+  check(gNccl.api.ncclCommInitRank(&worldNccl, int(world), id, int(me)),
+        "ncclCommInitRank", fn);
+  // Not watched: only the splits use it, and they are done here.
+  // Each round's groups split from it at once: color = the group's index in
+  // the round, key = this rank's position in the group.
+  std::vector<std::vector<size_t>> rounds = disjointRounds(groups);
+  for (const std::vector<size_t> &round : rounds) {
+    int color = NCCL_SPLIT_NOCOLOR, key = 0;
+    const std::vector<int64_t> *mine = nullptr;
+    for (size_t i = 0; i < round.size(); ++i) {
+      const std::vector<int64_t> &g = groups[round[i]];
+      auto at = std::find(g.begin(), g.end(), me);
+      if (at != g.end()) {
+        color = int(i);
+        key = int(at - g.begin());
+        mine = &g;
+      }
+    }
+    ncclComm_t comm = nullptr;
+    check(gNccl.api.ncclCommSplit(worldNccl, color, key, &comm, nullptr),
+          "ncclCommSplit", fn);
+    if (!mine)
+      continue;
+    if (!comm)
+      fatal("%s: ncclCommSplit made no communicator for group %s", fn,
+            groupString(mine->data(), int64_t(mine->size())).c_str());
+    Group g;
+    g.nccl = true;
+    g.comm = comm;
+    g.pos = key;
+    std::string name = groupString(mine->data(), int64_t(mine->size()));
+    watch(comm, "group " + name);
+    gNccl.groups[*mine] = g;
+    if (verbose() && key == 0)
+      std::fprintf(stderr,
+                   "pfrt: rank %lld: CUDA collectives: NCCL communicator of "
+                   "group %s split from the world communicator\n",
+                   (long long)me, name.c_str());
+  }
+  if (verbose() && me == 0)
+    std::fprintf(stderr,
+                 "pfrt: rank 0: CUDA collectives: the job's %zu group%s split "
+                 "from the world communicator in %zu ncclCommSplit call%s\n",
+                 groups.size(), groups.size() == 1 ? "" : "s", rounds.size(),
+                 rounds.size() == 1 ? "" : "s");
+}
 
 bool useNccl(const int64_t *ranks, int64_t n, const char *fn) {
   if (!gNccl.available || !cuda::deviceReady() || !ranks || n < 1)
@@ -958,6 +1088,7 @@ void configureCollectives() {
 }
 } // namespace cuda
 namespace nccl {
+void makeGroups(const std::vector<std::vector<int64_t>> &, const char *) {}
 bool useNccl(const int64_t *, int64_t, const char *) { return false; }
 int allReduceSum(const float *, float *, int64_t, const int64_t *, int64_t) {
   fatal("internal: NCCL all-reduce without NCCL");

@@ -10,9 +10,19 @@
 #define PFRT_SRC_CUDA_NCCLCOMM_H
 
 #include <cstdint>
+#include <vector>
 
 namespace pfrt {
 namespace nccl {
+
+/// Start-up (pfrt_cuda_comm_groups), a call of every rank: the job's
+/// groups, the same validated table everywhere. Where NCCL serves every
+/// rank and no two ranks share a GPU, NCCL's unique id is broadcast over
+/// MPI, the world communicator made and each group's communicator split
+/// from it (ncclCommSplit; disjoint groups in one split). Otherwise nothing
+/// happens here and useNccl makes each group's at its first collective.
+void makeGroups(const std::vector<std::vector<int64_t>> &groups,
+                const char *fn);
 
 /// Whether the collectives of group (ranks, n) go over NCCL. On a group's
 /// first collective (under NCCL) this validates the group like the host

@@ -15,7 +15,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../common/CommChecks.h"
 #include "../common/Internal.h"
+#include "../mpi/MpiInternal.h"
 #include "CudaInternal.h"
 #include "NcclComm.h"
 #include "pfrt/pfrt.h"
@@ -257,6 +259,61 @@ AsyncSlot &asyncSlot(int64_t slot, const char *fn) {
 bool pfrt::nccl::stagedBesidesPointToPoint() { return gStagedOther; }
 
 extern "C" {
+
+int pfrt_cuda_comm_groups(const int64_t *table, int64_t len) {
+  const char *fn = "pfrt_cuda_comm_groups";
+  static std::vector<int64_t> made;
+  static bool called = false;
+  if (len < 0 || (len > 0 && !table))
+    fatal("%s: a table of %lld entries at %p", fn, (long long)len,
+          static_cast<const void *>(table));
+  std::vector<int64_t> flat(table, table + len);
+  if (called) {
+    if (flat != made)
+      fatal("%s: called again with another table (the job's groups are made "
+            "once)",
+            fn);
+    return 0;
+  }
+  int64_t world = pfrt_world_size();
+  std::vector<std::vector<int64_t>> groups;
+  for (int64_t i = 0; i < len;) {
+    int64_t n = table[i];
+    if (n < 1 || n > world || i + 1 + n > len)
+      fatal("%s: entry %lld: a group of %lld ranks (the table has %lld "
+            "entries, the job %lld ranks)",
+            fn, (long long)i, (long long)n, (long long)len, (long long)world);
+    std::vector<int64_t> g(table + i + 1, table + i + 1 + n);
+    std::vector<bool> seen(size_t(world), false);
+    for (int64_t r : g) {
+      if (r < 0 || r >= world || seen[size_t(r)])
+        fatal("%s: group %s at entry %lld: rank %lld is %s", fn,
+              comm::groupString(g.data(), n).c_str(), (long long)i,
+              (long long)r,
+              r < 0 || r >= world ? "not a rank of the job" : "named twice");
+      seen[size_t(r)] = true;
+    }
+    if (std::find(groups.begin(), groups.end(), g) == groups.end())
+      groups.push_back(std::move(g));
+    i += 1 + n;
+  }
+  // Every rank must hold the same table (a collective of all ranks
+  // follows): compare a hash of it.
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int64_t v : flat)
+    h = (h ^ uint64_t(v)) * 0x100000001b3ull;
+  int64_t mine[2] = {int64_t(h >> 1), -int64_t(h >> 1)}, most[2] = {0, 0};
+  PFRT_MPI_AS(fn, MPI_Allreduce,
+              (mine, most, 2, MPI_INT64_T, MPI_MAX, worldComm()));
+  if (most[0] != mine[0] || most[1] != mine[1])
+    fatal("%s: the ranks hold different tables of the job's groups "
+          "(executables of different compilations?)",
+          fn);
+  called = true;
+  made = std::move(flat);
+  nccl::makeGroups(groups, fn);
+  return 0;
+}
 
 int pfrt_cuda_all_reduce_sum(const float *in, float *out, int64_t count,
                              const int64_t *ranks, int64_t n) {
