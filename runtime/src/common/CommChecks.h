@@ -44,6 +44,18 @@ inline void checkNoOverlap(const void *a, int64_t na, const void *b, int64_t nb,
 }
 
 /// "[r0, r1, ...]": a group's world ranks for messages (the first 16).
+/// The buffer checks of an all-reduce (host row, split or not, and the
+/// NCCL twins): a valid count, both buffers given, and out either in or
+/// apart from it.
+inline void checkAllReduceBuffers(const float *in, const float *out,
+                                  int64_t count, const char *fn) {
+  checkCount(count, fn);
+  checkBuf(in, count, "in", fn);
+  checkBuf(out, count, "out", fn);
+  if (in != out)
+    checkNoOverlap(in, count, out, count, fn);
+}
+
 inline std::string groupString(const int64_t *ranks, int64_t n) {
   std::string s = "[";
   for (int64_t i = 0; i < n && i < 16; ++i)

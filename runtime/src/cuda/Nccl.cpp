@@ -575,11 +575,7 @@ namespace {
 const Group &allReduceGroup(const float *in, const float *out, int64_t count,
                             const int64_t *ranks, int64_t n, const char *fn) {
   const Group &g = groupFor(ranks, n, fn);
-  checkCount(count, fn);
-  checkBuf(in, count, "in", fn);
-  checkBuf(out, count, "out", fn);
-  if (in != out)
-    checkNoOverlap(in, count, out, count, fn);
+  comm::checkAllReduceBuffers(in, out, count, fn);
   return g;
 }
 } // namespace

@@ -175,11 +175,7 @@ AsyncReduce gAsync[PFRT_MAX_ASYNC_SLOTS];
 const Group &allReduceArgs(const float *in, const float *out, int64_t count,
                            const int64_t *ranks, int64_t n, const char *fn) {
   const Group &g = getGroup(ranks, n, fn);
-  checkCount(count, fn);
-  checkBuf(in, count, "in", fn);
-  checkBuf(out, count, "out", fn);
-  if (in != out)
-    checkNoOverlap(in, count, out, count, fn);
+  comm::checkAllReduceBuffers(in, out, count, fn);
   return g;
 }
 
