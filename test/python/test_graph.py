@@ -235,6 +235,24 @@ def test_gradient_bucket_size_reaches_the_compiler():
             graph.config.set_gradient_bucket_mbytes(bad)
 
 
+
+@pytest.mark.parametrize("setter, bad, message", [
+    ("set_gradient_accumulation_steps", 0, "gradient accumulation steps must be a positive integer, got 0"),
+    ("set_gradient_accumulation_steps", True, "gradient accumulation steps must be a positive integer, got True"),
+    ("set_gradient_accumulation_steps", 2.0, "gradient accumulation steps must be a positive integer, got 2.0"),
+    ("set_pipeline_stages", -1, "the number of pipeline stages must be a positive integer, got -1"),
+    ("set_pipeline_stages", "2", "the number of pipeline stages must be a positive integer, got '2'"),
+])
+def test_graph_config_rejects_bad_numbers(setter, bad, message):
+    graph = PipelineGraph(PipelineModule())
+    before = (graph.config.gradient_accumulation_steps, graph.config.pipeline_stages)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        getattr(graph.config, setter)(bad)
+    assert (graph.config.gradient_accumulation_steps, graph.config.pipeline_stages) == before
+    with pytest.raises(ValueError, match="num_chunks must be a positive integer, got 0"):
+        graph.config.set_pipeline_schedule("interleaved-1f1b", num_chunks=0)
+    assert graph.config.num_chunks == 1
+
 # Devices ---------------------------------------------------------------------------
 
 def test_cuda_needs_an_explicit_opt_in(monkeypatch, verify):

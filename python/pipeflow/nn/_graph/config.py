@@ -9,6 +9,14 @@ SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "zb-h1")
 BALANCES = ("flops", "params", "memory")
 
 
+def _number(value, kind, lowest, what):
+    """``value`` if it is a ``kind`` (bools are not) of at least ``lowest``,
+    else a ValueError saying what was wanted."""
+    if isinstance(value, bool) or not isinstance(value, kind) or value < lowest:
+        raise ValueError(f"{what}, got {value!r}")
+    return value
+
+
 class GraphConfig:
     """Graph-wide settings: micro-batches and the pipeline schedule."""
 
@@ -29,10 +37,8 @@ class GraphConfig:
         ``mbytes`` MiB (``pf-bucket-gradients``; PyTorch DDP's
         ``bucket_cap_mb``); 0 reduces each gradient on its own. The
         default is 25."""
-        if isinstance(mbytes, bool) or not isinstance(mbytes, numbers.Real) or mbytes < 0:
-            raise ValueError(f"gradient bucket size must be a non-negative number of MiB, "
-                             f"got {mbytes!r}")
-        self._bucket_mbytes = mbytes
+        self._bucket_mbytes = _number(mbytes, numbers.Real, 0,
+                                      "gradient bucket size must be a non-negative number of MiB")
 
     @property
     def gradient_bucket_bytes(self):
@@ -53,9 +59,8 @@ class GraphConfig:
 
     def set_gradient_accumulation_steps(self, value):
         """Splits every step's batch into ``value`` micro-batches."""
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"gradient accumulation steps must be a positive integer, got {value!r}")
-        self._accumulation = int(value)
+        self._accumulation = int(_number(value, numbers.Integral, 1,
+                                         "gradient accumulation steps must be a positive integer"))
         self._accumulation_loc = user_location()
 
     @property
@@ -68,8 +73,7 @@ class GraphConfig:
         name = str(schedule).lower()
         if name not in SCHEDULES:
             raise ValueError(f"unknown pipeline schedule {schedule!r}; expected one of {', '.join(SCHEDULES)}")
-        if isinstance(num_chunks, bool) or not isinstance(num_chunks, numbers.Integral) or num_chunks < 1:
-            raise ValueError(f"num_chunks must be a positive integer, got {num_chunks!r}")
+        _number(num_chunks, numbers.Integral, 1, "num_chunks must be a positive integer")
         if name != "interleaved-1f1b" and num_chunks != 1:
             raise ValueError(f"num_chunks={num_chunks} needs the 'interleaved-1f1b' schedule, not {name!r}")
         self._schedule, self._num_chunks = name, int(num_chunks)
@@ -93,8 +97,8 @@ class GraphConfig:
         cost; pipeline rank ``k`` runs on P shifted by ``k * (max rank of P +
         1)``, so the job needs that many more processes. With explicit stages
         it must agree with their number."""
-        if isinstance(num_stages, bool) or not isinstance(num_stages, numbers.Integral) or num_stages < 1:
-            raise ValueError(f"the number of pipeline stages must be a positive integer, got {num_stages!r}")
+        _number(num_stages, numbers.Integral, 1,
+                "the number of pipeline stages must be a positive integer")
         if balance not in BALANCES:
             raise ValueError(f"unknown stage balance {balance!r}; expected one of {', '.join(BALANCES)}")
         self._num_stages, self._balance = int(num_stages), balance
