@@ -453,8 +453,11 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ] && [ -x "$BIN/pfrt-test-cuda-nccl" 
   # groups take five splits ({0, 1} and {2, 3} share one), and only the
   # test's four one-rank groups (not in the table) are made at first use.
   for n in 2 3; do
-    run_ok cuda_nccl_emulated_split_n$n 120 env PFRT_CUDA_FAKE=1 \
-      PFRT_CUDA_COMM=nccl "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-cuda-nccl" split
+    run_ok cuda_nccl_emulated_split_n$n 120 bash -c "PFRT_CUDA_FAKE=1 \
+      PFRT_CUDA_COMM=nccl PFRT_CUDA_VERBOSE=1 $MPX -n $n \
+      '$BIN/pfrt-test-cuda-nccl' split > /tmp/pfrt-split$n.\$\$ 2>&1; rc=\$?; \
+      grep -q 'groups split from the world communicator' /tmp/pfrt-split$n.\$\$; \
+      ok=\$?; rm -f /tmp/pfrt-split$n.\$\$; [ \$rc = 0 ] && [ \$ok = 0 ]"
   done
   run_ok cuda_nccl_emulated_split_n4 120 bash -c "PFRT_CUDA_FAKE=1 \
     PFRT_CUDA_COMM=nccl PFRT_CUDA_VERBOSE=1 $MPX -n 4 '$BIN/pfrt-test-cuda-nccl' \
@@ -471,6 +474,13 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ] && [ -x "$BIN/pfrt-test-cuda-nccl" 
     "pfrt_cuda_comm_groups: the ranks hold different tables of the job's groups" \
     env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl "${MPIEXEC[@]}" -n 2 \
     "$BIN/pfrt-test-cuda-nccl" groups_mismatch
+  # One rank on NCCL, the other host-staged: a hang at the first
+  # collective without the start-up's agreement.
+  run_fail cuda_nccl_emulated_groups_disagree 60 \
+    "pfrt_cuda_comm_groups: the ranks disagree on NCCL (this rank cannot use it" \
+    "${MPIEXEC[@]}" -n 1 env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl \
+    "$BIN/pfrt-test-cuda-nccl" split : -n 1 env PFRT_CUDA_FAKE=1 \
+    PFRT_CUDA_COMM=staged "$BIN/pfrt-test-cuda-nccl" split
   run_fail cuda_nccl_emulated_groups_again 60 \
     "pfrt_cuda_comm_groups: called again with another table" \
     env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl "${MPIEXEC[@]}" -n 2 \

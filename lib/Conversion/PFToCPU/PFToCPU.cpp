@@ -537,26 +537,26 @@ LogicalResult RankLowering::run() {
   return success();
 }
 
-/// Every group of two or more ranks a collective of the job runs over (any
-/// rank's program lists its dimension's groups), in one sorted order, flat:
-/// each group's size, then its ranks.
+/// Every group of two or more ranks an all-reduce, broadcast or reduce of
+/// the job runs over (any rank's program lists its dimension's groups), in
+/// one sorted order, flat: each group's size, then its ranks.
 SmallVector<int64_t> jobCommGroups(ArrayRef<ModuleOp> ranks) {
   std::set<std::vector<int64_t>> groups;
   auto add = [&](ArrayRef<int64_t> g) {
     if (g.size() >= 2)
       groups.insert(std::vector<int64_t>(g.begin(), g.end()));
   };
+  // Only these reach NCCL on GPU ranks; the other group ops (gathers,
+  // scatters, all-to-all, slices) lower to host-staged boxing rows.
   for (ModuleOp m : ranks)
     m.walk([&](Operation *op) {
-      if (!isa<PFDialect>(op->getDialect()))
-        return;
-      if (auto groupsAttr = op->getAttrOfType<ArrayAttr>("groups"))
-        for (Attribute g : groupsAttr)
-          if (auto r = dyn_cast<DenseI64ArrayAttr>(g))
-            add(r.asArrayRef());
-      if (isa<BroadcastOp, ReduceOp>(op))
-        if (auto r = op->getAttrOfType<DenseI64ArrayAttr>("ranks"))
-          add(r.asArrayRef());
+      if (auto ar = dyn_cast<AllReduceOp>(op))
+        for (Attribute g : ar.getGroups())
+          add(cast<DenseI64ArrayAttr>(g).asArrayRef());
+      else if (auto bc = dyn_cast<BroadcastOp>(op))
+        add(bc.getRanks());
+      else if (auto rd = dyn_cast<ReduceOp>(op))
+        add(rd.getRanks());
     });
   SmallVector<int64_t> flat;
   for (const std::vector<int64_t> &g : groups) {

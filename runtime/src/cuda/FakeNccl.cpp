@@ -215,6 +215,16 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
   return ncclSuccess;
 }
 
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (!comm)
+    return ncclInvalidArgument;
+  Comm *c = asComm(comm);
+  if (c->mpi != MPI_COMM_NULL)
+    MPI_Comm_free(&c->mpi);
+  delete c;
+  return ncclSuccess;
+}
+
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *error) {
   if (!comm || !error)
     return ncclInvalidArgument;

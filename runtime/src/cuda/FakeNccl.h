@@ -34,7 +34,6 @@ namespace fake {
   X(ncclGetErrorString, "")                                                    \
   X(ncclGetUniqueId, "")                                                       \
   X(ncclCommInitRank, "")                                                      \
-  X(ncclCommSplit, "")                                                         \
   X(ncclCommGetAsyncError, "")                                                 \
   X(ncclCommAbort, "")                                                         \
   X(ncclAllReduce, "")                                                         \
@@ -49,6 +48,11 @@ namespace fake {
 #define PFRT_FAKE_DECLARE(fn, symbol) decltype(::fn) fn;
 PFRT_FAKE_NCCL_FUNCTIONS(PFRT_FAKE_DECLARE)
 #undef PFRT_FAKE_DECLARE
+
+/// NCCL 2.18's, apart from the list (Nccl.cpp takes them as optional).
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
+                           ncclComm_t *newcomm, ncclConfig_t *config);
+ncclResult_t ncclCommDestroy(ncclComm_t comm);
 
 /// The world ranks of the group whose communicator the next
 /// ncclCommInitRank makes (Nccl.cpp says so just before; a real NCCL learns

@@ -96,7 +96,6 @@ namespace {
   X(ncclGetErrorString)                                                        \
   X(ncclGetUniqueId)                                                           \
   X(ncclCommInitRank)                                                          \
-  X(ncclCommSplit)                                                             \
   X(ncclCommGetAsyncError)                                                     \
   X(ncclCommAbort)                                                             \
   X(ncclAllReduce)                                                             \
@@ -113,6 +112,10 @@ struct Api {
 #define PFRT_FIELD(fn) decltype(&::fn) fn = nullptr;
   PFRT_NCCL_FUNCTIONS(PFRT_FIELD)
 #undef PFRT_FIELD
+  // NCCL 2.18 on (optional: without them each group's communicator is made
+  // at its first collective).
+  decltype(&::ncclCommSplit) ncclCommSplit = nullptr;
+  decltype(&::ncclCommDestroy) ncclCommDestroy = nullptr;
 };
 
 struct Group {
@@ -287,6 +290,10 @@ bool resolveAll(void *library, std::string &missing) {
   }
   PFRT_NCCL_FUNCTIONS(PFRT_RESOLVE)
 #undef PFRT_RESOLVE
+  api.ncclCommSplit = reinterpret_cast<decltype(&::ncclCommSplit)>(
+      dlsym(library, "ncclCommSplit"));
+  api.ncclCommDestroy = reinterpret_cast<decltype(&::ncclCommDestroy)>(
+      dlsym(library, "ncclCommDestroy"));
   return true;
 }
 
@@ -440,6 +447,8 @@ void configureCollectives() {
 #define PFRT_FAKE(fn, symbol) s.api.fn = &fake::fn;
     PFRT_FAKE_NCCL_FUNCTIONS(PFRT_FAKE)
 #undef PFRT_FAKE
+    s.api.ncclCommSplit = &fake::ncclCommSplit;
+    s.api.ncclCommDestroy = &fake::ncclCommDestroy;
     s.available = true;
     sayOnRankZero("NCCL, emulated on the host (PFRT_CUDA_FAKE=1, "
                   "PFRT_CUDA_COMM=nccl)");
@@ -478,11 +487,22 @@ namespace nccl {
 void makeGroups(const std::vector<std::vector<int64_t>> &groups,
                 const char *fn) {
   // Every rank decides alike, so that all or none take part in the splits.
-  int canUse = gNccl.available && cuda::deviceReady() ? 1 : 0;
-  int all = 0;
+  bool nccl = gNccl.available && cuda::deviceReady();
+  int mine[2] = {
+      nccl ? 1 : 0,
+      nccl && gNccl.api.ncclCommSplit && gNccl.api.ncclCommDestroy ? 1 : 0};
+  int most[2] = {0, 0}, least[2] = {0, 0};
   PFRT_MPI_AS(fn, MPI_Allreduce,
-              (&canUse, &all, 1, MPI_INT, MPI_MIN, worldComm()));
-  if (!all || groups.empty())
+              (mine, most, 2, MPI_INT, MPI_MAX, worldComm()));
+  PFRT_MPI_AS(fn, MPI_Allreduce,
+              (mine, least, 2, MPI_INT, MPI_MIN, worldComm()));
+  // Some ranks on NCCL and others not would hang at a group's first
+  // collective (NCCL on one side, MPI on the other).
+  if (most[0] != least[0])
+    fatal("%s: the ranks disagree on NCCL (this rank %s use it; every rank "
+          "needs libnccl.so.2 and the same PFRT_CUDA_COMM)",
+          fn, nccl ? "can" : "cannot");
+  if (!least[1] || groups.empty())
     return;
   if (cuda::streamCapturing())
     fatal("%s: the job's NCCL communicators cannot be made inside a CUDA "
@@ -494,13 +514,14 @@ void makeGroups(const std::vector<std::vector<int64_t>> &groups,
     for (int64_t q = p + 1; q < world; ++q)
       if (devices[size_t(2 * p)] == devices[size_t(2 * q)] &&
           devices[size_t(2 * p + 1)] == devices[size_t(2 * q + 1)]) {
-        // No world communicator: each group's is made (or staged) at its
-        // first collective, which also reports a group that shares a GPU.
+        // No world communicator: at its first collective each group's
+        // communicator is made, or the group host-staged where its ranks
+        // share a GPU (an error under PFRT_CUDA_COMM=nccl).
         if (verbose() && me == 0)
           std::fprintf(stderr,
                        "pfrt: rank 0: CUDA collectives: ranks %lld and %lld "
-                       "share a GPU: no world NCCL communicator; each group's "
-                       "communicator is made at its first collective\n",
+                       "share a GPU: no world NCCL communicator; at its first "
+                       "collective each group is made or host-staged\n",
                        (long long)p, (long long)q);
         return;
       }
@@ -555,6 +576,8 @@ void makeGroups(const std::vector<std::vector<int64_t>> &groups,
                    "group %s split from the world communicator\n",
                    (long long)me, name.c_str());
   }
+  // The splits hold what they need; the world communicator goes.
+  check(gNccl.api.ncclCommDestroy(worldNccl), "ncclCommDestroy", fn);
   if (verbose() && me == 0)
     std::fprintf(stderr,
                  "pfrt: rank 0: CUDA collectives: the job's %zu group%s split "

@@ -15,12 +15,15 @@
 namespace pfrt {
 namespace nccl {
 
-/// Start-up (pfrt_cuda_comm_groups), a call of every rank: the job's
-/// groups, the same validated table everywhere. Where NCCL serves every
-/// rank and no two ranks share a GPU, NCCL's unique id is broadcast over
-/// MPI, the world communicator made and each group's communicator split
-/// from it (ncclCommSplit; disjoint groups in one split). Otherwise nothing
-/// happens here and useNccl makes each group's at its first collective.
+/// Start-up (pfrt_cuda_comm_groups), always a call of every rank (it
+/// agrees over MPI on whether NCCL serves every rank: fatal if only some,
+/// and on which ranks share a GPU): the job's groups, the same validated
+/// table everywhere. Where NCCL (2.18 on) serves every rank and no two
+/// ranks share a GPU, NCCL's unique id is broadcast over MPI, the world
+/// communicator made, each group's communicator split from it
+/// (ncclCommSplit; disjoint groups in one split) and the world's destroyed.
+/// Otherwise useNccl makes each group's (or stages it) at its first
+/// collective.
 void makeGroups(const std::vector<std::vector<int64_t>> &groups,
                 const char *fn);
 

@@ -264,7 +264,7 @@ int pfrt_cuda_comm_groups(const int64_t *table, int64_t len) {
   const char *fn = "pfrt_cuda_comm_groups";
   static std::vector<int64_t> made;
   static bool called = false;
-  if (len < 0 || (len > 0 && !table))
+  if (len < 0 || len > (int64_t(1) << 40) || (len > 0 && !table))
     fatal("%s: a table of %lld entries at %p", fn, (long long)len,
           static_cast<const void *>(table));
   std::vector<int64_t> flat(table, table + len);
