@@ -297,6 +297,18 @@ bool resolveAll(void *library, std::string &missing) {
   return true;
 }
 
+/// The first two of n ranks whose (host, device) pairs in `keys` are equal
+/// (they share a GPU), or false.
+bool sharedDevice(const std::vector<int64_t> &keys, int64_t n, int64_t &p,
+                  int64_t &q) {
+  for (p = 0; p < n; ++p)
+    for (q = p + 1; q < n; ++q)
+      if (keys[size_t(2 * p)] == keys[size_t(2 * q)] &&
+          keys[size_t(2 * p + 1)] == keys[size_t(2 * q + 1)])
+        return true;
+  return false;
+}
+
 /// The group's state, creating its communicator on first use (see the
 /// file comment).
 const Group &groupFor(const int64_t *ranks, int64_t n, const char *fn) {
@@ -311,25 +323,22 @@ const Group &groupFor(const int64_t *ranks, int64_t n, const char *fn) {
   std::vector<int64_t> all(size_t(2 * n));
   allGather(mine, all.data(), 2, MPI_INT64_T, sizeof(int64_t), ranks, n, fn,
             "nccl_setup");
-  for (int64_t p = 0; p < n; ++p)
-    for (int64_t q = p + 1; q < n; ++q)
-      if (all[size_t(2 * p)] == all[size_t(2 * q)] &&
-          all[size_t(2 * p + 1)] == all[size_t(2 * q + 1)]) {
-        if (gNccl.forced)
-          fatal("%s: PFRT_CUDA_COMM=nccl, but ranks %lld and %lld of group %s "
-                "use the same GPU (device %lld of one host) and NCCL needs a "
-                "device per rank: run one rank per GPU or set "
-                "PFRT_CUDA_COMM=staged",
-                fn, (long long)ranks[p], (long long)ranks[q],
-                groupString(ranks, n).c_str(),
-                (long long)all[size_t(2 * p + 1)]);
-        if (verbose() && g.pos == 0)
-          std::fprintf(stderr,
-                       "pfrt: rank %d: CUDA collectives: ranks of group %s "
-                       "share a GPU: its collectives are host-staged\n",
-                       pfrt_rank(), groupString(ranks, n).c_str());
-        return gNccl.groups.emplace(std::move(key), g).first->second;
-      }
+  int64_t p = 0, q = 0;
+  if (sharedDevice(all, n, p, q)) {
+    if (gNccl.forced)
+      fatal("%s: PFRT_CUDA_COMM=nccl, but ranks %lld and %lld of group %s "
+            "use the same GPU (device %lld of one host) and NCCL needs a "
+            "device per rank: run one rank per GPU or set "
+            "PFRT_CUDA_COMM=staged",
+            fn, (long long)ranks[p], (long long)ranks[q],
+            groupString(ranks, n).c_str(), (long long)all[size_t(2 * p + 1)]);
+    if (verbose() && g.pos == 0)
+      std::fprintf(stderr,
+                   "pfrt: rank %d: CUDA collectives: ranks of group %s "
+                   "share a GPU: its collectives are host-staged\n",
+                   pfrt_rank(), groupString(ranks, n).c_str());
+    return gNccl.groups.emplace(std::move(key), g).first->second;
+  }
   if (cuda::streamCapturing())
     fatal("%s: the NCCL communicator of group %s is made at the group's "
           "first collective, which cannot be inside a CUDA graph capture (run "
@@ -488,43 +497,38 @@ void makeGroups(const std::vector<std::vector<int64_t>> &groups,
                 const char *fn) {
   // Every rank decides alike, so that all or none take part in the splits.
   bool nccl = gNccl.available && cuda::deviceReady();
-  int mine[2] = {
-      nccl ? 1 : 0,
-      nccl && gNccl.api.ncclCommSplit && gNccl.api.ncclCommDestroy ? 1 : 0};
-  int most[2] = {0, 0}, least[2] = {0, 0};
+  bool split = nccl && gNccl.api.ncclCommSplit && gNccl.api.ncclCommDestroy;
+  // One all-reduce (max) gives the maximum of each flag and, negated, the
+  // minimum: {max nccl, -min nccl, -min split}.
+  int flags[3] = {nccl ? 1 : 0, nccl ? -1 : 0, split ? -1 : 0}, most[3];
   PFRT_MPI_AS(fn, MPI_Allreduce,
-              (mine, most, 2, MPI_INT, MPI_MAX, worldComm()));
-  PFRT_MPI_AS(fn, MPI_Allreduce,
-              (mine, least, 2, MPI_INT, MPI_MIN, worldComm()));
+              (flags, most, 3, MPI_INT, MPI_MAX, worldComm()));
   // Some ranks on NCCL and others not would hang at a group's first
   // collective (NCCL on one side, MPI on the other).
-  if (most[0] != least[0])
+  if (most[0] != -most[1])
     fatal("%s: the ranks disagree on NCCL (this rank %s use it; every rank "
           "needs libnccl.so.2 and the same PFRT_CUDA_COMM)",
           fn, nccl ? "can" : "cannot");
-  if (!least[1] || groups.empty())
+  if (most[2] != -1 || groups.empty())
     return;
   if (cuda::streamCapturing())
     fatal("%s: the job's NCCL communicators cannot be made inside a CUDA "
           "graph capture",
           fn);
   int64_t world = pfrt_world_size(), me = pfrt_rank();
-  std::vector<int64_t> devices = worldDevices(fn);
-  for (int64_t p = 0; p < world; ++p)
-    for (int64_t q = p + 1; q < world; ++q)
-      if (devices[size_t(2 * p)] == devices[size_t(2 * q)] &&
-          devices[size_t(2 * p + 1)] == devices[size_t(2 * q + 1)]) {
-        // No world communicator: at its first collective each group's
-        // communicator is made, or the group host-staged where its ranks
-        // share a GPU (an error under PFRT_CUDA_COMM=nccl).
-        if (verbose() && me == 0)
-          std::fprintf(stderr,
-                       "pfrt: rank 0: CUDA collectives: ranks %lld and %lld "
-                       "share a GPU: no world NCCL communicator; at its first "
-                       "collective each group is made or host-staged\n",
-                       (long long)p, (long long)q);
-        return;
-      }
+  int64_t p = 0, q = 0;
+  if (sharedDevice(worldDevices(fn), world, p, q)) {
+    // No world communicator: at its first collective each group's
+    // communicator is made, or the group host-staged where its ranks
+    // share a GPU (an error under PFRT_CUDA_COMM=nccl).
+    if (verbose() && me == 0)
+      std::fprintf(stderr,
+                   "pfrt: rank 0: CUDA collectives: ranks %lld and %lld "
+                   "share a GPU: no world NCCL communicator; at its first "
+                   "collective each group is made or host-staged\n",
+                   (long long)p, (long long)q);
+    return;
+  }
   // The world communicator: rank 0's unique id, broadcast over MPI.
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));
@@ -545,31 +549,31 @@ void makeGroups(const std::vector<std::vector<int64_t>> &groups,
   std::vector<std::vector<size_t>> rounds = disjointRounds(groups);
   for (const std::vector<size_t> &round : rounds) {
     int color = NCCL_SPLIT_NOCOLOR, key = 0;
-    const std::vector<int64_t> *mine = nullptr;
+    const std::vector<int64_t> *myGroup = nullptr;
     for (size_t i = 0; i < round.size(); ++i) {
       const std::vector<int64_t> &g = groups[round[i]];
       auto at = std::find(g.begin(), g.end(), me);
       if (at != g.end()) {
         color = int(i);
         key = int(at - g.begin());
-        mine = &g;
+        myGroup = &g;
       }
     }
     ncclComm_t comm = nullptr;
     check(gNccl.api.ncclCommSplit(worldNccl, color, key, &comm, nullptr),
           "ncclCommSplit", fn);
-    if (!mine)
+    if (!myGroup)
       continue;
+    std::string name = groupString(myGroup->data(), int64_t(myGroup->size()));
     if (!comm)
       fatal("%s: ncclCommSplit made no communicator for group %s", fn,
-            groupString(mine->data(), int64_t(mine->size())).c_str());
+            name.c_str());
     Group g;
     g.nccl = true;
     g.comm = comm;
     g.pos = key;
-    std::string name = groupString(mine->data(), int64_t(mine->size()));
     watch(comm, "group " + name);
-    gNccl.groups[*mine] = g;
+    gNccl.groups[*myGroup] = g;
     if (verbose() && key == 0)
       std::fprintf(stderr,
                    "pfrt: rank %lld: CUDA collectives: NCCL communicator of "
