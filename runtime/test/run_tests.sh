@@ -261,6 +261,9 @@ for fam in basic matmul xent conv pool norm optim; do
 done
 run_fail kernel_error_label 20 \
   "pfrt_k_softmax_xent: label 7 at row 2 is outside [0, 5)" "$E" xent_label
+run_fail kernel_error_softmax_mask_rows 20 \
+  "pfrt_k_softmax_masked: mask_rows 4 must be positive and divide rows 6" \
+  "$E" softmax_mask_rows
 run_fail kernel_error_conv_dims 20 \
   "pfrt_k_conv2d: OH/OW do not match" "$E" conv_dims
 run_fail kernel_error_pool_pad 20 \

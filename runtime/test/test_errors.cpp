@@ -21,6 +21,8 @@
 //   bad_shard              init_param with a shard outside the tensor
 //   trace_end              pfrt_trace_end without a begin (PF_TRACE set)
 //   xent_label             softmax cross-entropy with a label out of range
+//   softmax_mask_rows      fused softmax whose mask rows do not divide
+//                          its rows
 //   conv_dims              conv2d whose OH does not match its input
 //   pool_dims              max_pool2d with padding above kernel / 2
 //   matmul_batch           matmul with batch_b neither 1 nor batch
@@ -161,6 +163,10 @@ int main(int argc, char **argv) {
     float logits[4 * 5] = {0}, loss = 0;
     int64_t labels[4] = {0, 4, 7, 1};
     pfrt_k_softmax_xent(logits, labels, &loss, 4, 5);
+  } else if (mode == "softmax_mask_rows") {
+    float x[6 * 4] = {0}, y[6 * 4];
+    int64_t mask[4 * 4] = {0};
+    pfrt_k_softmax_masked(x, mask, 1, 4, 1.0, -1e9, y, 6, 4, 0);
   } else if (mode == "conv_dims") {
     float x[2 * 3 * 8 * 8] = {0}, w[4 * 3 * 3 * 3] = {0}, y[2 * 4 * 8 * 8];
     const int64_t dims[16] = {2, 3, 8, 8, 4, 3, 3, 7, 8, 1, 1, 1, 1, 1, 1, 1};

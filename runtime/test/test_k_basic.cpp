@@ -112,6 +112,88 @@ void softmaxes(kt::Harness &h) {
     }
 }
 
+/// The fused attention softmax against the separate kernels it stands for
+/// (scale, masked_fill of the mask broadcast over leading rows, softmax;
+/// softmax_grad then scale): the same bits, for fresh random scores, with
+/// and without a mask (int64 and float), causal and random masks, rows of
+/// 1, 7, 64 and 65, and log-softmax.
+void fusedSoftmaxes(kt::Harness &h) {
+  struct Case {
+    int64_t rows, n, maskRows; // maskRows 0: no mask
+    int32_t maskI64, log;
+    bool causal;
+  };
+  const Case cases[] = {{12, 3, 3, 1, 0, true},    {8, 7, 0, 0, 0, false},
+                        {128, 64, 64, 1, 0, true}, {6, 65, 2, 0, 1, false},
+                        {5, 1, 5, 1, 0, false},    {70, 64, 70, 0, 0, true}};
+  for (const Case &c : cases) {
+    int64_t total = c.rows * c.n;
+    auto x = h.uniform(total, -6, 6), dy = h.uniform(total);
+    double scale = h.uniform1(0.1, 2.0);
+    double fill = c.causal ? -INFINITY : -1e9;
+    std::vector<int64_t> maskI(std::max<int64_t>(c.maskRows, 1) * c.n);
+    std::vector<float> maskF(maskI.size());
+    auto coin = h.uniform(int64_t(maskI.size()));
+    for (int64_t i = 0; i < int64_t(maskI.size()); ++i) {
+      int64_t r = i / c.n, k = i % c.n;
+      // Causal: row r of the period sees columns <= r (always one).
+      bool masked = c.causal ? k > r % c.n : (coin[i] > 0.6f && k != 0);
+      maskI[i] = masked ? 1 : 0;
+      maskF[i] = masked ? 1.0f : 0.0f;
+    }
+    // The separate kernels, the mask broadcast to every row first.
+    std::vector<float> scaled(total), filled(total), want(total);
+    pfrt_k_scale(x.data(), scaled.data(), total, scale);
+    const void *mask = nullptr;
+    if (c.maskRows) {
+      std::vector<int64_t> bigI(total);
+      std::vector<float> bigF(total);
+      for (int64_t i = 0; i < total; ++i) {
+        int64_t at = ((i / c.n) % c.maskRows) * c.n + i % c.n;
+        bigI[i] = maskI[at];
+        bigF[i] = maskF[at];
+      }
+      if (c.maskI64)
+        pfrt_k_masked_fill(scaled.data(), bigI.data(), filled.data(), total, 1,
+                           fill);
+      else
+        pfrt_k_masked_fill(scaled.data(), bigF.data(), filled.data(), total, 0,
+                           fill);
+      mask = c.maskI64 ? static_cast<const void *>(maskI.data())
+                       : static_cast<const void *>(maskF.data());
+    } else {
+      filled = scaled;
+    }
+    pfrt_k_softmax(filled.data(), want.data(), c.rows, c.n, 1, c.log);
+    std::vector<float> got(total);
+    pfrt_k_softmax_masked(x.data(), mask, c.maskI64, c.maskRows, scale, fill,
+                          got.data(), c.rows, c.n, c.log);
+    CHECK(std::memcmp(got.data(), want.data(), total * sizeof(float)) == 0,
+          "softmax_masked rows=%lld n=%lld mask_rows=%lld log=%d differs from "
+          "scale + masked_fill + softmax",
+          (long long)c.rows, (long long)c.n, (long long)c.maskRows, c.log);
+    std::vector<float> dxWant(total), dxScaled(total), dxGot(total);
+    pfrt_k_softmax_grad(want.data(), dy.data(), dxWant.data(), c.rows, c.n, 1,
+                        c.log);
+    pfrt_k_scale(dxWant.data(), dxScaled.data(), total, scale);
+    pfrt_k_softmax_grad_scaled(want.data(), dy.data(), dxGot.data(), c.rows,
+                               c.n, c.log, scale);
+    CHECK(std::memcmp(dxGot.data(), dxScaled.data(), total * sizeof(float)) ==
+              0,
+          "softmax_grad_scaled rows=%lld n=%lld log=%d differs from "
+          "softmax_grad + scale",
+          (long long)c.rows, (long long)c.n, c.log);
+    // Not a copy of its input: the rows sum to 1 (softmax).
+    if (!c.log) {
+      double sum = 0;
+      for (int64_t k = 0; k < c.n; ++k)
+        sum += got[k];
+      CHECK(std::fabs(sum - 1.0) < 1e-5, "softmax_masked row 0 sums to %g",
+            sum);
+    }
+  }
+}
+
 /// Layer norm over the last axis: forward and both gradients.
 void layerNorms(kt::Harness &h) {
   const int64_t shapes[][2] = {{3, 5}, {7, 1}, {2, 64}, {1, 33}};
@@ -390,6 +472,7 @@ int main(int argc, char **argv) {
   elementwise(h);
   activations(h);
   softmaxes(h);
+  fusedSoftmaxes(h);
   layerNorms(h);
   embeddings(h);
   biasAdd(h);

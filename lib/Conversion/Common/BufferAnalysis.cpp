@@ -51,7 +51,8 @@ void BufferAnalysis::groupElementwise(Block &block,
   // element each, same index), and no buffer decision of its own.
   auto candidate = [&](Operation &op) {
     if (!elementwise(&op) || op.getNumResults() != 1 || fusedRelus.count(&op) ||
-        foldedAdds.count(&op) || !inPlace.lookup(op.getResult(0)).empty())
+        foldedAdds.count(&op) || inPrologue.count(&op) ||
+        foldedGradScales.count(&op) || !inPlace.lookup(op.getResult(0)).empty())
       return false;
     Type t = op.getResult(0).getType();
     auto global = dyn_cast<GlobalType>(t);
@@ -98,7 +99,7 @@ void BufferAnalysis::groupElementwise(Block &block,
 BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
                                bool (*elementwise)(Operation *),
                                unsigned maxPointers, bool foldBiasRelu,
-                               bool foldBiasGrad) {
+                               bool foldBiasGrad, bool foldSoftmax) {
   llvm::DenseMap<Operation *, unsigned> order;
   unsigned position = 0;
   for (Operation &op : block)
@@ -236,8 +237,89 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
 
   if (foldBiasGrad)
     pairBiasGradients(block, order);
+  if (foldSoftmax)
+    foldSoftmaxes(block);
   if (elementwise)
     groupElementwise(block, elementwise, maxPointers);
+}
+
+void BufferAnalysis::foldSoftmaxes(Block &block) {
+  // `v` is computed by `def`, an op of the block and of `user`'s action,
+  // and read by `user` alone.
+  auto onlyFor = [&](Value v, Operation *user, Operation *def) {
+    return def && def->getBlock() == &block && v.hasOneUse() &&
+           sameAction(def, user) && inPlace.lookup(v).empty();
+  };
+  auto isF32 = [](Value v) {
+    return cast<GlobalType>(v.getType()).getElementType().isF32();
+  };
+  for (auto sm : block.getOps<SoftmaxOp>()) {
+    auto type = cast<GlobalType>(sm.getInput().getType());
+    if (type.getRank() == 0 ||
+        static_cast<int64_t>(sm.getAxis()) != type.getRank() - 1 ||
+        !isF32(sm.getInput()))
+      continue;
+    ArrayRef<int64_t> shape = type.getShape();
+    int64_t n = shape.back(),
+            rows = type.getNumElements() / std::max<int64_t>(n, 1);
+    SoftmaxPrologue p;
+    Value in = sm.getInput();
+    auto fill = in.getDefiningOp<MaskedFillOp>();
+    if (fill && onlyFor(in, sm, fill) && fill.getInput().getType() == type) {
+      p.fill = fill;
+      p.fillValue = fill.getValue().convertToDouble();
+      p.maskRows = rows;
+      // A mask broadcast over leading axes only: its rows repeat.
+      Value mask = fill.getMask();
+      auto bc = mask.getDefiningOp<BroadcastToOp>();
+      if (bc && onlyFor(mask, fill, bc)) {
+        ArrayRef<int64_t> from =
+            cast<GlobalType>(bc.getInput().getType()).getShape();
+        SmallVector<int64_t> padded(shape.size() - from.size(), 1);
+        llvm::append_range(padded, from);
+        size_t k = 0;
+        while (k + 1 < padded.size() && padded[k] == 1)
+          ++k;
+        if (ArrayRef<int64_t>(padded).drop_front(k) == shape.drop_front(k)) {
+          p.broadcast = bc;
+          p.maskRows = 1;
+          for (int64_t d : shape.drop_front(k).drop_back())
+            p.maskRows *= d;
+        }
+      }
+      in = fill.getInput();
+    }
+    auto scale = in.getDefiningOp<MulScalarOp>();
+    Operation *user = p.fill ? p.fill : sm.getOperation();
+    if (scale && onlyFor(in, user, scale) &&
+        scale.getInput().getType() == type) {
+      p.scale = scale;
+      p.scaleValue = scale.getScalar().convertToDouble();
+    }
+    if (!p.scale && !p.fill)
+      continue;
+    for (Operation *op : {p.scale, p.broadcast, p.fill})
+      if (op) {
+        inPrologue.insert(op);
+        deferredTo[op] = sm;
+      }
+    softmaxPrologues[sm] = std::move(p);
+  }
+  for (auto grad : block.getOps<SoftmaxGradOp>()) {
+    Value dx = grad.getResult();
+    auto type = cast<GlobalType>(dx.getType());
+    if (type.getRank() == 0 ||
+        static_cast<int64_t>(grad.getAxis()) != type.getRank() - 1 ||
+        !isF32(dx) || !dx.hasOneUse())
+      continue;
+    auto scale = dyn_cast<MulScalarOp>(*dx.getUsers().begin());
+    if (!scale || scale->getBlock() != &block || !sameAction(grad, scale) ||
+        scale.getType() != dx.getType() ||
+        !inPlace.lookup(scale.getResult()).empty())
+      continue;
+    gradScales[grad] = scale;
+    foldedGradScales.insert(scale);
+  }
 }
 
 void BufferAnalysis::pairBiasGradients(

@@ -277,7 +277,10 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
       alias(op.getResult(0), op.getOperand(0));
       continue;
     }
-    if (buffers.isFusedRelu(&op) || buffers.isFoldedBias(&op)) {
+    // Computed by the softmax after it (read there), or by the softmax
+    // gradient before it (into that gradient's buffer).
+    if (buffers.isFusedRelu(&op) || buffers.isFoldedBias(&op) ||
+        buffers.isInSoftmaxPrologue(&op) || buffers.isFoldedGradScale(&op)) {
       alias(op.getResult(0), op.getOperand(0));
       continue;
     }

@@ -186,6 +186,17 @@ struct SoftmaxLowering : CPUPattern<SoftmaxOp> {
     int64_t outer, n, inner;
     std::tie(outer, n, inner) =
         aroundAxis(localShape(op.getInput()), op.getAxis());
+    if (const SoftmaxPrologue *p = state.buffers.softmaxPrologueOf(op))
+      return emitInto(op, b, [&](Value out) {
+        rt::RuntimeABI &rt = state.rt;
+        Location loc = op.getLoc();
+        Value mask = p->mask();
+        rt.pfrt_k_softmax_masked(
+            b, loc, b.getRemappedValue(p->x()),
+            mask ? b.getRemappedValue(mask) : rt.nullPtr(b, loc),
+            mask ? dtypeCode(mask) : 0, mask ? p->maskRows : 0, p->scaleValue,
+            p->fillValue, out, outer, n, op.getLog());
+      });
     return emitInto(op, b, [&](Value out) {
       state.rt.pfrt_k_softmax(b, op.getLoc(), adaptor.getInput(), out, outer, n,
                               inner, op.getLog());
@@ -200,6 +211,13 @@ struct SoftmaxGradLowering : CPUPattern<SoftmaxGradOp> {
     int64_t outer, n, inner;
     std::tie(outer, n, inner) =
         aroundAxis(localShape(op.getOutput()), op.getAxis());
+    if (auto scale =
+            dyn_cast_or_null<MulScalarOp>(state.buffers.gradScaleOf(op)))
+      return emitInto(op, b, [&](Value out) {
+        state.rt.pfrt_k_softmax_grad_scaled(
+            b, op.getLoc(), adaptor.getOutput(), adaptor.getResultGrad(), out,
+            outer, n, op.getLog(), scale.getScalar().convertToDouble());
+      });
     return emitInto(op, b, [&](Value out) {
       state.rt.pfrt_k_softmax_grad(b, op.getLoc(), adaptor.getOutput(),
                                    adaptor.getResultGrad(), out, outer, n,
@@ -294,6 +312,12 @@ struct MulScalarLowering : CPUPattern<MulScalarOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(MulScalarOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
+    // Computed with the softmax after it or the softmax gradient before it.
+    if (state.buffers.isInSoftmaxPrologue(op) ||
+        state.buffers.isFoldedGradScale(op)) {
+      b.replaceOp(op, adaptor.getInput());
+      return success();
+    }
     return emitInto(op, b, [&](Value out) {
       state.rt.pfrt_k_scale(b, op.getLoc(), adaptor.getInput(), out,
                             localCount(op.getResult()),

@@ -15,6 +15,7 @@
 #include "pf/Conversion/Common/SendCompletion.h"
 #include "pf/Conversion/Common/StepOutlining.h"
 #include "pf/Conversion/Passes.h"
+#include "pf/Support/RankParallel.h"
 #include "pf/Target/ArtifactAttrs.h"
 
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
@@ -606,10 +607,10 @@ LogicalResult mlir::pf::lowerRankModules(ModuleOp top,
   SmallVector<int64_t> commGroups;
   if (options.target == rt::Target::Device)
     commGroups = jobCommGroups(ranks);
-  for (auto [m, step] : steps)
-    if (failed(RankLowering(m, step, sendDone, options, commGroups).run()))
-      return failure();
-  return success();
+  return forEachRankInOrder(top.getContext(), steps.size(), [&](size_t i) {
+    auto [m, step] = steps[i];
+    return RankLowering(m, step, sendDone, options, commGroups).run();
+  });
 }
 
 namespace {

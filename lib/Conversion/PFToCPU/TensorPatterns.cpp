@@ -31,6 +31,10 @@ struct BroadcastToLowering : CPUPattern<BroadcastToOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(BroadcastToOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
+    if (state.buffers.isInSoftmaxPrologue(op)) { // a mask the softmax reads
+      b.replaceOp(op, adaptor.getInput());
+      return success();
+    }
     return emitInto(op, b, [&](Value out) {
       Location loc = op.getLoc();
       ArrayRef<int64_t> outShape = localShape(op.getResult());
@@ -51,6 +55,10 @@ struct MaskedFillLowering : CPUPattern<MaskedFillOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(MaskedFillOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
+    if (state.buffers.isInSoftmaxPrologue(op)) { // computed by the softmax
+      b.replaceOp(op, adaptor.getInput());
+      return success();
+    }
     return emitInto(op, b, [&](Value out) {
       state.rt.pfrt_k_masked_fill(
           b, op.getLoc(), adaptor.getInput(), adaptor.getMask(), out,

@@ -666,6 +666,24 @@ void pfrt_k_softmax(const float *x, float *y, int64_t outer, int64_t n,
                     int64_t inner, int32_t log);
 void pfrt_k_softmax_grad(const float *y, const float *dy, float *dx,
                          int64_t outer, int64_t n, int64_t inner, int32_t log);
+/* The attention softmax fused with what precedes and follows it, over rows
+ * of n (the last axis), each result bit for bit that of the separate
+ * kernels:
+ *   softmax_masked       y = softmax(mask ? fill : x * (float)scale) by
+ *                        rows, as pfrt_k_scale, pfrt_k_masked_fill and
+ *                        pfrt_k_softmax; the mask (float, or int64 when
+ *                        mask_i64; null for none) holds mask_rows rows of n
+ *                        repeated over the rows (row r reads row
+ *                        r % mask_rows: a mask broadcast over the leading
+ *                        axes), mask_rows dividing rows;
+ *   softmax_grad_scaled  dx = (float)scale * pfrt_k_softmax_grad(y, dy).
+ * CPU only: the compiler fuses them on CPU ranks. */
+void pfrt_k_softmax_masked(const float *x, const void *mask, int32_t mask_i64,
+                           int64_t mask_rows, double scale, double fill,
+                           float *y, int64_t rows, int64_t n, int32_t log);
+void pfrt_k_softmax_grad_scaled(const float *y, const float *dy, float *dx,
+                                int64_t rows, int64_t n, int32_t log,
+                                double scale);
 void pfrt_k_activation_grad(int32_t kind, const float *x, const float *dy,
                             float *dx, int64_t n);
 

@@ -30,6 +30,13 @@
 //    is read by nothing else, the matmul adds its product into acc's buffer
 //    (C += A B, beta = 1) and the add is free: gradient accumulation over
 //    micro-batches without a separate pass or a temporary per micro-batch.
+//  - the attention softmax (foldSoftmax, CPU ranks): a softmax over the last
+//    axis computes the masked_fill and mul_scalar before it (each its
+//    successor's only operand use, one action) at its own place, reading
+//    their input and mask there (a mask broadcast over leading axes from
+//    its broadcast_to's input, without the broadcast); a mul_scalar that is
+//    a softmax gradient's only user is computed by that gradient's kernel
+//    into its buffer.
 //  - element-wise groups (only when asked, for the generated kernels): a
 //    run of consecutive element-wise ops of one action and one shape is one
 //    kernel at the last op's place (at most so many buffers). A member's result
@@ -42,6 +49,7 @@
 #define PF_CONVERSION_COMMON_BUFFERANALYSIS_H
 
 #include "mlir/IR/Block.h"
+#include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -64,6 +72,27 @@ struct ElementwiseGroup {
   Operation *last() const { return ops.back(); }
 };
 
+/// What a softmax computes before its own pass (BufferAnalysis, with
+/// foldSoftmax): softmax(mask ? fill : x * scale), the mask's rows repeated
+/// every maskRows rows. The values are read from the ops when asked: a
+/// lowering may have replaced the step's arguments since the analysis.
+struct SoftmaxPrologue {
+  Operation *scale = nullptr;     // a pf.mul_scalar, or null
+  Operation *broadcast = nullptr; // the mask's pf.broadcast_to, or null
+  Operation *fill = nullptr;      // a pf.masked_fill, or null
+  double scaleValue = 1.0;
+  double fillValue = 0.0;
+  int64_t maskRows = 0;
+
+  Value x() const { return (scale ? scale : fill)->getOperand(0); }
+  /// Null without a masked_fill.
+  Value mask() const {
+    if (broadcast)
+      return broadcast->getOperand(0);
+    return fill ? fill->getOperand(1) : Value();
+  }
+};
+
 /// The inputs and outputs of the kernel computing `ops` (as in
 /// ElementwiseGroup), from the ops' operands as they are now: a lowering
 /// that replaced values after the analysis (the step's arguments) takes
@@ -80,7 +109,7 @@ public:
   explicit BufferAnalysis(Block &step, bool foldAccumulation = true,
                           bool (*elementwise)(Operation *) = nullptr,
                           unsigned maxPointers = 8, bool foldBiasRelu = false,
-                          bool foldBiasGrad = false);
+                          bool foldBiasGrad = false, bool foldSoftmax = false);
 
   /// Whether the read_param `read` must copy its parameter.
   bool isCopyingRead(Operation *read) const {
@@ -137,6 +166,26 @@ public:
 
   /// The element-wise group `op` belongs to, or null (without grouping,
   /// and for ops of no group).
+  /// What the softmax `op` computes before its pass, or null.
+  const SoftmaxPrologue *softmaxPrologueOf(Operation *op) const {
+    auto it = softmaxPrologues.find(op);
+    return it == softmaxPrologues.end() ? nullptr : &it->second;
+  }
+  /// Whether `op` is computed by a softmax after it (its prologue).
+  bool isInSoftmaxPrologue(Operation *op) const {
+    return inPrologue.contains(op);
+  }
+  /// The mul_scalar a softmax gradient computes too (into its own buffer),
+  /// or null.
+  Operation *gradScaleOf(Operation *softmaxGrad) const {
+    return gradScales.lookup(softmaxGrad);
+  }
+  /// Whether the mul_scalar `op` is computed by the softmax gradient before
+  /// it.
+  bool isFoldedGradScale(Operation *op) const {
+    return foldedGradScales.contains(op);
+  }
+
   const ElementwiseGroup *groupOf(Operation *op) const {
     auto it = groupIndex.find(op);
     return it == groupIndex.end() ? nullptr : &groups[it->second];
@@ -153,6 +202,7 @@ private:
                          const llvm::DenseMap<Operation *, unsigned> &order);
   void groupElementwise(Block &step, bool (*elementwise)(Operation *),
                         unsigned maxPointers);
+  void foldSoftmaxes(Block &step);
 
   std::vector<ElementwiseGroup> groups;
   llvm::DenseMap<Operation *, unsigned> groupIndex;
@@ -168,6 +218,10 @@ private:
   llvm::DenseMap<Operation *, Operation *> biasGradPartner;
   llvm::DenseMap<Operation *, Operation *> deferredTo;
   llvm::DenseMap<Operation *, Operation *> fusedWith;
+  llvm::DenseMap<Operation *, SoftmaxPrologue> softmaxPrologues;
+  llvm::DenseSet<Operation *> inPrologue;
+  llvm::DenseMap<Operation *, Operation *> gradScales;
+  llvm::DenseSet<Operation *> foldedGradScales;
 };
 
 } // namespace mlir::pf

@@ -60,7 +60,8 @@ struct CPULoweringState {
                 generatedKernels ? hasGeneratedKernel : nullptr,
                 kernels::kMaxLaunchPointers,
                 /*foldBiasRelu=*/target == rt::Target::Device,
-                /*foldBiasGrad=*/target == rt::Target::Device),
+                /*foldBiasGrad=*/target == rt::Target::Device,
+                /*foldSoftmax=*/target == rt::Target::Host),
         generatedKernels(generatedKernels) {}
 
   /// Whether buffers are device addresses (convert-pf-to-gpu): calls go to

@@ -9,6 +9,7 @@
 
 #include "pf/Dialect/PF/IR/SBPUtils.h"
 #include "pf/Dialect/PF/Transforms/Passes.h"
+#include "pf/Support/RankParallel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -291,7 +292,7 @@ RankPartitioner::rewriteComm(Operation *op, OpBuilder &b,
     return success();
   }
   if (auto bc = dyn_cast<BroadcastOp>(op)) {
-    if (bc.getRoot() != rank && bc.getInput()) {
+    if (static_cast<int64_t>(bc.getRoot()) != rank && bc.getInput()) {
       auto fresh = BroadcastOp::create(b, bc.getLoc(), bc.getType(), Value(),
                                        bc.getRootAttr(), bc.getRanksAttr());
       fresh->setDiscardableAttrs(bc->getDiscardableAttrDictionary());
@@ -301,7 +302,7 @@ RankPartitioner::rewriteComm(Operation *op, OpBuilder &b,
     return success();
   }
   if (auto red = dyn_cast<ReduceOp>(op)) {
-    if (red.getRoot() != rank && red.getResult()) {
+    if (static_cast<int64_t>(red.getRoot()) != rank && red.getResult()) {
       auto fresh = ReduceOp::create(b, red.getLoc(), Type(), red.getInput(),
                                     red.getRootAttr(), red.getRanksAttr());
       fresh->setDiscardableAttrs(red->getDiscardableAttrDictionary());
@@ -668,19 +669,29 @@ struct PartitionRanksPass
     SmallVector<Operation *> original;
     for (Operation &op : module.getBody()->getOperations())
       original.push_back(&op);
+    // The rank modules are made here, then each is filled (a clone of the
+    // global program, which the tasks only read) and partitioned on its own
+    // thread.
+    SmallVector<ModuleOp> rankModules;
     for (int64_t r = 0; r < world; ++r) {
       auto rankModule =
           ModuleOp::create(module.getLoc(), ("rank" + Twine(r)).str());
       dialect->getRankAttrHelper().setAttr(rankModule, b.getI64IntegerAttr(r));
       b.insert(rankModule);
-      OpBuilder inner = OpBuilder::atBlockBegin(rankModule.getBody());
-      IRMapping mapping;
-      for (Operation *op : original)
-        inner.clone(*op, mapping);
-      if (failed(RankPartitioner(rankModule, r).run()))
-        return signalPassFailure();
-      dropTrivialCollectives(rankModule);
+      rankModules.push_back(rankModule);
     }
+    if (failed(forEachRankInOrder(&getContext(), world, [&](size_t r) {
+          ModuleOp rankModule = rankModules[r];
+          OpBuilder inner = OpBuilder::atBlockBegin(rankModule.getBody());
+          IRMapping mapping;
+          for (Operation *op : original)
+            inner.clone(*op, mapping);
+          if (failed(RankPartitioner(rankModule, r).run()))
+            return failure();
+          dropTrivialCollectives(rankModule);
+          return success();
+        })))
+      return signalPassFailure();
     for (Operation *op : original)
       op->erase();
     dialect->getWorldSizeAttrHelper().setAttr(module,
