@@ -170,7 +170,9 @@ def test_hybrid_mlp_trains_on_two_ranks_as_numpy(pf_opt, tmp_path, monkeypatch, 
     import mlp_reference as ref
     path = os.path.join(EXAMPLES_DIR, "hybrid_mlp.py")
     lr, steps = 0.01, 20
-    for _ in range(3):
+    # Six draws: about one problem in ten is ill-conditioned (a ReLU within
+    # rounding of its kink), so three in a row failed now and then.
+    for _ in range(6):
         seed = np.random.default_rng().integers(2**31)
         args = ["--seed", str(seed), "--lr", str(lr), "--micro-batches", str(m)]
         proc = run(path, *args, cache=tmp_path, ranks=2)
@@ -194,7 +196,7 @@ def test_hybrid_mlp_trains_on_two_ranks_as_numpy(pf_opt, tmp_path, monkeypatch, 
             return
         assert ref.ill_conditioned(params, images, labels, [lr] * steps, m, make, want, 1e-5, relu_last=False), \
             f"seed {seed}: error {err:.2e}\n{losses}\n{np.array(want)}"
-    pytest.fail("3 problems in a row were ill-conditioned")
+    pytest.fail("6 problems in a row were ill-conditioned")
 
 
 @needs_mpiexec

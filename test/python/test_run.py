@@ -142,7 +142,7 @@ def check_against_numpy(losses, x, y, lrs, m, make_optimizer, seeds):
     return err
 
 
-def train_and_check(make_optimizer, make_reference, steps, m=2, lr_sch=None, attempts=3):
+def train_and_check(make_optimizer, make_reference, steps, m=2, lr_sch=None, attempts=6):
     """train() then check_against_numpy(), drawing a new problem (at most
     ``attempts`` times) when the one drawn is ill-conditioned."""
     for _ in range(attempts):
@@ -296,7 +296,7 @@ def state_of(rules, key):
     return state[0] if isinstance(state, tuple) else state
 
 
-def train_rules(make, rule_of, steps, m=2, attempts=3, state_keys=()):
+def train_rules(make, rule_of, steps, m=2, attempts=6, state_keys=()):
     """Trains the seed graph with ``make``'s optimizers (see add_optimizers); the
     losses must equal a float64 reference that updates each parameter by its
     group's rule (``rule_of(optimizer index, group index)``: ref.Optimizer's
