@@ -194,6 +194,15 @@ void fusedSoftmaxes(kt::Harness &h) {
   }
 }
 
+/// Empty tensors: nothing to do, whatever the mask's rows (0 here).
+void emptyFusedSoftmax() {
+  int64_t mask[1] = {1};
+  float x[1] = {0}, y[1] = {7.0f};
+  pfrt_k_softmax_masked(x, mask, 1, 0, 1.0, -1.0, y, 0, 4, 0);
+  pfrt_k_softmax_masked(x, mask, 1, 0, 1.0, -1.0, y, 3, 0, 0);
+  CHECK(y[0] == 7.0f, "an empty softmax_masked wrote its output");
+}
+
 /// Layer norm over the last axis: forward and both gradients.
 void layerNorms(kt::Harness &h) {
   const int64_t shapes[][2] = {{3, 5}, {7, 1}, {2, 64}, {1, 33}};
@@ -473,6 +482,7 @@ int main(int argc, char **argv) {
   activations(h);
   softmaxes(h);
   fusedSoftmaxes(h);
+  emptyFusedSoftmax();
   layerNorms(h);
   embeddings(h);
   biasAdd(h);

@@ -18,21 +18,30 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <mutex>
 #include <vector>
 
 namespace mlir::pf {
 
 namespace detail {
-/// The task this thread runs (-1: none), so diagnostics can be told apart.
-inline thread_local int64_t rankTask = -1;
+/// The task this thread runs: which call of forEachRankInOrder (its held
+/// diagnostics) and which index; none when `held` is null. Calls may
+/// overlap (a nested pass manager runs passes on sibling modules), so a
+/// handler takes only its own call's diagnostics.
+struct RankTask {
+  const void *held = nullptr;
+  size_t index = 0;
+};
+inline thread_local RankTask rankTask;
 } // namespace detail
 
 /// Runs task(i) for i in [0, n), in parallel when the context allows. Every
 /// task's diagnostics are held back; then those of tasks 0..k are emitted in
-/// order, k the first that failed (all of them when none did). Not
-/// failableParallelForEach: its handler would emit every task's
-/// diagnostics, a failed task's successors' included.
+/// order, k the first that failed (all of them when none did); a task after
+/// a known failure is not started. Not failableParallelForEach: its handler
+/// would emit every task's diagnostics, a failed task's successors'
+/// included.
 inline LogicalResult
 forEachRankInOrder(MLIRContext *ctx, size_t n,
                    llvm::function_ref<LogicalResult(size_t)> task) {
@@ -47,21 +56,29 @@ forEachRankInOrder(MLIRContext *ctx, size_t n,
   std::vector<char> failedTask(n, 0);
   {
     ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
-      if (detail::rankTask < 0)
-        return failure(); // not a task's: the next handler's
+      if (detail::rankTask.held != &held)
+        return failure(); // not this call's: the next handler's
+      assert(detail::rankTask.index < n && "a task index out of range");
       std::lock_guard<std::mutex> lock(mutex);
-      held[detail::rankTask].push_back(std::move(diag));
+      held[detail::rankTask.index].push_back(std::move(diag));
       return success();
     });
     llvm::ThreadPoolInterface &pool = ctx->getThreadPool();
     llvm::ThreadPoolTaskGroup tasks(pool);
-    std::atomic<size_t> next(0);
+    std::atomic<size_t> next(0), firstFailed(n);
     auto work = [&] {
       for (size_t i; (i = next++) < n;) {
-        int64_t outer = detail::rankTask;
-        detail::rankTask = static_cast<int64_t>(i);
+        if (i > firstFailed.load())
+          continue; // the sequential loop would have stopped before it
+        detail::RankTask outer = detail::rankTask;
+        detail::rankTask = {&held, i};
         failedTask[i] = failed(task(i));
         detail::rankTask = outer;
+        if (failedTask[i]) {
+          size_t seen = firstFailed.load();
+          while (i < seen && !firstFailed.compare_exchange_weak(seen, i)) {
+          }
+        }
       }
     };
     size_t workers = std::min<size_t>(n, pool.getMaxConcurrency());

@@ -260,8 +260,9 @@ void BufferAnalysis::foldSoftmaxes(Block &block) {
         !isF32(sm.getInput()))
       continue;
     ArrayRef<int64_t> shape = type.getShape();
-    int64_t n = shape.back(),
-            rows = type.getNumElements() / std::max<int64_t>(n, 1);
+    int64_t rows = 1;
+    for (int64_t d : shape.drop_back())
+      rows *= d;
     SoftmaxPrologue p;
     Value in = sm.getInput();
     auto fill = in.getDefiningOp<MaskedFillOp>();
@@ -298,6 +299,15 @@ void BufferAnalysis::foldSoftmaxes(Block &block) {
     }
     if (!p.scale && !p.fill)
       continue;
+    // The prologue's reads move to the softmax: nothing in between may
+    // write a parameter (a read_param shares its parameter's buffer).
+    Operation *first = p.scale ? p.scale : (p.broadcast ? p.broadcast : p.fill);
+    bool written = false;
+    for (Operation *op = first; op && op != sm.getOperation();
+         op = op->getNextNode())
+      written |= isa<WriteParamOp, SGDUpdateOp, AdamUpdateOp>(op);
+    if (written)
+      continue;
     for (Operation *op : {p.scale, p.broadcast, p.fill})
       if (op) {
         inPrologue.insert(op);
@@ -313,8 +323,9 @@ void BufferAnalysis::foldSoftmaxes(Block &block) {
         !isF32(dx) || !dx.hasOneUse())
       continue;
     auto scale = dyn_cast<MulScalarOp>(*dx.getUsers().begin());
-    if (!scale || scale->getBlock() != &block || !sameAction(grad, scale) ||
-        scale.getType() != dx.getType() ||
+    // Not one a softmax computes already (softmax(scale(softmax_grad))).
+    if (!scale || inPrologue.contains(scale) || scale->getBlock() != &block ||
+        !sameAction(grad, scale) || scale.getType() != dx.getType() ||
         !inPlace.lookup(scale.getResult()).empty())
       continue;
     gradScales[grad] = scale;

@@ -581,6 +581,9 @@ LogicalResult mlir::pf::lowerRankModules(ModuleOp top,
     return top.emitError()
            << options.passName
            << " expects per-rank modules: run pf-partition-ranks first";
+  if (ranks.size() > 1 && ranks.front() == top)
+    return top.emitError() << options.passName
+                           << ": a rank module (pf.rank) holds rank modules";
   // Every rank's step first: where a send completes depends on its peer.
   SmallVector<std::pair<ModuleOp, func::FuncOp>> steps;
   RankSteps blocks;

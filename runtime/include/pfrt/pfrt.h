@@ -768,6 +768,21 @@ void pfrt_k_matmul_bias_relu(const float *a, const float *b, const float *bias,
                              float *c, int64_t batch, int64_t batch_b,
                              int64_t m, int64_t n, int64_t k, int32_t ta,
                              int32_t tb);
+/* C = A * B over strided views, what the compiler emits on CPU ranks when
+ * an operand is a slice, reshape or transpose of a buffer (attention's
+ * q, k and v are column ranges of one projection, heads moved to the
+ * front): the view's strides go to the GEMM instead of a copy. For every
+ * index (i_0 .. i_{r-1}) < batch_shape (r = rank, 0..8), A's matrix starts
+ * at a + sum_d i_d a_strides[d] and is M x K with element (i, j) at
+ * i a_strides[r] + j a_strides[r + 1]; B likewise (K x N, b_strides), C
+ * (M x N, c_strides). Strides count elements, are >= 0, and one of each
+ * matrix's two is 1 (row-major, or the transpose of row-major); C's
+ * column stride is 1 and its rows do not overlap. Through pfrt_sgemm. */
+void pfrt_k_matmul_strided(const float *a, const float *b, float *c,
+                           int64_t rank, const int64_t *batch_shape,
+                           const int64_t *a_strides, const int64_t *b_strides,
+                           const int64_t *c_strides, int64_t m, int64_t n,
+                           int64_t k);
 
 /* loss[0] = mean over the n rows of logsumexp(logits[r]) - logits[r][label]
  * (c classes, max-subtracted, float64 sums). labels are int64 in [0, c); an

@@ -861,14 +861,14 @@ void pfrt_k_softmax_masked(const float *x, const void *mask, int32_t mask_i64,
   int64_t total = mulChecked(fn, rows, n);
   checkPtr(fn, "x", x, total);
   checkPtr(fn, "y", y, total);
+  if (total == 0)
+    return;
   if (mask) {
     if (mask_rows < 1 || rows % mask_rows != 0)
       fatal("%s: mask_rows %lld must be positive and divide rows %lld", fn,
             (long long)mask_rows, (long long)rows);
     checkPtr(fn, "mask", mask, mulChecked(fn, mask_rows, n));
   }
-  if (total == 0)
-    return;
   float *t = scratchOf<float>(1, n);
   double *e = scratchOf<double>(0, n);
   if (mask && !mask_i64)
@@ -1296,6 +1296,85 @@ void pfrt_k_matmul_bias_relu(const float *a, const float *b, const float *bias,
                              int32_t tb) {
   pfrt_k_matmul_bias(a, b, bias, c, batch, batch_b, m, n, k, ta, tb);
   pfrt_k_relu(c, c, batch * m * n);
+}
+
+void pfrt_k_matmul_strided(const float *a, const float *b, float *c,
+                           int64_t rank, const int64_t *batch_shape,
+                           const int64_t *a_strides, const int64_t *b_strides,
+                           const int64_t *c_strides, int64_t m, int64_t n,
+                           int64_t k) {
+  const char *fn = "pfrt_k_matmul_strided";
+  if (rank < 0 || rank > 8)
+    fatal("%s: rank %lld is not in [0, 8]", fn, (long long)rank);
+  checkSize(fn, "m", m);
+  checkSize(fn, "n", n);
+  checkSize(fn, "k", k);
+  checkPtr(fn, "a_strides", a_strides, rank + 2);
+  checkPtr(fn, "b_strides", b_strides, rank + 2);
+  checkPtr(fn, "c_strides", c_strides, rank + 2);
+  checkPtr(fn, "batch_shape", batch_shape, rank);
+  int64_t batch = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    checkSize(fn, "batch_shape", batch_shape[d]);
+    batch = mulChecked(fn, batch, batch_shape[d]);
+  }
+  for (int64_t d = 0; d < rank + 2; ++d)
+    if (a_strides[d] < 0 || b_strides[d] < 0 || c_strides[d] < 0)
+      fatal("%s: negative stride at axis %lld", fn, (long long)d);
+  // Each matrix as (transposed?, leading dimension) for pfrt_sgemm.
+  auto layout = [&](const char *what, const int64_t *s, int64_t rows,
+                    int64_t cols, int32_t *trans, int64_t *ld) {
+    int64_t rs = s[rank], cs = s[rank + 1];
+    if (cs == 1 || cols <= 1) {
+      *trans = 0;
+      *ld = rows <= 1 ? std::max<int64_t>(cols, 1) : rs;
+      if (*ld < cols)
+        fatal("%s: %s's rows overlap (row stride %lld < %lld columns)", fn,
+              what, (long long)*ld, (long long)cols);
+    } else if (rs == 1 || rows <= 1) {
+      *trans = 1;
+      *ld = cols <= 1 ? std::max<int64_t>(rows, 1) : cs;
+      if (*ld < rows)
+        fatal("%s: %s's columns overlap (column stride %lld < %lld rows)", fn,
+              what, (long long)*ld, (long long)rows);
+    } else {
+      fatal("%s: %s's matrix strides (%lld, %lld) have no unit stride", fn,
+            what, (long long)rs, (long long)cs);
+    }
+  };
+  int32_t ta, tb, tc;
+  int64_t lda, ldb, ldc;
+  layout("a", a_strides, m, k, &ta, &lda);
+  layout("b", b_strides, k, n, &tb, &ldb);
+  layout("c", c_strides, m, n, &tc, &ldc);
+  if (tc)
+    fatal("%s: c's column stride must be 1", fn);
+  if (batch == 0 || m == 0 || n == 0)
+    return;
+  checkPtr(fn, "a", a, m * k);
+  checkPtr(fn, "b", b, k * n);
+  checkPtr(fn, "c", c, m * n);
+  int64_t index[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t i = 0; i < batch; ++i) {
+    int64_t ao = 0, bo = 0, co = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      ao += index[d] * a_strides[d];
+      bo += index[d] * b_strides[d];
+      co += index[d] * c_strides[d];
+    }
+    if (k == 0) {
+      for (int64_t r = 0; r < m; ++r)
+        std::memset(c + co + r * ldc, 0, size_t(n) * sizeof(float));
+    } else {
+      pfrt_sgemm(ta, tb, m, n, k, 1.0f, a + ao, lda, b + bo, ldb, 0.0f, c + co,
+                 ldc);
+    }
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (++index[d] < batch_shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -54,3 +54,21 @@ module attributes {pf.world_size = 1 : i64} {
     }
   }
 }
+
+// -----
+
+// A rank module cannot hold rank modules (which would it lower?).
+#C = #pf.placement<"cpu", [0]>
+// expected-error @below {{convert-pf-to-cpu: a rank module (pf.rank) holds rank modules}}
+module attributes {pf.rank = 0 : i64, pf.world_size = 1 : i64} {
+  module @rank0 attributes {pf.rank = 0 : i64} {
+    func.func @train_step() -> !pf.global<4xf32, #C, #pf.sbp<[B]>> {
+      %c = pf.constant dense<1.0> : tensor<4xf32> : !pf.global<4xf32, #C, #pf.sbp<[B]>>
+      return %c : !pf.global<4xf32, #C, #pf.sbp<[B]>>
+    }
+  }
+  func.func @train_step() -> !pf.global<4xf32, #C, #pf.sbp<[B]>> {
+    %c = pf.constant dense<1.0> : tensor<4xf32> : !pf.global<4xf32, #C, #pf.sbp<[B]>>
+    return %c : !pf.global<4xf32, #C, #pf.sbp<[B]>>
+  }
+}

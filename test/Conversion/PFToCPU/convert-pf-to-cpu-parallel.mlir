@@ -8,6 +8,7 @@
 // RUN: pf-opt %s -split-input-file -convert-pf-to-cpu -verify-diagnostics > %t.threads
 // RUN: pf-opt %s -split-input-file -convert-pf-to-cpu -verify-diagnostics --mlir-disable-threading > %t.serial
 // RUN: diff %t.threads %t.serial
+// RUN: FileCheck %s < %t.threads
 
 #C = #pf.placement<"cpu", [0, 1, 2]>
 #D = #pf.placement<"cuda", [0]>
@@ -80,3 +81,16 @@ module attributes {pf.world_size = 4 : i64} {
     }
   }
 }
+// Every rank module lowered, each with its own kernel.
+// CHECK-LABEL: module @rank0
+// CHECK: llvm.call @pfrt_k_relu(
+// CHECK: llvm.func @pf_step
+// CHECK-LABEL: module @rank1
+// CHECK: llvm.call @pfrt_k_activation(
+// CHECK: llvm.func @pf_step
+// CHECK-LABEL: module @rank2
+// CHECK: llvm.call @pfrt_k_activation(
+// CHECK: llvm.func @pf_step
+// CHECK-LABEL: module @rank3
+// CHECK: llvm.call @pfrt_k_relu(
+// CHECK: llvm.func @pf_step
