@@ -47,6 +47,8 @@ def main():
     ap = results.parser(__doc__)
     model_args(ap, steps=20)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--sequential", action="store_true",
+                    help="all PipeFlow steps, then all PyTorch steps")
     args = ap.parse_args()
     os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
     import numpy as np
@@ -69,14 +71,6 @@ def main():
     graph.compile(*place(flow.tensor(batches[0][0]), flow.tensor(batches[0][1])))
     weights = {n: p.numpy().copy() for n, p in model.named_parameters()}
 
-    ours, our_times = [], []
-    for x, y in batches:
-        xs, ys = place(flow.tensor(x), flow.tensor(y))
-        t0 = time.perf_counter()
-        loss = graph(xs, ys)
-        ours.append(float(loss.numpy().mean()))
-        our_times.append(time.perf_counter() - t0)
-
     tg = torch_module()
     tmodel = tg.GPT(tg.GPTConfig(**config.__dict__))
     state = tmodel.state_dict()
@@ -84,8 +78,17 @@ def main():
         state[name] = torch.from_numpy(value)
     tmodel.load_state_dict(state)
     opt = torch.optim.AdamW(tmodel.parameters(), lr=1e-3, weight_decay=0.1)
-    theirs, their_times = [], []
-    for x, y in batches:
+
+    ours, our_times, theirs, their_times = [], [], [], []
+
+    def pipeflow_step(x, y):
+        xs, ys = place(flow.tensor(x), flow.tensor(y))
+        t0 = time.perf_counter()
+        loss = graph(xs, ys)
+        ours.append(float(loss.numpy().mean()))
+        our_times.append(time.perf_counter() - t0)
+
+    def torch_step(x, y):
         xt, yt = torch.from_numpy(x), torch.from_numpy(y)
         t0 = time.perf_counter()
         loss = tmodel(xt, yt)
@@ -94,6 +97,20 @@ def main():
         opt.step()
         theirs.append(loss.item())
         their_times.append(time.perf_counter() - t0)
+
+    # By default the two systems' steps alternate (PipeFlow's step i, then
+    # PyTorch's step i): this VM's speed drifts by tens of percent over
+    # seconds, and alternating lets both see the same drift. --sequential
+    # runs all of PipeFlow's steps, then all of PyTorch's.
+    if args.sequential:
+        for x, y in batches:
+            pipeflow_step(x, y)
+        for x, y in batches:
+            torch_step(x, y)
+    else:
+        for x, y in batches:
+            pipeflow_step(x, y)
+            torch_step(x, y)
 
     tokens = args.batch * args.block
     ours_s = statistics.median(our_times[args.warmup:])
@@ -110,11 +127,13 @@ def main():
     setup = ("GPT %d layers, %d wide, %d heads, block %d, batch %d (%d tokens/step), "
              "%d parameters, AdamW, float32; %d thread(s) each "
              "(OPENBLAS_NUM_THREADS=%d, OPENBLAS_CORETYPE=%s, torch.set_num_threads(%d)); "
-             "median of steps %d..%d." % (
+             "median of steps %d..%d; %s." % (
                  args.layers, args.embd, args.heads, args.block, args.batch, tokens,
                  params, args.threads, args.threads,
                  os.environ.get("OPENBLAS_CORETYPE", "unset"), args.threads,
-                 args.warmup, args.steps - 1))
+                 args.warmup, args.steps - 1,
+                 "all PipeFlow steps, then all PyTorch steps" if args.sequential
+                 else "the two systems' steps alternating"))
     print(setup)
     print(table)
     if args.write:

@@ -67,7 +67,8 @@ int main(int argc, char **argv) {
   // same strides: attention's q k^T with q and k column ranges of one
   // [B, T, 3C] projection (heads to the front, k read transposed), a B
   // shared over the batch (stride 0), a transposed A, C written into every
-  // other column pair of a wider buffer (the rest must stay), and k = 0.
+  // other column pair of a wider buffer (the rest must stay), C written
+  // column-major, and k = 0.
   struct Strided {
     int64_t rank, shape[2], m, n, k;
     int64_t as[4], bs[4], cs[4];
@@ -117,6 +118,20 @@ int main(int argc, char **argv) {
        70,
        30,
        80},
+      // C column-major (element (i, j) at i + 4 j): computed as B^T A^T.
+      {1,
+       {2, 1},
+       4,
+       3,
+       5,
+       {20, 5, 1, 0},
+       {15, 3, 1, 0},
+       {12, 1, 4, 0},
+       0,
+       0,
+       40,
+       30,
+       24},
       // k = 0: C is zeroed.
       {0,
        {1, 1},

@@ -99,7 +99,8 @@ void BufferAnalysis::groupElementwise(Block &block,
 BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
                                bool (*elementwise)(Operation *),
                                unsigned maxPointers, bool foldBiasRelu,
-                               bool foldBiasGrad, bool foldSoftmax) {
+                               bool foldBiasGrad, bool foldSoftmax,
+                               bool foldViews) {
   llvm::DenseMap<Operation *, unsigned> order;
   unsigned position = 0;
   for (Operation &op : block)
@@ -239,6 +240,8 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
     pairBiasGradients(block, order);
   if (foldSoftmax)
     foldSoftmaxes(block);
+  if (foldViews)
+    foldViewsIntoGemms(block);
   if (elementwise)
     groupElementwise(block, elementwise, maxPointers);
 }
@@ -331,6 +334,296 @@ void BufferAnalysis::foldSoftmaxes(Block &block) {
     gradScales[grad] = scale;
     foldedGradScales.insert(scale);
   }
+}
+
+namespace {
+/// Row-major strides of `shape`.
+SmallVector<int64_t, 4> contiguousStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t, 4> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+/// The strides of `to`, a reshape of a view of shape `from` and strides
+/// `strides`, without a copy; failure when the view's axes that merge are
+/// not laid out one after the other (as NumPy's reshape without a copy).
+FailureOr<SmallVector<int64_t, 4>> reshapeStrides(ArrayRef<int64_t> from,
+                                                  ArrayRef<int64_t> strides,
+                                                  ArrayRef<int64_t> to) {
+  // Axes of extent 1 do not move through memory: left out of `from`, any
+  // stride (0) in `to`.
+  SmallVector<int64_t, 4> dims, st;
+  for (auto [d, s] : llvm::zip(from, strides))
+    if (d != 1) {
+      dims.push_back(d);
+      st.push_back(s);
+    }
+  SmallVector<int64_t, 4> out(to.size(), 0);
+  size_t i = 0, j = 0;
+  while (j < to.size() && to[j] == 1)
+    ++j;
+  while (i < dims.size() && j < to.size()) {
+    // The smallest groups dims[i, i2) and to[j, j2) of equal products.
+    size_t i2 = i + 1, j2 = j + 1;
+    int64_t p = dims[i], q = to[j];
+    while (p != q) {
+      if (p < q) {
+        if (i2 == dims.size())
+          return failure();
+        p *= dims[i2++];
+      } else {
+        if (j2 == to.size())
+          return failure();
+        q *= to[j2++];
+      }
+    }
+    for (size_t a = i; a + 1 < i2; ++a)
+      if (st[a] != st[a + 1] * dims[a + 1])
+        return failure();
+    int64_t s = st[i2 - 1];
+    for (size_t b = j2; b-- > j;) {
+      out[b] = to[b] == 1 ? 0 : s;
+      s *= to[b];
+    }
+    i = i2;
+    j = j2;
+    while (j < to.size() && to[j] == 1)
+      ++j;
+  }
+  if (i != dims.size() || j != to.size())
+    return failure();
+  return out;
+}
+
+bool isViewOp(Operation *op) {
+  return isa_and_nonnull<TransposeOp, SliceOp, ReshapeOp>(op);
+}
+} // namespace
+
+void BufferAnalysis::foldViewsIntoGemms(Block &block) {
+  auto shapeOf = [](Value v) {
+    return cast<GlobalType>(v.getType()).getShape();
+  };
+  auto f32 = [](Value v) {
+    return cast<GlobalType>(v.getType()).getElementType().isF32();
+  };
+  // Every plain GEMM operand a chain of views computes, as strides.
+  struct Use {
+    Operation *mm;
+    unsigned index;
+    SmallVector<Operation *, 4> chain; // the operand's view ops, user first
+  };
+  std::vector<Use> uses;
+  for (auto mm : block.getOps<MatmulOp>()) {
+    if (accumulators.count(mm) || biasOf.count(mm) ||
+        biasGradPartner.count(mm) || !f32(mm.getResult()))
+      continue;
+    for (unsigned index = 0; index < 2; ++index) {
+      Value operand = mm->getOperand(index);
+      Use use{mm, index, {}};
+      Value v = operand;
+      while (isViewOp(v.getDefiningOp()) &&
+             v.getDefiningOp()->getBlock() == &block) {
+        use.chain.push_back(v.getDefiningOp());
+        v = v.getDefiningOp()->getOperand(0);
+      }
+      // Worth it only if something is copied: a slice or a transpose.
+      if (!llvm::any_of(use.chain, [](Operation *op) {
+            return isa<TransposeOp, SliceOp>(op);
+          }))
+        continue;
+      // The view's strides, from the buffer up.
+      SmallVector<int64_t, 4> strides = contiguousStrides(shapeOf(v));
+      SmallVector<int64_t, 4> shape(shapeOf(v));
+      int64_t offset = 0;
+      bool ok = f32(v);
+      for (Operation *op : llvm::reverse(use.chain)) {
+        if (!ok)
+          break;
+        if (auto t = dyn_cast<TransposeOp>(op)) {
+          SmallVector<int64_t, 4> s2, d2;
+          for (int64_t p : t.getPerm()) {
+            s2.push_back(strides[p]);
+            d2.push_back(shape[p]);
+          }
+          strides = s2;
+          shape = d2;
+        } else if (auto sl = dyn_cast<SliceOp>(op)) {
+          for (auto [d, o] : llvm::enumerate(sl.getOffsets()))
+            offset += o * strides[d];
+          shape.assign(sl.getSizes().begin(), sl.getSizes().end());
+        } else {
+          ArrayRef<int64_t> to = shapeOf(op->getResult(0));
+          FailureOr<SmallVector<int64_t, 4>> st =
+              reshapeStrides(shape, strides, to);
+          ok = succeeded(st);
+          if (ok) {
+            strides = *st;
+            shape.assign(to.begin(), to.end());
+          }
+        }
+      }
+      if (!ok || ArrayRef<int64_t>(shape) != shapeOf(operand) ||
+          shape.size() < 2)
+        continue;
+      // The GEMM's matrix: one unit stride, rows (or columns) apart.
+      int64_t r = static_cast<int64_t>(shape.size());
+      int64_t rows = shape[r - 2], cols = shape[r - 1];
+      int64_t rs = strides[r - 2], cs = strides[r - 1];
+      bool rowMajor = cols <= 1 || (cs == 1 && (rows <= 1 || rs >= cols));
+      bool colMajor = rows <= 1 || (rs == 1 && (cols <= 1 || cs >= rows));
+      if (!rowMajor && !colMajor)
+        continue;
+      StridedOperand view;
+      view.root = use.chain.back();
+      view.offset = offset;
+      view.strides = strides;
+      stridedOperands[{mm, index}] = std::move(view);
+      uses.push_back(std::move(use));
+    }
+  }
+  // A view op is folded when everything that reads it is a GEMM reading
+  // it through strides or another folded view op; a GEMM operand whose
+  // chain has an op that is not folded is read as it is.
+  llvm::DenseSet<Operation *> candidates;
+  for (const Use &use : uses)
+    candidates.insert(use.chain.begin(), use.chain.end());
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Operation *op : llvm::to_vector(candidates)) {
+      bool onlyFolded = llvm::all_of(op->getUses(), [&](OpOperand &u) {
+        Operation *user = u.getOwner();
+        if (candidates.contains(user))
+          return true;
+        return isa<MatmulOp>(user) &&
+               stridedOperands.count({user, u.getOperandNumber()});
+      });
+      if (!onlyFolded) {
+        candidates.erase(op);
+        changed = true;
+      }
+    }
+    for (const Use &use : uses)
+      if (stridedOperands.count({use.mm, use.index}) &&
+          llvm::any_of(use.chain, [&](Operation *op) {
+            return !candidates.contains(op);
+          })) {
+        stridedOperands.erase({use.mm, use.index});
+        changed = true;
+      }
+  }
+  foldedViews = std::move(candidates);
+
+  // Results: a plain GEMM's only reader a transpose, then reshapes (each
+  // the only reader of the one before), and perhaps a concat of such
+  // pieces: the GEMM writes into the last value's buffer in its layout.
+  struct Written {
+    Operation *mm;
+    SmallVector<Operation *, 4> chain; // transpose, reshapes
+    Value last;
+  };
+  std::vector<Written> written;
+  for (auto mm : block.getOps<MatmulOp>()) {
+    if (accumulators.count(mm) || biasOf.count(mm) ||
+        biasGradPartner.count(mm) || !f32(mm.getResult()) ||
+        !mm.getResult().hasOneUse())
+      continue;
+    auto t = dyn_cast<TransposeOp>(*mm.getResult().getUsers().begin());
+    if (!t || t->getBlock() != &block || foldedViews.contains(t))
+      continue;
+    Written w{mm, {t}, t.getResult()};
+    while (w.last.hasOneUse()) {
+      auto r = dyn_cast<ReshapeOp>(*w.last.getUsers().begin());
+      if (!r || r->getBlock() != &block)
+        break;
+      w.chain.push_back(r);
+      w.last = r.getResult();
+    }
+    written.push_back(std::move(w));
+  }
+  // The strides of the GEMM's result in `bufferShape`'s buffer, `last`'s
+  // layout at `offset` with `strides`.
+  auto backwards = [&](const Written &w, SmallVector<int64_t, 4> strides)
+      -> std::optional<SmallVector<int64_t, 4>> {
+    for (Operation *op : llvm::reverse(w.chain)) {
+      if (auto t = dyn_cast<TransposeOp>(op)) {
+        SmallVector<int64_t, 4> st(strides.size());
+        for (auto [j, p] : llvm::enumerate(t.getPerm()))
+          st[p] = strides[j];
+        strides = st;
+      } else {
+        FailureOr<SmallVector<int64_t, 4>> st = reshapeStrides(
+            shapeOf(op->getResult(0)), strides, shapeOf(op->getOperand(0)));
+        if (failed(st))
+          return std::nullopt;
+        strides = *st;
+      }
+    }
+    // C: unit column stride and rows apart, or written transposed.
+    ArrayRef<int64_t> cs = shapeOf(w.mm->getResult(0));
+    int64_t r = static_cast<int64_t>(cs.size());
+    int64_t m = cs[r - 2], n = cs[r - 1], rs = strides[r - 2],
+            colS = strides[r - 1];
+    bool rowMajor = n <= 1 || (colS == 1 && (m <= 1 || rs >= n));
+    bool colMajor = m <= 1 || (rs == 1 && (n <= 1 || colS >= m));
+    if (!rowMajor && !colMajor)
+      return std::nullopt;
+    return strides;
+  };
+  // Concats whose every piece such a GEMM writes.
+  llvm::DenseMap<Value, const Written *> byLast;
+  for (const Written &w : written)
+    byLast[w.last] = &w;
+  llvm::DenseSet<Operation *> inConcat;
+  for (auto cat : block.getOps<ConcatOp>()) {
+    if (!f32(cat.getResult()))
+      continue;
+    ArrayRef<int64_t> shape = shapeOf(cat.getResult());
+    SmallVector<int64_t, 4> full = contiguousStrides(shape);
+    int64_t at = 0;
+    std::vector<std::pair<Operation *, StridedResult>> pieces;
+    bool all = true;
+    for (Value piece : cat.getInputs()) {
+      const Written *w = byLast.lookup(piece);
+      std::optional<SmallVector<int64_t, 4>> st;
+      if (w && piece.hasOneUse() && llvm::count(cat.getInputs(), piece) == 1)
+        st = backwards(*w, full);
+      if (!st) {
+        all = false;
+        break;
+      }
+      StridedResult res;
+      res.concat = cat;
+      res.offset = at * full[cat.getAxis()];
+      res.strides = *st;
+      pieces.push_back({w->mm, std::move(res)});
+      at += shapeOf(piece)[cat.getAxis()];
+    }
+    if (!all)
+      continue;
+    foldedConcats.insert(cat);
+    for (auto &[mm, res] : pieces) {
+      inConcat.insert(mm);
+      stridedResults[mm] = std::move(res);
+    }
+  }
+  // The others write into their chain's last value.
+  for (const Written &w : written) {
+    if (inConcat.contains(w.mm))
+      continue;
+    std::optional<SmallVector<int64_t, 4>> st =
+        backwards(w, contiguousStrides(shapeOf(w.last)));
+    if (!st)
+      continue;
+    StridedResult res;
+    res.strides = *st;
+    stridedResults[w.mm] = std::move(res);
+  }
+  for (const Written &w : written)
+    if (stridedResults.count(w.mm))
+      foldedViews.insert(w.chain.begin(), w.chain.end());
 }
 
 void BufferAnalysis::pairBiasGradients(

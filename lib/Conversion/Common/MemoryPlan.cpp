@@ -277,10 +277,23 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
       alias(op.getResult(0), op.getOperand(0));
       continue;
     }
+    // A GEMM writing one piece of a concat in place: the concat's buffer
+    // exists from the first such GEMM on; the concat copies nothing.
+    if (const StridedResult *sr = buffers.stridedResult(&op);
+        sr && sr->concat) {
+      Value cat = sr->concat->getResult(0);
+      if (!plan.classOf.count(cat) && failed(newClass(cat, p, false)))
+        return failure();
+      alias(op.getResult(0), cat);
+      continue;
+    }
+    if (isa<ConcatOp>(op) && buffers.isFoldedConcat(&op))
+      continue;
     // Computed by the softmax after it (read there), or by the softmax
     // gradient before it (into that gradient's buffer).
     if (buffers.isFusedRelu(&op) || buffers.isFoldedBias(&op) ||
-        buffers.isInSoftmaxPrologue(&op) || buffers.isFoldedGradScale(&op)) {
+        buffers.isInSoftmaxPrologue(&op) || buffers.isFoldedGradScale(&op) ||
+        buffers.isFoldedView(&op)) {
       alias(op.getResult(0), op.getOperand(0));
       continue;
     }

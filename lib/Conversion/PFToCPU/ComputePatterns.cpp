@@ -18,6 +18,10 @@ struct TransposeLowering : CPUPattern<TransposeOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(TransposeOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
+    if (state.buffers.isFoldedView(op)) { // GEMMs read it through strides
+      b.replaceOp(op, adaptor.getInput());
+      return success();
+    }
     return emitInto(op, b, [&](Value out) {
       Location loc = op.getLoc();
       ArrayRef<int64_t> shape = localShape(op.getInput());
@@ -41,10 +45,74 @@ void emitBiasGradGEMM(CPULoweringState &state, ConversionPatternRewriter &b,
       static_cast<bool>(state.buffers.accumulatorOf(mm)));
 }
 
+/// A GEMM with an operand read through strides (BufferAnalysis): every
+/// operand's batch and matrix strides (a shared B's batch strides are 0),
+/// the transposes folded in.
+LogicalResult emitStridedGEMM(CPULoweringState &state, MatmulOp op,
+                              ConversionPatternRewriter &b, Value out) {
+  Location loc = op.getLoc();
+  rt::RuntimeABI &rt = state.rt;
+  ArrayRef<int64_t> cs = localShape(op.getResult());
+  int64_t r = static_cast<int64_t>(cs.size()) - 2;
+  auto contiguous = [](ArrayRef<int64_t> shape) {
+    SmallVector<int64_t> st(shape.size(), 1);
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+      st[d] = st[d + 1] * shape[d + 1];
+    return st;
+  };
+  // (pointer, r + 2 strides) of operand i.
+  auto operand = [&](unsigned i, bool transposed) {
+    Value v = op->getOperand(i);
+    const StridedOperand *view = state.buffers.stridedOperand(op, i);
+    SmallVector<int64_t> st =
+        view ? SmallVector<int64_t>(ArrayRef<int64_t>(view->strides))
+             : contiguous(localShape(v));
+    Value ptr;
+    if (view) {
+      ptr = b.getRemappedValue(view->base());
+      if (view->offset)
+        ptr = LLVM::GEPOp::create(
+            b, loc, state.ptrType(), b.getF32Type(), ptr,
+            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(view->offset)});
+    } else {
+      ptr = b.getRemappedValue(v);
+    }
+    SmallVector<int64_t> all(static_cast<size_t>(r) + 2 - st.size(), 0);
+    llvm::append_range(all, st); // a shared operand: batch strides 0
+    if (transposed)
+      std::swap(all[r], all[r + 1]);
+    return std::pair{ptr, all};
+  };
+  auto [a, as] = operand(0, op.getTransposeA());
+  auto [bp, bs] = operand(1, op.getTransposeB());
+  ArrayRef<int64_t> aShape = localShape(op.getA());
+  int64_t k = op.getTransposeA() ? aShape[aShape.size() - 2] : aShape.back();
+  // The result in its own buffer, or through strides into the buffer of
+  // what its transposes, reshapes (and concat) compute.
+  SmallVector<int64_t> cStrides = contiguous(cs);
+  if (const StridedResult *sr = state.buffers.stridedResult(op)) {
+    cStrides.assign(sr->strides.begin(), sr->strides.end());
+    if (sr->offset)
+      out = LLVM::GEPOp::create(
+          b, loc, state.ptrType(), b.getF32Type(), out,
+          ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(sr->offset)});
+  }
+  rt.pfrt_k_matmul_strided(b, loc, a, bp, out, r,
+                           r ? rt.i64Array(b, loc, cs.drop_back(2))
+                             : rt.nullPtr(b, loc),
+                           rt.i64Array(b, loc, as), rt.i64Array(b, loc, bs),
+                           rt.i64Array(b, loc, cStrides), cs[r], cs[r + 1], k);
+  return success();
+}
+
 struct MatmulLowering : CPUPattern<MatmulOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(MatmulOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
+    if (state.buffers.stridedOperand(op, 0) ||
+        state.buffers.stridedOperand(op, 1) || state.buffers.stridedResult(op))
+      return emitInto(
+          op, b, [&](Value out) { (void)emitStridedGEMM(state, op, b, out); });
     if (Operation *reduce = state.buffers.biasGradPartnerOf(op))
       return emitInto(op, b, [&](Value out) {
         if (state.buffers.computedAt(reduce) == op)

@@ -98,6 +98,11 @@ template <typename OpTy> struct BoxLowering : CPUPattern<OpTy> {
   LogicalResult lower(OpTy op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     constexpr bool isPad = std::is_same_v<OpTy, PadOp>;
+    // A slice GEMMs read through strides is not copied.
+    if (!isPad && this->state.buffers.isFoldedView(op)) {
+      b.replaceOp(op, adaptor.getInput());
+      return success();
+    }
     return this->emitInto(op, b, [&](Value out) {
       CPULoweringState &state = this->state;
       if (isPad)
@@ -115,6 +120,13 @@ struct ConcatLowering : CPUPattern<ConcatOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(ConcatOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
+    if (state.buffers.isFoldedConcat(op)) { // its GEMMs wrote every piece
+      FailureOr<Value> out = state.result(b, op);
+      if (failed(out))
+        return failure();
+      b.replaceOp(op, *out);
+      return success();
+    }
     return emitInto(op, b, [&](Value out) {
       int64_t axis = op.getAxis(), at = 0;
       for (auto [piece, buffer] :

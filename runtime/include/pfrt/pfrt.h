@@ -776,8 +776,9 @@ void pfrt_k_matmul_bias_relu(const float *a, const float *b, const float *bias,
  * at a + sum_d i_d a_strides[d] and is M x K with element (i, j) at
  * i a_strides[r] + j a_strides[r + 1]; B likewise (K x N, b_strides), C
  * (M x N, c_strides). Strides count elements, are >= 0, and one of each
- * matrix's two is 1 (row-major, or the transpose of row-major); C's
- * column stride is 1 and its rows do not overlap. Through pfrt_sgemm. */
+ * matrix's two is 1 (row-major, or the transpose of row-major: C is then
+ * computed as B^T A^T), its rows (columns) not overlapping. Through
+ * pfrt_sgemm. */
 void pfrt_k_matmul_strided(const float *a, const float *b, float *c,
                            int64_t rank, const int64_t *batch_shape,
                            const int64_t *a_strides, const int64_t *b_strides,

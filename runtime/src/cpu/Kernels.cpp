@@ -1347,8 +1347,6 @@ void pfrt_k_matmul_strided(const float *a, const float *b, float *c,
   layout("a", a_strides, m, k, &ta, &lda);
   layout("b", b_strides, k, n, &tb, &ldb);
   layout("c", c_strides, m, n, &tc, &ldc);
-  if (tc)
-    fatal("%s: c's column stride must be 1", fn);
   if (batch == 0 || m == 0 || n == 0)
     return;
   checkPtr(fn, "a", a, m * k);
@@ -1363,11 +1361,14 @@ void pfrt_k_matmul_strided(const float *a, const float *b, float *c,
       co += index[d] * c_strides[d];
     }
     if (k == 0) {
-      for (int64_t r = 0; r < m; ++r)
-        std::memset(c + co + r * ldc, 0, size_t(n) * sizeof(float));
-    } else {
+      for (int64_t r = 0; r < (tc ? n : m); ++r)
+        std::memset(c + co + r * ldc, 0, size_t(tc ? m : n) * sizeof(float));
+    } else if (!tc) {
       pfrt_sgemm(ta, tb, m, n, k, 1.0f, a + ao, lda, b + bo, ldb, 0.0f, c + co,
                  ldc);
+    } else { // C column-major: C^T = op(B)^T op(A)^T, row-major
+      pfrt_sgemm(!tb, !ta, n, m, k, 1.0f, b + bo, ldb, a + ao, lda, 0.0f,
+                 c + co, ldc);
     }
     for (int64_t d = rank - 1; d >= 0; --d) {
       if (++index[d] < batch_shape[d])

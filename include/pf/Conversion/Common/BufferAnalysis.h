@@ -56,6 +56,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <map>
 #include <vector>
 
 namespace mlir::pf {
@@ -93,6 +94,31 @@ struct SoftmaxPrologue {
   }
 };
 
+/// A GEMM operand read through strides (BufferAnalysis, with foldViews):
+/// element (i_0, ..., i_{r-1}) of the operand is element
+/// offset + sum_d i_d strides[d] of the buffer `root`'s operand holds (the
+/// value the chain of slices, reshapes and transposes starts from, read
+/// from the op when asked: a lowering may have replaced step arguments).
+struct StridedOperand {
+  Operation *root = nullptr;
+  int64_t offset = 0;
+  SmallVector<int64_t, 4> strides;
+
+  Value base() const { return root->getOperand(0); }
+};
+
+/// A GEMM result written through strides (BufferAnalysis, with foldViews)
+/// straight into the buffer of the value its transposes, reshapes and
+/// concat compute: element (i_0, ..., i_{r-1}) goes to element
+/// offset + sum_d i_d strides[d] of the result's buffer, which is that
+/// value's (`concat`, when the result is one of its pieces, whose buffer
+/// then exists from the first such GEMM on).
+struct StridedResult {
+  Operation *concat = nullptr;
+  int64_t offset = 0;
+  SmallVector<int64_t, 4> strides;
+};
+
 /// The inputs and outputs of the kernel computing `ops` (as in
 /// ElementwiseGroup), from the ops' operands as they are now: a lowering
 /// that replaced values after the analysis (the step's arguments) takes
@@ -109,7 +135,8 @@ public:
   explicit BufferAnalysis(Block &step, bool foldAccumulation = true,
                           bool (*elementwise)(Operation *) = nullptr,
                           unsigned maxPointers = 8, bool foldBiasRelu = false,
-                          bool foldBiasGrad = false, bool foldSoftmax = false);
+                          bool foldBiasGrad = false, bool foldSoftmax = false,
+                          bool foldViews = false);
 
   /// Whether the read_param `read` must copy its parameter.
   bool isCopyingRead(Operation *read) const {
@@ -166,6 +193,28 @@ public:
 
   /// The element-wise group `op` belongs to, or null (without grouping,
   /// and for ops of no group).
+  /// Operand `i` (0: a, 1: b) of the matmul `op` as strides into the
+  /// buffer its views start from, or null (read as it is).
+  const StridedOperand *stridedOperand(Operation *op, unsigned i) const {
+    auto it = stridedOperands.find({op, i});
+    return it == stridedOperands.end() ? nullptr : &it->second;
+  }
+  /// The matmul `op`'s result as strides into a later value's buffer, or
+  /// null.
+  const StridedResult *stridedResult(Operation *op) const {
+    auto it = stridedResults.find(op);
+    return it == stridedResults.end() ? nullptr : &it->second;
+  }
+  /// Whether the slice, reshape or transpose `op` is never computed: only
+  /// GEMMs read it through strides, or a GEMM wrote its result in its
+  /// layout already (its result aliases its operand).
+  bool isFoldedView(Operation *op) const { return foldedViews.contains(op); }
+  /// Whether the concat `op` copies nothing: GEMMs wrote every piece in
+  /// place.
+  bool isFoldedConcat(Operation *op) const {
+    return foldedConcats.contains(op);
+  }
+
   /// What the softmax `op` computes before its pass, or null.
   const SoftmaxPrologue *softmaxPrologueOf(Operation *op) const {
     auto it = softmaxPrologues.find(op);
@@ -203,6 +252,7 @@ private:
   void groupElementwise(Block &step, bool (*elementwise)(Operation *),
                         unsigned maxPointers);
   void foldSoftmaxes(Block &step);
+  void foldViewsIntoGemms(Block &step);
 
   std::vector<ElementwiseGroup> groups;
   llvm::DenseMap<Operation *, unsigned> groupIndex;
@@ -222,6 +272,10 @@ private:
   llvm::DenseSet<Operation *> inPrologue;
   llvm::DenseMap<Operation *, Operation *> gradScales;
   llvm::DenseSet<Operation *> foldedGradScales;
+  std::map<std::pair<Operation *, unsigned>, StridedOperand> stridedOperands;
+  llvm::DenseSet<Operation *> foldedViews;
+  std::map<Operation *, StridedResult> stridedResults;
+  llvm::DenseSet<Operation *> foldedConcats;
 };
 
 } // namespace mlir::pf

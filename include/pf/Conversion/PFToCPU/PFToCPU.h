@@ -61,7 +61,8 @@ struct CPULoweringState {
                 kernels::kMaxLaunchPointers,
                 /*foldBiasRelu=*/target == rt::Target::Device,
                 /*foldBiasGrad=*/target == rt::Target::Device,
-                /*foldSoftmax=*/target == rt::Target::Host),
+                /*foldSoftmax=*/target == rt::Target::Host,
+                /*foldViews=*/target == rt::Target::Host),
         generatedKernels(generatedKernels) {}
 
   /// Whether buffers are device addresses (convert-pf-to-gpu): calls go to
