@@ -467,6 +467,16 @@ void BufferAnalysis::foldViewsIntoGemms(Block &block) {
       if (!ok || ArrayRef<int64_t>(shape) != shapeOf(operand) ||
           shape.size() < 2)
         continue;
+      // The GEMM reads the base where it runs: a parameter's buffer (a
+      // read_param) must not be written in between.
+      if (v.getDefiningOp<ReadParamOp>()) {
+        bool written = false;
+        for (Operation *op = use.chain.back(); op && op != mm.getOperation();
+             op = op->getNextNode())
+          written |= isa<WriteParamOp, SGDUpdateOp, AdamUpdateOp>(op);
+        if (written)
+          continue;
+      }
       // The GEMM's matrix: one unit stride, rows (or columns) apart.
       int64_t r = static_cast<int64_t>(shape.size());
       int64_t rows = shape[r - 2], cols = shape[r - 1];

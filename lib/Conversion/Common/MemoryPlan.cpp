@@ -282,8 +282,17 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
     if (const StridedResult *sr = buffers.stridedResult(&op);
         sr && sr->concat) {
       Value cat = sr->concat->getResult(0);
-      if (!plan.classOf.count(cat) && failed(newClass(cat, p, false)))
-        return failure();
+      if (!plan.classOf.count(cat)) {
+        if (failed(newClass(cat, p, false)))
+          return failure();
+        // A forward result a backward op reads: in flight, as below.
+        auto mb = op.getAttrOfType<IntegerAttr>(
+            PFDialect::MicrobatchAttrHelper::getNameStr());
+        auto phase = op.getAttrOfType<StringAttr>(
+            PFDialect::PhaseAttrHelper::getNameStr());
+        if (mb && (!phase || phase.getValue() == "forward"))
+          classes.back().microbatch = mb.getInt();
+      }
       alias(op.getResult(0), cat);
       continue;
     }

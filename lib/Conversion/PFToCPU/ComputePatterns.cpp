@@ -71,9 +71,9 @@ LogicalResult emitStridedGEMM(CPULoweringState &state, MatmulOp op,
     if (view) {
       ptr = b.getRemappedValue(view->base());
       if (view->offset)
-        ptr = LLVM::GEPOp::create(
-            b, loc, state.ptrType(), b.getF32Type(), ptr,
-            ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(view->offset)});
+        ptr = LLVM::GEPOp::create(b, loc, state.ptrType(), b.getF32Type(), ptr,
+                                  ValueRange{LLVM::ConstantOp::create(
+                                      b, loc, b.getI64Type(), view->offset)});
     } else {
       ptr = b.getRemappedValue(v);
     }
@@ -93,9 +93,9 @@ LogicalResult emitStridedGEMM(CPULoweringState &state, MatmulOp op,
   if (const StridedResult *sr = state.buffers.stridedResult(op)) {
     cStrides.assign(sr->strides.begin(), sr->strides.end());
     if (sr->offset)
-      out = LLVM::GEPOp::create(
-          b, loc, state.ptrType(), b.getF32Type(), out,
-          ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(sr->offset)});
+      out = LLVM::GEPOp::create(b, loc, state.ptrType(), b.getF32Type(), out,
+                                ValueRange{LLVM::ConstantOp::create(
+                                    b, loc, b.getI64Type(), sr->offset)});
   }
   rt.pfrt_k_matmul_strided(b, loc, a, bp, out, r,
                            r ? rt.i64Array(b, loc, cs.drop_back(2))

@@ -40,14 +40,16 @@ func.func @attention(%qkv: !QKV) -> (!pf.global<f32, #P>, !X) {
 // CHECK-NOT: llvm.call @pfrt_copy_box
 // CHECK-NOT: llvm.call @pfrt_k_transpose
 // q at column 0 of the projection, k at column 6 (a GEP of 6 floats).
-// CHECK: %[[K:.*]] = llvm.getelementptr %[[QKV:.*]][6] : (!llvm.ptr) -> !llvm.ptr, f32
+// CHECK: %[[SIX:.*]] = llvm.mlir.constant(6 : i64) : i64
+// CHECK-NEXT: %[[K:.*]] = llvm.getelementptr %[[QKV:[0-9]+]][%[[SIX]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK: %[[A1:.*]] = llvm.mlir.addressof @[[QS]]
 // CHECK: %[[B1:.*]] = llvm.mlir.addressof @[[KS]]
 // CHECK: %[[C1:.*]] = llvm.mlir.addressof @[[SS]]
 // CHECK: llvm.call @pfrt_k_matmul_strided(%[[QKV]], %[[K]], %{{.*}}, %{{.*}}, %{{.*}}, %[[A1]], %[[B1]], %[[C1]],
 // CHECK: llvm.call @pfrt_k_softmax
 // v at column 12; the result in [b, t, h, d] order.
-// CHECK: llvm.getelementptr %[[QKV]][12]
+// CHECK: %[[TWELVE:.*]] = llvm.mlir.constant(12 : i64) : i64
+// CHECK-NEXT: llvm.getelementptr %[[QKV]][%[[TWELVE]]]
 // CHECK: llvm.mlir.addressof @[[YS]]
 // CHECK: llvm.call @pfrt_k_matmul_strided(
 // CHECK-NOT: llvm.call @pfrt_copy_box
@@ -127,14 +129,38 @@ func.func @concat(%s: !S, %h: !H) -> (!pf.global<f32, #P>, !QKV) {
 // CHECK-NEXT: llvm.mlir.constant([[OFF]] : i64) : i64
 // CHECK-NEXT: llvm.mlir.constant([[BYTES]] : i64) : i64
 // CHECK-NEXT: %[[O2:.*]] = llvm.call @pfrt_arena_at(
-// CHECK-NEXT: %[[B:.*]] = llvm.getelementptr %[[O2]][6] : (!llvm.ptr) -> !llvm.ptr, f32
+// CHECK-NEXT: %[[C6:.*]] = llvm.mlir.constant(6 : i64) : i64
+// CHECK-NEXT: %[[B:.*]] = llvm.getelementptr %[[O2]][%[[C6]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK: llvm.call @pfrt_k_matmul_strided(%{{[0-9]+}}, %{{[0-9]+}}, %[[B]],
 // CHECK: llvm.call @pfrt_trace_begin(
 // CHECK-NEXT: llvm.mlir.constant([[OFF]] : i64) : i64
 // CHECK-NEXT: llvm.mlir.constant([[BYTES]] : i64) : i64
 // CHECK-NEXT: %[[O3:.*]] = llvm.call @pfrt_arena_at(
-// CHECK-NEXT: %[[C:.*]] = llvm.getelementptr %[[O3]][12] : (!llvm.ptr) -> !llvm.ptr, f32
+// CHECK-NEXT: %[[C12:.*]] = llvm.mlir.constant(12 : i64) : i64
+// CHECK-NEXT: %[[C:.*]] = llvm.getelementptr %[[O3]][%[[C12]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK: llvm.call @pfrt_k_matmul_strided(%{{[0-9]+}}, %{{[0-9]+}}, %[[C]],
 // CHECK-NOT: llvm.call @pfrt_copy_box
 // CHECK-NOT: llvm.call @pfrt_k_transpose
 // CHECK: llvm.call @pfrt_k_reduce_sum
+
+// -----
+
+// A GEMM reading a transposed parameter after the parameter is written
+// reads the transpose's copy: the write lies between the view and the GEMM.
+#P = #pf.placement<"cpu", [0]>
+!X = !pf.global<4x6xf32, #P, #pf.sbp<[B]>>
+!XT = !pf.global<6x4xf32, #P, #pf.sbp<[B]>>
+!Y = !pf.global<4x4xf32, #P, #pf.sbp<[B]>>
+pf.param @w : !X = #pf.init<ones>
+func.func @param(%x: !X, %n: !X) -> (!pf.global<f32, #P>) {
+  %w = pf.read_param @w : !X
+  %t = pf.transpose %w {perm = array<i64: 1, 0>} : (!X) -> !XT
+  pf.write_param %n to @w : !X
+  %y = pf.matmul %x, %t : (!X, !XT) -> !Y
+  %l = pf.reduce_sum %y {axes = array<i64: 0, 1>} : (!Y) -> !pf.global<f32, #P>
+  return %l : !pf.global<f32, #P>
+}
+// CHECK-LABEL: module @rank0
+// CHECK: llvm.call @pfrt_k_transpose(
+// CHECK: llvm.call @pfrt_k_matmul(
+// CHECK-NOT: pfrt_k_matmul_strided
