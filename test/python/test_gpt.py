@@ -108,6 +108,26 @@ def printed_losses(stdout):
 
 
 @needs_mpiexec
+def test_gpt_pp_tp_larger_micro_batches_equal_one_rank(pf_opt, tmp_path):
+    """PP2 x TP2 with micro-batches of 4 sequences of 32 tokens: SBP inference
+    keeps stage 1's activations batch-split there, so the grouped (fused
+    q/k/v) weight is gathered and its gradients reduce-scattered into the
+    grouped split (pf-lower-boxing through a reshape); the losses and trained
+    weights equal the one-rank run."""
+    seed = str(np.random.default_rng().integers(2**31))
+    args = ("--seed", seed, "--steps", "2", "--layers", "2", "--micro-batches", "4",
+            "--batch", "16", "--block", "32", "--checksum")
+    path = os.path.join(EXAMPLES, "gpt.py")
+    many = run(path, *args, "--layout", "pp_tp", "--schedule", "1f1b", cache=tmp_path, ranks=4)
+    one = run(path, *args, cache=tmp_path)
+    assert many.returncode == 0 and one.returncode == 0, many.stderr + one.stderr
+    got, want = printed_losses(many.stdout), printed_losses(one.stdout)
+    assert sorted(got) == sorted(want) == [0, 1]
+    err = max(abs(got[k] - want[k]) / abs(want[k]) for k in want)
+    assert err < 1e-5, (seed, got, want)
+
+
+@needs_mpiexec
 @pytest.mark.parametrize("layout,ranks,schedule", [
     ("dp", 2, "1f1b"), ("pp", 2, "1f1b"), ("pp", 2, "interleaved-1f1b"),
     ("pp", 2, "zb-h1"), ("pp", 2, "gpipe"), ("pp_dp", 4, "1f1b"), ("tp", 2, "1f1b"),

@@ -109,6 +109,40 @@ SmallVector<SBPSignature> mlir::pf::get1DSignatures(Operation *op) {
       }
     llvm::append_range(sigs, grouped);
   }
+  // A grouped split S(a, g) is the plain split S(a + 1) of the reshape
+  // cutting axis a into (g, d / g): each rank's blocks of the g groups, in
+  // their local order (pf-lower-boxing changes a grouped split to B so).
+  // And back: the reshape merging (g, d / g) into one axis takes S(a + 1)
+  // to S(a, g) (g read from the result's layout where it has one).
+  if (isa<ReshapeOp>(op)) {
+    auto inType = cast<GlobalType>(op->getOperand(0).getType());
+    auto outType = cast<GlobalType>(op->getResult(0).getType());
+    // `cut` is `whole` with axis a cut into (g, d / g).
+    auto cuts = [](ArrayRef<int64_t> whole, ArrayRef<int64_t> cut, size_t a,
+                   int64_t g) {
+      return cut.size() == whole.size() + 1 && a < whole.size() &&
+             whole.take_front(a) == cut.take_front(a) && cut[a] == g &&
+             cut[a + 1] * g == whole[a] &&
+             whole.drop_front(a + 1) == cut.drop_front(a + 2);
+    };
+    for (int64_t g : operandGroups(op))
+      for (size_t a = 0; a < inType.getShape().size(); ++a)
+        if (cuts(inType.getShape(), outType.getShape(), a, g)) {
+          SBPSignature v;
+          v.operands.push_back(SBPDim::split(static_cast<int64_t>(a), g));
+          v.results.push_back(SBPDim::split(static_cast<int64_t>(a) + 1));
+          sigs.push_back(std::move(v));
+        }
+    if (outType.hasSBP())
+      for (SBPDim d : outType.getSbp().getDims())
+        if (d.isGrouped() && cuts(outType.getShape(), inType.getShape(),
+                                  d.getAxis(), d.getGroups())) {
+          SBPSignature v;
+          v.operands.push_back(SBPDim::split(d.getAxis() + 1));
+          v.results.push_back(d);
+          sigs.push_back(std::move(v));
+        }
+  }
   SBPSignature allB;
   allB.operands.assign(op->getNumOperands(), SBPDim::broadcast());
   allB.results.assign(op->getNumResults(), SBPDim::broadcast());
@@ -256,10 +290,18 @@ SmallVector<BoxingStep> mlir::pf::planBoxing(GlobalType type, SBPAttr from,
       if (e != d && cur[e].isSplit())
         seen /= p.getHierarchy()[e];
     SBPAttr after = withDim(cur, d, entry);
-    // A grouped split changes to nothing else (no collective reorders the
-    // blocks' parts): priced out, and pf-lower-boxing says so.
+    // A grouped split changes to B on a 1-D placement (pf-lower-boxing:
+    // the all-gather of a reshape that makes it a plain split) and to
+    // nothing else: priced out, and pf-lower-boxing says so.
+    bool viaCut = dims == 1 && ((cur[d].isGrouped() && !entry.isSplit()) ||
+                                (entry.isGrouped() && !cur[d].isSplit()));
+    auto plain = [](SBPDim x) {
+      return x.isGrouped() ? SBPDim::split(x.getAxis()) : x;
+    };
     double bytes =
-        cur[d].isGrouped() || entry.isGrouped()
+        viaCut ? transitionBytes(plain(cur[d]), plain(entry),
+                                 p.getHierarchy()[d], seen)
+        : cur[d].isGrouped() || entry.isGrouped()
             ? std::numeric_limits<double>::infinity()
             : transitionBytes(cur[d], entry, p.getHierarchy()[d], seen);
     steps.push_back({d, cur[d], entry, after, bytes});

@@ -207,7 +207,47 @@ LogicalResult Lowerer::run() {
   if (!from.hasSBP() || !to.hasSBP())
     return move.emitOpError("pf-lower-boxing: layouts must be inferred "
                             "first (run pf-infer-sbp)");
-  // A grouped split (pf-group-fused-splits) only meets its own layout.
+  // A grouped split S(a, g) to or from B or P on its 1-D placement: the
+  // reshape cutting axis a into (g, d / g) makes it the plain split
+  // S(a + 1) (each rank's blocks in their local order); the change happens
+  // there, then the reshape back.
+  if (from.getPlacement() == to.getPlacement() && from.getSbp().size() == 1 &&
+      from.getSbp()[0] != to.getSbp()[0] &&
+      ((from.getSbp()[0].isGrouped() && !to.getSbp()[0].isSplit()) ||
+       (to.getSbp()[0].isGrouped() && !from.getSbp()[0].isSplit()))) {
+    SBPDim f = from.getSbp()[0], t = to.getSbp()[0];
+    SBPDim grouped = f.isGrouped() ? f : t;
+    int64_t a = grouped.getAxis(), g = grouped.getGroups();
+    ArrayRef<int64_t> shape = from.getShape();
+    SmallVector<int64_t> cut(shape.take_front(a));
+    cut.push_back(g);
+    cut.push_back(shape[a] / g);
+    llvm::append_range(cut, shape.drop_front(a + 1));
+    MLIRContext *ctx = b.getContext();
+    auto onCut = [&](SBPDim d) {
+      return GlobalType::get(
+          cut, from.getElementType(), from.getPlacement(),
+          SBPAttr::get(ctx, {d.isGrouped() ? SBPDim::split(a + 1) : d}));
+    };
+    b.setInsertionPoint(move);
+    auto reshaped = ReshapeOp::create(b, loc, onCut(f), move.getInput());
+    copyAttrs(reshaped);
+    PlacementAttr p = from.getPlacement();
+    Value changed = emitCollective(
+        onCut(t), reshaped.getResult(),
+        f.isGrouped() ? SBPDim::split(a + 1) : f,
+        t.isGrouped() ? SBPDim::split(a + 1) : t,
+        planBoxing(from, from.getSbp(), to.getSbp()).front().bytes,
+        groupsAttr(ctx, {SmallVector<int64_t>(p.getRanks())}));
+    assert(changed && "B and P change to and from a split");
+    auto back = ReshapeOp::create(b, loc, to, changed);
+    copyAttrs(back);
+    move.getResult().replaceAllUsesWith(back.getResult());
+    move.erase();
+    return success();
+  }
+  // Otherwise a grouped split (pf-group-fused-splits) only meets its own
+  // layout.
   if (hasGrouped(from.getSbp()) || hasGrouped(to.getSbp())) {
     bool changes = from.getPlacement() != to.getPlacement();
     if (!changes)

@@ -1,0 +1,34 @@
+// RUN: pf-opt %s -split-input-file --pf-lower-boxing | FileCheck %s
+
+// A grouped split S(0, 3) of 12 rows on 2 ranks (rank r holds rows
+// 2r..2r+1 of each block of 4) is the plain split S(1) of its reshape to
+// 3 x 4 (the same local rows in the same order): it changes to B by an
+// all-gather there, and from P (a reduce-scatter) or B (each rank keeps
+// its part) into it, each between the reshape and the reshape back.
+#P = #pf.placement<"cpu", [0, 1]>
+func.func @gather(%x: !pf.global<12x4xf32, #P, #pf.sbp<[S(0, 3)]>>) -> !pf.global<12x4xf32, #P, #pf.sbp<[B]>> {
+  %y = pf.to_global %x : !pf.global<12x4xf32, #P, #pf.sbp<[S(0, 3)]>> -> !pf.global<12x4xf32, #P, #pf.sbp<[B]>>
+  return %y : !pf.global<12x4xf32, #P, #pf.sbp<[B]>>
+}
+// CHECK-LABEL: func.func @gather
+// CHECK: %[[C:.*]] = pf.reshape %{{.*}} : !pf.global<12x4xf32, #{{.*}}, #pf.sbp<[S(0, 3)]>> -> !pf.global<3x4x4xf32, #{{.*}}, #pf.sbp<[S(1)]>>
+// CHECK-NEXT: %[[G:.*]] = pf.all_gather %[[C]] {axis = 1 : i64, groups = {{\[}}array<i64: 0, 1>]} : !pf.global<3x4x4xf32, #{{.*}}, #pf.sbp<[S(1)]>> -> !pf.global<3x4x4xf32, #{{.*}}, #pf.sbp<[B]>>
+// CHECK-NEXT: %[[B:.*]] = pf.reshape %[[G]] : !pf.global<3x4x4xf32, #{{.*}}, #pf.sbp<[B]>> -> !pf.global<12x4xf32, #{{.*}}, #pf.sbp<[B]>>
+// CHECK-NEXT: return %[[B]]
+
+// -----
+
+#P = #pf.placement<"cpu", [0, 1]>
+func.func @reduce(%x: !pf.global<4x12xf32, #P, #pf.sbp<[P]>>, %b: !pf.global<4x12xf32, #P, #pf.sbp<[B]>>) -> (!pf.global<4x12xf32, #P, #pf.sbp<[S(1, 2)]>>, !pf.global<4x12xf32, #P, #pf.sbp<[S(1, 2)]>>) {
+  %y = pf.to_global %x : !pf.global<4x12xf32, #P, #pf.sbp<[P]>> -> !pf.global<4x12xf32, #P, #pf.sbp<[S(1, 2)]>>
+  %z = pf.to_global %b : !pf.global<4x12xf32, #P, #pf.sbp<[B]>> -> !pf.global<4x12xf32, #P, #pf.sbp<[S(1, 2)]>>
+  return %y, %z : !pf.global<4x12xf32, #P, #pf.sbp<[S(1, 2)]>>, !pf.global<4x12xf32, #P, #pf.sbp<[S(1, 2)]>>
+}
+// CHECK-LABEL: func.func @reduce
+// CHECK: %[[C:.*]] = pf.reshape %{{.*}} -> !pf.global<4x2x6xf32, #{{.*}}, #pf.sbp<[P]>>
+// CHECK-NEXT: %[[R:.*]] = pf.reduce_scatter %[[C]] {axis = 2 : i64, {{.*}}} : !pf.global<4x2x6xf32, #{{.*}}, #pf.sbp<[P]>> -> !pf.global<4x2x6xf32, #{{.*}}, #pf.sbp<[S(2)]>>
+// CHECK-NEXT: %[[Y:.*]] = pf.reshape %[[R]] : !pf.global<4x2x6xf32, #{{.*}}, #pf.sbp<[S(2)]>> -> !pf.global<4x12xf32, #{{.*}}, #pf.sbp<[S(1, 2)]>>
+// CHECK: %[[D:.*]] = pf.reshape %{{.*}} -> !pf.global<4x2x6xf32, #{{.*}}, #pf.sbp<[B]>>
+// CHECK-NEXT: %[[S:.*]] = pf.shard %[[D]] {axis = 2 : i64, {{.*}}} : !pf.global<4x2x6xf32, #{{.*}}, #pf.sbp<[B]>> -> !pf.global<4x2x6xf32, #{{.*}}, #pf.sbp<[S(2)]>>
+// CHECK-NEXT: %[[Z:.*]] = pf.reshape %[[S]] : !pf.global<4x2x6xf32, #{{.*}}, #pf.sbp<[S(2)]>> -> !pf.global<4x12xf32, #{{.*}}, #pf.sbp<[S(1, 2)]>>
+// CHECK: return %[[Y]], %[[Z]]
