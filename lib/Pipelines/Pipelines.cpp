@@ -71,11 +71,14 @@ void mlir::pf::buildSPMDPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
-/// pf-microbatch with one micro-batch per accumulation step.
+/// pf-microbatch with one micro-batch per accumulation step; with
+/// `keepTemplate`, one micro-batch's copy for pf-unroll-microbatches.
 static void addMicrobatchPass(OpPassManager &pm,
-                              const TrainingPipelineOptions &options) {
+                              const TrainingPipelineOptions &options,
+                              bool keepTemplate = false) {
   MicrobatchPassOptions microbatch;
   microbatch.numMicrobatches = options.accumulationSteps;
+  microbatch.keepTemplate = keepTemplate;
   pm.addPass(createMicrobatchPass(microbatch));
 }
 
@@ -91,13 +94,22 @@ static void buildCompilePipeline(OpPassManager &pm,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
-  addMicrobatchPass(pm, options);
-  if (options.compileTo == Stop::Training)
+  // SBP inference, boxing and the rank partition work on one micro-batch;
+  // each rank's program gets its m copies after them (compile time up to
+  // there independent of the number of micro-batches). The stops before
+  // the rank programs print the step with every copy.
+  addMicrobatchPass(pm, options, /*keepTemplate=*/true);
+  if (options.compileTo == Stop::Training) {
+    pm.addPass(createUnrollMicrobatchesPass());
     return;
+  }
   buildSPMDPipeline(pm, options);
-  if (options.compileTo == Stop::SPMD)
+  if (options.compileTo == Stop::SPMD) {
+    pm.addPass(createUnrollMicrobatchesPass());
     return;
+  }
   pm.addPass(createPartitionRanksPass());
+  pm.addPass(createUnrollMicrobatchesPass());
   if (addSchedulePass(pm, options, ScheduleCosts::Unit, options.scheduleReport))
     pm.addPass(createApplySchedulePass());
   if (options.splitStages) {

@@ -48,6 +48,10 @@ private:
   struct Shape {
     Signature signature;
     SmallVector<int64_t> constants; // integer and float constants' bits
+    // The ops signed, in order: their properties enter the signature as a
+    // hash, compared exactly within a group (samePropertiesAs).
+    SmallVector<Operation *> ops;
+    bool samePropertiesAs(const Shape &other) const;
   };
   Shape shapeOf(ArrayRef<Operation *> ops);
   void merge(LLVM::LLVMFuncOp f, ArrayRef<const Shape *> group, unsigned index);
@@ -140,8 +144,10 @@ Outliner::Shape Outliner::shapeOf(ArrayRef<Operation *> ops) {
       sig.push_back(nullptr);
       shape.constants.push_back(constantBits(c));
     } else {
-      sig.push_back(op.getPropertiesAsAttribute().getAsOpaquePointer());
+      sig.push_back(reinterpret_cast<const void *>(
+          static_cast<uintptr_t>(static_cast<size_t>(op.hashProperties()))));
     }
+    shape.ops.push_back(&op);
     sig.push_back(op.getDiscardableAttrDictionary().getAsOpaquePointer());
     for (Value r : op.getResults()) {
       sig.push_back(r.getType().getAsOpaquePointer());
@@ -164,6 +170,21 @@ Outliner::Shape Outliner::shapeOf(ArrayRef<Operation *> ops) {
     sign(*op);
   }
   return shape;
+}
+
+/// Whether the ops of two shapes with equal signatures have equal properties
+/// (the signatures hold their hashes): constants aside, whose values are
+/// the table's.
+bool Outliner::Shape::samePropertiesAs(const Shape &other) const {
+  for (auto [a, b] : llvm::zip_equal(ops, other.ops)) {
+    auto c = dyn_cast<LLVM::ConstantOp>(a);
+    if (c && isa<IntegerAttr, FloatAttr>(c.getValue()))
+      continue;
+    if (!a->getName().compareOpProperties(a->getPropertiesStorage(),
+                                          b->getPropertiesStorage()))
+      return false;
+  }
+  return true;
 }
 
 /// The actions of `group` differ in constants only, and `f` outlines the
@@ -330,6 +351,7 @@ bool Outliner::run(OutlineStats &stats) {
   SmallVector<Operation *> markers;
   llvm::DenseMap<Operation *, unsigned> segmentOf;
   Operation *terminator = body.getTerminator();
+  size_t numOps = 0;
   for (Operation &op : body) {
     if (isMarker(op)) {
       markers.push_back(&op);
@@ -339,7 +361,7 @@ bool Outliner::run(OutlineStats &stats) {
     }
     if (&op == terminator)
       continue;
-    segmentOf[&op] = segments.size() - 1;
+    ++numOps;
     segments.back().push_back(&op);
   }
   if (segments.back().empty())
@@ -351,7 +373,7 @@ bool Outliner::run(OutlineStats &stats) {
       return op->getNumResults() == 1 && recomputable(op->getResult(0));
     });
   });
-  segmentOf.clear();
+  segmentOf.reserve(numOps);
   for (auto [k, ops] : llvm::enumerate(segments))
     for (Operation *op : ops)
       segmentOf[op] = k;
@@ -383,17 +405,26 @@ bool Outliner::run(OutlineStats &stats) {
     shapes.push_back(shapeOf(ops));
   // Groups in order of first appearance, so names and tables do not
   // depend on pointer values.
-  std::map<Signature, unsigned> groupOf;
+  // Equal signatures whose properties differ (a hash collision) are
+  // groups of their own.
+  std::map<Signature, SmallVector<unsigned, 1>> groupsOf;
   SmallVector<SmallVector<unsigned>> groups;
   SmallVector<std::pair<unsigned, int64_t>> member; // (group, instance)
   for (Shape &shape : shapes) {
     // The signature is only a key from here on: moved, not copied.
-    auto [it, inserted] =
-        groupOf.try_emplace(std::move(shape.signature), groups.size());
-    if (inserted)
+    SmallVector<unsigned, 1> &candidates = groupsOf[std::move(shape.signature)];
+    unsigned group = groups.size();
+    for (unsigned g : candidates)
+      if (shape.samePropertiesAs(shapes[groups[g].front()])) {
+        group = g;
+        break;
+      }
+    if (group == groups.size()) {
+      candidates.push_back(group);
       groups.emplace_back();
-    member.push_back({it->second, groups[it->second].size()});
-    groups[it->second].push_back(member.size() - 1);
+    }
+    member.push_back({group, static_cast<int64_t>(groups[group].size())});
+    groups[group].push_back(member.size() - 1);
   }
   SmallVector<LLVM::LLVMFuncOp> functions;
   for (auto [index, group] : llvm::enumerate(groups)) {

@@ -110,6 +110,11 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == getMicrobatchAttrHelper().getName())
     return require(nonNegativeInt(value), "a non-negative integer");
+  if (name == getMicrobatchTemplateAttrHelper().getName()) {
+    auto m = dyn_cast<IntegerAttr>(value);
+    return require(m && m.getInt() >= 2 && isa<func::FuncOp>(op),
+                   "an integer >= 2 on a func.func");
+  }
   // Per-rank facts recorded by pf-partition-ranks.
   if (name == getBatchSplitAttrHelper().getName()) {
     auto split = dyn_cast<IntegerAttr>(value);

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pf/Dialect/PF/Transforms/Passes.h"
+#include "pf/Support/RankParallel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -259,9 +260,14 @@ struct BucketGradientsPass
     }
     if (bucketBytes == 0)
       return;
-    getOperation().walk([&](func::FuncOp func) {
-      for (Block &block : func.getBody())
+    // Each function on its own (the per-rank steps on the context's
+    // threads).
+    SmallVector<func::FuncOp> funcs;
+    getOperation().walk([&](func::FuncOp func) { funcs.push_back(func); });
+    (void)forEachRankInOrder(&getContext(), funcs.size(), [&](size_t i) {
+      for (Block &block : funcs[i].getBody())
         bucketBlock(block, bucketBytes, overlap);
+      return success();
     });
   }
 };

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pf/Dialect/PF/Transforms/Passes.h"
+#include "pf/Support/RankParallel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -112,13 +113,18 @@ struct ForwardGradBuffersPass
     : public pf::impl::ForwardGradBuffersPassBase<ForwardGradBuffersPass> {
   void runOnOperation() override {
     ModuleOp top = getOperation();
-    SmallVector<ModuleOp> modules = {top};
+    SmallVector<ModuleOp> modules;
     top.walk([&](ModuleOp m) {
       if (m != top)
         modules.push_back(m);
     });
-    for (ModuleOp module : modules)
-      runOnModule(module);
+    // The top module's own buffers, then each rank module's on the
+    // context's threads (each touches its own module only).
+    runOnModule(top);
+    (void)forEachRankInOrder(&getContext(), modules.size(), [&](size_t i) {
+      runOnModule(modules[i]);
+      return success();
+    });
   }
 
   /// One walk collects every buffer's accesses and the functions they are

@@ -20,16 +20,39 @@ using namespace mlir::pf;
 
 namespace {
 
+/// How many times a step runs `op`: m for an op of a micro-batch template
+/// (pf-microbatch{template}) of m micro-batches, else 1.
+int64_t copiesPerStep(Operation *op) {
+  if (!PFDialect::MicrobatchAttrHelper(op->getContext()).isAttrPresent(op))
+    return 1;
+  auto func = op->getParentOfType<func::FuncOp>();
+  IntegerAttr m =
+      func ? PFDialect::MicrobatchTemplateAttrHelper(op->getContext())
+                 .getAttr(func)
+           : IntegerAttr();
+  return m ? m.getInt() : 1;
+}
+
+/// A report line for an op the step runs `copies` times.
+void addReportLine(SmallVectorImpl<std::string> &lines, std::string line,
+                   int64_t copies) {
+  if (copies > 1)
+    line += " (x" + std::to_string(copies) + ", one per micro-batch)";
+  lines.push_back(std::move(line));
+}
+
 class Lowerer {
 public:
   Lowerer(OpBuilder &b, ToGlobalOp move)
-      : b(b), move(move), loc(move.getLoc()) {}
+      : b(b), move(move), loc(move.getLoc()), copies(copiesPerStep(move)) {}
 
   /// Replaces the move; failure after a located error.
   LogicalResult run();
 
-  /// One line per emitted communication op.
+  /// One line per emitted communication op; how many the step runs and
+  /// their bytes per rank in a step.
   SmallVector<std::string> lines;
+  int64_t count = 0;
   double bytes = 0;
 
 private:
@@ -65,6 +88,7 @@ private:
   OpBuilder &b;
   ToGlobalOp move;
   Location loc;
+  int64_t copies;
 };
 
 void Lowerer::record(Operation *op, GlobalType from, GlobalType to,
@@ -90,8 +114,9 @@ void Lowerer::record(Operation *op, GlobalType from, GlobalType to,
   if (auto fl = dyn_cast<FileLineColLoc>(loc))
     os << " at " << fl.getFilename() << ":" << fl.getLine() << ":"
        << fl.getColumn();
-  lines.push_back(s);
-  bytes += cost;
+  addReportLine(lines, s, copies);
+  count += copies;
+  bytes += cost * copies;
 }
 
 Value Lowerer::emitCollective(GlobalType out, Value v, SBPDim from, SBPDim to,
@@ -281,12 +306,14 @@ struct LowerBoxingPass : public pf::impl::LowerBoxingPassBase<LowerBoxingPass> {
     module.walk([&](ToGlobalOp m) { moves.push_back(m); });
     OpBuilder b(module.getContext());
     SmallVector<std::string> lines;
+    int64_t count = 0;
     double total = 0;
     for (ToGlobalOp m : moves) {
       Lowerer lowerer(b, m);
       if (failed(lowerer.run()))
         return signalPassFailure();
       llvm::append_range(lines, lowerer.lines);
+      count += lowerer.count;
       total += lowerer.bytes;
     }
     if (!report)
@@ -313,12 +340,14 @@ struct LowerBoxingPass : public pf::impl::LowerBoxingPassBase<LowerBoxingPass> {
       if (auto fl = dyn_cast<FileLineColLoc>(op->getLoc()))
         os << " at " << fl.getFilename() << ":" << fl.getLine() << ":"
            << fl.getColumn();
-      lines.push_back(line);
-      total += bytes;
+      int64_t copies = copiesPerStep(op);
+      addReportLine(lines, line, copies);
+      count += copies;
+      total += bytes * copies;
     });
     std::string text;
     llvm::raw_string_ostream os(text);
-    os << "pf boxing report: " << lines.size() << " communication op(s)\n";
+    os << "pf boxing report: " << count << " communication op(s)\n";
     for (const std::string &l : lines)
       os << "  " << l << "\n";
     os << "  total: " << static_cast<int64_t>(total)

@@ -2,6 +2,7 @@
 
 #include "PassUtils.h"
 #include "pf/Dialect/PF/Transforms/Passes.h"
+#include "pf/Support/RankParallel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -12,6 +13,7 @@
 
 namespace mlir::pf {
 #define GEN_PASS_DEF_MICROBATCHPASS
+#define GEN_PASS_DEF_UNROLLMICROBATCHESPASS
 #include "pf/Dialect/PF/Transforms/Passes.h.inc"
 } // namespace mlir::pf
 
@@ -113,14 +115,20 @@ LogicalResult retype(Operation *orig, Operation *copy, int64_t m,
   return success();
 }
 
-LogicalResult splitFunction(func::FuncOp func, int64_t m) {
+/// Replaces the forward and backward ops of `func` by one copy that runs on
+/// one micro-batch (`pf.microbatch = 0`, inputs cut by `pf.microbatch`
+/// index 0), moves the update after it, and returns each forward or
+/// backward result packed over the m micro-batches (`pf.pack` of m uses of
+/// the copy's value). `pf.microbatch_template = m` on the function says the
+/// copy stands for m micro-batches: unrollMicrobatches makes the others.
+LogicalResult makeTemplate(func::FuncOp func, int64_t m) {
   Block &block = func.getBody().front();
   auto ret = cast<func::ReturnOp>(block.getTerminator());
   OpBuilder b(ret);
   PFDialect::MicrobatchAttrHelper microbatchAttr(func.getContext());
 
-  // Micro-batch slices of every input.
-  SmallVector<IRMapping> maps(m);
+  // The micro-batch slice of every input.
+  IRMapping map;
   SmallVector<int64_t> batchSizes;
   b.setInsertionPointToStart(&block);
   for (BlockArgument arg : block.getArguments()) {
@@ -143,12 +151,10 @@ LogicalResult splitFunction(func::FuncOp func, int64_t m) {
     SmallVector<int64_t> shape(type.getShape());
     batchSizes.push_back(shape[0]);
     shape[0] /= m;
-    for (int64_t k = 0; k < m; ++k) {
-      auto slice = MicrobatchOp::create(b, arg.getLoc(), type.withShape(shape),
-                                        arg, k, m);
-      microbatchAttr.setAttr(slice, b.getI64IntegerAttr(k));
-      maps[k].map(arg, slice);
-    }
+    auto slice =
+        MicrobatchOp::create(b, arg.getLoc(), type.withShape(shape), arg, 0, m);
+    microbatchAttr.setAttr(slice, b.getI64IntegerAttr(0));
+    map.map(arg, slice);
   }
 
   SmallVector<Operation *> forward, backward, update;
@@ -168,20 +174,15 @@ LogicalResult splitFunction(func::FuncOp func, int64_t m) {
     }
   }
 
-  // GPipe order: every micro-batch's forward, then every backward.
+  // Forward, then backward, then the update.
   b.setInsertionPoint(ret);
-  auto cloneAll = [&](ArrayRef<Operation *> ops) -> LogicalResult {
-    for (int64_t k = 0; k < m; ++k)
-      for (Operation *op : ops) {
-        Operation *copy = b.clone(*op, maps[k]);
-        microbatchAttr.setAttr(copy, b.getI64IntegerAttr(k));
-        if (failed(retype(op, copy, m, batchSizes)))
-          return failure();
-      }
-    return success();
-  };
-  if (failed(cloneAll(forward)) || failed(cloneAll(backward)))
-    return failure();
+  for (ArrayRef<Operation *> ops : {ArrayRef(forward), ArrayRef(backward)})
+    for (Operation *op : ops) {
+      Operation *copy = b.clone(*op, map);
+      microbatchAttr.setAttr(copy, b.getI64IntegerAttr(0));
+      if (failed(retype(op, copy, m, batchSizes)))
+        return failure();
+    }
   for (Operation *op : update)
     op->moveBefore(ret);
 
@@ -191,14 +192,13 @@ LogicalResult splitFunction(func::FuncOp func, int64_t m) {
   SmallVector<Value> results(ret.getOperands());
   PFDialect::StageAttrHelper stageAttr(b.getContext());
   for (Value &result : results) {
-    if (!maps[0].contains(result))
+    Value part = map.lookupOrNull(result);
+    if (!part)
       continue;
-    SmallVector<Value> parts;
-    for (int64_t k = 0; k < m; ++k)
-      parts.push_back(maps[k].lookup(result));
-    auto type = cast<GlobalType>(parts.front().getType());
+    auto type = cast<GlobalType>(part.getType());
     SmallVector<int64_t> shape = {m};
     llvm::append_range(shape, type.getShape());
+    SmallVector<Value> parts(m, part);
     auto packed = PackOp::create(b, ret.getLoc(),
                                  type.withSBP({}).withShape(shape), parts);
     if (Operation *def = result.getDefiningOp())
@@ -216,20 +216,159 @@ LogicalResult splitFunction(func::FuncOp func, int64_t m) {
     op->erase();
   }
   passutil::setResultTypes(func, results);
+  PFDialect::MicrobatchTemplateAttrHelper(func.getContext())
+      .setAttr(func, b.getI64IntegerAttr(m));
   return success();
+}
+
+/// Gives a send or receive of micro-batch k the tag k * stride + its
+/// template tag (k = m for the transfers outside the micro-batches), so that
+/// every transfer of the step keeps a tag of its own on every rank.
+void retag(Operation *op, int64_t k, int64_t stride) {
+  if (auto send = dyn_cast<SendOp>(op))
+    send.setTag(k * stride + send.getTag());
+  else if (auto recv = dyn_cast<RecvOp>(op))
+    recv.setTag(k * stride + recv.getTag());
+}
+
+/// Makes the m - 1 other copies of a template's micro-batch (see
+/// makeTemplate): the copy is every op marked `pf.microbatch` and every op
+/// using one's result, constants aside (one serves every copy); forward copies
+/// follow the template's forward ops, backward copies its backward ops (GPipe
+/// order), each with its `pf.microbatch` and `pf.microbatch` index; the
+/// gathering `pf.pack`s take micro-batch k's value as operand k.
+LogicalResult unrollFunction(func::FuncOp func, int64_t tagStride) {
+  MLIRContext *ctx = func.getContext();
+  PFDialect::MicrobatchTemplateAttrHelper templateAttr(ctx);
+  IntegerAttr count = templateAttr.getAttr(func);
+  if (!count)
+    return success();
+  int64_t m = count.getInt();
+  templateAttr.removeAttr(func);
+  PFDialect::MicrobatchAttrHelper microbatchAttr(ctx);
+  Block &block = func.getBody().front();
+  auto gathers = [&](Operation &op) {
+    return isa<PackOp>(op) && !microbatchAttr.isAttrPresent(&op);
+  };
+
+  llvm::DenseSet<Operation *> copied, backwardSet;
+  SmallVector<Operation *> forward, backward;
+  for (Operation &op : block.without_terminator()) {
+    bool uses = false, usesBackward = false;
+    for (Value v : op.getOperands())
+      if (Operation *def = v.getDefiningOp()) {
+        uses |= copied.contains(def);
+        usesBackward |= backwardSet.contains(def);
+      }
+    // Constants serve every copy, as they would once CSE'd.
+    if (gathers(op) || (!uses && !microbatchAttr.isAttrPresent(&op)) ||
+        op.hasTrait<OpTrait::ConstantLike>())
+      continue;
+    Part part = partOf(op);
+    if (part == Part::Update)
+      return op.emitOpError("pf-unroll-microbatches: the update uses a "
+                            "micro-batch's value");
+    copied.insert(&op);
+    if (part == Part::Backward || usesBackward) {
+      backwardSet.insert(&op);
+      backward.push_back(&op);
+    } else {
+      forward.push_back(&op);
+    }
+  }
+  // Only the gathering packs read a micro-batch's values.
+  for (Operation &op : block) {
+    if (copied.contains(&op))
+      continue;
+    bool reads = llvm::any_of(op.getOperands(), [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return def && copied.contains(def);
+    });
+    if (!reads)
+      continue;
+    if (!gathers(op))
+      return op.emitOpError("pf-unroll-microbatches: uses a micro-batch's "
+                            "value outside the micro-batch copies");
+    if (static_cast<int64_t>(op.getNumOperands()) != m)
+      return op.emitOpError("pf-unroll-microbatches: packs ")
+             << op.getNumOperands() << " values of " << m << " micro-batches";
+  }
+
+  for (Operation &op : block)
+    if (!copied.contains(&op))
+      retag(&op, m, tagStride);
+  SmallVector<IRMapping> maps(m);
+  OpBuilder b(ctx);
+  auto copyAfter = [&](ArrayRef<Operation *> ops, Operation *after) {
+    b.setInsertionPointAfter(after);
+    Operation *last = after;
+    for (int64_t k = 1; k < m; ++k)
+      for (Operation *op : ops) {
+        last = b.clone(*op, maps[k]);
+        if (microbatchAttr.isAttrPresent(op))
+          microbatchAttr.setAttr(last, b.getI64IntegerAttr(k));
+        if (auto slice = dyn_cast<MicrobatchOp>(last))
+          slice.setIndex(k);
+        retag(last, k, tagStride);
+      }
+    return last;
+  };
+  Operation *lastForward =
+      forward.empty() ? nullptr : copyAfter(forward, forward.back());
+  if (!backward.empty()) {
+    Operation *after = backward.back();
+    if (lastForward && after->isBeforeInBlock(lastForward))
+      after = lastForward;
+    copyAfter(backward, after);
+  }
+  for (Operation &op : block)
+    if (gathers(op) && op.getNumOperands() == static_cast<uint64_t>(m))
+      for (int64_t k = 1; k < m; ++k)
+        op.setOperand(k, maps[k].lookupOrDefault(op.getOperand(k)));
+  return success();
+}
+
+/// Unrolls every micro-batch template under `module` (the per-rank modules'
+/// steps included). The tag stride is one more than the largest tag of the
+/// whole module, the same on every rank.
+LogicalResult unrollMicrobatches(ModuleOp module) {
+  int64_t stride = 1;
+  module.walk([&](Operation *op) {
+    if (auto send = dyn_cast<SendOp>(op))
+      stride = std::max<int64_t>(stride, send.getTag() + 1);
+    else if (auto recv = dyn_cast<RecvOp>(op))
+      stride = std::max<int64_t>(stride, recv.getTag() + 1);
+  });
+  SmallVector<func::FuncOp> funcs;
+  module.walk([&](func::FuncOp f) { funcs.push_back(f); });
+  // Each function on its own (the per-rank steps on the context's threads).
+  return forEachRankInOrder(module.getContext(), funcs.size(), [&](size_t i) {
+    return unrollFunction(funcs[i], stride);
+  });
 }
 
 struct MicrobatchPass : public pf::impl::MicrobatchPassBase<MicrobatchPass> {
   using MicrobatchPassBase::MicrobatchPassBase;
   void runOnOperation() override {
-    if (failed(passutil::checkAtLeastOne(getOperation(), "pf-microbatch",
+    ModuleOp module = getOperation();
+    if (failed(passutil::checkAtLeastOne(module, "pf-microbatch",
                                          "num-microbatches", numMicrobatches)))
       return signalPassFailure();
     if (numMicrobatches == 1)
       return;
-    for (auto func : getOperation().getOps<func::FuncOp>())
-      if (!func.isExternal() && failed(splitFunction(func, numMicrobatches)))
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal() && failed(makeTemplate(func, numMicrobatches)))
         return signalPassFailure();
+    if (!keepTemplate && failed(unrollMicrobatches(module)))
+      return signalPassFailure();
+  }
+};
+
+struct UnrollMicrobatchesPass
+    : public pf::impl::UnrollMicrobatchesPassBase<UnrollMicrobatchesPass> {
+  void runOnOperation() override {
+    if (failed(unrollMicrobatches(getOperation())))
+      return signalPassFailure();
   }
 };
 } // namespace

@@ -3,6 +3,7 @@
 #include "pf/Analysis/CostModel.h"
 #include "pf/Analysis/Schedule.h"
 #include "pf/Dialect/PF/Transforms/Passes.h"
+#include "pf/Support/RankParallel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -234,16 +235,21 @@ struct ApplySchedulePass
     schedule::Plan plan = planOf(sched);
     int64_t p = sched.getNumStages();
     bool split = splitsW(plan);
-    for (auto rankModule : top.getOps<ModuleOp>()) {
-      IntegerAttr rankAttr =
-          PFDialect::RankAttrHelper(&getContext()).getAttr(rankModule);
-      if (!rankAttr)
-        continue;
-      for (auto func : rankModule.getOps<func::FuncOp>())
-        if (!func.isExternal() &&
-            failed(apply(func, rankAttr.getInt(), plan, p, split)))
-          return signalPassFailure();
-    }
+    SmallVector<ModuleOp> ranks;
+    for (auto rankModule : top.getOps<ModuleOp>())
+      if (PFDialect::RankAttrHelper(&getContext()).isAttrPresent(rankModule))
+        ranks.push_back(rankModule);
+    // Each rank's steps on the context's threads; errors in rank order.
+    if (failed(forEachRankInOrder(&getContext(), ranks.size(), [&](size_t i) {
+          int64_t rank = PFDialect::RankAttrHelper(&getContext())
+                             .getAttr(ranks[i])
+                             .getInt();
+          for (auto func : ranks[i].getOps<func::FuncOp>())
+            if (!func.isExternal() && failed(apply(func, rank, plan, p, split)))
+              return failure();
+          return success();
+        })))
+      return signalPassFailure();
   }
 
   LogicalResult apply(func::FuncOp func, int64_t rank,

@@ -14,10 +14,10 @@ pf.param @w : !W = #pf.init<kaiming_uniform(8)>
 // CHECK-LABEL: func.func @step
 // CHECK-SAME: (%[[X:[^:]*]]: !pf.global<4x8xf32, {{.*}}>, %[[Y:[^:]*]]: !pf.global<4xi64, {{.*}}>) -> !pf.global<2xf32
 // CHECK-DAG: %[[X0:.*]] = pf.microbatch %[[X]] {count = 2 : i64, index = 0 : i64, pf.microbatch = 0 : i64} : {{.*}} -> !pf.global<2x8xf32
-// CHECK-DAG: %[[X1:.*]] = pf.microbatch %[[X]] {count = 2 : i64, index = 1 : i64, pf.microbatch = 1 : i64}
 // CHECK-DAG: %[[Y0:.*]] = pf.microbatch %[[Y]] {count = 2 : i64, index = 0 : i64, pf.microbatch = 0 : i64} : {{.*}} -> !pf.global<2xi64
 // CHECK: pf.matmul %[[X0]], %{{.*}} {pf.microbatch = 0 : i64, transpose_b} : {{.*}} -> !pf.global<2x3xf32
 // CHECK: %[[L0:.*]] = pf.softmax_cross_entropy %{{.*}}, %[[Y0]] {pf.microbatch = 0 : i64}
+// CHECK: %[[X1:.*]] = pf.microbatch %[[X]] {count = 2 : i64, index = 1 : i64, pf.microbatch = 1 : i64}
 // CHECK: pf.matmul %[[X1]], %{{.*}} {pf.microbatch = 1 : i64, transpose_b}
 // CHECK: %[[L1:.*]] = pf.softmax_cross_entropy {{.*}} {pf.microbatch = 1 : i64}
 // CHECK: pf.softmax_cross_entropy_grad {{.*}} {pf.microbatch = 0 : i64, pf.phase = "backward_input"}

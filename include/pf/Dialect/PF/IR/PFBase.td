@@ -58,6 +58,10 @@ def PF_Dialect : Dialect {
     "::mlir::StringAttr":$phase,
     // `pf.microbatch = k`: the micro-batch an op works on (pf-microbatch).
     "::mlir::IntegerAttr":$microbatch,
+    // `pf.microbatch_template = m` on a func.func: its ops marked
+    // `pf.microbatch = 0` stand for m micro-batches (pf-microbatch{template});
+    // pf-unroll-microbatches makes the other m - 1 copies.
+    "::mlir::IntegerAttr":$microbatch_template,
     // `pf.grad_of = @p` on a gradient-buffer pf.param: the parameter whose
     // gradient it accumulates (pf-autodiff; pf-optimizer consumes it).
     "::mlir::FlatSymbolRefAttr":$grad_of,

@@ -141,11 +141,40 @@ def MicrobatchPass : Pass<"pf-microbatch", "::mlir::ModuleOp"> {
     The copies are laid out in GPipe order (every micro-batch's forward,
     then every micro-batch's backward), which each rank's program follows
     after `pf-partition-ranks`.
+
+    With `template`, the function keeps one micro-batch's copy
+    (`pf.microbatch = 0`, `pf.microbatch_template = m` on the function, the
+    packs taking that copy's value m times): the passes up to
+    `pf-partition-ranks` then work on one micro-batch instead of m, and
+    `pf-unroll-microbatches` makes the other copies in each rank's program.
+    The compile pipelines do this, so their time up to the rank programs
+    does not grow with the number of micro-batches.
   }];
   let options = [
     Option<"numMicrobatches", "num-microbatches", "int64_t", "1",
-           "micro-batches per step">
+           "micro-batches per step">,
+    Option<"keepTemplate", "template", "bool", "false",
+           "keep one micro-batch's copy for pf-unroll-microbatches">
   ];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
+def UnrollMicrobatchesPass : Pass<"pf-unroll-microbatches", "::mlir::ModuleOp"> {
+  let summary = "makes every micro-batch's copy of a pf-microbatch template";
+  let description = [{
+    For every function marked `pf.microbatch_template = m` (by
+    `pf-microbatch{template}`), in the module or in its per-rank modules:
+    copies the ops of micro-batch 0 (those marked `pf.microbatch`, and every
+    op using one's result) for micro-batches 1 to m - 1 (`pf.microbatch =
+    k`, `pf.microbatch` index k), forward copies after the forward ops and
+    backward copies after the backward ops (GPipe order), and gives each
+    gathering `pf.pack` micro-batch k's value as operand k. Sends and
+    receives get distinct tags: micro-batch k's transfer t takes tag
+    `k * n + t`, where n is one more than the module's largest tag, and the
+    transfers outside the micro-batches take `m * n + t`, the same on every
+    rank. A micro-batch's value used anywhere else (the update, the return)
+    is an error.
+  }];
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
