@@ -175,6 +175,23 @@ Value RuntimeABI::call(OpBuilder &b, Location loc, Fn fn,
                                                        : op.getResult();
 }
 
+Value RuntimeABI::addressOf(OpBuilder &b, Location loc, LLVM::GlobalOp global) {
+  Block *block = b.getInsertionBlock();
+  auto fn = block ? dyn_cast<LLVM::LLVMFuncOp>(block->getParentOp())
+                  : LLVM::LLVMFuncOp();
+  if (!fn || fn.getBody().empty())
+    return LLVM::AddressOfOp::create(b, loc, global);
+  // One address a function, at its entry (a conversion's thousands of uses
+  // share it; the step outliner recomputes it where an action needs it).
+  Value &address = addresses[{fn, global}];
+  if (!address) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&fn.getBody().front());
+    address = LLVM::AddressOfOp::create(b, fn.getLoc(), global);
+  }
+  return address;
+}
+
 Value RuntimeABI::str(OpBuilder &b, Location loc, StringRef s) {
   LLVM::GlobalOp global = strings.lookup(s);
   if (!global) {
@@ -188,7 +205,7 @@ Value RuntimeABI::str(OpBuilder &b, Location loc, StringRef s) {
         ("__pf_str" + Twine(strings.size())).str(), b.getStringAttr(data));
     strings[s] = global;
   }
-  return LLVM::AddressOfOp::create(b, loc, global);
+  return addressOf(b, loc, global);
 }
 
 namespace {
@@ -217,7 +234,7 @@ Value RuntimeABI::i64Array(OpBuilder &b, Location loc,
       arrays[{64, std::vector<int64_t>(values.begin(), values.end())}];
   if (!global)
     global = constArray(b, module, loc, values, "__pf_dims", constants);
-  return LLVM::AddressOfOp::create(b, loc, global);
+  return addressOf(b, loc, global);
 }
 
 Value RuntimeABI::i8Array(OpBuilder &b, Location loc, ArrayRef<int8_t> values) {
@@ -225,7 +242,7 @@ Value RuntimeABI::i8Array(OpBuilder &b, Location loc, ArrayRef<int8_t> values) {
       arrays[{8, std::vector<int64_t>(values.begin(), values.end())}];
   if (!global)
     global = constArray(b, module, loc, values, "__pf_mask", constants);
-  return LLVM::AddressOfOp::create(b, loc, global);
+  return addressOf(b, loc, global);
 }
 
 Value RuntimeABI::nullPtr(OpBuilder &b, Location loc) {

@@ -114,7 +114,8 @@ void CPULoweringState::markAction(Operation *op, OpBuilder &b) {
   if (action == key)
     return;
   action = key;
-  auto marker = module.lookupSymbol<LLVM::LLVMFuncOp>(kActionMarker);
+  if (!marker)
+    marker = module.lookupSymbol<LLVM::LLVMFuncOp>(kActionMarker);
   if (!marker) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(module.getBody());

@@ -36,22 +36,23 @@ func.func @attention(%qkv: !QKV) -> (!pf.global<f32, #P>, !X) {
 // CHECK-DAG: llvm.mlir.global private constant @[[KS:__pf_dims[0-9]+]](dense<[90, 3, 1, 18]> : tensor<4xi64>)
 // CHECK-DAG: llvm.mlir.global private constant @[[SS:__pf_dims[0-9]+]](dense<[50, 25, 5, 1]> : tensor<4xi64>)
 // CHECK-DAG: llvm.mlir.global private constant @[[YS:__pf_dims[0-9]+]](dense<[30, 3, 6, 1]> : tensor<4xi64>)
+// (The stride arrays' addresses are made once, at the step's entry.)
 // CHECK-LABEL: llvm.func @pf_step
+// CHECK-DAG: %[[A1:.*]] = llvm.mlir.addressof @[[QS]]
+// CHECK-DAG: %[[B1:.*]] = llvm.mlir.addressof @[[KS]]
+// CHECK-DAG: %[[C1:.*]] = llvm.mlir.addressof @[[SS]]
+// CHECK-DAG: %[[Y1:.*]] = llvm.mlir.addressof @[[YS]]
 // CHECK-NOT: llvm.call @pfrt_copy_box
 // CHECK-NOT: llvm.call @pfrt_k_transpose
 // q at column 0 of the projection, k at column 6 (a GEP of 6 floats).
 // CHECK: %[[SIX:.*]] = llvm.mlir.constant(6 : i64) : i64
 // CHECK-NEXT: %[[K:.*]] = llvm.getelementptr %[[QKV:[0-9]+]][%[[SIX]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-// CHECK: %[[A1:.*]] = llvm.mlir.addressof @[[QS]]
-// CHECK: %[[B1:.*]] = llvm.mlir.addressof @[[KS]]
-// CHECK: %[[C1:.*]] = llvm.mlir.addressof @[[SS]]
 // CHECK: llvm.call @pfrt_k_matmul_strided(%[[QKV]], %[[K]], %{{.*}}, %{{.*}}, %{{.*}}, %[[A1]], %[[B1]], %[[C1]],
 // CHECK: llvm.call @pfrt_k_softmax
 // v at column 12; the result in [b, t, h, d] order.
 // CHECK: %[[TWELVE:.*]] = llvm.mlir.constant(12 : i64) : i64
 // CHECK-NEXT: llvm.getelementptr %[[QKV]][%[[TWELVE]]]
-// CHECK: llvm.mlir.addressof @[[YS]]
-// CHECK: llvm.call @pfrt_k_matmul_strided(
+// CHECK: llvm.call @pfrt_k_matmul_strided({{.*}}, %[[Y1]],
 // CHECK-NOT: llvm.call @pfrt_copy_box
 // CHECK-NOT: llvm.call @pfrt_k_transpose
 // CHECK: llvm.call @pfrt_k_reduce_sum
@@ -82,10 +83,10 @@ func.func @shared(%x: !X, %w: !X) -> (!pf.global<f32, #P>, !XT, !Y) {
 // [1, 4]): no transpose of it.
 // CHECK-LABEL: module @rank0
 // CHECK: llvm.mlir.global private constant @[[CT:__pf_dims[0-9]+]](dense<[1, 4]> : tensor<2xi64>)
+// CHECK: %[[CTP:.*]] = llvm.mlir.addressof @[[CT]]
 // CHECK: llvm.call @pfrt_k_transpose(
 // CHECK: llvm.call @pfrt_k_matmul(
-// CHECK: llvm.mlir.addressof @[[CT]]
-// CHECK: llvm.call @pfrt_k_matmul_strided(
+// CHECK: llvm.call @pfrt_k_matmul_strided({{.*}}, %[[CTP]],
 // CHECK-NOT: llvm.call @pfrt_k_transpose
 // CHECK: llvm.return
 
@@ -119,12 +120,12 @@ func.func @concat(%s: !S, %h: !H) -> (!pf.global<f32, #P>, !QKV) {
 // CHECK: llvm.mlir.global private constant @[[CS:__pf_dims[0-9]+]](dense<[90, 3, 18, 1]> : tensor<4xi64>)
 // One buffer (the same arena offset) for the three results.
 // CHECK-LABEL: llvm.func @pf_step
+// CHECK: %[[CSP:.*]] = llvm.mlir.addressof @[[CS]]
 // CHECK: llvm.call @pfrt_trace_begin(
 // CHECK-NEXT: llvm.mlir.constant([[OFF:[0-9]+]] : i64) : i64
 // CHECK-NEXT: llvm.mlir.constant([[BYTES:[0-9]+]] : i64) : i64
 // CHECK-NEXT: %[[O1:.*]] = llvm.call @pfrt_arena_at(
-// CHECK: llvm.mlir.addressof @[[CS]]
-// CHECK: llvm.call @pfrt_k_matmul_strided(%{{[0-9]+}}, %{{[0-9]+}}, %[[O1]],
+// CHECK: llvm.call @pfrt_k_matmul_strided(%{{[0-9]+}}, %{{[0-9]+}}, %[[O1]], {{.*}}, %[[CSP]],
 // CHECK: llvm.call @pfrt_trace_begin(
 // CHECK-NEXT: llvm.mlir.constant([[OFF]] : i64) : i64
 // CHECK-NEXT: llvm.mlir.constant([[BYTES]] : i64) : i64

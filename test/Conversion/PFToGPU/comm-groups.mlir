@@ -18,8 +18,8 @@
 // CHECK-LABEL: module @rank0
 // CHECK: llvm.mlir.global private constant @[[T0:__pf_dims[0-9]+]](dense<[4, 0, 1, 2, 3, 2, 0, 2, 2, 1, 3]> : tensor<11xi64>)
 // CHECK: llvm.func @pf_init_params
+// CHECK: %[[P0:.*]] = llvm.mlir.addressof @[[T0]]
 // CHECK: llvm.call @pfrt_cuda_arena_plan
-// CHECK-NEXT: %[[P0:.*]] = llvm.mlir.addressof @[[T0]]
 // CHECK-NEXT: %[[N0:.*]] = llvm.mlir.constant(11 : i64)
 // CHECK-NEXT: llvm.call @pfrt_cuda_comm_groups(%[[P0]], %[[N0]])
 // CHECK-LABEL: module @rank3

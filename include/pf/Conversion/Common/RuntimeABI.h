@@ -148,6 +148,10 @@ public:
   Value i64Array(OpBuilder &b, Location loc, ArrayRef<int64_t> values);
   Value i8Array(OpBuilder &b, Location loc, ArrayRef<int8_t> values);
   Value nullPtr(OpBuilder &b, Location loc);
+  /// The address of `global` in the function being built: made once at the
+  /// function's entry and shared by every later use there (outside a
+  /// function, a new address each time).
+  Value addressOf(OpBuilder &b, Location loc, LLVM::GlobalOp global);
 
   /// Whether a call was built with arguments of the wrong type.
   bool hadError() const { return error; }
@@ -159,6 +163,7 @@ private:
   std::string caller;
   llvm::DenseMap<unsigned, LLVM::LLVMFuncOp> decls;
   llvm::StringMap<LLVM::GlobalOp> strings;
+  llvm::DenseMap<std::pair<Operation *, Operation *>, Value> addresses;
   /// Arrays by element width and content.
   std::map<std::pair<unsigned, std::vector<int64_t>>, LLVM::GlobalOp> arrays;
   unsigned constants = 0;

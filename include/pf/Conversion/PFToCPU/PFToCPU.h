@@ -117,6 +117,7 @@ struct CPULoweringState {
   void markAction(Operation *op, OpBuilder &b);
   static constexpr StringLiteral kActionMarker = "__pf_action_begin";
   std::optional<std::tuple<int64_t, StringRef, int64_t>> action;
+  LLVM::LLVMFuncOp marker;
 
   // Helpers for patterns.
   Type ptrType() { return LLVM::LLVMPointerType::get(module.getContext()); }
