@@ -357,6 +357,14 @@ LogicalResult Inferrer::visitReturn(func::ReturnOp ret, func::FuncOp func) {
       continue;
     }
     if (declared && declared.hasSBP()) {
+      // The host reads a result as one box per rank; a grouped split's
+      // part is g blocks.
+      if (llvm::any_of(declared.getSbp().getDims(),
+                       [](SBPDim d) { return d.isGrouped(); }))
+        return ret.emitOpError("pf-infer-sbp: result ")
+               << i << " is declared with the grouped split "
+               << declared.getSbp()
+               << ", which a step cannot return (declare B or a plain split)";
       if (isOpen(v) && cost(v, declared.getSbp()) == 0)
         resolve(v, declared.getSbp());
       settle(v);
@@ -364,10 +372,11 @@ LogicalResult Inferrer::visitReturn(func::ReturnOp ret, func::FuncOp func) {
       continue;
     }
     settle(v);
-    // A partial sum is returned as its value.
+    // A partial sum is returned as its value, a grouped split whole (the
+    // host reads one box per rank; a grouped part is g blocks).
     SmallVector<SBPDim> dims;
     for (SBPDim d : global(v).getSbp().getDims())
-      dims.push_back(d.isPartial() ? SBPDim::broadcast() : d);
+      dims.push_back(d.isPartial() || d.isGrouped() ? SBPDim::broadcast() : d);
     results.push_back(global(v).withSBP(SBPAttr::get(v.getContext(), dims)));
   }
   // The function's result layouts are a contract: change layouts here.

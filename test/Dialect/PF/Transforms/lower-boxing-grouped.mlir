@@ -1,4 +1,13 @@
 // RUN: pf-opt %s -split-input-file --pf-lower-boxing | FileCheck %s
+// RUN: pf-opt %s -split-input-file --pf-lower-boxing -pf-partition-ranks | FileCheck %s --check-prefix=RANK
+
+// Per rank, the grouped part (rank 1: rows 2-3, 6-7, 10-11 of 12, six rows
+// in block order) is the cut tensor's split part 3 x 2 x 4, gathered to
+// 3 x 4 x 4.
+// RANK-LABEL: module @rank1
+// RANK: pf.reshape %{{.*}} : !pf.global<6x4xf32, {{.*}}> -> !pf.global<3x2x4xf32
+// RANK-NEXT: pf.all_gather %{{.*}} : !pf.global<3x2x4xf32, {{.*}}> -> !pf.global<3x4x4xf32
+// RANK-NEXT: pf.reshape %{{.*}} : !pf.global<3x4x4xf32, {{.*}}> -> !pf.global<12x4xf32
 
 // A grouped split S(0, 3) of 12 rows on 2 ranks (rank r holds rows
 // 2r..2r+1 of each block of 4) is the plain split S(1) of its reshape to
@@ -32,3 +41,18 @@ func.func @reduce(%x: !pf.global<4x12xf32, #P, #pf.sbp<[P]>>, %b: !pf.global<4x1
 // CHECK-NEXT: %[[S:.*]] = pf.shard %[[D]] {axis = 2 : i64, {{.*}}} : !pf.global<4x2x6xf32, #{{.*}}, #pf.sbp<[B]>> -> !pf.global<4x2x6xf32, #{{.*}}, #pf.sbp<[S(2)]>>
 // CHECK-NEXT: %[[Z:.*]] = pf.reshape %[[S]] : !pf.global<4x2x6xf32, #{{.*}}, #pf.sbp<[S(2)]>> -> !pf.global<4x12xf32, #{{.*}}, #pf.sbp<[S(1, 2)]>>
 // CHECK: return %[[Y]], %[[Z]]
+
+// -----
+
+// To a partial sum: each rank keeps its part of every block and zeros
+// elsewhere (pf.unshard on the cut axis), nothing moves.
+#P = #pf.placement<"cpu", [0, 1]>
+func.func @topartial(%x: !pf.global<12x4xf32, #P, #pf.sbp<[S(0, 3)]>>) -> !pf.global<12x4xf32, #P, #pf.sbp<[P]>> {
+  %y = pf.to_global %x : !pf.global<12x4xf32, #P, #pf.sbp<[S(0, 3)]>> -> !pf.global<12x4xf32, #P, #pf.sbp<[P]>>
+  return %y : !pf.global<12x4xf32, #P, #pf.sbp<[P]>>
+}
+// CHECK-LABEL: func.func @topartial
+// CHECK: %[[C:.*]] = pf.reshape %{{.*}} -> !pf.global<3x4x4xf32, #{{.*}}, #pf.sbp<[S(1)]>>
+// CHECK-NEXT: %[[U:.*]] = pf.unshard %[[C]] {axis = 1 : i64, {{.*}}} : !pf.global<3x4x4xf32, #{{.*}}, #pf.sbp<[S(1)]>> -> !pf.global<3x4x4xf32, #{{.*}}, #pf.sbp<[P]>>
+// CHECK-NEXT: %[[Y:.*]] = pf.reshape %[[U]] : {{.*}} -> !pf.global<12x4xf32, #{{.*}}, #pf.sbp<[P]>>
+// CHECK-NEXT: return %[[Y]]
