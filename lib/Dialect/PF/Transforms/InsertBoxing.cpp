@@ -20,10 +20,14 @@ using namespace mlir::pf;
 
 namespace {
 
-/// Layout changes made so far, by value, layout and stage: a later consumer
-/// in the same block and stage reuses one (pf-infer-sbp priced it once), as
-/// the backward reuses a forward activation.
-using Made = llvm::DenseMap<std::tuple<Value, SBPAttr, Attribute>, ToGlobalOp>;
+/// Layout changes made so far, by value, layout, stage and whether the
+/// consumer works on a micro-batch: a later consumer in the same block and
+/// stage reuses one (pf-infer-sbp priced it once), as the backward reuses a
+/// forward activation. A micro-batch's change is not the update's: in a
+/// micro-batch template (pf-microbatch{template}) it is copied per
+/// micro-batch, and the update must not read a copy.
+using Made =
+    llvm::DenseMap<std::tuple<Value, SBPAttr, Attribute, int>, ToGlobalOp>;
 
 /// Makes operand `i` of `op` have layout `want`.
 void box(OpBuilder &b, Operation *op, unsigned i, SBPAttr want, Made &made) {
@@ -48,7 +52,9 @@ void box(OpBuilder &b, Operation *op, unsigned i, SBPAttr want, Made &made) {
     }
   }
   auto key = std::make_tuple(
-      v, want, op->getAttr(PFDialect::StageAttrHelper::getNameStr()));
+      v, want, op->getAttr(PFDialect::StageAttrHelper::getNameStr()),
+      static_cast<int>(
+          op->hasAttr(PFDialect::MicrobatchAttrHelper::getNameStr())));
   if (ToGlobalOp prior = made.lookup(key);
       prior && prior->getBlock() == op->getBlock() &&
       prior->isBeforeInBlock(op)) {

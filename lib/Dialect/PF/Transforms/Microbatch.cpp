@@ -231,12 +231,23 @@ void retag(Operation *op, int64_t k, int64_t stride) {
     recv.setTag(k * stride + recv.getTag());
 }
 
+/// Ops whose copy must pair with another rank's (a point-to-point transfer,
+/// a rooted collective) or that change state: unmarked, a copy is unsafe
+/// (the peer's unmarked half may have no copied operand to follow).
+bool needsMark(Operation &op) {
+  return isa<SendOp, RecvOp, BroadcastOp, ReduceOp>(op) ||
+         !isMemoryEffectFree(&op);
+}
+
 /// Makes the m - 1 other copies of a template's micro-batch (see
 /// makeTemplate): the copy is every op marked `pf.microbatch` and every op
-/// using one's result, constants aside (one serves every copy); forward copies
-/// follow the template's forward ops, backward copies its backward ops (GPipe
-/// order), each with its `pf.microbatch` and `pf.microbatch` index; the
-/// gathering `pf.pack`s take micro-batch k's value as operand k.
+/// using one's result, constants aside (one serves every copy). Copies of
+/// forward ops follow the last marked forward op, copies of backward ops
+/// the last marked backward op (GPipe order), each with its
+/// `pf.microbatch` and `pf.microbatch` index; an unmarked op after those
+/// points (a layout change feeding the gathering pack) has its copies right
+/// after it. The gathering `pf.pack`s take micro-batch k's value as operand
+/// k.
 LogicalResult unrollFunction(func::FuncOp func, int64_t tagStride) {
   MLIRContext *ctx = func.getContext();
   PFDialect::MicrobatchTemplateAttrHelper templateAttr(ctx);
@@ -253,6 +264,7 @@ LogicalResult unrollFunction(func::FuncOp func, int64_t tagStride) {
 
   llvm::DenseSet<Operation *> copied, backwardSet;
   SmallVector<Operation *> forward, backward;
+  Operation *lastForward = nullptr, *lastBackward = nullptr; // marked
   for (Operation &op : block.without_terminator()) {
     bool uses = false, usesBackward = false;
     for (Value v : op.getOperands())
@@ -260,20 +272,29 @@ LogicalResult unrollFunction(func::FuncOp func, int64_t tagStride) {
         uses |= copied.contains(def);
         usesBackward |= backwardSet.contains(def);
       }
+    bool marked = microbatchAttr.isAttrPresent(&op);
     // Constants serve every copy, as they would once CSE'd.
-    if (gathers(op) || (!uses && !microbatchAttr.isAttrPresent(&op)) ||
+    if (gathers(op) || (!uses && !marked) ||
         op.hasTrait<OpTrait::ConstantLike>())
       continue;
     Part part = partOf(op);
     if (part == Part::Update)
       return op.emitOpError("pf-unroll-microbatches: the update uses a "
                             "micro-batch's value");
+    if (!marked && needsMark(op))
+      return op.emitOpError("pf-unroll-microbatches: uses a micro-batch's "
+                            "value but has no pf.microbatch (a transfer or "
+                            "an effect copied without its mark)");
     copied.insert(&op);
     if (part == Part::Backward || usesBackward) {
       backwardSet.insert(&op);
       backward.push_back(&op);
+      if (marked)
+        lastBackward = &op;
     } else {
       forward.push_back(&op);
+      if (marked)
+        lastForward = &op;
     }
   }
   // Only the gathering packs read a micro-batch's values.
@@ -313,14 +334,28 @@ LogicalResult unrollFunction(func::FuncOp func, int64_t tagStride) {
       }
     return last;
   };
-  Operation *lastForward =
-      forward.empty() ? nullptr : copyAfter(forward, forward.back());
-  if (!backward.empty()) {
-    Operation *after = backward.back();
-    if (lastForward && after->isBeforeInBlock(lastForward))
-      after = lastForward;
-    copyAfter(backward, after);
+  // Each group's ops up to its last marked op are copied there; the later
+  // (unmarked) ones where they are.
+  auto split = [](ArrayRef<Operation *> ops, Operation *lastMarked) {
+    size_t n = 0;
+    if (lastMarked)
+      n = llvm::find(ops, lastMarked) - ops.begin() + 1;
+    return std::make_pair(ops.take_front(n), ops.drop_front(n));
+  };
+  auto [forwardAtPoint, forwardTrailing] = split(forward, lastForward);
+  auto [backwardAtPoint, backwardTrailing] = split(backward, lastBackward);
+  Operation *forwardCopies = nullptr;
+  if (lastForward)
+    forwardCopies = copyAfter(forwardAtPoint, lastForward);
+  if (lastBackward) {
+    Operation *after = lastBackward;
+    if (forwardCopies && after->isBeforeInBlock(forwardCopies))
+      after = forwardCopies;
+    copyAfter(backwardAtPoint, after);
   }
+  for (ArrayRef<Operation *> trailing : {forwardTrailing, backwardTrailing})
+    for (Operation *op : trailing)
+      copyAfter(op, op);
   for (Operation &op : block)
     if (gathers(op) && op.getNumOperands() == static_cast<uint64_t>(m))
       for (int64_t k = 1; k < m; ++k)

@@ -102,3 +102,45 @@ func.func @short_pack(%x: !pf.global<6x4xf32, #P, #pf.sbp<[B]>>) -> !pf.global<2
 func.func @one() attributes {pf.microbatch_template = 1 : i64} {
   return
 }
+
+// -----
+
+// An unmarked layout change feeding the gathering pack after the update is
+// copied where it is: every micro-batch's gradient reaches the buffer
+// before the update reads it.
+#P = #pf.placement<"cpu", [0]>
+!T = !pf.global<2x4xf32, #P, #pf.sbp<[B]>>
+!X = !pf.global<4x4xf32, #P, #pf.sbp<[B]>>
+pf.param @g : !T = #pf.init<zeros> buffer
+// CHECK-LABEL: func.func @trailing
+// CHECK: pf.write_param {{.*}} to @g {pf.microbatch = 0 : i64
+// CHECK: pf.write_param {{.*}} to @g {pf.microbatch = 1 : i64
+// CHECK: pf.read_param @g {pf.phase = "update"}
+// CHECK: %[[M0:.*]] = pf.to_global
+// CHECK-NEXT: %[[M1:.*]] = pf.to_global
+// CHECK-NEXT: pf.pack %[[M0]], %[[M1]]
+func.func @trailing(%x: !X) -> !pf.global<2x2x4xf32, #P> attributes {pf.microbatch_template = 2 : i64} {
+  %x0 = pf.microbatch %x {count = 2 : i64, index = 0 : i64, pf.microbatch = 0 : i64} : !X -> !T
+  %r = pf.relu %x0 {pf.microbatch = 0 : i64} : (!T) -> !T
+  %old = pf.read_param @g {pf.microbatch = 0 : i64, pf.phase = "backward_weight"} : !T
+  %s = pf.add %old, %r {pf.microbatch = 0 : i64, pf.phase = "backward_weight"} : (!T, !T) -> !T
+  pf.write_param %s to @g {pf.microbatch = 0 : i64, pf.phase = "backward_weight"} : !T
+  %u = pf.read_param @g {pf.phase = "update"} : !T
+  pf.write_param %u to @g {pf.phase = "update"} : !T
+  %m = pf.to_global %r : !T -> !T
+  %p = pf.pack %m, %m : (!T, !T) -> !pf.global<2x2x4xf32, #P>
+  return %p : !pf.global<2x2x4xf32, #P>
+}
+
+// -----
+
+// An unmarked send of a micro-batch's value would be copied while its
+// unmarked receive (no operand) would not: an error, not a hang.
+#R0 = #pf.placement<"cpu", [0]>
+!A = !pf.global<2x4xf32, #R0, #pf.sbp<[B]>>
+func.func @unmarked_send(%x: !pf.global<4x4xf32, #R0, #pf.sbp<[B]>>) attributes {pf.microbatch_template = 2 : i64} {
+  %x0 = pf.microbatch %x {count = 2 : i64, index = 0 : i64, pf.microbatch = 0 : i64} : !pf.global<4x4xf32, #R0, #pf.sbp<[B]>> -> !A
+  // expected-error @below {{pf-unroll-microbatches: uses a micro-batch's value but has no pf.microbatch (a transfer or an effect copied without its mark)}}
+  pf.send %x0 to 1 tag 0 : !A
+  return
+}

@@ -166,9 +166,13 @@ def UnrollMicrobatchesPass : Pass<"pf-unroll-microbatches", "::mlir::ModuleOp"> 
     `pf-microbatch{template}`), in the module or in its per-rank modules:
     copies the ops of micro-batch 0 (those marked `pf.microbatch`, and every
     op using one's result) for micro-batches 1 to m - 1 (`pf.microbatch =
-    k`, `pf.microbatch` index k), forward copies after the forward ops and
-    backward copies after the backward ops (GPipe order), and gives each
-    gathering `pf.pack` micro-batch k's value as operand k. Sends and
+    k`, `pf.microbatch` index k), forward copies after the last marked
+    forward op and backward copies after the last marked backward op (GPipe
+    order; an unmarked op after those points, such as a layout change
+    feeding the pack, is copied where it is), and gives each gathering
+    `pf.pack` micro-batch k's value as operand k. An unmarked transfer,
+    rooted collective or op with effects that uses a copied value is an
+    error (its peer's half might not be copied). Sends and
     receives get distinct tags: micro-batch k's transfer t takes tag
     `k * n + t`, where n is one more than the module's largest tag, and the
     transfers outside the micro-batches take `m * n + t`, the same on every
