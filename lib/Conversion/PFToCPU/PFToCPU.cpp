@@ -351,6 +351,8 @@ LogicalResult RankLowering::lowerStep() {
   fn.walk([&](UnrealizedConversionCastOp c) { casts.push_back(c); });
   reconcileUnrealizedCasts(casts);
   // The step as a loop over its actions (one function per shape of action).
+  // Outlining erases the step's ops, the shared addresses among them.
+  state.rt.forgetAddresses();
   OutlineStats stats;
   if (outline &&
       outlineStepActions(module, fn, CPULoweringState::kActionMarker, stats))

@@ -152,6 +152,10 @@ public:
   /// function's entry and shared by every later use there (outside a
   /// function, a new address each time).
   Value addressOf(OpBuilder &b, Location loc, LLVM::GlobalOp global);
+  /// Drops the shared addresses (before a pass erases or moves the ops of a
+  /// function built with them). The cache also assumes no conversion rolls
+  /// back the op that made one: every pattern failure here is fatal.
+  void forgetAddresses() { addresses.clear(); }
 
   /// Whether a call was built with arguments of the wrong type.
   bool hadError() const { return error; }
