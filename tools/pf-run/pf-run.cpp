@@ -119,6 +119,13 @@ static cl::opt<bool>
                   "float32)"),
          cl::cat(runCategory));
 
+static cl::opt<std::string> gemmTune(
+    "gemm-tune", cl::value_desc("file|1"),
+    cl::desc("GPU ranks time up to 8 of cuBLASLt's algorithms for each GEMM "
+             "shape and keep the fastest; a file keeps the choices for later "
+             "runs (the same algorithms, the same bits), 1 this run only"),
+    cl::cat(runCategory));
+
 static cl::opt<bool> memoryReport(
     "memory-report",
     cl::desc("Each rank prints its planned arena, the arena's measured "
@@ -501,6 +508,13 @@ int main(int argc, char **argv) {
       args.push_back("--no-cuda-graph");
     if (tf32)
       args.push_back("--tf32");
+    if (!gemmTune.empty()) {
+      // (absolute: the ranks may start elsewhere)
+      SmallString<256> path(gemmTune.getValue());
+      if (gemmTune != "1")
+        sys::fs::make_absolute(path);
+      args.push_back("--gemm-tune=" + std::string(path));
+    }
     for (auto [flag, value] :
          {std::pair<const char *, const std::string *>{"--data=", &dataDir},
           {"--load=", &loadDir},

@@ -10,6 +10,8 @@
 
 #include "../common/Internal.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -88,7 +90,14 @@ struct FakeEvent {
   FakeStream *stream = nullptr;
   uint64_t at = 0;
   bool captured = false;
+  /// gClockMs when recorded (outside a capture, where work runs at once).
+  double clockMs = 0;
 };
+/// An emulated clock for cuEventElapsedTime: only cublasLtMatmul moves it,
+/// by a cost its algorithm's first word picks (so a test of the GEMM tuner
+/// knows which candidate is fastest: the heuristic's answer 1).
+double gClockMs = 0;
+constexpr double kFakeAlgoMs[] = {3.0, 1.0, 2.0};
 std::vector<std::unique_ptr<FakeStream>> gStreams;
 FakeStream *gCaptureOrigin = nullptr;
 
@@ -124,7 +133,22 @@ CUresult cuEventRecord(CUevent event, CUstream stream) {
     return CUDA_ERROR_INVALID_HANDLE;
   if (gRecording && !inCapture(s))
     return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
-  *e = {s, s->ops, gRecording != nullptr};
+  *e = {s, s->ops, gRecording != nullptr, gClockMs};
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventSynchronize(CUevent event) {
+  return event ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+  auto *a = reinterpret_cast<FakeEvent *>(start),
+       *b = reinterpret_cast<FakeEvent *>(end);
+  if (!a || !b || !a->stream || !b->stream)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (a->captured || b->captured)
+    return CUDA_ERROR_INVALID_VALUE;
+  *ms = float(b->clockMs - a->clockMs);
   return CUDA_SUCCESS;
 }
 
@@ -195,6 +219,22 @@ CUresult cuMemAlloc(CUdeviceptr *p, size_t bytes) {
   *p = reinterpret_cast<CUdeviceptr>(mem);
   return CUDA_SUCCESS;
 }
+
+CUresult cuMemFree(CUdeviceptr p) {
+  if (gRecording)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  std::free(address(p));
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice device) {
+  if (device != 0 || len < 1)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::snprintf(name, size_t(len), "pfrt host emulation");
+  return CUDA_SUCCESS;
+}
+
+size_t cublasLtGetVersion() { return 130000; }
 
 CUresult cuMemGetInfo(size_t *free, size_t *total) {
   *free = *total = size_t(1) << 34;
@@ -476,8 +516,12 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     *found = 0;
     return CUBLAS_STATUS_NOT_SUPPORTED;
   }
-  results[0] = cublasLtMatmulHeuristicResult_t{};
-  *found = 1;
+  // Three answers, told apart by their first word (kFakeAlgoMs).
+  *found = std::min(requested, 3);
+  for (int i = 0; i < *found; ++i) {
+    results[i] = cublasLtMatmulHeuristicResult_t{};
+    results[i].algo.data[0] = uint64_t(i);
+  }
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -487,8 +531,11 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
                               cublasLtMatrixLayout_t bdesc, const void *beta,
                               const void *C, cublasLtMatrixLayout_t cdesc,
                               void *D, cublasLtMatrixLayout_t ddesc,
-                              const cublasLtMatmulAlgo_t *, void *, size_t,
+                              const cublasLtMatmulAlgo_t *algo, void *, size_t,
                               cudaStream_t) {
+  if (!algo || algo->data[0] > 2)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  double costMs = kFakeAlgoMs[algo->data[0]];
   // The descriptors as they are now (a captured call keeps them).
   Desc d = *reinterpret_cast<Desc *>(desc);
   Layout la = *reinterpret_cast<Layout *>(adesc),
@@ -521,6 +568,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
               *c = static_cast<const float *>(C);
   float *out = static_cast<float *>(D);
   enqueue([=] {
+    gClockMs += costMs;
     std::vector<float> result(size_t(m * n));
     for (int32_t p = 0; p < ld.batch; ++p) {
       const float *ap = a + p * la.stride, *bp = b + p * lb.stride,

@@ -47,6 +47,10 @@ bool enabled();
   X(cuEventCreate, "")                                                         \
   X(cuEventRecord, "")                                                         \
   X(cuStreamWaitEvent, "")                                                     \
+  X(cuEventSynchronize, "")                                                    \
+  X(cuEventElapsedTime, "")                                                    \
+  X(cuMemFree, "")                                                             \
+  X(cuDeviceGetName, "")                                                       \
   X(cuStreamSynchronize, "")                                                   \
   X(cuStreamIsCapturing, "")                                                   \
   X(cuMemAlloc, "")                                                            \
@@ -72,7 +76,8 @@ bool enabled();
   X(cublasLtMatmulPreferenceCreate, "")                                        \
   X(cublasLtMatmulPreferenceSetAttribute, "")                                  \
   X(cublasLtMatmulAlgoGetHeuristic, "")                                        \
-  X(cublasLtMatmul, "")
+  X(cublasLtMatmul, "")                                                        \
+  X(cublasLtGetVersion, "")
 PFRT_FAKE_FUNCTIONS(PFRT_FAKE_DECLARE)
 #undef PFRT_FAKE_DECLARE
 

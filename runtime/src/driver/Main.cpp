@@ -31,13 +31,14 @@ struct Options {
   bool help = false;
   bool noCudaGraph = false;
   bool tf32 = false;
+  std::string gemmTune;
 };
 
 const char *kUsage =
     "usage: %s [--steps K] [--seed S] [--lr X] [--threads T] "
     "[--loss-out FILE]\n"
     "          [--load DIR] [--save DIR] [--data DIR] [--no-cuda-graph]\n"
-    "          [--tf32]\n"
+    "          [--tf32] [--gemm-tune FILE|1]\n"
     "  --steps K        number of training steps (default 1)\n"
     "  --seed S         parameter-initialisation seed, uint64 (default 0)\n"
     "  --lr X           learning rate, run-time scalar \"lr\" (default 0.001)\n"
@@ -57,6 +58,11 @@ const char *kUsage =
     "  --tf32           a GPU rank's GEMMs may use TF32 tensor cores "
     "(default:\n"
     "                   exact float32; also PFRT_CUDA_TF32=1)\n"
+    "  --gemm-tune F    a GPU rank times up to 8 of cuBLASLt's algorithms for\n"
+    "                   each GEMM shape at its first use and keeps the\n"
+    "                   fastest; with a FILE the choices are kept there and\n"
+    "                   reused by later runs (same algorithms, same bits); 1:\n"
+    "                   for this run only (also PFRT_CUDA_GEMM_TUNE)\n"
     "  --help           print this message\n"
     "Flags also accept --flag=value.\n";
 
@@ -126,7 +132,8 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
     }
     if (name != "--steps" && name != "--seed" && name != "--lr" &&
         name != "--threads" && name != "--loss-out" && name != "--save" &&
-        name != "--load" && name != "--data" && name != "--scalar") {
+        name != "--load" && name != "--data" && name != "--scalar" &&
+        name != "--gemm-tune") {
       err = "unknown flag '" + name + "'";
       return false;
     }
@@ -156,12 +163,13 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
            parseDouble(value.c_str() + at + 1, x);
       if (ok)
         o.scalars.push_back({value.substr(0, at), x});
-    } else { // --loss-out, --save, --load, --data: a non-empty path
+    } else { // --loss-out, --save, --load, --data, --gemm-tune: non-empty
       ok = !value.empty();
-      (name == "--loss-out" ? o.lossOut
-       : name == "--save"   ? o.save
-       : name == "--load"   ? o.load
-                            : o.data) = value;
+      (name == "--loss-out"    ? o.lossOut
+       : name == "--save"      ? o.save
+       : name == "--load"      ? o.load
+       : name == "--gemm-tune" ? o.gemmTune
+                               : o.data) = value;
     }
     if (!ok) {
       err = "bad value '" + value + "' for flag '" + name + "'";
@@ -223,6 +231,8 @@ extern "C" int pfrt_main(int argc, char **argv, const pfrt_program *program) {
     setenv("PFRT_NO_CUDA_GRAPH", "1", 1);
   if (o.tf32)
     setenv("PFRT_CUDA_TF32", "1", 1);
+  if (!o.gemmTune.empty())
+    setenv("PFRT_CUDA_GEMM_TUNE", o.gemmTune.c_str(), 1);
   *pfrt_scalar("lr") = float(o.lr);
   for (auto &[name, value] : o.scalars)
     *pfrt_scalar(name.c_str()) = float(value);
