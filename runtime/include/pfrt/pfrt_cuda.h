@@ -89,7 +89,11 @@ int pfrt_cuda_launch(void *function, int64_t gx, int64_t gy, int64_t gz,
  * unless the run asks for TF32 everywhere (PFRT_CUDA_TF32=1: pf-run --tf32,
  * an executable's --tf32).
  * Descriptors and the chosen algorithm are cached per shape, so a replayed
- * step does no setup.  * Returns 0, or 1 without running anything for the
+ * step does no setup. The algorithm is cuBLASLt's heuristic's first
+ * answer, or under PFRT_CUDA_GEMM_TUNE (pf-run --gemm-tune) the fastest of
+ * up to 8 answers timed on scratch buffers at the shape's first use; with
+ * a file's path there the choices are kept in it (keyed by device and
+ * cuBLASLt version) and reused, so runs with one file give the same bits.  * Returns 0, or 1 without running anything for the
  * BGRADB epilogue when cuBLASLt has no algorithm for it (the caller computes
  * the GEMM and the reduction itself). */
 int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
