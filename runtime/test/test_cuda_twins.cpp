@@ -250,6 +250,125 @@ void optimizers() {
   }
 }
 
+/// The multi-tensor updates: 50 tensors (two launches of at most 48),
+/// sizes around the blocks' chunks and an empty one, every other gradient
+/// cleared; SGD bit for bit against the host rows, Adam bit for bit
+/// against the single-tensor device twin (and within 1e-6 of the host).
+void multiTensorOptimizers() {
+  const int count = 50;
+  const int64_t sizes[] = {1, 1023, 1024, 1025, 0, 3000, 7, 4097};
+  float *lr = pfrt_scalar("lr"), *step = pfrt_scalar("step");
+  std::vector<int64_t> ns;
+  std::vector<int8_t> clear;
+  for (int i = 0; i < count; ++i) {
+    ns.push_back(sizes[i % 8] + (i / 8));
+    if (sizes[i % 8] == 0)
+      ns.back() = 0;
+    clear.push_back(int8_t(i % 2));
+  }
+  // SGD with momentum, weight decay and Nesterov, 3 steps.
+  {
+    std::vector<std::vector<float>> p, buf;
+    std::vector<float *> dp, dbuf;
+    for (int i = 0; i < count; ++i) {
+      p.push_back(uniform(ns[i]));
+      buf.push_back(uniform(ns[i]));
+      dp.push_back(ns[i] ? upload(p[i]) : nullptr);
+      dbuf.push_back(ns[i] ? upload(buf[i]) : nullptr);
+    }
+    for (int t = 1; t <= 3; ++t) {
+      std::vector<std::vector<float>> g;
+      std::vector<float *> dg;
+      std::vector<void *> hostPtrs, devPtrs;
+      for (int i = 0; i < count; ++i) {
+        g.push_back(uniform(ns[i]));
+        dg.push_back(ns[i] ? upload(g[i]) : nullptr);
+        for (void *q :
+             {(void *)p[i].data(), (void *)g[i].data(), (void *)buf[i].data(),
+              (void *)p[i].data(), (void *)buf[i].data()})
+          hostPtrs.push_back(q);
+        for (void *q : {(void *)dp[i], (void *)dg[i], (void *)dbuf[i],
+                        (void *)dp[i], (void *)dbuf[i]})
+          devPtrs.push_back(q);
+      }
+      *lr = 0.05f * float(t);
+      *step = float(t);
+      pfrt_cuda_k_sgd_multi(devPtrs.data(), ns.data(), clear.data(), count,
+                            pfrt_cuda_scalar("lr"), pfrt_cuda_scalar("step"),
+                            0.9, 0.0, 0.01, 1);
+      pfrt_k_sgd_multi(hostPtrs.data(), ns.data(), clear.data(), count, lr,
+                       step, 0.9, 0.0, 0.01, 1);
+      for (int i = 0; i < count; ++i) {
+        if (!ns[i])
+          continue;
+        std::string at =
+            " tensor " + std::to_string(i) + " step " + std::to_string(t);
+        expectBits(download(dp[i], ns[i]), p[i], "sgd_multi p" + at);
+        expectBits(download(dbuf[i], ns[i]), buf[i], "sgd_multi buf" + at);
+        auto gd = download(dg[i], ns[i]);
+        expectBits(gd, g[i], "sgd_multi g" + at);
+        CHECK(bool(clear[i]) == (gd[0] == 0.0f && gd.back() == 0.0f),
+              "sgd_multi: the gradient of%s was %s", at.c_str(),
+              clear[i] ? "not cleared" : "cleared");
+      }
+    }
+  }
+  // AdamW with bias correction, 2 steps: the multi-tensor twin against
+  // the single-tensor twin (bits) and the host (1e-6).
+  {
+    std::vector<std::vector<float>> p, m, v;
+    std::vector<float *> dp, dm, dv, sp, sm, sv;
+    for (int i = 0; i < count; ++i) {
+      p.push_back(uniform(ns[i]));
+      m.push_back(std::vector<float>(size_t(ns[i]), 0.0f));
+      v.push_back(m.back());
+      for (auto *list : {&dp, &sp})
+        list->push_back(ns[i] ? upload(p[i]) : nullptr);
+      for (auto *list : {&dm, &sm, &dv, &sv})
+        list->push_back(ns[i] ? upload(m[i]) : nullptr);
+    }
+    for (int t = 1; t <= 2; ++t) {
+      std::vector<std::vector<float>> g;
+      std::vector<float *> dg, sg;
+      std::vector<void *> devPtrs;
+      for (int i = 0; i < count; ++i) {
+        g.push_back(uniform(ns[i]));
+        dg.push_back(ns[i] ? upload(g[i]) : nullptr);
+        sg.push_back(ns[i] ? upload(g[i]) : nullptr);
+        for (void *q :
+             {(void *)dp[i], (void *)dg[i], (void *)dm[i], (void *)dv[i],
+              (void *)dp[i], (void *)dm[i], (void *)dv[i]})
+          devPtrs.push_back(q);
+      }
+      *lr = 1e-3f;
+      *step = float(t);
+      pfrt_cuda_k_adam_multi(devPtrs.data(), ns.data(), nullptr, count,
+                             pfrt_cuda_scalar("lr"), pfrt_cuda_scalar("step"),
+                             0.9, 0.999, 1e-8, 0.01, 1, 1);
+      for (int i = 0; i < count; ++i) {
+        if (!ns[i])
+          continue;
+        pfrt_cuda_k_adam(sp[i], sg[i], sm[i], sv[i], pfrt_cuda_scalar("lr"),
+                         pfrt_cuda_scalar("step"), sp[i], sm[i], sv[i], ns[i],
+                         0.9, 0.999, 1e-8, 0.01, 1, 1);
+        pfrt_k_adam(p[i].data(), g[i].data(), m[i].data(), v[i].data(), lr,
+                    step, p[i].data(), m[i].data(), v[i].data(), ns[i], 0.9,
+                    0.999, 1e-8, 0.01, 1, 1);
+        std::string at =
+            " tensor " + std::to_string(i) + " step " + std::to_string(t);
+        auto mp = download(dp[i], ns[i]);
+        expectBits(mp, download(sp[i], ns[i]), "adam_multi p" + at);
+        expectBits(download(dm[i], ns[i]), download(sm[i], ns[i]),
+                   "adam_multi m" + at);
+        expectBits(download(dv[i], ns[i]), download(sv[i], ns[i]),
+                   "adam_multi v" + at);
+        expectClose(mp, p[i], 1e-6, "adam_multi p vs host" + at);
+        expectBits(download(dg[i], ns[i]), g[i], "adam_multi g kept" + at);
+      }
+    }
+  }
+}
+
 void matmuls() {
   const int64_t m = 37, n = 53, k = 29;
   for (int64_t batch : {int64_t(1), int64_t(3)})
@@ -1054,6 +1173,7 @@ int main(int argc, char **argv) {
   reduceSum();
   xent();
   optimizers();
+  multiTensorOptimizers();
   matmuls();
   biasGradients();
   convs();

@@ -4,6 +4,8 @@
 #include "pf/Dialect/PF/IR/PFOps.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace mlir::pf;
@@ -100,7 +102,7 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
                                bool (*elementwise)(Operation *),
                                unsigned maxPointers, bool foldBiasRelu,
                                bool foldBiasGrad, bool foldSoftmax,
-                               bool foldViews) {
+                               bool foldViews, bool groupUpdates) {
   llvm::DenseMap<Operation *, unsigned> order;
   unsigned position = 0;
   for (Operation &op : block)
@@ -244,6 +246,84 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
     foldViewsIntoGemms(block);
   if (elementwise)
     groupElementwise(block, elementwise, maxPointers);
+  if (groupUpdates)
+    groupUpdateRuns(block);
+}
+
+void BufferAnalysis::groupUpdateRuns(Block &block) {
+  auto lrOf = [](Operation *op) {
+    if (auto sgd = dyn_cast<SGDUpdateOp>(op))
+      return std::make_pair(sgd.getLr(), sgd.getStep());
+    auto adam = cast<AdamUpdateOp>(op);
+    return std::make_pair(adam.getLr(), adam.getStep());
+  };
+  // An update whose results are all computed in place (so deferring it
+  // moves no arena buffer) and that no other analysis claimed.
+  auto eligible = [&](Operation *op) {
+    return isa<SGDUpdateOp, AdamUpdateOp>(op) && !groupIndex.count(op) &&
+           !deferredTo.count(op) &&
+           llvm::all_of(op->getResults(),
+                        [&](Value r) { return inPlace.count(r); });
+  };
+  auto compatible = [&](Operation *a, Operation *b) {
+    return a->getName() == b->getName() &&
+           a->getPropertiesAsAttribute() == b->getPropertiesAsAttribute() &&
+           a->getDiscardableAttrDictionary() ==
+               b->getDiscardableAttrDictionary() &&
+           lrOf(a) == lrOf(b);
+  };
+  UpdateGroup run;
+  // Parameters a member writes (in place): nothing in the run may read
+  // them before the call.
+  llvm::StringSet<> pending;
+  auto close = [&] {
+    if (run.updates.size() >= 2) {
+      unsigned index = updateGroups.size();
+      Operation *last = run.last();
+      for (Operation *update : run.updates) {
+        updateGroupIndex[update] = index;
+        if (update != last)
+          deferredTo[update] = last;
+      }
+      updateGroups.push_back(std::move(run));
+    }
+    run = UpdateGroup();
+    pending.clear();
+  };
+  auto readsPending = [&](Operation *op) {
+    return llvm::any_of(op->getOperands(), [&](Value v) {
+      auto read = v.getDefiningOp<ReadParamOp>();
+      return read && pending.contains(read.getParam());
+    });
+  };
+  for (Operation &op : block) {
+    if (eligible(&op)) {
+      if (!run.updates.empty() &&
+          (!compatible(run.updates.front(), &op) || readsPending(&op)))
+        close();
+      run.updates.push_back(&op);
+      for (Value r : op.getResults())
+        pending.insert(inPlace.lookup(r));
+      continue;
+    }
+    if (run.updates.empty())
+      continue;
+    if (auto read = dyn_cast<ReadParamOp>(op)) {
+      if (pending.contains(read.getParam()))
+        close();
+      continue;
+    }
+    if (isa<ScalarInputOp, ConstantOp>(op))
+      continue;
+    if (auto write = dyn_cast<WriteParamOp>(op)) {
+      Operation *def = write.getValue().getDefiningOp();
+      if (def && llvm::is_contained(run.updates, def) &&
+          !inPlace.lookup(write.getValue()).empty())
+        continue; // computed in place: a no-op
+    }
+    close();
+  }
+  close();
 }
 
 void BufferAnalysis::foldSoftmaxes(Block &block) {

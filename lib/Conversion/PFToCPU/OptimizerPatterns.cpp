@@ -74,10 +74,104 @@ struct ScalarInputLowering : CPUPattern<ScalarInputOp> {
   }
 };
 
+/// A table of pointers on the stack (llvm.alloca), for the multi-tensor
+/// updates.
+Value pointerTable(OpBuilder &b, Location loc, ArrayRef<Value> pointers) {
+  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+  auto tableTy = LLVM::LLVMArrayType::get(ptrTy, pointers.size());
+  Value one =
+      LLVM::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(1));
+  Value table = LLVM::AllocaOp::create(b, loc, ptrTy, tableTy, one);
+  for (auto [i, p] : llvm::enumerate(pointers)) {
+    Value slot = LLVM::GEPOp::create(b, loc, ptrTy, ptrTy, table,
+                                     ArrayRef<LLVM::GEPArg>{int32_t(i)});
+    LLVM::StoreOp::create(b, loc, p, slot);
+  }
+  return table;
+}
+
+/// The members of a multi-tensor update (BufferAnalysis) as one
+/// pfrt_k_sgd_multi / pfrt_k_adam_multi call, emitted by the last member;
+/// the others only take their (in-place) result buffers.
+LogicalResult emitMultiUpdate(CPULoweringState &state,
+                              ConversionPatternRewriter &b,
+                              const UpdateGroup &group) {
+  Operation *last = group.last();
+  Location loc = last->getLoc();
+  SmallVector<Value> pointers;
+  SmallVector<int64_t> counts;
+  Value null = state.rt.nullPtr(b, loc);
+  for (Operation *update : group.updates) {
+    auto operand = [&](Value v) { return v ? b.getRemappedValue(v) : null; };
+    SmallVector<Value, 3> results;
+    for (unsigned i = 0; i < update->getNumResults(); ++i) {
+      FailureOr<Value> r = state.result(b, update, i);
+      if (failed(r))
+        return failure();
+      results.push_back(*r);
+    }
+    if (auto sgd = dyn_cast<SGDUpdateOp>(update)) {
+      bool momentum = static_cast<bool>(sgd.getMomentumBuffer());
+      pointers.append({operand(sgd.getParam()), operand(sgd.getGrad()),
+                       operand(sgd.getMomentumBuffer()), results[0],
+                       momentum ? results[1] : null});
+      counts.push_back(localCount(sgd.getParam()));
+    } else {
+      auto adam = cast<AdamUpdateOp>(update);
+      pointers.append({operand(adam.getParam()), operand(adam.getGrad()),
+                       operand(adam.getExpAvg()), operand(adam.getExpAvgSq()),
+                       results[0], results[1], results[2]});
+      counts.push_back(localCount(adam.getParam()));
+    }
+  }
+  Value table = pointerTable(b, loc, pointers);
+  Value n = state.rt.i64Array(b, loc, counts);
+  // (no gradient to clear: the step's gradients are step buffers here)
+  Value clear = null;
+  int64_t count = static_cast<int64_t>(group.updates.size());
+  if (auto sgd = dyn_cast<SGDUpdateOp>(last)) {
+    state.rt.pfrt_k_sgd_multi(
+        b, loc, table, n, clear, count, b.getRemappedValue(sgd.getLr()),
+        sgd.getStep() ? b.getRemappedValue(sgd.getStep()) : null,
+        sgd.getMomentum().convertToDouble(),
+        sgd.getDampening().convertToDouble(),
+        sgd.getWeightDecay().convertToDouble(), sgd.getNesterov());
+    return success();
+  }
+  auto adam = cast<AdamUpdateOp>(last);
+  state.rt.pfrt_k_adam_multi(
+      b, loc, table, n, clear, count, b.getRemappedValue(adam.getLr()),
+      b.getRemappedValue(adam.getStep()), adam.getBeta1().convertToDouble(),
+      adam.getBeta2().convertToDouble(), adam.getEpsilon().convertToDouble(),
+      adam.getWeightDecay().convertToDouble(), adam.getDecoupled(),
+      adam.getBiasCorrection());
+  return success();
+}
+
+/// An update of a multi-tensor group: its in-place result buffers, and at
+/// the group's last update the call.
+LogicalResult lowerGroupedUpdate(CPULoweringState &state,
+                                 ConversionPatternRewriter &b, Operation *op,
+                                 const UpdateGroup &group) {
+  SmallVector<Value, 3> results;
+  for (unsigned i = 0; i < op->getNumResults(); ++i) {
+    FailureOr<Value> r = state.result(b, op, i);
+    if (failed(r))
+      return failure();
+    results.push_back(*r);
+  }
+  if (op == group.last() && failed(emitMultiUpdate(state, b, group)))
+    return failure();
+  b.replaceOp(op, results);
+  return success();
+}
+
 struct SGDUpdateLowering : CPUPattern<SGDUpdateOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(SGDUpdateOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
+    if (const UpdateGroup *group = state.buffers.updateGroupOf(op))
+      return lowerGroupedUpdate(state, b, op, *group);
     Location loc = op.getLoc();
     FailureOr<Value> p = state.result(b, op, 0);
     if (failed(p))
@@ -107,6 +201,8 @@ struct AdamUpdateLowering : CPUPattern<AdamUpdateOp> {
   using CPUPattern::CPUPattern;
   LogicalResult lower(AdamUpdateOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
+    if (const UpdateGroup *group = state.buffers.updateGroupOf(op))
+      return lowerGroupedUpdate(state, b, op, *group);
     FailureOr<Value> p = state.result(b, op, 0), m = state.result(b, op, 1),
                      v = state.result(b, op, 2);
     if (failed(p) || failed(m) || failed(v))

@@ -920,6 +920,24 @@ void pfrt_k_adam(const float *p, const float *g, const float *m, const float *v,
                  float *new_v, int64_t n, double beta1, double beta2,
                  double eps, double weight_decay, int32_t decoupled,
                  int32_t bias_correction);
+/* Multi-tensor updates: `count` tensors of one optimizer with one lr, step
+ * and set of hyper-parameters, tensor i being pfrt_k_sgd's (p, g, buf,
+ * new_p, new_buf) = ptrs[5 i .. 5 i + 4], or pfrt_k_adam's (p, g, m, v,
+ * new_p, new_m, new_v) = ptrs[7 i .. 7 i + 6], of n[i] elements. The
+ * arithmetic is the single update's, tensor by tensor. Where clear_grad
+ * is not NULL and clear_grad[i] != 0, tensor i's g is zeroed after it is
+ * read (the gradient's reset for the next step); g must then alias no
+ * other tensor of the call. The device twins run each call as one launch
+ * (per 48 tensors): the compiler groups a GPU rank's updates this way. */
+void pfrt_k_sgd_multi(void *const *ptrs, const int64_t *n,
+                      const int8_t *clear_grad, int64_t count, const float *lr,
+                      const float *step, double momentum, double dampening,
+                      double weight_decay, int32_t nesterov);
+void pfrt_k_adam_multi(void *const *ptrs, const int64_t *n,
+                       const int8_t *clear_grad, int64_t count, const float *lr,
+                       const float *step, double beta1, double beta2,
+                       double eps, double weight_decay, int32_t decoupled,
+                       int32_t bias_correction);
 
 /*===----------------------------------------------------------------------===
  * Memory, run-time scalars and losses (for compiled per-rank programs)

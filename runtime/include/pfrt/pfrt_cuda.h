@@ -93,9 +93,10 @@ int pfrt_cuda_launch(void *function, int64_t gx, int64_t gy, int64_t gz,
  * answer, or under PFRT_CUDA_GEMM_TUNE (pf-run --gemm-tune) the fastest of
  * up to 8 answers timed on scratch buffers at the shape's first use; with
  * a file's path there the choices are kept in it (keyed by device and
- * cuBLASLt version) and reused, so runs with one file give the same bits.  * Returns 0, or 1 without running anything for the
- * BGRADB epilogue when cuBLASLt has no algorithm for it (the caller computes
- * the GEMM and the reduction itself). */
+ * cuBLASLt version) and reused, so runs with one file give the same bits.  *
+ * Returns 0, or 1 without running anything for the BGRADB epilogue when
+ * cuBLASLt has no algorithm for it (the caller computes the GEMM and the
+ * reduction itself). */
 int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
                    float alpha, const void *a, int64_t lda, const void *b,
                    int64_t ldb, float beta, void *c, int64_t ldc, int64_t batch,
@@ -414,6 +415,19 @@ void pfrt_cuda_k_adam(const float *p, const float *g, const float *m,
                       double beta1, double beta2, double eps,
                       double weight_decay, int32_t decoupled,
                       int32_t bias_correction);
+/* pfrt_k_sgd_multi / pfrt_k_adam_multi on the device: one launch per 48
+ * tensors, each block working on one tensor's range (the blocks' tensors
+ * found from a table passed by value, so a captured launch keeps it). */
+void pfrt_cuda_k_sgd_multi(void *const *ptrs, const int64_t *n,
+                           const int8_t *clear_grad, int64_t count,
+                           const float *lr, const float *step, double momentum,
+                           double dampening, double weight_decay,
+                           int32_t nesterov);
+void pfrt_cuda_k_adam_multi(void *const *ptrs, const int64_t *n,
+                            const int8_t *clear_grad, int64_t count,
+                            const float *lr, const float *step, double beta1,
+                            double beta2, double eps, double weight_decay,
+                            int32_t decoupled, int32_t bias_correction);
 /* Activations: the CPU's float32 / float64 expressions, operation for
  * operation (no libm call; in place allowed as for the host rows). */
 void pfrt_cuda_k_activation(int32_t kind, const float *x, float *y, int64_t n);

@@ -148,4 +148,51 @@ void pfrt_k_adam(const float *p, const float *g, const float *m, const float *v,
     lerpLow ? run(F{}, F{}, T{}) : run(F{}, F{}, F{});
 }
 
+/// The count of a multi-tensor update and its table's presence.
+static void checkMulti(const char *fn, void *const *ptrs, const int64_t *n,
+                       int64_t count) {
+  if (count < 0)
+    fatal("%s: count = %lld must be >= 0", fn, (long long)count);
+  if (count > 0 && (!ptrs || !n))
+    fatal("%s: the pointer and size tables must not be NULL", fn);
+}
+
+void pfrt_k_sgd_multi(void *const *ptrs, const int64_t *n,
+                      const int8_t *clear_grad, int64_t count, const float *lr,
+                      const float *step, double momentum, double dampening,
+                      double weight_decay, int32_t nesterov) {
+  checkMulti("pfrt_k_sgd_multi", ptrs, n, count);
+  for (int64_t t = 0; t < count; ++t) {
+    void *const *q = ptrs + 5 * t;
+    auto *g = static_cast<float *>(q[1]);
+    pfrt_k_sgd(static_cast<const float *>(q[0]), g, lr,
+               static_cast<const float *>(q[2]), step,
+               static_cast<float *>(q[3]), static_cast<float *>(q[4]), n[t],
+               momentum, dampening, weight_decay, nesterov);
+    if (clear_grad && clear_grad[t])
+      for (int64_t i = 0; i < n[t]; ++i)
+        g[i] = 0.0f;
+  }
+}
+
+void pfrt_k_adam_multi(void *const *ptrs, const int64_t *n,
+                       const int8_t *clear_grad, int64_t count, const float *lr,
+                       const float *step, double beta1, double beta2,
+                       double eps, double weight_decay, int32_t decoupled,
+                       int32_t bias_correction) {
+  checkMulti("pfrt_k_adam_multi", ptrs, n, count);
+  for (int64_t t = 0; t < count; ++t) {
+    void *const *q = ptrs + 7 * t;
+    auto *g = static_cast<float *>(q[1]);
+    pfrt_k_adam(
+        static_cast<const float *>(q[0]), g, static_cast<const float *>(q[2]),
+        static_cast<const float *>(q[3]), lr, step, static_cast<float *>(q[4]),
+        static_cast<float *>(q[5]), static_cast<float *>(q[6]), n[t], beta1,
+        beta2, eps, weight_decay, decoupled, bias_correction);
+    if (clear_grad && clear_grad[t])
+      for (int64_t i = 0; i < n[t]; ++i)
+        g[i] = 0.0f;
+  }
+}
+
 } // extern "C"

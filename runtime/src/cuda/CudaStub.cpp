@@ -347,6 +347,16 @@ void pfrt_cuda_k_adam(const float *, const float *, const float *,
                       int32_t, int32_t) {
   noCuda("pfrt_cuda_k_adam");
 }
+void pfrt_cuda_k_sgd_multi(void *const *, const int64_t *, const int8_t *,
+                           int64_t, const float *, const float *, double,
+                           double, double, int32_t) {
+  noCuda("pfrt_cuda_k_sgd_multi");
+}
+void pfrt_cuda_k_adam_multi(void *const *, const int64_t *, const int8_t *,
+                            int64_t, const float *, const float *, double,
+                            double, double, double, int32_t, int32_t) {
+  noCuda("pfrt_cuda_k_adam_multi");
+}
 void pfrt_cuda_k_activation(int32_t, const float *, float *, int64_t) {
   noCuda("pfrt_cuda_k_activation");
 }

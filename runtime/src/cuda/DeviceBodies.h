@@ -475,6 +475,22 @@ PFRT_HD inline void sgdAt(const float *p, const float *g, const float *buf,
   np[i] = p[i] - lr * gi;
 }
 
+/// A multi-tensor update's table, passed to its kernel by value (so a
+/// captured launch keeps it): at most kMultiTensors tensors a launch, P
+/// pointers each (SGD's 5, Adam's 7; Adam's table is 3.5 KB, under the
+/// 4 KB of a kernel's parameters). Block b updates elements
+/// [(b - firstBlock[t]) kMultiChunk, + kMultiChunk) of the tensor t with
+/// firstBlock[t] <= b < firstBlock[t + 1].
+constexpr int kMultiTensors = 48;
+constexpr int64_t kMultiChunk = 4 * kBlock;
+template <int P> struct MultiTable {
+  float *ptr[kMultiTensors][P];
+  int64_t n[kMultiTensors];
+  int64_t firstBlock[kMultiTensors + 1];
+  uint64_t clear; // bit t: zero tensor t's gradient (pointer 1) once read
+  int32_t count;
+};
+
 /// Adam's per-call constants, computed from *lr and *step as the CPU kernel
 /// does (bias corrections in float64, then rounded to float32).
 struct AdamConsts {

@@ -68,6 +68,8 @@ namespace {
   X(XentGrad, "pfrt_cuda_xent_grad")                                           \
   X(Sgd, "pfrt_cuda_sgd")                                                      \
   X(Adam, "pfrt_cuda_adam")                                                    \
+  X(SgdMulti, "pfrt_cuda_sgd_multi")                                           \
+  X(AdamMulti, "pfrt_cuda_adam_multi")                                         \
   X(Activation, "pfrt_cuda_activation")                                        \
   X(Transpose, "pfrt_cuda_transpose")                                          \
   X(Im2col, "pfrt_cuda_im2col")                                                \
@@ -206,6 +208,66 @@ void launch(Kernel k, int64_t n, void **args, const char *fn) {
   if (blocks > (int64_t(1) << 20))
     blocks = int64_t(1) << 20;
   pfrt_cuda_launch(m.fn[k], blocks, 1, 1, kBlock, 1, 1, 0, args);
+}
+
+/// Launches kernel k on `blocks` blocks of kBlock threads.
+void launchBlocks(Kernel k, int64_t blocks, void **args, const char *fn) {
+  if (blocks <= 0)
+    return;
+  Module &m = kernels(fn);
+  pfrt_cuda_launch(m.fn[k], blocks, 1, 1, kBlock, 1, 1, 0, args);
+}
+
+/// A multi-tensor update's tables (pfrt_k_sgd_multi's arguments) cut into
+/// launches of at most kMultiTensors tensors (and 2^31 - 1 blocks): each
+/// full table goes to `launchTable(table, blocks)`. Empty tensors are
+/// skipped; `needed(k)` says whether pointer k may not be NULL.
+template <int P, class Needed, class LaunchTable>
+void multiUpdate(const char *fn, void *const *ptrs, const int64_t *n,
+                 const int8_t *clear, int64_t count,
+                 const char *const (&names)[P], Needed needed,
+                 LaunchTable launchTable) {
+  if (count < 0)
+    fatal("%s: count = %lld must be >= 0", fn, (long long)count);
+  if (count > 0 && (!ptrs || !n))
+    fatal("%s: the pointer and size tables must not be NULL", fn);
+  constexpr int64_t kMaxBlocks = (int64_t(1) << 31) - 1;
+  dev::MultiTable<P> t{};
+  int used = 0;
+  int64_t blocks = 0;
+  auto flush = [&] {
+    if (!used)
+      return;
+    t.count = used;
+    t.firstBlock[used] = blocks;
+    launchTable(t, blocks);
+    t = dev::MultiTable<P>{};
+    used = 0;
+    blocks = 0;
+  };
+  for (int64_t i = 0; i < count; ++i) {
+    checkSize(fn, "n", n[i]);
+    if (n[i] == 0)
+      continue;
+    for (int k = 0; k < P; ++k)
+      if (needed(k))
+        checkPtr(fn, names[k], ptrs[P * i + k], n[i]);
+    int64_t nb = (n[i] + dev::kMultiChunk - 1) / dev::kMultiChunk;
+    if (nb > kMaxBlocks)
+      fatal("%s: tensor %lld has %lld elements, more than one launch takes", fn,
+            (long long)i, (long long)n[i]);
+    if (used == dev::kMultiTensors || blocks + nb > kMaxBlocks)
+      flush();
+    for (int k = 0; k < P; ++k)
+      t.ptr[used][k] = static_cast<float *>(ptrs[P * i + k]);
+    t.n[used] = n[i];
+    t.firstBlock[used] = blocks;
+    if (clear && clear[i])
+      t.clear |= uint64_t(1) << used;
+    blocks += nb;
+    ++used;
+  }
+  flush();
 }
 
 /// Launches kernel k on one block of kBlock threads.
@@ -1406,6 +1468,52 @@ void pfrt_cuda_k_adam(const float *p, const float *g, const float *m,
                   &decoupled, &bias_correction,
                   &err};
   launch(kAdam, n, args, fn);
+}
+
+void pfrt_cuda_k_sgd_multi(void *const *ptrs, const int64_t *n,
+                           const int8_t *clear_grad, int64_t count,
+                           const float *lr, const float *step, double momentum,
+                           double dampening, double weight_decay,
+                           int32_t nesterov) {
+  const char *fn = "pfrt_cuda_k_sgd_multi";
+  checkPtr(fn, "lr", lr, 1);
+  if (nesterov && (momentum <= 0.0 || dampening != 0.0))
+    fatal("%s: Nesterov momentum requires a momentum and zero dampening", fn);
+  if (momentum != 0.0)
+    checkPtr(fn, "step", step, 1);
+  dev::SgdParams q =
+      dev::makeSgdParams(momentum, dampening, weight_decay, nesterov);
+  // p, g, new_p always; buf and new_buf with momentum (buf even at step 1,
+  // as pfrt_cuda_k_sgd).
+  static const char *const kNames[] = {"p", "g", "buf", "new_p", "new_buf"};
+  multiUpdate<5>(
+      fn, ptrs, n, clear_grad, count, kNames,
+      [&](int k) { return momentum != 0.0 || (k != 2 && k != 4); },
+      [&](dev::MultiTable<5> &t, int64_t blocks) {
+        void *args[] = {&t, &lr, &step, &q};
+        launchBlocks(kSgdMulti, blocks, args, fn);
+      });
+}
+
+void pfrt_cuda_k_adam_multi(void *const *ptrs, const int64_t *n,
+                            const int8_t *clear_grad, int64_t count,
+                            const float *lr, const float *step, double beta1,
+                            double beta2, double eps, double weight_decay,
+                            int32_t decoupled, int32_t bias_correction) {
+  const char *fn = "pfrt_cuda_k_adam_multi";
+  checkPtr(fn, "lr", lr, 1);
+  checkPtr(fn, "step", step, 1);
+  static const char *const kNames[] = {"p",     "g",     "m",    "v",
+                                       "new_p", "new_m", "new_v"};
+  DeviceError *err = count > 0 ? kernels(fn).err : nullptr;
+  multiUpdate<7>(
+      fn, ptrs, n, clear_grad, count, kNames, [](int) { return true; },
+      [&](dev::MultiTable<7> &t, int64_t blocks) {
+        void *args[] = {
+            &t,   &lr,           &step,      &beta1,           &beta2,
+            &eps, &weight_decay, &decoupled, &bias_correction, &err};
+        launchBlocks(kAdamMulti, blocks, args, fn);
+      });
 }
 
 void pfrt_cuda_k_activation(int32_t kind, const float *x, float *y, int64_t n) {

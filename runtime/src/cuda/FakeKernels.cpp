@@ -45,6 +45,8 @@ using pfrt::fake::threadIdx;
 #define pfrt_cuda_xent_grad pfrt_fake_xent_grad
 #define pfrt_cuda_sgd pfrt_fake_sgd
 #define pfrt_cuda_adam pfrt_fake_adam
+#define pfrt_cuda_sgd_multi pfrt_fake_sgd_multi
+#define pfrt_cuda_adam_multi pfrt_fake_adam_multi
 #define pfrt_cuda_activation pfrt_fake_activation
 #define pfrt_cuda_transpose pfrt_fake_transpose
 #define pfrt_cuda_im2col pfrt_fake_im2col
@@ -123,6 +125,8 @@ const HostKernel kHostKernels[] = {
     {"pfrt_cuda_xent_stats", hostKernel(pfrt_cuda_xent_stats)},
     {"pfrt_cuda_xent_grad", hostKernel(pfrt_cuda_xent_grad)},
     {"pfrt_cuda_sgd", hostKernel(pfrt_cuda_sgd)},
+    {"pfrt_cuda_sgd_multi", hostKernel(pfrt_cuda_sgd_multi)},
+    {"pfrt_cuda_adam_multi", hostKernel(pfrt_cuda_adam_multi)},
     {"pfrt_cuda_adam", hostKernel(pfrt_cuda_adam)},
     {"pfrt_cuda_activation", hostKernel(pfrt_cuda_activation)},
     {"pfrt_cuda_transpose", hostKernel(pfrt_cuda_transpose)},

@@ -269,6 +269,70 @@ __global__ void pfrt_cuda_adam(const float *p, const float *g, const float *m,
   PFRT_FOR_EACH(i, n) adamAt(p, g, m, v, np, nm, nv, k, i);
 }
 
+/// The tensor of a multi-tensor table (its firstBlock and count) that
+/// block `b` works on.
+__device__ inline int multiTensorOf(const int64_t *firstBlock, int count,
+                                    int64_t b) {
+  int j = 0;
+  while (j + 1 < count && firstBlock[j + 1] <= b)
+    ++j;
+  return j;
+}
+
+/// pfrt_k_sgd_multi: each block a kMultiChunk range of one tensor, each
+/// element sgdAt's arithmetic (the single update's bits).
+__global__ void pfrt_cuda_sgd_multi(MultiTable<5> t, const float *lr,
+                                    const float *step, SgdParams q) {
+  const float lrf = *lr;
+  const float st = q.momentum ? *step : 0.0f;
+  const int64_t b = blockIdx.x;
+  const int j = multiTensorOf(t.firstBlock, t.count, b);
+  float *const *p = t.ptr[j];
+  const int64_t begin = (b - t.firstBlock[j]) * kMultiChunk;
+  const int64_t end =
+      begin + kMultiChunk < t.n[j] ? begin + kMultiChunk : t.n[j];
+  const bool clear = (t.clear >> j) & 1;
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    sgdAt(p[0], p[1], p[2], p[3], p[4], lrf, st, q, i);
+    if (clear)
+      p[1][i] = 0.0f;
+  }
+}
+
+/// pfrt_k_adam_multi: as pfrt_cuda_adam, each block's constants derived
+/// once by its first thread.
+__global__ void pfrt_cuda_adam_multi(MultiTable<7> t, const float *lr,
+                                     const float *step, double beta1,
+                                     double beta2, double eps,
+                                     double weight_decay, int32_t decoupled,
+                                     int32_t bias_correction,
+                                     DeviceError *err) {
+  __shared__ AdamConsts k;
+  __shared__ int ok;
+  if (threadIdx.x == 0) {
+    float st = *step;
+    ok = makeAdamConsts(*lr, st, beta1, beta2, eps, weight_decay, decoupled,
+                        bias_correction, &k);
+    if (!ok && blockIdx.x == 0)
+      raiseError(err, kErrAdamStep, 0, 0, 0, double(st));
+  }
+  __syncthreads();
+  if (!ok)
+    return;
+  const int64_t b = blockIdx.x;
+  const int j = multiTensorOf(t.firstBlock, t.count, b);
+  float *const *p = t.ptr[j];
+  const int64_t begin = (b - t.firstBlock[j]) * kMultiChunk;
+  const int64_t end =
+      begin + kMultiChunk < t.n[j] ? begin + kMultiChunk : t.n[j];
+  const bool clear = (t.clear >> j) & 1;
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    adamAt(p[0], p[1], p[2], p[3], p[4], p[5], p[6], k, i);
+    if (clear)
+      p[1][i] = 0.0f;
+  }
+}
+
 /// One thread per element; out may be x or dy (dy NULL: the forward).
 __global__ void pfrt_cuda_activation(int32_t kind, const float *x,
                                      const float *dy, float *out, int64_t n) {

@@ -35,7 +35,11 @@
 // CHECK: llvm.call @pfrt_cuda_k_masked_fill(
 // CHECK: llvm.call @pfrt_cuda_k_div(
 // CHECK: llvm.call @pfrt_cuda_k_layer_norm_grad_params(
-// CHECK: llvm.call @pfrt_cuda_k_sgd(
+// The 6 updates are one multi-tensor call (6 x 5 pointers).
+// CHECK: llvm.alloca %{{.+}} x !llvm.array<30 x ptr>
+// CHECK-NOT: llvm.call @pfrt_cuda_k_sgd(
+// CHECK: llvm.call @pfrt_cuda_k_sgd_multi(
+// CHECK-NOT: llvm.call @pfrt_cuda_k_sgd(
 // CHECK: llvm.call @pfrt_cuda_report_loss
 
 // HOST-NOT: @pfrt_k_

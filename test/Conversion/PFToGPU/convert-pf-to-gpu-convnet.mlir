@@ -46,7 +46,11 @@
 // CHECK: llvm.call @pfrt_cuda_k_batch_norm_grad_input(
 // CHECK: llvm.call @pfrt_cuda_k_batch_norm_grad_params(
 // CHECK: llvm.call @pfrt_cuda_k_conv2d_grad_weight(
-// CHECK: llvm.call @pfrt_cuda_k_sgd(
+// The 8 updates are one multi-tensor call (8 x 5 pointers).
+// CHECK: llvm.alloca %{{.+}} x !llvm.array<40 x ptr>
+// CHECK-NOT: llvm.call @pfrt_cuda_k_sgd(
+// CHECK: llvm.call @pfrt_cuda_k_sgd_multi(
+// CHECK-NOT: llvm.call @pfrt_cuda_k_sgd(
 // CHECK: llvm.call @pfrt_cuda_report_loss
 
 // No host kernel, host arena, host input or host report is called.

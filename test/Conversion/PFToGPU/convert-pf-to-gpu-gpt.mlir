@@ -36,7 +36,12 @@
 // CHECK: llvm.call @pfrt_cuda_copy_box(
 // CHECK: llvm.call @pfrt_cuda_k_embedding_grad(
 // CHECK: llvm.call @pfrt_cuda_k_embedding_grad(
-// CHECK: llvm.call @pfrt_cuda_k_adam(
+// The 17 AdamW updates are one multi-tensor call (a table of 17 x 7
+// pointers).
+// CHECK: llvm.alloca %{{.+}} x !llvm.array<119 x ptr>
+// CHECK-NOT: llvm.call @pfrt_cuda_k_adam(
+// CHECK: llvm.call @pfrt_cuda_k_adam_multi(
+// CHECK-NOT: llvm.call @pfrt_cuda_k_adam(
 // CHECK: llvm.call @pfrt_cuda_report_loss(
 
 // HOST-NOT: llvm.call @pfrt_k_

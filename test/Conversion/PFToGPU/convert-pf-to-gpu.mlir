@@ -15,6 +15,9 @@
 // RUN:   -pf-compile-gpu-pipeline="optimizer=sgd momentum=0.9 accumulation-steps=2 pf-compile-to=rank" \
 // RUN:   | pf-opt -convert-pf-to-gpu=outline-actions=false | grep -B1 "llvm.call @pfrt_cuda_k_matmul_bgrad(" | FileCheck %s --check-prefix=BGRAD
 // RUN: pf-opt %S/Inputs/cuda-mlp.mlir \
+// RUN:   -pf-compile-gpu-pipeline="optimizer=sgd momentum=0.9 accumulation-steps=2" \
+// RUN:   | FileCheck %s --check-prefix=MULTI
+// RUN: pf-opt %S/Inputs/cuda-mlp.mlir \
 // RUN:   -pf-compile-gpu-pipeline="optimizer=adam accumulation-steps=1" \
 // RUN:   | FileCheck %s --check-prefix=ADAM
 // The pass alone on the per-rank program (what the pipeline ends with), and
@@ -64,7 +67,15 @@
 // CHECK: llvm.call @pfrt_cuda_k_matmul_bgrad(
 // CHECK-NOT: pfrt_cuda_k_matmul_acc
 // CHECK: llvm.call @pfrt_cuda_scalar
-// CHECK: llvm.call @pfrt_cuda_k_sgd
+// The four updates (SGD with momentum) are one multi-tensor call
+// (BufferAnalysis): a table of 4 x 5 pointers on the stack, their sizes
+// (the MULTI global), momentum 0.9.
+// CHECK-NOT: llvm.call @pfrt_cuda_k_sgd(
+// CHECK: %[[TABLE:.+]] = llvm.alloca %{{.+}} x !llvm.array<20 x ptr>
+// CHECK: %[[COUNT:.+]] = llvm.mlir.constant(4 : i64)
+// CHECK: %[[MOMENTUM:.+]] = llvm.mlir.constant(9.000000e-01 : f64)
+// CHECK: llvm.call @pfrt_cuda_k_sgd_multi(%[[TABLE]], %{{.+}}, %{{.+}}, %[[COUNT]], %{{.+}}, %{{.+}}, %[[MOMENTUM]],
+// CHECK-NOT: llvm.call @pfrt_cuda_k_sgd(
 // CHECK: llvm.call @pfrt_cuda_report_loss
 // CHECK: llvm.func @main
 // CHECK: llvm.call @pfrt_main
@@ -102,13 +113,20 @@
 // BGRAD: %[[A3:.+]] = llvm.mlir.constant(1 : i32)
 // BGRAD-NEXT: llvm.call @pfrt_cuda_k_matmul_bgrad({{.*}}, %[[A3]])
 
-// ADAM: llvm.call @pfrt_cuda_k_adam
+// The multi-tensor call's sizes: w0 (64 x 32), b0, w1 (10 x 64), b1 in the
+// updates' order.
+// MULTI: llvm.mlir.global private constant @__pf_dims{{[0-9]+}}(dense<[2048, 64, 640, 10]> : tensor<4xi64>)
+
+// ADAM-NOT: llvm.call @pfrt_cuda_k_adam(
+// ADAM: %[[TABLE:.+]] = llvm.alloca %{{.+}} x !llvm.array<28 x ptr>
+// ADAM: llvm.call @pfrt_cuda_k_adam_multi(%[[TABLE]],
+// ADAM-NOT: llvm.call @pfrt_cuda_k_adam(
 
 // PASS: pfrt.backend = "cuda"
 // PASS: llvm.call @pfrt_cuda_generated_kernels
 // PASS: llvm.call @pfrt_cuda_k_matmul
 // PASS: llvm.call @pfrt_cuda_launch_generated
-// PASS: llvm.call @pfrt_cuda_k_sgd
+// PASS: llvm.call @pfrt_cuda_k_sgd_multi(
 // The pass leaves the kernels in the rank's gpu.module, the image empty.
 // PASS: gpu.module @pf_kernels
 // PASS: gpu.func @pf_ew_relu_grad(%{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: i64) kernel

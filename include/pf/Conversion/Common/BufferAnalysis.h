@@ -37,6 +37,12 @@
 //    its broadcast_to's input, without the broadcast); a mul_scalar that is
 //    a softmax gradient's only user is computed by that gradient's kernel
 //    into its buffer.
+//  - multi-tensor updates (groupUpdates, GPU ranks): a run of optimizer
+//    updates of one kind, one action, one lr and step and the same
+//    hyper-parameters, each computed in place, with nothing between them
+//    but reads of parameters no member has written yet, run-time scalars,
+//    constants and their no-op write_params, is one multi-tensor call at
+//    the run's last update (pfrt_k_sgd_multi / pfrt_k_adam_multi).
 //  - element-wise groups (only when asked, for the generated kernels): a
 //    run of consecutive element-wise ops of one action and one shape is one
 //    kernel at the last op's place (at most so many buffers). A member's result
@@ -94,6 +100,14 @@ struct SoftmaxPrologue {
   }
 };
 
+/// Optimizer updates computed by one multi-tensor call at the last one
+/// (BufferAnalysis, with groupUpdates).
+struct UpdateGroup {
+  /// Program order; the last is where the call runs.
+  SmallVector<Operation *, 8> updates;
+  Operation *last() const { return updates.back(); }
+};
+
 /// A GEMM operand read through strides (BufferAnalysis, with foldViews):
 /// element (i_0, ..., i_{r-1}) of the operand is element
 /// offset + sum_d i_d strides[d] of the buffer `root`'s operand holds (the
@@ -136,7 +150,7 @@ public:
                           bool (*elementwise)(Operation *) = nullptr,
                           unsigned maxPointers = 8, bool foldBiasRelu = false,
                           bool foldBiasGrad = false, bool foldSoftmax = false,
-                          bool foldViews = false);
+                          bool foldViews = false, bool groupUpdates = false);
 
   /// Whether the read_param `read` must copy its parameter.
   bool isCopyingRead(Operation *read) const {
@@ -235,6 +249,13 @@ public:
     return foldedGradScales.contains(op);
   }
 
+  /// The multi-tensor update the optimizer update `op` belongs to, or
+  /// null.
+  const UpdateGroup *updateGroupOf(Operation *op) const {
+    auto it = updateGroupIndex.find(op);
+    return it == updateGroupIndex.end() ? nullptr : &updateGroups[it->second];
+  }
+
   const ElementwiseGroup *groupOf(Operation *op) const {
     auto it = groupIndex.find(op);
     return it == groupIndex.end() ? nullptr : &groups[it->second];
@@ -253,8 +274,11 @@ private:
                         unsigned maxPointers);
   void foldSoftmaxes(Block &step);
   void foldViewsIntoGemms(Block &step);
+  void groupUpdateRuns(Block &step);
 
   std::vector<ElementwiseGroup> groups;
+  std::vector<UpdateGroup> updateGroups;
+  llvm::DenseMap<Operation *, unsigned> updateGroupIndex;
   llvm::DenseMap<Operation *, unsigned> groupIndex;
   llvm::DenseSet<Value> partLoaded;
   llvm::DenseMap<Operation *, Value> accumulators;

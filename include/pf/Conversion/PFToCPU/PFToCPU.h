@@ -62,7 +62,8 @@ struct CPULoweringState {
                 /*foldBiasRelu=*/target == rt::Target::Device,
                 /*foldBiasGrad=*/target == rt::Target::Device,
                 /*foldSoftmax=*/target == rt::Target::Host,
-                /*foldViews=*/target == rt::Target::Host),
+                /*foldViews=*/target == rt::Target::Host,
+                /*groupUpdates=*/target == rt::Target::Device),
         generatedKernels(generatedKernels) {}
 
   /// Whether buffers are device addresses (convert-pf-to-gpu): calls go to
