@@ -22,6 +22,44 @@ __device__ inline int64_t firstIndex() {
 __device__ inline int64_t gridStride() {
   return int64_t(gridDim.x) * blockDim.x;
 }
+
+/// The elements [begin, end) of tensor `tensor` of a multi-tensor table
+/// that this block updates, and whether it clears that tensor's gradient.
+struct MultiRange {
+  int tensor;
+  int64_t begin, end;
+  bool clear;
+};
+template <int P>
+__device__ inline MultiRange multiRange(const MultiTable<P> &t) {
+  const int64_t b = blockIdx.x;
+  int j = 0;
+  while (j + 1 < t.count && t.firstBlock[j + 1] <= b)
+    ++j;
+  const int64_t begin = (b - t.firstBlock[j]) * kMultiChunk;
+  const int64_t end =
+      begin + kMultiChunk < t.n[j] ? begin + kMultiChunk : t.n[j];
+  return {j, begin, end, bool((t.clear >> j) & 1)};
+}
+
+/// Adam's constants for this block, derived once by its first thread
+/// (float64 bias corrections) into shared `k`; `*ok` false (and block 0
+/// records the error) with bias correction and step < 1.
+__device__ inline void adamBlockConsts(const float *lr, const float *step,
+                                       double beta1, double beta2, double eps,
+                                       double weight_decay, int32_t decoupled,
+                                       int32_t bias_correction,
+                                       DeviceError *err, AdamConsts *k,
+                                       int *ok) {
+  if (threadIdx.x == 0) {
+    float t = *step;
+    *ok = makeAdamConsts(*lr, t, beta1, beta2, eps, weight_decay, decoupled,
+                         bias_correction, k);
+    if (!*ok && blockIdx.x == 0)
+      raiseError(err, kErrAdamStep, 0, 0, 0, double(t));
+  }
+  __syncthreads();
+}
 } // namespace
 
 #define PFRT_FOR_EACH(i, n)                                                    \
@@ -256,27 +294,11 @@ __global__ void pfrt_cuda_adam(const float *p, const float *g, const float *m,
                                DeviceError *err) {
   __shared__ AdamConsts k;
   __shared__ int ok;
-  if (threadIdx.x == 0) {
-    float t = *step;
-    ok = makeAdamConsts(*lr, t, beta1, beta2, eps, weight_decay, decoupled,
-                        bias_correction, &k);
-    if (!ok && blockIdx.x == 0)
-      raiseError(err, kErrAdamStep, 0, 0, 0, double(t));
-  }
-  __syncthreads();
+  adamBlockConsts(lr, step, beta1, beta2, eps, weight_decay, decoupled,
+                  bias_correction, err, &k, &ok);
   if (!ok)
     return;
   PFRT_FOR_EACH(i, n) adamAt(p, g, m, v, np, nm, nv, k, i);
-}
-
-/// The tensor of a multi-tensor table (its firstBlock and count) that
-/// block `b` works on.
-__device__ inline int multiTensorOf(const int64_t *firstBlock, int count,
-                                    int64_t b) {
-  int j = 0;
-  while (j + 1 < count && firstBlock[j + 1] <= b)
-    ++j;
-  return j;
 }
 
 /// pfrt_k_sgd_multi: each block a kMultiChunk range of one tensor, each
@@ -285,16 +307,11 @@ __global__ void pfrt_cuda_sgd_multi(MultiTable<5> t, const float *lr,
                                     const float *step, SgdParams q) {
   const float lrf = *lr;
   const float st = q.momentum ? *step : 0.0f;
-  const int64_t b = blockIdx.x;
-  const int j = multiTensorOf(t.firstBlock, t.count, b);
-  float *const *p = t.ptr[j];
-  const int64_t begin = (b - t.firstBlock[j]) * kMultiChunk;
-  const int64_t end =
-      begin + kMultiChunk < t.n[j] ? begin + kMultiChunk : t.n[j];
-  const bool clear = (t.clear >> j) & 1;
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+  const MultiRange r = multiRange(t);
+  float *const *p = t.ptr[r.tensor];
+  for (int64_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) {
     sgdAt(p[0], p[1], p[2], p[3], p[4], lrf, st, q, i);
-    if (clear)
+    if (r.clear)
       p[1][i] = 0.0f;
   }
 }
@@ -309,26 +326,15 @@ __global__ void pfrt_cuda_adam_multi(MultiTable<7> t, const float *lr,
                                      DeviceError *err) {
   __shared__ AdamConsts k;
   __shared__ int ok;
-  if (threadIdx.x == 0) {
-    float st = *step;
-    ok = makeAdamConsts(*lr, st, beta1, beta2, eps, weight_decay, decoupled,
-                        bias_correction, &k);
-    if (!ok && blockIdx.x == 0)
-      raiseError(err, kErrAdamStep, 0, 0, 0, double(st));
-  }
-  __syncthreads();
+  adamBlockConsts(lr, step, beta1, beta2, eps, weight_decay, decoupled,
+                  bias_correction, err, &k, &ok);
   if (!ok)
     return;
-  const int64_t b = blockIdx.x;
-  const int j = multiTensorOf(t.firstBlock, t.count, b);
-  float *const *p = t.ptr[j];
-  const int64_t begin = (b - t.firstBlock[j]) * kMultiChunk;
-  const int64_t end =
-      begin + kMultiChunk < t.n[j] ? begin + kMultiChunk : t.n[j];
-  const bool clear = (t.clear >> j) & 1;
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+  const MultiRange r = multiRange(t);
+  float *const *p = t.ptr[r.tensor];
+  for (int64_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) {
     adamAt(p[0], p[1], p[2], p[3], p[4], p[5], p[6], k, i);
-    if (clear)
+    if (r.clear)
       p[1][i] = 0.0f;
   }
 }
