@@ -272,10 +272,21 @@ void BufferAnalysis::groupUpdateRuns(Block &block) {
                b->getDiscardableAttrDictionary() &&
            lrOf(a) == lrOf(b);
   };
+  // The parameter whose buffer `v` is (a read_param, through views that
+  // alias their operand's buffer), if any.
+  auto paramOf = [&](Value v) -> StringRef {
+    Operation *def = v.getDefiningOp();
+    while (isa_and_nonnull<ReshapeOp, FlattenOp, ToGlobalOp>(def))
+      def = def->getOperand(0).getDefiningOp();
+    auto read = dyn_cast_or_null<ReadParamOp>(def);
+    return read && !copyingReads.contains(read) ? read.getParam() : StringRef();
+  };
   UpdateGroup run;
   // Parameters a member writes (in place): nothing in the run may read
-  // them before the call.
-  llvm::StringSet<> pending;
+  // them before the call. And the parameters members read in place: no
+  // later member may write them (one launch orders no tensor before
+  // another).
+  llvm::StringSet<> pending, readByRun;
   auto close = [&] {
     if (run.updates.size() >= 2) {
       unsigned index = updateGroups.size();
@@ -289,21 +300,33 @@ void BufferAnalysis::groupUpdateRuns(Block &block) {
     }
     run = UpdateGroup();
     pending.clear();
+    readByRun.clear();
   };
-  auto readsPending = [&](Operation *op) {
-    return llvm::any_of(op->getOperands(), [&](Value v) {
-      auto read = v.getDefiningOp<ReadParamOp>();
-      return read && pending.contains(read.getParam());
-    });
+  // Whether `op` may join the run: it reads no parameter a member wrote,
+  // and writes none a member wrote or read.
+  auto conflicts = [&](Operation *op) {
+    for (Value v : op->getOperands())
+      if (StringRef param = paramOf(v);
+          !param.empty() && pending.contains(param))
+        return true;
+    for (Value r : op->getResults()) {
+      StringRef target = inPlace.lookup(r);
+      if (pending.contains(target) || readByRun.contains(target))
+        return true;
+    }
+    return false;
   };
   for (Operation &op : block) {
     if (eligible(&op)) {
       if (!run.updates.empty() &&
-          (!compatible(run.updates.front(), &op) || readsPending(&op)))
+          (!compatible(run.updates.front(), &op) || conflicts(&op)))
         close();
       run.updates.push_back(&op);
       for (Value r : op.getResults())
         pending.insert(inPlace.lookup(r));
+      for (Value v : op.getOperands())
+        if (StringRef param = paramOf(v); !param.empty())
+          readByRun.insert(param);
       continue;
     }
     if (run.updates.empty())

@@ -490,6 +490,11 @@ template <int P> struct MultiTable {
   uint64_t clear; // bit t: zero tensor t's gradient (pointer 1) once read
   int32_t count;
 };
+// A launch's parameters are at most 4 KB: Adam's table and its other
+// arguments (two pointers, four doubles, two ints, the error record).
+static_assert(sizeof(MultiTable<7>) + 64 <= 4096,
+              "a multi-tensor table must fit in a kernel's parameters");
+static_assert(kMultiTensors <= 64, "the clear mask has 64 bits");
 
 /// Adam's per-call constants, computed from *lr and *step as the CPU kernel
 /// does (bias corrections in float64, then rounded to float32).
