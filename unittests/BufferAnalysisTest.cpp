@@ -57,6 +57,11 @@ protected:
     auto step = cast<func::FuncOp>(module->lookupSymbol("step"));
     BufferAnalysis analysis(step.getBody().front(), true, nullptr, 8, true,
                             true, false, false, /*groupUpdates=*/true);
+    copying.clear();
+    step.walk([&](ReadParamOp read) {
+      if (analysis.isCopyingRead(read))
+        copying.push_back(read.getParam().str());
+    });
     std::vector<int> out;
     std::vector<const UpdateGroup *> seen;
     step.walk([&](SGDUpdateOp op) {
@@ -89,6 +94,8 @@ protected:
 
   MLIRContext context;
   OwningOpRef<ModuleOp> module;
+  /// The parameters whose reads copy (of the last `groups`).
+  std::vector<std::string> copying;
 };
 
 TEST_F(BufferAnalysisTest, ARunOfInPlaceUpdatesIsOneGroup) {
@@ -140,6 +147,20 @@ TEST_F(BufferAnalysisTest, AReadOfAnUpdatedParameterEndsTheRun) {
          update("a", "%grad") + update("b", "%grad") + read("a", "%again") +
          read("c", "%c_r") + update("c", "%again");
   EXPECT_EQ(groups(body), (std::vector<int>{-1, 0, 0}));
+}
+
+// A view of a parameter read before its update and used after it: the
+// read copies (the view aliases the read's buffer), so the update may
+// still write the parameter in place, and the later reader sees the old
+// values.
+TEST_F(BufferAnalysisTest, AViewUsedAfterTheWriteMakesTheReadCopy) {
+  std::string body = read("g", "%grad") + read("a", "%a_r") +
+                     "  %av = pf.reshape %a_r : " + kType + " -> " + kType +
+                     "\n" + read("b", "%b_r") + update("a", "%grad") +
+                     update("b", "%grad") + read("c", "%c_r") +
+                     update("c", "%av");
+  EXPECT_EQ(groups(body), (std::vector<int>{0, 0, 0}));
+  EXPECT_EQ(copying, (std::vector<std::string>{"a"}));
 }
 
 } // namespace

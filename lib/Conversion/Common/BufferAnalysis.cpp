@@ -118,11 +118,27 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
       writes[write.getParam()].push_back(write);
   }
 
+  // The ops that read a value's buffer: its users and, through views
+  // (reshape, flatten and to_global lower to their operand's buffer),
+  // theirs.
+  auto forEachBufferUser = [](Value v, auto &&fn) {
+    SmallVector<Value, 4> work{v};
+    while (!work.empty()) {
+      Value x = work.pop_back_val();
+      for (Operation *user : x.getUsers()) {
+        fn(user);
+        if (isa<ReshapeOp, FlattenOp, ToGlobalOp>(user))
+          work.push_back(user->getResult(0));
+      }
+    }
+  };
+
   for (auto &[name, list] : reads)
     for (ReadParamOp read : list) {
       unsigned lastUse = order[read];
-      for (Operation *user : read->getUsers())
+      forEachBufferUser(read.getResult(), [&](Operation *user) {
         lastUse = std::max(lastUse, order[user]);
+      });
       for (WriteParamOp write : writes.lookup(name))
         if (order[write] > order[read] && order[write] < lastUse)
           copyingReads.insert(read);
@@ -145,9 +161,10 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
         if (at > p && at < q)
           safe = false;
         if (!copyingReads.contains(read))
-          for (Operation *user : read->getUsers())
+          forEachBufferUser(read.getResult(), [&](Operation *user) {
             if (user != &op && order[user] > p)
               safe = false;
+          });
       }
       for (WriteParamOp w : writes.lookup(write.getParam()))
         if (w != write && order[w] > p && order[w] < q)
