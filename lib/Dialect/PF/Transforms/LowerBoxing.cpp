@@ -271,6 +271,35 @@ LogicalResult Lowerer::run() {
     move.erase();
     return success();
   }
+  // A grouped split to or from another split on its 1-D placement: through
+  // B (the gather above, then the other split's local slice; or the slice
+  // is taken from B after gathering the plain split). Moves one gather's
+  // bytes where an all_to_all would do, but keeps the blocks' order
+  // without a layout of its own.
+  if (from.getPlacement() == to.getPlacement() && from.getSbp().size() == 1 &&
+      from.getSbp()[0] != to.getSbp()[0] &&
+      (from.getSbp()[0].isGrouped() || to.getSbp()[0].isGrouped())) {
+    MLIRContext *ctx = b.getContext();
+    GlobalType mid = GlobalType::get(from.getShape(), from.getElementType(),
+                                     from.getPlacement(),
+                                     SBPAttr::get(ctx, {SBPDim::broadcast()}));
+    b.setInsertionPoint(move);
+    auto gather = ToGlobalOp::create(b, loc, mid, move.getInput());
+    copyAttrs(gather);
+    auto slice = ToGlobalOp::create(b, loc, to, gather.getResult());
+    copyAttrs(slice);
+    move.getResult().replaceAllUsesWith(slice.getResult());
+    move.erase();
+    for (ToGlobalOp step : {gather, slice}) {
+      Lowerer lowerer(b, step);
+      if (failed(lowerer.run()))
+        return failure();
+      llvm::append_range(lines, lowerer.lines);
+      count += lowerer.count;
+      bytes += lowerer.bytes;
+    }
+    return success();
+  }
   // Otherwise a grouped split (pf-group-fused-splits) only meets its own
   // layout.
   if (hasGrouped(from.getSbp()) || hasGrouped(to.getSbp())) {

@@ -56,3 +56,36 @@ func.func @topartial(%x: !pf.global<12x4xf32, #P, #pf.sbp<[S(0, 3)]>>) -> !pf.gl
 // CHECK-NEXT: %[[U:.*]] = pf.unshard %[[C]] {axis = 1 : i64, {{.*}}} : !pf.global<3x4x4xf32, #{{.*}}, #pf.sbp<[S(1)]>> -> !pf.global<3x4x4xf32, #{{.*}}, #pf.sbp<[P]>>
 // CHECK-NEXT: %[[Y:.*]] = pf.reshape %[[U]] : {{.*}} -> !pf.global<12x4xf32, #{{.*}}, #pf.sbp<[P]>>
 // CHECK-NEXT: return %[[Y]]
+
+// -----
+
+// To and from another split (or another grouping): through B, the
+// grouped side's gather or slice between its reshapes, the plain side's
+// gather or local slice.
+#P = #pf.placement<"cpu", [0, 1]>
+func.func @toother(%x: !pf.global<12x4xf32, #P, #pf.sbp<[S(0, 3)]>>) -> !pf.global<12x4xf32, #P, #pf.sbp<[S(1)]>> {
+  %y = pf.to_global %x : !pf.global<12x4xf32, #P, #pf.sbp<[S(0, 3)]>> -> !pf.global<12x4xf32, #P, #pf.sbp<[S(1)]>>
+  return %y : !pf.global<12x4xf32, #P, #pf.sbp<[S(1)]>>
+}
+// CHECK-LABEL: func.func @toother
+// CHECK-NEXT: %[[C:.*]] = pf.reshape %{{.*}} -> !pf.global<3x4x4xf32, #{{.*}}, #pf.sbp<[S(1)]>>
+// CHECK-NEXT: %[[G:.*]] = pf.all_gather %[[C]] {axis = 1 : i64, {{.*}}} : {{.*}} -> !pf.global<3x4x4xf32, #{{.*}}, #pf.sbp<[B]>>
+// CHECK-NEXT: %[[B:.*]] = pf.reshape %[[G]] : {{.*}} -> !pf.global<12x4xf32, #{{.*}}, #pf.sbp<[B]>>
+// CHECK-NEXT: %[[S:.*]] = pf.shard %[[B]] {axis = 1 : i64, {{.*}}} : {{.*}} -> !pf.global<12x4xf32, #{{.*}}, #pf.sbp<[S(1)]>>
+// CHECK-NEXT: return %[[S]]
+// Rank 1: its 6 rows of blocks gathered, then its 2 columns of all 12 rows.
+// RANK-LABEL: module @rank1
+// RANK: func.func @toother
+// RANK: pf.all_gather %{{.*}} : !pf.global<3x2x4xf32, {{.*}}> -> !pf.global<3x4x4xf32
+// RANK: pf.shard %{{.*}} : !pf.global<12x4xf32, {{.*}}> -> !pf.global<12x2xf32
+
+func.func @fromother(%x: !pf.global<12x4xf32, #P, #pf.sbp<[S(0)]>>) -> !pf.global<12x4xf32, #P, #pf.sbp<[S(0, 2)]>> {
+  %y = pf.to_global %x : !pf.global<12x4xf32, #P, #pf.sbp<[S(0)]>> -> !pf.global<12x4xf32, #P, #pf.sbp<[S(0, 2)]>>
+  return %y : !pf.global<12x4xf32, #P, #pf.sbp<[S(0, 2)]>>
+}
+// CHECK-LABEL: func.func @fromother
+// CHECK-NEXT: %[[G:.*]] = pf.all_gather %{{.*}} {axis = 0 : i64, {{.*}}} : {{.*}} -> !pf.global<12x4xf32, #{{.*}}, #pf.sbp<[B]>>
+// CHECK-NEXT: %[[C:.*]] = pf.reshape %[[G]] : {{.*}} -> !pf.global<2x6x4xf32, #{{.*}}, #pf.sbp<[B]>>
+// CHECK-NEXT: %[[S:.*]] = pf.shard %[[C]] {axis = 1 : i64, {{.*}}} : {{.*}} -> !pf.global<2x6x4xf32, #{{.*}}, #pf.sbp<[S(1)]>>
+// CHECK-NEXT: %[[Y:.*]] = pf.reshape %[[S]] : {{.*}} -> !pf.global<12x4xf32, #{{.*}}, #pf.sbp<[S(0, 2)]>>
+// CHECK-NEXT: return %[[Y]]
