@@ -283,6 +283,19 @@ run() {
     check "$name-repeatable" "$PY" "$cmp" "$d/gpu1.txt" "$d/gpu2.txt" --tolerance 0
     check "$name-graph-equals-uncaptured" "$PY" "$cmp" "$d/gpu1.txt" "$d/gpu3.txt" --tolerance 0
   done
+  # GEMM algorithms chosen by timing (--gemm-tune FILE): the first run
+  # fills the file, the second reads it; both against the CPU ranks, and
+  # the two bit for bit (the same algorithms from the file).
+  local tuned=$OUT/programs/mlp-sgd
+  if [ -d "$tuned/gpu" ]; then
+    local targs=(--steps 10 --lr 0.05 --seed 7)
+    rm -f "$tuned"/tuned[12].txt "$tuned/gemm-choices.txt"
+    check gemm-tune-run1 "$tuned/gpu/rank0" "${targs[@]}" --gemm-tune "$tuned/gemm-choices.txt" --loss-out "$tuned/tuned1.txt"
+    check gemm-tune-run2 "$tuned/gpu/rank0" "${targs[@]}" --gemm-tune "$tuned/gemm-choices.txt" --loss-out "$tuned/tuned2.txt"
+    check gemm-tune-file grep -q "^# pfrt gemm choices: device " "$tuned/gemm-choices.txt"
+    check gemm-tune-vs-cpu "$PY" "$cmp" "$tuned/cpu.txt" "$tuned/tuned1.txt" --tolerance 1e-4
+    check gemm-tune-repeatable "$PY" "$cmp" "$tuned/tuned1.txt" "$tuned/tuned2.txt" --tolerance 0
+  fi
   # Every collective on one-rank NCCL communicators (one GPU), and the
   # host-staged transport's twins on two ranks sharing it.
   check nccl_one_rank env PFRT_CUDA_COMM=nccl "$OUT/tests/pfrt-test-cuda-nccl"
