@@ -90,6 +90,19 @@ Value pointerTable(OpBuilder &b, Location loc, ArrayRef<Value> pointers) {
   return table;
 }
 
+/// The buffers of an update's results (its parameters, computed in place).
+FailureOr<SmallVector<Value, 3>>
+resultBuffers(CPULoweringState &state, OpBuilder &b, Operation *update) {
+  SmallVector<Value, 3> results;
+  for (unsigned i = 0; i < update->getNumResults(); ++i) {
+    FailureOr<Value> r = state.result(b, update, i);
+    if (failed(r))
+      return failure();
+    results.push_back(*r);
+  }
+  return results;
+}
+
 /// The members of a multi-tensor update (BufferAnalysis) as one
 /// pfrt_k_sgd_multi / pfrt_k_adam_multi call, emitted by the last member;
 /// the others only take their (in-place) result buffers.
@@ -103,13 +116,10 @@ LogicalResult emitMultiUpdate(CPULoweringState &state,
   Value null = state.rt.nullPtr(b, loc);
   for (Operation *update : group.updates) {
     auto operand = [&](Value v) { return v ? b.getRemappedValue(v) : null; };
-    SmallVector<Value, 3> results;
-    for (unsigned i = 0; i < update->getNumResults(); ++i) {
-      FailureOr<Value> r = state.result(b, update, i);
-      if (failed(r))
-        return failure();
-      results.push_back(*r);
-    }
+    FailureOr<SmallVector<Value, 3>> found = resultBuffers(state, b, update);
+    if (failed(found))
+      return failure();
+    SmallVector<Value, 3> &results = *found;
     if (auto sgd = dyn_cast<SGDUpdateOp>(update)) {
       bool momentum = static_cast<bool>(sgd.getMomentumBuffer());
       pointers.append({operand(sgd.getParam()), operand(sgd.getGrad()),
@@ -153,16 +163,11 @@ LogicalResult emitMultiUpdate(CPULoweringState &state,
 LogicalResult lowerGroupedUpdate(CPULoweringState &state,
                                  ConversionPatternRewriter &b, Operation *op,
                                  const UpdateGroup &group) {
-  SmallVector<Value, 3> results;
-  for (unsigned i = 0; i < op->getNumResults(); ++i) {
-    FailureOr<Value> r = state.result(b, op, i);
-    if (failed(r))
-      return failure();
-    results.push_back(*r);
-  }
-  if (op == group.last() && failed(emitMultiUpdate(state, b, group)))
+  FailureOr<SmallVector<Value, 3>> results = resultBuffers(state, b, op);
+  if (failed(results) ||
+      (op == group.last() && failed(emitMultiUpdate(state, b, group))))
     return failure();
-  b.replaceOp(op, results);
+  b.replaceOp(op, *results);
   return success();
 }
 

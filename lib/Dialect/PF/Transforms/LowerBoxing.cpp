@@ -54,6 +54,12 @@ public:
   SmallVector<std::string> lines;
   int64_t count = 0;
   double bytes = 0;
+  /// Adds another lowerer's lines, count and bytes to these.
+  void add(const Lowerer &other) {
+    llvm::append_range(lines, other.lines);
+    count += other.count;
+    bytes += other.bytes;
+  }
 
 private:
   template <typename OpTy, typename... Args>
@@ -294,9 +300,7 @@ LogicalResult Lowerer::run() {
       Lowerer lowerer(b, step);
       if (failed(lowerer.run()))
         return failure();
-      llvm::append_range(lines, lowerer.lines);
-      count += lowerer.count;
-      bytes += lowerer.bytes;
+      add(lowerer);
     }
     return success();
   }
