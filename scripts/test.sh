@@ -10,6 +10,13 @@ build=${PF_BUILD_DIR:-$root/build}
 passed=0 failed=0
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
+# What failed, in detail: printed again just before the last line, so that a
+# CI log's tail shows the cause and not only the counts.
+details=$log/details
+: >"$details"
+detail() { # title file lines
+  { echo "---- $1"; tail -n "$3" "$2"; } >>"$details"
+}
 
 count() { # name passed failed
   echo "== $1: $2 passed, $3 failed"
@@ -21,12 +28,17 @@ count() { # name passed failed
 # (Only lit's own result lines: "RESULT: PIPEFLOW :: test"; a test's output
 # may contain lines that start with "FAIL:" too.)
 grep -E "^(FAIL|XPASS|UNRESOLVED|TIMEOUT): PIPEFLOW ::" "$log/lit" || true
+if grep -qE "^(FAIL|XPASS|UNRESOLVED|TIMEOUT): PIPEFLOW ::" "$log/lit"; then
+  awk '/^\*+ TEST .PIPEFLOW/ {p = 1} p {print} /^\*+$/ {p = 0}' "$log/lit" >"$log/lit-fail"
+  detail lit "$log/lit-fail" 80
+fi
 count lit "$(grep -cE '^(PASS|XFAIL): PIPEFLOW ::' "$log/lit")" \
   "$(grep -cE '^(FAIL|XPASS|UNRESOLVED|TIMEOUT): PIPEFLOW ::' "$log/lit")"
 
 # gtest.
 "$build/unittests/PFUnitTests" >"$log/gtest" 2>&1
 grep -E "^\[  FAILED  \] [A-Za-z]" "$log/gtest" || true
+grep -qE "^\[  FAILED  \] [A-Za-z]" "$log/gtest" && detail gtest "$log/gtest" 60
 count gtest "$(grep -cE '^\[       OK \]' "$log/gtest")" \
   "$(grep -cE '^\[  FAILED  \] [A-Za-z]' "$log/gtest")"
 
@@ -34,13 +46,14 @@ count gtest "$(grep -cE '^\[       OK \]' "$log/gtest")" \
 if [ -x "$root/runtime/test/run_tests.sh" ] && [ -d "$build/runtime" ]; then
   "$root/runtime/test/run_tests.sh" "$build/runtime" >"$log/rt" 2>&1
   grep -E "^FAIL" "$log/rt" || true
+  grep -qE "^FAIL" "$log/rt" && detail runtime "$log/rt" 60
   count runtime "$(grep -cE '^PASS' "$log/rt")" "$(grep -cE '^FAIL' "$log/rt")"
 fi
 
 # Python front end (Debian's python3: it has numpy and pytest).
 if [ -d "$root/test/python" ]; then
   (cd "$root" && PF_OPT="$build/bin/pf-opt" PF_BUILD_DIR="$build" \
-    /usr/bin/python3 -m pytest -q -rf -p no:cacheprovider test/python) >"$log/py" 2>&1
+    /usr/bin/python3 -m pytest -q -rfE -p no:cacheprovider test/python) >"$log/py" 2>&1
   tail -n 15 "$log/py" | grep -E "FAILED|ERROR" || true
   summary=$(tail -n 1 "$log/py")
   p=$(echo "$summary" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || echo 0)
@@ -48,6 +61,7 @@ if [ -d "$root/test/python" ]; then
   [ -z "$p" ] && p=0
   [ -z "$f" ] && f=0
   if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then f=1; cat "$log/py"; fi
+  [ "$f" -ne 0 ] && detail pytest "$log/py" 120
   count pytest "$p" "$f"
 fi
 
@@ -72,5 +86,9 @@ if [ "${PF_SKIP_FUZZ:-0}" != 1 ]; then
   fi
 fi
 
+if [ -s "$details" ]; then
+  echo "== details of what failed"
+  cat "$details"
+fi
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -52,10 +52,15 @@ def test_exit_code_of_the_first_failing_rank(tmp_path):
     proc = run_launch(tmp_path, "--nproc_per_node", "2", env={"EXIT_CODES": "0,3"})
     assert proc.returncode == 3
     assert "pipeflow.distributed.launch: rank 1 exited with code 3; the job was ended" in proc.stderr
-    # rank 1 fails first with 5; rank 0 would fail later with 7 (or be killed)
-    proc = run_launch(tmp_path, "--nproc_per_node", "2", env={"EXIT_CODES": "7,5", "DELAYS": "2,0"})
-    assert proc.returncode == 5
+    # rank 1 fails first with 5; rank 0 would fail with 7 long after the
+    # grace period (a 2 s gap was too small for ranks that start seconds
+    # apart on a loaded machine), so the launcher stops it and reports rank 1.
+    start = time.monotonic()
+    proc = run_launch(tmp_path, "--nproc_per_node", "2", env={"EXIT_CODES": "7,5", "DELAYS": "40,0"})
+    assert proc.returncode == 5, proc.stderr
     assert "rank 1 exited with code 5" in proc.stderr
+    assert "rank 0" not in proc.stderr.replace("rank 0 of 2", "")
+    assert time.monotonic() - start < 35
 
 
 @needs_mpiexec
