@@ -75,9 +75,9 @@ Gemm plan(int64_t m, int64_t n, int64_t k, cublasComputeType_t compute,
   cublasLtMatrixLayoutCreate(&g.c, CUDA_R_32F, m, n, m);
   cublasLtMatmulPreference_t pref;
   cublasLtMatmulPreferenceCreate(&pref);
-  cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &gWorkBytes,
-      sizeof(gWorkBytes));
+  cublasLtMatmulPreferenceSetAttribute(pref,
+                                       CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                       &gWorkBytes, sizeof(gWorkBytes));
   cublasLtMatmulHeuristicResult_t r[4] = {};
   g.status = cublasLtMatmulAlgoGetHeuristic(gLt, g.desc, g.a, g.b, g.c, g.c,
                                             pref, 4, r, &g.found);
@@ -98,8 +98,7 @@ cublasStatus_t run(Gemm &g, const float *a, const float *b, float *d) {
 float *dev(const std::vector<float> &h) {
   float *p;
   CK(cudaMalloc(&p, h.size() * sizeof(float)));
-  CK(cudaMemcpy(p, h.data(), h.size() * sizeof(float),
-                cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(p, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
   return p;
 }
 std::vector<float> host(const float *p, size_t n) {
@@ -117,8 +116,9 @@ std::vector<float> rnd(size_t n, std::mt19937 &gen) {
 }
 
 /// Double-precision column-major A B.
-std::vector<double> ref(const std::vector<float> &a, const std::vector<float> &b,
-                        int64_t m, int64_t n, int64_t k) {
+std::vector<double> ref(const std::vector<float> &a,
+                        const std::vector<float> &b, int64_t m, int64_t n,
+                        int64_t k) {
   std::vector<double> d(size_t(m * n), 0.0);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t q = 0; q < k; ++q) {
@@ -275,8 +275,7 @@ void timings() {
                          : nullptr,
                   c.aux ? mask : nullptr, auxLd);
     if (!g.found) {
-      std::printf("time %s: no algorithm (status %d)\n", c.name,
-                  int(g.status));
+      std::printf("time %s: no algorithm (status %d)\n", c.name, int(g.status));
       continue;
     }
     double ms = msTime(g, a, b, d, 20);
@@ -297,8 +296,8 @@ void emulationAccuracy() {
        {std::pair{"fp32", CUBLAS_COMPUTE_32F},
         std::pair{"tf32", CUBLAS_COMPUTE_32F_FAST_TF32},
         std::pair{"bf16x9", CUBLAS_COMPUTE_32F_EMULATED_16BFX9}}) {
-    Gemm g = plan(m, n, k, compute, CUBLASLT_EPILOGUE_DEFAULT, nullptr,
-                  nullptr, 0);
+    Gemm g =
+        plan(m, n, k, compute, CUBLASLT_EPILOGUE_DEFAULT, nullptr, nullptr, 0);
     if (!g.found) {
       std::printf("accuracy %s: no algorithm\n", name);
       continue;
