@@ -186,8 +186,10 @@ prepare() {
     "$BUILD"/runtime/test/pfrt-test-cuda-generated "$BUILD"/runtime/test/pfrt-test-generated \
     "$BUILD"/runtime/test/pfrt-test-cuda-nccl "$BUILD"/runtime/test/pfrt-test-cuda-staged \
     "$BUILD"/runtime/test/cuda_kernels.ptx "$OUT/tests/" || exit 1
-  # The benchmark's programs.
+  # The benchmark's programs, and the data-parallel MLP of the overlap
+  # benchmark (overlap on and off; two ranks sharing the GPU).
   PF_BUILD_DIR=$BUILD "$PY" "$HERE/bench/gpu_bench.py" --compile-only --workdir "$OUT/bench" >/dev/null || exit 1
+  PF_BIN=$bin "$PY" "$HERE/bench/overlap_bench.py" --compile-only --workdir "$OUT/overlap" >/dev/null || exit 1
   # Shared libraries beyond glibc and libstdc++ (the GPU machine has no
   # MPICH and maybe no OpenBLAS).
   local exe
@@ -327,6 +329,19 @@ run() {
       check "$name-vs-one-gpu" "$PY" "$cmp" "$one/gpu.txt" "$d/gpu.txt" --tolerance 1e-5
     fi
   done
+  # Traced, a GPU rank times its ops on the device (issue 15's overlap):
+  # the data-parallel MLP's trace has its ops on the compute stream and the
+  # staged all-reduce's copies on the communication stream, and overlap
+  # changes no loss; then the exposed communication with and without it.
+  if [ "$fake" = 1 ]; then
+    skip overlap "emulated: its GEMMs are too big for the emulation (lit's overlap-bench-emulated.test and gpu-nccl-emulated.test cover the logic)"
+  elif [ -d "$OUT/overlap/dp-on" ]; then
+    rm -rf "$OUT/overlap/trace-check"
+    check overlap-traced pf-run -n 2 --steps 4 --lr 0.01 --seed 7 --trace "$OUT/overlap/trace-check" "$OUT/overlap/dp-on"
+    check overlap-trace-shape "$PY" "$HERE/test/Integration/Inputs/check_gpu_trace.py" "$OUT/overlap/trace-check" staged 4 2
+    check overlap-bench env PF_BIN="$OUT/bin" "$PY" "$HERE/bench/overlap_bench.py" --prebuilt --workdir "$OUT/overlap"
+    cat "$OUT/logs/overlap-bench.out"
+  fi
   # A GPU rank killed mid-run: the job ends within 5 s, naming it.
   if [ -d "$OUT/mlp-layouts/seed-pp2-1f1b/gpu" ]; then
     check killed_gpu_rank "$PY" "$HERE/test/Integration/Inputs/killed_rank.py" --pf-run pf-run \

@@ -128,6 +128,9 @@ std::string name(const char *fn, const std::vector<int64_t> &g, int64_t count) {
 
 /// Every collective twin in group g (this rank a member) on `count`
 /// elements per block, against the host rows.
+/// The run's transport mode ("staged": PFRT_CUDA_COMM=staged).
+bool gStaged = false;
+
 void collectives(const std::vector<int64_t> &g, int64_t count) {
   const int64_t *r = g.data();
   int64_t n = int64_t(g.size()), pos = 0;
@@ -156,12 +159,31 @@ void collectives(const std::vector<int64_t> &g, int64_t count) {
     poison(dout2, count);
     CHECK(pfrt_cuda_all_reduce_start(din2, dout2, count, r, n, 7) == 0, "rc");
     CHECK(pfrt_cuda_all_reduce_start(din3, din3, count, r, n, 8) == 0, "rc");
+    if (gStaged && count > 0 && n > 1) {
+      // Host-staged, the sums wait for the waits: nothing written yet.
+      std::vector<float> early = download(dout2, count);
+      CHECK(std::isnan(early[0]) && std::isnan(early[size_t(count - 1)]),
+            "a staged split all-reduce wrote its output before its wait");
+    }
     CHECK(pfrt_cuda_all_reduce_wait(8) == 0, "rc");
     CHECK(pfrt_cuda_all_reduce_wait(7) == 0, "rc");
     expectSame(download(dout2, count), want, scale, n,
                name("pfrt_cuda_all_reduce_start", g, count));
     expectSame(download(din3, count), want, scale, n,
                name("pfrt_cuda_all_reduce_start in place", g, count));
+    // Another collective between a start and its wait runs after the
+    // started sum (a staged one is finished first, in start order), and
+    // both are right.
+    float *din4 = upload(in), *dout4 = dalloc(count), *din5 = upload(in);
+    poison(dout4, count);
+    CHECK(pfrt_cuda_all_reduce_start(din4, dout4, count, r, n, 9) == 0, "rc");
+    CHECK(pfrt_cuda_all_reduce_sum(din5, din5, count, r, n) == 0, "rc");
+    CHECK(pfrt_cuda_all_reduce_wait(9) == 0, "rc");
+    expectSame(
+        download(dout4, count), want, scale, n,
+        name("pfrt_cuda_all_reduce_start around a blocking sum", g, count));
+    expectSame(download(din5, count), want, scale, n,
+               name("pfrt_cuda_all_reduce_sum inside a split one", g, count));
   }
   // all-gather.
   {
@@ -387,6 +409,7 @@ int main(int argc, char **argv) {
   }
   gSeed = pt_start(&argc, &argv, "cuda-nccl", &gRank, &gSize);
   std::string mode = argc > 1 ? argv[1] : "";
+  gStaged = mode == "staged";
   const char *fake = std::getenv("PFRT_CUDA_FAKE");
   gExact = fake && std::strcmp(fake, "1") == 0;
   pfrt_cuda_arena_plan(kArena);

@@ -108,6 +108,26 @@ void traceInit();
 void traceFinalize();
 bool traceOn();
 
+/// A GPU rank's device timeline (Cuda.cpp sets it at pfrt_cuda_init when
+/// tracing): mark(stream) records a timing event on `stream` (null: the
+/// compute stream) and returns it; resolveUs waits for a mark and gives
+/// its time in pfrt_now_us's clock plus the epoch (monotonicUs's); release
+/// recycles it.
+struct DeviceTraceHooks {
+  void *(*mark)(void *stream);
+  double (*resolveUs)(void *mark);
+  void (*release)(void *mark);
+};
+void setDeviceTraceHooks(const DeviceTraceHooks *hooks);
+/// Tracing with device times (PF_TRACE on a GPU rank).
+bool deviceTraceOn();
+/// A span between two marks on a communication stream (thread 2).
+void traceDeviceSpan(const char *name, const char *cat, int tid, void *begin,
+                     void *end, int64_t bytes, int64_t groupSize);
+/// Turns the device marks recorded so far into times (after the device
+/// has passed them: the step's synchronisation).
+void traceResolveDevice();
+
 /// Records one completed communication event.
 void traceComm(const char *name, double beginUs, int64_t bytes,
                int64_t groupSize, int64_t peer);

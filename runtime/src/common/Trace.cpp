@@ -5,6 +5,14 @@
 // chrome://tracing shows the ranks as rows when the files are loaded
 // together.
 //
+// On a GPU rank (device hooks set by Cuda.cpp) the ops' events are also
+// timed on the device: a timing event is recorded on the compute stream at
+// each begin and end, and once the device has passed them the event gets
+// the device's times (thread 1, "GPU compute stream") instead of the
+// host's, which only say when the work was enqueued. Spans on the
+// communication streams (thread 2) come the same way; communication the
+// host does itself (MPI) stays on thread 0 with host times.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
@@ -27,12 +35,17 @@ struct Event {
   int32_t microbatch, stage;
   // Comm events only (-1 = absent).
   int64_t bytes = -1, groupSize = -1, peer = -1;
+  // 0: host; 1: the GPU's compute stream; 2: its communication streams.
+  int tid = 0;
+  // Device marks not yet resolved into ts and dur (null: none).
+  void *devBegin = nullptr, *devEnd = nullptr;
 };
 
 struct Open {
   std::string name, cat;
   double ts;
   int32_t microbatch, stage;
+  void *devBegin = nullptr;
 };
 
 struct Tracer {
@@ -42,12 +55,22 @@ struct Tracer {
   std::vector<Open> stack;
   size_t maxEvents = 4u << 20;
   size_t dropped = 0;
+  const pfrt::DeviceTraceHooks *device = nullptr;
+  // Events with device marks still to resolve.
+  std::vector<size_t> unresolved;
 
   void add(Event &&e) {
-    if (events.size() < maxEvents)
+    if (events.size() < maxEvents) {
+      if (e.devBegin)
+        unresolved.push_back(events.size());
       events.push_back(std::move(e));
-    else
+    } else {
       ++dropped;
+      if (device && e.devBegin) {
+        device->release(e.devBegin);
+        device->release(e.devEnd);
+      }
+    }
   }
 };
 
@@ -125,10 +148,64 @@ void traceComm(const char *name, double beginUs, int64_t bytes,
   t.add(std::move(e));
 }
 
+void setDeviceTraceHooks(const DeviceTraceHooks *hooks) {
+  tracer().device = hooks;
+}
+
+bool deviceTraceOn() {
+  Tracer &t = tracer();
+  return t.on && t.device;
+}
+
+void traceDeviceSpan(const char *name, const char *cat, int tid, void *begin,
+                     void *end, int64_t bytes, int64_t groupSize) {
+  Tracer &t = tracer();
+  if (!t.on || !t.device || !begin || !end)
+    return;
+  Event e;
+  e.name = name;
+  e.cat = cat;
+  e.ts = e.dur = 0;
+  e.microbatch = t.stack.empty() ? -1 : t.stack.back().microbatch;
+  e.stage = t.stack.empty() ? -1 : t.stack.back().stage;
+  e.bytes = bytes;
+  e.groupSize = groupSize;
+  e.tid = tid;
+  e.devBegin = begin;
+  e.devEnd = end;
+  t.add(std::move(e));
+}
+
+void traceResolveDevice() {
+  Tracer &t = tracer();
+  if (!t.device)
+    return;
+  for (size_t i : t.unresolved) {
+    Event &e = t.events[i];
+    double begin = t.device->resolveUs(e.devBegin);
+    double end = t.device->resolveUs(e.devEnd);
+    e.ts = begin - state().epochUs;
+    e.dur = end - begin;
+    t.device->release(e.devBegin);
+    t.device->release(e.devEnd);
+    e.devBegin = e.devEnd = nullptr;
+  }
+  t.unresolved.clear();
+}
+
 void traceFinalize() {
   Tracer &t = tracer();
   if (!t.on)
     return;
+  if (!t.unresolved.empty()) {
+    // The device is gone (pfrt_cuda_finalize resolves what it can): these
+    // keep their host times.
+    for (size_t i : t.unresolved) {
+      t.events[i].tid = 0;
+      t.events[i].devBegin = t.events[i].devEnd = nullptr;
+    }
+    t.unresolved.clear();
+  }
   if (!t.stack.empty())
     fprintf(stderr,
             "pfrt: rank %d: warning: %zu trace event(s) still open at "
@@ -142,6 +219,17 @@ void traceFinalize() {
            "\"args\":{\"name\":\"rank %d\"}}",
            rank, rank);
   out += buf;
+  if (t.device) {
+    static const char *const kThreads[] = {"host", "GPU compute stream",
+                                           "GPU communication streams"};
+    for (int tid = 0; tid < 3; ++tid) {
+      snprintf(buf, sizeof(buf),
+               ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,"
+               "\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+               rank, tid, kThreads[tid]);
+      out += buf;
+    }
+  }
   for (const Event &e : t.events) {
     out += ",\n{\"name\":";
     appendJsonString(out, e.name);
@@ -152,9 +240,9 @@ void traceFinalize() {
     out += ",\"dur\":";
     appendNumber(out, e.dur < 0 ? 0 : e.dur);
     snprintf(buf, sizeof(buf),
-             ",\"pid\":%d,\"tid\":0,\"args\":{\"microbatch\":%d,"
+             ",\"pid\":%d,\"tid\":%d,\"args\":{\"microbatch\":%d,"
              "\"stage\":%d",
-             rank, e.microbatch, e.stage);
+             rank, e.tid, e.microbatch, e.stage);
     out += buf;
     if (e.bytes >= 0) {
       snprintf(buf, sizeof(buf), ",\"bytes\":%lld", (long long)e.bytes);
@@ -207,8 +295,8 @@ int pfrt_trace_begin(const char *name, const char *cat, int32_t microbatch,
     return 0;
   if (!name)
     fatal("pfrt_trace_begin: name is NULL");
-  t.stack.push_back(
-      {name, cat ? cat : "compute", monotonicUs(), microbatch, stage});
+  t.stack.push_back({name, cat ? cat : "compute", monotonicUs(), microbatch,
+                     stage, t.device ? t.device->mark(nullptr) : nullptr});
   return 0;
 }
 
@@ -227,6 +315,11 @@ int pfrt_trace_end(void) {
   e.dur = monotonicUs() - o.ts;
   e.microbatch = o.microbatch;
   e.stage = o.stage;
+  if (t.device && o.devBegin) {
+    e.tid = 1;
+    e.devBegin = o.devBegin;
+    e.devEnd = t.device->mark(nullptr);
+  }
   t.add(std::move(e));
   return 0;
 }

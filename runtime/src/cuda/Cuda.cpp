@@ -625,6 +625,65 @@ void *allocPinned(int64_t bytes, const char *what) {
 
 uint64_t syncCount() { return gState.syncs; }
 
+namespace {
+/// The trace's device timeline (PF_TRACE): timing events from a free list,
+/// their times measured from a reference event the host waited for.
+struct DeviceClock {
+  std::vector<CUevent> free;
+  CUevent reference = nullptr;
+  double referenceUs = 0;
+} gClock;
+
+void *traceMark(void *stream) {
+  CUevent e;
+  if (gClock.free.empty()) {
+    check(gState.api.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+  } else {
+    e = gClock.free.back();
+    gClock.free.pop_back();
+  }
+  check(gState.api.cuEventRecord(e, stream ? static_cast<CUstream>(stream)
+                                           : gState.stream),
+        "cuEventRecord");
+  return e;
+}
+
+double traceResolveUs(void *mark) {
+  CUevent e = static_cast<CUevent>(mark);
+  check(gState.api.cuEventSynchronize(e), "cuEventSynchronize");
+  float ms = 0;
+  check(gState.api.cuEventElapsedTime(&ms, gClock.reference, e),
+        "cuEventElapsedTime");
+  return gClock.referenceUs + double(ms) * 1000.0;
+}
+
+void traceRelease(void *mark) {
+  gClock.free.push_back(static_cast<CUevent>(mark));
+}
+
+} // namespace
+
+void *markTrace(void *stream) { return traceMark(stream); }
+
+namespace {
+const DeviceTraceHooks kTraceHooks = {&traceMark, &traceResolveUs,
+                                      &traceRelease};
+
+/// With PF_TRACE, the ops' trace events get device times: the reference
+/// event is recorded and waited for now, and its host time noted.
+void startDeviceClock() {
+  if (!traceOn())
+    return;
+  CudaState &s = gState;
+  check(s.api.cuEventCreate(&gClock.reference, CU_EVENT_DEFAULT),
+        "cuEventCreate");
+  check(s.api.cuEventRecord(gClock.reference, s.stream), "cuEventRecord");
+  check(s.api.cuEventSynchronize(gClock.reference), "cuEventSynchronize");
+  gClock.referenceUs = monotonicUs();
+  setDeviceTraceHooks(&kTraceHooks);
+}
+} // namespace
+
 void *openOptionalLibrary(const char *name, std::string *tried) {
   std::string where;
   void *h = tryOpenLibrary(name, where);
@@ -671,6 +730,27 @@ void streamWaitEvent(void *stream, void *event) {
   check(gState.api.cuStreamWaitEvent(static_cast<CUstream>(stream),
                                      static_cast<CUevent>(event), 0),
         "cuStreamWaitEvent");
+}
+
+void copyToHostOn(void *dst, const void *src, int64_t bytes, void *stream) {
+  requireReady("pfrt_cuda copy to the host");
+  check(gState.api.cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src),
+                                     size_t(bytes),
+                                     static_cast<CUstream>(stream)),
+        "cuMemcpyDtoHAsync");
+}
+
+void copyToDeviceOn(void *dst, const void *src, int64_t bytes, void *stream) {
+  requireReady("pfrt_cuda copy to the device");
+  check(gState.api.cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src,
+                                     size_t(bytes),
+                                     static_cast<CUstream>(stream)),
+        "cuMemcpyHtoDAsync");
+}
+
+void eventSynchronize(void *event) {
+  check(gState.api.cuEventSynchronize(static_cast<CUevent>(event)),
+        "cuEventSynchronize");
 }
 
 void copyToHostAsync(void *dst, const void *src, int64_t bytes) {
@@ -732,6 +812,7 @@ int pfrt_cuda_init(int64_t device) {
         "cuMemAlloc(cuBLASLt workspace)");
   s.device = int(device);
   s.ready = true;
+  pfrt::cuda::startDeviceClock();
   pfrt::cuda::configureCollectives();
   return 0;
 }
@@ -739,6 +820,7 @@ int pfrt_cuda_init(int64_t device) {
 int pfrt_cuda_finalize(void) {
   if (gState.ready) {
     pfrt_cuda_synchronize();
+    pfrt::traceResolveDevice();
     pfrt::cuda::stopCollectives();
     pfrt::cuda::checkKernelErrors();
   }
@@ -896,6 +978,10 @@ int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
 }
 
 int pfrt_cuda_graphs_enabled(void) {
+  // A traced GPU rank times every op with events on the stream, which a
+  // replayed graph would not repeat: its steps run uncaptured.
+  if (deviceTraceOn())
+    return 0;
   const char *off = std::getenv("PFRT_NO_CUDA_GRAPH");
   return !(off && std::strcmp(off, "1") == 0);
 }

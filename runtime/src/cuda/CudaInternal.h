@@ -47,6 +47,16 @@ void *newEvent(const char *what);
 void recordEvent(void *event, void *stream);
 void streamWaitEvent(void *stream, void *event);
 
+/// Copies enqueued on `stream`, not waited for (host memory should be
+/// page-locked), and a host wait for an event's work.
+void copyToHostOn(void *dst, const void *src, int64_t bytes, void *stream);
+void copyToDeviceOn(void *dst, const void *src, int64_t bytes, void *stream);
+void eventSynchronize(void *event);
+
+/// A trace mark (a timing event) recorded on `stream`, for
+/// traceDeviceSpan; only while deviceTraceOn().
+void *markTrace(void *stream);
+
 /// Whether the compute stream is being captured into a graph.
 bool streamCapturing();
 

@@ -952,6 +952,7 @@ int pfrt_cuda_run_step(void (*step)(int64_t), int64_t k) {
     step(k);
     nccl::joinSends();
     pfrt_cuda_synchronize();
+    traceResolveDevice();
     checkErrors(fn);
     if (w.steps == 0 && nccl::setupPointToPoint() &&
         !nccl::stagedBesidesPointToPoint())

@@ -8,10 +8,14 @@
 // multi-rank GPU program uses where the NCCL transport (Nccl.cpp) is not
 // chosen. Each call waits for its copies, so a step that communicates this
 // way is not captured as a CUDA graph (pfrt_cuda_run_step runs it
-// uncaptured). The collectives NCCL has (all-reduce, all-gather,
-// reduce-scatter, broadcast, reduce; all-to-all as grouped sends and
-// receives) go to Nccl.cpp first where it is the group's transport:
-// enqueued on the stream, nothing staged.
+// uncaptured). The split all-reduce is the exception: its start only
+// enqueues the copy to the host on a staging stream and returns, and the
+// sum over MPI and the copy back run at its wait (or before any other
+// staged call, so the order of MPI calls stays the program's), while the
+// compute stream goes on with the backward enqueued in between. The collectives
+// NCCL has (all-reduce, all-gather, reduce-scatter, broadcast, reduce;
+// all-to-all as grouped sends and receives) go to Nccl.cpp first where it is
+// the group's transport: enqueued on the stream, nothing staged.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,7 +59,10 @@ bool gStagedOther = false;
 
 /// Entering a staged call: its copies wait for the stream, which a capture
 /// forbids; the step is noted as communicating through the host.
+void finishStagedReduces();
+
 void enter(const char *fn) {
+  finishStagedReduces();
   if (cuda::streamCapturing())
     fatal("%s: the host-staged transport cannot be captured in a CUDA graph "
           "(pfrt_cuda_run_step runs such steps uncaptured)",
@@ -236,6 +243,58 @@ int64_t logitsBytes(int64_t n, int64_t c) {
 enum class AsyncSlot { Idle, Staged, Nccl };
 AsyncSlot gAsyncSlots[PFRT_MAX_ASYNC_SLOTS] = {};
 
+/// A host-staged split all-reduce: started (its data copied to `host` on
+/// the staging stream after `copied`), then finished (summed over MPI in
+/// place on the host, copied back to `out`; `done` marks the copy).
+struct StagedReduce {
+  bool pending = false;
+  uint64_t order = 0;
+  float *host = nullptr;
+  int64_t capacity = 0;
+  float *out = nullptr;
+  int64_t count = 0;
+  std::vector<int64_t> ranks;
+  void *copied = nullptr, *done = nullptr;
+};
+StagedReduce gStagedReduces[PFRT_MAX_ASYNC_SLOTS];
+uint64_t gStagedOrder = 0;
+void *gStagingStream = nullptr, *gStagingFork = nullptr;
+
+/// Sums slot s's data over MPI and enqueues the copy back.
+void finishStagedReduce(StagedReduce &r) {
+  cuda::eventSynchronize(r.copied);
+  pfrt_all_reduce_sum(r.host, r.host, r.count,
+                      r.ranks.empty() ? nullptr : r.ranks.data(),
+                      int64_t(r.ranks.size()));
+  int64_t bytes = r.count * int64_t(sizeof(float));
+  void *begin = deviceTraceOn() ? cuda::markTrace(gStagingStream) : nullptr;
+  if (r.count > 0)
+    cuda::copyToDeviceOn(r.out, r.host, bytes, gStagingStream);
+  if (begin)
+    traceDeviceSpan("all_reduce_staged_to_device", "comm", 2, begin,
+                    cuda::markTrace(gStagingStream), bytes,
+                    int64_t(r.ranks.size()));
+  cuda::recordEvent(r.done, gStagingStream);
+  r.pending = false;
+}
+
+/// Finishes every started staged all-reduce whose order is at most
+/// `upTo`, oldest first: every rank issues its MPI sums in the order of
+/// its starts, as the blocking version did.
+void finishStagedReducesUpTo(uint64_t upTo) {
+  while (true) {
+    StagedReduce *oldest = nullptr;
+    for (StagedReduce &r : gStagedReduces)
+      if (r.pending && r.order <= upTo && (!oldest || r.order < oldest->order))
+        oldest = &r;
+    if (!oldest)
+      return;
+    finishStagedReduce(*oldest);
+  }
+}
+
+void finishStagedReduces() { finishStagedReducesUpTo(UINT64_MAX); }
+
 /// pfrt_finalize's check (as the host row's): a started all-reduce never
 /// waited for is an error.
 void checkNoDeviceReduceInFlight() {
@@ -338,11 +397,52 @@ int pfrt_cuda_all_reduce_start(const float *in, float *out, int64_t count,
     s = AsyncSlot::Nccl;
     return rc;
   }
-  // Host-staged: the host waits for the data either way, so the sum is
-  // made here and the wait has nothing left to do.
-  int rc = pfrt_cuda_all_reduce_sum(in, out, count, ranks, n);
+  // Host-staged: the copy to the host is enqueued on the staging stream
+  // once the compute stream has made the data; the sum waits for the
+  // wait (or the next other staged call), so the backward enqueued in
+  // between overlaps the copy and the host's MPI sum.
+  if (cuda::streamCapturing())
+    fatal("%s: the host-staged transport cannot be captured in a CUDA graph "
+          "(pfrt_cuda_run_step runs such steps uncaptured)",
+          fn);
+  cuda::noteHostStagedCommunication();
+  gStagedOther = true;
+  comm::checkAllReduceBuffers(in, out, count, fn);
+  (void)groupPosition(ranks, n, fn); // a bad group fails here, not later
+  StagedReduce &r = gStagedReduces[slot];
+  if (!gStagingStream) {
+    gStagingStream = cuda::newStream("the host-staged all-reduce stream");
+    gStagingFork = cuda::newEvent("the host-staged all-reduce stream's fork");
+  }
+  if (!r.copied) {
+    r.copied = cuda::newEvent("a staged all-reduce's copy to the host");
+    r.done = cuda::newEvent("a staged all-reduce's completion");
+  }
+  if (count > r.capacity) {
+    // Page-locked, kept (a slot's buckets keep their sizes from step to
+    // step, so this grows once).
+    r.host = static_cast<float *>(cuda::allocPinned(
+        count * int64_t(sizeof(float)), "a staged all-reduce's host copy"));
+    r.capacity = count;
+  }
+  r.out = out;
+  r.count = count;
+  r.ranks.assign(ranks, ranks + (ranks && n > 0 ? n : 0));
+  r.order = ++gStagedOrder;
+  cuda::recordEvent(gStagingFork, cuda::computeStream());
+  cuda::streamWaitEvent(gStagingStream, gStagingFork);
+  void *begin = deviceTraceOn() ? cuda::markTrace(gStagingStream) : nullptr;
+  if (count > 0)
+    cuda::copyToHostOn(r.host, in, count * int64_t(sizeof(float)),
+                       gStagingStream);
+  if (begin)
+    traceDeviceSpan("all_reduce_staged_to_host", "comm", 2, begin,
+                    cuda::markTrace(gStagingStream),
+                    count * int64_t(sizeof(float)), n);
+  cuda::recordEvent(r.copied, gStagingStream);
+  r.pending = true;
   s = AsyncSlot::Staged;
-  return rc;
+  return 0;
 }
 
 int pfrt_cuda_all_reduce_wait(int64_t slot) {
@@ -350,8 +450,14 @@ int pfrt_cuda_all_reduce_wait(int64_t slot) {
   AsyncSlot &s = asyncSlot(slot, fn);
   if (s == AsyncSlot::Idle)
     fatal("%s: slot %lld has no all-reduce in flight", fn, (long long)slot);
-  if (s == AsyncSlot::Nccl)
+  if (s == AsyncSlot::Nccl) {
     nccl::allReduceWait(slot);
+  } else {
+    StagedReduce &r = gStagedReduces[slot];
+    if (r.pending)
+      finishStagedReducesUpTo(r.order);
+    cuda::streamWaitEvent(cuda::computeStream(), r.done);
+  }
   s = AsyncSlot::Idle;
   return 0;
 }
