@@ -19,7 +19,10 @@ over 4096 classes) this
      is its whole GPU time, CUDA graph replay included (and again with
      PFRT_NO_CUDA_GRAPH=1, uncaptured; and with the GEMMs' algorithms
      chosen by timing, PFRT_CUDA_GEMM_TUNE = a file that a first run fills,
-     the candidates' times printed, and the measured run reads);
+     the candidates' times printed, and the measured run reads; and with
+     PFRT_CUDA_GEMM_PRECISION=3xtf32, each GEMM as three TF32 tensor-core
+     GEMMs on split operands: float32's accuracy, a column of its own, not
+     the float32 comparison the targets are about);
   3. times the same PyTorch step on the same GPU (nn.Linear/ReLU,
      CrossEntropyLoss, SGD lr 0.001, zero_grad + forward + backward + step,
      torch.cuda.synchronize() before each clock read), float32 with TF32 off
@@ -94,10 +97,13 @@ def compile_pf(cfg, work):
     return art
 
 
-def run_pf(art, steps, direct, graphs=True, tune=None):
+def run_pf(art, steps, direct, graphs=True, tune=None, precision=None):
     env = dict(os.environ)
     env.pop("PF_TRACE", None)
     env.pop("PFRT_CUDA_GEMM_TUNE", None)
+    env.pop("PFRT_CUDA_GEMM_PRECISION", None)
+    if precision:
+        env["PFRT_CUDA_GEMM_PRECISION"] = precision
     if not graphs:
         env["PFRT_NO_CUDA_GRAPH"] = "1"
     if tune:
@@ -219,24 +225,28 @@ def main():
             os.remove(choices)
         run_pf(art, WARMUP + 1, args.direct, tune=choices)
         pf_tuned_ms = run_pf(art, steps, args.direct, tune=choices)
+        # The 3xTF32 GEMMs (float32's accuracy on TF32 tensor cores): not
+        # the target's float32 comparison, a column of its own.
+        pf_3x_ms = run_pf(art, steps, args.direct, precision="3xtf32")
         pt_ms, device, torch_version = torch_step_ms(cfg, steps)
         gemm_ms = cublas_ms(cfg)
         flops = step_flops(cfg["widths"], cfg["batch"])
         ratio, tuned_ratio = pf_ms / pt_ms, pf_tuned_ms / pt_ms
         rate, cublas_rate = flops / pf_ms / 1e9, flops / gemm_ms / 1e9
         tuned_rate = flops / pf_tuned_ms / 1e9
-        rows.append("| %s | %d | %.3f | %.3f | %.3f | %.3f | %.2f (<= %.1f: %s) | %.2f | %.1f | %.1f | %.1f | %.2f |" % (
-            cfg["name"], steps, pf_ms, pf_nograph_ms, pf_tuned_ms, pt_ms, ratio,
+        rows.append("| %s | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f (<= %.1f: %s) | %.2f | %.2f | %.1f | %.1f | %.1f | %.2f |" % (
+            cfg["name"], steps, pf_ms, pf_nograph_ms, pf_tuned_ms, pf_3x_ms, pt_ms, ratio,
             cfg["target"], "yes" if ratio <= cfg["target"] else "**no**",
-            tuned_ratio, rate, tuned_rate, cublas_rate, rate / cublas_rate))
+            tuned_ratio, pf_3x_ms / pt_ms, rate, tuned_rate, cublas_rate,
+            rate / cublas_rate))
         print(rows[-1], flush=True)
     if args.compile_only:
         return
     table = ("| config | steps | PipeFlow ms (graph) | PipeFlow ms (no graph) | "
-             "PipeFlow ms (graph, --gemm-tune) | PyTorch ms | ratio (target) | "
-             "ratio tuned | PipeFlow TFLOP/s | tuned TFLOP/s | cuBLAS TFLOP/s | "
-             "fraction (target 0.9) |\n"
-             "|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows))
+             "PipeFlow ms (graph, --gemm-tune) | PipeFlow ms (3xTF32) | PyTorch ms | "
+             "ratio (target) | ratio tuned | ratio 3xTF32 | PipeFlow TFLOP/s | "
+             "tuned TFLOP/s | cuBLAS TFLOP/s | fraction (target 0.9) |\n"
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows))
     setup = ("GPU %s; PyTorch %s eager, float32, TF32 off on both sides; SGD lr %g; "
              "median after %d warm-up steps" % (device, torch_version, LR, WARMUP))
     print(setup)

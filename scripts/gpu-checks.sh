@@ -298,6 +298,17 @@ run() {
     check gemm-tune-vs-cpu "$PY" "$cmp" "$tuned/cpu.txt" "$tuned/tuned1.txt" --tolerance 1e-4
     check gemm-tune-repeatable "$PY" "$cmp" "$tuned/tuned1.txt" "$tuned/tuned2.txt" --tolerance 0
   fi
+  # 3xTF32 GEMMs (--gemm-precision 3xtf32): the twins against a double
+  # reference (float32's bound, which plain TF32 misses), the MLP against
+  # its CPU ranks.
+  check cuda_twins_gemm_fp32 "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins6" gemm_precision
+  check cuda_twins_gemm_3xtf32 env PFRT_CUDA_GEMM_PRECISION=3xtf32 \
+    "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins7" gemm_precision
+  if [ -d "$tuned/gpu" ]; then
+    rm -f "$tuned/3xtf32.txt"
+    check gemm-3xtf32-run "$tuned/gpu/rank0" --steps 10 --lr 0.05 --seed 7 --gemm-precision 3xtf32 --loss-out "$tuned/3xtf32.txt"
+    check gemm-3xtf32-vs-cpu "$PY" "$cmp" "$tuned/cpu.txt" "$tuned/3xtf32.txt" --tolerance 1e-4
+  fi
   # Every collective on one-rank NCCL communicators (one GPU), and the
   # host-staged transport's twins on two ranks sharing it.
   check nccl_one_rank env PFRT_CUDA_COMM=nccl "$OUT/tests/pfrt-test-cuda-nccl"

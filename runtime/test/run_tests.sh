@@ -396,6 +396,17 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
   run_ok cuda_twins_emulated_no_fused_epilogues 300 env PFRT_CUDA_FAKE=1 \
     PFRT_CUDA_NO_FUSED_EPILOGUES=1 "$BIN/pfrt-test-cuda-twins" \
     "$WORK/cuda_twins_fake4"
+  # The GEMM twins' precision modes against a double reference: exact
+  # float32 and 3xTF32 within 4e-6 of the terms' magnitude, plain TF32 not.
+  run_ok cuda_twins_emulated_gemm_fp32 120 env PFRT_CUDA_FAKE=1 \
+    "$BIN/pfrt-test-cuda-twins" "$WORK/cuda_twins_fake6" gemm_precision
+  run_ok cuda_twins_emulated_gemm_3xtf32 120 env PFRT_CUDA_FAKE=1 \
+    PFRT_CUDA_GEMM_PRECISION=3xtf32 "$BIN/pfrt-test-cuda-twins" \
+    "$WORK/cuda_twins_fake7" gemm_precision
+  run_fail cuda_twins_emulated_gemm_bad_precision 60 \
+    "PFRT_CUDA_GEMM_PRECISION=fp16: expected fp32 or 3xtf32" \
+    env PFRT_CUDA_FAKE=1 PFRT_CUDA_GEMM_PRECISION=fp16 \
+    "$BIN/pfrt-test-cuda-twins" "$WORK/cuda_twins_fake8" gemm_precision
   run_ok cuda_twins_emulated_no_graph 300 env PFRT_CUDA_FAKE=1 \
     PFRT_NO_CUDA_GRAPH=1 "$BIN/pfrt-test-cuda-twins" "$WORK/cuda_twins_fake2"
   run_fail cuda_twins_emulated_bad_label 60 \

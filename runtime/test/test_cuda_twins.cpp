@@ -1141,6 +1141,129 @@ void biasGradients() {
              "matmul_bgrad k=0 bias");
 }
 
+/// The GEMM twins under PFRT_CUDA_GEMM_PRECISION (run_tests.sh runs this
+/// mode with fp32 and with 3xtf32): each result against a double-precision
+/// reference, the error relative to the sum of its terms' magnitudes.
+/// float32 and 3xTF32 stay within 4e-6 of it; plain TF32 (the control, a
+/// direct pfrt_cuda_gemm with tf32 = 1) does not, so the bound tells the
+/// split apart from TF32 alone.
+void gemmPrecision() {
+  const char *p = getenv("PFRT_CUDA_GEMM_PRECISION");
+  bool three = p && std::string(p) == "3xtf32";
+  double worst = 0, worstTF32 = 0;
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (Shape sh : {Shape{37, 53, 61}, Shape{8, 300, 257}, Shape{64, 16, 5}})
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb)
+        for (int kind = 0; kind < 4; ++kind) {
+          const int64_t m = sh.m, n = sh.n, k = sh.k;
+          auto a = uniform(m * k), b = uniform(k * n), c = uniform(m * n),
+               bias = uniform(n);
+          float *da = upload(a), *db = upload(b), *dc = upload(c),
+                *dbias = upload(bias);
+          // Row-major op(A) (m x k) and op(B) (k x n).
+          auto at = [&](int64_t i, int64_t q) {
+            return double(ta ? a[size_t(q * m + i)] : a[size_t(i * k + q)]);
+          };
+          auto bt = [&](int64_t q, int64_t j) {
+            return double(tb ? b[size_t(j * k + q)] : b[size_t(q * n + j)]);
+          };
+          if (kind == 0)
+            pfrt_cuda_k_matmul(da, db, dc, 1, 1, m, n, k, ta, tb);
+          else if (kind == 1)
+            pfrt_cuda_k_matmul_acc(da, db, dc, 1, 1, m, n, k, ta, tb);
+          else if (kind == 2)
+            pfrt_cuda_k_matmul_bias_relu(da, db, dbias, dc, 1, 1, m, n, k, ta,
+                                         tb);
+          std::vector<float> dbiasGot;
+          if (kind == 3) { // the weight gradient: C = A^T B, A k x m
+            if (ta == 0 || tb == 1)
+              continue;
+            pfrt_cuda_k_matmul_bgrad(da, db, dc, dbias, m, n, k, 0);
+            dbiasGot = download(dbias, m);
+          }
+          std::vector<float> got = download(dc, m * n);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              double sum = 0, scale = 0;
+              for (int64_t q = 0; q < k; ++q) {
+                sum += at(i, q) * bt(q, j);
+                scale += std::fabs(at(i, q) * bt(q, j));
+              }
+              if (kind == 1) {
+                sum += c[size_t(i * n + j)];
+                scale += std::fabs(c[size_t(i * n + j)]);
+              } else if (kind == 2) {
+                sum = std::max(sum + bias[size_t(j)], 0.0);
+                scale += std::fabs(bias[size_t(j)]);
+              }
+              double e = std::fabs(got[size_t(i * n + j)] - sum) /
+                         std::max(scale, 1e-30);
+              CHECK(e <= 4e-6,
+                    "gemm precision %s: kind %d %lldx%lldx%lld ta %d tb %d: "
+                    "element (%lld, %lld) is %.9g, want %.9g (error %.3g of "
+                    "the terms' magnitude)",
+                    three ? "3xtf32" : "fp32", kind, (long long)m, (long long)n,
+                    (long long)k, ta, tb, (long long)i, (long long)j,
+                    double(got[size_t(i * n + j)]), sum, e);
+              worst = std::max(worst, e);
+            }
+          for (size_t i = 0; i < dbiasGot.size(); ++i) {
+            double sum = 0, scale = 0;
+            for (int64_t q = 0; q < k; ++q) {
+              sum += a[size_t(q * m + int64_t(i))];
+              scale += std::fabs(a[size_t(q * m + int64_t(i))]);
+            }
+            CHECK(std::fabs(dbiasGot[i] - sum) <= 4e-6 * scale,
+                  "gemm precision: matmul_bgrad's bias gradient %zu is %.9g, "
+                  "want %.9g",
+                  i, double(dbiasGot[i]), sum);
+          }
+          if (kind == 0) {
+            // The mode took effect: the twin's bits are the exact float32
+            // GEMM's (one cuBLASLt call) under fp32, not under 3xtf32.
+            pfrt_cuda_gemm(ta, tb, m, n, k, 1.0f, da, ta ? m : k, db,
+                           tb ? k : n, 0.0f, dc, n, 1, 0, 0, 0,
+                           PFRT_EPILOGUE_NONE, nullptr, nullptr, 0);
+            std::vector<float> exact = download(dc, m * n);
+            int64_t differ = 0;
+            for (size_t i = 0; i < exact.size(); ++i)
+              differ += std::memcmp(&exact[i], &got[i], 4) != 0;
+            CHECK(three ? differ > 0 : differ == 0,
+                  "gemm precision %s: %lld of %lld elements differ from the "
+                  "exact float32 GEMM's",
+                  three ? "3xtf32" : "fp32", (long long)differ,
+                  (long long)(m * n));
+          }
+          if (kind == 0) { // the control: plain TF32
+            pfrt_cuda_gemm(ta, tb, m, n, k, 1.0f, da, ta ? m : k, db,
+                           tb ? k : n, 0.0f, dc, n, 1, 0, 0, 0,
+                           PFRT_EPILOGUE_NONE, nullptr, nullptr, 1);
+            std::vector<float> t = download(dc, m * n);
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < n; ++j) {
+                double sum = 0, scale = 0;
+                for (int64_t q = 0; q < k; ++q) {
+                  sum += at(i, q) * bt(q, j);
+                  scale += std::fabs(at(i, q) * bt(q, j));
+                }
+                worstTF32 =
+                    std::max(worstTF32, std::fabs(t[size_t(i * n + j)] - sum) /
+                                            std::max(scale, 1e-30));
+              }
+          }
+        }
+  CHECK(worstTF32 > 4e-6,
+        "gemm precision: plain TF32's worst error %.3g is within the bound, "
+        "so the test cannot tell 3xTF32 from it",
+        worstTF32);
+  printf("cuda-twins gemm_precision %s: worst error %.3g of the terms' "
+         "magnitude (plain TF32: %.3g)\n",
+         three ? "3xtf32" : "fp32", worst, worstTF32);
+}
+
 int main(int argc, char **argv) {
   if (pfrt_cuda_device_count() == 0) {
     printf("cuda-twins: no CUDA device here, skipped\n");
@@ -1161,6 +1284,11 @@ int main(int argc, char **argv) {
     float *dloss = static_cast<float *>(dalloc(4));
     pfrt_cuda_k_softmax_xent(upload(x), upload(labels), dloss, 4, 5);
     pfrt_cuda_report_loss(dloss, 0); // fatal: label 7 at row 2
+    return 0;
+  }
+  if (mode == "gemm_precision") {
+    gemmPrecision();
+    pfrt_finalize();
     return 0;
   }
   if (mode == "bgrad") { // alone: run_tests.sh runs it without BGRADB too

@@ -126,6 +126,13 @@ static cl::opt<std::string> gemmTune(
              "runs (the same algorithms, the same bits), 1 this run only"),
     cl::cat(runCategory));
 
+static cl::opt<std::string> gemmPrecision(
+    "gemm-precision", cl::value_desc("fp32|3xtf32"),
+    cl::desc("GPU ranks' GEMMs: fp32 (default, exact float32) or 3xtf32 "
+             "(three TF32 tensor-core GEMMs on split operands: float32's "
+             "accuracy at tensor-core speed)"),
+    cl::cat(runCategory));
+
 static cl::opt<bool> memoryReport(
     "memory-report",
     cl::desc("Each rank prints its planned arena, the arena's measured "
@@ -218,6 +225,9 @@ static void parseCommandLine(int argc, char **argv) {
     if (name.empty() || !sc.contains('=') || !isNumber(value))
       fail("--scalar needs NAME=X with X a number, got '" + sc + "'");
   }
+  if (!gemmPrecision.empty() && gemmPrecision != "fp32" &&
+      gemmPrecision != "3xtf32")
+    fail("--gemm-precision needs fp32 or 3xtf32, got '" + gemmPrecision + "'");
   if (!hostfile.empty() && !hosts.empty())
     fail("--hostfile and --hosts both name the nodes: give one");
   if (!hostfile.empty() && !sys::fs::is_regular_file(hostfile))
@@ -508,6 +518,8 @@ int main(int argc, char **argv) {
       args.push_back("--no-cuda-graph");
     if (tf32)
       args.push_back("--tf32");
+    if (!gemmPrecision.empty())
+      args.push_back("--gemm-precision=" + gemmPrecision);
     if (!gemmTune.empty()) {
       // (absolute: the ranks may start elsewhere)
       SmallString<256> path(gemmTune.getValue());

@@ -117,6 +117,29 @@ PFRT_HD inline void copyAt(const float *x, float *y, int64_t i) { y[i] = x[i]; }
 /// f = float(v).
 PFRT_HD inline void fillAt(float *y, float f, int64_t i) { y[i] = f; }
 
+/// x = big + small for the 3xTF32 GEMM: big is x rounded to TF32 (10
+/// mantissa bits, to nearest; toward zero where rounding would overflow),
+/// small = x - big exactly (float32 holds it: at most 13 significant bits).
+/// Inf and NaN go whole to big, small 0.
+PFRT_HD inline void splitTF32At(const float *x, float *big, float *small,
+                                int64_t i) {
+  float v = x[i];
+  uint32_t bits;
+  memcpy(&bits, &v, 4);
+  if ((bits & 0x7f800000u) == 0x7f800000u) {
+    big[i] = v;
+    small[i] = 0.0f;
+    return;
+  }
+  uint32_t rounded = (bits + 0x1000u) & ~0x1fffu;
+  if ((rounded & 0x7f800000u) == 0x7f800000u)
+    rounded = bits & ~0x1fffu;
+  float b;
+  memcpy(&b, &rounded, 4);
+  big[i] = b;
+  small[i] = v - b;
+}
+
 /// y = x + b[channel] over [outer, c, inner] (then ReLU when relu != 0).
 PFRT_HD inline void biasAddAt(const float *x, const float *b, float *y,
                               int64_t c, int64_t inner, int32_t relu,

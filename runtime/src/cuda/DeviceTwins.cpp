@@ -58,6 +58,7 @@ namespace {
   X(Scale, "pfrt_cuda_scale")                                                  \
   X(Copy, "pfrt_cuda_copy")                                                    \
   X(Fill, "pfrt_cuda_fill")                                                    \
+  X(SplitTF32, "pfrt_cuda_split_tf32")                                         \
   X(BiasAdd, "pfrt_cuda_bias_add")                                             \
   X(BiasRows, "pfrt_cuda_bias_rows")                                           \
   X(ReduceSum, "pfrt_cuda_reduce_sum")                                         \
@@ -208,6 +209,76 @@ void launch(Kernel k, int64_t n, void **args, const char *fn) {
   if (blocks > (int64_t(1) << 20))
     blocks = int64_t(1) << 20;
   pfrt_cuda_launch(m.fn[k], blocks, 1, 1, kBlock, 1, 1, 0, args);
+}
+
+/// How a twin's float32 GEMMs run (PFRT_CUDA_GEMM_PRECISION, pf-run
+/// --gemm-precision): "fp32" (default) exact float32; "3xtf32" each GEMM as
+/// three TF32 tensor-core GEMMs on the operands split into a TF32 part and
+/// the rest (A B = As Bb + Ab Bs + Ab Bb, the small products first; the
+/// dropped As Bs is below float32's rounding): float32's accuracy in
+/// practice, at tensor-core speed. PFRT_CUDA_TF32=1 (plain TF32) wins.
+bool threeTF32() {
+  static const bool on = [] {
+    const char *v = std::getenv("PFRT_CUDA_GEMM_PRECISION");
+    if (!v || !*v || std::strcmp(v, "fp32") == 0)
+      return false;
+    if (std::strcmp(v, "3xtf32") == 0) {
+      const char *t = std::getenv("PFRT_CUDA_TF32"); // plain TF32 asked
+      return !(t && std::strcmp(t, "1") == 0);
+    }
+    fatal("PFRT_CUDA_GEMM_PRECISION=%s: expected fp32 or 3xtf32", v);
+  }();
+  return on;
+}
+
+/// The elements from a batched row-major operand's first to its last
+/// (rows x cols, row stride ld, batch stride; a shared operand: 0).
+int64_t operandExtent(int64_t rows, int64_t cols, int64_t ld, int64_t batch,
+                      int64_t stride) {
+  return (batch - 1) * stride + (rows - 1) * ld + cols;
+}
+
+/// The 3xTF32 split's device buffers (its own: a twin's scratch may hold
+/// the GEMM's operand, as a convolution's columns do).
+float *splitBuffers(int64_t floats, const char *fn) {
+  static void *buf = nullptr;
+  static int64_t have = 0;
+  if (floats > have) {
+    int64_t want = floats > 2 * have ? floats : 2 * have;
+    buf = cuda::allocPersistent(want * int64_t(sizeof(float)), fn);
+    have = want;
+  }
+  return static_cast<float *>(buf);
+}
+
+/// pfrt_cuda_gemm as the twins call it: exact float32, or under
+/// PFRT_CUDA_GEMM_PRECISION=3xtf32 three TF32 GEMMs (the last one carries
+/// the epilogue; BGRADB, which sums B itself, reports no algorithm and the
+/// caller takes its GEMM-and-reduction path).
+int gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k, float alpha,
+         const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+         float *c, int64_t ldc, int64_t batch, int64_t sa, int64_t sb,
+         int64_t sc, int32_t epilogue, void *bias, const void *aux) {
+  if (!threeTF32())
+    return pfrt_cuda_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                          batch, sa, sb, sc, epilogue, bias, aux, 0);
+  if (epilogue == PFRT_EPILOGUE_BGRADB)
+    return 1;
+  const char *fn = "pfrt_cuda_gemm (3xtf32)";
+  int64_t ea = operandExtent(ta ? k : m, ta ? m : k, lda, batch, sa);
+  int64_t eb = operandExtent(tb ? n : k, tb ? k : n, ldb, batch, sb);
+  float *aBig = splitBuffers(2 * (ea + eb), fn);
+  float *aSmall = aBig + ea, *bBig = aSmall + ea, *bSmall = bBig + eb;
+  void *argsA[] = {&a, &aBig, &aSmall, &ea};
+  launch(kSplitTF32, ea, argsA, fn);
+  void *argsB[] = {&b, &bBig, &bSmall, &eb};
+  launch(kSplitTF32, eb, argsB, fn);
+  pfrt_cuda_gemm(ta, tb, m, n, k, alpha, aSmall, lda, bBig, ldb, beta, c, ldc,
+                 batch, sa, sb, sc, PFRT_EPILOGUE_NONE, nullptr, nullptr, 1);
+  pfrt_cuda_gemm(ta, tb, m, n, k, alpha, aBig, lda, bSmall, ldb, 1.0f, c, ldc,
+                 batch, sa, sb, sc, PFRT_EPILOGUE_NONE, nullptr, nullptr, 1);
+  return pfrt_cuda_gemm(ta, tb, m, n, k, alpha, aBig, lda, bBig, ldb, 1.0f, c,
+                        ldc, batch, sa, sb, sc, epilogue, bias, aux, 1);
 }
 
 /// Launches kernel k on `blocks` blocks of kBlock threads.
@@ -528,15 +599,14 @@ void matmul(const char *fn, const float *a, const float *b, bool hasBias,
   if (batch_b == 1 && !ta && batch > 1) {
     // A shared B and untransposed A: the batch folds into M (one GEMM), as
     // the CPU kernel does.
-    pfrt_cuda_gemm(0, tb, mulChecked(fn, batch, m), n, k, 1.0f, a, lda, b, ldb,
-                   beta, c, n, 1, 0, 0, 0, epilogue, biasPtr, nullptr, 0);
+    gemm(0, tb, mulChecked(fn, batch, m), n, k, 1.0f, a, lda, b, ldb, beta, c,
+         n, 1, 0, 0, 0, epilogue, biasPtr, nullptr);
     if (reluKernel)
       pfrt_cuda_k_relu(c, c, cTotal);
     return;
   }
-  pfrt_cuda_gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, n, batch,
-                 aSize, batch_b == 1 ? 0 : bSize, cSize, epilogue, biasPtr,
-                 nullptr, 0);
+  gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, n, batch, aSize,
+       batch_b == 1 ? 0 : bSize, cSize, epilogue, biasPtr, nullptr);
   if (reluKernel)
     pfrt_cuda_k_relu(c, c, cTotal);
 }
@@ -1364,15 +1434,14 @@ void pfrt_cuda_k_matmul_bgrad(const float *a, const float *b, float *c,
   const int64_t shape[2] = {k, m};
   const int8_t rows[2] = {1, 0};
   if (m > 0 && n > 0 && k > 0 && fusedEpilogues() &&
-      pfrt_cuda_gemm(1, 0, m, n, k, 1.0f, a, m, b, n, accumulate ? 1.0f : 0.0f,
-                     c, n, 1, 0, 0, 0, PFRT_EPILOGUE_BGRADB, dbias, nullptr,
-                     0) == 0)
+      gemm(1, 0, m, n, k, 1.0f, a, m, b, n, accumulate ? 1.0f : 0.0f, c, n, 1,
+           0, 0, 0, PFRT_EPILOGUE_BGRADB, dbias, nullptr) == 0)
     return;
   // k = 0 (C zeros or unchanged, dbias zeros), no BGRADB algorithm, or
   // PFRT_CUDA_NO_FUSED_EPILOGUES=1.
   static bool said = false;
   const char *v = std::getenv("PFRT_CUDA_VERBOSE");
-  if (k > 0 && fusedEpilogues() && !said && v && *v == '1') {
+  if (k > 0 && fusedEpilogues() && !threeTF32() && !said && v && *v == '1') {
     said = true;
     std::fprintf(stderr,
                  "pfrt: cuBLASLt has no BGRADB algorithm for %lld x %lld x "
@@ -1573,10 +1642,9 @@ void pfrt_cuda_k_conv2d(const float *x, const float *w, float *y,
       strideB = colImage;
     }
     for (int64_t g = 0; g < d.G; ++g)
-      pfrt_cuda_gemm(0, 0, d.Og, d.P, d.K, 1.0f, w + g * d.Og * d.K, d.K,
-                     b + g * d.K * d.P, d.P, 0.0f,
-                     y + (n0 * d.O + g * d.Og) * d.P, d.P, m, 0, strideB,
-                     d.O * d.P, PFRT_EPILOGUE_NONE, nullptr, nullptr, 0);
+      gemm(0, 0, d.Og, d.P, d.K, 1.0f, w + g * d.Og * d.K, d.K,
+           b + g * d.K * d.P, d.P, 0.0f, y + (n0 * d.O + g * d.Og) * d.P, d.P,
+           m, 0, strideB, d.O * d.P, PFRT_EPILOGUE_NONE, nullptr, nullptr);
   }
 }
 
@@ -1605,19 +1673,19 @@ void pfrt_cuda_k_conv2d_grad_input(const float *dy, const float *w, float *dx,
     if (d.direct) {
       // dx_g = w_g^T dy_g straight into dx (col2im is the identity).
       for (int64_t g = 0; g < d.G; ++g)
-        pfrt_cuda_gemm(1, 0, d.K, d.P, d.Og, 1.0f, w + g * d.Og * d.K, d.K,
-                       dy + (n0 * d.O + g * d.Og) * d.P, d.P, 0.0f,
-                       dx + (n0 * d.C + g * d.Cg) * d.HW, d.P, m, 0, d.O * d.P,
-                       d.C * d.HW, PFRT_EPILOGUE_NONE, nullptr, nullptr, 0);
+        gemm(1, 0, d.K, d.P, d.Og, 1.0f, w + g * d.Og * d.K, d.K,
+             dy + (n0 * d.O + g * d.Og) * d.P, d.P, 0.0f,
+             dx + (n0 * d.C + g * d.Cg) * d.HW, d.P, m, 0, d.O * d.P,
+             d.C * d.HW, PFRT_EPILOGUE_NONE, nullptr, nullptr);
       continue;
     }
     // dcol_g = w_g^T dy_g for each image of the run, then one thread per
     // input element gathers its column entries (no atomics).
     for (int64_t g = 0; g < d.G; ++g)
-      pfrt_cuda_gemm(1, 0, d.K, d.P, d.Og, 1.0f, w + g * d.Og * d.K, d.K,
-                     dy + (n0 * d.O + g * d.Og) * d.P, d.P, 0.0f,
-                     col + g * d.K * d.P, d.P, m, 0, d.O * d.P, colImage,
-                     PFRT_EPILOGUE_NONE, nullptr, nullptr, 0);
+      gemm(1, 0, d.K, d.P, d.Og, 1.0f, w + g * d.Og * d.K, d.K,
+           dy + (n0 * d.O + g * d.Og) * d.P, d.P, 0.0f, col + g * d.K * d.P,
+           d.P, m, 0, d.O * d.P, colImage, PFRT_EPILOGUE_NONE, nullptr,
+           nullptr);
     float *dxs = dx + n0 * d.C * d.HW;
     int64_t total = m * d.C * d.HW;
     void *args[] = {&col, &dxs, &d, &total};
@@ -1661,10 +1729,9 @@ void pfrt_cuda_k_conv2d_grad_weight(const float *x, const float *dy, float *dw,
       strideB = colImage;
     }
     for (int64_t g = 0; g < d.G; ++g)
-      pfrt_cuda_gemm(0, 1, d.Og, d.K, d.P, 1.0f,
-                     dy + (n0 * d.O + g * d.Og) * d.P, d.P, b + g * d.K * d.P,
-                     d.P, 0.0f, part + g * d.Og * d.K, d.K, m, d.O * d.P,
-                     strideB, dwTotal, PFRT_EPILOGUE_NONE, nullptr, nullptr, 0);
+      gemm(0, 1, d.Og, d.K, d.P, 1.0f, dy + (n0 * d.O + g * d.Og) * d.P, d.P,
+           b + g * d.K * d.P, d.P, 0.0f, part + g * d.Og * d.K, d.K, m,
+           d.O * d.P, strideB, dwTotal, PFRT_EPILOGUE_NONE, nullptr, nullptr);
     int64_t stride = dwTotal, total = dwTotal;
     int32_t first = n0 == 0;
     void *args[] = {&part, &dw, &m, &stride, &first, &total};

@@ -35,6 +35,7 @@ using pfrt::fake::threadIdx;
 #define pfrt_cuda_scale pfrt_fake_scale
 #define pfrt_cuda_copy pfrt_fake_copy
 #define pfrt_cuda_fill pfrt_fake_fill
+#define pfrt_cuda_split_tf32 pfrt_fake_split_tf32
 #define pfrt_cuda_bias_add pfrt_fake_bias_add
 #define pfrt_cuda_bias_rows pfrt_fake_bias_rows
 #define pfrt_cuda_reduce_sum pfrt_fake_reduce_sum
@@ -116,6 +117,7 @@ const HostKernel kHostKernels[] = {
     {"pfrt_cuda_scale", hostKernel(pfrt_cuda_scale)},
     {"pfrt_cuda_copy", hostKernel(pfrt_cuda_copy)},
     {"pfrt_cuda_fill", hostKernel(pfrt_cuda_fill)},
+    {"pfrt_cuda_split_tf32", hostKernel(pfrt_cuda_split_tf32)},
     {"pfrt_cuda_bias_add", hostKernel(pfrt_cuda_bias_add)},
     {"pfrt_cuda_bias_rows", hostKernel(pfrt_cuda_bias_rows)},
     {"pfrt_cuda_reduce_sum", hostKernel(pfrt_cuda_reduce_sum)},

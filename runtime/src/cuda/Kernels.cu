@@ -147,6 +147,11 @@ __global__ void pfrt_cuda_fill(float *y, float f, int64_t n) {
   PFRT_FOR_EACH(i, n) fillAt(y, f, i);
 }
 
+__global__ void pfrt_cuda_split_tf32(const float *x, float *big, float *small,
+                                     int64_t n) {
+  PFRT_FOR_EACH(i, n) splitTF32At(x, big, small, i);
+}
+
 __global__ void pfrt_cuda_bias_add(const float *x, const float *b, float *y,
                                    int64_t c, int64_t inner, int32_t relu,
                                    int64_t n) {

@@ -31,14 +31,14 @@ struct Options {
   bool help = false;
   bool noCudaGraph = false;
   bool tf32 = false;
-  std::string gemmTune;
+  std::string gemmTune, gemmPrecision;
 };
 
 const char *kUsage =
     "usage: %s [--steps K] [--seed S] [--lr X] [--threads T] "
     "[--loss-out FILE]\n"
     "          [--load DIR] [--save DIR] [--data DIR] [--no-cuda-graph]\n"
-    "          [--tf32] [--gemm-tune FILE|1]\n"
+    "          [--tf32] [--gemm-tune FILE|1] [--gemm-precision fp32|3xtf32]\n"
     "  --steps K        number of training steps (default 1)\n"
     "  --seed S         parameter-initialisation seed, uint64 (default 0)\n"
     "  --lr X           learning rate, run-time scalar \"lr\" (default 0.001)\n"
@@ -63,6 +63,11 @@ const char *kUsage =
     "                   fastest; with a FILE the choices are kept there and\n"
     "                   reused by later runs (same algorithms, same bits); 1:\n"
     "                   for this run only (also PFRT_CUDA_GEMM_TUNE)\n"
+    "  --gemm-precision P  fp32 (default): a GPU rank's GEMMs in exact\n"
+    "                   float32; 3xtf32: each as three TF32 tensor-core\n"
+    "                   GEMMs on operands split into a TF32 part and the\n"
+    "                   rest, float32's accuracy at tensor-core speed (also\n"
+    "                   PFRT_CUDA_GEMM_PRECISION)\n"
     "  --help           print this message\n"
     "Flags also accept --flag=value.\n";
 
@@ -133,7 +138,7 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
     if (name != "--steps" && name != "--seed" && name != "--lr" &&
         name != "--threads" && name != "--loss-out" && name != "--save" &&
         name != "--load" && name != "--data" && name != "--scalar" &&
-        name != "--gemm-tune") {
+        name != "--gemm-tune" && name != "--gemm-precision") {
       err = "unknown flag '" + name + "'";
       return false;
     }
@@ -163,6 +168,9 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
            parseDouble(value.c_str() + at + 1, x);
       if (ok)
         o.scalars.push_back({value.substr(0, at), x});
+    } else if (name == "--gemm-precision") {
+      ok = value == "fp32" || value == "3xtf32";
+      o.gemmPrecision = value;
     } else { // --loss-out, --save, --load, --data, --gemm-tune: non-empty
       ok = !value.empty();
       (name == "--loss-out"    ? o.lossOut
@@ -233,6 +241,8 @@ extern "C" int pfrt_main(int argc, char **argv, const pfrt_program *program) {
     setenv("PFRT_CUDA_TF32", "1", 1);
   if (!o.gemmTune.empty())
     setenv("PFRT_CUDA_GEMM_TUNE", o.gemmTune.c_str(), 1);
+  if (!o.gemmPrecision.empty())
+    setenv("PFRT_CUDA_GEMM_PRECISION", o.gemmPrecision.c_str(), 1);
   *pfrt_scalar("lr") = float(o.lr);
   for (auto &[name, value] : o.scalars)
     *pfrt_scalar(name.c_str()) = float(value);
