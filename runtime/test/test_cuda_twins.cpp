@@ -37,6 +37,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -1170,6 +1171,16 @@ void gemmPrecision() {
           auto bt = [&](int64_t q, int64_t j) {
             return double(tb ? b[size_t(j * k + q)] : b[size_t(q * n + j)]);
           };
+          // Element (i, j) of op(A) op(B) in double, and its terms'
+          // magnitude.
+          auto product = [&](int64_t i, int64_t j) {
+            double sum = 0, scale = 0;
+            for (int64_t q = 0; q < k; ++q) {
+              sum += at(i, q) * bt(q, j);
+              scale += std::fabs(at(i, q) * bt(q, j));
+            }
+            return std::pair{sum, scale};
+          };
           if (kind == 0)
             pfrt_cuda_k_matmul(da, db, dc, 1, 1, m, n, k, ta, tb);
           else if (kind == 1)
@@ -1187,11 +1198,7 @@ void gemmPrecision() {
           std::vector<float> got = download(dc, m * n);
           for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) {
-              double sum = 0, scale = 0;
-              for (int64_t q = 0; q < k; ++q) {
-                sum += at(i, q) * bt(q, j);
-                scale += std::fabs(at(i, q) * bt(q, j));
-              }
+              auto [sum, scale] = product(i, j);
               if (kind == 1) {
                 sum += c[size_t(i * n + j)];
                 scale += std::fabs(c[size_t(i * n + j)]);
@@ -1244,11 +1251,7 @@ void gemmPrecision() {
             std::vector<float> t = download(dc, m * n);
             for (int64_t i = 0; i < m; ++i)
               for (int64_t j = 0; j < n; ++j) {
-                double sum = 0, scale = 0;
-                for (int64_t q = 0; q < k; ++q) {
-                  sum += at(i, q) * bt(q, j);
-                  scale += std::fabs(at(i, q) * bt(q, j));
-                }
+                auto [sum, scale] = product(i, j);
                 worstTF32 =
                     std::max(worstTF32, std::fabs(t[size_t(i * n + j)] - sum) /
                                             std::max(scale, 1e-30));

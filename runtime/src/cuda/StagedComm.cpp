@@ -59,16 +59,22 @@ bool gStagedOther = false;
 
 /// Entering a staged call: its copies wait for the stream, which a capture
 /// forbids; the step is noted as communicating through the host.
-void finishStagedReduces();
-
-void enter(const char *fn) {
-  finishStagedReduces();
+/// (A split all-reduce's start is one such call that leaves the started
+/// ones in flight; every other first finishes them: finishStagedReduces.)
+void enterKeepingReduces(const char *fn) {
   if (cuda::streamCapturing())
     fatal("%s: the host-staged transport cannot be captured in a CUDA graph "
           "(pfrt_cuda_run_step runs such steps uncaptured)",
           fn);
   cuda::noteHostStagedCommunication();
   gStagedOther = true;
+}
+
+void finishStagedReduces();
+
+void enter(const char *fn) {
+  finishStagedReduces();
+  enterKeepingReduces(fn);
 }
 
 /// Entering a staged point-to-point call: as enter, but the step may be
@@ -401,12 +407,7 @@ int pfrt_cuda_all_reduce_start(const float *in, float *out, int64_t count,
   // once the compute stream has made the data; the sum waits for the
   // wait (or the next other staged call), so the backward enqueued in
   // between overlaps the copy and the host's MPI sum.
-  if (cuda::streamCapturing())
-    fatal("%s: the host-staged transport cannot be captured in a CUDA graph "
-          "(pfrt_cuda_run_step runs such steps uncaptured)",
-          fn);
-  cuda::noteHostStagedCommunication();
-  gStagedOther = true;
+  enterKeepingReduces(fn);
   comm::checkAllReduceBuffers(in, out, count, fn);
   (void)groupPosition(ranks, n, fn); // a bad group fails here, not later
   StagedReduce &r = gStagedReduces[slot];
