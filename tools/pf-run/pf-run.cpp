@@ -35,11 +35,14 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <map>
 #include <optional>
 #include <poll.h>
 #include <regex>
+#include <set>
 #include <string>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -374,13 +377,88 @@ std::optional<std::string> rankOfProcess(StringRef dir, const Culprit &c) {
     auto text = MemoryBuffer::getFile(it->path());
     if (!text)
       continue;
-    std::string rank = (*text)->getBuffer().trim().str();
+    std::string rank = (*text)->getBuffer().split('\n').first.trim().str();
     if (name == c.host)
       return rank;
     anyHost = rank;
   }
   return anyHost;
 }
+
+/// Watches this host's ranks (their pid files in the job directory) with
+/// pidfds, to tell which one ended first: when a rank dies, MPICH's
+/// launcher kills the others and then names one bad termination, which
+/// need not be the first (two ranks killed by SIGKILL look alike to it).
+struct RankWatch {
+  std::string host;
+  std::vector<int> fds;
+  std::vector<std::pair<std::string, std::string>> ranks; // (pid, rank)
+  std::vector<std::string> files;
+  std::set<std::string> seen;
+  std::optional<std::pair<std::string, std::string>> first; // (pid, rank)
+  bool decided = false;
+
+  RankWatch() {
+    char name[256] = {};
+    gethostname(name, sizeof(name) - 1);
+    host = name;
+  }
+  ~RankWatch() {
+    for (int fd : fds)
+      if (fd >= 0)
+        close(fd);
+  }
+
+  /// Picks up the pid files written since the last call.
+  void scan(StringRef dir) {
+    std::error_code ec;
+    for (sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+         it.increment(ec)) {
+      StringRef name = sys::path::filename(it->path());
+      if (!name.starts_with("pid.") || seen.count(name.str()))
+        continue;
+      auto [pid, fileHost] = name.drop_front(4).split('.');
+      if (fileHost != host)
+        continue;
+      auto text = MemoryBuffer::getFile(it->path());
+      if (!text)
+        continue; // not written yet: next time
+      seen.insert(name.str());
+      int fd = int(syscall(SYS_pidfd_open, std::atoi(pid.str().c_str()), 0));
+      if (fd < 0)
+        continue; // gone already, or no pidfds: MPICH's report decides
+      fds.push_back(fd);
+      ranks.push_back(
+          {pid.str(), (*text)->getBuffer().split('\n').first.trim().str()});
+      files.push_back(it->path());
+    }
+  }
+
+  /// After a poll over fds (revents in `polled`, in fds' order): the first
+  /// rank to end, if exactly one ended first.
+  void check(const struct pollfd *polled) {
+    if (decided)
+      return;
+    std::vector<size_t> ended;
+    for (size_t k = 0; k < fds.size(); ++k)
+      if (fds[k] >= 0 && (polled[k].revents & (POLLIN | POLLHUP | POLLERR))) {
+        // A rank that got through pfrt_finalize (its file says so) ended
+        // well: no longer watched, the job goes on.
+        auto text = MemoryBuffer::getFile(files[k]);
+        if (text && (*text)->getBuffer().contains("finalized")) {
+          close(fds[k]);
+          fds[k] = -1;
+        } else {
+          ended.push_back(k);
+        }
+      }
+    if (ended.empty())
+      return;
+    decided = true;
+    if (ended.size() == 1)
+      first = ranks[ended[0]];
+  }
+};
 
 /// Runs mpiexec with its output through pf-run; returns its exit code (or
 /// exits: it could not start, it ran past --timeout).
@@ -423,14 +501,23 @@ int runJob(StringRef launcher, ArrayRef<std::string> args,
   }
 
   Culprit culprit;
+  RankWatch watch;
   auto start = std::chrono::steady_clock::now();
   bool exited = false, timedOut = false, open[2] = {true, true};
   int status = 0;
+  std::vector<struct pollfd> fds;
   while (open[0] || open[1]) {
-    struct pollfd fds[2];
+    if (!exited && !watch.decided)
+      watch.scan(jobDir);
+    fds.clear();
     for (int k = 0; k < 2; ++k)
-      fds[k] = {open[k] ? streams[k].in : -1, POLLIN, 0};
-    int ready = poll(fds, 2, 100);
+      fds.push_back({open[k] ? streams[k].in : -1, POLLIN, 0});
+    if (!watch.decided)
+      for (int fd : watch.fds)
+        fds.push_back({fd, POLLIN, 0});
+    int ready = poll(fds.data(), nfds_t(fds.size()), 100);
+    if (ready > 0 && fds.size() > 2)
+      watch.check(fds.data() + 2);
     for (int k = 0; k < 2 && ready > 0; ++k)
       if (fds[k].revents & (POLLIN | POLLHUP | POLLERR))
         open[k] = streams[k].pump(culprit);
@@ -468,7 +555,21 @@ int runJob(StringRef launcher, ArrayRef<std::string> args,
   int rc = WIFEXITED(status)     ? WEXITSTATUS(status)
            : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                  : 1;
-  if (rc != 0 && !culprit.pid.empty()) {
+  if (rc != 0 && watch.first && watch.first->first != culprit.pid &&
+      watch.ranks.size() == size_t(numRanks.getValue())) {
+    // Every rank ran here and one ended before the others: it ended the
+    // job, whichever process MPICH's report names. (With ranks on other
+    // nodes, one of them may have ended first unseen: the report stands.)
+    errs() << "pf-run: rank " << watch.first->second << " (process "
+           << watch.first->first << " on " << watch.host
+           << ") ended the job first";
+    if (!culprit.pid.empty())
+      errs() << " (mpiexec reported process " << culprit.pid
+             << (culprit.exitString.empty() ? std::string()
+                                            : ": " + culprit.exitString)
+             << ")";
+    errs() << "\n";
+  } else if (rc != 0 && !culprit.pid.empty()) {
     std::optional<std::string> rank = rankOfProcess(jobDir, culprit);
     errs() << "pf-run: " << (rank ? "rank " + *rank : std::string("a rank"))
            << " (process " << culprit.pid << " on " << culprit.host

@@ -116,7 +116,13 @@ bool traceOn();
 struct DeviceTraceHooks {
   void *(*mark)(void *stream);
   double (*resolveUs)(void *mark);
+  /// end - begin in microseconds (the device's own difference, exact to
+  /// its resolution however long the run has been).
+  double (*elapsedUs)(void *begin, void *end);
   void (*release)(void *mark);
+  /// A new reference after the marks so far are resolved (float
+  /// milliseconds from one reference lose precision over a long run).
+  void (*reanchor)();
 };
 void setDeviceTraceHooks(const DeviceTraceHooks *hooks);
 /// Tracing with device times (PF_TRACE on a GPU rank).

@@ -182,30 +182,23 @@ void traceResolveDevice() {
     return;
   for (size_t i : t.unresolved) {
     Event &e = t.events[i];
-    double begin = t.device->resolveUs(e.devBegin);
-    double end = t.device->resolveUs(e.devEnd);
-    e.ts = begin - state().epochUs;
-    e.dur = end - begin;
+    e.ts = t.device->resolveUs(e.devBegin) - state().epochUs;
+    e.dur = t.device->elapsedUs(e.devBegin, e.devEnd);
     t.device->release(e.devBegin);
     t.device->release(e.devEnd);
     e.devBegin = e.devEnd = nullptr;
   }
   t.unresolved.clear();
+  t.device->reanchor();
 }
 
 void traceFinalize() {
   Tracer &t = tracer();
   if (!t.on)
     return;
-  if (!t.unresolved.empty()) {
-    // The device is gone (pfrt_cuda_finalize resolves what it can): these
-    // keep their host times.
-    for (size_t i : t.unresolved) {
-      t.events[i].tid = 0;
-      t.events[i].devBegin = t.events[i].devEnd = nullptr;
-    }
-    t.unresolved.clear();
-  }
+  // The device's marks since the last step (a run that is not stepped by
+  // pfrt_cuda_run_step): resolved now, the device still being there.
+  traceResolveDevice();
   if (!t.stack.empty())
     fprintf(stderr,
             "pfrt: rank %d: warning: %zu trace event(s) still open at "

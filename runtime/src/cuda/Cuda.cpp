@@ -657,8 +657,24 @@ double traceResolveUs(void *mark) {
   return gClock.referenceUs + double(ms) * 1000.0;
 }
 
+double traceElapsedUs(void *begin, void *end) {
+  float ms = 0;
+  check(gState.api.cuEventElapsedTime(&ms, static_cast<CUevent>(begin),
+                                      static_cast<CUevent>(end)),
+        "cuEventElapsedTime");
+  return double(ms) * 1000.0;
+}
+
 void traceRelease(void *mark) {
   gClock.free.push_back(static_cast<CUevent>(mark));
+}
+
+/// Records the reference event, waits for it and notes the host's time.
+void traceReanchor() {
+  CudaState &s = gState;
+  check(s.api.cuEventRecord(gClock.reference, s.stream), "cuEventRecord");
+  check(s.api.cuEventSynchronize(gClock.reference), "cuEventSynchronize");
+  gClock.referenceUs = monotonicUs();
 }
 
 } // namespace
@@ -667,7 +683,8 @@ void *markTrace(void *stream) { return traceMark(stream); }
 
 namespace {
 const DeviceTraceHooks kTraceHooks = {&traceMark, &traceResolveUs,
-                                      &traceRelease};
+                                      &traceElapsedUs, &traceRelease,
+                                      &traceReanchor};
 
 /// With PF_TRACE, the ops' trace events get device times: the reference
 /// event is recorded and waited for now, and its host time noted.
@@ -677,9 +694,7 @@ void startDeviceClock() {
   CudaState &s = gState;
   check(s.api.cuEventCreate(&gClock.reference, CU_EVENT_DEFAULT),
         "cuEventCreate");
-  check(s.api.cuEventRecord(gClock.reference, s.stream), "cuEventRecord");
-  check(s.api.cuEventSynchronize(gClock.reference), "cuEventSynchronize");
-  gClock.referenceUs = monotonicUs();
+  traceReanchor();
   setDeviceTraceHooks(&kTraceHooks);
 }
 } // namespace

@@ -117,10 +117,12 @@ PFRT_HD inline void copyAt(const float *x, float *y, int64_t i) { y[i] = x[i]; }
 /// f = float(v).
 PFRT_HD inline void fillAt(float *y, float f, int64_t i) { y[i] = f; }
 
-/// x = big + small for the 3xTF32 GEMM: big is x rounded to TF32 (10
+/// x ~ big + small for the 3xTF32 GEMM: big is x rounded to TF32 (10
 /// mantissa bits, to nearest; toward zero where rounding would overflow),
-/// small = x - big exactly (float32 holds it: at most 13 significant bits).
-/// Inf and NaN go whole to big, small 0.
+/// small is x - big (exact in float32) rounded to TF32 too, so the tensor
+/// cores' own conversion changes neither (|x - big - small| <= 2^-22 |x|).
+/// Inf and NaN go whole to big, small 0 (a product of an infinite operand
+/// then meets 0 * Inf: NaN where float32 gives Inf).
 PFRT_HD inline void splitTF32At(const float *x, float *big, float *small,
                                 int64_t i) {
   float v = x[i];
@@ -137,7 +139,12 @@ PFRT_HD inline void splitTF32At(const float *x, float *big, float *small,
   float b;
   memcpy(&b, &rounded, 4);
   big[i] = b;
-  small[i] = v - b;
+  float r = v - b;
+  uint32_t rbits;
+  memcpy(&rbits, &r, 4);
+  rbits = (rbits + 0x1000u) & ~0x1fffu; // |r| is far from overflowing
+  memcpy(&r, &rbits, 4);
+  small[i] = r;
 }
 
 /// y = x + b[channel] over [outer, c, inner] (then ReLU when relu != 0).

@@ -239,7 +239,9 @@ int64_t operandExtent(int64_t rows, int64_t cols, int64_t ld, int64_t batch,
 }
 
 /// The 3xTF32 split's device buffers (its own: a twin's scratch may hold
-/// the GEMM's operand, as a convolution's columns do).
+/// the GEMM's operand, as a convolution's columns do). The allocation is
+/// 256-byte aligned. (A grouped convolution splits its run's operand once
+/// a group: correct, more traffic than one split a run.)
 float *splitBuffers(int64_t floats, const char *fn) {
   static void *buf = nullptr;
   static int64_t have = 0;
@@ -267,8 +269,11 @@ int gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k, float alpha,
   const char *fn = "pfrt_cuda_gemm (3xtf32)";
   int64_t ea = operandExtent(ta ? k : m, ta ? m : k, lda, batch, sa);
   int64_t eb = operandExtent(tb ? n : k, tb ? k : n, ldb, batch, sb);
-  float *aBig = splitBuffers(2 * (ea + eb), fn);
-  float *aSmall = aBig + ea, *bBig = aSmall + ea, *bSmall = bBig + eb;
+  // Each piece 256-byte aligned (cuBLASLt's algorithms assume it).
+  auto aligned = [](int64_t floats) { return (floats + 63) / 64 * 64; };
+  int64_t pa = aligned(ea), pb = aligned(eb);
+  float *aBig = splitBuffers(2 * (pa + pb), fn);
+  float *aSmall = aBig + pa, *bBig = aSmall + pa, *bSmall = bBig + pb;
   void *argsA[] = {&a, &aBig, &aSmall, &ea};
   launch(kSplitTF32, ea, argsA, fn);
   void *argsB[] = {&b, &bBig, &bSmall, &eb};

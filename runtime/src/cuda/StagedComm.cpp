@@ -612,6 +612,9 @@ int pfrt_cuda_wait_send(int64_t handle) {
 }
 
 int pfrt_cuda_wait_sends(void) {
+  // (The step's end: every split all-reduce was waited for; a direct
+  // caller's pending one is finished before MPI waits on sends.)
+  finishStagedReduces();
   nccl::joinSends();
   int rc = pfrt_wait_sends();
   gTrackedSends.clear();

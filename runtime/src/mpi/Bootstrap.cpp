@@ -73,7 +73,9 @@ std::vector<void (*)()> &finalizeHooks() {
 /// so that pf-run can name a rank that dies without a word (killed, say)
 /// from the process id MPICH's launcher reports. Best effort: a rank on
 /// another node has no such directory.
-void leaveProcessFile(int rank) {
+/// At pfrt_finalize a second line, "finalized", tells pf-run that this
+/// rank's end is not a failure.
+void leaveProcessFile(int rank, bool finalized = false) {
   const char *dir = getenv("PF_RUN_JOB_DIR");
   if (!dir || !*dir)
     return;
@@ -82,7 +84,7 @@ void leaveProcessFile(int rank) {
   char path[4096];
   snprintf(path, sizeof(path), "%s/pid.%ld.%s", dir, long(getpid()), host);
   if (FILE *f = fopen(path, "w")) {
-    fprintf(f, "%d\n", rank);
+    fprintf(f, "%d\n%s", rank, finalized ? "finalized\n" : "");
     fclose(f);
   }
 }
@@ -223,6 +225,7 @@ int pfrt_finalize(void) {
   if (st.ownsMpi)
     PFRT_MPI(MPI_Finalize, ());
   st.finalized = true;
+  leaveProcessFile(st.rank, /*finalized=*/true);
   return 0;
 }
 

@@ -55,7 +55,7 @@ def main():
     print("exit code %d, %.2f s from the kill to the end of the job" %
           (run.returncode, took))
     named = re.search(r"pf-run: rank (\d+) \(process \d+ on \S+\) ended the "
-                      r"job: (.*)", run.stderr)
+                      r"job(?: first \(mpiexec reported process \d+)?: (.*)", run.stderr)
     print(named.group(0) if named else "(no rank named)")
     if run.returncode == 0:
         sys.exit("FAIL: the job succeeded")
