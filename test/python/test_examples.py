@@ -104,7 +104,10 @@ def test_lenet_pipeline_on_two_ranks_equals_one_rank(pf_opt, tmp_path):
     assert got.shape == want.shape == (20, 4)
     err = np.max(np.abs(got - want) / np.abs(want))
     assert err < 1e-5, (seed, err)
-    assert want[-1].sum() < want[0].sum() - 0.05
+    # It trains: the last five steps' mean loss below the first five's (a
+    # fresh seed each run, so no fixed margin on two single steps: seed 11
+    # drops its step sum by only 0.11 over 20 steps).
+    assert want[-5:].mean() < want[:5].mean(), (seed, want)
 
 
 @needs_mpiexec
