@@ -127,9 +127,10 @@ struct DeviceTraceHooks {
 void setDeviceTraceHooks(const DeviceTraceHooks *hooks);
 /// Tracing with device times (PF_TRACE on a GPU rank).
 bool deviceTraceOn();
-/// A span between two marks on a communication stream (thread 2).
-void traceDeviceSpan(const char *name, const char *cat, int tid, void *begin,
-                     void *end, int64_t bytes, int64_t groupSize);
+/// A communication span between two marks on a communication stream
+/// (thread 2).
+void traceDeviceSpan(const char *name, void *begin, void *end, int64_t bytes,
+                     int64_t groupSize);
 /// Turns the device marks recorded so far into times (after the device
 /// has passed them: the step's synchronisation).
 void traceResolveDevice();

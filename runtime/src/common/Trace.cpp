@@ -108,6 +108,12 @@ void appendJsonString(std::string &out, const std::string &s) {
   out += '"';
 }
 
+/// A transfer belongs to the innermost user event (its micro-batch, stage).
+void attribute(const Tracer &t, Event &e) {
+  e.microbatch = t.stack.empty() ? -1 : t.stack.back().microbatch;
+  e.stage = t.stack.empty() ? -1 : t.stack.back().stage;
+}
+
 void appendNumber(std::string &out, double v) {
   char buf[64];
   snprintf(buf, sizeof(buf), "%.3f", v);
@@ -139,9 +145,7 @@ void traceComm(const char *name, double beginUs, int64_t bytes,
   e.cat = "comm";
   e.ts = beginUs - state().epochUs;
   e.dur = end - beginUs;
-  // Attribute the transfer to the innermost user event (its micro-batch).
-  e.microbatch = t.stack.empty() ? -1 : t.stack.back().microbatch;
-  e.stage = t.stack.empty() ? -1 : t.stack.back().stage;
+  attribute(t, e);
   e.bytes = bytes;
   e.groupSize = groupSize;
   e.peer = peer;
@@ -157,20 +161,19 @@ bool deviceTraceOn() {
   return t.on && t.device;
 }
 
-void traceDeviceSpan(const char *name, const char *cat, int tid, void *begin,
-                     void *end, int64_t bytes, int64_t groupSize) {
+void traceDeviceSpan(const char *name, void *begin, void *end, int64_t bytes,
+                     int64_t groupSize) {
   Tracer &t = tracer();
   if (!t.on || !t.device || !begin || !end)
     return;
   Event e;
   e.name = name;
-  e.cat = cat;
+  e.cat = "comm";
   e.ts = e.dur = 0;
-  e.microbatch = t.stack.empty() ? -1 : t.stack.back().microbatch;
-  e.stage = t.stack.empty() ? -1 : t.stack.back().stage;
+  attribute(t, e);
   e.bytes = bytes;
   e.groupSize = groupSize;
-  e.tid = tid;
+  e.tid = 2;
   e.devBegin = begin;
   e.devEnd = end;
   t.add(std::move(e));

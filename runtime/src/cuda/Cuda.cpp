@@ -679,7 +679,17 @@ void traceReanchor() {
 
 } // namespace
 
-void *markTrace(void *stream) { return traceMark(stream); }
+DeviceCommScope::DeviceCommScope(const char *name, void *stream, int64_t bytes,
+                                 int64_t groupSize)
+    : name(name), stream(stream), bytes(bytes), groupSize(groupSize) {
+  if (deviceTraceOn())
+    begin = traceMark(stream);
+}
+
+DeviceCommScope::~DeviceCommScope() {
+  if (begin)
+    traceDeviceSpan(name, begin, traceMark(stream), bytes, groupSize);
+}
 
 namespace {
 const DeviceTraceHooks kTraceHooks = {&traceMark, &traceResolveUs,

@@ -53,9 +53,22 @@ void copyToHostOn(void *dst, const void *src, int64_t bytes, void *stream);
 void copyToDeviceOn(void *dst, const void *src, int64_t bytes, void *stream);
 void eventSynchronize(void *event);
 
-/// A trace mark (a timing event) recorded on `stream`, for
-/// traceDeviceSpan; only while deviceTraceOn().
-void *markTrace(void *stream);
+/// Times the device work enqueued on `stream` during its life as a
+/// communication span of the trace (thread 2); free unless PF_TRACE is
+/// set on a GPU rank. The device twin of the host's CommScope.
+class DeviceCommScope {
+public:
+  DeviceCommScope(const char *name, void *stream, int64_t bytes,
+                  int64_t groupSize);
+  ~DeviceCommScope();
+  DeviceCommScope(const DeviceCommScope &) = delete;
+  DeviceCommScope &operator=(const DeviceCommScope &) = delete;
+
+private:
+  const char *name;
+  void *stream, *begin = nullptr;
+  int64_t bytes, groupSize;
+};
 
 /// Whether the compute stream is being captured into a graph.
 bool streamCapturing();

@@ -644,17 +644,14 @@ int allReduceStart(const float *in, float *out, int64_t count,
     a.done[slot] = cuda::newEvent("a split all-reduce's completion");
   cuda::recordEvent(a.fork, cuda::computeStream());
   cuda::streamWaitEvent(a.stream, a.fork);
-  void *begin = deviceTraceOn() ? cuda::markTrace(a.stream) : nullptr;
   if (count > 0) {
+    cuda::DeviceCommScope trace("all_reduce_nccl", a.stream,
+                                count * int64_t(sizeof(float)), n);
     check(gNccl.api.ncclAllReduce(in, out, size_t(count), ncclFloat32, ncclSum,
                                   g.comm, static_cast<cudaStream_t>(a.stream)),
           "ncclAllReduce", fn);
     pollAsync(g, fn);
   }
-  if (begin)
-    traceDeviceSpan("all_reduce_nccl", "comm", 2, begin,
-                    cuda::markTrace(a.stream), count * int64_t(sizeof(float)),
-                    n);
   cuda::recordEvent(a.done[slot], a.stream);
   return 0;
 }

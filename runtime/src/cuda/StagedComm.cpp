@@ -273,13 +273,12 @@ void finishStagedReduce(StagedReduce &r) {
                       r.ranks.empty() ? nullptr : r.ranks.data(),
                       int64_t(r.ranks.size()));
   int64_t bytes = r.count * int64_t(sizeof(float));
-  void *begin = deviceTraceOn() ? cuda::markTrace(gStagingStream) : nullptr;
-  if (r.count > 0)
-    cuda::copyToDeviceOn(r.out, r.host, bytes, gStagingStream);
-  if (begin)
-    traceDeviceSpan("all_reduce_staged_to_device", "comm", 2, begin,
-                    cuda::markTrace(gStagingStream), bytes,
-                    int64_t(r.ranks.size()));
+  {
+    cuda::DeviceCommScope trace("all_reduce_staged_to_device", gStagingStream,
+                                bytes, int64_t(r.ranks.size()));
+    if (r.count > 0)
+      cuda::copyToDeviceOn(r.out, r.host, bytes, gStagingStream);
+  }
   cuda::recordEvent(r.done, gStagingStream);
   r.pending = false;
 }
@@ -432,14 +431,13 @@ int pfrt_cuda_all_reduce_start(const float *in, float *out, int64_t count,
   r.order = ++gStagedOrder;
   cuda::recordEvent(gStagingFork, cuda::computeStream());
   cuda::streamWaitEvent(gStagingStream, gStagingFork);
-  void *begin = deviceTraceOn() ? cuda::markTrace(gStagingStream) : nullptr;
-  if (count > 0)
-    cuda::copyToHostOn(r.host, in, count * int64_t(sizeof(float)),
-                       gStagingStream);
-  if (begin)
-    traceDeviceSpan("all_reduce_staged_to_host", "comm", 2, begin,
-                    cuda::markTrace(gStagingStream),
-                    count * int64_t(sizeof(float)), n);
+  {
+    int64_t bytes = count * int64_t(sizeof(float));
+    cuda::DeviceCommScope trace("all_reduce_staged_to_host", gStagingStream,
+                                bytes, n);
+    if (count > 0)
+      cuda::copyToHostOn(r.host, in, bytes, gStagingStream);
+  }
   cuda::recordEvent(r.copied, gStagingStream);
   r.pending = true;
   s = AsyncSlot::Staged;
