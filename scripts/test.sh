@@ -15,7 +15,7 @@ trap 'rm -rf "$log"' EXIT
 details=$log/details
 : >"$details"
 detail() { # title file lines
-  { echo "---- $1"; tail -n "$3" "$2"; } >>"$details"
+  { echo "---- $1"; tail -n "$3" "$2"; echo; } >>"$details"
 }
 
 count() { # name passed failed
@@ -23,31 +23,61 @@ count() { # name passed failed
   passed=$((passed + $2)) failed=$((failed + $3))
 }
 
-# lit: per-test result lines ("PASS: ...", "FAIL: ...").
+# A part that exited non-zero without naming a failed test (it crashed, or
+# its harness broke), or that ran no test at all, counts as one failure.
+settle() { # name status passed failed log
+  if { [ "$2" -ne 0 ] && [ "$4" -eq 0 ]; } || [ "$3" -eq 0 ]; then
+    echo "== $1 exited with status $2 after $3 passed tests and named no failure"
+    detail "$1 (exit status $2)" "$5" 40
+    count "$1" "$3" $(($4 + 1))
+  else
+    count "$1" "$3" "$4"
+  fi
+}
+
+# lit: per-test result lines ("PASS: ...", "FAIL: ..."). A failed test's
+# block (its commands and output) goes to the details, 60 lines of each.
 /usr/lib/llvm-22/bin/lit -v "$build/test" >"$log/lit" 2>&1
+rc=$?
 # (Only lit's own result lines: "RESULT: PIPEFLOW :: test"; a test's output
 # may contain lines that start with "FAIL:" too.)
-grep -E "^(FAIL|XPASS|UNRESOLVED|TIMEOUT): PIPEFLOW ::" "$log/lit" || true
-if grep -qE "^(FAIL|XPASS|UNRESOLVED|TIMEOUT): PIPEFLOW ::" "$log/lit"; then
-  awk '/^\*+ TEST .PIPEFLOW/ {p = 1} p {print} /^\*+$/ {p = 0}' "$log/lit" >"$log/lit-fail"
-  detail lit "$log/lit-fail" 80
+lit_bad='^(FAIL|XPASS|UNRESOLVED|TIMEOUT): PIPEFLOW ::'
+grep -aE "$lit_bad" "$log/lit" || true
+if grep -aqE "$lit_bad" "$log/lit"; then
+  awk '/^\*+ TEST .PIPEFLOW/ {p = 1; n = 0} p && n++ < 60 {print}
+       /^\*+$/ {p = 0}' "$log/lit" >"$log/lit-fail"
+  detail lit "$log/lit-fail" 400
 fi
-count lit "$(grep -cE '^(PASS|XFAIL): PIPEFLOW ::' "$log/lit")" \
-  "$(grep -cE '^(FAIL|XPASS|UNRESOLVED|TIMEOUT): PIPEFLOW ::' "$log/lit")"
+settle lit "$rc" "$(grep -acE '^(PASS|XFAIL): PIPEFLOW ::' "$log/lit")" \
+  "$(grep -acE "$lit_bad" "$log/lit")" "$log/lit"
 
-# gtest.
+# gtest: each failed test's lines, from its "[ RUN ]" to its "[ FAILED ]".
 "$build/unittests/PFUnitTests" >"$log/gtest" 2>&1
-grep -E "^\[  FAILED  \] [A-Za-z]" "$log/gtest" || true
-grep -qE "^\[  FAILED  \] [A-Za-z]" "$log/gtest" && detail gtest "$log/gtest" 60
-count gtest "$(grep -cE '^\[       OK \]' "$log/gtest")" \
-  "$(grep -cE '^\[  FAILED  \] [A-Za-z]' "$log/gtest")"
+rc=$?
+gtest_bad='^\[  FAILED  \] [A-Za-z].*\('
+grep -aE "$gtest_bad" "$log/gtest" || true
+if grep -aqE "$gtest_bad" "$log/gtest"; then
+  awk '/^\[ RUN/ {b = ""} {b = b $0 "\n"}
+       /^\[  FAILED  \] [A-Za-z].*\(/ {printf "%s", b; b = ""}' \
+    "$log/gtest" >"$log/gtest-fail"
+  detail gtest "$log/gtest-fail" 200
+fi
+settle gtest "$rc" "$(grep -acE '^\[       OK \]' "$log/gtest")" \
+  "$(grep -acE "$gtest_bad" "$log/gtest")" "$log/gtest"
 
-# Runtime tests under mpiexec.
+# Runtime tests under mpiexec: each "FAIL name" line and the indented tail
+# of its output under it.
 if [ -x "$root/runtime/test/run_tests.sh" ] && [ -d "$build/runtime" ]; then
   "$root/runtime/test/run_tests.sh" "$build/runtime" >"$log/rt" 2>&1
-  grep -E "^FAIL" "$log/rt" || true
-  grep -qE "^FAIL" "$log/rt" && detail runtime "$log/rt" 60
-  count runtime "$(grep -cE '^PASS' "$log/rt")" "$(grep -cE '^FAIL' "$log/rt")"
+  rc=$?
+  grep -aE "^FAIL" "$log/rt" || true
+  if grep -aqE "^FAIL" "$log/rt"; then
+    awk '/^FAIL/ {p = 1; print; next} p && /^ / {print; next} {p = 0}' \
+      "$log/rt" >"$log/rt-fail"
+    detail runtime "$log/rt-fail" 200
+  fi
+  settle runtime "$rc" "$(grep -acE '^PASS' "$log/rt")" \
+    "$(grep -acE '^FAIL' "$log/rt")" "$log/rt"
 fi
 
 # Python front end (Debian's python3: it has numpy and pytest).
@@ -60,7 +90,7 @@ if [ -d "$root/test/python" ]; then
   f=$(echo "$summary" | grep -oE '[0-9]+ (failed|errors?)' | awk '{s += $1} END {print s + 0}')
   [ -z "$p" ] && p=0
   [ -z "$f" ] && f=0
-  if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then f=1; cat "$log/py"; fi
+  if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then f=1; fi
   [ "$f" -ne 0 ] && detail pytest "$log/py" 120
   count pytest "$p" "$f"
 fi
@@ -70,6 +100,7 @@ if "$root/scripts/check-format.sh" >"$log/format" 2>&1; then
   count format 1 0
 else
   cat "$log/format"
+  detail format "$log/format" 40
   count format 0 1
 fi
 
@@ -82,6 +113,7 @@ if [ "${PF_SKIP_FUZZ:-0}" != 1 ]; then
     count fuzz 1 0
   else
     tail -n 80 "$log/fuzz"
+    detail fuzz "$log/fuzz" 60
     count fuzz 0 1
   fi
 fi

@@ -40,6 +40,14 @@ if shutil.which("dot"):
 if shutil.which("mpiexec", path=config.environment["PATH"]):
     config.available_features.add("mpi")
 
+# pidfd: this kernel lets pf-run watch its ranks (pidfd_open: Linux 5.3,
+# not blocked by a seccomp profile); without it pf-run keeps MPICH's report.
+try:
+    os.close(os.pidfd_open(os.getpid()))
+    config.available_features.add("pidfd")
+except (AttributeError, OSError):
+    pass
+
 # cuda: the runtime's CUDA parts are built (PF_ENABLE_CUDA).
 # cuda-device: and a CUDA device answers, found by running a probe that does
 # what the runtime does (load libcuda at run time, cuInit, count devices):

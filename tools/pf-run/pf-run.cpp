@@ -386,16 +386,21 @@ std::optional<std::string> rankOfProcess(StringRef dir, const Culprit &c) {
 }
 
 /// Watches this host's ranks (their pid files in the job directory) with
-/// pidfds, to tell which one ended first: when a rank dies, MPICH's
+/// pidfds, to tell which one ended the job: when a rank dies, MPICH's
 /// launcher kills the others and then names one bad termination, which
 /// need not be the first (two ranks killed by SIGKILL look alike to it).
+/// A pid file's second line says how its rank ended: "finalized" (well)
+/// or "failed" (a fatal error of the runtime, written before its abort).
 struct RankWatch {
+  struct Rank {
+    std::string pid, rank, file;
+  };
   std::string host;
-  std::vector<int> fds;
-  std::vector<std::pair<std::string, std::string>> ranks; // (pid, rank)
-  std::vector<std::string> files;
+  std::vector<int> fds; // one per ranks[k]; -1 once no longer watched
+  std::vector<Rank> ranks;
   std::set<std::string> seen;
-  std::optional<std::pair<std::string, std::string>> first; // (pid, rank)
+  /// The rank(s) seen ending first (several: they ended in one poll).
+  std::vector<size_t> firstEnded;
   bool decided = false;
 
   RankWatch() {
@@ -409,8 +414,19 @@ struct RankWatch {
         close(fd);
   }
 
-  /// Picks up the pid files written since the last call.
-  void scan(StringRef dir) {
+  /// The second line of rank k's pid file ("" while it runs).
+  std::string endOf(size_t k) const {
+    auto text = MemoryBuffer::getFile(ranks[k].file);
+    if (!text)
+      return "";
+    return (*text)->getBuffer().split('\n').second.trim().str();
+  }
+
+  /// Picks up the pid files written since the last call (the runtime
+  /// writes each under another name and renames it: never half written).
+  void scan(StringRef dir, size_t expected) {
+    if (seen.size() >= expected)
+      return;
     std::error_code ec;
     for (sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
          it.increment(ec)) {
@@ -421,31 +437,30 @@ struct RankWatch {
       if (fileHost != host)
         continue;
       auto text = MemoryBuffer::getFile(it->path());
-      if (!text)
+      StringRef rank =
+          text ? (*text)->getBuffer().split('\n').first.trim() : "";
+      if (rank.empty())
         continue; // not written yet: next time
       seen.insert(name.str());
       int fd = int(syscall(SYS_pidfd_open, std::atoi(pid.str().c_str()), 0));
       if (fd < 0)
         continue; // gone already, or no pidfds: MPICH's report decides
       fds.push_back(fd);
-      ranks.push_back(
-          {pid.str(), (*text)->getBuffer().split('\n').first.trim().str()});
-      files.push_back(it->path());
+      ranks.push_back({pid.str(), rank.str(), it->path()});
     }
   }
 
-  /// After a poll over fds (revents in `polled`, in fds' order): the first
-  /// rank to end, if exactly one ended first.
+  /// After a poll over fds (revents in `polled`, in fds' order): which
+  /// ranks ended first, leaving out those that finalized.
   void check(const struct pollfd *polled) {
     if (decided)
       return;
     std::vector<size_t> ended;
     for (size_t k = 0; k < fds.size(); ++k)
       if (fds[k] >= 0 && (polled[k].revents & (POLLIN | POLLHUP | POLLERR))) {
-        // A rank that got through pfrt_finalize (its file says so) ended
-        // well: no longer watched, the job goes on.
-        auto text = MemoryBuffer::getFile(files[k]);
-        if (text && (*text)->getBuffer().contains("finalized")) {
+        // A rank that got through pfrt_finalize ended well: no longer
+        // watched, the job goes on.
+        if (endOf(k) == "finalized") {
           close(fds[k]);
           fds[k] = -1;
         } else {
@@ -455,8 +470,61 @@ struct RankWatch {
     if (ended.empty())
       return;
     decided = true;
-    if (ended.size() == 1)
-      first = ranks[ended[0]];
+    firstEnded = ended;
+  }
+
+  /// "rank R (process P on H)"; for several, "ranks R1, R2 (processes P1,
+  /// P2 on H)".
+  std::string describe(ArrayRef<size_t> which) const {
+    std::string r, p;
+    for (size_t k : which) {
+      r += (r.empty() ? "" : ", ") + ranks[k].rank;
+      p += (p.empty() ? "" : ", ") + ranks[k].pid;
+    }
+    bool one = which.size() == 1;
+    return (one ? "rank " : "ranks ") + r +
+           (one ? " (process " : " (processes ") + p + " on " + host + ")";
+  }
+
+  /// When every rank ran here (`numRanks` watched), what pf-run says
+  /// instead of MPICH's report naming `culprit` ("" to let it stand): a
+  /// rank that failed, if the report names another; else the rank(s) that
+  /// ended first, if the report names one its cleanup killed.
+  std::string blame(const Culprit &culprit, size_t numRanks) const {
+    if (culprit.pid.empty() || ranks.size() != numRanks)
+      return "";
+    auto named = [&](ArrayRef<size_t> which) {
+      for (size_t k : which)
+        if (ranks[k].pid == culprit.pid)
+          return true;
+      return false;
+    };
+    std::string report =
+        " (mpiexec reported process " + culprit.pid +
+        (culprit.exitString.empty() ? "" : ": " + culprit.exitString) + ")";
+    std::vector<size_t> failed, failedFirst;
+    for (size_t k = 0; k < ranks.size(); ++k)
+      if (endOf(k) == "failed")
+        failed.push_back(k);
+    if (!failed.empty()) {
+      if (named(failed))
+        return "";
+      for (size_t k : firstEnded)
+        if (llvm::is_contained(failed, k))
+          failedFirst.push_back(k);
+      size_t pick = failedFirst.empty() ? failed[0] : failedFirst[0];
+      return describe(pick) + " ended the job with an error" + report;
+    }
+    // A rank killed by MPICH's cleanup reads "Killed (signal 9)"; another
+    // end (an exit code, another signal) is the report's own finding.
+    bool killed = culprit.exitString.find("signal 9") != std::string::npos;
+    if (firstEnded.empty() || !killed)
+      return "";
+    if (firstEnded.size() == 1)
+      return named(firstEnded)
+                 ? ""
+                 : describe(firstEnded) + " ended the job first" + report;
+    return describe(firstEnded) + " ended the job together" + report;
   }
 };
 
@@ -508,7 +576,7 @@ int runJob(StringRef launcher, ArrayRef<std::string> args,
   std::vector<struct pollfd> fds;
   while (open[0] || open[1]) {
     if (!exited && !watch.decided)
-      watch.scan(jobDir);
+      watch.scan(jobDir, numRanks.getValue());
     fds.clear();
     for (int k = 0; k < 2; ++k)
       fds.push_back({open[k] ? streams[k].in : -1, POLLIN, 0});
@@ -555,20 +623,13 @@ int runJob(StringRef launcher, ArrayRef<std::string> args,
   int rc = WIFEXITED(status)     ? WEXITSTATUS(status)
            : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                  : 1;
-  if (rc != 0 && watch.first && watch.first->first != culprit.pid &&
-      watch.ranks.size() == size_t(numRanks.getValue())) {
-    // Every rank ran here and one ended before the others: it ended the
-    // job, whichever process MPICH's report names. (With ranks on other
-    // nodes, one of them may have ended first unseen: the report stands.)
-    errs() << "pf-run: rank " << watch.first->second << " (process "
-           << watch.first->first << " on " << watch.host
-           << ") ended the job first";
-    if (!culprit.pid.empty())
-      errs() << " (mpiexec reported process " << culprit.pid
-             << (culprit.exitString.empty() ? std::string()
-                                            : ": " + culprit.exitString)
-             << ")";
-    errs() << "\n";
+  // Every rank ran here: the watch may know better than MPICH's report
+  // which one ended the job. (With ranks on other nodes, one of them may
+  // have ended first unseen: the report stands.)
+  std::string blame =
+      rc != 0 ? watch.blame(culprit, size_t(numRanks.getValue())) : "";
+  if (!blame.empty()) {
+    errs() << "pf-run: " << blame << "\n";
   } else if (rc != 0 && !culprit.pid.empty()) {
     std::optional<std::string> rank = rankOfProcess(jobDir, culprit);
     errs() << "pf-run: " << (rank ? "rank " + *rank : std::string("a rank"))

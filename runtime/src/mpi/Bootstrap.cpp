@@ -44,6 +44,32 @@ std::vector<void (*)()> &finalizeHooks() {
   return hooks;
 }
 
+/// Under pf-run: leaves PF_RUN_JOB_DIR/pid.<pid>.<host> holding our rank,
+/// so that pf-run can name a rank that dies without a word (killed, say)
+/// from the process id MPICH's launcher reports. Best effort: a rank on
+/// another node has no such directory. A second line says how the rank
+/// ended: "finalized" (pfrt_finalize: not a failure) or "failed" (a fatal
+/// error, written before the abort: this rank ended the job, whichever
+/// process the launcher's cleanup killed first). The file is written
+/// under another name and renamed, so a reader never sees it half written.
+void leaveProcessFile(int rank, const char *end = nullptr) {
+  const char *dir = getenv("PF_RUN_JOB_DIR");
+  if (!dir || !*dir)
+    return;
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  char path[4096], tmp[4200];
+  snprintf(path, sizeof(path), "%s/pid.%ld.%s", dir, long(getpid()), host);
+  snprintf(tmp, sizeof(tmp), "%s/tmp.%ld.%s", dir, long(getpid()), host);
+  if (FILE *f = fopen(tmp, "w")) {
+    fprintf(f, "%d\n%s%s", rank, end ? end : "", end ? "\n" : "");
+    if (fclose(f) == 0)
+      rename(tmp, path);
+    else
+      unlink(tmp);
+  }
+}
+
 [[noreturn]] void vfatal(const char *fmt, va_list ap) {
   char msg[4096];
   int n = snprintf(msg, sizeof(msg), "pfrt: rank %d: ", rankForMessages());
@@ -55,6 +81,9 @@ std::vector<void (*)()> &finalizeHooks() {
   // One write so lines from different ranks do not interleave mid-line.
   ssize_t w = write(STDERR_FILENO, msg, len);
   (void)w;
+  const State &st = state();
+  if (st.initialized && !st.finalized)
+    leaveProcessFile(st.rank, "failed");
   int up = 0, down = 0;
   MPI_Initialized(&up);
   MPI_Finalized(&down);
@@ -67,26 +96,6 @@ std::vector<void (*)()> &finalizeHooks() {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   _exit(1);
-}
-
-/// Under pf-run: leaves PF_RUN_JOB_DIR/pid.<pid>.<host> holding our rank,
-/// so that pf-run can name a rank that dies without a word (killed, say)
-/// from the process id MPICH's launcher reports. Best effort: a rank on
-/// another node has no such directory.
-/// At pfrt_finalize a second line, "finalized", tells pf-run that this
-/// rank's end is not a failure.
-void leaveProcessFile(int rank, bool finalized = false) {
-  const char *dir = getenv("PF_RUN_JOB_DIR");
-  if (!dir || !*dir)
-    return;
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  char path[4096];
-  snprintf(path, sizeof(path), "%s/pid.%ld.%s", dir, long(getpid()), host);
-  if (FILE *f = fopen(path, "w")) {
-    fprintf(f, "%d\n%s", rank, finalized ? "finalized\n" : "");
-    fclose(f);
-  }
 }
 
 int64_t readMaxMsgElems() {
@@ -126,6 +135,8 @@ void fatalFromThread(const char *fmt, ...) {
   msg[len++] = '\n';
   ssize_t w = write(STDERR_FILENO, msg, len);
   (void)w;
+  if (state().initialized && !state().finalized)
+    leaveProcessFile(state().rank, "failed");
   _exit(1);
 }
 
@@ -225,7 +236,7 @@ int pfrt_finalize(void) {
   if (st.ownsMpi)
     PFRT_MPI(MPI_Finalize, ());
   st.finalized = true;
-  leaveProcessFile(st.rank, /*finalized=*/true);
+  leaveProcessFile(st.rank, "finalized");
   return 0;
 }
 

@@ -54,8 +54,11 @@ def main():
     took = ended - killed
     print("exit code %d, %.2f s from the kill to the end of the job" %
           (run.returncode, took))
-    named = re.search(r"pf-run: rank (\d+) \(process \d+ on \S+\) ended the "
-                      r"job(?: first \(mpiexec reported process \d+)?: (.*)", run.stderr)
+    # "rank R (process P on H) ended the job[ first (mpiexec reported ...)]"
+    # or, when pf-run saw several end at once, "ranks R1, R2 (processes P1,
+    # P2 on H) ended the job together (...)".
+    named = re.search(r"pf-run: ranks? ([0-9, ]+) \(process(?:es)? [0-9, ]+ "
+                      r"on \S+\) ended the job.*", run.stderr)
     print(named.group(0) if named else "(no rank named)")
     if run.returncode == 0:
         sys.exit("FAIL: the job succeeded")
@@ -64,7 +67,8 @@ def main():
     if took > args.within:
         sys.exit("FAIL: the job took %.2f s to end (more than %g s)" %
                  (took, args.within))
-    if not named or int(named.group(1)) != args.rank:
+    if not named or args.rank not in [
+            int(r) for r in named.group(1).split(", ")]:
         sys.exit("FAIL: pf-run did not name rank %d:\n%s" %
                  (args.rank, run.stderr[-2000:]))
     print("PASS")

@@ -1,22 +1,43 @@
 #!/bin/sh
-# A stand-in for MPICH's mpiexec (pf-run --mpiexec) that reproduces a race
-# of the real one: rank 1 dies first (SIGKILL), the launcher kills rank 0
-# while cleaning up, and its report then names rank 0's process. Each
-# "rank" is a sleep whose pid file (what pfrt_init leaves) is written here.
-host=$(hostname)
+# A stand-in for MPICH's mpiexec (pf-run --mpiexec) that reproduces races
+# of the real one. Each "rank" is a sleep whose pid file (what pfrt_init
+# leaves: written under another name, then renamed) is written here.
+# STANDIN_CASE says what happens:
+#   first (default): rank 1 dies first (SIGKILL), the launcher kills rank 0
+#     while cleaning up, and its report then names rank 0's process;
+#   failed: rank 0 fails (its pid file says so, as pfrt's fatal errors
+#     leave it), the cleanup kills rank 1 before rank 0 is gone, and the
+#     report names rank 1's process;
+#   exitcode: rank 1 ends first, then rank 0 exits with an error code,
+#     which the report names (its own finding: it stands).
+host=$(uname -n)
+leave() { # pid rank [end]
+  printf '%s\n%s' "$2" "${3:+$3
+}" > "$PF_RUN_JOB_DIR/tmp.$1"
+  mv "$PF_RUN_JOB_DIR/tmp.$1" "$PF_RUN_JOB_DIR/pid.$1.$host"
+}
 sleep 60 & p0=$!
-echo 0 > "$PF_RUN_JOB_DIR/pid.$p0.$host"
+leave "$p0" 0
 sleep 60 & p1=$!
-echo 1 > "$PF_RUN_JOB_DIR/pid.$p1.$host"
+leave "$p1" 1
 sleep 1
-kill -9 "$p1"
-sleep 0.3
-kill -9 "$p0"
+case "${STANDIN_CASE:-first}" in
+failed)
+  leave "$p0" 0 failed
+  kill -9 "$p1"; sleep 1; kill -9 "$p0"
+  reported=$p1 code=9 string="Killed (signal 9)" ;;
+exitcode)
+  kill -9 "$p1"; sleep 1; kill -9 "$p0"
+  reported=$p0 code=1 string="" ;;
+*)
+  kill -9 "$p1"; sleep 1; kill -9 "$p0"
+  reported=$p0 code=9 string="Killed (signal 9)" ;;
+esac
 wait
 echo "==================================================================================="
 echo "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES"
-echo "=   PID $p0 RUNNING AT $host"
-echo "=   EXIT CODE: 9"
+echo "=   PID $reported RUNNING AT $host"
+echo "=   EXIT CODE: $code"
 echo "==================================================================================="
-echo "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)"
-exit 9
+[ -n "$string" ] && echo "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: $string"
+exit "$code"
