@@ -105,6 +105,28 @@ for n in 1 2 4; do
   run_ok bootstrap_n$n 30 "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-bootstrap" $n
 done
 
+# The pid files pf-run reads (PF_RUN_JOB_DIR/pid.<pid>.<host>): each rank's
+# says its rank, then "finalized" after a clean end (2 ranks), or "failed"
+# after a fatal error (1 rank, a bad PFRT_MAX_MSG_ELEMS); no temporary file
+# is left behind.
+pidfiles_check() { # dir expected-contents...
+  local want got
+  want=$(printf '%s\n' "${@:2}")
+  got=$(for f in "$1"/*; do
+    case "$f" in */pid.[0-9]*.*) tr '\n' ' ' <"$f"; echo ;;
+    *) echo "stray file $f" ;; esac; done | sort)
+  [ "$got" = "$want" ] || { printf 'found:\n%s\nwanted:\n%s\n' "$got" "$want" >&2; return 1; }
+}
+PIDDIR=$WORK/piddirs
+mkdir -p "$PIDDIR/ok" "$PIDDIR/failed"
+run_ok pid_files_finalized 30 bash -c "$(declare -f pidfiles_check)
+  PF_RUN_JOB_DIR='$PIDDIR/ok' $MPX -n 2 '$BIN/pfrt-test-bootstrap' 2 >/dev/null &&
+  pidfiles_check '$PIDDIR/ok' '0 finalized ' '1 finalized '"
+run_ok pid_files_failed 30 bash -c "$(declare -f pidfiles_check)
+  if PF_RUN_JOB_DIR='$PIDDIR/failed' PFRT_MAX_MSG_ELEMS=x $MPX -n 1 \
+    '$BIN/pfrt-test-bootstrap' 1 2>/dev/null; then echo 'no failure' >&2; exit 1; fi
+  pidfiles_check '$PIDDIR/failed' '0 failed '"
+
 # --- collectives and point-to-point -----------------------------------------
 for n in 1 2 3 4; do
   run_ok collectives_n$n 60 "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-collectives"

@@ -21,6 +21,10 @@ struct State {
   bool ownsMpi = false;
   int rank = 0;
   int size = 1;
+  /// This rank among the job's ranks on its node (MPI_COMM_TYPE_SHARED),
+  /// and their number: a GPU rank uses GPU localRank mod the node's count.
+  int localRank = 0;
+  int localSize = 1;
   /// Largest element count passed to one MPI call.
   int64_t maxMsgElems = 0;
   /// Monotonic clock value (us) that pfrt_now_us reports as zero.

@@ -109,6 +109,7 @@ void *openLibrary(const char *name, const char *what) {
   X(cuGetErrorName, "cuGetErrorName")                                          \
   X(cuDeviceGetCount, "cuDeviceGetCount")                                      \
   X(cuDeviceGet, "cuDeviceGet")                                                \
+  X(cuDeviceGetUuid, "cuDeviceGetUuid_v2")                                     \
   X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")                      \
   X(cuCtxSetCurrent, "cuCtxSetCurrent")                                        \
   X(cuStreamCreate, "cuStreamCreate")                                          \
@@ -724,6 +725,18 @@ void *computeStream() {
 
 int deviceOrdinal() { return gState.device; }
 
+int64_t deviceIdentity() {
+  requireReady("deviceIdentity");
+  CUdevice dev;
+  CUuuid uuid;
+  check(gState.api.cuDeviceGet(&dev, gState.device), "cuDeviceGet");
+  check(gState.api.cuDeviceGetUuid(&uuid, dev), "cuDeviceGetUuid");
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char b : uuid.bytes)
+    h = (h ^ uint64_t(uint8_t(b))) * 0x100000001b3ull;
+  return int64_t(h & 0x7fffffffffffffffull);
+}
+
 static bool gHostStaged = false;
 void noteHostStagedCommunication() { gHostStaged = true; }
 bool hostStagedCommunication() { return gHostStaged; }
@@ -792,7 +805,7 @@ extern "C" {
 
 int pfrt_cuda_device_count(void) {
   if (pfrt::fake::enabled())
-    return 1;
+    return int(pfrt::fake::visibleDevices().size());
   void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!cuda)
     return 0;

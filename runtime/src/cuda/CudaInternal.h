@@ -86,6 +86,11 @@ void *openOptionalLibrary(const char *name, std::string *tried);
 void *computeStream();
 int deviceOrdinal();
 
+/// A 63-bit hash of this rank's GPU's UUID: equal for two ranks exactly
+/// when they use one physical GPU, whatever ordinals CUDA_VISIBLE_DEVICES
+/// gives it in each (a per-rank binding shows each rank its GPU as 0).
+int64_t deviceIdentity();
+
 /// Called by pfrt_cuda_init once the device is ready: chooses the transport
 /// of the collective twins (Nccl.cpp).
 void configureCollectives();

@@ -491,10 +491,15 @@ void captureInput(void *out, int64_t bytes, const char *fn,
     pfrt_cuda_h2d(out, host, bytes);
 }
 
-/// The rank on this node: the launcher's local rank, else the world rank.
+/// The rank on this node: after pfrt_init, its rank among the job's ranks
+/// that share the node's memory (MPI_COMM_TYPE_SHARED, right under any
+/// launcher and rank placement); before it, the launcher's local rank
+/// (Hydra, PMI, Open MPI, Slurm), else the world rank.
 int64_t localRank() {
-  for (const char *var :
-       {"MPI_LOCALRANKID", "PMI_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"}) {
+  if (state().initialized && !state().finalized)
+    return state().localRank;
+  for (const char *var : {"MPI_LOCALRANKID", "PMI_LOCAL_RANK",
+                          "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
     const char *v = std::getenv(var);
     if (v && *v) {
       char *end = nullptr;
@@ -503,8 +508,6 @@ int64_t localRank() {
         return r;
     }
   }
-  if (state().initialized && !state().finalized)
-    return state().rank;
   if (const char *v = std::getenv("PMI_RANK")) {
     long long r = std::atoll(v);
     if (r >= 0)
@@ -963,7 +966,14 @@ int pfrt_cuda_arena_plan(int64_t bytes) {
   // Without a driver or a device pfrt_cuda_init exits with status 2 and
   // one line saying what is missing.
   int count = pfrt_cuda_device_count();
-  pfrt_cuda_init(count > 0 ? localRank() % count : 0);
+  int64_t device = count > 0 ? localRank() % count : 0;
+  if (const char *v = std::getenv("PFRT_CUDA_VERBOSE"); v && *v == '1')
+    std::fprintf(stderr,
+                 "pfrt: rank %d: GPU %lld of the %d this rank sees (local "
+                 "rank %lld of %d on this node)\n",
+                 state().rank, (long long)device, count, (long long)localRank(),
+                 state().localSize);
+  pfrt_cuda_init(device);
   pfrt_cuda_arena_init(bytes);
 #ifndef PFRT_CUDA_NO_KERNELS
   // Loaded now, so that no kernel call of a step (maybe captured in a

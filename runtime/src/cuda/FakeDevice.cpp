@@ -31,6 +31,49 @@ bool enabled() {
   return v && std::strcmp(v, "1") == 0;
 }
 
+int physicalDevices() {
+  static const int n = [] {
+    const char *v = std::getenv("PFRT_CUDA_FAKE_DEVICES");
+    if (!v || !*v)
+      return 1;
+    char *end = nullptr;
+    long k = std::strtol(v, &end, 10);
+    if (*end || k < 1 || k > 64) {
+      std::fprintf(stderr,
+                   "pfrt: PFRT_CUDA_FAKE_DEVICES=%s: expected 1 to 64\n", v);
+      std::exit(2);
+    }
+    return int(k);
+  }();
+  return n;
+}
+
+const std::vector<int> &visibleDevices() {
+  static const std::vector<int> visible = [] {
+    std::vector<int> v;
+    const char *list = std::getenv("CUDA_VISIBLE_DEVICES");
+    if (!list) {
+      for (int d = 0; d < physicalDevices(); ++d)
+        v.push_back(d);
+      return v;
+    }
+    // As CUDA reads it: indices up to the first invalid or repeated one.
+    for (const char *c = list; *c;) {
+      char *end = nullptr;
+      long d = std::strtol(c, &end, 10);
+      if (end == c || d < 0 || d >= physicalDevices() ||
+          std::find(v.begin(), v.end(), int(d)) != v.end())
+        break;
+      v.push_back(int(d));
+      if (*end != ',')
+        break;
+      c = end + 1;
+    }
+    return v;
+  }();
+  return visible;
+}
+
 namespace {
 
 /// The operations of the stream being captured (null when not capturing).
@@ -174,13 +217,24 @@ CUresult cuGetErrorName(CUresult error, const char **name) {
 }
 
 CUresult cuDeviceGetCount(int *count) {
-  *count = 1;
+  *count = int(visibleDevices().size());
   return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGet(CUdevice *device, int ordinal) {
   *device = ordinal;
-  return ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+  return ordinal >= 0 && size_t(ordinal) < visibleDevices().size()
+             ? CUDA_SUCCESS
+             : CUDA_ERROR_INVALID_DEVICE;
+}
+
+CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice device) {
+  if (device < 0 || size_t(device) >= visibleDevices().size())
+    return CUDA_ERROR_INVALID_DEVICE;
+  std::memset(uuid->bytes, 0, sizeof(uuid->bytes));
+  std::memcpy(uuid->bytes, "pfrt-fake-gpu", 13);
+  uuid->bytes[15] = char(visibleDevices()[size_t(device)]);
+  return CUDA_SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice) {
@@ -228,7 +282,7 @@ CUresult cuMemFree(CUdeviceptr p) {
 }
 
 CUresult cuDeviceGetName(char *name, int len, CUdevice device) {
-  if (device != 0 || len < 1)
+  if (device < 0 || size_t(device) >= visibleDevices().size() || len < 1)
     return CUDA_ERROR_INVALID_VALUE;
   std::snprintf(name, size_t(len), "pfrt host emulation");
   return CUDA_SUCCESS;

@@ -26,12 +26,22 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace pfrt {
 namespace fake {
 
 /// Whether PFRT_CUDA_FAKE=1 asks for the emulation.
 bool enabled();
+
+/// The emulated machine's GPUs: PFRT_CUDA_FAKE_DEVICES (1 to 64, default
+/// 1), of which CUDA_VISIBLE_DEVICES shows some as CUDA does (a comma list
+/// of indices, read up to the first that is not one of them). Device
+/// ordinal i is physical device visibleDevices()[i]; its UUID names the
+/// physical one, so ranks that see one GPU under different ordinals (or
+/// different GPUs under ordinal 0) are told apart as on a real machine.
+int physicalDevices();
+const std::vector<int> &visibleDevices();
 
 /// The emulated entry points, each with its CUDA declaration's type (the
 /// names go through cuda.h's versioning macros like the real ones).
@@ -41,6 +51,7 @@ bool enabled();
   X(cuGetErrorName, "")                                                        \
   X(cuDeviceGetCount, "")                                                      \
   X(cuDeviceGet, "")                                                           \
+  X(cuDeviceGetUuid, "")                                                       \
   X(cuDevicePrimaryCtxRetain, "")                                              \
   X(cuCtxSetCurrent, "")                                                       \
   X(cuStreamCreate, "")                                                        \

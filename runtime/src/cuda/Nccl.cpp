@@ -13,7 +13,9 @@
 //                          device); host-staged otherwise. Under the
 //                          emulation every rank shares its one emulated
 //                          device, so only PFRT_CUDA_COMM=nccl emulates NCCL
-//                          (each rank then pretends to have its own).
+//                          (each rank then pretends to have its own), or
+//                          PFRT_CUDA_FAKE_DEVICES=N > 1 emulated GPUs (then
+//                          chosen as on a real machine, by device UUID).
 // Anything else in PFRT_CUDA_COMM is fatal. PFRT_CUDA_VERBOSE=1 prints the
 // choice on rank 0.
 //
@@ -268,14 +270,15 @@ int64_t hostKey() {
   return int64_t(h & 0x7fffffffffffffffull);
 }
 
-/// The device this rank uses, on its host. The emulation under
-/// PFRT_CUDA_COMM=nccl pretends each rank has its own device, unless
-/// PFRT_CUDA_FAKE_NCCL_SHARED=1 (the test of the error).
+/// The GPU this rank uses (its UUID's hash: ordinals depend on each rank's
+/// CUDA_VISIBLE_DEVICES). The emulation under PFRT_CUDA_COMM=nccl pretends
+/// each rank has its own device, unless PFRT_CUDA_FAKE_NCCL_SHARED=1 (the
+/// test of the error) or it emulates several GPUs (PFRT_CUDA_FAKE_DEVICES).
 int64_t deviceKey() {
   const char *shared = std::getenv("PFRT_CUDA_FAKE_NCCL_SHARED");
-  bool ownDevice =
-      gNccl.emulated && gNccl.forced && !(shared && *shared == '1');
-  return ownDevice ? int64_t(pfrt_rank()) : int64_t(cuda::deviceOrdinal());
+  bool ownDevice = gNccl.emulated && gNccl.forced &&
+                   fake::physicalDevices() == 1 && !(shared && *shared == '1');
+  return ownDevice ? int64_t(pfrt_rank()) : cuda::deviceIdentity();
 }
 
 /// Resolves NCCL's entry points from `library`; false if one is missing
@@ -327,11 +330,11 @@ const Group &groupFor(const int64_t *ranks, int64_t n, const char *fn) {
   if (sharedDevice(all, n, p, q)) {
     if (gNccl.forced)
       fatal("%s: PFRT_CUDA_COMM=nccl, but ranks %lld and %lld of group %s "
-            "use the same GPU (device %lld of one host) and NCCL needs a "
-            "device per rank: run one rank per GPU or set "
+            "use the same GPU (one device UUID on one host) and NCCL needs "
+            "a device per rank: run one rank per GPU or set "
             "PFRT_CUDA_COMM=staged",
             fn, (long long)ranks[p], (long long)ranks[q],
-            groupString(ranks, n).c_str(), (long long)all[size_t(2 * p + 1)]);
+            groupString(ranks, n).c_str());
     if (verbose() && g.pos == 0)
       std::fprintf(stderr,
                    "pfrt: rank %d: CUDA collectives: ranks of group %s "
@@ -448,7 +451,7 @@ void configureCollectives() {
   }
   if (fake::enabled()) {
     s.emulated = true;
-    if (!s.forced) {
+    if (!s.forced && fake::physicalDevices() == 1) {
       sayOnRankZero("host-staged (the ranks share the one emulated device; "
                     "PFRT_CUDA_COMM=nccl emulates NCCL)");
       return;
@@ -459,8 +462,13 @@ void configureCollectives() {
     s.api.ncclCommSplit = &fake::ncclCommSplit;
     s.api.ncclCommDestroy = &fake::ncclCommDestroy;
     s.available = true;
-    sayOnRankZero("NCCL, emulated on the host (PFRT_CUDA_FAKE=1, "
-                  "PFRT_CUDA_COMM=nccl)");
+    sayOnRankZero(s.forced ? "NCCL, emulated on the host (PFRT_CUDA_FAKE=1, "
+                             "PFRT_CUDA_COMM=nccl)"
+                           : "NCCL, emulated on the host (PFRT_CUDA_FAKE=1, " +
+                                 std::to_string(fake::physicalDevices()) +
+                                 " emulated GPUs) for groups whose ranks "
+                                 "each have their own GPU, host-staged "
+                                 "otherwise");
     return;
   }
   std::string tried, missing;

@@ -205,6 +205,15 @@ int pfrt_init(int *argc, char ***argv) {
   // MPI user in the process (e.g. mpi4py in the Python front end).
   PFRT_MPI(MPI_Comm_dup, (MPI_COMM_WORLD, &gWorld));
   PFRT_MPI(MPI_Comm_set_errhandler, (gWorld, MPI_ERRORS_RETURN));
+  // The ranks on this node, whatever the launcher exports (Hydra's
+  // MPI_LOCALRANKID, Slurm's SLURM_LOCALID, none under a singleton): which
+  // GPU a rank takes.
+  MPI_Comm node = MPI_COMM_NULL;
+  PFRT_MPI(MPI_Comm_split_type,
+           (gWorld, MPI_COMM_TYPE_SHARED, st.rank, MPI_INFO_NULL, &node));
+  PFRT_MPI(MPI_Comm_rank, (node, &st.localRank));
+  PFRT_MPI(MPI_Comm_size, (node, &st.localSize));
+  PFRT_MPI(MPI_Comm_free, (&node));
   st.initialized = true;
   leaveProcessFile(st.rank);
   st.maxMsgElems = readMaxMsgElems();
