@@ -10,7 +10,7 @@ split, the parameters replicated, every gradient all-reduced in buckets),
 is compiled twice: overlap-gradients=on (each bucket's all-reduce started
 as soon as its last gradient is made, waited for at the update) and =off
 (a blocking all-reduce per bucket). Each runs under pf-run with --trace;
-a traced GPU rank times every op on the device (docs/Runtime.md), so in
+a traced GPU rank times every op on the device (runtime/README.md, docs/Status.md), so in
 rank 0's trace:
 
   exposed  = the device time the compute stream spends inside the

@@ -304,6 +304,11 @@ run() {
   check cuda_twins_gemm_fp32 "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins6" gemm_precision
   check cuda_twins_gemm_3xtf32 env PFRT_CUDA_GEMM_PRECISION=3xtf32 \
     "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins7" gemm_precision
+  # The convolutions under 3xTF32 (grouped ones split once a run, the
+  # pieces at the groups' offsets: alignments below 256 bytes told to
+  # cuBLASLt's heuristic).
+  check cuda_twins_conv_3xtf32 env PFRT_CUDA_GEMM_PRECISION=3xtf32 \
+    "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins9" convs
   if [ -d "$tuned/gpu" ]; then
     rm -f "$tuned/3xtf32.txt"
     check gemm-3xtf32-run "$tuned/gpu/rank0" --steps 10 --lr 0.05 --seed 7 --gemm-precision 3xtf32 --loss-out "$tuned/3xtf32.txt"

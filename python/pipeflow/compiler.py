@@ -263,12 +263,14 @@ def stage_report(compiled, num_stages, num_chunks=1, balance="flops", pf_opt=Non
 
 def debug_report(compiled, pipeline, pf_opt=None):
     """The reports ``pf-opt -pf-compile-cpu-pipeline="PIPELINE boxing-report=-
-    schedule-report=true"`` prints for a cached graph (compiled up to the
-    per-rank programs): the automatic stages' cut, every boxing op and each
-    rank's schedule, as text."""
+    schedule-report=true"`` (``-pf-compile-gpu-pipeline`` for a program on
+    ``"cuda"``, as the graph itself compiles) prints for a cached graph
+    (compiled up to the per-rank programs): the automatic stages' cut, every
+    boxing op and each rank's schedule, as text."""
     tool = pf_opt or find_pf_opt()
     options = f"{pipeline} boxing-report=- schedule-report=true pf-compile-to=rank"
-    proc = subprocess.run([tool, compiled.ir_path, f"-pf-compile-cpu-pipeline={options}", "-o",
+    flag = "-pf-compile-gpu-pipeline" if backend_of(compiled.ir_path) == "cuda" else "-pf-compile-cpu-pipeline"
+    proc = subprocess.run([tool, compiled.ir_path, f"{flag}={options}", "-o",
                            os.devnull], capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise diagnostics_to_error(proc.stderr, compiled.ir_path)

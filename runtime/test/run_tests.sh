@@ -420,6 +420,12 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
     "$WORK/cuda_twins_fake4"
   # The GEMM twins' precision modes against a double reference: exact
   # float32 and 3xTF32 within 4e-6 of the terms' magnitude, plain TF32 not.
+  # The convolutions (grouped ones: each run's weight and columns split
+  # once for all groups) under 3xTF32 against the CPU's, within 1e-5 of
+  # the terms' magnitude.
+  run_ok cuda_twins_emulated_conv_3xtf32 120 env PFRT_CUDA_FAKE=1 \
+    PFRT_CUDA_GEMM_PRECISION=3xtf32 "$BIN/pfrt-test-cuda-twins" \
+    "$WORK/cuda_twins_fake9" convs
   run_ok cuda_twins_emulated_gemm_fp32 120 env PFRT_CUDA_FAKE=1 \
     "$BIN/pfrt-test-cuda-twins" "$WORK/cuda_twins_fake6" gemm_precision
   run_ok cuda_twins_emulated_gemm_3xtf32 120 env PFRT_CUDA_FAKE=1 \

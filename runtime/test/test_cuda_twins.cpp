@@ -1294,6 +1294,16 @@ int main(int argc, char **argv) {
     pfrt_finalize();
     return 0;
   }
+  if (mode == "convs") { // alone: run_tests.sh runs it under 3xtf32 too
+    convs();
+    pfrt_cuda_synchronize();
+    printf("cuda-twins convs (%s): ok\n",
+           getenv("PFRT_CUDA_GEMM_PRECISION")
+               ? getenv("PFRT_CUDA_GEMM_PRECISION")
+               : "fp32");
+    pfrt_finalize();
+    return 0;
+  }
   if (mode == "bgrad") { // alone: run_tests.sh runs it without BGRADB too
     biasGradients();
     pfrt_finalize();

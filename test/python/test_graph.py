@@ -342,7 +342,8 @@ def test_cuda_graph_trains_on_the_emulated_gpu(monkeypatch):
 
 def test_cuda_pipeline_stages_compile_for_two_gpus(monkeypatch):
     # Two stages on two GPUs hand activations over with the host-staged
-    # transport's send/recv twins (NCCL is issue 15's): both ranks compile
+    # transport's send/recv twins (where ranks share a GPU; NCCL's after a
+    # first step that checks the message order): both ranks compile
     # for the GPU, and the program's staged calls are the device twins.
     monkeypatch.setattr(config, "gpu_available", lambda: True)
     c0, c1 = flow.placement("cuda", [0]), flow.placement("cuda", [1])

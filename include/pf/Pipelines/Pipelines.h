@@ -153,8 +153,8 @@ void buildCompileCPUPipeline(OpPassManager &pm,
                              const CompileCPUPipelineOptions &options);
 
 /// The same for GPU ranks (convert-pf-to-gpu last), with the same options
-/// (generated-kernels is an error there: its kernels' host twins are a
-/// CPU-only check).
+/// (generated-kernels is always on there: a GPU rank's element-wise ops are
+/// the compiler's kernels whatever the option says).
 void buildCompileGPUPipeline(OpPassManager &pm,
                              const CompileCPUPipelineOptions &options);
 

@@ -231,8 +231,20 @@ void check(CUresult r, const char *call) {
 }
 
 void check(cublasStatus_t r, const char *call) {
-  if (r != CUBLAS_STATUS_SUCCESS)
-    fatal("%s failed: cublasStatus %d", call, int(r));
+  if (r == CUBLAS_STATUS_SUCCESS)
+    return;
+  // cublas_api.h's names (cuBLASLt has no name function of its own).
+  const char *name = r == CUBLAS_STATUS_NOT_INITIALIZED    ? "NOT_INITIALIZED"
+                     : r == CUBLAS_STATUS_ALLOC_FAILED     ? "ALLOC_FAILED"
+                     : r == CUBLAS_STATUS_INVALID_VALUE    ? "INVALID_VALUE"
+                     : r == CUBLAS_STATUS_ARCH_MISMATCH    ? "ARCH_MISMATCH"
+                     : r == CUBLAS_STATUS_MAPPING_ERROR    ? "MAPPING_ERROR"
+                     : r == CUBLAS_STATUS_EXECUTION_FAILED ? "EXECUTION_FAILED"
+                     : r == CUBLAS_STATUS_INTERNAL_ERROR   ? "INTERNAL_ERROR"
+                     : r == CUBLAS_STATUS_NOT_SUPPORTED    ? "NOT_SUPPORTED"
+                     : r == CUBLAS_STATUS_LICENSE_ERROR    ? "LICENSE_ERROR"
+                                                           : "unknown";
+  fatal("%s failed: CUBLAS_STATUS_%s (%d)", call, name, int(r));
 }
 
 void requireReady(const char *fn) {
@@ -372,6 +384,11 @@ std::string gemmName(const std::vector<int64_t> &key) {
   for (size_t i = 0; i < key.size() && i < 14; ++i)
     name +=
         (i ? "," : "") + std::string(kFields[i]) + "=" + std::to_string(key[i]);
+  // Operands aligned less than 256 bytes get other answers from the
+  // heuristic: their own entry (the names of aligned shapes unchanged).
+  if (key.size() == 17 && (key[14] < 256 || key[15] < 256 || key[16] < 256))
+    name += ",align=" + std::to_string(key[14]) + "/" +
+            std::to_string(key[15]) + "/" + std::to_string(key[16]);
   return name;
 }
 
@@ -534,6 +551,18 @@ Plan &planFor(const std::vector<int64_t> &key, int32_t ta, int32_t tb,
             pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &s.workspaceBytes,
             sizeof(s.workspaceBytes)),
         "cublasLtMatmulPreferenceSetAttribute");
+  // cuBLASLt's A is our B and its B our A (see above); C and D are c.
+  const uint32_t aligns[4] = {uint32_t(key[15]), uint32_t(key[14]),
+                              uint32_t(key[16]), uint32_t(key[16])};
+  const cublasLtMatmulPreferenceAttributes_t alignAttrs[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int j = 0; j < 4; ++j)
+    check(api.cublasLtMatmulPreferenceSetAttribute(
+              pref, alignAttrs[j], &aligns[j], sizeof(aligns[j])),
+          "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)");
   // Up to kCandidates answers: the first is cuBLASLt's own choice, the
   // others are what PFRT_CUDA_GEMM_TUNE may time against it.
   constexpr int kCandidates = 8;
@@ -990,9 +1019,34 @@ int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
   }();
   if (runTF32)
     tf32 = 1;
-  std::vector<int64_t> key = {ta,       tb,       m,        n,     k,
-                              lda,      ldb,      ldc,      batch, stride_a,
-                              stride_b, stride_c, epilogue, tf32};
+  // How aligned each matrix is (its pointer and, batched, its stride; at
+  // most 256 bytes, cuBLASLt's default assumption): told to the heuristic,
+  // so that it answers only with algorithms these pointers can run (arena
+  // buffers are 64-byte aligned, a group's slice of a convolution's
+  // weight or a strided view of a projection less).
+  auto alignment = [batch](const void *ptr, int64_t stride) {
+    uint64_t v = uint64_t(reinterpret_cast<uintptr_t>(ptr)) | 256u;
+    if (batch > 1 && stride != 0)
+      v |= uint64_t(stride) * sizeof(float);
+    return int64_t(v & (~v + 1)); // the lowest set bit
+  };
+  std::vector<int64_t> key = {ta,
+                              tb,
+                              m,
+                              n,
+                              k,
+                              lda,
+                              ldb,
+                              ldc,
+                              batch,
+                              stride_a,
+                              stride_b,
+                              stride_c,
+                              epilogue,
+                              tf32,
+                              alignment(a, stride_a),
+                              alignment(b, stride_b),
+                              alignment(c, stride_c)};
   Plan &p = planFor(key, ta, tb, m, n, k, lda, ldb, ldc, batch, stride_a,
                     stride_b, stride_c, beta, epilogue, tf32);
   if (p.unsupported)

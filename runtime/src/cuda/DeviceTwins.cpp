@@ -29,6 +29,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -238,19 +239,97 @@ int64_t operandExtent(int64_t rows, int64_t cols, int64_t ld, int64_t batch,
   return (batch - 1) * stride + (rows - 1) * ld + cols;
 }
 
-/// The 3xTF32 split's device buffers (its own: a twin's scratch may hold
-/// the GEMM's operand, as a convolution's columns do). The allocation is
-/// 256-byte aligned. (A grouped convolution splits its run's operand once
-/// a group: correct, more traffic than one split a run.)
-float *splitBuffers(int64_t floats, const char *fn) {
-  static void *buf = nullptr;
-  static int64_t have = 0;
-  if (floats > have) {
-    int64_t want = floats > 2 * have ? floats : 2 * have;
-    buf = cuda::allocPersistent(want * int64_t(sizeof(float)), fn);
-    have = want;
+/// A growing persistent device buffer (256-byte aligned). The old one is
+/// kept: a captured graph may still read it.
+struct GrowingBuffer {
+  void *buf = nullptr;
+  int64_t have = 0;
+  float *get(int64_t floats, const char *fn) {
+    if (floats > have) {
+      int64_t want = floats > 2 * have ? floats : 2 * have;
+      buf = cuda::allocPersistent(want * int64_t(sizeof(float)), fn);
+      have = want;
+    }
+    return static_cast<float *>(buf);
   }
-  return static_cast<float *>(buf);
+};
+
+/// The 3xTF32 split's device buffers for one GEMM's operands (its own: a
+/// twin's scratch may hold the GEMM's operand, as a convolution's columns
+/// do).
+float *splitBuffers(int64_t floats, const char *fn) {
+  static GrowingBuffer b;
+  return b.get(floats, fn);
+}
+
+/// Each piece of a split 256-byte aligned (whole float counts).
+int64_t alignedFloats(int64_t floats) { return (floats + 63) / 64 * 64; }
+
+/// Under 3xTF32, the operands a run of GEMMs shares, split once: while a
+/// SplitOnce lives, gemm() takes an operand that lies inside one of its
+/// ranges from that range's pieces instead of splitting it again (a
+/// grouped convolution's GEMMs each read one group's slice of the same
+/// weight and columns: one split a run, not one a group). Without 3xTF32
+/// it does nothing. Not nested.
+class SplitOnce {
+public:
+  struct Range {
+    const float *base;
+    int64_t floats;
+  };
+  SplitOnce(const char *fn, std::initializer_list<Range> ranges);
+  ~SplitOnce() { gActive = nullptr; }
+  SplitOnce(const SplitOnce &) = delete;
+  SplitOnce &operator=(const SplitOnce &) = delete;
+
+  /// The pieces (big, small) of [p, p + floats) if a range holds it.
+  static bool find(const float *p, int64_t floats, const float *&big,
+                   const float *&small);
+
+private:
+  struct Split {
+    Range range;
+    float *big, *small;
+  };
+  std::vector<Split> splits;
+  static SplitOnce *gActive;
+};
+
+SplitOnce *SplitOnce::gActive = nullptr;
+
+SplitOnce::SplitOnce(const char *fn, std::initializer_list<Range> ranges) {
+  if (!threeTF32())
+    return;
+  if (gActive)
+    fatal("%s: SplitOnce scopes do not nest", fn);
+  static GrowingBuffer pieces;
+  int64_t total = 0;
+  for (const Range &r : ranges)
+    total += 2 * alignedFloats(r.floats);
+  float *at = pieces.get(total, fn);
+  for (const Range &r : ranges) {
+    Split s{r, at, at + alignedFloats(r.floats)};
+    at = s.small + alignedFloats(r.floats);
+    const float *src = r.base;
+    int64_t n = r.floats;
+    void *args[] = {&src, &s.big, &s.small, &n};
+    launch(kSplitTF32, n, args, fn);
+    splits.push_back(s);
+  }
+  gActive = this;
+}
+
+bool SplitOnce::find(const float *p, int64_t floats, const float *&big,
+                     const float *&small) {
+  if (!gActive)
+    return false;
+  for (const Split &s : gActive->splits)
+    if (p >= s.range.base && p + floats <= s.range.base + s.range.floats) {
+      big = s.big + (p - s.range.base);
+      small = s.small + (p - s.range.base);
+      return true;
+    }
+  return false;
 }
 
 /// pfrt_cuda_gemm as the twins call it: exact float32, or under
@@ -269,15 +348,28 @@ int gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k, float alpha,
   const char *fn = "pfrt_cuda_gemm (3xtf32)";
   int64_t ea = operandExtent(ta ? k : m, ta ? m : k, lda, batch, sa);
   int64_t eb = operandExtent(tb ? n : k, tb ? k : n, ldb, batch, sb);
-  // Each piece 256-byte aligned (cuBLASLt's algorithms assume it).
-  auto aligned = [](int64_t floats) { return (floats + 63) / 64 * 64; };
-  int64_t pa = aligned(ea), pb = aligned(eb);
-  float *aBig = splitBuffers(2 * (pa + pb), fn);
-  float *aSmall = aBig + pa, *bBig = aSmall + pa, *bSmall = bBig + pb;
-  void *argsA[] = {&a, &aBig, &aSmall, &ea};
-  launch(kSplitTF32, ea, argsA, fn);
-  void *argsB[] = {&b, &bBig, &bSmall, &eb};
-  launch(kSplitTF32, eb, argsB, fn);
+  const float *aBig, *aSmall, *bBig, *bSmall;
+  bool haveA = SplitOnce::find(a, ea, aBig, aSmall);
+  bool haveB = SplitOnce::find(b, eb, bBig, bSmall);
+  if (!haveA || !haveB) {
+    int64_t pa = haveA ? 0 : alignedFloats(ea),
+            pb = haveB ? 0 : alignedFloats(eb);
+    float *buf = splitBuffers(2 * (pa + pb), fn);
+    if (!haveA) {
+      float *big = buf, *small = buf + pa;
+      void *args[] = {&a, &big, &small, &ea};
+      launch(kSplitTF32, ea, args, fn);
+      aBig = big;
+      aSmall = small;
+    }
+    if (!haveB) {
+      float *big = buf + 2 * pa, *small = big + pb;
+      void *args[] = {&b, &big, &small, &eb};
+      launch(kSplitTF32, eb, args, fn);
+      bBig = big;
+      bSmall = small;
+    }
+  }
   pfrt_cuda_gemm(ta, tb, m, n, k, alpha, aSmall, lda, bBig, ldb, beta, c, ldc,
                  batch, sa, sb, sc, PFRT_EPILOGUE_NONE, nullptr, nullptr, 1);
   pfrt_cuda_gemm(ta, tb, m, n, k, alpha, aBig, lda, bSmall, ldb, 1.0f, c, ldc,
@@ -1656,6 +1748,11 @@ void pfrt_cuda_k_conv2d(const float *x, const float *w, float *y,
       b = col;
       strideB = colImage;
     }
+    // Under 3xTF32 the groups' GEMMs share one split of w and the run.
+    std::optional<SplitOnce> once;
+    if (d.G > 1)
+      once.emplace(fn, std::initializer_list<SplitOnce::Range>{
+                           {w, d.O * d.K}, {b, m * strideB}});
     for (int64_t g = 0; g < d.G; ++g)
       gemm(0, 0, d.Og, d.P, d.K, 1.0f, w + g * d.Og * d.K, d.K,
            b + g * d.K * d.P, d.P, 0.0f, y + (n0 * d.O + g * d.Og) * d.P, d.P,
@@ -1685,6 +1782,12 @@ void pfrt_cuda_k_conv2d_grad_input(const float *dy, const float *w, float *dx,
                               nb * colImage * int64_t(sizeof(float)), fn));
   for (int64_t n0 = 0; n0 < d.N; n0 += nb) {
     const int64_t m = nb < d.N - n0 ? nb : d.N - n0;
+    // Under 3xTF32 the groups' GEMMs share one split of w and the run's dy.
+    std::optional<SplitOnce> once;
+    if (d.G > 1)
+      once.emplace(fn,
+                   std::initializer_list<SplitOnce::Range>{
+                       {w, d.O * d.K}, {dy + n0 * d.O * d.P, m * d.O * d.P}});
     if (d.direct) {
       // dx_g = w_g^T dy_g straight into dx (col2im is the identity).
       for (int64_t g = 0; g < d.G; ++g)
@@ -1743,6 +1846,13 @@ void pfrt_cuda_k_conv2d_grad_weight(const float *x, const float *dy, float *dw,
       b = col;
       strideB = colImage;
     }
+    // Under 3xTF32 the groups' GEMMs share one split of the run's dy and
+    // columns.
+    std::optional<SplitOnce> once;
+    if (d.G > 1)
+      once.emplace(fn,
+                   std::initializer_list<SplitOnce::Range>{
+                       {dy + n0 * d.O * d.P, m * d.O * d.P}, {b, m * strideB}});
     for (int64_t g = 0; g < d.G; ++g)
       gemm(0, 1, d.Og, d.K, d.P, 1.0f, dy + (n0 * d.O + g * d.Og) * d.P, d.P,
            b + g * d.K * d.P, d.P, 0.0f, part + g * d.Og * d.K, d.K, m,

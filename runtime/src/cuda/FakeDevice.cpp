@@ -542,23 +542,43 @@ cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/// A preference: the least alignment (bytes) the caller promises for A,
+/// B, C and D. cuBLASLt's default is 256; its heuristic may answer with
+/// algorithms that need all of it. The emulation's answers need exactly
+/// what was promised, and cublasLtMatmul refuses a pointer (or a batch
+/// stride) aligned less (CUBLAS_STATUS_NOT_SUPPORTED), so a caller that
+/// does not say how its pointers are aligned fails here as it may on a GPU.
+struct Preference {
+  uint32_t align[4] = {256, 256, 256, 256};
+};
+
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *p) {
-  static int thePreference;
-  *p = reinterpret_cast<cublasLtMatmulPreference_t>(&thePreference);
+  *p = reinterpret_cast<cublasLtMatmulPreference_t>(new Preference());
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t
-cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t,
-                                     cublasLtMatmulPreferenceAttributes_t,
-                                     const void *, size_t) {
+cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
+                                     cublasLtMatmulPreferenceAttributes_t a,
+                                     const void *buf, size_t size) {
+  Preference &p = *reinterpret_cast<Preference *>(pref);
+  int which = a == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES   ? 0
+              : a == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES ? 1
+              : a == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES ? 2
+              : a == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES ? 3
+                                                                : -1;
+  if (which >= 0) {
+    if (size != sizeof(uint32_t))
+      return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&p.align[which], buf, sizeof(uint32_t));
+  }
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     cublasLtHandle_t, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t,
     cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
-    cublasLtMatmulPreference_t, int requested,
+    cublasLtMatmulPreference_t pref, int requested,
     cublasLtMatmulHeuristicResult_t results[], int *found) {
   if (requested < 1)
     return CUBLAS_STATUS_INVALID_VALUE;
@@ -572,9 +592,13 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   }
   // Three answers, told apart by their first word (kFakeAlgoMs).
   *found = std::min(requested, 3);
+  // Each needs the alignments the preference promised (data[1..4]).
+  const Preference &pr = *reinterpret_cast<const Preference *>(pref);
   for (int i = 0; i < *found; ++i) {
     results[i] = cublasLtMatmulHeuristicResult_t{};
     results[i].algo.data[0] = uint64_t(i);
+    for (int j = 0; j < 4; ++j)
+      results[i].algo.data[1 + j] = pr.align[j];
   }
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -589,6 +613,20 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
                               cudaStream_t) {
   if (!algo || algo->data[0] > 2)
     return CUBLAS_STATUS_INVALID_VALUE;
+  // The algorithm's alignments (what its preference promised): each
+  // matrix's pointer, and with a batch its stride, at least so aligned.
+  {
+    const void *ptrs[4] = {A, B, C, D};
+    cublasLtMatrixLayout_t lays[4] = {adesc, bdesc, cdesc, ddesc};
+    for (int j = 0; j < 4; ++j) {
+      const Layout &l = *reinterpret_cast<const Layout *>(lays[j]);
+      uint64_t need = algo->data[1 + j];
+      uint64_t at = reinterpret_cast<uintptr_t>(ptrs[j]);
+      if (need == 0 || at % need != 0 ||
+          (l.batch > 1 && (uint64_t(l.stride) * sizeof(float)) % need != 0))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+  }
   double costMs = kFakeAlgoMs[algo->data[0]];
   // The descriptors as they are now (a captured call keeps them).
   Desc d = *reinterpret_cast<Desc *>(desc);
