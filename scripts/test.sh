@@ -26,7 +26,7 @@ count() { # name passed failed
 # A part that exited non-zero without naming a failed test (it crashed, or
 # its harness broke), or that ran no test at all, counts as one failure.
 settle() { # name status passed failed log
-  if { [ "$2" -ne 0 ] && [ "$4" -eq 0 ]; } || [ "$3" -eq 0 ]; then
+  if { [ "$2" -ne 0 ] && [ "$4" -eq 0 ]; } || [ $(($3 + $4)) -eq 0 ]; then
     echo "== $1 exited with status $2 after $3 passed tests and named no failure"
     detail "$1 (exit status $2)" "$5" 40
     count "$1" "$3" $(($4 + 1))

@@ -420,6 +420,11 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
     "$WORK/cuda_twins_fake4"
   # The GEMM twins' precision modes against a double reference: exact
   # float32 and 3xTF32 within 4e-6 of the terms' magnitude, plain TF32 not.
+  # A bias pointer not 16-byte aligned: BGRADB falls back, BIAS is fatal
+  # (the emulation refuses such a bias as cuBLASLt's epilogues may).
+  run_fail cuda_twins_emulated_misaligned_bias 60 \
+    "epilogue 2's bias pointer" env PFRT_CUDA_FAKE=1 \
+    "$BIN/pfrt-test-cuda-twins" "$WORK/cuda_twins_fake10" misaligned_bias
   # The convolutions (grouped ones: each run's weight and columns split
   # once for all groups) under 3xTF32 against the CPU's, within 1e-5 of
   # the terms' magnitude.

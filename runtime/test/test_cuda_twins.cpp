@@ -468,6 +468,7 @@ void convs() {
       {2, 3, 31, 29, 8, 7, 7, 2, 2, 3, 3, 1, 1, 1}, // 7x7 stride 2 pad 3
       {3, 4, 9, 11, 6, 3, 3, 2, 2, 1, 1, 1, 1, 2},  // groups, stride 2
       {1, 4, 10, 10, 4, 3, 3, 1, 1, 2, 2, 2, 2, 4}, // depthwise, dilation 2
+      {5, 4, 14, 14, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2}, // groups, runs of 2, 2, 1
       {6, 16, 20, 20, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1} // one image a run
   };
   for (const auto &c : cases) {
@@ -1293,6 +1294,30 @@ int main(int argc, char **argv) {
     gemmPrecision();
     pfrt_finalize();
     return 0;
+  }
+  if (mode == "misaligned_bias") {
+    // A bias pointer not 16-byte aligned: BGRADB reports no algorithm (the
+    // twin's GEMM-and-reduction fallback gives the aligned run's bits),
+    // then the BIAS epilogue is a fatal error naming it.
+    const int64_t m = 5, n = 7, k = 3;
+    auto a = uniform(k * m), b = uniform(k * n);
+    float *da = upload(a), *db = upload(b);
+    float *dc = static_cast<float *>(dalloc(m * n * 4));
+    float *aligned = static_cast<float *>(dalloc(m * 4));
+    char *raw = static_cast<char *>(dalloc(m * 4 + 64));
+    float *off = reinterpret_cast<float *>(raw + 4);
+    int r = pfrt_cuda_gemm(0, 1, n, m, k, 1.0f, db, n, da, m, 0.0f, dc, m, 1, 0,
+                           0, 0, PFRT_EPILOGUE_BGRADB, off, nullptr, 0);
+    CHECK(r == 1, "BGRADB with a misaligned bias returned %d, not 1", r);
+    pfrt_cuda_k_matmul_bgrad(da, db, dc, aligned, m, n, k, 0);
+    auto want = download(aligned, m);
+    pfrt_cuda_k_matmul_bgrad(da, db, dc, off, m, n, k, 0);
+    expectBits(download(off, m), want, "matmul_bgrad into a misaligned bias");
+    printf("cuda-twins misaligned bias: BGRADB falls back\n");
+    fflush(stdout);
+    pfrt_cuda_gemm(0, 0, m, n, k, 1.0f, da, k, db, n, 0.0f, dc, n, 1, 0, 0, 0,
+                   PFRT_EPILOGUE_BIAS, off, nullptr, 0);
+    return 1; // not reached
   }
   if (mode == "convs") { // alone: run_tests.sh runs it under 3xtf32 too
     convs();

@@ -395,12 +395,18 @@ struct RankWatch {
   struct Rank {
     std::string pid, rank, file;
   };
+  /// Whether every rank in `ranks` has a pidfd (one gone before its file
+  /// was seen, or a kernel without pidfds, has none).
+  bool allWatched = true;
   std::string host;
   std::vector<int> fds; // one per ranks[k]; -1 once no longer watched
   std::vector<Rank> ranks;
   std::set<std::string> seen;
-  /// The rank(s) seen ending first (several: they ended in one poll).
-  std::vector<size_t> firstEnded;
+  /// The rank(s) seen ending first (several: they ended in one poll), and
+  /// the ranks whose files said "failed" then (a rank's own fatal error
+  /// marks it before its abort; one that a peer's end caused, say an NCCL
+  /// watchdog's, only after that end).
+  std::vector<size_t> firstEnded, failedAtFirstEnd;
   bool decided = false;
 
   RankWatch() {
@@ -442,9 +448,11 @@ struct RankWatch {
       if (rank.empty())
         continue; // not written yet: next time
       seen.insert(name.str());
+      // Gone already, or no pidfds: known (its file may say "failed"),
+      // but not watched.
       int fd = int(syscall(SYS_pidfd_open, std::atoi(pid.str().c_str()), 0));
       if (fd < 0)
-        continue; // gone already, or no pidfds: MPICH's report decides
+        allWatched = false;
       fds.push_back(fd);
       ranks.push_back({pid.str(), rank.str(), it->path()});
     }
@@ -471,6 +479,9 @@ struct RankWatch {
       return;
     decided = true;
     firstEnded = ended;
+    for (size_t k = 0; k < ranks.size(); ++k)
+      if (endOf(k) == "failed")
+        failedAtFirstEnd.push_back(k);
   }
 
   /// "rank R (process P on H)"; for several, "ranks R1, R2 (processes P1,
@@ -502,9 +513,13 @@ struct RankWatch {
     std::string report =
         " (mpiexec reported process " + culprit.pid +
         (culprit.exitString.empty() ? "" : ": " + culprit.exitString) + ")";
-    std::vector<size_t> failed, failedFirst;
+    // The ranks that failed of their own accord: marked when the first
+    // ended (or the first itself, marked just before it ended; every mark
+    // if none was seen ending).
+    std::vector<size_t> failed = failedAtFirstEnd, failedFirst;
     for (size_t k = 0; k < ranks.size(); ++k)
-      if (endOf(k) == "failed")
+      if ((!decided || llvm::is_contained(firstEnded, k)) &&
+          !llvm::is_contained(failed, k) && endOf(k) == "failed")
         failed.push_back(k);
     if (!failed.empty()) {
       if (named(failed))
@@ -518,7 +533,7 @@ struct RankWatch {
     // A rank killed by MPICH's cleanup reads "Killed (signal 9)"; another
     // end (an exit code, another signal) is the report's own finding.
     bool killed = culprit.exitString.find("signal 9") != std::string::npos;
-    if (firstEnded.empty() || !killed)
+    if (firstEnded.empty() || !killed || !allWatched)
       return "";
     if (firstEnded.size() == 1)
       return named(firstEnded)

@@ -144,6 +144,7 @@ void *openLibrary(const char *name, const char *what) {
   X(cublasLtMatrixLayoutCreate, "cublasLtMatrixLayoutCreate")                  \
   X(cublasLtMatrixLayoutSetAttribute, "cublasLtMatrixLayoutSetAttribute")      \
   X(cublasLtMatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate")          \
+  X(cublasLtMatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy")        \
   X(cublasLtMatmulPreferenceSetAttribute,                                      \
     "cublasLtMatmulPreferenceSetAttribute")                                    \
   X(cublasLtMatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic")          \
@@ -572,6 +573,8 @@ Plan &planFor(const std::vector<int64_t> &key, int32_t ta, int32_t tb,
   cublasStatus_t heuristic = api.cublasLtMatmulAlgoGetHeuristic(
       s.lt, p.desc, p.a, p.b, p.c, p.c, pref, tuning.on() ? kCandidates : 1,
       results, &found);
+  check(api.cublasLtMatmulPreferenceDestroy(pref),
+        "cublasLtMatmulPreferenceDestroy");
   if (epilogue == PFRT_EPILOGUE_BGRADB &&
       (heuristic != CUBLAS_STATUS_SUCCESS || found < 1)) {
     p.unsupported = true;
@@ -1011,6 +1014,20 @@ int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
     fatal("%s: epilogue %d %s a bias and %s an aux pointer", fn, epilogue,
           needsBias ? "needs" : "takes no",
           epilogue == PFRT_EPILOGUE_DRELU_BGRAD ? "needs" : "takes no");
+  // cuBLASLt's epilogues may read the bias (and DRELU's aux) in 16-byte
+  // vectors, and no preference tells its heuristic otherwise: a less
+  // aligned one is refused here (BGRADB's callers take their GEMM-and-
+  // reduction path), not left to fault on the device.
+  if ((bias && reinterpret_cast<uintptr_t>(bias) % 16 != 0) ||
+      (aux && reinterpret_cast<uintptr_t>(aux) % 16 != 0)) {
+    if (epilogue == PFRT_EPILOGUE_BGRADB)
+      return 1;
+    fatal("%s: epilogue %d's %s pointer %p is not 16-byte aligned (cuBLASLt's "
+          "epilogues read it in 16-byte vectors)",
+          fn, epilogue,
+          bias && reinterpret_cast<uintptr_t>(bias) % 16 != 0 ? "bias" : "aux",
+          bias && reinterpret_cast<uintptr_t>(bias) % 16 != 0 ? bias : aux);
+  }
   // TF32 only when asked: by the caller, or for the whole run
   // (PFRT_CUDA_TF32=1, pf-run --tf32); exact float32 otherwise.
   static const bool runTF32 = [] {

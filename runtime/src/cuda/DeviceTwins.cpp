@@ -588,18 +588,30 @@ void captureInput(void *out, int64_t bytes, const char *fn,
 /// launcher and rank placement); before it, the launcher's local rank
 /// (Hydra, PMI, Open MPI, Slurm), else the world rank.
 int64_t localRank() {
-  if (state().initialized && !state().finalized)
-    return state().localRank;
-  for (const char *var : {"MPI_LOCALRANKID", "PMI_LOCAL_RANK",
-                          "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
-    const char *v = std::getenv(var);
-    if (v && *v) {
-      char *end = nullptr;
-      long long r = std::strtoll(v, &end, 10);
-      if (end && *end == '\0' && r >= 0)
-        return r;
+  auto launcher = []() -> int64_t {
+    for (const char *var : {"MPI_LOCALRANKID", "PMI_LOCAL_RANK",
+                            "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
+      const char *v = std::getenv(var);
+      if (v && *v) {
+        char *end = nullptr;
+        long long r = std::strtoll(v, &end, 10);
+        if (end && *end == '\0' && r >= 0)
+          return r;
+      }
     }
+    return -1;
+  };
+  if (state().initialized && !state().finalized) {
+    // MPI alone on its node while the launcher says otherwise: ranks that
+    // share no memory yet see the same GPUs (containers with their own IPC
+    // namespaces); the launcher's count then says which GPU.
+    int64_t l = launcher();
+    if (state().localSize == 1 && l > 0)
+      return l;
+    return state().localRank;
   }
+  if (int64_t l = launcher(); l >= 0)
+    return l;
   if (const char *v = std::getenv("PMI_RANK")) {
     long long r = std::atoll(v);
     if (r >= 0)

@@ -557,6 +557,11 @@ cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *p) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) {
+  delete reinterpret_cast<Preference *>(p);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 cublasStatus_t
 cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
                                      cublasLtMatmulPreferenceAttributes_t a,
@@ -626,6 +631,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
           (l.batch > 1 && (uint64_t(l.stride) * sizeof(float)) % need != 0))
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
+    // An epilogue's bias read in 16-byte vectors, as cuBLASLt's may.
+    const Desc &dd = *reinterpret_cast<const Desc *>(desc);
+    if (dd.bias && reinterpret_cast<uintptr_t>(dd.bias) % 16 != 0)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
   }
   double costMs = kFakeAlgoMs[algo->data[0]];
   // The descriptors as they are now (a captured call keeps them).

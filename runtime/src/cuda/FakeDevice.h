@@ -85,6 +85,7 @@ const std::vector<int> &visibleDevices();
   X(cublasLtMatrixLayoutCreate, "")                                            \
   X(cublasLtMatrixLayoutSetAttribute, "")                                      \
   X(cublasLtMatmulPreferenceCreate, "")                                        \
+  X(cublasLtMatmulPreferenceDestroy, "")                                       \
   X(cublasLtMatmulPreferenceSetAttribute, "")                                  \
   X(cublasLtMatmulAlgoGetHeuristic, "")                                        \
   X(cublasLtMatmul, "")                                                        \

@@ -10,6 +10,21 @@ func.func @negative_rank(%x: !pf.global<4xf32, #pf.placement<"cpu", [0, -1]>, #p
 
 // -----
 
+// expected-error @+1 {{placement rank 7382263761063757596 is beyond the largest world PipeFlow compiles (131072 ranks, one program each)}}
+func.func @huge_rank(%x: !pf.global<4xf32, #pf.placement<"cpu", [0, 7382263761063757596]>, #pf.sbp<[B]>>) { return }
+
+// -----
+
+// expected-error @+1 {{placement rank 131072 is beyond the largest world PipeFlow compiles (131072 ranks, one program each)}}
+func.func @rank_at_bound(%x: !pf.global<4xf32, #pf.placement<"cpu", [131072]>, #pf.sbp<[B]>>) { return }
+
+// -----
+
+// The largest rank allowed.
+func.func @rank_below_bound(%x: !pf.global<4xf32, #pf.placement<"cpu", [131071]>, #pf.sbp<[B]>>) { return }
+
+// -----
+
 // expected-error @+1 {{placement rank 1 appears more than once}}
 func.func @duplicate_rank(%x: !pf.global<4xf32, #pf.placement<"cpu", [1, 1]>, #pf.sbp<[B]>>) { return }
 

@@ -9,7 +9,10 @@
 #     leave it), the cleanup kills rank 1 before rank 0 is gone, and the
 #     report names rank 1's process;
 #   exitcode: rank 1 ends first, then rank 0 exits with an error code,
-#     which the report names (its own finding: it stands).
+#     which the report names (its own finding: it stands);
+#   consequence: rank 1 dies first (SIGKILL), then rank 0 fails because
+#     of it (marked "failed" after rank 1's end, as an NCCL watchdog's
+#     error would be), and the report names rank 1 (it stands).
 host=$(uname -n)
 leave() { # pid rank [end]
   printf '%s\n%s' "$2" "${3:+$3
@@ -29,6 +32,9 @@ failed)
 exitcode)
   kill -9 "$p1"; sleep 1; kill -9 "$p0"
   reported=$p0 code=1 string="" ;;
+consequence)
+  kill -9 "$p1"; sleep 1; leave "$p0" 0 failed; sleep 0.3; kill -9 "$p0"
+  reported=$p1 code=9 string="Killed (signal 9)" ;;
 *)
   kill -9 "$p1"; sleep 1; kill -9 "$p0"
   reported=$p0 code=9 string="Killed (signal 9)" ;;

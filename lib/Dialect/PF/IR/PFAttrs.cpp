@@ -156,6 +156,10 @@ PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (rank < 0)
       return emitError() << "placement ranks must be non-negative, got "
                          << rank;
+    if (rank >= kMaxWorldSize)
+      return emitError() << "placement rank " << rank
+                         << " is beyond the largest world PipeFlow compiles ("
+                         << kMaxWorldSize << " ranks, one program each)";
     if (!seen.insert(rank).second)
       return emitError() << "placement rank " << rank
                          << " appears more than once";

@@ -30,7 +30,9 @@ def PF_PlacementAttr : PF_Attr<"Placement", "placement"> {
     #pf.placement<"cuda", [[0, 1], [2, 3]]>  // 2-D: 2x2
     ```
 
-    Ranks are non-negative and unique; nested lists are rectangular.
+    Ranks are non-negative, unique and below `kMaxWorldSize` (2^17: the
+    compiler makes one program per rank of the world, ranks 0 to the
+    largest named); nested lists are rectangular.
   }];
   let parameters = (ins
     StringRefParameter<"device kind: cpu or cuda">:$device,
@@ -40,6 +42,9 @@ def PF_PlacementAttr : PF_Attr<"Placement", "placement"> {
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
+    /// The largest world (number of ranks) a program may name: rank ids
+    /// are below it.
+    static constexpr int64_t kMaxWorldSize = int64_t(1) << 17;
     /// Number of hierarchy dimensions (1 for a flat list).
     unsigned getNumHierarchyDims() const { return getHierarchy().size(); }
     /// Total number of ranks.
