@@ -29,8 +29,11 @@ import mlp_reference as ref
 from test_run import fresh_seeds
 
 HERE = os.path.abspath(__file__)
+# The first step's gradient norm of the fresh model and data is 0.38 to
+# 2+ (1% of draws below 0.45): a max norm of 0.1 makes the clip act always
+# (the test checks that it does: norm > 1.5 x MAX_NORM).
 needs_mpiexec = pytest.mark.skipif(not mpiexec_available(), reason="needs mpiexec (MPICH)")
-MAX_NORM, LR = 0.3, 0.2
+MAX_NORM, LR = 0.1, 0.2
 KEYS = ("l0.weight", "l0.bias", "l1.weight", "l1.bias")
 
 SCRIPT = r"""
@@ -45,7 +48,7 @@ from pipeflow.nn.module import set_tensor_layout  # one parameter's layout, in p
 
 layout, how, pseed, dseed, out, tests = (sys.argv[1], sys.argv[2], int(sys.argv[3]),
                                          int(sys.argv[4]), sys.argv[5], sys.argv[6])
-MAX_NORM, LR = 0.3, 0.2
+MAX_NORM, LR = 0.1, 0.2
 B, S0, S1, P = flow.sbp.broadcast, flow.sbp.split(0), flow.sbp.split(1), flow.sbp.partial_sum
 Q = {"single": [0], "pp": [0, 1], "dp": [0, 1], "tp": [0, 1], "hybrid": [[0, 1], [2, 3]]}[layout]
 PL = flow.placement("cpu", ranks=Q)
