@@ -35,7 +35,6 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
-#include <map>
 #include <optional>
 #include <poll.h>
 #include <regex>
@@ -365,6 +364,17 @@ Stream openStream(StringRef dir, StringRef name, int out,
   return s;
 }
 
+/// A pid file pfrt_init leaves (runtime/src/mpi/Bootstrap.cpp): the rank,
+/// then how it ended ("finalized", "failed"; "" while it runs). Empty
+/// fields where the file cannot be read.
+std::pair<std::string, std::string> readPidFile(StringRef path) {
+  auto text = MemoryBuffer::getFile(path);
+  if (!text)
+    return {};
+  auto [rank, end] = (*text)->getBuffer().split('\n');
+  return {rank.trim().str(), end.trim().str()};
+}
+
 /// The rank whose pfrt_init left DIR/pid.<pid>.<host> (or any host).
 std::optional<std::string> rankOfProcess(StringRef dir, const Culprit &c) {
   std::optional<std::string> anyHost;
@@ -374,10 +384,9 @@ std::optional<std::string> rankOfProcess(StringRef dir, const Culprit &c) {
     StringRef name = sys::path::filename(it->path());
     if (!name.consume_front("pid." + c.pid + "."))
       continue;
-    auto text = MemoryBuffer::getFile(it->path());
-    if (!text)
+    std::string rank = readPidFile(it->path()).first;
+    if (rank.empty())
       continue;
-    std::string rank = (*text)->getBuffer().split('\n').first.trim().str();
     if (name == c.host)
       return rank;
     anyHost = rank;
@@ -422,10 +431,7 @@ struct RankWatch {
 
   /// The second line of rank k's pid file ("" while it runs).
   std::string endOf(size_t k) const {
-    auto text = MemoryBuffer::getFile(ranks[k].file);
-    if (!text)
-      return "";
-    return (*text)->getBuffer().split('\n').second.trim().str();
+    return readPidFile(ranks[k].file).second;
   }
 
   /// Picks up the pid files written since the last call (the runtime
@@ -442,9 +448,7 @@ struct RankWatch {
       auto [pid, fileHost] = name.drop_front(4).split('.');
       if (fileHost != host)
         continue;
-      auto text = MemoryBuffer::getFile(it->path());
-      StringRef rank =
-          text ? (*text)->getBuffer().split('\n').first.trim() : "";
+      std::string rank = readPidFile(it->path()).first;
       if (rank.empty())
         continue; // not written yet: next time
       seen.insert(name.str());
@@ -454,7 +458,7 @@ struct RankWatch {
       if (fd < 0)
         allWatched = false;
       fds.push_back(fd);
-      ranks.push_back({pid.str(), rank.str(), it->path()});
+      ranks.push_back({pid.str(), rank, it->path()});
     }
   }
 

@@ -377,6 +377,10 @@ struct GemmShape {
   int64_t lda, ldb, ldc, batch, sa, sb, sc;
 };
 
+/// Where a plan's key holds its operands' alignments (pfrt_cuda_gemm's
+/// order: our A, our B, C), after its 14 shape fields.
+constexpr size_t kAlignA = 14, kAlignB = 15, kAlignC = 16, kKeySize = 17;
+
 std::string gemmName(const std::vector<int64_t> &key) {
   static const char *kFields[] = {"ta",  "tb",  "m",        "n",     "k",
                                   "lda", "ldb", "ldc",      "batch", "sa",
@@ -387,9 +391,10 @@ std::string gemmName(const std::vector<int64_t> &key) {
         (i ? "," : "") + std::string(kFields[i]) + "=" + std::to_string(key[i]);
   // Operands aligned less than 256 bytes get other answers from the
   // heuristic: their own entry (the names of aligned shapes unchanged).
-  if (key.size() == 17 && (key[14] < 256 || key[15] < 256 || key[16] < 256))
-    name += ",align=" + std::to_string(key[14]) + "/" +
-            std::to_string(key[15]) + "/" + std::to_string(key[16]);
+  if (key.size() == kKeySize &&
+      (key[kAlignA] < 256 || key[kAlignB] < 256 || key[kAlignC] < 256))
+    name += ",align=" + std::to_string(key[kAlignA]) + "/" +
+            std::to_string(key[kAlignB]) + "/" + std::to_string(key[kAlignC]);
   return name;
 }
 
@@ -553,8 +558,8 @@ Plan &planFor(const std::vector<int64_t> &key, int32_t ta, int32_t tb,
             sizeof(s.workspaceBytes)),
         "cublasLtMatmulPreferenceSetAttribute");
   // cuBLASLt's A is our B and its B our A (see above); C and D are c.
-  const uint32_t aligns[4] = {uint32_t(key[15]), uint32_t(key[14]),
-                              uint32_t(key[16]), uint32_t(key[16])};
+  const uint32_t aligns[4] = {uint32_t(key[kAlignB]), uint32_t(key[kAlignA]),
+                              uint32_t(key[kAlignC]), uint32_t(key[kAlignC])};
   const cublasLtMatmulPreferenceAttributes_t alignAttrs[4] = {
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
@@ -754,8 +759,6 @@ void *computeStream() {
   requireReady("computeStream");
   return gState.stream;
 }
-
-int deviceOrdinal() { return gState.device; }
 
 int64_t deviceIdentity() {
   requireReady("deviceIdentity");
@@ -1018,15 +1021,14 @@ int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
   // vectors, and no preference tells its heuristic otherwise: a less
   // aligned one is refused here (BGRADB's callers take their GEMM-and-
   // reduction path), not left to fault on the device.
-  if ((bias && reinterpret_cast<uintptr_t>(bias) % 16 != 0) ||
-      (aux && reinterpret_cast<uintptr_t>(aux) % 16 != 0)) {
+  bool badBias = reinterpret_cast<uintptr_t>(bias) % 16 != 0,
+       badAux = reinterpret_cast<uintptr_t>(aux) % 16 != 0;
+  if (badBias || badAux) {
     if (epilogue == PFRT_EPILOGUE_BGRADB)
       return 1;
     fatal("%s: epilogue %d's %s pointer %p is not 16-byte aligned (cuBLASLt's "
           "epilogues read it in 16-byte vectors)",
-          fn, epilogue,
-          bias && reinterpret_cast<uintptr_t>(bias) % 16 != 0 ? "bias" : "aux",
-          bias && reinterpret_cast<uintptr_t>(bias) % 16 != 0 ? bias : aux);
+          fn, epilogue, badBias ? "bias" : "aux", badBias ? bias : aux);
   }
   // TF32 only when asked: by the caller, or for the whole run
   // (PFRT_CUDA_TF32=1, pf-run --tf32); exact float32 otherwise.

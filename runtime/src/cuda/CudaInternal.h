@@ -84,8 +84,6 @@ void *openOptionalLibrary(const char *name, std::string *tried);
 /// The compute stream (a CUstream) every twin enqueues on, and the ordinal
 /// of the device this rank uses.
 void *computeStream();
-int deviceOrdinal();
-
 /// A 63-bit hash of this rank's GPU's UUID: equal for two ranks exactly
 /// when they use one physical GPU, whatever ordinals CUDA_VISIBLE_DEVICES
 /// gives it in each (a per-rank binding shows each rank its GPU as 0).

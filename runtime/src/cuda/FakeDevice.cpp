@@ -631,14 +631,13 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
           (l.batch > 1 && (uint64_t(l.stride) * sizeof(float)) % need != 0))
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
-    // An epilogue's bias read in 16-byte vectors, as cuBLASLt's may.
-    const Desc &dd = *reinterpret_cast<const Desc *>(desc);
-    if (dd.bias && reinterpret_cast<uintptr_t>(dd.bias) % 16 != 0)
-      return CUBLAS_STATUS_NOT_SUPPORTED;
   }
   double costMs = kFakeAlgoMs[algo->data[0]];
   // The descriptors as they are now (a captured call keeps them).
   Desc d = *reinterpret_cast<Desc *>(desc);
+  // An epilogue's bias read in 16-byte vectors, as cuBLASLt's may.
+  if (reinterpret_cast<uintptr_t>(d.bias) % 16 != 0)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   Layout la = *reinterpret_cast<Layout *>(adesc),
          lb = *reinterpret_cast<Layout *>(bdesc),
          lc = *reinterpret_cast<Layout *>(cdesc),
