@@ -70,11 +70,45 @@ void copyAttrs(Operation *from, Operation *to) {
   }
 }
 
+/// The op after which gradient `v` (reduced by `use`) counts as made: the
+/// op defining it, except for a bias gradient, an axis-0 reduce_sum of a
+/// 2-D float32 dz whose weight gradient dz^T x a later GEMM of the same
+/// block computes (before `use`): the lowering computes the two in that
+/// one GEMM (BufferAnalysis::pairBiasGradients, cuBLASLt's BGRADB), which
+/// it can only do if nothing reads the bias gradient before the GEMM, so
+/// the gradient is ready with the GEMM. (Starting its all-reduce at the
+/// reduce_sum instead costs a separate pass over dz: on the GPU a column
+/// reduction of the whole activation gradient.)
+Operation *readyOp(Value v, Operation *use) {
+  Operation *def = v.getDefiningOp();
+  auto reduce = dyn_cast_or_null<ReduceSumOp>(def);
+  if (!reduce || reduce.getAxes().size() != 1 || reduce.getAxes()[0] != 0)
+    return def;
+  Value dz = reduce.getInput();
+  auto type = cast<GlobalType>(dz.getType());
+  if (type.getRank() != 2 || !type.getElementType().isF32())
+    return def;
+  Operation *partner = nullptr;
+  for (Operation *user : dz.getUsers()) {
+    auto mm = dyn_cast<MatmulOp>(user);
+    if (!mm || mm.getA() != dz || !mm.getTransposeA() || mm.getTransposeB() ||
+        mm->getBlock() != def->getBlock() || !def->isBeforeInBlock(mm) ||
+        (use->getBlock() == mm->getBlock() && !mm->isBeforeInBlock(use)))
+      continue;
+    if (!partner || mm->isBeforeInBlock(partner))
+      partner = mm;
+  }
+  return partner ? partner : def;
+}
+
 /// Replaces the bucket's all-reduces by one, at the first one's place; or,
 /// when `slot` is given (overlap), starts it right after the last of the
 /// bucket's gradients is computed and waits for it at the first one's
 /// place (a bucket of one gradient is split the same way).
-void pack(ArrayRef<AllReduceOp> bucket, std::optional<int64_t> slot) {
+/// `startedAfter` maps each op after which buckets were started to the last
+/// op started there, so that buckets ready at one op start in slot order.
+void pack(ArrayRef<AllReduceOp> bucket, std::optional<int64_t> slot,
+          llvm::DenseMap<Operation *, Operation *> &startedAfter) {
   if (bucket.size() < 2 && !slot)
     return;
   // The bucket's all-reduce that comes first in the program (with overlap
@@ -88,9 +122,13 @@ void pack(ArrayRef<AllReduceOp> bucket, std::optional<int64_t> slot) {
   Operation *after = nullptr;
   if (slot)
     for (AllReduceOp op : bucket)
-      if (Operation *def = op.getInput().getDefiningOp())
+      if (Operation *def = readyOp(op.getInput(), first))
         if (!after || after->isBeforeInBlock(def))
           after = def;
+  Operation *anchor = after;
+  if (after)
+    if (Operation *last = startedAfter.lookup(after))
+      after = last;
   Operation *waitAt = first;
   // The wait belongs to the update, the first all-reduce's action: made
   // before the all-reduce moves (a lone one takes the backward's action).
@@ -103,7 +141,8 @@ void pack(ArrayRef<AllReduceOp> bucket, std::optional<int64_t> slot) {
     waitAt = first->getNextNode();
     if (after) {
       first->moveAfter(after);
-      copyAttrs(after, first);
+      copyAttrs(anchor, first);
+      startedAfter[anchor] = first;
     }
   } else {
     OpBuilder b(first);
@@ -130,7 +169,9 @@ void pack(ArrayRef<AllReduceOp> bucket, std::optional<int64_t> slot) {
     // The attributes of where they run: the update's, or (started early)
     // those of the op computing the last gradient.
     for (Operation *op : {concat.getOperation(), reduced.getOperation()})
-      copyAttrs(after ? after : first.getOperation(), op);
+      copyAttrs(anchor ? anchor : first.getOperation(), op);
+    if (anchor)
+      startedAfter[anchor] = reduced;
   }
   Value sum = reduced.getResult();
   if (slot) {
@@ -170,9 +211,11 @@ void pack(ArrayRef<AllReduceOp> bucket, std::optional<int64_t> slot) {
     op->erase();
 }
 
-/// Position of the op computing `v` in its block (0 for an argument).
-int64_t readyAt(Value v, const llvm::DenseMap<Operation *, int64_t> &pos) {
-  Operation *def = v.getDefiningOp();
+/// Position in its block of the op after which `reduce`'s gradient is made
+/// (readyOp; 0 for an argument).
+int64_t readyAt(AllReduceOp reduce,
+                const llvm::DenseMap<Operation *, int64_t> &pos) {
+  Operation *def = readyOp(reduce.getInput(), reduce);
   return def ? pos.lookup(def) : 0;
 }
 
@@ -220,7 +263,7 @@ void bucketBlock(Block &block, int64_t limit, bool overlap) {
   for (SmallVector<AllReduceOp> &run : runs) {
     if (overlap)
       llvm::stable_sort(run, [&](AllReduceOp a, AllReduceOp b) {
-        return readyAt(a.getInput(), pos) < readyAt(b.getInput(), pos);
+        return readyAt(a, pos) < readyAt(b, pos);
       });
     SmallVector<AllReduceOp> bucket;
     int64_t bytes = 0;
@@ -239,11 +282,12 @@ void bucketBlock(Block &block, int64_t limit, bool overlap) {
   }
   // Slots past the runtime's last leave their buckets blocking.
   int64_t slot = 0;
+  llvm::DenseMap<Operation *, Operation *> startedAfter;
   for (ArrayRef<AllReduceOp> bucket : buckets) {
     std::optional<int64_t> async;
     if (overlap && slot < kMaxAsyncSlots)
       async = slot++;
-    pack(bucket, async);
+    pack(bucket, async, startedAfter);
   }
 }
 
