@@ -29,6 +29,7 @@
 #include "TestUtil.h"
 #include "pfrt/pfrt.h"
 
+#include "../src/cpu/KernelUtil.h"
 #include "../src/cuda/DeviceBodies.h"
 
 #include <algorithm>
@@ -203,6 +204,9 @@ void biasAdd() {
 // reduce_sum
 //===----------------------------------------------------------------------===//
 
+/// Cases that took the column path (chunked rows).
+int gColumnCases = 0;
+
 /// With `cancel`, a third of the elements get +-2^45 added: where they
 /// cancel within an output's extent, the float64 rounding of the partial
 /// sums shows in the float result, so a changed summation order would.
@@ -237,6 +241,20 @@ void reduceCase(const std::vector<int64_t> &shape,
   case kReduceSum:
     CHECK(plan.outTotal == outTotal, "reduce plan: %lld outputs, not %lld",
           (long long)plan.outTotal, (long long)outTotal);
+    if (int64_t chunk =
+            plan.nRed == 1 && !plan.lastReduced
+                ? pfrt::kern::reduceColumnChunk(plan.redExt[0], outTotal)
+                : 0) {
+      // The column case's two launches, in chunks of rows.
+      int64_t chunks = (plan.redExt[0] + chunk - 1) / chunk;
+      std::vector<double> part(size_t(chunks * outTotal), -7.0);
+      for (int64_t i = 0; i < chunks * outTotal; ++i)
+        reduceColumnPartAt(x.data(), part.data(), plan, chunk, i);
+      for (int64_t o = 0; o < outTotal; ++o)
+        reduceColumnSumAt(part.data(), got.data(), outTotal, chunks, o);
+      ++gColumnCases;
+      break;
+    }
     for (int64_t o = 0; o < plan.outTotal; ++o)
       reduceSumAt(x.data(), got.data(), plan, o);
     break;
@@ -293,6 +311,25 @@ void reduceSum() {
   reduceCase({3, 40}, {0, 1}, true);
   reduceCase({40, 3}, {1, 0}, true);
   reduceCase({5, 6, 7}, {1, 0, 1}, true);
+  // The column case in chunks of rows (reduceColumnChunk): a bias
+  // gradient's shape, a kept outer dim, a last chunk shorter than the
+  // others, just enough rows for two chunks, and the order shown by
+  // cancelling terms.
+  int before = gColumnCases;
+  reduceCase({1000, 7}, {1, 0}, true);
+  reduceCase({3, 517, 9}, {0, 1, 0}, true);
+  reduceCase({2, 3, 100, 5}, {0, 1, 1, 0}, true);
+  reduceCase({32, 4}, {1, 0}, true);
+  reduceCase({31, 4}, {1, 0}, true); // one chunk: rows in order
+  reduceCase({8192, 10}, {1, 0});
+  reduceCase({300, 1024}, {1, 0}, true);
+  CHECK(gColumnCases - before == 6,
+        "%d of the column cases were chunked, not 6", gColumnCases - before);
+  CHECK(pfrt::kern::reduceColumnChunk(8192, 1024) == 64 &&
+            pfrt::kern::reduceColumnChunk(31, 4) == 0 &&
+            pfrt::kern::reduceColumnChunk(32, 4) == 16,
+        "reduceColumnChunk: 8192 x 1024 in chunks of %lld rows",
+        (long long)pfrt::kern::reduceColumnChunk(8192, 1024));
 }
 
 //===----------------------------------------------------------------------===//

@@ -1074,6 +1074,26 @@ void pfrt_k_reduce_sum(const float *x, float *y, int64_t rank,
   }
   double *acc = scratchOf<double>(0, outTotal);
   std::memset(acc, 0, size_t(outTotal) * sizeof(double));
+  // The column case ([K,] R reduced, C kept) in reduceColumnChunk's order.
+  if (!red[r - 1] && (r == 2 || r == 3)) {
+    const int64_t outer = r == 3 ? ext[0] : 1, rows = ext[r - 2],
+                  c = ext[r - 1];
+    if (int64_t chunk = reduceColumnChunk(rows, outTotal)) {
+      double *part = scratchOf<double>(1, c);
+      for (int64_t k = 0; k < outer; ++k)
+        for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+          std::memset(part, 0, size_t(c) * sizeof(double));
+          const int64_t r1 = std::min(rows, r0 + chunk);
+          for (int64_t row = r0; row < r1; ++row)
+            accumulateRow(part, x + (k * rows + row) * c, c);
+          for (int64_t j = 0; j < c; ++j)
+            acc[k * c + j] += part[j];
+        }
+      for (int64_t i = 0; i < outTotal; ++i)
+        y[i] = float(acc[i]);
+      return;
+    }
+  }
   // Output strides of the kept dims (reduced dims contribute 0).
   int64_t ostr[kMaxRank];
   int64_t st = 1;

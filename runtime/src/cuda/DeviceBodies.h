@@ -260,17 +260,49 @@ inline ReduceKind makeReducePlan(int64_t rank, const int64_t *shape,
   return kReduceSum;
 }
 
-/// y[o] = the float64 sum over o's reduced extent, in the CPU kernel's
-/// order: x is walked in memory order, and when the last dim is reduced each
-/// contiguous run of it is summed with sumF64 before it is added.
-PFRT_HD inline void reduceSumAt(const float *x, float *y, const ReducePlan &p,
-                                int64_t o) {
+/// Where output o's reduced extent starts in x.
+PFRT_HD inline int64_t reduceBase(const ReducePlan &p, int64_t o) {
   int64_t base = 0, rest = o;
   for (int64_t d = p.nKept - 1; d >= 0; --d) {
     int64_t e = p.keptExt[d];
     base += (rest % e) * p.keptStr[d];
     rest /= e;
   }
+  return base;
+}
+
+/// The column case (nRed == 1, the last dim kept) in chunks of `chunk`
+/// rows (reduceColumnChunk, the CPU kernel's order): item i is chunk
+/// i / outTotal of output i % outTotal, its float64 sum into part[i].
+PFRT_HD inline void reduceColumnPartAt(const float *x, double *part,
+                                       const ReducePlan &p, int64_t chunk,
+                                       int64_t i) {
+  const int64_t g = i / p.outTotal, o = i % p.outTotal;
+  const int64_t rows = p.redExt[0], stride = p.redStr[0];
+  const int64_t r1 = (g + 1) * chunk < rows ? (g + 1) * chunk : rows;
+  const float *col = x + reduceBase(p, o);
+  double acc = 0;
+  for (int64_t r = g * chunk; r < r1; ++r)
+    acc += double(col[r * stride]);
+  part[i] = acc;
+}
+
+/// y[o] = output o's `chunks` chunk sums added in order.
+PFRT_HD inline void reduceColumnSumAt(const double *part, float *y,
+                                      int64_t outTotal, int64_t chunks,
+                                      int64_t o) {
+  double acc = 0;
+  for (int64_t g = 0; g < chunks; ++g)
+    acc += part[g * outTotal + o];
+  y[o] = float(acc);
+}
+
+/// y[o] = the float64 sum over o's reduced extent, in the CPU kernel's
+/// order: x is walked in memory order, and when the last dim is reduced each
+/// contiguous run of it is summed with sumF64 before it is added.
+PFRT_HD inline void reduceSumAt(const float *x, float *y, const ReducePlan &p,
+                                int64_t o) {
+  int64_t base = reduceBase(p, o);
   // The reduced dims walked as an odometer; with the last dim reduced its
   // run (stride 1) is one sumF64.
   int64_t nOuter = p.lastReduced ? p.nRed - 1 : p.nRed;

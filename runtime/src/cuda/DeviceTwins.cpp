@@ -63,6 +63,8 @@ namespace {
   X(BiasAdd, "pfrt_cuda_bias_add")                                             \
   X(BiasRows, "pfrt_cuda_bias_rows")                                           \
   X(ReduceSum, "pfrt_cuda_reduce_sum")                                         \
+  X(ReduceColumnPart, "pfrt_cuda_reduce_column_part")                          \
+  X(ReduceColumnSum, "pfrt_cuda_reduce_column_sum")                            \
   X(XentRows, "pfrt_cuda_xent_rows")                                           \
   X(XentTotal, "pfrt_cuda_xent_total")                                         \
   X(XentCheckLabels, "pfrt_cuda_xent_check_labels")                            \
@@ -1510,6 +1512,22 @@ void pfrt_cuda_k_reduce_sum(const float *x, float *y, int64_t rank,
     return;
   }
   case dev::kReduceSum: {
+    int64_t chunk = plan.nRed == 1 && !plan.lastReduced
+                        ? reduceColumnChunk(plan.redExt[0], plan.outTotal)
+                        : 0;
+    if (chunk > 0) {
+      // Its own buffer: the caller's x may lie in the twins' scratch.
+      static GrowingBuffer partBuffer;
+      int64_t chunks = (plan.redExt[0] + chunk - 1) / chunk;
+      int64_t n = mulChecked(fn, chunks, plan.outTotal);
+      auto *part =
+          reinterpret_cast<double *>(partBuffer.get(mulChecked(fn, n, 2), fn));
+      void *partArgs[] = {&x, &part, &plan, &chunk, &n};
+      launch(kReduceColumnPart, n, partArgs, fn);
+      void *sumArgs[] = {&part, &y, &plan.outTotal, &chunks};
+      launch(kReduceColumnSum, plan.outTotal, sumArgs, fn);
+      return;
+    }
     void *args[] = {&x, &y, &plan};
     launch(kReduceSum, plan.outTotal, args, fn);
     return;

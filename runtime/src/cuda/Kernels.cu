@@ -168,6 +168,19 @@ __global__ void pfrt_cuda_reduce_sum(const float *x, float *y, ReducePlan p) {
   PFRT_FOR_EACH(o, p.outTotal) reduceSumAt(x, y, p, o);
 }
 
+/// The column case: one thread per (chunk, output), then one per output
+/// adding its chunks' sums in order (reduceColumnChunk).
+__global__ void pfrt_cuda_reduce_column_part(const float *x, double *part,
+                                             ReducePlan p, int64_t chunk,
+                                             int64_t n) {
+  PFRT_FOR_EACH(i, n) reduceColumnPartAt(x, part, p, chunk, i);
+}
+
+__global__ void pfrt_cuda_reduce_column_sum(const double *part, float *y,
+                                            int64_t outTotal, int64_t chunks) {
+  PFRT_FOR_EACH(o, outTotal) reduceColumnSumAt(part, y, outTotal, chunks, o);
+}
+
 /// One warp per row (launched over n * kRowLanes threads): the row's loss
 /// into rowLoss; the emulation's host build runs the row on its lane 0.
 __global__ void pfrt_cuda_xent_rows(const float *logits, const int64_t *labels,
