@@ -283,10 +283,15 @@ def BucketGradientsPass : Pass<"pf-bucket-gradients", "::mlir::ModuleOp"> {
     after the op computing the bucket's last gradient (the backward of
     earlier layers then runs while the sum travels), and a
     `pf.all_reduce_wait` (slot k) at the bucket's old place hands the sum
-    to the update. The GPU pipeline turns it on (NCCL runs the sum on a
-    stream of its own); on CPU ranks MPI would progress it only inside MPI
-    calls, so the CPU pipeline leaves it off. Slots run out after 64
-    buckets; later buckets stay blocking.
+    to the update. A bias gradient (an axis-0 `pf.reduce_sum` of a 2-D
+    float32 dZ) counts as computed with its weight gradient's GEMM
+    (`pf.matmul` dZ^T X, later in the block): the lowering computes both
+    in that one GEMM (BGRADB) only if nothing reads the bias gradient
+    before it. Buckets ready at one op start in slot order. The GPU
+    pipeline turns it on (NCCL runs the sum on a stream of its own); on
+    CPU ranks MPI would progress it only inside MPI calls, so the CPU
+    pipeline leaves it off. Slots run out after 64 buckets; later buckets
+    stay blocking.
 
     ```mlir
     %a = pf.all_reduce %ga {groups = [array<i64: 0, 1>], pf.phase = "update"} : ...
