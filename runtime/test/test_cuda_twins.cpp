@@ -150,30 +150,43 @@ void reduceSum() {
     std::vector<int64_t> shape;
     std::vector<int8_t> reduce;
   };
-  const Case cases[] = {
-      {{1000}, {1}},          {{33, 65}, {1, 0}},           {{33, 65}, {0, 1}},
-      {{6, 7, 9}, {1, 0, 1}}, {{2, 3, 4, 5}, {0, 1, 1, 0}}, {{5, 3}, {0, 0}},
-      {{4, 0, 3}, {0, 1, 0}}, {{512, 1024}, {1, 0}}};
-  for (const Case &cs : cases) {
-    int64_t total = 1, out = 1;
-    for (size_t d = 0; d < cs.shape.size(); ++d) {
-      total *= cs.shape[d];
-      if (!cs.reduce[d])
-        out *= cs.shape[d];
+  const Case cases[] = {{{1000}, {1}},
+                        {{33, 65}, {1, 0}},
+                        {{33, 65}, {0, 1}},
+                        {{6, 7, 9}, {1, 0, 1}},
+                        {{2, 3, 4, 5}, {0, 1, 1, 0}},
+                        {{5, 3}, {0, 0}},
+                        {{4, 0, 3}, {0, 1, 0}},
+                        {{512, 1024}, {1, 0}},
+                        {{3, 517, 9}, {0, 1, 0}},
+                        {{1000, 7}, {1, 0}}};
+  // Each case twice: with uniform data, and with a third of the elements
+  // +-2^45, where terms cancel and the float64 sums' rounding (their order)
+  // shows in the result (the column cases sum in chunks of rows).
+  for (int cancel = 0; cancel < 2; ++cancel)
+    for (const Case &cs : cases) {
+      int64_t total = 1, out = 1;
+      for (size_t d = 0; d < cs.shape.size(); ++d) {
+        total *= cs.shape[d];
+        if (!cs.reduce[d])
+          out *= cs.shape[d];
+      }
+      auto x = uniform(total);
+      if (cancel)
+        for (float &v : x)
+          v += float(randint(-1, 1)) * 35184372088832.0f; // 2^45
+      float *dx = upload(x);
+      float *dy = static_cast<float *>(dalloc(out * 4));
+      std::vector<float> want(static_cast<size_t>(out));
+      int64_t rank = int64_t(cs.shape.size());
+      pfrt_k_reduce_sum(x.data(), want.data(), rank, cs.shape.data(),
+                        cs.reduce.data());
+      pfrt_cuda_k_reduce_sum(dx, dy, rank, cs.shape.data(), cs.reduce.data());
+      auto first = download(dy, out);
+      expectBits(first, want, "reduce_sum");
+      pfrt_cuda_k_reduce_sum(dx, dy, rank, cs.shape.data(), cs.reduce.data());
+      expectBits(download(dy, out), first, "reduce_sum run twice");
     }
-    auto x = uniform(total);
-    float *dx = upload(x);
-    float *dy = static_cast<float *>(dalloc(out * 4));
-    std::vector<float> want(static_cast<size_t>(out));
-    int64_t rank = int64_t(cs.shape.size());
-    pfrt_k_reduce_sum(x.data(), want.data(), rank, cs.shape.data(),
-                      cs.reduce.data());
-    pfrt_cuda_k_reduce_sum(dx, dy, rank, cs.shape.data(), cs.reduce.data());
-    auto first = download(dy, out);
-    expectBits(first, want, "reduce_sum");
-    pfrt_cuda_k_reduce_sum(dx, dy, rank, cs.shape.data(), cs.reduce.data());
-    expectBits(download(dy, out), first, "reduce_sum run twice");
-  }
 }
 
 void xent() {

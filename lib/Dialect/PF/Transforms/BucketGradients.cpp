@@ -93,7 +93,7 @@ Operation *readyOp(Value v, Operation *use) {
     auto mm = dyn_cast<MatmulOp>(user);
     if (!mm || mm.getA() != dz || !mm.getTransposeA() || mm.getTransposeB() ||
         mm->getBlock() != def->getBlock() || !def->isBeforeInBlock(mm) ||
-        (use->getBlock() == mm->getBlock() && !mm->isBeforeInBlock(use)))
+        use->getBlock() != mm->getBlock() || !mm->isBeforeInBlock(use))
       continue;
     if (!partner || mm->isBeforeInBlock(partner))
       partner = mm;
@@ -105,9 +105,12 @@ Operation *readyOp(Value v, Operation *use) {
 /// when `slot` is given (overlap), starts it right after the last of the
 /// bucket's gradients is computed and waits for it at the first one's
 /// place (a bucket of one gradient is split the same way).
+/// `ready` maps each all-reduce to the op after which its gradient is made
+/// (readyOp against its run's first all-reduce; none for an argument).
 /// `startedAfter` maps each op after which buckets were started to the last
 /// op started there, so that buckets ready at one op start in slot order.
 void pack(ArrayRef<AllReduceOp> bucket, std::optional<int64_t> slot,
+          const llvm::DenseMap<Operation *, Operation *> &ready,
           llvm::DenseMap<Operation *, Operation *> &startedAfter) {
   if (bucket.size() < 2 && !slot)
     return;
@@ -122,7 +125,7 @@ void pack(ArrayRef<AllReduceOp> bucket, std::optional<int64_t> slot,
   Operation *after = nullptr;
   if (slot)
     for (AllReduceOp op : bucket)
-      if (Operation *def = readyOp(op.getInput(), first))
+      if (Operation *def = ready.lookup(op))
         if (!after || after->isBeforeInBlock(def))
           after = def;
   Operation *anchor = after;
@@ -212,10 +215,11 @@ void pack(ArrayRef<AllReduceOp> bucket, std::optional<int64_t> slot,
 }
 
 /// Position in its block of the op after which `reduce`'s gradient is made
-/// (readyOp; 0 for an argument).
+/// (`ready`; 0 for an argument).
 int64_t readyAt(AllReduceOp reduce,
+                const llvm::DenseMap<Operation *, Operation *> &ready,
                 const llvm::DenseMap<Operation *, int64_t> &pos) {
-  Operation *def = readyOp(reduce.getInput(), reduce);
+  Operation *def = ready.lookup(reduce);
   return def ? pos.lookup(def) : 0;
 }
 
@@ -260,10 +264,16 @@ void bucketBlock(Block &block, int64_t limit, bool overlap) {
   // or (overlap) in the order the gradients are computed, so that the
   // first bucket can start while the backward still runs.
   SmallVector<SmallVector<AllReduceOp>> buckets;
+  // Where each gradient is made, judged against its run's first all-reduce
+  // (every bucket's waits stay at or after it).
+  llvm::DenseMap<Operation *, Operation *> ready;
+  for (ArrayRef<AllReduceOp> run : runs)
+    for (AllReduceOp op : run)
+      ready[op] = readyOp(op.getInput(), run.front());
   for (SmallVector<AllReduceOp> &run : runs) {
     if (overlap)
       llvm::stable_sort(run, [&](AllReduceOp a, AllReduceOp b) {
-        return readyAt(a, pos) < readyAt(b, pos);
+        return readyAt(a, ready, pos) < readyAt(b, ready, pos);
       });
     SmallVector<AllReduceOp> bucket;
     int64_t bytes = 0;
@@ -287,7 +297,7 @@ void bucketBlock(Block &block, int64_t limit, bool overlap) {
     std::optional<int64_t> async;
     if (overlap && slot < kMaxAsyncSlots)
       async = slot++;
-    pack(bucket, async, startedAfter);
+    pack(bucket, async, ready, startedAfter);
   }
 }
 
