@@ -204,8 +204,9 @@ void biasAdd() {
 // reduce_sum
 //===----------------------------------------------------------------------===//
 
-/// Cases that took the column path (chunked rows).
-int gColumnCases = 0;
+/// Cases whose sum was split: in chunks of rows (the column case), in
+/// runs of the last dim.
+int gColumnCases = 0, gRunCases = 0;
 
 /// With `cancel`, a third of the elements get +-2^45 added: where they
 /// cancel within an output's extent, the float64 rounding of the partial
@@ -241,18 +242,19 @@ void reduceCase(const std::vector<int64_t> &shape,
   case kReduceSum:
     CHECK(plan.outTotal == outTotal, "reduce plan: %lld outputs, not %lld",
           (long long)plan.outTotal, (long long)outTotal);
-    if (int64_t chunk =
-            plan.nRed == 1 && !plan.lastReduced
-                ? pfrt::kern::reduceColumnChunk(plan.redExt[0], outTotal)
-                : 0) {
-      // The column case's two launches, in chunks of rows.
-      int64_t chunks = (plan.redExt[0] + chunk - 1) / chunk;
-      std::vector<double> part(size_t(chunks * outTotal), -7.0);
-      for (int64_t i = 0; i < chunks * outTotal; ++i)
-        reduceColumnPartAt(x.data(), part.data(), plan, chunk, i);
+    if (plan.parts > 0) {
+      // A split sum's two launches: the parts (column chunks or runs of
+      // the last dim), then each output's parts in order.
+      std::vector<double> part(size_t(plan.parts * outTotal), -7.0);
+      for (int64_t i = 0; i < plan.parts * outTotal; ++i) {
+        if (plan.chunk > 0)
+          reduceColumnPartAt(x.data(), part.data(), plan, i);
+        else
+          reduceRunPartAt(x.data(), part.data(), plan, i);
+      }
       for (int64_t o = 0; o < outTotal; ++o)
-        reduceColumnSumAt(part.data(), got.data(), outTotal, chunks, o);
-      ++gColumnCases;
+        reducePartsSumAt(part.data(), got.data(), outTotal, plan.parts, o);
+      ++(plan.chunk > 0 ? gColumnCases : gRunCases);
       break;
     }
     for (int64_t o = 0; o < plan.outTotal; ++o)
@@ -325,6 +327,18 @@ void reduceSum() {
   reduceCase({300, 1024}, {1, 0}, true);
   CHECK(gColumnCases - before == 6,
         "%d of the column cases were chunked, not 6", gColumnCases - before);
+  // The last dim reduced with reduced dims outside it, a part per run: a
+  // convolution's bias gradient (N, C, H, W over 0, 2, 3), runs outside
+  // runs, a kept dim between; one run per output is not split.
+  before = gRunCases;
+  reduceCase({8, 4, 12, 12}, {1, 0, 1, 1}, true);
+  reduceCase({3, 5, 2, 7, 9}, {1, 1, 0, 1, 1}, true);
+  reduceCase({6, 3, 5, 4}, {1, 0, 1, 1}, true);
+  reduceCase({7, 50}, {0, 1}, true);
+  reduceCase({3, 4, 2, 5, 6}, {1, 0, 1, 0, 1}, true); // runs in 2 dims
+  reduceCase({5, 2, 4, 3, 7}, {1, 0, 1, 0, 1}, true);
+  CHECK(gRunCases - before == 5, "%d of the run cases were split, not 5",
+        gRunCases - before);
   CHECK(pfrt::kern::reduceColumnChunk(8192, 1024) == 64 &&
             pfrt::kern::reduceColumnChunk(31, 4) == 0 &&
             pfrt::kern::reduceColumnChunk(32, 4) == 16,

@@ -159,7 +159,10 @@ void reduceSum() {
                         {{4, 0, 3}, {0, 1, 0}},
                         {{512, 1024}, {1, 0}},
                         {{3, 517, 9}, {0, 1, 0}},
-                        {{1000, 7}, {1, 0}}};
+                        {{1000, 7}, {1, 0}},
+                        {{8, 4, 12, 12}, {1, 0, 1, 1}},
+                        {{3, 5, 2, 7, 9}, {1, 1, 0, 1, 1}},
+                        {{5, 2, 4, 3, 7}, {1, 0, 1, 0, 1}}};
   // Each case twice: with uniform data, and with a third of the elements
   // +-2^45, where terms cancel and the float64 sums' rounding (their order)
   // shows in the result (the column cases sum in chunks of rows).

@@ -23,6 +23,8 @@
 #include <string.h>
 #endif
 
+#include "../common/ReduceOrder.h"
+
 #ifdef __CUDACC__
 #define PFRT_HD __host__ __device__
 #else
@@ -199,7 +201,21 @@ struct ReducePlan {
   // Reduced dims (in order): extent and stride in x.
   int64_t redExt[kMaxDims] = {0};
   int64_t redStr[kMaxDims] = {0};
+  // How the GPU twin splits the sum (makeReducePlan), parts > 0: first
+  // `parts` partial sums of each output (float64), then the outputs, each
+  // adding its parts in order (reducePartsSumAt). chunk > 0: the column
+  // case (nRed == 1, the last dim kept) in chunks of `chunk` rows
+  // (reduceColumnChunk, the CPU's order too); chunk == 0: the last dim
+  // reduced with reduced dims outside it, a part per contiguous run of
+  // the last dim (the terms the CPU adds in that order).
+  int64_t parts = 0;
+  int64_t chunk = 0;
 };
+
+/// The most outputs for which the runs are split (more outputs keep the
+/// GPU busy as they are) and the most partial sums (32 MiB of float64).
+constexpr int64_t kReduceSplitOutputs = int64_t(1) << 17;
+constexpr int64_t kReduceMaxParts = int64_t(1) << 22;
 
 /// What pfrt_k_reduce_sum does for a shape (host side, shared by the
 /// kernel's wrapper and the test). rank, shape and reduce have been checked.
@@ -257,6 +273,18 @@ inline ReduceKind makeReducePlan(int64_t rank, const int64_t *shape,
       p->keptStr[p->nKept++] = strides[d];
     }
   }
+  p->parts = p->chunk = 0;
+  if (!p->lastReduced && p->nRed == 1) {
+    p->chunk = kern::reduceColumnChunk(p->redExt[0], outTotal);
+    if (p->chunk > 0)
+      p->parts = (p->redExt[0] + p->chunk - 1) / p->chunk;
+  } else if (p->lastReduced && p->nRed > 1 && outTotal < kReduceSplitOutputs) {
+    int64_t runs = 1;
+    for (int64_t d = 0; d + 1 < p->nRed; ++d)
+      runs *= p->redExt[d];
+    if (runs <= kReduceMaxParts / outTotal)
+      p->parts = runs;
+  }
   return kReduceSum;
 }
 
@@ -271,13 +299,12 @@ PFRT_HD inline int64_t reduceBase(const ReducePlan &p, int64_t o) {
   return base;
 }
 
-/// The column case (nRed == 1, the last dim kept) in chunks of `chunk`
+/// The column case (nRed == 1, the last dim kept) in chunks of p.chunk
 /// rows (reduceColumnChunk, the CPU kernel's order): item i is chunk
 /// i / outTotal of output i % outTotal, its float64 sum into part[i].
 PFRT_HD inline void reduceColumnPartAt(const float *x, double *part,
-                                       const ReducePlan &p, int64_t chunk,
-                                       int64_t i) {
-  const int64_t g = i / p.outTotal, o = i % p.outTotal;
+                                       const ReducePlan &p, int64_t i) {
+  const int64_t g = i / p.outTotal, o = i % p.outTotal, chunk = p.chunk;
   const int64_t rows = p.redExt[0], stride = p.redStr[0];
   const int64_t r1 = (g + 1) * chunk < rows ? (g + 1) * chunk : rows;
   const float *col = x + reduceBase(p, o);
@@ -287,12 +314,28 @@ PFRT_HD inline void reduceColumnPartAt(const float *x, double *part,
   part[i] = acc;
 }
 
-/// y[o] = output o's `chunks` chunk sums added in order.
-PFRT_HD inline void reduceColumnSumAt(const double *part, float *y,
-                                      int64_t outTotal, int64_t chunks,
-                                      int64_t o) {
+/// The last dim reduced with reduced dims outside it: item i is run
+/// j = i / outTotal of output o = i % outTotal (the runs in memory order:
+/// an odometer over the outer reduced dims), its sumF64 into part[i],
+/// the term the CPU kernel adds for it.
+PFRT_HD inline void reduceRunPartAt(const float *x, double *part,
+                                    const ReducePlan &p, int64_t i) {
+  const int64_t o = i % p.outTotal;
+  int64_t j = i / p.outTotal, off = reduceBase(p, o);
+  for (int64_t d = p.nRed - 2; d >= 0; --d) {
+    const int64_t e = p.redExt[d];
+    off += (j % e) * p.redStr[d];
+    j /= e;
+  }
+  part[i] = sumF64(x + off, p.redExt[p.nRed - 1]);
+}
+
+/// y[o] = output o's `parts` partial sums added in order, from 0.
+PFRT_HD inline void reducePartsSumAt(const double *part, float *y,
+                                     int64_t outTotal, int64_t parts,
+                                     int64_t o) {
   double acc = 0;
-  for (int64_t g = 0; g < chunks; ++g)
+  for (int64_t g = 0; g < parts; ++g)
     acc += part[g * outTotal + o];
   y[o] = float(acc);
 }

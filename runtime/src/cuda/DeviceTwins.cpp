@@ -64,7 +64,8 @@ namespace {
   X(BiasRows, "pfrt_cuda_bias_rows")                                           \
   X(ReduceSum, "pfrt_cuda_reduce_sum")                                         \
   X(ReduceColumnPart, "pfrt_cuda_reduce_column_part")                          \
-  X(ReduceColumnSum, "pfrt_cuda_reduce_column_sum")                            \
+  X(ReduceRunPart, "pfrt_cuda_reduce_run_part")                                \
+  X(ReducePartsSum, "pfrt_cuda_reduce_parts_sum")                              \
   X(XentRows, "pfrt_cuda_xent_rows")                                           \
   X(XentTotal, "pfrt_cuda_xent_total")                                         \
   X(XentCheckLabels, "pfrt_cuda_xent_check_labels")                            \
@@ -1512,20 +1513,17 @@ void pfrt_cuda_k_reduce_sum(const float *x, float *y, int64_t rank,
     return;
   }
   case dev::kReduceSum: {
-    int64_t chunk = plan.nRed == 1 && !plan.lastReduced
-                        ? reduceColumnChunk(plan.redExt[0], plan.outTotal)
-                        : 0;
-    if (chunk > 0) {
+    if (plan.parts > 0) {
       // Its own buffer: the caller's x may lie in the twins' scratch.
       static GrowingBuffer partBuffer;
-      int64_t chunks = (plan.redExt[0] + chunk - 1) / chunk;
-      int64_t n = mulChecked(fn, chunks, plan.outTotal);
+      int64_t n = mulChecked(fn, plan.parts, plan.outTotal);
       auto *part =
           reinterpret_cast<double *>(partBuffer.get(mulChecked(fn, n, 2), fn));
-      void *partArgs[] = {&x, &part, &plan, &chunk, &n};
-      launch(kReduceColumnPart, n, partArgs, fn);
-      void *sumArgs[] = {&part, &y, &plan.outTotal, &chunks};
-      launch(kReduceColumnSum, plan.outTotal, sumArgs, fn);
+      void *partArgs[] = {&x, &part, &plan, &n};
+      launch(plan.chunk > 0 ? kReduceColumnPart : kReduceRunPart, n, partArgs,
+             fn);
+      void *sumArgs[] = {&part, &y, &plan.outTotal, &plan.parts};
+      launch(kReducePartsSum, plan.outTotal, sumArgs, fn);
       return;
     }
     void *args[] = {&x, &y, &plan};

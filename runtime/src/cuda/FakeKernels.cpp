@@ -40,7 +40,8 @@ using pfrt::fake::threadIdx;
 #define pfrt_cuda_bias_rows pfrt_fake_bias_rows
 #define pfrt_cuda_reduce_sum pfrt_fake_reduce_sum
 #define pfrt_cuda_reduce_column_part pfrt_fake_reduce_column_part
-#define pfrt_cuda_reduce_column_sum pfrt_fake_reduce_column_sum
+#define pfrt_cuda_reduce_run_part pfrt_fake_reduce_run_part
+#define pfrt_cuda_reduce_parts_sum pfrt_fake_reduce_parts_sum
 #define pfrt_cuda_xent_rows pfrt_fake_xent_rows
 #define pfrt_cuda_xent_total pfrt_fake_xent_total
 #define pfrt_cuda_xent_check_labels pfrt_fake_xent_check_labels
@@ -124,7 +125,8 @@ const HostKernel kHostKernels[] = {
     {"pfrt_cuda_bias_rows", hostKernel(pfrt_cuda_bias_rows)},
     {"pfrt_cuda_reduce_sum", hostKernel(pfrt_cuda_reduce_sum)},
     {"pfrt_cuda_reduce_column_part", hostKernel(pfrt_cuda_reduce_column_part)},
-    {"pfrt_cuda_reduce_column_sum", hostKernel(pfrt_cuda_reduce_column_sum)},
+    {"pfrt_cuda_reduce_run_part", hostKernel(pfrt_cuda_reduce_run_part)},
+    {"pfrt_cuda_reduce_parts_sum", hostKernel(pfrt_cuda_reduce_parts_sum)},
     {"pfrt_cuda_xent_rows", hostKernel(pfrt_cuda_xent_rows)},
     {"pfrt_cuda_xent_total", hostKernel(pfrt_cuda_xent_total)},
     {"pfrt_cuda_xent_check_labels", hostKernel(pfrt_cuda_xent_check_labels)},

@@ -168,17 +168,22 @@ __global__ void pfrt_cuda_reduce_sum(const float *x, float *y, ReducePlan p) {
   PFRT_FOR_EACH(o, p.outTotal) reduceSumAt(x, y, p, o);
 }
 
-/// The column case: one thread per (chunk, output), then one per output
-/// adding its chunks' sums in order (reduceColumnChunk).
+/// A split sum (ReducePlan::parts): one thread per (part, output), a
+/// column chunk or a run of the last dim, then one per output adding its
+/// parts in order.
 __global__ void pfrt_cuda_reduce_column_part(const float *x, double *part,
-                                             ReducePlan p, int64_t chunk,
-                                             int64_t n) {
-  PFRT_FOR_EACH(i, n) reduceColumnPartAt(x, part, p, chunk, i);
+                                             ReducePlan p, int64_t n) {
+  PFRT_FOR_EACH(i, n) reduceColumnPartAt(x, part, p, i);
 }
 
-__global__ void pfrt_cuda_reduce_column_sum(const double *part, float *y,
-                                            int64_t outTotal, int64_t chunks) {
-  PFRT_FOR_EACH(o, outTotal) reduceColumnSumAt(part, y, outTotal, chunks, o);
+__global__ void pfrt_cuda_reduce_run_part(const float *x, double *part,
+                                          ReducePlan p, int64_t n) {
+  PFRT_FOR_EACH(i, n) reduceRunPartAt(x, part, p, i);
+}
+
+__global__ void pfrt_cuda_reduce_parts_sum(const double *part, float *y,
+                                           int64_t outTotal, int64_t parts) {
+  PFRT_FOR_EACH(o, outTotal) reducePartsSumAt(part, y, outTotal, parts, o);
 }
 
 /// One warp per row (launched over n * kRowLanes threads): the row's loss
