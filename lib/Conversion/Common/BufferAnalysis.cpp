@@ -758,19 +758,10 @@ void BufferAnalysis::foldViewsIntoGemms(Block &block) {
 
 void BufferAnalysis::pairBiasGradients(
     Block &block, const llvm::DenseMap<Operation *, unsigned> &order) {
-  auto is2D = [](Value v) {
-    auto t = cast<GlobalType>(v.getType());
-    return t.getRank() == 2 && t.getElementType().isF32();
-  };
   for (auto reduce : block.getOps<ReduceSumOp>()) {
-    Value dz = reduce.getInput();
-    if (!is2D(dz) || reduce.getAxes().size() != 1 || reduce.getAxes()[0] != 0)
-      continue;
-    for (Operation *user : dz.getUsers()) {
+    for (Operation *user : reduce.getInput().getUsers()) {
       auto mm = dyn_cast<MatmulOp>(user);
-      if (!mm || mm.getA() != dz || !mm.getTransposeA() || mm.getTransposeB() ||
-          !is2D(mm.getB()) || !is2D(mm.getResult()) ||
-          mm->getBlock() != &block || biasGradPartner.count(mm) ||
+      if (!mm || !isBiasGradientPair(reduce, mm) || biasGradPartner.count(mm) ||
           biasOf.count(mm) || !sameAction(mm, reduce))
         continue;
       Operation *first = order.lookup(mm) < order.lookup(reduce)

@@ -363,6 +363,18 @@ OpFoldResult MulScalarOp::fold(FoldAdaptor) {
 void MulScalarOp::getCanonicalizationPatterns(RewritePatternSet &,
                                               MLIRContext *) {}
 
+bool mlir::pf::isBiasGradientPair(ReduceSumOp reduce, MatmulOp mm) {
+  auto is2DF32 = [](Value v) {
+    auto t = cast<GlobalType>(v.getType());
+    return t.getRank() == 2 && t.getElementType().isF32();
+  };
+  Value dz = reduce.getInput();
+  return reduce.getAxes().size() == 1 && reduce.getAxes()[0] == 0 &&
+         is2DF32(dz) && mm.getA() == dz && mm.getTransposeA() &&
+         !mm.getTransposeB() && is2DF32(mm.getB()) && is2DF32(mm.getResult()) &&
+         mm->getBlock() == reduce->getBlock();
+}
+
 int32_t mlir::pf::activationKindCode(StringRef kind) {
   for (auto [i, k] : llvm::enumerate(kActivationKinds))
     if (k == kind)

@@ -73,26 +73,21 @@ void copyAttrs(Operation *from, Operation *to) {
 /// The op after which gradient `v` (reduced by `use`) counts as made: the
 /// op defining it, except for a bias gradient, an axis-0 reduce_sum of a
 /// 2-D float32 dz whose weight gradient dz^T x a later GEMM of the same
-/// block computes (before `use`): the lowering computes the two in that
-/// one GEMM (BufferAnalysis::pairBiasGradients, cuBLASLt's BGRADB), which
-/// it can only do if nothing reads the bias gradient before the GEMM, so
+/// block computes before `use` (isBiasGradientPair): the lowering computes the
+/// two in that one GEMM (BufferAnalysis::pairBiasGradients, cuBLASLt's BGRADB),
+/// which it can only do if nothing reads the bias gradient before the GEMM, so
 /// the gradient is ready with the GEMM. (Starting its all-reduce at the
 /// reduce_sum instead costs a separate pass over dz: on the GPU a column
 /// reduction of the whole activation gradient.)
 Operation *readyOp(Value v, Operation *use) {
   Operation *def = v.getDefiningOp();
   auto reduce = dyn_cast_or_null<ReduceSumOp>(def);
-  if (!reduce || reduce.getAxes().size() != 1 || reduce.getAxes()[0] != 0)
-    return def;
-  Value dz = reduce.getInput();
-  auto type = cast<GlobalType>(dz.getType());
-  if (type.getRank() != 2 || !type.getElementType().isF32())
+  if (!reduce)
     return def;
   Operation *partner = nullptr;
-  for (Operation *user : dz.getUsers()) {
+  for (Operation *user : reduce.getInput().getUsers()) {
     auto mm = dyn_cast<MatmulOp>(user);
-    if (!mm || mm.getA() != dz || !mm.getTransposeA() || mm.getTransposeB() ||
-        mm->getBlock() != def->getBlock() || !def->isBeforeInBlock(mm) ||
+    if (!mm || !isBiasGradientPair(reduce, mm) || !def->isBeforeInBlock(mm) ||
         use->getBlock() != mm->getBlock() || !mm->isBeforeInBlock(use))
       continue;
     if (!partner || mm->isBeforeInBlock(partner))

@@ -29,6 +29,12 @@ inline constexpr llvm::StringLiteral kActivationKinds[] = {"gelu", "gelu_tanh",
 inline constexpr int64_t kMaxAsyncSlots = 64;
 /// The runtime code of an activation kind, or -1.
 int32_t activationKindCode(llvm::StringRef kind);
+/// Whether `mm` computes the weight gradient dZ^T X whose bias gradient
+/// `reduce` sums (an axis-0 sum of the same 2-D float32 dZ; X and the
+/// result 2-D float32; one block): the pair one GEMM with cuBLASLt's BGRADB
+/// epilogue computes (BufferAnalysis pairs them; pf-bucket-gradients keeps
+/// them pairable). Their order and other readers are the caller's.
+bool isBiasGradientPair(ReduceSumOp reduce, MatmulOp mm);
 } // namespace mlir::pf
 
 #endif // PF_DIALECT_PF_IR_PFOPS_H
