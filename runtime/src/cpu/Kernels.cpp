@@ -290,6 +290,25 @@ PFRT_MULTIVERSION void reduceRows(const float *PFRT_RESTRICT x,
   }
 }
 
+/// reduce_sum's column case: x is [outer, rows, c], acc[k * c + j] +=
+/// the sums of chunks of `chunk` rows (each from 0 in `part`, c float64s),
+/// in order (reduceColumnChunk).
+PFRT_MULTIVERSION void reduceColumnChunks(const float *PFRT_RESTRICT x,
+                                          double *PFRT_RESTRICT acc,
+                                          int64_t outer, int64_t rows,
+                                          int64_t c, int64_t chunk,
+                                          double *PFRT_RESTRICT part) {
+  for (int64_t k = 0; k < outer; ++k)
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+      std::memset(part, 0, size_t(c) * sizeof(double));
+      const int64_t r1 = std::min(rows, r0 + chunk);
+      for (int64_t row = r0; row < r1; ++row)
+        accumulateRow(part, x + (k * rows + row) * c, c);
+      for (int64_t j = 0; j < c; ++j)
+        acc[k * c + j] += part[j];
+    }
+}
+
 void checkLabel(const char *fn, const int64_t *labels, int64_t r, int64_t c) {
   int64_t l = labels[r];
   if (l < 0 || l >= c)
@@ -1075,34 +1094,23 @@ void pfrt_k_reduce_sum(const float *x, float *y, int64_t rank,
   double *acc = scratchOf<double>(0, outTotal);
   std::memset(acc, 0, size_t(outTotal) * sizeof(double));
   // The column case ([K,] R reduced, C kept) in reduceColumnChunk's order.
-  if (!red[r - 1] && (r == 2 || r == 3)) {
-    const int64_t outer = r == 3 ? ext[0] : 1, rows = ext[r - 2],
-                  c = ext[r - 1];
-    if (int64_t chunk = reduceColumnChunk(rows, outTotal)) {
-      double *part = scratchOf<double>(1, c);
-      for (int64_t k = 0; k < outer; ++k)
-        for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-          std::memset(part, 0, size_t(c) * sizeof(double));
-          const int64_t r1 = std::min(rows, r0 + chunk);
-          for (int64_t row = r0; row < r1; ++row)
-            accumulateRow(part, x + (k * rows + row) * c, c);
-          for (int64_t j = 0; j < c; ++j)
-            acc[k * c + j] += part[j];
-        }
-      for (int64_t i = 0; i < outTotal; ++i)
-        y[i] = float(acc[i]);
-      return;
+  const int64_t chunk = !red[r - 1] && (r == 2 || r == 3)
+                            ? reduceColumnChunk(ext[r - 2], outTotal)
+                            : 0;
+  if (chunk > 0) {
+    reduceColumnChunks(x, acc, r == 3 ? ext[0] : 1, ext[r - 2], ext[r - 1],
+                       chunk, scratchOf<double>(1, ext[r - 1]));
+  } else {
+    // Output strides of the kept dims (reduced dims contribute 0).
+    int64_t ostr[kMaxRank];
+    int64_t st = 1;
+    for (int64_t d = r - 1; d >= 0; --d) {
+      ostr[d] = red[d] ? 0 : st;
+      if (!red[d])
+        st *= ext[d];
     }
+    reduceRows(x, acc, total, r, ext, ostr, red[r - 1]);
   }
-  // Output strides of the kept dims (reduced dims contribute 0).
-  int64_t ostr[kMaxRank];
-  int64_t st = 1;
-  for (int64_t d = r - 1; d >= 0; --d) {
-    ostr[d] = red[d] ? 0 : st;
-    if (!red[d])
-      st *= ext[d];
-  }
-  reduceRows(x, acc, total, r, ext, ostr, red[r - 1]);
   for (int64_t i = 0; i < outTotal; ++i)
     y[i] = float(acc[i]);
 }
