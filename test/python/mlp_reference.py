@@ -147,7 +147,7 @@ def max_relative_error(got, want):
     return float(np.max(np.abs(got - want) / np.abs(want)))
 
 
-def ill_conditioned(params, x, y, lrs, m, make_optimizer, want, tol, trials=3, scale=3e-7,
+def ill_conditioned(params, x, y, lrs, m, make_optimizer, want, tol, trials=12, scale=3e-7,
                     relu_last=True):
     """Whether float32-sized perturbations of the parameters and data move the
     float64 losses by more than ``tol / 2``.
@@ -157,6 +157,11 @@ def ill_conditioned(params, x, y, lrs, m, make_optimizer, want, tol, trials=3, s
     (for a unit that only one sample activates) can move a whole row of
     weights by lr and the losses by ~1e-3 relative. A problem where that
     happens cannot be compared at 1e-5; a test draws another one instead.
+    Twelve trials: few random bumps push a unit near its edge across (the
+    Adam-without-bias-correction problem of seeds 1535876184 877814479,
+    off by 7.6e-5 in float32, is moved past tol / 2 by none of the first
+    four, so 3 trials called it well-conditioned and failed CI). Only a
+    problem already off by tol pays for them.
     """
     rng = np.random.default_rng(0)
     for _ in range(trials):
