@@ -246,11 +246,11 @@ class Tracer:
             placement, sbp = self.local_placement, (sbp_mod.broadcast,)
         type = self.global_type(tensor.shape, tensor.dtype, placement, sbp)
         buffer = id(tensor) in self.buffers
-        init = getattr(tensor, "_init", None)
-        if init is None:
-            raise CompileError.at(
-                user_location(), f"parameter '{name}' has no initializer the compiler can reproduce",
-                ["initialise it with pipeflow.nn.init, e.g. nn.init.normal_(param, 0.0, 0.02)"])
+        # The initializer depends on the code only, never on what a process
+        # did with the value, so every process compiles the same program. A
+        # parameter compiled with its value (not ``uses_recipe``) receives it
+        # before the first step (nn._graph.state.load_initial).
+        init = getattr(tensor, "_init", None) or "#pf.init<zeros>"
         self.module.params[name] = ir.Param(name, type, init, buffer, getattr(tensor, "_loc", None))
         self.param_objects[name] = tensor
         value = self.emit("pf.read_param", [], [type], symbol=name).result

@@ -57,3 +57,15 @@ def state_owner(tensor):
 def trained_by(tensor):
     """The graph that trains ``tensor`` (``None`` if none has run)."""
     return tensor.__dict__.get("_trained_by")
+
+
+def uses_recipe(tensor):
+    """Whether a compiled graph may compute ``tensor``'s initial value from its
+    ``#pf.init<...>`` initializer (``set_runtime_init``) instead of taking
+    the value it holds: only while that value came from ``pipeflow.nn.init``
+    and nobody has read, shared, converted or loaded it since (a module's
+    own initialisation, untouched). Every other parameter or buffer is
+    compiled with exactly its value (``nn._graph.state.load_initial``)."""
+    d = tensor.__dict__
+    return (d.get("_init") is not None and d.get("_recipe_fresh", False)
+            and not d.get("_loaded", False))

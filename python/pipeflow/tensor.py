@@ -158,6 +158,12 @@ class Tensor(TensorOps):
         value of a global tensor (what initialisers and loads write into)."""
         return self._local if self._placement is None else self._logical
 
+    def _expose(self):
+        """The value is now the user's (read, shared or converted): a compiled
+        graph must start from it, not recompute it from its initializer
+        (see ``nn.parameter.uses_recipe``)."""
+        self.__dict__.pop("_recipe_fresh", None)
+
     def _check_not_trained(self):
         """A parameter or buffer a compiled graph trains: read its value back first."""
         if self.__dict__.get("_trained_by") is not None:
@@ -168,6 +174,7 @@ class Tensor(TensorOps):
         if self._node is not None:
             raise RuntimeError("a tensor traced in nn.Graph.build() has no value while tracing")
         self._check_not_trained()
+        self._expose()
         if self._placement is None:
             return self._local
         if self._logical is None:
@@ -206,6 +213,7 @@ class Tensor(TensorOps):
             raise NotImplementedError(
                 "eager computation on global tensors is not supported: call modules on global "
                 "tensors inside nn.Graph.build(), or use local tensors")
+        self._expose()
         return self._local
 
     # Layout conversions -------------------------------------------------------
@@ -219,6 +227,7 @@ class Tensor(TensorOps):
         """
         if self._node is not None:
             return _lazy.to_global(self, placement, sbp)
+        self._expose()
         if self._placement is None:
             if placement is None or sbp is None:
                 raise ValueError("to_global() of a local tensor needs both placement and sbp")
@@ -264,8 +273,10 @@ class Tensor(TensorOps):
         if self._node is not None:
             return _lazy.unsupported("to_local() inside nn.Graph.build()")
         if self._placement is None:
+            self._expose()
             return self
         self._check_not_trained()
+        self._expose()
         if env.get_world_size() == 1:
             rank = self._placement.flat_ranks[0]
         else:
@@ -287,6 +298,7 @@ class Tensor(TensorOps):
             device = target.split(":")[0]
             if device not in ("cpu", "cuda"):
                 raise ValueError(f"unknown device {target!r}")
+            self._expose()
             return Tensor._from_array(self._local, device=device, requires_grad=self.requires_grad)
         if isinstance(target, Tensor):
             return self._astype(target.dtype)
@@ -297,6 +309,7 @@ class Tensor(TensorOps):
             return self
         if self._node is not None:
             return _lazy.unsupported(f"casting to {dtype} inside nn.Graph.build()")
+        self._expose()
         if self._placement is None:
             return Tensor._from_array(self._local.astype(dtype.numpy), device=self._device)
         return Tensor._new(dtype, self._shape,
@@ -323,6 +336,7 @@ class Tensor(TensorOps):
         return self.to("cuda")
 
     def detach(self):
+        self._expose()
         t = Tensor._new(self._dtype, self._shape, local=self._local, logical=self._logical,
                         placement=self._placement, sbp=self._sbp, node=self._node, device=self._device)
         return t
@@ -330,6 +344,7 @@ class Tensor(TensorOps):
     def clone(self):
         if self._node is not None:
             return self
+        self._expose()
         copy = lambda a: None if a is None else a.copy()
         return Tensor._new(self._dtype, self._shape, local=copy(self._local), logical=copy(self._logical),
                            placement=self._placement, sbp=self._sbp, device=self._device,

@@ -7,11 +7,11 @@ import re
 
 import numpy as np
 import pytest
+from conftest import line_of
 
 import pipeflow as flow
 from pipeflow import compiler, config, nn
 from pipeflow.nn.graph import GraphModule
-from conftest import line_of
 
 HERE = os.path.abspath(__file__)
 B = [flow.sbp.broadcast]
@@ -259,7 +259,10 @@ def test_cuda_needs_an_explicit_opt_in(monkeypatch, verify):
     monkeypatch.setattr(config, "gpu_available", lambda: False)
     c0 = flow.placement("cuda", [0])  # <-- cuda-placement
     c1 = flow.placement("cuda", [1])
-    build = lambda: PipelineGraph(PipelineModule(c0, c1), p0=c0, p1=c1)
+
+    def build():
+        return PipelineGraph(PipelineModule(c0, c1), p0=c0, p1=c1)
+
     with pytest.raises(flow.CompileError, match="no GPU") as info:
         build().ir(*seed_inputs(p0=c0, p1=c1))
     assert info.value.filename == HERE and info.value.lineno == line_of(HERE, "cuda-placement")
@@ -493,8 +496,10 @@ def test_hybrid_parallel_layouts(verify):
 def test_relaid_out_parameter_keeps_its_initializer(verify):
     """A row-parallel layer re-lays out its weight as Megatron's layers do,
     ``nn.Parameter(w.to_global(placement, S(1)))``: the new parameter keeps
-    the initializer (the compiler reproduces it) and takes the new SBP; the
-    bias keeps its own layout."""
+    the initializer's name and takes the new SBP, and its value is the one
+    the old parameter had (compiled by value, not drawn again: issue 35);
+    the bias keeps its own layout and its initializer's draw."""
+    from pipeflow._trained import uses_recipe
     p01 = flow.placement("cpu", [0, 1])
     proj = nn.Linear(8, 4).to_global(p01, flow.sbp.broadcast)
     proj.weight = nn.Parameter(proj.weight.to_global(p01, flow.sbp.split(1)))
@@ -504,6 +509,8 @@ def test_relaid_out_parameter_keeps_its_initializer(verify):
     traced = graph.trace(x, y)
     weight = traced.params["model.weight"]
     assert weight.init == "#pf.init<kaiming_uniform(8)>" and weight.type.sbp == ("S(1)",)
+    assert not uses_recipe(proj.weight) and uses_recipe(proj.bias)
+    assert traced.given == ["model.weight"]
     assert traced.params["model.bias"].type.sbp == ("B",)
     verify(traced.text())
 
@@ -652,7 +659,7 @@ def test_dropout_is_traced_with_its_own_stream(verify):
     text = verify(SimpleGraph(model).ir(x, y))
     assert "pf.dropout" in text and "p = 1.000000e-01 : f64, stream = 1 : i64" in text, text
     ir_text = SimpleGraph(model).ir(x, y)
-    line = next(l for l in ir_text.splitlines() if "pf.dropout" in l)
+    line = next(t for t in ir_text.splitlines() if "pf.dropout" in t)
     assert f":{line_of(HERE, 'dropout')}:" in ir_text.split("pf.dropout", 1)[1].split("\n", 1)[0] or \
         f"{line_of(HERE, 'dropout')}" in line, line
     model.drop.eval()

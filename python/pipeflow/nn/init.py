@@ -18,6 +18,10 @@ from ..ir import format_float
 
 def _fill(tensor, array):
     tensor._storage()[...] = array
+    # Until the value is read, shared or replaced, a compiled graph may
+    # compute it from the initializer instead (nn.parameter.uses_recipe).
+    tensor.__dict__["_recipe_fresh"] = True
+    tensor.__dict__["_loaded"] = False
 
 
 def uniform_(tensor, a=0.0, b=1.0):

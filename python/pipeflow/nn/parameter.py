@@ -10,7 +10,7 @@ from .. import _layout
 from .. import dtypes as dt
 from .. import sbp as sbp_mod
 from .._source import user_location
-from .._trained import is_current, sync
+from .._trained import is_current, sync, uses_recipe  # noqa: F401 (re-exported)
 from ..tensor import Tensor
 from . import init as init_mod
 
@@ -38,7 +38,13 @@ class Parameter(Tensor):
             data = np.empty((0,), dtype=np.float32)
         if isinstance(data, Tensor):
             src = data
-            local = None if src._placement is not None else src._local
+            # The new parameter shares the value: it is the user's from now on,
+            # for both tensors (nn.Parameter(m.fc.weight) after load_state_dict,
+            # nn.Parameter(w.to_global(placement, sbp))).
+            src._expose()
+            # A global tensor keeps its local part only where its logical value
+            # is spread over the processes (made global from local shards).
+            local = src._local if src._placement is None or src._logical is None else None
             self._init_fields(src.dtype, src.shape, local=local, logical=src._logical,
                               placement=src._placement, sbp=src._sbp, requires_grad=requires_grad)
         else:
@@ -46,8 +52,9 @@ class Parameter(Tensor):
             self._init_fields(dt.from_numpy_dtype(array.dtype), array.shape, local=array,
                               requires_grad=requires_grad)
         if init is None and isinstance(data, Tensor):
-            # nn.Parameter(p.to_global(...)): the layout changes, the
-            # initializer stays (see to_global below).
+            # nn.Parameter(p.to_global(...)): the initializer's name stays (the
+            # IR records it), but the value is the data given, not a draw of it:
+            # a compiled graph starts from the value (see ``uses_recipe``).
             init = data.__dict__.get("_init")
         self._init = init
         self._loc = user_location()
@@ -73,9 +80,9 @@ class Parameter(Tensor):
         self.__dict__["_logical_value"] = value
 
     def to_global(self, *args, **kwargs):
-        """``Tensor.to_global``; the result remembers this parameter's
-        initializer, so ``nn.Parameter(p.to_global(placement, sbp))`` (how
-        a tensor-parallel layer re-lays out its weight) stays reproducible."""
+        """``Tensor.to_global``; the result remembers the name of this
+        parameter's initializer (``nn.Parameter(p.to_global(placement, sbp))``
+        keeps it in the IR; the value itself is given, see ``uses_recipe``)."""
         out = super().to_global(*args, **kwargs)
         if out is not self and self._init is not None:
             out.__dict__["_init"] = self._init

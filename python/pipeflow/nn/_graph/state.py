@@ -13,7 +13,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ... import _checkpoint, _state
+from ... import _checkpoint, _feed, _layout, _state
 from ... import dtypes as dt
 from ..._errors import StateDictError
 from ...tensor import Tensor
@@ -213,8 +213,7 @@ def load_initial(graph, run, traced):
     """Before the first step: the values loaded into the modules, the graph
     (optimizer states, the step) and the optimizer go into the program."""
     state = run.state
-    loaded = [(name, obj) for name, obj in traced.param_objects.items()
-              if getattr(obj, "_loaded", False) and name in state.info]
+    loaded = given_values(run, traced)
     pending = list(graph._pending_state.items())
     optim = [(o, id_, kind, value) for o in run.optimizers
              for id_, kinds in o._pending_state.items() for kind, value in kinds.items()]
@@ -223,8 +222,8 @@ def load_initial(graph, run, traced):
     if not (loaded or pending or optim or steps):
         return
     state._require(f"{graph.name}'s first call")
-    for name, obj in loaded:
-        state.set(name, storage(obj), "the parameter")
+    for (name, _), value in zip(loaded, agreed_values(run, loaded)):
+        state.set(name, value, "the parameter")
     for name, (value, loc) in pending:
         if name not in state.info:
             raise StateDictError.at(
@@ -247,3 +246,86 @@ def load_initial(graph, run, traced):
     for o in run.optimizers:
         o._pending_state.clear()
         o._pending_step = None
+
+
+def given_values(run, traced):
+    """``(name, tensor)`` of the parameters and buffers the program must start
+    from their value (``traced.given``, or loaded since the trace), sorted.
+    In a job of several processes one all-gather makes it the union of every
+    process's list, so that every process sets the same ones (one process
+    may have read a parameter that the others left untouched)."""
+    state, given = run.state, set(traced.given)
+    candidates = [(name, traced.param_objects[name]) for name in sorted(traced.param_objects)
+                  if name in state.info and traced.param_objects[name].__dict__.get("_trained_by") is None]
+    mine = [name in given or getattr(obj, "_loaded", False) for name, obj in candidates]
+    if run.world > 1 and state.problem is None and candidates:
+        rows = run.program.all_gather(_bits(mine), range(run.world))
+        mine = [bool(np.bitwise_or.reduce(rows[:, i // 63] >> (i % 63)) & 1)
+                for i in range(len(candidates))]
+    return [item for item, chosen in zip(candidates, mine) if chosen]
+
+
+def _bits(flags):
+    """Booleans packed 63 to an int64 (non-negative words)."""
+    words = np.zeros(((len(flags) + 62) // 63,) or (1,), np.int64)
+    for i, flag in enumerate(flags):
+        if flag:
+            words[i // 63] |= np.int64(1) << np.int64(i % 63)
+    return words
+
+
+def agreed_values(run, items):
+    """The logical values of the parameters and buffers ``items`` (``(name,
+    tensor)``, the same list on every process) that the program starts from.
+
+    In a process running alone, each tensor's value. In a job of several
+    processes, as OneFlow's ``to_global`` does with a broadcast layout, the
+    value of the placement's first rank: every process would otherwise keep
+    its own draw of an unseeded initialisation. A tensor whose logical value
+    that rank does not know (a local tensor made global under a split) is
+    assembled from the local parts of the placement's ranks first. Which
+    processes know which value is agreed by one all-gather; every process
+    makes the same collectives in the same order.
+    """
+    if run.world == 1 or not items:
+        return [_known_value(obj) for _, obj in items]
+    program, rank = run.program, run.rank
+    rows = program.all_gather(_bits([_known_value(obj) is not None for _, obj in items]),
+                              range(run.world))
+    out = []
+    for i, (name, obj) in enumerate(items):
+        known = [int(r) for r in np.flatnonzero((rows[:, i // 63] >> (i % 63)) & 1)]
+        placement = obj.placement or tracing.local_placement(obj.device)
+        members = placement.flat_ranks
+        root = members[0]
+        value = _known_value(obj)
+        if root not in known:
+            value = _assembled(program, obj, name, placement, rank)
+        if value is None or tuple(value.shape) != tuple(obj.shape):
+            value = np.zeros(tuple(obj.shape), obj.dtype.numpy)
+        out.append(program.broadcast_exact(np.ascontiguousarray(value, obj.dtype.numpy), root,
+                                           [root] + [r for r in range(run.world) if r != root]))
+    return out
+
+
+def _known_value(obj):
+    """The logical value this process holds of a parameter or buffer, or ``None``."""
+    value = obj._logical if obj.placement is not None else obj._local
+    return value if isinstance(value, np.ndarray) else None
+
+
+def _assembled(program, obj, name, placement, rank):
+    """The logical value from the local parts of ``placement``'s ranks (an
+    all-gather over them), on its members; ``None`` elsewhere."""
+    if rank not in placement.flat_ranks:
+        return None
+    local = obj._local if isinstance(obj._local, np.ndarray) else None
+    want = _layout.local_shape(tuple(obj.shape), placement, obj.sbp)
+    if local is None or tuple(local.shape) != tuple(want):
+        raise StateDictError.at(
+            getattr(obj, "_loc", None),
+            f"'{name}' is a global tensor whose value is spread over the processes, but on rank "
+            f"{rank} its local part has shape {list(np.shape(local)) if local is not None else None}, "
+            f"not {list(want)} ({tuple(obj.sbp)} on {placement})")
+    blocks = program.all_gather(np.ascontiguousarray(local, obj.dtype.numpy), placement.flat_ranks)
+    return _feed.assemble(blocks, tuple(obj.shape), placement, obj.sbp)

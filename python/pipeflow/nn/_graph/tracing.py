@@ -16,7 +16,7 @@ from ..._source import code_location
 from ... import sbp as sbp_mod
 from ...placement import placement as Placement
 from ...tensor import Tensor
-from ..parameter import Parameter, set_runtime_init
+from ..parameter import Parameter, set_runtime_init, uses_recipe
 from . import checks, options
 
 
@@ -39,6 +39,9 @@ class TracedGraph:
         # What build() returned (see rebuild): indices into the results.
         self.structure = None
         self.local = False  # a local graph: local inputs and outputs
+        # Parameters and buffers compiled with their Python value (set before
+        # the first step), not computed from their initializer.
+        self.given = []
 
     @property
     def ops(self):
@@ -155,7 +158,7 @@ def trace(graph, args, sig, loc):
         tracer.func = func
         inputs = [tracer.lazy(v, a.dtype, a.placement, a.sbp) for v, a in zip(func.args, args)]
         outputs = graph.build(*inputs)
-    _adopt_initial_values(tracer)
+    given = _adopt_initial_values(tracer)
     results, structure = _results(graph, outputs, tracer)
     func.name = "train_step" if tracer.loss is not None else "forward"
     func.results = results
@@ -164,6 +167,7 @@ def trace(graph, args, sig, loc):
     traced = TracedGraph(tracer.module, func, sig, options.compile_options(graph, tracer, func), tracer)
     traced.lr_scalars, traced.rule_error = options.update_rules(graph, tracer)
     traced.structure = structure
+    traced.given = given
     traced.local = local
     traced.result_meta = tracer.result_meta
     traced.leaf_results = tracer.leaf_results
@@ -171,14 +175,24 @@ def trace(graph, args, sig, loc):
 
 
 def _adopt_initial_values(tracer):
-    """The Python value of every parameter and buffer the step reads becomes
-    what the compiled program starts from (see ``nn.parameter``), unless
-    ``load_state_dict`` put a value there or another compiled graph owns it
-    (its current value then goes into this program before its first step:
-    ``sharing``)."""
+    """What the compiled program starts from, for every parameter and buffer
+    the step reads, and returns the names of those given by value.
+
+    A parameter another compiled graph owns takes that program's current
+    value before this one's first step (``sharing``). One nobody has set
+    (``uses_recipe``) takes its initializer's value, which becomes its
+    Python value too (``nn.parameter``). Every other one is compiled with
+    exactly its Python value: ``state.load_initial`` sets it before the
+    first step (on every process if any process gave it a value)."""
+    given = []
     for name, obj in tracer.param_objects.items():
-        if not getattr(obj, "_loaded", False) and obj.__dict__.get("_trained_by") is None:
+        if obj.__dict__.get("_trained_by") is not None:
+            continue
+        if uses_recipe(obj):
             set_runtime_init(obj, name, tracer.seed)
+        else:
+            given.append(name)
+    return given
 
 
 def _results(graph, outputs, tracer):
