@@ -2,10 +2,11 @@
 """check_fatbin.py FATBIN SRC_DIR: libpfrt's embedded CUDA kernels.
 
 Checks, without a GPU or cuobjdump, that the fatbin nvcc built from
-src/cuda/Kernels.cu holds an sm_90 ELF (SASS) and compute_90 PTX, that the
-ELF defines every kernel Kernels.cu declares, and that every name
-DeviceTwins.cpp looks up (its PFRT_CUDA_KERNELS table) is one of them, so a
-misspelt name fails here rather than at the first launch on a GPU.
+src/cuda/kernels/Kernels.cu holds an sm_90 ELF (SASS) and compute_90 PTX,
+that the ELF defines every kernel Kernels.cu declares, and that every name
+the device twins look up (src/cuda/Module.h's PFRT_CUDA_KERNELS table) is
+one of them, so a misspelt name fails here rather than at the first launch
+on a GPU.
 
 The container format is read from its headers as nvcc 12/13 write it: a
 16-byte header (magic 0xBA55ED50, version, header size, payload size), then
@@ -45,23 +46,21 @@ def main():
         sys.exit("no sm_90 ELF (SASS) in the fatbin")
     if not any(kind == 1 and arch == 90 for kind, arch in found):
         sys.exit("no compute_90 PTX in the fatbin")
-    cu = open(src + "/src/cuda/Kernels.cu").read()
+    cu = open(src + "/src/cuda/kernels/Kernels.cu").read()
     kernels = re.findall(r"__global__\s+void\s+(\w+)\s*\(", cu)
     missing = [k for k in kernels if k.encode() + b"\0" not in elf[0]]
     if missing:
         sys.exit("kernels missing from the sm_90 ELF: %s" % missing)
-    twins = open(src + "/src/cuda/DeviceTwins.cpp").read()
+    twins = open(src + "/src/cuda/Module.h").read()
     table = re.findall(r'X\(\w+,\s*"(\w+)"\)', twins)
     if not table:
-        sys.exit("no PFRT_CUDA_KERNELS table in DeviceTwins.cpp")
+        sys.exit("no PFRT_CUDA_KERNELS table in Module.h")
     unknown = [k for k in table if k not in kernels]
     if unknown:
-        sys.exit("DeviceTwins.cpp looks up kernels Kernels.cu lacks: %s" %
-                 unknown)
+        sys.exit("Module.h looks up kernels Kernels.cu lacks: %s" % unknown)
     unused = [k for k in kernels if k not in table]
     if unused:
-        sys.exit("Kernels.cu kernels DeviceTwins.cpp never looks up: %s" %
-                 unused)
+        sys.exit("Kernels.cu kernels Module.h never looks up: %s" % unused)
     print("fatbin OK: sm_90 ELF with all %d kernels, compute_90 PTX" %
           len(kernels))
 

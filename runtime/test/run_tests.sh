@@ -404,8 +404,9 @@ else
 fi
 
 # The same on libpfrt's host emulation of the driver and cuBLASLt
-# (PFRT_CUDA_FAKE=1, src/cuda/FakeDevice.h): every twin against its host
-# row, device state, graph capture and replay, pfrt_cuda_run_step, here.
+# (PFRT_CUDA_FAKE=1, src/cuda/emulation/FakeDevice.h): every twin against
+# its host row, device state, graph capture and replay, pfrt_cuda_run_step,
+# here.
 # Needs libpfrt built with its CUDA layer and kernels (the fatbin).
 if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
   run_ok cuda_twins_emulated 300 env PFRT_CUDA_FAKE=1 \
@@ -472,9 +473,9 @@ else
   echo "SKIP cuda_staged_emulated* (libpfrt built without its CUDA kernels)"
 fi
 # The collective twins on NCCL (Nccl.cpp) against their host rows on 2 and
-# 3 emulated GPU ranks (PFRT_CUDA_COMM=nccl: FakeNccl.cpp), sub-groups and a
-# captured graph replayed over new data; the transport choice and its
-# errors.
+# 3 emulated GPU ranks (PFRT_CUDA_COMM=nccl: emulation/FakeNccl.cpp),
+# sub-groups and a captured graph replayed over new data; the transport
+# choice and its errors.
 if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ] && [ -x "$BIN/pfrt-test-cuda-nccl" ]; then
   for n in 1 2 3; do
     run_ok cuda_nccl_emulated_n$n 120 env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl \

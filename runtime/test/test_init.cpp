@@ -100,16 +100,8 @@ void checkDistribution(const std::vector<float> &t, const Param &p) {
   }
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  pfrt_init(&argc, &argv);
-  int rank = pfrt_rank(), size = pfrt_world_size();
-  uint64_t seed = pt_seed("init");
-  std::vector<int64_t> world(size);
-  for (int i = 0; i < size; ++i)
-    world[i] = i;
-
+/// Philox's known answers and the stream ids' FNV-1a.
+void checkKnownAnswers() {
   for (const Kat &k : kKats) {
     uint32_t out[4];
     pfrt_philox4x32_10(k.ctr, k.key, out);
@@ -123,27 +115,33 @@ int main(int argc, char **argv) {
   CHECK(pfrt_stream_for_step(1, 0) != pfrt_stream_for_step(1, 1) &&
             pfrt_stream_for_step(1, 0) != 1,
         "stream_for_step must change the stream");
+}
 
-  // The counter is the logical index: element i of a 1-D uniform(0,1)
-  // tensor is (x0 + 0.5) * 2^-32 of Philox(counter = {i, 0, s_lo, s_hi}).
-  {
-    uint64_t stream = pfrt_stream_id("layer.weight");
-    int64_t len = 9;
-    float v[9];
-    pfrt_init_param(v, PFRT_INIT_UNIFORM, 0.0, 1.0, seed, stream, 1, &len,
-                    nullptr, nullptr);
-    for (int64_t i = 0; i < len; ++i) {
-      uint32_t ctr[4] = {uint32_t(i), 0, uint32_t(stream),
-                         uint32_t(stream >> 32)};
-      uint32_t key[2] = {uint32_t(seed), uint32_t(seed >> 32)};
-      uint32_t x[4];
-      pfrt_philox4x32_10(ctr, key, x);
-      float want = float((double(x[0]) + 0.5) * 0x1p-32);
-      CHECK(v[i] == want, "element %lld: %.9g != %.9g", (long long)i,
-            double(v[i]), double(want));
-    }
+/// The counter is the logical index: element i of a 1-D uniform(0,1)
+/// tensor is (x0 + 0.5) * 2^-32 of Philox(counter = {i, 0, s_lo, s_hi}).
+void checkCounterIsIndex(uint64_t seed) {
+  uint64_t stream = pfrt_stream_id("layer.weight");
+  int64_t len = 9;
+  float v[9];
+  pfrt_init_param(v, PFRT_INIT_UNIFORM, 0.0, 1.0, seed, stream, 1, &len,
+                  nullptr, nullptr);
+  for (int64_t i = 0; i < len; ++i) {
+    uint32_t ctr[4] = {uint32_t(i), 0, uint32_t(stream),
+                       uint32_t(stream >> 32)};
+    uint32_t key[2] = {uint32_t(seed), uint32_t(seed >> 32)};
+    uint32_t x[4];
+    pfrt_philox4x32_10(ctr, key, x);
+    float want = float((double(x[0]) + 0.5) * 0x1p-32);
+    CHECK(v[i] == want, "element %lld: %.9g != %.9g", (long long)i,
+          double(v[i]), double(want));
   }
+}
 
+/// Every initialiser on random shapes: its values, the same tensor on every
+/// rank, and each shard (uneven splits along each axis, random boxes) the
+/// slice of the whole. Returns the shard comparisons made.
+int checkParams(uint64_t seed, int rank, int size,
+                const std::vector<int64_t> &world) {
   const Param params[] = {
       {PFRT_INIT_ZEROS, 0, 0},
       {PFRT_INIT_ONES, 0, 0},
@@ -231,57 +229,73 @@ int main(int argc, char **argv) {
       }
     }
   }
+  return cases;
+}
 
-  // A scalar (rank 0) is element 0.
-  {
-    float s = NAN, e = NAN;
-    int64_t one = 1, zero = 0;
-    pfrt_init_param(&s, PFRT_INIT_NORMAL, 0, 1, seed, 77, 0, nullptr, nullptr,
-                    nullptr);
-    pfrt_init_param(&e, PFRT_INIT_NORMAL, 0, 1, seed, 77, 1, &one, &zero, &one);
-    CHECK(s == e && std::isfinite(s), "scalar init %g vs %g", double(s),
-          double(e));
+/// A scalar (rank 0) is element 0.
+void checkScalar(uint64_t seed) {
+  float s = NAN, e = NAN;
+  int64_t one = 1, zero = 0;
+  pfrt_init_param(&s, PFRT_INIT_NORMAL, 0, 1, seed, 77, 0, nullptr, nullptr,
+                  nullptr);
+  pfrt_init_param(&e, PFRT_INIT_NORMAL, 0, 1, seed, 77, 1, &one, &zero, &one);
+  CHECK(s == e && std::isfinite(s), "scalar init %g vs %g", double(s),
+        double(e));
+}
+
+/// Synthetic data: standard normal per step, labels in range and spread.
+void checkSynthetic(uint64_t seed) {
+  Shape shp = {64, 13, 17};
+  uint64_t stream = pfrt_stream_id("input");
+  std::vector<float> x0(numel(shp)), x1(numel(shp)), ref(numel(shp));
+  pfrt_synthetic_batch(x0.data(), seed, stream, 0, 3, shp.data(), nullptr,
+                       nullptr);
+  pfrt_synthetic_batch(x1.data(), seed, stream, 1, 3, shp.data(), nullptr,
+                       nullptr);
+  CHECK(!pt_bits_equal(x0.data(), x1.data(), int64_t(x0.size())),
+        "steps give the same batch");
+  pfrt_init_param(ref.data(), PFRT_INIT_NORMAL, 0.0, 1.0, seed,
+                  pfrt_stream_for_step(stream, 1), 3, shp.data(), nullptr,
+                  nullptr);
+  CHECK(pt_bits_equal(x1.data(), ref.data(), int64_t(x1.size())),
+        "synthetic_batch is not NORMAL(0,1) on the step stream");
+  checkDistribution(x1, {PFRT_INIT_NORMAL, 0.0, 1.0});
+
+  Shape ls = {5000};
+  std::vector<int64_t> lab(5000);
+  const int64_t classes = 10;
+  pfrt_synthetic_labels(lab.data(), classes, seed, stream, 3, 1, ls.data(),
+                        nullptr, nullptr);
+  int64_t hist[10] = {0};
+  for (int64_t v : lab) {
+    CHECK(v >= 0 && v < classes, "label %lld out of range", (long long)v);
+    ++hist[v];
   }
+  for (int c = 0; c < 10; ++c)
+    CHECK(hist[c] > 350 && hist[c] < 650, "class %d drawn %lld times of 5000",
+          c, (long long)hist[c]);
+  Shape off = {1234}, part = {777};
+  std::vector<int64_t> shard(777);
+  pfrt_synthetic_labels(shard.data(), classes, seed, stream, 3, 1, ls.data(),
+                        off.data(), part.data());
+  for (int i = 0; i < 777; ++i)
+    CHECK(shard[i] == lab[1234 + i], "label shard differs at %d", i);
+}
 
-  // Synthetic data: standard normal per step, labels in range and spread.
-  {
-    Shape shp = {64, 13, 17};
-    uint64_t stream = pfrt_stream_id("input");
-    std::vector<float> x0(numel(shp)), x1(numel(shp)), ref(numel(shp));
-    pfrt_synthetic_batch(x0.data(), seed, stream, 0, 3, shp.data(), nullptr,
-                         nullptr);
-    pfrt_synthetic_batch(x1.data(), seed, stream, 1, 3, shp.data(), nullptr,
-                         nullptr);
-    CHECK(!pt_bits_equal(x0.data(), x1.data(), int64_t(x0.size())),
-          "steps give the same batch");
-    pfrt_init_param(ref.data(), PFRT_INIT_NORMAL, 0.0, 1.0, seed,
-                    pfrt_stream_for_step(stream, 1), 3, shp.data(), nullptr,
-                    nullptr);
-    CHECK(pt_bits_equal(x1.data(), ref.data(), int64_t(x1.size())),
-          "synthetic_batch is not NORMAL(0,1) on the step stream");
-    checkDistribution(x1, {PFRT_INIT_NORMAL, 0.0, 1.0});
+} // namespace
 
-    Shape ls = {5000};
-    std::vector<int64_t> lab(5000);
-    const int64_t classes = 10;
-    pfrt_synthetic_labels(lab.data(), classes, seed, stream, 3, 1, ls.data(),
-                          nullptr, nullptr);
-    int64_t hist[10] = {0};
-    for (int64_t v : lab) {
-      CHECK(v >= 0 && v < classes, "label %lld out of range", (long long)v);
-      ++hist[v];
-    }
-    for (int c = 0; c < 10; ++c)
-      CHECK(hist[c] > 350 && hist[c] < 650, "class %d drawn %lld times of 5000",
-            c, (long long)hist[c]);
-    Shape off = {1234}, part = {777};
-    std::vector<int64_t> shard(777);
-    pfrt_synthetic_labels(shard.data(), classes, seed, stream, 3, 1, ls.data(),
-                          off.data(), part.data());
-    for (int i = 0; i < 777; ++i)
-      CHECK(shard[i] == lab[1234 + i], "label shard differs at %d", i);
-  }
-
+int main(int argc, char **argv) {
+  pfrt_init(&argc, &argv);
+  int rank = pfrt_rank(), size = pfrt_world_size();
+  uint64_t seed = pt_seed("init");
+  std::vector<int64_t> world(size);
+  for (int i = 0; i < size; ++i)
+    world[i] = i;
+  checkKnownAnswers();
+  checkCounterIsIndex(seed);
+  int cases = checkParams(seed, rank, size, world);
+  checkScalar(seed);
+  checkSynthetic(seed);
   pfrt_barrier();
   pfrt_finalize();
   if (rank == 0)

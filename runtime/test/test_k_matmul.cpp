@@ -4,8 +4,11 @@
 
 #include <cmath>
 
-int main(int argc, char **argv) {
-  kt::Harness h("k-matmul", argc, argv);
+namespace {
+
+/// pfrt_k_matmul, with a bias and with its ReLU, on every transpose, batch
+/// and shared B.
+void batchedMatmuls(kt::Harness &h) {
   const int64_t sizes[][3] = {{1, 1, 1},   {7, 13, 5}, {33, 17, 65},
                               {2, 100, 3}, {9, 1, 31}, {4, 6, 0}};
   for (const auto &s : sizes)
@@ -63,12 +66,15 @@ int main(int argc, char **argv) {
                      (long long)batch, (long long)bb, (long long)m,
                      (long long)n, (long long)k, ta, tb);
           }
-  // Strided views (pfrt_k_matmul_strided) against a float64 loop over the
-  // same strides: attention's q k^T with q and k column ranges of one
-  // [B, T, 3C] projection (heads to the front, k read transposed), a B
-  // shared over the batch (stride 0), a transposed A, C written into every
-  // other column pair of a wider buffer (the rest must stay), C written
-  // column-major, and k = 0.
+}
+
+/// Strided views (pfrt_k_matmul_strided) against a float64 loop over the
+/// same strides: attention's q k^T with q and k column ranges of one
+/// [B, T, 3C] projection (heads to the front, k read transposed), a B
+/// shared over the batch (stride 0), a transposed A, C written into every
+/// other column pair of a wider buffer (the rest must stay), C written
+/// column-major, and k = 0.
+void stridedMatmuls(kt::Harness &h) {
   struct Strided {
     int64_t rank, shape[2], m, n, k;
     int64_t as[4], bs[4], cs[4];
@@ -146,8 +152,10 @@ int main(int argc, char **argv) {
       CHECK(written[i] || c[i] == 55.0f,
             "matmul_strided wrote c[%lld] outside its view", (long long)i);
   }
+}
 
-  // A Linear's weight and bias gradients in one call (BGRADB's host row).
+/// A Linear's weight and bias gradients in one call (BGRADB's host row).
+void biasGradients(kt::Harness &h) {
   for (int64_t k : {int64_t(1), int64_t(40)})
     for (int accumulate = 0; accumulate < 2; ++accumulate) {
       const int64_t m = 13, n = 21;
@@ -164,5 +172,14 @@ int main(int argc, char **argv) {
       h.record("matmul_bgrad", id, "m=%lld n=%lld k=%lld accumulate=%d",
                (long long)m, (long long)n, (long long)k, accumulate);
     }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  kt::Harness h("k-matmul", argc, argv);
+  batchedMatmuls(h);
+  stridedMatmuls(h);
+  biasGradients(h);
   return 0;
 }

@@ -287,10 +287,10 @@ int pfrt_cuda_load_input_part(int64_t index, void *out, int64_t bytes,
  * inputs are the user's (pfrt_use_user_inputs). */
 int pfrt_cuda_zero_partial_input(void *buf, int64_t bytes);
 
-/* Kernels: the CPU kernels' arithmetic (runtime/src/cuda/DeviceBodies.h
- * holds the per-element and per-row bodies both builds share). GEMMs go
- * through pfrt_cuda_gemm (exact float32). Reductions are deterministic:
- * a fixed order per output element, no atomics. */
+/* Kernels: the CPU kernels' arithmetic (runtime/src/cuda/kernels/ holds
+ * the per-element and per-row bodies both builds share, a header a
+ * family). GEMMs go through pfrt_cuda_gemm (exact float32). Reductions are
+ * deterministic: a fixed order per output element, no atomics. */
 void pfrt_cuda_k_relu(const float *x, float *y, int64_t n);
 void pfrt_cuda_k_relu_grad(const float *y, const float *dy, float *dx,
                            int64_t n);

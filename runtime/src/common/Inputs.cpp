@@ -10,8 +10,8 @@
 
 #include "pfrt/pfrt.h"
 
-#include "../cpu/KernelUtil.h"
 #include "Internal.h"
+#include "KernelArgs.h"
 
 #include <algorithm>
 #include <cstring>

@@ -112,9 +112,9 @@ void traceInit();
 void traceFinalize();
 bool traceOn();
 
-/// A GPU rank's device timeline (Cuda.cpp sets it at pfrt_cuda_init when
-/// tracing): mark(stream) records a timing event on `stream` (null: the
-/// compute stream) and returns it; resolveUs waits for a mark and gives
+/// A GPU rank's device timeline (cuda/Stream.cpp sets it at pfrt_cuda_init
+/// when tracing): mark(stream) records a timing event on `stream` (null:
+/// the compute stream) and returns it; resolveUs waits for a mark and gives
 /// its time in pfrt_now_us's clock plus the epoch (monotonicUs's); release
 /// recycles it.
 struct DeviceTraceHooks {

@@ -1,9 +1,9 @@
 //===- ReduceOrder.h - reduce_sum's summation order -------------*- C++ -*-===//
 //
-// What reduce_sum's CPU kernel (cpu/Kernels.cpp) and its GPU twin
-// (cuda/DeviceTwins.cpp, the bodies in cuda/DeviceBodies.h) agree on so
-// that they give the same bits: written once, plain C++ that nvcc reads
-// too.
+// What reduce_sum's CPU kernel (cpu/Reduce.cpp) and its GPU twin
+// (cuda/kernels/Reduce.cpp, the bodies in cuda/kernels/ReduceBodies.h)
+// agree on so that they give the same bits: written once, plain C++ that
+// nvcc reads too.
 //
 //===----------------------------------------------------------------------===//
 

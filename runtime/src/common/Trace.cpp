@@ -5,7 +5,7 @@
 // chrome://tracing shows the ranks as rows when the files are loaded
 // together.
 //
-// On a GPU rank (device hooks set by Cuda.cpp) the ops' events are also
+// On a GPU rank (device hooks set by cuda/Stream.cpp) the ops' events are also
 // timed on the device: a timing event is recorded on the compute stream at
 // each begin and end, and once the device has passed them the event gets
 // the device's times (thread 1, "GPU compute stream") instead of the

@@ -24,58 +24,17 @@ using namespace pfrt::kern;
 
 namespace {
 
-struct ConvDims {
-  int64_t N, C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, G;
-  int64_t Cg, Og, K, P, HW;
-  bool direct; // 1x1, stride 1, no padding: col == x
-  // Valid output-column range [owLo[kw], owHi[kw]) for each kw.
+/// The checked dims (common/KernelArgs.h) and, for each kernel column kw,
+/// the valid output-column range [owLo[kw], owHi[kw]).
+struct ConvDims : ConvArgs {
   std::vector<int64_t> owLo, owHi;
 };
 
-ConvDims parseDims(const char *fn, const int64_t *dims) {
-  if (!dims)
-    fatal("%s: dims is NULL", fn);
+/// Checks dims and each tensor argument in the order given.
+ConvDims checkedDims(const char *fn, const int64_t *dims,
+                     std::initializer_list<ConvBuf> args) {
   ConvDims d;
-  d.N = dims[0], d.C = dims[1], d.H = dims[2], d.W = dims[3], d.O = dims[4];
-  d.KH = dims[5], d.KW = dims[6], d.OH = dims[7], d.OW = dims[8];
-  d.sh = dims[9], d.sw = dims[10], d.ph = dims[11], d.pw = dims[12];
-  d.dh = dims[13], d.dw = dims[14], d.G = dims[15];
-  auto bad = [&](const char *why) {
-    fatal("%s: %s (dims N=%lld C=%lld H=%lld W=%lld O=%lld KH=%lld KW=%lld "
-          "OH=%lld OW=%lld stride=%lldx%lld pad=%lldx%lld dilation=%lldx%lld "
-          "groups=%lld)",
-          fn, why, (long long)d.N, (long long)d.C, (long long)d.H,
-          (long long)d.W, (long long)d.O, (long long)d.KH, (long long)d.KW,
-          (long long)d.OH, (long long)d.OW, (long long)d.sh, (long long)d.sw,
-          (long long)d.ph, (long long)d.pw, (long long)d.dh, (long long)d.dw,
-          (long long)d.G);
-  };
-  if (d.N < 0 || d.C < 0 || d.H < 0 || d.W < 0 || d.O < 0)
-    bad("negative size");
-  if (d.KH < 1 || d.KW < 1)
-    bad("kernel size must be >= 1");
-  if (d.sh < 1 || d.sw < 1 || d.dh < 1 || d.dw < 1)
-    bad("strides and dilations must be >= 1");
-  if (d.ph < 0 || d.pw < 0)
-    bad("padding must be >= 0");
-  if (d.G < 1 || d.C % d.G != 0 || d.O % d.G != 0)
-    bad("groups must be >= 1 and divide C and O");
-  int64_t effH = d.dh * (d.KH - 1) + 1, effW = d.dw * (d.KW - 1) + 1;
-  if (d.H + 2 * d.ph < effH || d.W + 2 * d.pw < effW)
-    bad("the dilated kernel is larger than the padded input");
-  if (d.OH != (d.H + 2 * d.ph - effH) / d.sh + 1 ||
-      d.OW != (d.W + 2 * d.pw - effW) / d.sw + 1)
-    bad("OH/OW do not match (H + 2*pad - dil*(K-1) - 1) / stride + 1");
-  d.Cg = d.C / d.G;
-  d.Og = d.O / d.G;
-  d.K = mulChecked(fn, mulChecked(fn, d.Cg, d.KH), d.KW);
-  d.P = mulChecked(fn, d.OH, d.OW);
-  d.HW = mulChecked(fn, d.H, d.W);
-  mulChecked(fn, mulChecked(fn, d.N, d.C), d.HW);
-  mulChecked(fn, mulChecked(fn, d.N, d.O), d.P);
-  mulChecked(fn, d.K, d.P);
-  d.direct = d.KH == 1 && d.KW == 1 && d.sh == 1 && d.sw == 1 && d.ph == 0 &&
-             d.pw == 0;
+  static_cast<ConvArgs &>(d) = checkConvArgs(fn, dims, args);
   validColumns(d.W, d.OW, d.KW, d.sw, d.pw, d.dw, d.owLo, d.owHi);
   return d;
 }
@@ -141,27 +100,6 @@ void col2imAdd(const ConvDims &d, const float *PFRT_RESTRICT col,
       }
 }
 
-/// The tensors of a conv2d call: x [N][C][H][W], w [O][K], y [N][O][OH][OW],
-/// or their gradients.
-enum class Tensor { X, W, Y };
-struct TensorArg {
-  const char *name;
-  const void *ptr;
-  Tensor kind;
-};
-
-/// Parses dims, then checks each tensor argument in the order given.
-ConvDims checkedDims(const char *fn, const int64_t *dims,
-                     std::initializer_list<TensorArg> args) {
-  ConvDims d = parseDims(fn, dims);
-  for (const TensorArg &a : args)
-    checkPtr(fn, a.name, a.ptr,
-             a.kind == Tensor::X   ? d.N * d.C * d.HW
-             : a.kind == Tensor::W ? d.O * d.K
-                                   : d.N * d.O * d.P);
-  return d;
-}
-
 /// The GEMM operand [K][P] for a group's input xg: xg itself on the direct
 /// path, else its im2col in col.
 const float *columns(const ConvDims &d, const float *xg, float *col) {
@@ -198,9 +136,10 @@ extern "C" {
 
 void pfrt_k_conv2d(const float *x, const float *w, float *y,
                    const int64_t dims[16]) {
-  ConvDims d = checkedDims(
-      "pfrt_k_conv2d", dims,
-      {{"x", x, Tensor::X}, {"w", w, Tensor::W}, {"y", y, Tensor::Y}});
+  ConvDims d = checkedDims("pfrt_k_conv2d", dims,
+                           {{"x", x, ConvTensor::X},
+                            {"w", w, ConvTensor::W},
+                            {"y", y, ConvTensor::Y}});
   if (trivialOutput(y, d.N * d.O * d.P, d.K == 0))
     return;
   float *col = d.direct ? nullptr : scratchOf<float>(0, d.K * d.P);
@@ -212,9 +151,10 @@ void pfrt_k_conv2d(const float *x, const float *w, float *y,
 
 void pfrt_k_conv2d_grad_input(const float *dy, const float *w, float *dx,
                               const int64_t dims[16]) {
-  ConvDims d = checkedDims(
-      "pfrt_k_conv2d_grad_input", dims,
-      {{"dy", dy, Tensor::Y}, {"w", w, Tensor::W}, {"dx", dx, Tensor::X}});
+  ConvDims d = checkedDims("pfrt_k_conv2d_grad_input", dims,
+                           {{"dy", dy, ConvTensor::Y},
+                            {"w", w, ConvTensor::W},
+                            {"dx", dx, ConvTensor::X}});
   if (trivialOutput(dx, d.N * d.C * d.HW, d.Og == 0))
     return;
   float *col = d.direct ? nullptr : scratchOf<float>(0, d.K * d.P);
@@ -234,9 +174,10 @@ void pfrt_k_conv2d_grad_input(const float *dy, const float *w, float *dx,
 
 void pfrt_k_conv2d_grad_weight(const float *x, const float *dy, float *dw,
                                const int64_t dims[16]) {
-  ConvDims d = checkedDims(
-      "pfrt_k_conv2d_grad_weight", dims,
-      {{"x", x, Tensor::X}, {"dy", dy, Tensor::Y}, {"dw", dw, Tensor::W}});
+  ConvDims d = checkedDims("pfrt_k_conv2d_grad_weight", dims,
+                           {{"x", x, ConvTensor::X},
+                            {"dy", dy, ConvTensor::Y},
+                            {"dw", dw, ConvTensor::W}});
   if (trivialOutput(dw, d.O * d.K, d.N == 0 || d.P == 0))
     return;
   float *col = d.direct ? nullptr : scratchOf<float>(0, d.K * d.P);

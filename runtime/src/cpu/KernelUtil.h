@@ -1,10 +1,11 @@
 //===- KernelUtil.h - Helpers shared by the CPU kernels ---------*- C++ -*-===//
 //
-// Not installed; nothing here is part of the ABI. The loops here are written
-// so that clang/GCC vectorize them at -O2/-O3 without -ffast-math: float64
-// sums keep a fixed set of independent accumulators (the SLP vectorizer
-// turns them into vector adds, and the summation order does not depend on
-// the target's vector width).
+// Not installed; nothing here is part of the ABI. The argument checks are
+// common/KernelArgs.h's (shared with the device twins). The loops here are
+// written so that clang/GCC vectorize them at -O2/-O3 without -ffast-math:
+// float64 sums keep a fixed set of independent accumulators (the SLP
+// vectorizer turns them into vector adds, and the summation order does not
+// depend on the target's vector width).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 #define PFRT_SRC_CPU_KERNELUTIL_H
 
 #include "../common/Internal.h"
+#include "../common/KernelArgs.h"
 #include "../common/ReduceOrder.h"
 
 #include <cstddef>
@@ -83,53 +85,6 @@
 namespace pfrt {
 namespace kern {
 
-/// Fatal unless v >= 0.
-void checkSize(const char *fn, const char *what, int64_t v);
-/// Fatal if p is NULL while the tensor it points to has elements.
-void checkPtr(const char *fn, const char *what, const void *p, int64_t n);
-/// a * b with an overflow check (fatal, naming fn).
-int64_t mulChecked(const char *fn, int64_t a, int64_t b);
-
-/// The argument checks of pfrt_k_transpose (and its device twin): rank in
-/// [0, kMaxRank], non-negative dims, perm a permutation, x and y given when
-/// there are elements. Returns the element count.
-int64_t checkTransposeArgs(const char *fn, const void *x, const void *y,
-                           int64_t rank, const int64_t *shape,
-                           const int64_t *perm);
-/// The pointer checks of pfrt_k_adam (and its device twin), n >= 0.
-void checkAdamArgs(const char *fn, const void *p, const void *g, const void *m,
-                   const void *v, const void *lr, const void *step,
-                   const void *new_p, const void *new_m, const void *new_v,
-                   int64_t n);
-
-/// The argument checks of pfrt_k_embedding(_rows) and their gradients (and
-/// their device twins) but the ids' values (data: the CPU kernels check
-/// them, the twins on the device): n, vocab, d >= 0, ids given, and rows
-/// [row0, row0 + v) within the vocabulary.
-void checkEmbeddingArgs(const char *fn, const int64_t *ids, int64_t n,
-                        int64_t v, int64_t d, int64_t row0, int64_t vocab);
-/// The argument checks of pfrt_k_broadcast (and its device twin). Returns
-/// the output's element count.
-int64_t checkBroadcastArgs(const char *fn, const void *x, const void *y,
-                           int64_t rank, const int64_t *in_shape,
-                           const int64_t *out_shape, int64_t elem_bytes);
-/// The argument checks of pfrt_copy_box (and its device twin): dtype,
-/// shapes, the box within both tensors, buffers given and the two boxes
-/// apart. Returns the box's element count and its element size in *es.
-int64_t checkCopyBoxArgs(const char *fn, const void *src,
-                         const int64_t *src_shape, const int64_t *src_offset,
-                         const void *dst, const int64_t *dst_shape,
-                         const int64_t *dst_offset, const int64_t *sizes,
-                         int64_t ndim, int32_t dtype, int64_t *es);
-/// The argument checks of pfrt_k_dropout (and its device twin): p in
-/// [0, 1], buffers, the shard, and n its element count.
-ShardSpec checkDropoutArgs(const char *fn, const float *x, const float *y,
-                           int64_t n, double p, int64_t rank_ndim,
-                           const int64_t *logical_shape, const int64_t *offset,
-                           const int64_t *shape);
-/// The data step (pfrt_begin_step / pfrt_set_data_step) dropout draws for.
-int64_t currentDataStep();
-
 /// Per-kernel scratch memory: slot i is one 64-byte-aligned buffer that only
 /// grows. Contents are undefined on return. Kernels are single-threaded and
 /// never nest, so a slot is owned by one kernel call at a time.
@@ -141,7 +96,7 @@ template <typename T> T *scratchOf(int slot, int64_t count) {
 /// Eight float64 lanes: the kernels' fixed pattern of 8 accumulators
 /// (element k + j of a row goes to lane j) written as one vector, so that
 /// every build vectorizes it; each lane computes exactly what the scalar
-/// form (the device twins in DeviceBodies.h) computes.
+/// form (the device twins' bodies, cuda/kernels/*Bodies.h) computes.
 typedef double V8d __attribute__((vector_size(64), aligned(8)));
 typedef float V8f __attribute__((vector_size(32), aligned(4), may_alias));
 
@@ -173,6 +128,95 @@ PFRT_ALWAYS_INLINE void accumulateRow(double *PFRT_RESTRICT acc,
                                       const float *PFRT_RESTRICT x, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     acc[i] += double(x[i]);
+}
+
+//===----------------------------------------------------------------------===//
+// exp and softmax rows (softmax, the cross-entropies, the activations)
+//===----------------------------------------------------------------------===//
+
+/// exp(x) in float64 for x in about [-700, 700], branch-free so that loops
+/// calling it vectorize. x = k ln2 + r, |r| <= ln2/2, exp(r) by its Taylor
+/// polynomial to r^11 (relative error < 1e-14), times 2^k built from the
+/// exponent bits. Arguments below -700 are clamped (their share of any sum
+/// that also holds exp(0) = 1 is below 1e-300); NaN stays NaN.
+PFRT_ALWAYS_INLINE double expClamped(double x) {
+  x = x < -700.0 ? -700.0 : x;
+  const double shifter = 6755399441055744.0; // 0x1.8p52: rounds to integer
+  double t = x * 1.4426950408889634 + shifter;
+  double kf = t - shifter;
+  double r = (x - kf * 0.6931471803691238) - kf * 1.9082149292705877e-10;
+  double p = 2.505210838544172e-08; // 1/11!
+  p = p * r + 2.755731922398589e-07;
+  p = p * r + 2.7557319223985893e-06;
+  p = p * r + 2.48015873015873e-05;
+  p = p * r + 1.984126984126984e-04;
+  p = p * r + 1.3888888888888889e-03;
+  p = p * r + 8.333333333333333e-03;
+  p = p * r + 4.1666666666666664e-02;
+  p = p * r + 1.6666666666666666e-01;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  // The low mantissa bits of t hold k + 2^51; (bits + 1023) << 52 keeps
+  // exactly k + 1023 in the exponent field.
+  uint64_t bits;
+  std::memcpy(&bits, &t, 8);
+  uint64_t sbits = (bits + 1023) << 52;
+  double scale;
+  std::memcpy(&scale, &sbits, 8);
+  return p * scale;
+}
+
+/// max over x[0..n), n >= 1 (NaN handling is left to the caller's sums).
+PFRT_ALWAYS_INLINE float rowMax(const float *PFRT_RESTRICT x, int64_t n) {
+  float m[8];
+  for (int j = 0; j < 8; ++j)
+    m[j] = x[0];
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j)
+      m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
+  float r = m[0];
+  for (int j = 1; j < 8; ++j)
+    r = m[j] > r ? m[j] : r;
+  for (; i < n; ++i)
+    r = x[i] > r ? x[i] : r;
+  return r;
+}
+
+/// One softmax row: returns mx = max(x) and the float64 sum of
+/// e[i] = exp(x[i] - mx), which it stores.
+PFRT_ALWAYS_INLINE double softmaxRowBody(const float *PFRT_RESTRICT x,
+                                         int64_t n, double *PFRT_RESTRICT e,
+                                         double *mxOut) {
+  const double mx = double(rowMax(x, n));
+  PFRT_INTERLEAVE
+  for (int64_t i = 0; i < n; ++i)
+    e[i] = expClamped(double(x[i]) - mx);
+  // 32 interleaved lanes combined by a warp's shuffle tree: the GPU's
+  // order (cuda/kernels/SoftmaxBodies.h softmaxRowSum), so both give the
+  // same bits.
+  // Lanes j, j + 8, j + 16, j + 24 are the four vectors' lane j.
+  V8d lanes[4] = {{0, 0, 0, 0, 0, 0, 0, 0},
+                  {0, 0, 0, 0, 0, 0, 0, 0},
+                  {0, 0, 0, 0, 0, 0, 0, 0},
+                  {0, 0, 0, 0, 0, 0, 0, 0}};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int v = 0; v < 4; ++v) {
+      V8d ev;
+      std::memcpy(&ev, e + i + 8 * v, sizeof(ev));
+      lanes[v] += ev;
+    }
+  double acc[32];
+  std::memcpy(acc, lanes, sizeof(acc));
+  for (int j = 0; i + j < n; ++j)
+    acc[j] += e[i + j];
+  for (int off = 16; off >= 1; off /= 2)
+    for (int j = 0; j < off; ++j)
+      acc[j] += acc[j + off];
+  *mxOut = mx;
+  return acc[0];
 }
 
 /// The sliding-window geometry conv2d and the pools share: for each kernel

@@ -1,13 +1,15 @@
-//===- Norm.cpp - Training-mode batch normalisation -----------------------===//
+//===- Norm.cpp - Batch and layer normalisation ---------------------------===//
 //
-// Statistics come from one pass in float64 over shifted data (shift k = the
-// channel's first value, so the sums stay well conditioned even when
-// |mean| >> std):
+// Batch norm (training and eval mode, and the gradients). Statistics come
+// from one pass in float64 over shifted data (shift k = the channel's first
+// value, so the sums stay well conditioned even when |mean| >> std):
 //   s1 = sum(x - k), s2 = sum((x - k)^2), t1 = sum(dy), t2 = sum(dy (x - k))
 //   mean = k + s1/M, var = (s2 - s1^2/M) / M,
 //   sum(dy (x - mean)) = t2 - (s1/M) t1.
 // The per-element formulas are evaluated in float64 and rounded once.
 // x is [N, C, HW]; HW == 1 (2-D input) walks rows and vectorizes over C.
+//
+// Layer norm over the last dimension of [rows, c], at the end.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +17,7 @@
 #include "pfrt/pfrt.h"
 
 #include <cmath>
+#include <vector>
 
 using namespace pfrt;
 using namespace pfrt::kern;
@@ -25,21 +28,6 @@ namespace {
 struct Stats {
   double *k, *s1, *s2, *t1, *t2, *mean, *invstd;
 };
-
-void checkArgs(const char *fn, const float *x, int64_t n, int64_t c, int64_t hw,
-               double eps) {
-  checkSize(fn, "n", n);
-  checkSize(fn, "c", c);
-  checkSize(fn, "hw", hw);
-  int64_t m = mulChecked(fn, n, hw);
-  checkPtr(fn, "x", x, mulChecked(fn, m, c));
-  if (c > 0 && m < 2)
-    fatal("%s: batch norm needs more than one value per channel in "
-          "training (N*HW = %lld)",
-          fn, (long long)m);
-  if (!(eps >= 0.0))
-    fatal("%s: eps = %g must be >= 0", fn, eps);
-}
 
 /// One run of len values of one channel.
 template <bool WithDy>
@@ -202,12 +190,9 @@ void pfrt_k_batch_norm_eval(const float *x, const float *gamma,
                             const float *beta, const float *rmean,
                             const float *rvar, float *y, int64_t n, int64_t c,
                             int64_t hw, double eps) {
-  const char *fn = "pfrt_k_batch_norm_eval";
-  checkArgs(fn, x, n, c, hw, eps);
-  checkPtr(fn, "y", y, n * c * hw);
   // Eval mode needs the running statistics (train mode may run without).
-  for (auto [name, stat] : {std::pair{"rmean", rmean}, {"rvar", rvar}})
-    checkPtr(fn, name, stat, c);
+  checkBatchNormArgs("pfrt_k_batch_norm_eval", x, n, c, hw, eps, {{"y", y}},
+                     {{"rmean", rmean}, {"rvar", rvar}});
   if (c == 0)
     return;
   Stats s = makeStats(c);
@@ -225,12 +210,8 @@ void pfrt_k_batch_norm(const float *x, const float *gamma, const float *beta,
                        float *new_mean, float *new_var, int64_t n, int64_t c,
                        int64_t hw, double eps, double momentum) {
   const char *fn = "pfrt_k_batch_norm";
-  checkArgs(fn, x, n, c, hw, eps);
-  checkPtr(fn, "y", y, n * c * hw);
-  if (!rmean != !new_mean || !rvar != !new_var)
-    fatal("%s: rmean/new_mean and rvar/new_var must both be given or both "
-          "be NULL",
-          fn);
+  checkBatchNormArgs(fn, x, n, c, hw, eps, {{"y", y}}, {});
+  checkBatchNormRunning(fn, rmean, rvar, new_mean, new_var);
   if (c == 0)
     return;
   Stats s = makeStats(c);
@@ -255,10 +236,8 @@ void pfrt_k_batch_norm(const float *x, const float *gamma, const float *beta,
 void pfrt_k_batch_norm_grad_input(const float *x, const float *gamma,
                                   const float *dy, float *dx, int64_t n,
                                   int64_t c, int64_t hw, double eps) {
-  const char *fn = "pfrt_k_batch_norm_grad_input";
-  checkArgs(fn, x, n, c, hw, eps);
-  checkPtr(fn, "dy", dy, n * c * hw);
-  checkPtr(fn, "dx", dx, n * c * hw);
+  checkBatchNormArgs("pfrt_k_batch_norm_grad_input", x, n, c, hw, eps,
+                     {{"dy", dy}, {"dx", dx}}, {});
   if (c == 0)
     return;
   Stats s = makeStats(c);
@@ -279,11 +258,8 @@ void pfrt_k_batch_norm_grad_input(const float *x, const float *gamma,
 void pfrt_k_batch_norm_grad_params(const float *x, const float *dy,
                                    float *dgamma, float *dbeta, int64_t n,
                                    int64_t c, int64_t hw, double eps) {
-  const char *fn = "pfrt_k_batch_norm_grad_params";
-  checkArgs(fn, x, n, c, hw, eps);
-  checkPtr(fn, "dy", dy, n * c * hw);
-  checkPtr(fn, "dgamma", dgamma, c);
-  checkPtr(fn, "dbeta", dbeta, c);
+  checkBatchNormArgs("pfrt_k_batch_norm_grad_params", x, n, c, hw, eps,
+                     {{"dy", dy}}, {{"dgamma", dgamma}, {"dbeta", dbeta}});
   if (c == 0)
     return;
   Stats s = makeStats(c);
@@ -291,6 +267,134 @@ void pfrt_k_batch_norm_grad_params(const float *x, const float *dy,
   for (int64_t j = 0; j < c; ++j) {
     dgamma[j] = float(s.t2[j] * s.invstd[j]);
     dbeta[j] = float(s.t1[j]);
+  }
+}
+
+} // extern "C"
+
+//===----------------------------------------------------------------------===//
+// Layer norm: each row's mean and variance in float64 (8 accumulators),
+// then the per-element formulas in float64, rounded once.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Mean and 1/sqrt(var + eps) of one row, in double (sums with a fixed
+/// pattern of 8 accumulators: vectorized, the same bits at any width).
+PFRT_ALWAYS_INLINE void rowStats(const float *PFRT_RESTRICT x, int64_t c,
+                                 double eps, double &mean, double &invstd) {
+  mean = sumF64(x, c) / double(c);
+  V8d acc = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t k = 0;
+  for (; k + 8 <= c; k += 8) {
+    V8d d = PFRT_LOAD8(x + k) - mean;
+    acc += d * d;
+  }
+  double tail = 0;
+  for (; k < c; ++k)
+    tail += (double(x[k]) - mean) * (double(x[k]) - mean);
+  double var = sum8(acc) + tail;
+  invstd = 1.0 / std::sqrt(var / double(c) + eps);
+}
+
+PFRT_MULTIVERSION void layerNormRows(const float *PFRT_RESTRICT x,
+                                     const float *PFRT_RESTRICT gamma,
+                                     const float *PFRT_RESTRICT beta,
+                                     float *PFRT_RESTRICT y, int64_t rows,
+                                     int64_t c, double eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * c;
+    float *yr = y + r * c;
+    double mean, invstd;
+    rowStats(xr, c, eps, mean, invstd);
+    for (int64_t k = 0; k < c; ++k)
+      yr[k] = static_cast<float>((double(xr[k]) - mean) * invstd * gamma[k] +
+                                 beta[k]);
+  }
+}
+
+PFRT_MULTIVERSION void layerNormGradRows(const float *PFRT_RESTRICT x,
+                                         const float *PFRT_RESTRICT gamma,
+                                         const float *PFRT_RESTRICT dy,
+                                         float *PFRT_RESTRICT dx, int64_t rows,
+                                         int64_t c, double eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * c, *dyr = dy + r * c;
+    double mean, invstd;
+    rowStats(xr, c, eps, mean, invstd);
+    V8d aG = {0, 0, 0, 0, 0, 0, 0, 0}, aGX = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t k = 0;
+    for (; k + 8 <= c; k += 8) {
+      // gamma is float: the float64 product of two widened floats.
+      V8d g = PFRT_LOAD8(dyr + k) * PFRT_LOAD8(gamma + k);
+      aG += g;
+      aGX += g * ((PFRT_LOAD8(xr + k) - mean) * invstd);
+    }
+    double tG = 0, tGX = 0;
+    for (; k < c; ++k) {
+      double g = double(dyr[k]) * gamma[k];
+      tG += g;
+      tGX += g * ((double(xr[k]) - mean) * invstd);
+    }
+    double sumG = sum8(aG) + tG;
+    double sumGX = sum8(aGX) + tGX;
+    const double scale = invstd / double(c);
+    for (int64_t kk = 0; kk < c; ++kk) {
+      double g = double(dyr[kk]) * gamma[kk];
+      double xhat = (double(xr[kk]) - mean) * invstd;
+      dx[r * c + kk] =
+          static_cast<float>(scale * (double(c) * g - sumG - xhat * sumGX));
+    }
+  }
+}
+
+PFRT_MULTIVERSION void layerNormParamRows(const float *PFRT_RESTRICT x,
+                                          const float *PFRT_RESTRICT dy,
+                                          double *PFRT_RESTRICT g,
+                                          double *PFRT_RESTRICT bsum,
+                                          int64_t rows, int64_t c, double eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * c, *dyr = dy + r * c;
+    double mean, invstd;
+    rowStats(xr, c, eps, mean, invstd);
+    for (int64_t k = 0; k < c; ++k) {
+      double d = dyr[k];
+      g[k] += d * ((double(xr[k]) - mean) * invstd);
+      bsum[k] += d;
+    }
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+void pfrt_k_layer_norm(const float *x, const float *gamma, const float *beta,
+                       float *y, int64_t rows, int64_t c, double eps) {
+  checkLayerNormArgs("pfrt_k_layer_norm", rows, c, eps, {{"x", x}, {"y", y}},
+                     {{"gamma", gamma}, {"beta", beta}});
+  layerNormRows(x, gamma, beta, y, rows, c, eps);
+}
+
+void pfrt_k_layer_norm_grad_input(const float *x, const float *gamma,
+                                  const float *dy, float *dx, int64_t rows,
+                                  int64_t c, double eps) {
+  checkLayerNormArgs("pfrt_k_layer_norm_grad_input", rows, c, eps,
+                     {{"x", x}, {"dy", dy}, {"dx", dx}}, {{"gamma", gamma}});
+  layerNormGradRows(x, gamma, dy, dx, rows, c, eps);
+}
+
+void pfrt_k_layer_norm_grad_params(const float *x, const float *dy,
+                                   float *dgamma, float *dbeta, int64_t rows,
+                                   int64_t c, double eps) {
+  checkLayerNormArgs("pfrt_k_layer_norm_grad_params", rows, c, eps,
+                     {{"x", x}, {"dy", dy}},
+                     {{"dgamma", dgamma}, {"dbeta", dbeta}});
+  std::vector<double> g(size_t(c), 0.0), bsum(size_t(c), 0.0);
+  layerNormParamRows(x, dy, g.data(), bsum.data(), rows, c, eps);
+  for (int64_t k = 0; k < c; ++k) {
+    dgamma[k] = static_cast<float>(g[size_t(k)]);
+    dbeta[k] = static_cast<float>(bsum[size_t(k)]);
   }
 }
 

@@ -73,13 +73,8 @@ void pfrt_k_sgd(const float *p, const float *g, const float *lr,
                 float *new_buf, int64_t n, double momentum, double dampening,
                 double weight_decay, int32_t nesterov) {
   const char *fn = "pfrt_k_sgd";
-  checkSize(fn, "n", n);
-  checkPtr(fn, "p", p, n);
-  checkPtr(fn, "g", g, n);
-  checkPtr(fn, "new_p", new_p, n);
-  checkPtr(fn, "lr", lr, 1);
-  if (nesterov && (momentum <= 0.0 || dampening != 0.0))
-    fatal("%s: Nesterov momentum requires a momentum and zero dampening", fn);
+  checkSgdArgs(fn, p, g, lr, step, new_p, new_buf, n, momentum, dampening,
+               nesterov);
   const float lrf = *lr, wd = float(weight_decay);
   if (momentum == 0.0) {
     if (weight_decay != 0.0) {
@@ -93,8 +88,6 @@ void pfrt_k_sgd(const float *p, const float *g, const float *lr,
     }
     return;
   }
-  checkPtr(fn, "step", step, 1);
-  checkPtr(fn, "new_buf", new_buf, n);
   const bool first = *step <= 1.0f;
   if (!first)
     checkPtr(fn, "buf", buf, n);
@@ -148,20 +141,11 @@ void pfrt_k_adam(const float *p, const float *g, const float *m, const float *v,
     lerpLow ? run(F{}, F{}, T{}) : run(F{}, F{}, F{});
 }
 
-/// The count of a multi-tensor update and its table's presence.
-static void checkMulti(const char *fn, void *const *ptrs, const int64_t *n,
-                       int64_t count) {
-  if (count < 0)
-    fatal("%s: count = %lld must be >= 0", fn, (long long)count);
-  if (count > 0 && (!ptrs || !n))
-    fatal("%s: the pointer and size tables must not be NULL", fn);
-}
-
 void pfrt_k_sgd_multi(void *const *ptrs, const int64_t *n,
                       const int8_t *clear_grad, int64_t count, const float *lr,
                       const float *step, double momentum, double dampening,
                       double weight_decay, int32_t nesterov) {
-  checkMulti("pfrt_k_sgd_multi", ptrs, n, count);
+  checkMultiTableArgs("pfrt_k_sgd_multi", ptrs, n, count);
   for (int64_t t = 0; t < count; ++t) {
     void *const *q = ptrs + 5 * t;
     auto *g = static_cast<float *>(q[1]);
@@ -180,7 +164,7 @@ void pfrt_k_adam_multi(void *const *ptrs, const int64_t *n,
                        const float *step, double beta1, double beta2,
                        double eps, double weight_decay, int32_t decoupled,
                        int32_t bias_correction) {
-  checkMulti("pfrt_k_adam_multi", ptrs, n, count);
+  checkMultiTableArgs("pfrt_k_adam_multi", ptrs, n, count);
   for (int64_t t = 0; t < count; ++t) {
     void *const *q = ptrs + 7 * t;
     auto *g = static_cast<float *>(q[1]);

@@ -14,6 +14,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -23,44 +24,17 @@ using namespace pfrt::kern;
 
 namespace {
 
-struct PoolDims {
-  int64_t N, C, H, W, OH, OW, KH, KW, sh, sw, ph, pw;
-  int64_t planes, HW, P;
-  // Valid output-column range [owLo[kw], owHi[kw]) for each kw.
+/// The checked dims (common/KernelArgs.h) and, for each kw, the valid
+/// output-column range [owLo[kw], owHi[kw]).
+struct PoolDims : PoolArgs {
   std::vector<int64_t> owLo, owHi;
 };
 
-PoolDims parseDims(const char *fn, const int64_t *dims) {
-  if (!dims)
-    fatal("%s: dims is NULL", fn);
+/// Checks dims and each tensor argument in the order given.
+PoolDims checkedDims(const char *fn, const int64_t *dims,
+                     std::initializer_list<PoolBuf> args) {
   PoolDims d;
-  d.N = dims[0], d.C = dims[1], d.H = dims[2], d.W = dims[3];
-  d.OH = dims[4], d.OW = dims[5], d.KH = dims[6], d.KW = dims[7];
-  d.sh = dims[8], d.sw = dims[9], d.ph = dims[10], d.pw = dims[11];
-  auto bad = [&](const char *why) {
-    fatal("%s: %s (dims N=%lld C=%lld H=%lld W=%lld OH=%lld OW=%lld "
-          "kernel=%lldx%lld stride=%lldx%lld pad=%lldx%lld)",
-          fn, why, (long long)d.N, (long long)d.C, (long long)d.H,
-          (long long)d.W, (long long)d.OH, (long long)d.OW, (long long)d.KH,
-          (long long)d.KW, (long long)d.sh, (long long)d.sw, (long long)d.ph,
-          (long long)d.pw);
-  };
-  if (d.N < 0 || d.C < 0 || d.H < 0 || d.W < 0)
-    bad("negative size");
-  if (d.KH < 1 || d.KW < 1 || d.sh < 1 || d.sw < 1)
-    bad("kernel sizes and strides must be >= 1");
-  if (d.ph < 0 || d.pw < 0 || 2 * d.ph > d.KH || 2 * d.pw > d.KW)
-    bad("padding must be in [0, kernel / 2]");
-  if (d.H + 2 * d.ph < d.KH || d.W + 2 * d.pw < d.KW)
-    bad("the kernel is larger than the padded input");
-  if (d.OH != (d.H + 2 * d.ph - d.KH) / d.sh + 1 ||
-      d.OW != (d.W + 2 * d.pw - d.KW) / d.sw + 1)
-    bad("OH/OW do not match (H + 2*pad - kernel) / stride + 1");
-  d.planes = mulChecked(fn, d.N, d.C);
-  d.HW = mulChecked(fn, d.H, d.W);
-  d.P = mulChecked(fn, d.OH, d.OW);
-  mulChecked(fn, d.planes, d.HW);
-  mulChecked(fn, d.planes, d.P);
+  static_cast<PoolArgs &>(d) = checkPoolArgs(fn, dims, args);
   validColumns(d.W, d.OW, d.KW, d.sw, d.pw, 1, d.owLo, d.owHi);
   return d;
 }
@@ -242,74 +216,55 @@ void avgPoolBwd(const PoolDims &d, const float *dy, float *dx) {
   }
 }
 
-/// Parses dims and checks x [N][C][H][W] and y [N][C][OH][OW].
-PoolDims checkedDims(const char *fn, const int64_t *dims, const float *x,
-                     const float *y) {
-  PoolDims d = parseDims(fn, dims);
-  checkPtr(fn, "x", x, d.planes * d.HW);
-  checkPtr(fn, "y", y, d.planes * d.P);
-  return d;
-}
-
 } // namespace
 
 extern "C" {
 
 void pfrt_k_max_pool2d(const float *x, float *y, const int64_t dims[12]) {
-  PoolDims d = checkedDims("pfrt_k_max_pool2d", dims, x, y);
+  PoolDims d =
+      checkedDims("pfrt_k_max_pool2d", dims,
+                  {{"x", x, PoolTensor::In}, {"y", y, PoolTensor::Out}});
   maxPoolFwd(d, x, y);
 }
 
 void pfrt_k_max_pool2d_grad(const float *x, const float *dy, float *dx,
                             const int64_t dims[12]) {
   const char *fn = "pfrt_k_max_pool2d_grad";
-  PoolDims d = parseDims(fn, dims);
-  checkPtr(fn, "x", x, d.planes * d.HW);
-  checkPtr(fn, "dy", dy, d.planes * d.P);
-  checkPtr(fn, "dx", dx, d.planes * d.HW);
-  if (d.HW > INT32_MAX)
-    fatal("%s: a plane of %lld elements is too large", fn, (long long)d.HW);
+  PoolDims d = checkedDims(fn, dims,
+                           {{"x", x, PoolTensor::In},
+                            {"dy", dy, PoolTensor::Out},
+                            {"dx", dx, PoolTensor::In}});
+  checkPoolPlaneIndex(fn, d);
   maxPoolBwd(d, x, dy, dx);
 }
 
 void pfrt_k_avg_pool2d(const float *x, float *y, const int64_t dims[12]) {
-  PoolDims d = checkedDims("pfrt_k_avg_pool2d", dims, x, y);
+  PoolDims d =
+      checkedDims("pfrt_k_avg_pool2d", dims,
+                  {{"x", x, PoolTensor::In}, {"y", y, PoolTensor::Out}});
   avgPoolFwd(d, x, y);
 }
 
 void pfrt_k_avg_pool2d_grad(const float *dy, float *dx,
                             const int64_t dims[12]) {
-  const char *fn = "pfrt_k_avg_pool2d_grad";
-  PoolDims d = parseDims(fn, dims);
-  checkPtr(fn, "dy", dy, d.planes * d.P);
-  checkPtr(fn, "dx", dx, d.planes * d.HW);
+  PoolDims d =
+      checkedDims("pfrt_k_avg_pool2d_grad", dims,
+                  {{"dy", dy, PoolTensor::Out}, {"dx", dx, PoolTensor::In}});
   avgPoolBwd(d, dy, dx);
 }
 
 void pfrt_k_global_avg_pool(const float *x, float *y, int64_t n, int64_t c,
                             int64_t hw) {
-  const char *fn = "pfrt_k_global_avg_pool";
-  checkSize(fn, "n", n);
-  checkSize(fn, "c", c);
-  checkSize(fn, "hw", hw);
-  int64_t planes = mulChecked(fn, n, c);
-  checkPtr(fn, "x", x, mulChecked(fn, planes, hw));
-  checkPtr(fn, "y", y, planes);
-  if (planes > 0 && hw == 0)
-    fatal("%s: hw = 0 (mean of an empty plane)", fn);
-  planeMeans(x, y, planes, hw);
+  GlobalPoolSizes s =
+      checkGlobalAvgPoolArgs("pfrt_k_global_avg_pool", x, y, n, c, hw);
+  planeMeans(x, y, s.planes, hw);
 }
 
 void pfrt_k_global_avg_pool_grad(const float *dy, float *dx, int64_t n,
                                  int64_t c, int64_t hw) {
-  const char *fn = "pfrt_k_global_avg_pool_grad";
-  checkSize(fn, "n", n);
-  checkSize(fn, "c", c);
-  checkSize(fn, "hw", hw);
-  int64_t planes = mulChecked(fn, n, c);
-  checkPtr(fn, "dy", dy, planes);
-  checkPtr(fn, "dx", dx, mulChecked(fn, planes, hw));
-  for (int64_t p = 0; p < planes; ++p) {
+  GlobalPoolSizes s = checkGlobalAvgPoolGradArgs("pfrt_k_global_avg_pool_grad",
+                                                 dy, dx, n, c, hw);
+  for (int64_t p = 0; p < s.planes; ++p) {
     const float v = float(double(dy[p]) / double(hw));
     float *PFRT_RESTRICT dxp = dx + p * hw;
     for (int64_t i = 0; i < hw; ++i)

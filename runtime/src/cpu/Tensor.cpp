@@ -1,7 +1,7 @@
-//===- Tensor.cpp - sub, div, broadcast, masked fill ----------------------===//
+//===- Tensor.cpp - layout kernels: transpose and broadcast ---------------===//
 //
-// The CPU kernels of pf.sub, pf.div, pf.broadcast_to and pf.masked_fill
-// (slices, pads and concatenation are pfrt_copy_box).
+// The CPU kernels of pf.transpose and pf.broadcast_to (slices, pads and
+// concatenation are pfrt_copy_box, src/mpi/Boxing.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,62 +13,131 @@
 using namespace pfrt;
 using namespace pfrt::kern;
 
-namespace {
-void checkBinary(const char *fn, const float *a, const float *b,
-                 const float *out, int64_t n) {
-  checkSize(fn, "n", n);
-  checkPtr(fn, "a", a, n);
-  checkPtr(fn, "b", b, n);
-  checkPtr(fn, "out", out, n);
-}
-} // namespace
+extern "C" {
 
-void pfrt_k_sub(const float *a, const float *b, float *out, int64_t n) {
-  checkBinary("pfrt_k_sub", a, b, out, n);
-  PFRT_IVDEP
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = a[i] - b[i];
-}
-
-void pfrt_k_div(const float *a, const float *b, float *out, int64_t n) {
-  checkBinary("pfrt_k_div", a, b, out, n);
-  PFRT_IVDEP
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = a[i] / b[i];
-}
-
-int64_t pfrt::kern::checkBroadcastArgs(const char *fn, const void *x,
-                                       const void *y, int64_t rank,
-                                       const int64_t *in_shape,
-                                       const int64_t *out_shape,
-                                       int64_t elem_bytes) {
-  if (rank < 0 || rank > kMaxRank)
-    fatal("%s: rank %lld is outside [0, %lld]", fn, (long long)rank,
-          (long long)kMaxRank);
-  if (elem_bytes != 4 && elem_bytes != 8)
-    fatal("%s: element size %lld is not 4 or 8", fn, (long long)elem_bytes);
-  checkPtr(fn, "in_shape", in_shape, rank);
-  checkPtr(fn, "out_shape", out_shape, rank);
-  int64_t total = 1, inTotal = 1;
+void pfrt_k_transpose(const float *x, float *y, int64_t rank,
+                      const int64_t *shape, const int64_t *perm) {
+  int64_t total =
+      checkTransposeArgs("pfrt_k_transpose", x, y, rank, shape, perm);
+  if (total == 0)
+    return;
+  // Renumber the non-unit input dims, then merge input dims d, d+1 that
+  // stay adjacent (in that order) in the output.
+  int64_t newId[kMaxRank];
+  int64_t e[kMaxRank]; // input extents after dropping unit dims
+  int64_t q = 0;
   for (int64_t d = 0; d < rank; ++d) {
-    if (out_shape[d] < 0 || (in_shape[d] != out_shape[d] && in_shape[d] != 1))
-      fatal("%s: cannot broadcast %s to %s", fn,
-            shapeToString(rank, in_shape).c_str(),
-            shapeToString(rank, out_shape).c_str());
-    total = mulChecked(fn, total, out_shape[d]);
-    inTotal = mulChecked(fn, inTotal, in_shape[d]);
+    if (shape[d] == 1) {
+      newId[d] = -1;
+    } else {
+      newId[d] = q;
+      e[q++] = shape[d];
+    }
   }
-  checkPtr(fn, "x", x, inTotal);
-  checkPtr(fn, "y", y, total);
-  return total;
+  int64_t p[kMaxRank]; // output dim j = input dim p[j]
+  int64_t pq = 0;
+  for (int64_t j = 0; j < rank; ++j)
+    if (newId[perm[j]] >= 0)
+      p[pq++] = newId[perm[j]];
+  // group[d] = id of the merged input dim that input dim d belongs to.
+  int64_t group[kMaxRank], ge[kMaxRank];
+  int64_t g = -1;
+  for (int64_t j = 0; j < q; ++j) {
+    bool join = j > 0 && p[j] == p[j - 1] + 1;
+    if (!join)
+      ++g, ge[g] = 1;
+    group[p[j]] = g; // g numbers groups in OUTPUT order for now
+    ge[g] *= e[p[j]];
+  }
+  int64_t r = g + 1;
+  if (r <= 1) {
+    std::memcpy(y, x, size_t(total) * sizeof(float));
+    return;
+  }
+  // Input order of the groups: a group's first input dim decides.
+  int64_t inOrder[kMaxRank], nIn = 0;
+  for (int64_t d = 0; d < q; ++d)
+    if (d == 0 || group[d] != group[d - 1])
+      inOrder[nIn++] = group[d];
+  int64_t istrOfGroup[kMaxRank];
+  int64_t st = 1;
+  for (int64_t k = r - 1; k >= 0; --k) {
+    istrOfGroup[inOrder[k]] = st;
+    st *= ge[inOrder[k]];
+  }
+  // Output dim j is group j: extent ge[j], output stride ostr[j], input
+  // stride istr[j].
+  int64_t ostr[kMaxRank], istr[kMaxRank];
+  st = 1;
+  for (int64_t j = r - 1; j >= 0; --j) {
+    ostr[j] = st;
+    st *= ge[j];
+    istr[j] = istrOfGroup[j];
+  }
+  if (istr[r - 1] == 1) {
+    // The innermost dim stays innermost: copy contiguous rows.
+    const int64_t len = ge[r - 1];
+    int64_t idx[kMaxRank] = {0};
+    int64_t xo = 0;
+    for (int64_t yo = 0; yo < total; yo += len) {
+      std::memcpy(y + yo, x + xo, size_t(len) * sizeof(float));
+      for (int64_t d = r - 2; d >= 0; --d) {
+        xo += istr[d];
+        if (++idx[d] < ge[d])
+          break;
+        xo -= istr[d] * ge[d];
+        idx[d] = 0;
+      }
+    }
+    return;
+  }
+  // Tiled 2-D transpose between output dim a = r-1 (strided in x) and the
+  // output dim b that holds the input's innermost dim (strided in y).
+  const int64_t a = r - 1;
+  int64_t b = 0;
+  while (istr[b] != 1)
+    ++b;
+  const int64_t na = ge[a], nb = ge[b];
+  const int64_t sa = istr[a], sb = ostr[b];
+  constexpr int64_t T = 32;
+  int64_t idx[kMaxRank] = {0};
+  int64_t xo = 0, yo = 0;
+  for (;;) {
+    for (int64_t i0 = 0; i0 < nb; i0 += T) {
+      int64_t i1 = i0 + T < nb ? i0 + T : nb;
+      for (int64_t j0 = 0; j0 < na; j0 += T) {
+        int64_t j1 = j0 + T < na ? j0 + T : na;
+        for (int64_t i = i0; i < i1; ++i) {
+          float *PFRT_RESTRICT yr = y + yo + i * sb;
+          const float *PFRT_RESTRICT xr = x + xo + i;
+          for (int64_t j = j0; j < j1; ++j)
+            yr[j] = xr[j * sa];
+        }
+      }
+    }
+    // Odometer over the output dims other than a and b.
+    int64_t d = r - 2;
+    for (; d >= 0; --d) {
+      if (d == b)
+        continue;
+      xo += istr[d];
+      yo += ostr[d];
+      if (++idx[d] < ge[d])
+        break;
+      xo -= istr[d] * ge[d];
+      yo -= ostr[d] * ge[d];
+      idx[d] = 0;
+    }
+    if (d < 0)
+      break;
+  }
 }
 
 void pfrt_k_broadcast(const void *x, void *y, int64_t rank,
                       const int64_t *in_shape, const int64_t *out_shape,
                       int64_t elem_bytes) {
-  const char *fn = "pfrt_k_broadcast";
-  int64_t total =
-      checkBroadcastArgs(fn, x, y, rank, in_shape, out_shape, elem_bytes);
+  int64_t total = checkBroadcastArgs("pfrt_k_broadcast", x, y, rank, in_shape,
+                                     out_shape, elem_bytes);
   if (total == 0)
     return;
   // Input strides, 0 on repeated axes; the innermost run of equal extents
@@ -102,21 +171,4 @@ void pfrt_k_broadcast(const void *x, void *y, int64_t rank,
   }
 }
 
-void pfrt_k_masked_fill(const float *x, const void *mask, float *y, int64_t n,
-                        int32_t mask_i64, double value) {
-  const char *fn = "pfrt_k_masked_fill";
-  checkSize(fn, "n", n);
-  checkPtr(fn, "x", x, n);
-  checkPtr(fn, "mask", mask, n);
-  checkPtr(fn, "y", y, n);
-  float v = static_cast<float>(value);
-  auto fill = [&](auto *m) {
-    PFRT_IVDEP
-    for (int64_t i = 0; i < n; ++i)
-      y[i] = m[i] != 0 ? v : x[i];
-  };
-  if (mask_i64)
-    fill(static_cast<const int64_t *>(mask));
-  else
-    fill(static_cast<const float *>(mask));
-}
+} // extern "C"

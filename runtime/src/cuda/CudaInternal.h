@@ -1,4 +1,4 @@
-//===- CudaInternal.h - what DeviceTwins.cpp needs of Cuda.cpp --*- C++ -*-===//
+//===- CudaInternal.h - what the twins need of the driver layer -*- C++ -*-===//
 //
 // Not installed; nothing here is part of the ABI.
 //
@@ -98,7 +98,7 @@ void configureCollectives();
 void stopCollectives();
 
 /// Called by pfrt_cuda_finalize after its synchronisation: reports an error
-/// the kernels recorded (DeviceTwins.cpp).
+/// the kernels recorded (Module.cpp).
 void checkKernelErrors();
 
 } // namespace cuda

@@ -5,14 +5,14 @@
 // loaded at the first launch, one function a kernel; a launch runs one
 // thread an element on the compute stream, so a captured step replays it.
 // With PFRT_CUDA_FAKE=1 the emulated driver runs each kernel's host twin
-// instead (FakeDevice.h): the image is not read.
+// instead (emulation/FakeDevice.h): the image is not read.
 //
 //===----------------------------------------------------------------------===//
 
 #include "../common/Generated.h"
 #include "../common/Internal.h"
 #include "CudaInternal.h"
-#include "FakeDevice.h"
+#include "emulation/FakeDevice.h"
 #include "pfrt/pfrt_cuda.h"
 
 #include <vector>

@@ -1,7 +1,10 @@
 //===- Nccl.cpp - the NCCL transport of the collective twins --------------===//
 //
 // libnccl.so.2 is dlopen'ed like the CUDA libraries (same search, never
-// linked); with PFRT_CUDA_FAKE=1 FakeNccl.cpp's emulation stands in for it.
+// linked); with PFRT_CUDA_FAKE=1 emulation/FakeNccl.cpp's emulation stands
+// in for it. This file loads NCCL, chooses the transport, watches the
+// communicators and makes each group's; NcclCollectives.cpp enqueues the
+// collectives and NcclP2P.cpp point to point (NcclInternal.h).
 //
 // Transport (chosen in pfrt_cuda_init, configureCollectives):
 //   PFRT_CUDA_COMM=staged  every collective is host-staged (StagedComm.cpp);
@@ -59,15 +62,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "NcclComm.h"
-
-#ifndef PFRT_CUDA_NO_NCCL
+#include "NcclInternal.h"
 
 #include "../common/CommChecks.h"
 #include "../common/Internal.h"
 #include "../mpi/MpiInternal.h"
 #include "CudaInternal.h"
-#include "FakeDevice.h"
-#include "FakeNccl.h"
+#include "emulation/FakeDevice.h"
+#include "emulation/FakeNccl.h"
 #include "pfrt/pfrt.h"
 
 #include <nccl.h>
@@ -88,51 +90,15 @@
 #include <vector>
 
 using pfrt::comm::groupString;
-using pfrt::comm::rootPosition;
 
 using namespace pfrt;
+using namespace pfrt::nccl::impl;
 
-namespace {
+namespace pfrt {
+namespace nccl {
+namespace impl {
 
-#define PFRT_NCCL_FUNCTIONS(X)                                                 \
-  X(ncclGetErrorString)                                                        \
-  X(ncclGetUniqueId)                                                           \
-  X(ncclCommInitRank)                                                          \
-  X(ncclCommGetAsyncError)                                                     \
-  X(ncclCommAbort)                                                             \
-  X(ncclAllReduce)                                                             \
-  X(ncclAllGather)                                                             \
-  X(ncclReduceScatter)                                                         \
-  X(ncclBroadcast)                                                             \
-  X(ncclReduce)                                                                \
-  X(ncclSend)                                                                  \
-  X(ncclRecv)                                                                  \
-  X(ncclGroupStart)                                                            \
-  X(ncclGroupEnd)
-
-struct Api {
-#define PFRT_FIELD(fn) decltype(&::fn) fn = nullptr;
-  PFRT_NCCL_FUNCTIONS(PFRT_FIELD)
-#undef PFRT_FIELD
-  // NCCL 2.18 on (optional: without them each group's communicator is made
-  // at its first collective).
-  decltype(&::ncclCommSplit) ncclCommSplit = nullptr;
-  decltype(&::ncclCommDestroy) ncclCommDestroy = nullptr;
-};
-
-struct Group {
-  bool nccl = false;
-  ncclComm_t comm = nullptr;
-  int pos = 0;
-};
-
-struct NcclState {
-  bool available = false; // NCCL's entry points are there (or emulated)
-  bool forced = false;    // PFRT_CUDA_COMM=nccl
-  bool emulated = false;  // PFRT_CUDA_FAKE=1
-  Api api;
-  std::map<std::vector<int64_t>, Group> groups;
-} gNccl;
+NcclState gNccl;
 
 bool verbose() {
   const char *v = std::getenv("PFRT_CUDA_VERBOSE");
@@ -156,6 +122,10 @@ void check(ncclResult_t r, const char *call, const char *fn) {
         text ? text : "unknown NCCL error", int(r));
 }
 
+} // namespace impl
+} // namespace nccl
+} // namespace pfrt
+
 //===----------------------------------------------------------------------===//
 // The watchdog
 //===----------------------------------------------------------------------===//
@@ -171,6 +141,8 @@ void check(ncclResult_t r, const char *call, const char *fn) {
 // which NCCL error on stderr, and exits the process (MPI is not this
 // thread's to call), so the launcher ends the job and reports the rank
 // instead of hanging. pfrt_finalize joins it first (a finalize hook).
+
+namespace {
 
 struct Watchdog {
   std::mutex mu;
@@ -228,7 +200,12 @@ void watchdogLoop(int64_t periodMs) {
   }
 }
 
-/// Stops and joins the watchdog (pfrt_finalize's first step; idempotent).
+} // namespace
+
+namespace pfrt {
+namespace nccl {
+namespace impl {
+
 void stopWatchdog() {
   Watchdog &w = watchdog();
   std::thread *t = nullptr;
@@ -282,7 +259,13 @@ int64_t deviceKey() {
 }
 
 /// Resolves NCCL's entry points from `library`; false if one is missing
-/// (`missing` names it).
+
+} // namespace impl
+} // namespace nccl
+} // namespace pfrt
+
+namespace {
+
 bool resolveAll(void *library, std::string &missing) {
   Api &api = gNccl.api;
 #define PFRT_RESOLVE(fn)                                                       \
@@ -313,7 +296,13 @@ bool sharedDevice(const std::vector<int64_t> &keys, int64_t n, int64_t &p,
 }
 
 /// The group's state, creating its communicator on first use (see the
-/// file comment).
+
+} // namespace
+
+namespace pfrt {
+namespace nccl {
+namespace impl {
+
 const Group &groupFor(const int64_t *ranks, int64_t n, const char *fn) {
   std::vector<int64_t> key(ranks, ranks + n);
   auto it = gNccl.groups.find(key);
@@ -324,8 +313,9 @@ const Group &groupFor(const int64_t *ranks, int64_t n, const char *fn) {
   // Which device each member uses: NCCL refuses two ranks on one.
   int64_t mine[2] = {hostKey(), deviceKey()};
   std::vector<int64_t> all(size_t(2 * n));
-  allGather(mine, all.data(), 2, MPI_INT64_T, sizeof(int64_t), ranks, n, fn,
-            "nccl_setup");
+  // (MPI, pfrt::allGather: the host rows' group gather.)
+  pfrt::allGather(mine, all.data(), 2, MPI_INT64_T, sizeof(int64_t), ranks, n,
+                  fn, "nccl_setup");
   int64_t p = 0, q = 0;
   if (sharedDevice(all, n, p, q)) {
     if (gNccl.forced)
@@ -373,7 +363,13 @@ const Group &groupFor(const int64_t *ranks, int64_t n, const char *fn) {
 }
 
 /// Which world ranks share a GPU: every rank's (host, device), gathered
-/// over the world.
+
+} // namespace impl
+} // namespace nccl
+} // namespace pfrt
+
+namespace {
+
 std::vector<int64_t> worldDevices(const char *fn) {
   int64_t mine[2] = {hostKey(), deviceKey()};
   std::vector<int64_t> all(size_t(2 * pfrt_world_size()));
@@ -407,7 +403,13 @@ disjointRounds(const std::vector<std::vector<int64_t>> &groups) {
 }
 
 /// After an enqueued collective: an error NCCL found asynchronously (on
-/// another rank's failure, say) ends the job here.
+
+} // namespace
+
+namespace pfrt {
+namespace nccl {
+namespace impl {
+
 void pollAsync(const Group &g, const char *fn) {
   ncclResult_t async = ncclSuccess;
   check(gNccl.api.ncclCommGetAsyncError(g.comm, &async),
@@ -420,16 +422,9 @@ cudaStream_t stream() {
   return static_cast<cudaStream_t>(cuda::computeStream());
 }
 
-using comm::checkBuf;
-using comm::checkCount;
-using comm::checkNoOverlap;
-using comm::kMaxCount;
-
-int64_t blocks(int64_t n, int64_t count, const char *fn) {
-  return comm::mulCount(n, count, fn);
-}
-
-} // namespace
+} // namespace impl
+} // namespace nccl
+} // namespace pfrt
 
 namespace pfrt {
 namespace cuda {
@@ -604,567 +599,5 @@ bool useNccl(const int64_t *ranks, int64_t n, const char *fn) {
   return groupFor(ranks, n, fn).nccl;
 }
 
-namespace {
-/// The group of an all-reduce over NCCL (blocking or split) after the host
-/// row's argument checks.
-const Group &allReduceGroup(const float *in, const float *out, int64_t count,
-                            const int64_t *ranks, int64_t n, const char *fn) {
-  const Group &g = groupFor(ranks, n, fn);
-  comm::checkAllReduceBuffers(in, out, count, fn);
-  return g;
-}
-} // namespace
-
-int allReduceSum(const float *in, float *out, int64_t count,
-                 const int64_t *ranks, int64_t n) {
-  const char *fn = "pfrt_all_reduce_sum";
-  const Group &g = allReduceGroup(in, out, count, ranks, n, fn);
-  if (count > 0) {
-    check(gNccl.api.ncclAllReduce(in, out, size_t(count), ncclFloat32, ncclSum,
-                                  g.comm, stream()),
-          "ncclAllReduce", fn);
-    pollAsync(g, fn);
-  }
-  return 0;
-}
-
-namespace {
-/// The stream the split all-reduces run on, the event that forks it from
-/// the compute stream, and each slot's completion event (made at first
-/// use: the first step runs uncaptured).
-struct AsyncReduces {
-  void *stream = nullptr;
-  void *fork = nullptr;
-  void *done[PFRT_MAX_ASYNC_SLOTS] = {};
-} gAsyncReduces;
-} // namespace
-
-int allReduceStart(const float *in, float *out, int64_t count,
-                   const int64_t *ranks, int64_t n, int64_t slot) {
-  const char *fn = "pfrt_all_reduce_start";
-  const Group &g = allReduceGroup(in, out, count, ranks, n, fn);
-  AsyncReduces &a = gAsyncReduces;
-  if (!a.stream) {
-    a.stream = cuda::newStream("the all-reduce stream");
-    a.fork = cuda::newEvent("the all-reduce stream's fork");
-  }
-  if (!a.done[slot])
-    a.done[slot] = cuda::newEvent("a split all-reduce's completion");
-  cuda::recordEvent(a.fork, cuda::computeStream());
-  cuda::streamWaitEvent(a.stream, a.fork);
-  if (count > 0) {
-    cuda::DeviceCommScope trace("all_reduce_nccl", a.stream,
-                                count * int64_t(sizeof(float)), n);
-    check(gNccl.api.ncclAllReduce(in, out, size_t(count), ncclFloat32, ncclSum,
-                                  g.comm, static_cast<cudaStream_t>(a.stream)),
-          "ncclAllReduce", fn);
-    pollAsync(g, fn);
-  }
-  cuda::recordEvent(a.done[slot], a.stream);
-  return 0;
-}
-
-void allReduceWait(int64_t slot) {
-  cuda::streamWaitEvent(cuda::computeStream(), gAsyncReduces.done[slot]);
-}
-
-int allGather(const float *in, float *out, int64_t count, const int64_t *ranks,
-              int64_t n) {
-  const char *fn = "pfrt_all_gather";
-  const Group &g = groupFor(ranks, n, fn);
-  checkCount(count, fn);
-  int64_t total = blocks(n, count, fn);
-  checkBuf(in, count, "in", fn);
-  checkBuf(out, total, "out", fn);
-  checkNoOverlap(in, count, out, total, fn);
-  if (count > 0) {
-    check(gNccl.api.ncclAllGather(in, out, size_t(count), ncclFloat32, g.comm,
-                                  stream()),
-          "ncclAllGather", fn);
-    pollAsync(g, fn);
-  }
-  return 0;
-}
-
-int reduceScatterSum(const float *in, float *out, int64_t count,
-                     const int64_t *ranks, int64_t n) {
-  const char *fn = "pfrt_reduce_scatter_sum";
-  const Group &g = groupFor(ranks, n, fn);
-  checkCount(count, fn);
-  int64_t total = blocks(n, count, fn);
-  checkBuf(in, total, "in", fn);
-  checkBuf(out, count, "out", fn);
-  checkNoOverlap(in, total, out, count, fn);
-  if (count > 0) {
-    check(gNccl.api.ncclReduceScatter(in, out, size_t(count), ncclFloat32,
-                                      ncclSum, g.comm, stream()),
-          "ncclReduceScatter", fn);
-    pollAsync(g, fn);
-  }
-  return 0;
-}
-
-int broadcast(float *buf, int64_t count, int64_t root, const int64_t *ranks,
-              int64_t n) {
-  const char *fn = "pfrt_broadcast";
-  const Group &g = groupFor(ranks, n, fn);
-  checkCount(count, fn);
-  checkBuf(buf, count, "buf", fn);
-  int rootPos = rootPosition(ranks, n, root, fn);
-  if (count > 0) {
-    check(gNccl.api.ncclBroadcast(buf, buf, size_t(count), ncclFloat32, rootPos,
-                                  g.comm, stream()),
-          "ncclBroadcast", fn);
-    pollAsync(g, fn);
-  }
-  return 0;
-}
-
-int reduceSum(const float *in, float *out, int64_t count, int64_t root,
-              const int64_t *ranks, int64_t n) {
-  const char *fn = "pfrt_reduce_sum";
-  const Group &g = groupFor(ranks, n, fn);
-  checkCount(count, fn);
-  int rootPos = rootPosition(ranks, n, root, fn);
-  bool isRoot = rootPos == g.pos;
-  checkBuf(in, count, "in", fn);
-  if (isRoot) {
-    checkBuf(out, count, "out (on the root)", fn);
-    if (in != out)
-      checkNoOverlap(in, count, out, count, fn);
-  }
-  if (count > 0) {
-    check(gNccl.api.ncclReduce(in, isRoot ? out : nullptr, size_t(count),
-                               ncclFloat32, ncclSum, rootPos, g.comm, stream()),
-          "ncclReduce", fn);
-    pollAsync(g, fn);
-  }
-  return 0;
-}
-
-int allToAll(const float *in, float *out, int64_t count, const int64_t *ranks,
-             int64_t n) {
-  const char *fn = "pfrt_all_to_all";
-  const Group &g = groupFor(ranks, n, fn);
-  checkCount(count, fn);
-  int64_t total = blocks(n, count, fn);
-  checkBuf(in, total, "in", fn);
-  checkBuf(out, total, "out", fn);
-  checkNoOverlap(in, total, out, total, fn);
-  if (count == 0)
-    return 0;
-  cudaStream_t s = stream();
-  check(gNccl.api.ncclGroupStart(), "ncclGroupStart", fn);
-  for (int64_t p = 0; p < n; ++p) {
-    check(gNccl.api.ncclSend(in + p * count, size_t(count), ncclFloat32, int(p),
-                             g.comm, s),
-          "ncclSend", fn);
-    check(gNccl.api.ncclRecv(out + p * count, size_t(count), ncclFloat32,
-                             int(p), g.comm, s),
-          "ncclRecv", fn);
-  }
-  check(gNccl.api.ncclGroupEnd(), "ncclGroupEnd", fn);
-  pollAsync(g, fn);
-  return 0;
-}
-
-//===----------------------------------------------------------------------===//
-// Point to point
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-struct Message {
-  int64_t tag, count;
-  bool operator==(const Message &o) const {
-    return tag == o.tag && count == o.count;
-  }
-};
-
-struct PeerRecord {
-  std::vector<Message> sends, recvs;
-};
-
-/// A pair's two communicators (this rank's sends, the peer's sends) and
-/// the stream this rank's sends to the peer wait on.
-struct Link {
-  ncclComm_t out = nullptr, in = nullptr;
-  int peerPos = 0; // the peer's position in both
-  void *stream = nullptr;
-  bool pending = false; // sends not joined to the compute stream yet
-};
-
-constexpr int64_t kMaxRecorded = int64_t(1) << 20;
-
-struct PointToPoint {
-  bool recording = true, overflow = false, over = false;
-  std::map<int64_t, PeerRecord> records;
-  std::map<int64_t, Link> links;
-  void *fork = nullptr;
-  std::vector<void *> done; // events; reused after each joinSends
-  size_t nextDone = 0;
-  /// Tracked sends since the last joinSends, by handle: numbered from 0
-  /// like the host row's (the compiler waits for handle k of the step).
-  std::vector<void *> tracked;
-  MPI_Comm comm = MPI_COMM_NULL;
-} gP2P;
-
-void *doneEvent() {
-  PointToPoint &p = gP2P;
-  if (p.nextDone == p.done.size())
-    p.done.push_back(cuda::newEvent("pfrt point-to-point over NCCL"));
-  return p.done[p.nextDone++];
-}
-
-std::string describe(const std::vector<Message> &m, size_t k) {
-  if (k >= m.size())
-    return "nothing";
-  return std::to_string(m[k].count) + " floats (tag " +
-         std::to_string(m[k].tag) + ")";
-}
-
-/// Where rank `a`'s messages to `b` (sent) and b's from a (received)
-/// first differ, or "" when they agree.
-std::string firstDifference(int64_t a, const std::vector<Message> &sent,
-                            int64_t b, const std::vector<Message> &received) {
-  for (size_t k = 0; k < std::max(sent.size(), received.size()); ++k)
-    if (k >= sent.size() || k >= received.size() || !(sent[k] == received[k]))
-      return "message " + std::to_string(k) + " from rank " +
-             std::to_string(a) + " to rank " + std::to_string(b) + ": rank " +
-             std::to_string(a) + " sends " + describe(sent, k) + ", rank " +
-             std::to_string(b) + " receives " + describe(received, k);
-  return "";
-}
-
-std::vector<int64_t> flatten(const PeerRecord &r, bool usable) {
-  std::vector<int64_t> v = {usable ? 1 : 0, hostKey(), deviceKey(),
-                            int64_t(r.sends.size()), int64_t(r.recvs.size())};
-  for (const auto *list : {&r.sends, &r.recvs})
-    for (const Message &m : *list)
-      v.insert(v.end(), {m.tag, m.count});
-  return v;
-}
-
-PeerRecord unflatten(const std::vector<int64_t> &v) {
-  PeerRecord r;
-  size_t k = 5;
-  for (int64_t i = 0; i < v[3]; ++i, k += 2)
-    r.sends.push_back({v[k], v[k + 1]});
-  for (int64_t i = 0; i < v[4]; ++i, k += 2)
-    r.recvs.push_back({v[k], v[k + 1]});
-  return r;
-}
-
-void exchange(std::vector<int64_t> &mine, std::vector<int64_t> &theirs,
-              int64_t peer) {
-  const char *fn = "pfrt point-to-point setup";
-  int64_t n = int64_t(mine.size()), m = 0;
-  PFRT_MPI_AS(fn, MPI_Sendrecv,
-              (&n, 1, MPI_INT64_T, int(peer), 1, &m, 1, MPI_INT64_T, int(peer),
-               1, gP2P.comm, MPI_STATUS_IGNORE));
-  theirs.assign(size_t(m), 0);
-  PFRT_MPI_AS(fn, MPI_Sendrecv,
-              (mine.data(), int(n), MPI_INT64_T, int(peer), 2, theirs.data(),
-               int(m), MPI_INT64_T, int(peer), 2, gP2P.comm,
-               MPI_STATUS_IGNORE));
-}
-
-/// One communicator of the pair {me, peer}, its id made by the lower rank.
-ncclComm_t pairComm(int64_t me, int64_t peer, const char *fn) {
-  int64_t lo = std::min(me, peer), hi = std::max(me, peer);
-  ncclUniqueId id;
-  std::memset(&id, 0, sizeof(id));
-  if (me == lo) {
-    check(gNccl.api.ncclGetUniqueId(&id), "ncclGetUniqueId", fn);
-    PFRT_MPI_AS(fn, MPI_Send,
-                (&id, int(sizeof(id)), MPI_BYTE, int(peer), 3, gP2P.comm));
-  } else {
-    PFRT_MPI_AS(fn, MPI_Recv,
-                (&id, int(sizeof(id)), MPI_BYTE, int(peer), 3, gP2P.comm,
-                 MPI_STATUS_IGNORE));
-  }
-  if (gNccl.emulated) {
-    int64_t pair[2] = {lo, hi};
-    fake::ncclNextGroup(pair, 2);
-  }
-  ncclComm_t c = nullptr;
-  check(gNccl.api.ncclCommInitRank(&c, 2, id, me == lo ? 0 : 1),
-        "ncclCommInitRank", fn);
-  watch(c, "the point-to-point pair of ranks " + std::to_string(lo) + " and " +
-               std::to_string(hi));
-  return c;
-}
-
-Link &linkTo(int64_t peer, int64_t count, const void *buf, const char *fn) {
-  checkCount(count, fn);
-  checkBuf(buf, count, "buf", fn);
-  auto it = gP2P.links.find(peer);
-  if (it == gP2P.links.end())
-    fatal("%s: rank %lld is not a peer of this rank's point-to-point over "
-          "NCCL (the first step exchanged nothing with it; the steps must "
-          "exchange the same messages)",
-          fn, (long long)peer);
-  return it->second;
-}
-
-} // namespace
-
-void recordPointToPoint(bool isSend, int64_t peer, int64_t tag, int64_t count) {
-  PointToPoint &p = gP2P;
-  if (!p.recording)
-    return;
-  PeerRecord &r = p.records[peer];
-  if (int64_t(r.sends.size() + r.recvs.size()) >= kMaxRecorded) {
-    p.overflow = true;
-    return;
-  }
-  (isSend ? r.sends : r.recvs).push_back({tag, count});
-}
-
-bool setupPointToPoint() {
-  PointToPoint &p = gP2P;
-  const char *fn = "pfrt point-to-point setup";
-  if (!p.recording)
-    return p.over;
-  p.recording = false;
-  int64_t me = pfrt_rank();
-  if (pfrt_world_size() == 1)
-    return false;
-  // Every rank comes here (the end of its first step), whatever it has.
-  PFRT_MPI_AS(fn, MPI_Comm_dup, (worldComm(), &p.comm));
-  bool usable = gNccl.available && !p.overflow && !p.records.count(me);
-  std::string why;
-  if (!gNccl.available)
-    why = "NCCL is not loaded";
-  else if (p.overflow)
-    why = "more than 2^20 messages a step";
-  else if (p.records.count(me))
-    why = "rank " + std::to_string(me) + " sends to itself";
-  bool ordered = true, ok = usable;
-  for (auto &[peer, record] : p.records) {
-    if (peer == me)
-      continue;
-    std::vector<int64_t> mine = flatten(record, usable), theirs;
-    exchange(mine, theirs, peer);
-    PeerRecord other = unflatten(theirs);
-    if (theirs[0] == 0) {
-      ok = false;
-      if (why.empty())
-        why = "rank " + std::to_string(peer) + " cannot use NCCL";
-      continue;
-    }
-    if (theirs[1] == mine[1] && theirs[2] == mine[2]) {
-      ok = false;
-      if (why.empty())
-        why = "ranks " + std::to_string(me) + " and " + std::to_string(peer) +
-              " share a GPU";
-    }
-    std::string d = firstDifference(me, record.sends, peer, other.recvs);
-    if (d.empty())
-      d = firstDifference(peer, other.sends, me, record.recvs);
-    if (!d.empty()) {
-      ok = ordered = false;
-      why = "the ranks post their messages in different orders (" + d + ")";
-    }
-  }
-  int mineOk = ok ? 1 : 0, allOk = 0;
-  PFRT_MPI_AS(fn, MPI_Allreduce,
-              (&mineOk, &allOk, 1, MPI_INT, MPI_MIN, p.comm));
-  if (!allOk) {
-    p.records.clear();
-    if (!ok && gNccl.forced)
-      fatal("PFRT_CUDA_COMM=nccl, but point-to-point cannot go over NCCL: "
-            "%s",
-            why.c_str());
-    if (!ordered)
-      std::fprintf(stderr,
-                   "pfrt: rank %lld: point-to-point stays host-staged: %s "
-                   "(NCCL matches a pair's messages in order, not by tag)\n",
-                   (long long)me, why.c_str());
-    else if (verbose() && !ok)
-      std::fprintf(stderr,
-                   "pfrt: rank %lld: point-to-point stays host-staged: %s\n",
-                   (long long)me, why.c_str());
-    return false;
-  }
-  size_t sends = 0;
-  for (auto &[peer, record] : p.records) {
-    Link &l = p.links[peer];
-    // Both ranks of a pair make its communicators in the same order: the
-    // lower rank's sends first.
-    ncclComm_t lowToHigh = pairComm(me, peer, fn);
-    ncclComm_t highToLow = pairComm(me, peer, fn);
-    l.out = me < peer ? lowToHigh : highToLow;
-    l.in = me < peer ? highToLow : lowToHigh;
-    l.peerPos = me < peer ? 1 : 0;
-    l.stream = cuda::newStream(fn);
-    sends += record.sends.size();
-  }
-  p.fork = cuda::newEvent(fn);
-  // The done events a step needs, made now (not inside a capture).
-  for (size_t k = 0; k < sends + p.links.size() + 1; ++k)
-    p.done.push_back(cuda::newEvent(fn));
-  p.records.clear();
-  p.over = true;
-  if (verbose() && !p.links.empty())
-    std::fprintf(stderr,
-                 "pfrt: rank %lld: point-to-point over NCCL with %zu peer%s\n",
-                 (long long)me, p.links.size(), p.links.size() == 1 ? "" : "s");
-  return true;
-}
-
-bool pointToPointOverNccl(int64_t) {
-  // Every message once the setup moved the job (a peer the first step did
-  // not message is an error in linkTo: mixing the transports could wait on
-  // the host for a stream that waits on a peer).
-  return gP2P.over;
-}
-
-void *send(const float *buf, int64_t count, int64_t peer, int64_t,
-           const char *fn) {
-  Link &l = linkTo(peer, count, buf, fn);
-  if (count == 0)
-    return nullptr; // (the receiver skips it too: the records agreed)
-  cuda::recordEvent(gP2P.fork, cuda::computeStream());
-  cuda::streamWaitEvent(l.stream, gP2P.fork);
-  check(gNccl.api.ncclSend(buf, size_t(count), ncclFloat32, l.peerPos, l.out,
-                           static_cast<cudaStream_t>(l.stream)),
-        "ncclSend", fn);
-  l.pending = true;
-  Group g;
-  g.comm = l.out;
-  pollAsync(g, fn);
-  void *done = doneEvent();
-  cuda::recordEvent(done, l.stream);
-  return done;
-}
-
-void waitFor(void *done) {
-  if (done)
-    cuda::streamWaitEvent(cuda::computeStream(), done);
-}
-
-int64_t track(void *done) {
-  gP2P.tracked.push_back(done);
-  return int64_t(gP2P.tracked.size()) - 1;
-}
-
-bool ownsHandle(int64_t) { return gP2P.over; }
-
-void waitSend(int64_t handle) {
-  if (handle < 0 || handle >= int64_t(gP2P.tracked.size()))
-    fatal("pfrt_wait_send: no pending send has handle %lld (point-to-point "
-          "over NCCL)",
-          (long long)handle);
-  waitFor(gP2P.tracked[size_t(handle)]);
-}
-
-void recv(float *buf, int64_t count, int64_t peer, int64_t, const char *fn) {
-  Link &l = linkTo(peer, count, buf, fn);
-  if (count == 0)
-    return;
-  check(gNccl.api.ncclRecv(buf, size_t(count), ncclFloat32, l.peerPos, l.in,
-                           static_cast<cudaStream_t>(cuda::computeStream())),
-        "ncclRecv", fn);
-  Group g;
-  g.comm = l.in;
-  pollAsync(g, fn);
-}
-
-void groupBegin() {
-  check(gNccl.api.ncclGroupStart(), "ncclGroupStart", "pfrt_cuda_p2p_batch");
-}
-
-void groupEnd() {
-  check(gNccl.api.ncclGroupEnd(), "ncclGroupEnd", "pfrt_cuda_p2p_batch");
-}
-
-void joinSends() {
-  PointToPoint &p = gP2P;
-  if (!p.over)
-    return;
-  void *compute = cuda::computeStream();
-  for (auto &[peer, l] : p.links)
-    if (l.pending) {
-      void *done = doneEvent();
-      cuda::recordEvent(done, l.stream);
-      cuda::streamWaitEvent(compute, done);
-      l.pending = false;
-    }
-  p.tracked.clear();
-  p.nextDone = 0;
-  if (gNccl.emulated)
-    fake::ncclDrainSends();
-}
-
 } // namespace nccl
 } // namespace pfrt
-
-#else // PFRT_CUDA_NO_NCCL: built without nccl.h
-
-#include "../common/Internal.h"
-#include "CudaInternal.h"
-
-#include <cstdlib>
-#include <cstring>
-
-namespace pfrt {
-namespace cuda {
-void stopCollectives() {}
-void configureCollectives() {
-  const char *env = std::getenv("PFRT_CUDA_COMM");
-  if (env && std::strcmp(env, "nccl") == 0)
-    fatal("PFRT_CUDA_COMM=nccl, but libpfrt was built without NCCL (no "
-          "nccl.h at configure time)");
-  if (env && *env && std::strcmp(env, "staged") != 0)
-    fatal("PFRT_CUDA_COMM=%s: expected nccl or staged", env);
-}
-} // namespace cuda
-namespace nccl {
-void makeGroups(const std::vector<std::vector<int64_t>> &, const char *) {}
-bool useNccl(const int64_t *, int64_t, const char *) { return false; }
-int allReduceSum(const float *, float *, int64_t, const int64_t *, int64_t) {
-  fatal("internal: NCCL all-reduce without NCCL");
-}
-int allReduceStart(const float *, float *, int64_t, const int64_t *, int64_t,
-                   int64_t) {
-  fatal("internal: NCCL all-reduce without NCCL");
-}
-void allReduceWait(int64_t) { fatal("internal: NCCL all-reduce without NCCL"); }
-int allGather(const float *, float *, int64_t, const int64_t *, int64_t) {
-  fatal("internal: NCCL all-gather without NCCL");
-}
-int reduceScatterSum(const float *, float *, int64_t, const int64_t *,
-                     int64_t) {
-  fatal("internal: NCCL reduce-scatter without NCCL");
-}
-int broadcast(float *, int64_t, int64_t, const int64_t *, int64_t) {
-  fatal("internal: NCCL broadcast without NCCL");
-}
-int reduceSum(const float *, float *, int64_t, int64_t, const int64_t *,
-              int64_t) {
-  fatal("internal: NCCL reduce without NCCL");
-}
-int allToAll(const float *, float *, int64_t, const int64_t *, int64_t) {
-  fatal("internal: NCCL all-to-all without NCCL");
-}
-void recordPointToPoint(bool, int64_t, int64_t, int64_t) {}
-bool setupPointToPoint() { return false; }
-bool pointToPointOverNccl(int64_t) { return false; }
-void *send(const float *, int64_t, int64_t, int64_t, const char *) {
-  fatal("internal: NCCL send without NCCL");
-}
-void waitFor(void *) {}
-int64_t track(void *) { return 0; }
-bool ownsHandle(int64_t) { return false; }
-void waitSend(int64_t) {}
-void recv(float *, int64_t, int64_t, int64_t, const char *) {
-  fatal("internal: NCCL receive without NCCL");
-}
-void groupBegin() {}
-void groupEnd() {}
-void joinSends() {}
-} // namespace nccl
-} // namespace pfrt
-
-#endif // PFRT_CUDA_NO_NCCL

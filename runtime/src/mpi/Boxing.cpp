@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../common/Internal.h"
-#include "../cpu/KernelUtil.h"
+#include "../common/KernelArgs.h"
 #include "MpiInternal.h"
 #include "pfrt/pfrt.h"
 

@@ -1,6 +1,6 @@
 //===- FakeDevice.h - a host emulation of the CUDA driver and cuBLASLt ----===//
 //
-// For tests on machines without a GPU: with PFRT_CUDA_FAKE=1, Cuda.cpp takes
+// For tests on machines without a GPU: with PFRT_CUDA_FAKE=1, Driver.cpp takes
 // the entry points below instead of libcuda's and libcublasLt's, so the whole
 // GPU path of libpfrt (device twins, arena, staging, scalar mirrors, kernel
 // arguments, the row-major to cuBLASLt GEMM mapping, graph capture and
@@ -11,7 +11,8 @@
 // graph launch replays. It is a test of libpfrt's logic, not of CUDA: the
 // arithmetic of the GEMM differs from cuBLAS's, and nothing here says a
 // kernel would be correct under real concurrency (CI also checks the
-// kernels' bodies against the CPU kernels, DeviceBodies.h).
+// kernels' bodies against the CPU kernels, kernels/DeviceBodies.h). What
+// it models and what it does not: README.md here.
 //
 // Opt-in only (an environment variable the tests set): a program never
 // falls back to it.

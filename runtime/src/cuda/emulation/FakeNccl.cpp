@@ -6,8 +6,8 @@
 
 #include "FakeNccl.h"
 
-#include "../common/Internal.h"
-#include "../mpi/MpiInternal.h"
+#include "../../common/Internal.h"
+#include "../../mpi/MpiInternal.h"
 #include "FakeDevice.h"
 #include "pfrt/pfrt.h"
 

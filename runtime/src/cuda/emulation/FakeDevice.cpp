@@ -8,7 +8,7 @@
 
 #include "FakeDevice.h"
 
-#include "../common/Internal.h"
+#include "../../common/Internal.h"
 
 #include <algorithm>
 #include <cstdio>

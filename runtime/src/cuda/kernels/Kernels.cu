@@ -2,12 +2,13 @@
 //
 // Compiled by nvcc at build time into a fatbin (sm_90 SASS and compute_90
 // PTX) that libpfrt embeds and loads with cuModuleLoadData; no CUDA runtime
-// library is involved. Every kernel is `extern "C"` (looked up by name in
-// DeviceTwins.cpp), launched with kBlock threads a block on the compute
-// stream, and loops grid-stride over its elements or rows, so any grid size
-// covers any n. The arithmetic is DeviceBodies.h's, built with
-// --fmad=false. No atomics: every output element is written by one thread,
-// and every sum has a fixed order.
+// library is involved. Every kernel is `extern "C"` (looked up by name
+// through ../Module.h's table), launched with kBlock threads a block on the
+// compute stream, and loops grid-stride over its elements or rows, so any
+// grid size covers any n. The arithmetic is the family bodies'
+// (DeviceBodies.h), built with --fmad=false. No atomics: every output
+// element is written by one thread, and every sum has a fixed order. The
+// emulation (../emulation/FakeKernels.cpp) builds this file for the host.
 //
 //===----------------------------------------------------------------------===//
 

@@ -89,7 +89,7 @@ using pfrt::fake::threadIdx;
 #define pfrt_cuda_count_kept pfrt_fake_count_kept
 #define pfrt_cuda_dropout pfrt_fake_dropout
 
-#include "Kernels.cu"
+#include "../kernels/Kernels.cu"
 
 namespace {
 

@@ -1,0 +1,208 @@
+//===- NcclCollectives.cpp - the collective twins on NCCL -----------------===//
+//
+// NcclComm.h's collectives: the host rows' argument checks, then the NCCL
+// call on the compute stream (capturable) with the group's communicator
+// (Nccl.cpp makes it); the split all-reduce on a stream of its own, forked
+// from and joined to the compute stream by events. NCCL has no all-to-all:
+// one group of a send and a receive per member.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NcclComm.h"
+#include "NcclInternal.h"
+
+#include "../common/CommChecks.h"
+#include "../common/Internal.h"
+#include "CudaInternal.h"
+#include "pfrt/pfrt.h"
+
+#include <nccl.h>
+
+#include <cstdint>
+
+using pfrt::comm::rootPosition;
+
+using namespace pfrt;
+using namespace pfrt::nccl::impl;
+
+namespace {
+
+using comm::checkBuf;
+using comm::checkCount;
+using comm::checkNoOverlap;
+
+int64_t blocks(int64_t n, int64_t count, const char *fn) {
+  return comm::mulCount(n, count, fn);
+}
+
+} // namespace
+
+namespace pfrt {
+namespace nccl {
+
+namespace {
+/// The group of an all-reduce over NCCL (blocking or split) after the host
+/// row's argument checks.
+const Group &allReduceGroup(const float *in, const float *out, int64_t count,
+                            const int64_t *ranks, int64_t n, const char *fn) {
+  const Group &g = groupFor(ranks, n, fn);
+  comm::checkAllReduceBuffers(in, out, count, fn);
+  return g;
+}
+} // namespace
+
+int allReduceSum(const float *in, float *out, int64_t count,
+                 const int64_t *ranks, int64_t n) {
+  const char *fn = "pfrt_all_reduce_sum";
+  const Group &g = allReduceGroup(in, out, count, ranks, n, fn);
+  if (count > 0) {
+    check(gNccl.api.ncclAllReduce(in, out, size_t(count), ncclFloat32, ncclSum,
+                                  g.comm, stream()),
+          "ncclAllReduce", fn);
+    pollAsync(g, fn);
+  }
+  return 0;
+}
+
+namespace {
+/// The stream the split all-reduces run on, the event that forks it from
+/// the compute stream, and each slot's completion event (made at first
+/// use: the first step runs uncaptured).
+struct AsyncReduces {
+  void *stream = nullptr;
+  void *fork = nullptr;
+  void *done[PFRT_MAX_ASYNC_SLOTS] = {};
+} gAsyncReduces;
+} // namespace
+
+int allReduceStart(const float *in, float *out, int64_t count,
+                   const int64_t *ranks, int64_t n, int64_t slot) {
+  const char *fn = "pfrt_all_reduce_start";
+  const Group &g = allReduceGroup(in, out, count, ranks, n, fn);
+  AsyncReduces &a = gAsyncReduces;
+  if (!a.stream) {
+    a.stream = cuda::newStream("the all-reduce stream");
+    a.fork = cuda::newEvent("the all-reduce stream's fork");
+  }
+  if (!a.done[slot])
+    a.done[slot] = cuda::newEvent("a split all-reduce's completion");
+  cuda::recordEvent(a.fork, cuda::computeStream());
+  cuda::streamWaitEvent(a.stream, a.fork);
+  if (count > 0) {
+    cuda::DeviceCommScope trace("all_reduce_nccl", a.stream,
+                                count * int64_t(sizeof(float)), n);
+    check(gNccl.api.ncclAllReduce(in, out, size_t(count), ncclFloat32, ncclSum,
+                                  g.comm, static_cast<cudaStream_t>(a.stream)),
+          "ncclAllReduce", fn);
+    pollAsync(g, fn);
+  }
+  cuda::recordEvent(a.done[slot], a.stream);
+  return 0;
+}
+
+void allReduceWait(int64_t slot) {
+  cuda::streamWaitEvent(cuda::computeStream(), gAsyncReduces.done[slot]);
+}
+
+int allGather(const float *in, float *out, int64_t count, const int64_t *ranks,
+              int64_t n) {
+  const char *fn = "pfrt_all_gather";
+  const Group &g = groupFor(ranks, n, fn);
+  checkCount(count, fn);
+  int64_t total = blocks(n, count, fn);
+  checkBuf(in, count, "in", fn);
+  checkBuf(out, total, "out", fn);
+  checkNoOverlap(in, count, out, total, fn);
+  if (count > 0) {
+    check(gNccl.api.ncclAllGather(in, out, size_t(count), ncclFloat32, g.comm,
+                                  stream()),
+          "ncclAllGather", fn);
+    pollAsync(g, fn);
+  }
+  return 0;
+}
+
+int reduceScatterSum(const float *in, float *out, int64_t count,
+                     const int64_t *ranks, int64_t n) {
+  const char *fn = "pfrt_reduce_scatter_sum";
+  const Group &g = groupFor(ranks, n, fn);
+  checkCount(count, fn);
+  int64_t total = blocks(n, count, fn);
+  checkBuf(in, total, "in", fn);
+  checkBuf(out, count, "out", fn);
+  checkNoOverlap(in, total, out, count, fn);
+  if (count > 0) {
+    check(gNccl.api.ncclReduceScatter(in, out, size_t(count), ncclFloat32,
+                                      ncclSum, g.comm, stream()),
+          "ncclReduceScatter", fn);
+    pollAsync(g, fn);
+  }
+  return 0;
+}
+
+int broadcast(float *buf, int64_t count, int64_t root, const int64_t *ranks,
+              int64_t n) {
+  const char *fn = "pfrt_broadcast";
+  const Group &g = groupFor(ranks, n, fn);
+  checkCount(count, fn);
+  checkBuf(buf, count, "buf", fn);
+  int rootPos = rootPosition(ranks, n, root, fn);
+  if (count > 0) {
+    check(gNccl.api.ncclBroadcast(buf, buf, size_t(count), ncclFloat32, rootPos,
+                                  g.comm, stream()),
+          "ncclBroadcast", fn);
+    pollAsync(g, fn);
+  }
+  return 0;
+}
+
+int reduceSum(const float *in, float *out, int64_t count, int64_t root,
+              const int64_t *ranks, int64_t n) {
+  const char *fn = "pfrt_reduce_sum";
+  const Group &g = groupFor(ranks, n, fn);
+  checkCount(count, fn);
+  int rootPos = rootPosition(ranks, n, root, fn);
+  bool isRoot = rootPos == g.pos;
+  checkBuf(in, count, "in", fn);
+  if (isRoot) {
+    checkBuf(out, count, "out (on the root)", fn);
+    if (in != out)
+      checkNoOverlap(in, count, out, count, fn);
+  }
+  if (count > 0) {
+    check(gNccl.api.ncclReduce(in, isRoot ? out : nullptr, size_t(count),
+                               ncclFloat32, ncclSum, rootPos, g.comm, stream()),
+          "ncclReduce", fn);
+    pollAsync(g, fn);
+  }
+  return 0;
+}
+
+int allToAll(const float *in, float *out, int64_t count, const int64_t *ranks,
+             int64_t n) {
+  const char *fn = "pfrt_all_to_all";
+  const Group &g = groupFor(ranks, n, fn);
+  checkCount(count, fn);
+  int64_t total = blocks(n, count, fn);
+  checkBuf(in, total, "in", fn);
+  checkBuf(out, total, "out", fn);
+  checkNoOverlap(in, total, out, total, fn);
+  if (count == 0)
+    return 0;
+  cudaStream_t s = stream();
+  check(gNccl.api.ncclGroupStart(), "ncclGroupStart", fn);
+  for (int64_t p = 0; p < n; ++p) {
+    check(gNccl.api.ncclSend(in + p * count, size_t(count), ncclFloat32, int(p),
+                             g.comm, s),
+          "ncclSend", fn);
+    check(gNccl.api.ncclRecv(out + p * count, size_t(count), ncclFloat32,
+                             int(p), g.comm, s),
+          "ncclRecv", fn);
+  }
+  check(gNccl.api.ncclGroupEnd(), "ncclGroupEnd", fn);
+  pollAsync(g, fn);
+  return 0;
+}
+
+} // namespace nccl
+} // namespace pfrt

@@ -1,0 +1,221 @@
+//===- StagedBoxing.cpp - GPU ranks' boxing rows through the host ---------===//
+//
+// The device twins of the boxing rows (all-gather, reduce-scatter and
+// all-to-all along an axis, slices) and of the vocabulary-parallel
+// cross-entropy, host-staged (StagedComm.h): each buffer the host row reads
+// is copied to the host, the row runs there (its checks and bits are the
+// CPU's), and what it writes is copied back. A step calling them is not
+// captured.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StagedComm.h"
+
+#include "../common/Internal.h"
+#include "pfrt/pfrt.h"
+#include "pfrt/pfrt_cuda.h"
+
+#include <climits>
+#include <cstdint>
+
+using namespace pfrt;
+using namespace pfrt::staged;
+
+namespace {
+
+/// Bytes per element of a boxing dtype, or -1 for one the host row rejects.
+int64_t dtypeBytes(int32_t dtype) {
+  switch (dtype) {
+  case PFRT_DTYPE_F32:
+  case PFRT_DTYPE_I32:
+    return 4;
+  case PFRT_DTYPE_I64:
+    return 8;
+  }
+  return -1;
+}
+
+/// The byte size of a tensor of `ndim` dimensions `shape` and `es`-byte
+/// elements, or -1 where the host rows reject the shape (a bad rank, NULL,
+/// a negative dimension, an overflow) or the dtype (es < 0).
+int64_t tensorBytes(int64_t ndim, const int64_t *shape, int64_t es) {
+  if (es < 0 || ndim < 0 || ndim > kMaxRank || (ndim > 0 && !shape))
+    return -1;
+  int64_t elems = 1, bytes;
+  for (int64_t d = 0; d < ndim; ++d)
+    if (shape[d] < 0 || __builtin_mul_overflow(elems, shape[d], &elems))
+      return -1;
+  return __builtin_mul_overflow(elems, es, &bytes) ? -1 : bytes;
+}
+
+/// `bytes` times n (a gathered or unsliced tensor), or -1 for a bad n or an
+/// overflow (both rejected by the host rows).
+int64_t timesN(int64_t bytes, int64_t n) {
+  int64_t out;
+  if (bytes < 0 || n < 1 || __builtin_mul_overflow(bytes, n, &out))
+    return -1;
+  return out;
+}
+
+/// One of the n blocks of in_shape along axis: `bytes` / n, or -1 where the
+/// host rows reject the axis or the split.
+int64_t oneBlock(int64_t bytes, int64_t ndim, const int64_t *shape,
+                 int64_t axis, int64_t n) {
+  if (bytes < 0 || n < 1 || axis < 0 || axis >= ndim || shape[axis] % n != 0)
+    return -1;
+  return bytes / n;
+}
+
+/// Runs a boxing row on host copies of in (`inBytes`) and out (`outBytes`);
+/// a size of -1 (arguments the host row rejects) stages nothing, and the
+/// host row, called on the device addresses, fails with its own error
+/// before touching them.
+template <typename Row>
+int stagedBoxing(const void *in, int64_t inBytes, void *out, int64_t outBytes,
+                 Row row) {
+  if (inBytes < 0 || outBytes < 0)
+    return row(in, out);
+  HostStage stage;
+  size_t i = stage.add(in, inBytes, /*read=*/true, /*written=*/false);
+  size_t o = stage.add(out, outBytes, /*read=*/false, /*written=*/true);
+  stage.toHost();
+  int rc = row(stage.host(i), stage.host(o));
+  stage.toDevice();
+  return rc;
+}
+
+/// n * c floats of logits, or -1 where the vocabulary cross-entropy rejects
+/// the sizes (n < 1, c < 1, more rows than one all-reduce takes) or they
+/// overflow.
+int64_t logitsBytes(int64_t n, int64_t c) {
+  int64_t elems, bytes;
+  if (n < 1 || c < 1 || n > INT32_MAX / 2 ||
+      __builtin_mul_overflow(n, c, &elems) ||
+      __builtin_mul_overflow(elems, int64_t(sizeof(float)), &bytes))
+    return -1;
+  return bytes;
+}
+
+} // namespace
+
+extern "C" {
+
+int pfrt_cuda_box_all_gather(const void *in, void *out, int32_t dtype,
+                             int64_t ndim, const int64_t *in_shape,
+                             int64_t axis, const int64_t *ranks, int64_t n) {
+  enter("pfrt_cuda_box_all_gather");
+  int64_t inBytes = tensorBytes(ndim, in_shape, dtypeBytes(dtype));
+  return stagedBoxing(in, inBytes, out, timesN(inBytes, n),
+                      [&](const void *hin, void *hout) {
+                        return pfrt_box_all_gather(hin, hout, dtype, ndim,
+                                                   in_shape, axis, ranks, n);
+                      });
+}
+
+int pfrt_cuda_box_reduce_scatter(const float *in, float *out, int64_t ndim,
+                                 const int64_t *in_shape, int64_t axis,
+                                 const int64_t *ranks, int64_t n) {
+  enter("pfrt_cuda_box_reduce_scatter");
+  int64_t inBytes = tensorBytes(ndim, in_shape, int64_t(sizeof(float)));
+  return stagedBoxing(
+      in, inBytes, out, oneBlock(inBytes, ndim, in_shape, axis, n),
+      [&](const void *hin, void *hout) {
+        return pfrt_box_reduce_scatter(static_cast<const float *>(hin),
+                                       static_cast<float *>(hout), ndim,
+                                       in_shape, axis, ranks, n);
+      });
+}
+
+int pfrt_cuda_box_all_to_all(const void *in, void *out, int32_t dtype,
+                             int64_t ndim, const int64_t *in_shape,
+                             int64_t split_axis, int64_t concat_axis,
+                             const int64_t *ranks, int64_t n) {
+  enter("pfrt_cuda_box_all_to_all");
+  int64_t bytes = tensorBytes(ndim, in_shape, dtypeBytes(dtype));
+  // out has in's size; a split the host row rejects stages nothing.
+  int64_t outBytes =
+      oneBlock(bytes, ndim, in_shape, split_axis, n) < 0 ? -1 : bytes;
+  return stagedBoxing(
+      in, bytes, out, outBytes, [&](const void *hin, void *hout) {
+        return pfrt_box_all_to_all(hin, hout, dtype, ndim, in_shape, split_axis,
+                                   concat_axis, ranks, n);
+      });
+}
+
+// Local (no MPI), staged like the collectives so that the host row's
+// checks and bits are the CPU's; a step slicing this way is not captured.
+int pfrt_cuda_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
+                        const int64_t *in_shape, int64_t axis, int64_t index,
+                        int64_t n) {
+  enter("pfrt_cuda_box_slice");
+  int64_t inBytes = tensorBytes(ndim, in_shape, dtypeBytes(dtype));
+  return stagedBoxing(
+      in, inBytes, out, oneBlock(inBytes, ndim, in_shape, axis, n),
+      [&](const void *hin, void *hout) {
+        return pfrt_box_slice(hin, hout, dtype, ndim, in_shape, axis, index, n);
+      });
+}
+
+int pfrt_cuda_box_unslice(const void *in, void *out, int32_t dtype,
+                          int64_t ndim, const int64_t *in_shape, int64_t axis,
+                          int64_t index, int64_t n) {
+  enter("pfrt_cuda_box_unslice");
+  int64_t inBytes = tensorBytes(ndim, in_shape, dtypeBytes(dtype));
+  return stagedBoxing(in, inBytes, out, timesN(inBytes, n),
+                      [&](const void *hin, void *hout) {
+                        return pfrt_box_unslice(hin, hout, dtype, ndim,
+                                                in_shape, axis, index, n);
+                      });
+}
+
+// The whole loss on the host: the CPU's row statistics, all-reduces and
+// float64 sums, so every layout gives the CPU's bits.
+int pfrt_cuda_softmax_xent_vocab(const float *logits, const int64_t *labels,
+                                 float *loss, int64_t n, int64_t c,
+                                 int64_t offset, int64_t classes,
+                                 int64_t ignore_index, int64_t mode,
+                                 const int64_t *ranks, int64_t nranks) {
+  enter("pfrt_cuda_softmax_xent_vocab");
+  int64_t bytes = logitsBytes(n, c);
+  if (bytes < 0) // fatal: the host row names the sizes
+    return pfrt_softmax_xent_vocab(logits, labels, loss, n, c, offset, classes,
+                                   ignore_index, mode, ranks, nranks);
+  HostStage stage;
+  size_t x = stage.add(logits, bytes, true, false);
+  size_t l = stage.add(labels, n * int64_t(sizeof(int64_t)), true, false);
+  size_t o = stage.add(loss, int64_t(sizeof(float)), false, true);
+  stage.toHost();
+  int rc = pfrt_softmax_xent_vocab(stage.host<float>(x), stage.host<int64_t>(l),
+                                   stage.host<float>(o), n, c, offset, classes,
+                                   ignore_index, mode, ranks, nranks);
+  stage.toDevice();
+  return rc;
+}
+
+int pfrt_cuda_softmax_xent_vocab_grad(const float *logits,
+                                      const int64_t *labels, const float *dloss,
+                                      float *dlogits, int64_t n, int64_t c,
+                                      int64_t offset, int64_t classes,
+                                      int64_t ignore_index, int64_t mode,
+                                      const int64_t *ranks, int64_t nranks) {
+  enter("pfrt_cuda_softmax_xent_vocab_grad");
+  int64_t bytes = logitsBytes(n, c);
+  if (bytes < 0)
+    return pfrt_softmax_xent_vocab_grad(logits, labels, dloss, dlogits, n, c,
+                                        offset, classes, ignore_index, mode,
+                                        ranks, nranks);
+  HostStage stage;
+  size_t x = stage.add(logits, bytes, true, false);
+  size_t l = stage.add(labels, n * int64_t(sizeof(int64_t)), true, false);
+  size_t d = stage.add(dloss, int64_t(sizeof(float)), true, false);
+  size_t o = stage.add(dlogits, bytes, false, true);
+  stage.toHost();
+  int rc = pfrt_softmax_xent_vocab_grad(
+      stage.host<float>(x), stage.host<int64_t>(l), stage.host<float>(d),
+      stage.host<float>(o), n, c, offset, classes, ignore_index, mode, ranks,
+      nranks);
+  stage.toDevice();
+  return rc;
+}
+
+} // extern "C"
