@@ -55,8 +55,21 @@ protected:
     if (!module)
       return {};
     auto step = cast<func::FuncOp>(module->lookupSymbol("step"));
-    BufferAnalysis analysis(step.getBody().front(), true, nullptr, 8, true,
-                            true, false, false, /*groupUpdates=*/true);
+    // A GPU rank's decisions (pf-gpu-folds without element-wise groups),
+    // recorded as attributes, then read back as the lowering reads them:
+    // the groups below went through the IR.
+    Block &block = step.getBody().front();
+    {
+      BufferAnalysis decide(block);
+      decide.planInPlace(block);
+      decide.fuseBiasRelus(block);
+      decide.foldAccumulation(block);
+      decide.foldGemmBiases(block, /*withRelu=*/true);
+      decide.pairBiasGradients(block);
+      decide.groupUpdateRuns(block);
+      decide.record(block);
+    }
+    BufferAnalysis analysis(block);
     copying.clear();
     step.walk([&](ReadParamOp read) {
       if (analysis.isCopyingRead(read))

@@ -1,6 +1,7 @@
 //===- Pipelines.cpp - PipeFlow's registered pass pipelines ---------------===//
 
 #include "pf/Pipelines/Pipelines.h"
+#include "pf/Conversion/Fusion/Fusion.h"
 #include "pf/Conversion/Passes.h"
 #include "pf/Dialect/PF/Transforms/Passes.h"
 
@@ -125,6 +126,11 @@ static void buildCompilePipeline(OpPassManager &pm,
   buckets.overlap = options.overlapGradients == Overlap::On ||
                     (options.overlapGradients == Overlap::Auto && gpu);
   pm.addPass(createBucketGradientsPass(buckets));
+  // The fusion and buffer decisions, in the IR the rank stop prints.
+  if (gpu)
+    buildGPUFoldPipeline(pm, /*accumulation=*/true, /*generatedKernels=*/true);
+  else
+    buildCPUFoldPipeline(pm, /*accumulation=*/true, options.generatedKernels);
   if (options.compileTo == Stop::Rank)
     return;
   pm.addPass(createVerifyCommPass());
@@ -162,6 +168,7 @@ void mlir::pf::buildStagePipeline(OpPassManager &pm,
 }
 
 void mlir::pf::registerPipelines() {
+  registerFoldPipelines();
   PassPipelineRegistration<StagePipelineOptions>(
       "pf-stage-pipeline",
       "pf IR (forward + loss) -> staged training step with micro-batches and "

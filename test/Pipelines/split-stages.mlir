@@ -4,7 +4,7 @@
 // RUN: pf-opt %pf_src_root/examples/mlir/seed_mlp.mlir -pf-compile-cpu-pipeline="accumulation-steps=2 schedule=1f1b split-stages pf-compile-to=rank" | FileCheck %s --check-prefix=ONE
 // Splitting and inlining back gives the unsplit program.
 // RUN: pf-opt %pf_src_root/examples/mlir/seed_mlp.mlir -pf-compile-cpu-pipeline="accumulation-steps=2 schedule=zb-h1 pf-compile-to=rank" -o %t.plain.mlir
-// RUN: pf-opt %pf_src_root/examples/mlir/seed_mlp.mlir -pf-compile-cpu-pipeline="accumulation-steps=2 schedule=zb-h1 split-stages pf-compile-to=rank" | pf-opt -pf-inline-stages -pf-forward-grad-buffers -o %t.roundtrip.mlir
+// RUN: pf-opt %pf_src_root/examples/mlir/seed_mlp.mlir -pf-compile-cpu-pipeline="accumulation-steps=2 schedule=zb-h1 split-stages pf-compile-to=rank" | pf-opt -pf-inline-stages -pf-forward-grad-buffers -pf-cpu-folds -o %t.roundtrip.mlir
 // RUN: diff %t.plain.mlir %t.roundtrip.mlir
 
 // ZB-H1 keeps B and W apart; the last stage runs F0 B0 F1 B1 W0 W1, then

@@ -22,9 +22,6 @@ def ConvertPFToCPUPass : Pass<"convert-pf-to-cpu", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
   let options = [
-    Option<"foldAccumulation", "fold-accumulation", "bool", /*default=*/"true",
-           "fold add(acc, matmul(...)) into the matmul (C += A B into the "
-           "accumulator's buffer) when nothing else reads either">,
     Option<"reportOutputs", "report-outputs", "bool", /*default=*/"false",
            "an inference step: every result of the step is reported with "
            "pfrt_report_output (its local part on each rank that holds it) "
@@ -71,9 +68,6 @@ def ConvertPFToGPUPass : Pass<"convert-pf-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"
   ];
   let options = [
-    Option<"foldAccumulation", "fold-accumulation", "bool", /*default=*/"true",
-           "fold add(acc, matmul(...)) into the matmul (beta = 1 into the "
-           "accumulator's buffer) when nothing else reads either">,
     Option<"reportOutputs", "report-outputs", "bool", /*default=*/"false",
            "an inference step: every result of the step is reported with "
            "pfrt_report_output instead of as per-micro-batch losses">,
@@ -139,5 +133,137 @@ def GPUKernelsPass : Pass<"pf-gpu-kernels", "::mlir::ModuleOp"> {
     "::mlir::math::MathDialect"
   ];
 }
+
+
+//===----------------------------------------------------------------------===//
+// Fusion and buffer decisions (lib/Conversion/Fusion). Each pass decides one
+// kind over every rank's step and records it as attributes of the ops
+// (lib/Conversion/Common/FoldAttributes.cpp), which the rank lowering only
+// reads. The pipelines pf-cpu-folds and pf-gpu-folds run them in order
+// (later ones read the earlier decisions).
+//===----------------------------------------------------------------------===//
+
+class FoldPass<string arg, string sum, string desc>
+    : Pass<arg, "::mlir::ModuleOp"> {
+  let summary = sum;
+  let description = desc;
+}
+
+def ResetFoldsPass : FoldPass<"pf-reset-folds",
+    "drops every recorded fusion and buffer decision", [{
+  Removes the attributes the fold passes record (`pf.fold`,
+  `pf.kernel_group`, ...), so that a fold pipeline decides everything
+  afresh (pf-cpu-folds and pf-gpu-folds start with it).
+}]>;
+
+def HoistBiasReadsPass : FoldPass<"pf-hoist-bias-reads",
+    "reads a Linear's bias before its GEMM", [{
+  A traced Linear reads its bias after its GEMM; reading it just before lets
+  the GEMM start from the bias rows (pf-fold-gemm-bias). Only a read between
+  the GEMM and its bias_add, of the same stage, micro-batch and phase, with
+  no write of the parameter in between, moves: the values read are the same.
+}]>;
+
+def PlanInPlacePass : FoldPass<"pf-plan-in-place",
+    "marks copying reads and in-place optimizer updates", [{
+  A read_param aliases its parameter's buffer unless the parameter is
+  written before the read's last use: then it copies (`pf.copy_read`). An
+  optimizer update computes each result straight into the buffer its only
+  write_param stores it to (`pf.in_place = ["param", ...]`), unless the old
+  value is still read after the update or a read between the update and
+  the store would see the new value early.
+}]>;
+
+def FuseBiasReluPass : FoldPass<"pf-fuse-bias-relu",
+    "computes a relu with the bias_add before it", [{
+  A bias_add whose only user is a relu computes both in one pass into the
+  relu's buffer: the relu gets `pf.fold = "bias_relu"`.
+}]>;
+
+def LoadInputsByPartsPass : FoldPass<"pf-load-inputs-by-parts",
+    "loads inputs a micro-batch at a time", [{
+  An input read only through pf.microbatch slices whose parts are whole
+  boxes or even row ranges of one box is loaded one micro-batch at a time
+  where each slice is taken (argument attribute `pf.load_by_parts`).
+}]>;
+
+def FoldAccumulationPass : FoldPass<"pf-fold-accumulation",
+    "folds add(acc, matmul) into the matmul (C += A B)", [{
+  In `add(acc, matmul(...))` where the matmul's only user is the add and
+  `acc`, a fresh step buffer computed before the matmul, is read by nothing
+  else, the matmul adds its product into acc's buffer (beta = 1): the add
+  gets `pf.fold = "gemm_accumulate"` and `pf.fold_operand`, the product's
+  operand number.
+}]>;
+
+def FoldGemmBiasPass : FoldPass<"pf-fold-gemm-bias",
+    "computes a bias_add by the GEMM before it", [{
+  A bias_add over the last axis of a plain GEMM's only use (not an
+  accumulating one) is computed by the GEMM: its bias rows fill C first, or
+  cuBLASLt's BIAS epilogue (`pf.fold = "gemm_bias"`). With `relu`, also one
+  whose relu is fused (cuBLASLt's RELU_BIAS: the relu gets
+  `pf.fold = "gemm_bias_relu"`); without, such a bias_add keeps its fused
+  pass (one pass less on a CPU).
+}]> {
+  let options = [
+    Option<"relu", "relu", "bool", /*default=*/"false",
+           "also fold a bias_add whose relu is fused (RELU_BIAS epilogue)">,
+  ];
+}
+
+def FoldBiasGradPass : FoldPass<"pf-fold-bias-grad",
+    "computes a bias gradient by the weight-gradient GEMM", [{
+  reduce_sum(dZ, axis 0) and matmul(dZ, X, transpose_a) of one action are
+  one GEMM with cuBLASLt's BGRADB epilogue, run at the later of the two
+  when nothing reads the earlier one's result before it: both get
+  `pf.bias_grad_pair = n`.
+}]>;
+
+def FoldSoftmaxPass : FoldPass<"pf-fold-softmax",
+    "computes the attention scale and mask in the softmax", [{
+  A softmax over the last axis computes the masked_fill and mul_scalar
+  before it (each its successor's only operand use, one action, no
+  parameter written in between) at its own place, reading the mask from a
+  broadcast over leading axes without the broadcast: those ops get
+  `pf.fold = "softmax_prologue"`. A mul_scalar that is a softmax gradient's
+  only user is computed by the gradient's kernel
+  (`pf.fold = "softmax_grad_scale"`).
+}]>;
+
+def FoldViewsPass : FoldPass<"pf-fold-views",
+    "reads and writes GEMM operands through strides", [{
+  A plain GEMM operand computed by slices, reshapes and transposes (one of
+  them a slice or transpose) is read through strides from the buffer the
+  views start from (`pf.strided_a`/`pf.strided_b = array<i64: views,
+  offset, strides...>`); a GEMM result read only by a transpose and
+  reshapes (perhaps into a concat of such pieces) is written through
+  strides into their buffer (`pf.strided_result = array<i64: offset,
+  strides...>`). The view ops only GEMMs read through, and concats whose
+  pieces GEMMs wrote, are never computed (`pf.fold = "strided_view"`,
+  `"strided_concat"`).
+}]>;
+
+def GroupElementwisePass : FoldPass<"pf-group-elementwise",
+    "groups element-wise ops into generated kernels", [{
+  A run of consecutive element-wise ops with generated kernels, of one
+  action and one shape (f32, operands of the result's type, no other
+  decision of their own), is one kernel at the last op's place, with at
+  most `max-pointers` buffers: each op gets `pf.kernel_group = n`. A
+  member's result read only inside the group is never stored.
+}]> {
+  let options = [
+    Option<"maxPointers", "max-pointers", "unsigned", /*default=*/"8",
+           "the most buffers (inputs and outputs) one kernel takes">,
+  ];
+}
+
+def GroupUpdatesPass : FoldPass<"pf-group-updates",
+    "groups optimizer updates into multi-tensor calls", [{
+  A run of in-place optimizer updates of one kind, one action, one lr and
+  step and the same hyper-parameters, with nothing between them but reads
+  of parameters no member has written yet, run-time scalars, constants and
+  their no-op write_params, is one multi-tensor call at the run's last
+  update (pfrt_k_sgd_multi / pfrt_k_adam_multi): `pf.update_group = n`.
+}]>;
 
 #endif // PF_CONVERSION_PASSES_TD

@@ -52,9 +52,10 @@ void BufferAnalysis::groupElementwise(Block &block,
   // An op a kernel may compute: one f32 result, operands of its type (one
   // element each, same index), and no buffer decision of its own.
   auto candidate = [&](Operation &op) {
-    if (!elementwise(&op) || op.getNumResults() != 1 || fusedRelus.count(&op) ||
-        foldedAdds.count(&op) || inPrologue.count(&op) ||
-        foldedGradScales.count(&op) || !inPlace.lookup(op.getResult(0)).empty())
+    if (!elementwise(&op) || op.getNumResults() != 1 || groupIndex.count(&op) ||
+        fusedRelus.count(&op) || foldedAdds.count(&op) ||
+        inPrologue.count(&op) || foldedGradScales.count(&op) ||
+        !inPlace.lookup(op.getResult(0)).empty())
       return false;
     Type t = op.getResult(0).getType();
     auto global = dyn_cast<GlobalType>(t);
@@ -98,16 +99,34 @@ void BufferAnalysis::groupElementwise(Block &block,
   close();
 }
 
-BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
-                               bool (*elementwise)(Operation *),
-                               unsigned maxPointers, bool foldBiasRelu,
-                               bool foldBiasGrad, bool foldSoftmax,
-                               bool foldViews, bool groupUpdates) {
+namespace {
+/// Each op's position in `block`.
+llvm::DenseMap<Operation *, unsigned> programOrder(Block &block) {
   llvm::DenseMap<Operation *, unsigned> order;
   unsigned position = 0;
   for (Operation &op : block)
     order[&op] = position++;
+  return order;
+}
 
+/// Calls `fn` on the ops that read `v`'s buffer: its users and, through
+/// views (reshape, flatten and to_global lower to their operand's buffer),
+/// theirs.
+template <typename Fn> void forEachBufferUser(Value v, Fn &&fn) {
+  SmallVector<Value, 4> work{v};
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    for (Operation *user : x.getUsers()) {
+      fn(user);
+      if (isa<ReshapeOp, FlattenOp, ToGlobalOp>(user))
+        work.push_back(user->getResult(0));
+    }
+  }
+}
+} // namespace
+
+void BufferAnalysis::planInPlace(Block &block) {
+  llvm::DenseMap<Operation *, unsigned> order = programOrder(block);
   // Reads, and writes, per parameter.
   llvm::StringMap<SmallVector<ReadParamOp>> reads;
   llvm::StringMap<SmallVector<WriteParamOp>> writes;
@@ -117,21 +136,6 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
     else if (auto write = dyn_cast<WriteParamOp>(op))
       writes[write.getParam()].push_back(write);
   }
-
-  // The ops that read a value's buffer: its users and, through views
-  // (reshape, flatten and to_global lower to their operand's buffer),
-  // theirs.
-  auto forEachBufferUser = [](Value v, auto &&fn) {
-    SmallVector<Value, 4> work{v};
-    while (!work.empty()) {
-      Value x = work.pop_back_val();
-      for (Operation *user : x.getUsers()) {
-        fn(user);
-        if (isa<ReshapeOp, FlattenOp, ToGlobalOp>(user))
-          work.push_back(user->getResult(0));
-      }
-    }
-  };
 
   for (auto &[name, list] : reads)
     for (ReadParamOp read : list) {
@@ -173,14 +177,18 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
         inPlace[r] = write.getParam();
     }
   }
+}
 
+void BufferAnalysis::fuseBiasRelus(Block &block) {
   for (auto ba : block.getOps<BiasAddOp>())
     if (ba->hasOneUse())
       if (auto relu = dyn_cast<ReluOp>(*ba->getUsers().begin())) {
         fusedRelus.insert(relu);
         fusedWith[ba] = relu;
       }
+}
 
+void BufferAnalysis::loadInputsByParts(Block &block) {
   // Inputs loaded by parts: only micro-batch slices read them, and each
   // part is whole boxes or an even row range of one box.
   auto func = dyn_cast_or_null<FunctionOpInterface>(block.getParentOp());
@@ -211,12 +219,13 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
         (parts % numBoxes == 0 && rows % (parts / numBoxes) == 0))
       partLoaded.insert(arg);
   }
+}
 
-  // Accumulating GEMMs. The accumulator must own a fresh step buffer (not a
-  // parameter, input, view or in-place result) that nothing else reads.
+void BufferAnalysis::foldAccumulation(Block &block) {
+  llvm::DenseMap<Operation *, unsigned> order = programOrder(block);
+  // The accumulator must own a fresh step buffer (not a parameter, input,
+  // view or in-place result) that nothing else reads.
   for (auto add : block.getOps<AddOp>()) {
-    if (!foldAccumulation)
-      break;
     for (unsigned i = 0; i < 2; ++i) {
       Value acc = add->getOperand(i), product = add->getOperand(1 - i);
       auto mm = product.getDefiningOp<MatmulOp>();
@@ -224,7 +233,7 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
       if (!mm || !product.hasOneUse() || !acc.hasOneUse() || !def ||
           acc == product || def->getBlock() != &block ||
           order[def] >= order[mm] || acc.getType() != product.getType() ||
-          !inPlace.lookup(acc).empty() ||
+          !inPlace.lookup(acc).empty() || accumulators.count(mm) ||
           !isa<MatmulOp, AddOp, ReluGradOp, ReduceSumOp, RecvOp>(def))
         continue;
       accumulators[mm] = acc;
@@ -232,9 +241,13 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
       break;
     }
   }
+}
 
+void BufferAnalysis::foldGemmBiases(Block &block, bool withRelu) {
+  llvm::DenseMap<Operation *, unsigned> order = programOrder(block);
   // A bias_add over the last axis of a plain GEMM's only use: the GEMM
-  // starts from the bias rows (a relu-fused bias_add keeps its pass).
+  // starts from the bias rows (a relu-fused bias_add keeps its pass unless
+  // `withRelu`).
   for (auto ba : block.getOps<BiasAddOp>()) {
     auto mm = ba.getInput().getDefiningOp<MatmulOp>();
     auto type = cast<GlobalType>(ba.getInput().getType());
@@ -244,7 +257,7 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
         (biasDef->getBlock() != &block || order[biasDef] >= order[mm]))
       continue;
     if (!mm || !ba.getInput().hasOneUse() || accumulators.count(mm) ||
-        (fusedWith.count(ba) && !foldBiasRelu) ||
+        biasOf.count(mm) || (fusedWith.count(ba) && !withRelu) ||
         ba.getAxis() != type.getRank() - 1 ||
         ba.getType() != ba.getInput().getType() ||
         !type.getElementType().isF32())
@@ -254,18 +267,18 @@ BufferAnalysis::BufferAnalysis(Block &block, bool foldAccumulation,
     if (Operation *relu = fusedWith.lookup(ba))
       reluOf[mm] = relu;
   }
-
-  if (foldBiasGrad)
-    pairBiasGradients(block, order);
-  if (foldSoftmax)
-    foldSoftmaxes(block);
-  if (foldViews)
-    foldViewsIntoGemms(block);
-  if (elementwise)
-    groupElementwise(block, elementwise, maxPointers);
-  if (groupUpdates)
-    groupUpdateRuns(block);
 }
+
+namespace {
+/// `op`'s discardable attributes but the recorded decisions (FoldAttributes).
+SmallVector<NamedAttribute> withoutRecords(Operation *op) {
+  SmallVector<NamedAttribute> out;
+  for (NamedAttribute a : op->getDiscardableAttrs())
+    if (!BufferAnalysis::isRecord(a.getName()))
+      out.push_back(a);
+  return out;
+}
+} // namespace
 
 void BufferAnalysis::groupUpdateRuns(Block &block) {
   auto lrOf = [](Operation *op) {
@@ -278,16 +291,14 @@ void BufferAnalysis::groupUpdateRuns(Block &block) {
   // moves no arena buffer) and that no other analysis claimed.
   auto eligible = [&](Operation *op) {
     return isa<SGDUpdateOp, AdamUpdateOp>(op) && !groupIndex.count(op) &&
-           !deferredTo.count(op) &&
+           !deferredTo.count(op) && !updateGroupIndex.count(op) &&
            llvm::all_of(op->getResults(),
                         [&](Value r) { return inPlace.count(r); });
   };
   auto compatible = [&](Operation *a, Operation *b) {
     return a->getName() == b->getName() &&
            a->getPropertiesAsAttribute() == b->getPropertiesAsAttribute() &&
-           a->getDiscardableAttrDictionary() ==
-               b->getDiscardableAttrDictionary() &&
-           lrOf(a) == lrOf(b);
+           withoutRecords(a) == withoutRecords(b) && lrOf(a) == lrOf(b);
   };
   // The parameter whose buffer `v` is (a read_param, through views that
   // alias their operand's buffer), if any.
@@ -396,21 +407,12 @@ void BufferAnalysis::foldSoftmaxes(Block &block) {
       // A mask broadcast over leading axes only: its rows repeat.
       Value mask = fill.getMask();
       auto bc = mask.getDefiningOp<BroadcastToOp>();
-      if (bc && onlyFor(mask, fill, bc)) {
-        ArrayRef<int64_t> from =
-            cast<GlobalType>(bc.getInput().getType()).getShape();
-        SmallVector<int64_t> padded(shape.size() - from.size(), 1);
-        llvm::append_range(padded, from);
-        size_t k = 0;
-        while (k + 1 < padded.size() && padded[k] == 1)
-          ++k;
-        if (ArrayRef<int64_t>(padded).drop_front(k) == shape.drop_front(k)) {
+      if (bc && onlyFor(mask, fill, bc))
+        if (std::optional<int64_t> r = broadcastMaskRows(
+                shape, cast<GlobalType>(bc.getInput().getType()).getShape())) {
           p.broadcast = bc;
-          p.maskRows = 1;
-          for (int64_t d : shape.drop_front(k).drop_back())
-            p.maskRows *= d;
+          p.maskRows = *r;
         }
-      }
       in = fill.getInput();
     }
     auto scale = in.getDefiningOp<MulScalarOp>();
@@ -756,8 +758,8 @@ void BufferAnalysis::foldViewsIntoGemms(Block &block) {
       foldedViews.insert(w.chain.begin(), w.chain.end());
 }
 
-void BufferAnalysis::pairBiasGradients(
-    Block &block, const llvm::DenseMap<Operation *, unsigned> &order) {
+void BufferAnalysis::pairBiasGradients(Block &block) {
+  llvm::DenseMap<Operation *, unsigned> order = programOrder(block);
   for (auto reduce : block.getOps<ReduceSumOp>()) {
     for (Operation *user : reduce.getInput().getUsers()) {
       auto mm = dyn_cast<MatmulOp>(user);

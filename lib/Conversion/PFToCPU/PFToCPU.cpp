@@ -46,9 +46,8 @@ public:
                const llvm::DenseMap<Operation *, Operation *> &sendDone,
                const RankLoweringOptions &options, ArrayRef<int64_t> commGroups)
       : module(module), step(step), commGroups(commGroups),
-        b(module.getContext()),
-        state(module, step.getBody().front(), options.foldAccumulation,
-              options.target, options.generatedKernels),
+        b(module.getContext()), state(module, step.getBody().front(),
+                                      options.target, options.generatedKernels),
         outline(options.outlineActions), passName(options.passName) {
     state.sendDone = sendDone;
     state.reportOutputs = options.reportOutputs;
@@ -377,33 +376,6 @@ LogicalResult RankLowering::lowerStep() {
   return success();
 }
 
-/// A Linear's bias is read after its GEMM in traced programs; reading it
-/// just before lets the GEMM start from the bias rows (BufferAnalysis folds
-/// the bias_add into it). Only a read between the GEMM and its bias_add,
-/// with the same stage, micro-batch and phase, and no write of the
-/// parameter in between, moves: the values read are the same.
-static void hoistBiasReads(Block &block) {
-  for (auto ba : llvm::to_vector(block.getOps<BiasAddOp>())) {
-    auto mm = ba.getInput().getDefiningOp<MatmulOp>();
-    auto read = ba.getBias().getDefiningOp<ReadParamOp>();
-    if (!mm || !read || mm->getBlock() != &block ||
-        read->getBlock() != &block || !mm->isBeforeInBlock(read) ||
-        !read->isBeforeInBlock(ba))
-      continue;
-    bool sameAction = true;
-    for (StringRef name : {PFDialect::StageAttrHelper::getNameStr(),
-                           PFDialect::MicrobatchAttrHelper::getNameStr(),
-                           PFDialect::PhaseAttrHelper::getNameStr()})
-      sameAction &= mm->getAttr(name) == read->getAttr(name);
-    bool written = false;
-    for (Operation *op = mm->getNextNode(); op != read; op = op->getNextNode())
-      if (auto write = dyn_cast<WriteParamOp>(op))
-        written |= write.getParam() == read.getParam();
-    if (sameAction && !written)
-      read->moveBefore(mm);
-  }
-}
-
 /// main(argc, argv) hands both functions to the runtime's driver.
 void RankLowering::emitMain() {
   Location loc = module.getLoc();
@@ -605,8 +577,6 @@ LogicalResult mlir::pf::lowerRankModules(ModuleOp top,
                 PFDialect::RankAttrHelper::getNameStr())
                .getInt()] = &funcs.front().getBody().front();
   }
-  for (auto [m, step] : steps)
-    hoistBiasReads(step.getBody().front());
   llvm::DenseMap<Operation *, Operation *> sendDone =
       analyzeSendCompletion(blocks);
   SmallVector<int64_t> commGroups;
@@ -625,7 +595,6 @@ struct ConvertPFToCPUPass
 
   void runOnOperation() override {
     RankLoweringOptions options;
-    options.foldAccumulation = foldAccumulation;
     options.outlineActions = outlineActions;
     options.reportOutputs = reportOutputs;
     options.generatedKernels = generatedKernels;

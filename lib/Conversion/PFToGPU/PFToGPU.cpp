@@ -29,7 +29,6 @@ struct ConvertPFToGPUPass
   void runOnOperation() override {
     RankLoweringOptions options;
     options.target = rt::Target::Device;
-    options.foldAccumulation = foldAccumulation;
     options.outlineActions = outlineActions;
     options.reportOutputs = reportOutputs;
     options.generatedKernels = generatedKernels;

@@ -1,5 +1,5 @@
-// RUN: pf-opt %s -convert-pf-to-cpu=outline-actions=false | FileCheck %s
-// RUN: pf-opt %s -convert-pf-to-cpu="outline-actions=false fold-accumulation=false" | FileCheck %s --check-prefix=NOFOLD
+// RUN: pf-opt %s -pf-cpu-folds -convert-pf-to-cpu=outline-actions=false | FileCheck %s
+// RUN: pf-opt %s -pf-cpu-folds=fold-accumulation=false -convert-pf-to-cpu="outline-actions=false" | FileCheck %s --check-prefix=NOFOLD
 
 // Weight gradients of two micro-batches summed: the second GEMM adds its
 // product into the first one's buffer (beta = 1) and the add disappears; the

@@ -1,5 +1,5 @@
 // RUN: pf-opt %s -pf-autodiff | FileCheck %s --check-prefix=GRAD
-// RUN: pf-opt %s -pf-autodiff -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -convert-pf-to-cpu=outline-actions=false | FileCheck %s
+// RUN: pf-opt %s -pf-autodiff -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -pf-cpu-folds -convert-pf-to-cpu=outline-actions=false | FileCheck %s
 
 // The gradient of an activation is its activation_grad of the input; both
 // lower to the runtime's kernels with the kind's code (sigmoid = 3).

@@ -1,4 +1,4 @@
-// RUN: pf-opt %s -split-input-file -convert-pf-to-cpu -verify-diagnostics
+// RUN: pf-opt %s -split-input-file -pf-cpu-folds -convert-pf-to-cpu -verify-diagnostics
 
 // No silent fallback: a value on "cuda" is not compiled as CPU code.
 #D = #pf.placement<"cuda", [0]>

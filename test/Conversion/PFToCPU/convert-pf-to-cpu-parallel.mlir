@@ -1,12 +1,12 @@
 // The rank modules are lowered in parallel; the diagnostics are those of a
 // loop in rank order that stops at the first failure: rank 1's error only,
 // not rank 2's, with threads or without.
-// RUN: pf-opt %s -split-input-file -convert-pf-to-cpu -verify-diagnostics
-// RUN: pf-opt %s -split-input-file -convert-pf-to-cpu -verify-diagnostics --mlir-disable-threading
+// RUN: pf-opt %s -split-input-file -pf-cpu-folds -convert-pf-to-cpu -verify-diagnostics
+// RUN: pf-opt %s -split-input-file -pf-cpu-folds -convert-pf-to-cpu -verify-diagnostics --mlir-disable-threading
 
 // The lowered module does not depend on the threads either.
-// RUN: pf-opt %s -split-input-file -convert-pf-to-cpu -verify-diagnostics > %t.threads
-// RUN: pf-opt %s -split-input-file -convert-pf-to-cpu -verify-diagnostics --mlir-disable-threading > %t.serial
+// RUN: pf-opt %s -split-input-file -pf-cpu-folds -convert-pf-to-cpu -verify-diagnostics > %t.threads
+// RUN: pf-opt %s -split-input-file -pf-cpu-folds -convert-pf-to-cpu -verify-diagnostics --mlir-disable-threading > %t.serial
 // RUN: diff %t.threads %t.serial
 // RUN: FileCheck %s < %t.threads
 

@@ -1,4 +1,4 @@
-// RUN: pf-opt %s -convert-pf-to-cpu=outline-actions=false | FileCheck %s
+// RUN: pf-opt %s -pf-cpu-folds -convert-pf-to-cpu=outline-actions=false | FileCheck %s
 
 // A bias_add over the last axis of a GEMM's only use is the GEMM's: it
 // starts from the bias rows (pfrt_k_matmul_bias) and the bias_add is free,

@@ -1,5 +1,26 @@
-// RUN: pf-opt %s -split-input-file -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -convert-pf-to-cpu=outline-actions=false | FileCheck %s
-// RUN: sed -e "s/\"cpu\"/\"cuda\"/g" %s | pf-opt - -split-input-file -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -convert-pf-to-gpu=outline-actions=false | FileCheck %s --check-prefix=GPU
+// RUN: pf-opt %s -split-input-file -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -pf-cpu-folds -convert-pf-to-cpu=outline-actions=false | FileCheck %s
+// RUN: sed -e "s/\"cpu\"/\"cuda\"/g" %s | pf-opt - -split-input-file -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -pf-gpu-folds -convert-pf-to-gpu=outline-actions=false | FileCheck %s --check-prefix=GPU
+// RUN: pf-opt %s -split-input-file -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -pf-fold-views | FileCheck %s --check-prefix=FOLD
+
+// The decisions pf-fold-views records (what the lowering below reads): the
+// attention's slices, reshapes and transposes are never computed, the GEMMs
+// read q, k and v through strides ([views, offset, strides...]) and the
+// weighted sum is written through strides ([offset, strides...]).
+// FOLD-LABEL: func.func @attention
+// FOLD-COUNT-9: pf.fold = "strided_view"
+// FOLD: pf.matmul {{.*}}{pf.strided_a = array<i64: 3, 0, 90, 3, 18, 1>, pf.strided_b = array<i64: 3, 6, 90, 3, 1, 18>}
+// FOLD: pf.matmul {{.*}}{pf.strided_b = array<i64: 3, 12, 90, 3, 18, 1>, pf.strided_result = array<i64: 0, 30, 3, 6, 1>}
+// FOLD-COUNT-2: pf.fold = "strided_view"
+// Three GEMMs write the pieces of one concat, which copies nothing.
+// FOLD-LABEL: func.func @concat
+// FOLD: pf.strided_result = array<i64: 0, 90, 3, 18, 1>
+// FOLD: pf.strided_result = array<i64: 6, 90, 3, 18, 1>
+// FOLD: pf.strided_result = array<i64: 12, 90, 3, 18, 1>
+// FOLD: pf.concat {{.*}}pf.fold = "strided_concat"
+// A parameter's transpose read after the parameter is written is copied.
+// FOLD-LABEL: func.func @param
+// FOLD-NOT: pf.fold
+// FOLD-NOT: pf.strided
 
 // Attention's views on CPU ranks: q, k and v are column ranges of one
 // [B, T, 3C] projection with the heads moved to the front; the GEMMs read

@@ -1,4 +1,4 @@
-// RUN: pf-opt %s -convert-pf-to-cpu=outline-actions=false | FileCheck %s
+// RUN: pf-opt %s -pf-cpu-folds -convert-pf-to-cpu=outline-actions=false | FileCheck %s
 
 // A bias_add read only by a relu is one pass into the relu's buffer; one
 // whose pre-activation is also read elsewhere stays two kernels.

@@ -1,4 +1,4 @@
-// RUN: pf-opt %s -split-input-file -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -convert-pf-to-cpu=outline-actions=false | FileCheck %s
+// RUN: pf-opt %s -split-input-file -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -pf-cpu-folds -convert-pf-to-cpu=outline-actions=false | FileCheck %s
 
 // The edges of the attention softmax's fusion (fuse-softmax.mlir has the
 // attention itself).

@@ -1,5 +1,5 @@
-// RUN: pf-opt %s -split-input-file -pf-autodiff -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -convert-pf-to-cpu=outline-actions=false | FileCheck %s
-// RUN: sed -e "s/\"cpu\"/\"cuda\"/g" %s | pf-opt - -split-input-file -pf-autodiff -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -convert-pf-to-gpu=outline-actions=false | FileCheck %s --check-prefix=GPU
+// RUN: pf-opt %s -split-input-file -pf-autodiff -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -pf-cpu-folds -convert-pf-to-cpu=outline-actions=false | FileCheck %s
+// RUN: sed -e "s/\"cpu\"/\"cuda\"/g" %s | pf-opt - -split-input-file -pf-autodiff -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -pf-gpu-folds -convert-pf-to-gpu=outline-actions=false | FileCheck %s --check-prefix=GPU
 
 // The attention softmax on CPU ranks: scale, causal mask (a constant
 // broadcast over batch and heads) and softmax are one pass that reads the

@@ -1,5 +1,5 @@
-// RUN: pf-opt %s -pf-autodiff -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -convert-pf-to-cpu="outline-actions=false generated-kernels=true" | FileCheck %s
-// RUN: pf-opt %s -pf-autodiff -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -convert-pf-to-cpu=outline-actions=false | FileCheck %s --check-prefix=LIB
+// RUN: pf-opt %s -pf-autodiff -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -pf-cpu-folds=generated-kernels=true -convert-pf-to-cpu="outline-actions=false generated-kernels=true" | FileCheck %s
+// RUN: pf-opt %s -pf-autodiff -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -pf-cpu-folds -convert-pf-to-cpu=outline-actions=false | FileCheck %s --check-prefix=LIB
 
 // With generated-kernels the element-wise ops call the compiler's own
 // kernels (Kernels/Elementwise.h), a loop over the n elements in double

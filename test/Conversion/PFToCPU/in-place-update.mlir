@@ -1,4 +1,4 @@
-// RUN: pf-opt %s -convert-pf-to-cpu=outline-actions=false | FileCheck %s
+// RUN: pf-opt %s -pf-cpu-folds -convert-pf-to-cpu=outline-actions=false | FileCheck %s
 
 // Optimizer updates write straight into the parameter they are stored to
 // (no temporary, no copy), unless the old value is still read afterwards:

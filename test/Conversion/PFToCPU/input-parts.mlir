@@ -1,4 +1,10 @@
-// RUN: pf-opt %s -split-input-file -convert-pf-to-cpu=outline-actions=false | FileCheck %s
+// RUN: pf-opt %s -split-input-file -pf-cpu-folds -convert-pf-to-cpu=outline-actions=false | FileCheck %s
+// RUN: pf-opt %s -split-input-file -pf-load-inputs-by-parts | FileCheck %s --check-prefix=FOLD
+
+// pf-load-inputs-by-parts marks the argument (what the lowering reads); an
+// input also read whole is not.
+// FOLD: func.func @train_step(%arg0: {{.*}} {pf.input = 0 : i64, pf.load_by_parts})
+// FOLD: func.func @train_step(%arg0: {{.*}} {pf.input = 0 : i64})
 
 // An input read only through micro-batch slices is loaded one micro-batch
 // at a time where each slice is taken, into the slice's own buffer: no

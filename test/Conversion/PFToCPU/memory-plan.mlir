@@ -1,4 +1,4 @@
-// RUN: pf-opt %s -split-input-file -convert-pf-to-cpu=outline-actions=false | FileCheck %s
+// RUN: pf-opt %s -split-input-file -pf-cpu-folds -convert-pf-to-cpu=outline-actions=false | FileCheck %s
 
 // The arena holds the parameter first (4x3 f32 = 48 bytes, rounded to 64),
 // then the step's buffers. %a and %b overlap in time (b reads a) and get

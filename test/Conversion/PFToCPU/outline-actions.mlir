@@ -1,4 +1,4 @@
-// RUN: pf-opt %s -convert-pf-to-cpu | FileCheck %s
+// RUN: pf-opt %s -pf-cpu-folds -convert-pf-to-cpu | FileCheck %s
 
 // The step becomes a loop over its actions. The two micro-batches' forward
 // actions differ only in constants (the micro-batch's part and its buffer

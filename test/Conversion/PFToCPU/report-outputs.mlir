@@ -1,4 +1,4 @@
-// RUN: pf-opt %s -convert-pf-to-cpu="report-outputs=true outline-actions=false" | FileCheck %s
+// RUN: pf-opt %s -pf-cpu-folds -convert-pf-to-cpu="report-outputs=true outline-actions=false" | FileCheck %s
 
 // An inference step reports every result (this rank's local part) with
 // pfrt_report_output, in order, and no losses; the rank module records

@@ -1,4 +1,4 @@
-// RUN: pf-opt %s -convert-pf-to-cpu=outline-actions=false | FileCheck %s
+// RUN: pf-opt %s -pf-cpu-folds -convert-pf-to-cpu=outline-actions=false | FileCheck %s
 
 // Rank 0 sends %a and later receives %g, which rank 1 sends only after it
 // received %a: once rank 0's receive completes, its send is complete too,

@@ -1,7 +1,7 @@
 // RUN: pf-opt %s -pf-decompose-losses | FileCheck %s --check-prefix=SPLIT
 // RUN: pf-opt %s -pf-decompose-losses -pf-autodiff="wrt-inputs=true" -pf-infer-sbp | FileCheck %s --check-prefix=SBP
 // RUN: pf-opt %s -pf-decompose-losses -pf-autodiff="wrt-inputs=true" -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing=report -o /dev/null 2>&1 | FileCheck %s --check-prefix=BOXING
-// RUN: pf-opt %s -pf-decompose-losses -pf-autodiff="wrt-inputs=true" -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -convert-pf-to-cpu=outline-actions=false | FileCheck %s
+// RUN: pf-opt %s -pf-decompose-losses -pf-autodiff="wrt-inputs=true" -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -pf-cpu-folds -convert-pf-to-cpu=outline-actions=false | FileCheck %s
 
 // Cross-entropy with ignore_index on a data-parallel batch, written by
 // pf-decompose-losses as the sum over the kept rows divided by their count:

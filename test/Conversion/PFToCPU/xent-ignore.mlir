@@ -1,5 +1,5 @@
 // RUN: pf-opt %s -pf-autodiff="wrt-inputs=true" -pf-infer-sbp | FileCheck %s --check-prefix=SBP
-// RUN: pf-opt %s -pf-autodiff="wrt-inputs=true" -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -convert-pf-to-cpu=outline-actions=false | FileCheck %s
+// RUN: pf-opt %s -pf-autodiff="wrt-inputs=true" -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -pf-cpu-folds -convert-pf-to-cpu=outline-actions=false | FileCheck %s
 
 // Cross-entropy with ignore_index on a data-parallel batch: the local means
 // of ranks would not add up to the mean over the kept rows, so the op runs

@@ -7,7 +7,7 @@
 // element-wise ops too; the pipeline runs div and sub (and the backward's
 // element-wise ops) as generated kernels instead.
 // RUN: pf-opt %S/Inputs/cuda-attention.mlir -pf-compile-gpu-pipeline="optimizer=sgd pf-compile-to=rank" \
-// RUN:   | pf-opt -convert-pf-to-gpu=generated-kernels=false | FileCheck %s
+// RUN:   | pf-opt -pf-gpu-folds=generated-kernels=false -convert-pf-to-gpu=generated-kernels=false | FileCheck %s
 // RUN: pf-opt %S/Inputs/cuda-attention.mlir -pf-compile-gpu-pipeline="optimizer=sgd" \
 // RUN:   | FileCheck %s --check-prefix=GEN
 // RUN: pf-opt %S/Inputs/cuda-attention.mlir -pf-compile-gpu-pipeline="optimizer=sgd" \

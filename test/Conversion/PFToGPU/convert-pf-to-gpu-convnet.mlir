@@ -4,7 +4,7 @@
 // backward, a device twin (pfrt_device.def); no host kernel is called.
 // RUN: sed 's/"cpu"/"cuda"/g' %pf_src_root/examples/mlir/convnet.mlir \
 // RUN:   | pf-opt -pf-compile-gpu-pipeline="optimizer=sgd pf-compile-to=rank" \
-// RUN:   | pf-opt -convert-pf-to-gpu=generated-kernels=false | FileCheck %s
+// RUN:   | pf-opt -pf-gpu-folds=generated-kernels=false -convert-pf-to-gpu=generated-kernels=false | FileCheck %s
 // The pipeline: the ReLUs and their gradients as generated kernels.
 // RUN: sed 's/"cpu"/"cuda"/g' %pf_src_root/examples/mlir/convnet.mlir \
 // RUN:   | pf-opt -pf-compile-gpu-pipeline="optimizer=sgd" \

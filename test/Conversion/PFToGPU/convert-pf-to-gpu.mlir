@@ -13,7 +13,7 @@
 // the second's add into the gradient buffers (accumulate 1).
 // RUN: pf-opt %S/Inputs/cuda-mlp.mlir \
 // RUN:   -pf-compile-gpu-pipeline="optimizer=sgd momentum=0.9 accumulation-steps=2 pf-compile-to=rank" \
-// RUN:   | pf-opt -convert-pf-to-gpu=outline-actions=false | grep -B1 "llvm.call @pfrt_cuda_k_matmul_bgrad(" | FileCheck %s --check-prefix=BGRAD
+// RUN:   | pf-opt -pf-gpu-folds -convert-pf-to-gpu=outline-actions=false | grep -B1 "llvm.call @pfrt_cuda_k_matmul_bgrad(" | FileCheck %s --check-prefix=BGRAD
 // RUN: pf-opt %S/Inputs/cuda-mlp.mlir \
 // RUN:   -pf-compile-gpu-pipeline="optimizer=sgd momentum=0.9 accumulation-steps=2" \
 // RUN:   | FileCheck %s --check-prefix=MULTI
@@ -24,10 +24,10 @@
 // with libpfrt's device twins instead of generated kernels.
 // RUN: pf-opt %S/Inputs/cuda-mlp.mlir \
 // RUN:   -pf-compile-gpu-pipeline="optimizer=sgd pf-compile-to=rank" \
-// RUN:   | pf-opt -convert-pf-to-gpu | FileCheck %s --check-prefix=PASS
+// RUN:   | pf-opt -pf-gpu-folds -convert-pf-to-gpu | FileCheck %s --check-prefix=PASS
 // RUN: pf-opt %S/Inputs/cuda-mlp.mlir \
 // RUN:   -pf-compile-gpu-pipeline="optimizer=sgd pf-compile-to=rank" \
-// RUN:   | pf-opt -convert-pf-to-gpu=generated-kernels=false \
+// RUN:   | pf-opt -pf-gpu-folds=generated-kernels=false -convert-pf-to-gpu=generated-kernels=false \
 // RUN:   | FileCheck %s --check-prefix=TWINS
 
 // CHECK: module @rank0 attributes {{.*}}pfrt.backend = "cuda"

@@ -2,18 +2,18 @@
 // convert-pf-to-gpu) becomes the image global its pf_init_params registers.
 // REQUIRES: cuda
 // RUN: pf-opt %S/Inputs/cuda-mlp.mlir -pf-compile-gpu-pipeline="optimizer=sgd pf-compile-to=rank" \
-// RUN:   | pf-opt -convert-pf-to-gpu -pf-embed-gpu-kernels="toolkit=%cuda_toolkit" \
+// RUN:   | pf-opt -pf-gpu-folds -convert-pf-to-gpu -pf-embed-gpu-kernels="toolkit=%cuda_toolkit" \
 // RUN:   | FileCheck %s
 // RUN: pf-opt %S/Inputs/cuda-mlp.mlir -pf-compile-gpu-pipeline="optimizer=sgd pf-compile-to=rank" \
-// RUN:   | pf-opt -convert-pf-to-gpu -pf-embed-gpu-kernels="toolkit=%cuda_toolkit format=isa" \
+// RUN:   | pf-opt -pf-gpu-folds -convert-pf-to-gpu -pf-embed-gpu-kernels="toolkit=%cuda_toolkit format=isa" \
 // RUN:   | FileCheck %s --check-prefix=PTX
 // Without kernels (libpfrt's twins) there is nothing to embed.
 // RUN: pf-opt %S/Inputs/cuda-mlp.mlir -pf-compile-gpu-pipeline="optimizer=sgd pf-compile-to=rank" \
-// RUN:   | pf-opt -convert-pf-to-gpu=generated-kernels=false -pf-embed-gpu-kernels="toolkit=/nonexistent" \
+// RUN:   | pf-opt -pf-gpu-folds=generated-kernels=false -convert-pf-to-gpu=generated-kernels=false -pf-embed-gpu-kernels="toolkit=/nonexistent" \
 // RUN:   | FileCheck %s --check-prefix=NONE
 // A toolkit without ptxas is an error, before anything is compiled.
 // RUN: pf-opt %S/Inputs/cuda-mlp.mlir -pf-compile-gpu-pipeline="optimizer=sgd pf-compile-to=rank" \
-// RUN:   | pf-opt -convert-pf-to-gpu | not pf-opt -pf-embed-gpu-kernels="toolkit=/nonexistent" 2>&1 \
+// RUN:   | pf-opt -pf-gpu-folds -convert-pf-to-gpu | not pf-opt -pf-embed-gpu-kernels="toolkit=/nonexistent" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=NOTOOLKIT
 
 // CHECK-NOT: gpu.container_module

@@ -1,7 +1,12 @@
 //===- BufferAnalysis.h - buffer facts of a rank's step ---------*- C++ -*-===//
 //
-// Decisions about buffers that every backend's conversion makes the same
-// way, taken once over a rank's step (one block, in program order):
+// Decisions about buffers and fusion over a rank's step (one block, in
+// program order). Each kind is decided by a pass of its own
+// (lib/Conversion/Fusion, `pf-fold-*`, `pf-fuse-*`, `pf-group-*`), which
+// records it as attributes of the ops that pf-opt prints (`pf.fold`,
+// `pf.kernel_group`, ...: FoldAttributes.cpp); the rank lowering only reads
+// them back (BufferAnalysis(Block &)). A target picks the passes in its
+// pipeline (pf-cpu-folds, pf-gpu-folds). The kinds:
 //
 //  - copying reads: a read_param aliases its parameter's buffer unless the
 //    parameter is written before the read's last use; then it copies.
@@ -18,10 +23,10 @@
 //    input never occupies more than the micro-batches in flight.
 //  - folded biases: a bias_add over the last axis of a GEMM's only use is
 //    computed by the GEMM (its bias rows fill C first, or cuBLASLt's BIAS
-//    epilogue); with foldBiasRelu (GPU ranks) also when a relu follows, by
-//    cuBLASLt's RELU_BIAS epilogue (a CPU rank keeps its fused
+//    epilogue); with the relu (pf-fold-gemm-bias{relu}, GPU ranks) also when a
+//    relu follows, by cuBLASLt's RELU_BIAS epilogue (a CPU rank keeps its fused
 //    bias_add + relu pass, which costs one pass less there).
-//  - bias gradients in the weight-gradient GEMM (foldBiasGrad, GPU ranks):
+//  - bias gradients in the weight-gradient GEMM (pf-fold-bias-grad, GPU ranks):
 //    reduce_sum(dZ, axis 0) and matmul(dZ, X, transpose_a) of one action
 //    are one GEMM with cuBLASLt's BGRADB epilogue, run at the later of the
 //    two when nothing reads the earlier one's result before it.
@@ -30,14 +35,15 @@
 //    is read by nothing else, the matmul adds its product into acc's buffer
 //    (C += A B, beta = 1) and the add is free: gradient accumulation over
 //    micro-batches without a separate pass or a temporary per micro-batch.
-//  - the attention softmax (foldSoftmax, CPU ranks): a softmax over the last
+//  - the attention softmax (pf-fold-softmax, CPU ranks): a softmax over the
+//  last
 //    axis computes the masked_fill and mul_scalar before it (each its
 //    successor's only operand use, one action) at its own place, reading
 //    their input and mask there (a mask broadcast over leading axes from
 //    its broadcast_to's input, without the broadcast); a mul_scalar that is
 //    a softmax gradient's only user is computed by that gradient's kernel
 //    into its buffer.
-//  - multi-tensor updates (groupUpdates, GPU ranks): a run of optimizer
+//  - multi-tensor updates (pf-group-updates, GPU ranks): a run of optimizer
 //    updates of one kind, one action, one lr and step and the same
 //    hyper-parameters, each computed in place, with nothing between them
 //    but reads of parameters no member has written yet, run-time scalars,
@@ -63,6 +69,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace mlir::pf {
@@ -80,7 +87,7 @@ struct ElementwiseGroup {
 };
 
 /// What a softmax computes before its own pass (BufferAnalysis, with
-/// foldSoftmax): softmax(mask ? fill : x * scale), the mask's rows repeated
+/// pf-fold-softmax): softmax(mask ? fill : x * scale), the mask's rows repeated
 /// every maskRows rows. The values are read from the ops when asked: a
 /// lowering may have replaced the step's arguments since the analysis.
 struct SoftmaxPrologue {
@@ -101,14 +108,14 @@ struct SoftmaxPrologue {
 };
 
 /// Optimizer updates computed by one multi-tensor call at the last one
-/// (BufferAnalysis, with groupUpdates).
+/// (pf-group-updates).
 struct UpdateGroup {
   /// Program order; the last is where the call runs.
   SmallVector<Operation *, 8> updates;
   Operation *last() const { return updates.back(); }
 };
 
-/// A GEMM operand read through strides (BufferAnalysis, with foldViews):
+/// A GEMM operand read through strides (pf-fold-views):
 /// element (i_0, ..., i_{r-1}) of the operand is element
 /// offset + sum_d i_d strides[d] of the buffer `root`'s operand holds (the
 /// value the chain of slices, reshapes and transposes starts from, read
@@ -121,7 +128,7 @@ struct StridedOperand {
   Value base() const { return root->getOperand(0); }
 };
 
-/// A GEMM result written through strides (BufferAnalysis, with foldViews)
+/// A GEMM result written through strides (pf-fold-views)
 /// straight into the buffer of the value its transposes, reshapes and
 /// concat compute: element (i_0, ..., i_{r-1}) goes to element
 /// offset + sum_d i_d strides[d] of the result's buffer, which is that
@@ -140,17 +147,63 @@ struct StridedResult {
 void groupBuffers(ArrayRef<Operation *> ops, SmallVectorImpl<Value> &inputs,
                   SmallVectorImpl<Value> &outputs);
 
+/// The rows after which a mask of shape `from`, broadcast over leading
+/// axes to `shape` (a softmax's input), repeats; none when the broadcast
+/// is not over leading axes only.
+std::optional<int64_t> broadcastMaskRows(ArrayRef<int64_t> shape,
+                                         ArrayRef<int64_t> from);
+
 class BufferAnalysis {
 public:
-  /// Analyses `step`, the body of a rank's step function; accumulating
-  /// GEMMs only when `foldAccumulation`. With `elementwise` (whether an op
-  /// has a generated kernel), groups element-wise ops whose kernels take
-  /// at most `maxPointers` buffers (outputs and inputs).
-  explicit BufferAnalysis(Block &step, bool foldAccumulation = true,
-                          bool (*elementwise)(Operation *) = nullptr,
-                          unsigned maxPointers = 8, bool foldBiasRelu = false,
-                          bool foldBiasGrad = false, bool foldSoftmax = false,
-                          bool foldViews = false, bool groupUpdates = false);
+  /// The decisions recorded in the attributes of `step`'s ops (the body of
+  /// a rank's step function), as the fold passes set them (see
+  /// FoldAttributes.cpp for the attributes). The lowering only reads these.
+  explicit BufferAnalysis(Block &step);
+
+  // The decisions, each made by one fold pass (lib/Conversion/Fusion):
+  // each reads the decisions made before (the tables), adds its own, and
+  // the pass records them all again (record). The order is the pipelines'.
+
+  /// pf-plan-in-place: reads that copy their parameter (it is written
+  /// before their last use), and optimizer updates computed straight into
+  /// the parameter or state their write_param stores.
+  void planInPlace(Block &step);
+  /// pf-fuse-bias-relu: a bias_add whose only user is a relu computes both.
+  void fuseBiasRelus(Block &step);
+  /// pf-load-inputs-by-parts: inputs read only through micro-batch slices
+  /// that line up with their boxes are loaded a micro-batch at a time.
+  void loadInputsByParts(Block &step);
+  /// pf-fold-accumulation: add(acc, matmul) as C += A B into acc's buffer.
+  void foldAccumulation(Block &step);
+  /// pf-fold-gemm-bias: a bias_add over the last axis of a GEMM's only use
+  /// computed by the GEMM; with `withRelu` (cuBLASLt's RELU_BIAS) also
+  /// when a fused relu follows.
+  void foldGemmBiases(Block &step, bool withRelu);
+  /// pf-fold-bias-grad: reduce_sum(dZ) and matmul(dZ, X) as one GEMM with
+  /// cuBLASLt's BGRADB epilogue.
+  void pairBiasGradients(Block &step);
+  /// pf-fold-softmax: the scale and mask before a softmax computed by its
+  /// pass, and the scale after a softmax gradient by the gradient's.
+  void foldSoftmaxes(Block &step);
+  /// pf-fold-views: slices, reshapes and transposes read or written by
+  /// GEMMs through strides instead of copied.
+  void foldViewsIntoGemms(Block &step);
+  /// pf-group-elementwise: runs of element-wise ops (those `elementwise`
+  /// accepts) computed by one generated kernel of at most `maxPointers`
+  /// buffers.
+  void groupElementwise(Block &step, bool (*elementwise)(Operation *),
+                        unsigned maxPointers);
+  /// pf-group-updates: runs of in-place optimizer updates as one
+  /// multi-tensor call.
+  void groupUpdateRuns(Block &step);
+
+  /// Writes every decision of the tables as attributes of `step`'s ops
+  /// (and its function's arguments), replacing those there.
+  void record(Block &step) const;
+  /// Removes every recorded decision from `step`'s ops and arguments.
+  static void clearRecords(Block &step);
+  /// Whether `name` is one of the attributes that record a decision.
+  static bool isRecord(StringRef name);
 
   /// Whether the read_param `read` must copy its parameter.
   bool isCopyingRead(Operation *read) const {
@@ -178,12 +231,12 @@ public:
     return biasOf.lookup(matmul);
   }
   /// The relu a matmul computes too, after its folded bias (only with
-  /// foldBiasRelu: cuBLASLt's RELU_BIAS epilogue), or null.
+  /// pf-fold-gemm-bias{relu}: cuBLASLt's RELU_BIAS epilogue), or null.
   Operation *foldedReluOf(Operation *matmul) const {
     return reluOf.lookup(matmul);
   }
   /// A weight-gradient matmul (C = A^T B) and the reduce_sum of A's rows
-  /// (its bias gradient) computed by one GEMM (only with foldBiasGrad:
+  /// (its bias gradient) computed by one GEMM (only with pf-fold-bias-grad:
   /// cuBLASLt's BGRADB epilogue): the other op of the pair, or null.
   Operation *biasGradPartnerOf(Operation *op) const {
     return biasGradPartner.lookup(op);
@@ -268,13 +321,8 @@ public:
   }
 
 private:
-  void pairBiasGradients(Block &step,
-                         const llvm::DenseMap<Operation *, unsigned> &order);
-  void groupElementwise(Block &step, bool (*elementwise)(Operation *),
-                        unsigned maxPointers);
-  void foldSoftmaxes(Block &step);
-  void foldViewsIntoGemms(Block &step);
-  void groupUpdateRuns(Block &step);
+  void readStructure(Block &step);
+  void readViews(Block &step);
 
   std::vector<ElementwiseGroup> groups;
   std::vector<UpdateGroup> updateGroups;

@@ -51,19 +51,14 @@ struct PartInput {
 /// What the patterns of one rank module share.
 struct CPULoweringState {
   /// With `generatedKernels`, element-wise ops run as the compiler's own
-  /// kernels (Kernels/Elementwise.h), consecutive ones fused into one.
-  CPULoweringState(ModuleOp module, Block &step, bool foldAccumulation,
+  /// kernels (Kernels/Elementwise.h), grouped as the step's
+  /// `pf.kernel_group` attributes say. Every fusion and buffer decision is
+  /// read from the step's attributes (BufferAnalysis), which the fold
+  /// passes set (pf-cpu-folds, pf-gpu-folds).
+  CPULoweringState(ModuleOp module, Block &step,
                    rt::Target target = rt::Target::Host,
                    bool generatedKernels = false)
-      : module(module), rt(module, target),
-        buffers(step, foldAccumulation,
-                generatedKernels ? hasGeneratedKernel : nullptr,
-                kernels::kMaxLaunchPointers,
-                /*foldBiasRelu=*/target == rt::Target::Device,
-                /*foldBiasGrad=*/target == rt::Target::Device,
-                /*foldSoftmax=*/target == rt::Target::Host,
-                /*foldViews=*/target == rt::Target::Host,
-                /*groupUpdates=*/target == rt::Target::Device),
+      : module(module), rt(module, target), buffers(step),
         generatedKernels(generatedKernels) {}
 
   /// Whether buffers are device addresses (convert-pf-to-gpu): calls go to
@@ -253,7 +248,6 @@ void populatePFToCPUPatterns(const TypeConverter &converter,
 /// functions calling libpfrt, for the host's or the device's buffers.
 struct RankLoweringOptions {
   rt::Target target = rt::Target::Host;
-  bool foldAccumulation = true;
   bool outlineActions = true;
   bool reportOutputs = false;
   bool generatedKernels = false;

@@ -167,9 +167,47 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
   if (name == getGradOfAttrHelper().getName())
     return require(isa<FlatSymbolRefAttr>(value) && isa<ParamOp>(op),
                    "a symbol reference on a pf.param");
-  // pf.input, pf.boxes, pf.box_shape and pf.zero_input are argument
-  // attributes, pf.output and pf.global_type result attributes: on an op
-  // they are as unknown as a misspelling.
+  // The fold passes' decisions (lib/Conversion/Common/FoldAttributes.cpp).
+  if (name == getFoldAttrHelper().getName()) {
+    auto kind = dyn_cast<StringAttr>(value);
+    return require(
+        kind && llvm::is_contained(
+                    ArrayRef<StringRef>{
+                        "bias_relu", "gemm_bias", "gemm_bias_relu",
+                        "gemm_accumulate", "softmax_prologue",
+                        "softmax_grad_scale", "strided_view", "strided_concat"},
+                    kind.getValue()),
+        "one of \"bias_relu\", \"gemm_bias\", \"gemm_bias_relu\", "
+        "\"gemm_accumulate\", \"softmax_prologue\", "
+        "\"softmax_grad_scale\", \"strided_view\", \"strided_concat\"");
+  }
+  if (name == getFoldOperandAttrHelper().getName()) {
+    auto i = dyn_cast<IntegerAttr>(value);
+    return require(i && (i.getInt() == 0 || i.getInt() == 1) && isa<AddOp>(op),
+                   "0 or 1 on a pf.add");
+  }
+  if (name == getCopyReadAttrHelper().getName())
+    return require(isa<UnitAttr>(value) && isa<ReadParamOp>(op),
+                   "a unit attribute on a pf.read_param");
+  if (name == getInPlaceAttrHelper().getName()) {
+    auto list = dyn_cast<ArrayAttr>(value);
+    return require(list && list.size() == op->getNumResults() &&
+                       llvm::all_of(list, llvm::IsaPred<StringAttr>) &&
+                       isa<SGDUpdateOp, AdamUpdateOp>(op),
+                   "an array of one string a result on an optimizer update");
+  }
+  if (name == getBiasGradPairAttrHelper().getName() ||
+      name == getKernelGroupAttrHelper().getName() ||
+      name == getUpdateGroupAttrHelper().getName())
+    return require(nonNegativeInt(value), "a non-negative integer");
+  if (name == getStridedAAttrHelper().getName() ||
+      name == getStridedBAttrHelper().getName() ||
+      name == getStridedResultAttrHelper().getName())
+    return require(isa<DenseI64ArrayAttr>(value) && isa<MatmulOp>(op),
+                   "an array<i64: ...> on a pf.matmul");
+  // pf.input, pf.boxes, pf.box_shape, pf.zero_input and pf.load_by_parts
+  // are argument attributes, pf.output and pf.global_type result
+  // attributes: on an op they are as unknown as a misspelling.
   return op->emitError() << "unknown discardable attribute '" << name.getValue()
                          << "' of the pf dialect";
 }

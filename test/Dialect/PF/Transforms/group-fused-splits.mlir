@@ -2,7 +2,7 @@
 // RUN: pf-opt %s -pf-group-fused-splits -pf-autodiff -pf-infer-sbp | FileCheck %s --check-prefix=SBP
 // RUN: pf-opt %s -pf-group-fused-splits -pf-autodiff -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing=report -o /dev/null 2>&1 | FileCheck %s --check-prefix=BOXING
 // RUN: pf-opt %s -pf-group-fused-splits -pf-autodiff -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks | FileCheck %s --check-prefix=RANK
-// RUN: pf-opt %s -pf-group-fused-splits -pf-autodiff -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -convert-pf-to-cpu=outline-actions=false | FileCheck %s --check-prefix=LLVM
+// RUN: pf-opt %s -pf-group-fused-splits -pf-autodiff -pf-infer-sbp -pf-insert-boxing -pf-lower-boxing -pf-partition-ranks -pf-cpu-folds -convert-pf-to-cpu=outline-actions=false | FileCheck %s --check-prefix=LLVM
 
 // A fused projection cut into q, k and v (nanoGPT's c_attn), its weight
 // column-split over 2 ranks. S(0) would put rows [0, 6) on rank 0: q and

@@ -123,7 +123,37 @@ def PF_Dialect : Dialect {
     // = i`, the result's position in the global signature;
     "::mlir::IntegerAttr":$output,
     // `pf.global_type`, its global type (placement, SBP, logical shape).
-    "::mlir::TypeAttr":$global_type
+    "::mlir::TypeAttr":$global_type,
+    // The fusion and buffer decisions of a rank's step, set by the fold
+    // passes (lib/Conversion/Fusion) and read by the rank lowering; see
+    // lib/Conversion/Common/FoldAttributes.cpp for what each means.
+    // `pf.fold = "kind"`: an op computed by another (bias_relu, gemm_bias,
+    // gemm_bias_relu, gemm_accumulate, softmax_prologue,
+    // softmax_grad_scale) or never computed (strided_view, strided_concat);
+    "::mlir::StringAttr":$fold,
+    // `pf.fold_operand = i` on a gemm_accumulate add: the product operand;
+    "::mlir::IntegerAttr":$fold_operand,
+    // `pf.copy_read` on a read_param that copies its parameter;
+    "::mlir::UnitAttr":$copy_read,
+    // `pf.in_place = ["p", ""]` on an optimizer update: the parameter or
+    // state each result is computed into ("" for none);
+    "::mlir::ArrayAttr":$in_place,
+    // `pf.load_by_parts`, an argument attribute: loaded per micro-batch;
+    "::mlir::UnitAttr":$load_by_parts,
+    // `pf.bias_grad_pair = n`: a matmul and reduce_sum as one BGRADB GEMM;
+    "::mlir::IntegerAttr":$bias_grad_pair,
+    // `pf.kernel_group = n`: element-wise ops of one generated kernel;
+    "::mlir::IntegerAttr":$kernel_group,
+    // `pf.update_group = n`: optimizer updates of one multi-tensor call;
+    "::mlir::IntegerAttr":$update_group,
+    // `pf.strided_a` / `pf.strided_b = array<i64: views, offset, strides...>`
+    // on a matmul: the operand read through strides from the buffer that
+    // `views` view ops up from it start from;
+    "::mlir::DenseI64ArrayAttr":$strided_a,
+    "::mlir::DenseI64ArrayAttr":$strided_b,
+    // `pf.strided_result = array<i64: offset, strides...>` on a matmul: its
+    // result written through strides into its views' (or concat's) buffer.
+    "::mlir::DenseI64ArrayAttr":$strided_result
   );
   let extraClassDeclaration = [{
   private:
