@@ -8,12 +8,17 @@ build=${PF_BUILD_DIR:-$root/build}
 
 packages=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22
   ccache ninja-build cmake mpich libmpich-dev libopenblas-dev python3-numpy
-  python3-pytest python3-torch libgtest-dev graphviz clang-format-22 g++-12)
+  python3-pytest python3-torch libgtest-dev graphviz clang-format-22 g++-12
+  clang-tidy-22)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
     missing+=("$p")
 done
+# scripts/lint.sh runs ruff's npm build with node: the machine's Node.js and
+# npm where it has them (Debian's npm conflicts with NodeSource's nodejs),
+# else Debian's.
+command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing: ${missing[*]}"
   sudo=""

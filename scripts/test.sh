@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds PipeFlow and runs every test: lit (IR, tools), gtest (C++ API),
-# the runtime's MPI tests and the Python front end's pytest suite. Ends with
+# the runtime's MPI tests, the Python front end's pytest suite, the format
+# check, the linters (scripts/lint.sh) and the fuzzer. Ends with
 # "tests: N passed, M failed" and exits non-zero if anything failed.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -103,6 +104,20 @@ else
   detail format "$log/format" 40
   count format 0 1
 fi
+
+# Lint (scripts/lint.sh): ruff with ruff.toml on the Python files, and
+# clang-tidy-22 with .clang-tidy on the C/C++ lines changed since the commit
+# in scripts/lint-base. Counts the files checked without and with findings;
+# each finding's line ("path:line:col: ...") and the linter's errors.
+PF_BUILD_DIR="$build" "$root/scripts/lint.sh" >"$log/lint" 2>&1
+rc=$?
+lint_bad='^([^ :]+:[0-9]+:[0-9]+: |error: )'
+grep -aE "$lint_bad" "$log/lint" || true
+summary=$(grep -aE '^lint: [0-9]+ passed, [0-9]+ failed$' "$log/lint" | tail -n 1)
+p=$(echo "$summary" | awk '{print $2}') f=$(echo "$summary" | awk '{print $4}')
+[ -z "$p" ] && p=0 f=0
+[ "$f" -ne 0 ] && detail lint "$log/lint" 80
+settle lint "$rc" "$p" "$f" "$log/lint"
 
 # Fuzzing: one minute of pf-fuzz (parser, verifiers, compile pipelines under
 # AddressSanitizer; scripts/fuzz.sh builds it in build-fuzz/). A crash, a

@@ -99,9 +99,8 @@ void BufferAnalysis::groupElementwise(Block &block,
   close();
 }
 
-namespace {
 /// Each op's position in `block`.
-llvm::DenseMap<Operation *, unsigned> programOrder(Block &block) {
+static llvm::DenseMap<Operation *, unsigned> programOrder(Block &block) {
   llvm::DenseMap<Operation *, unsigned> order;
   unsigned position = 0;
   for (Operation &op : block)
@@ -112,7 +111,7 @@ llvm::DenseMap<Operation *, unsigned> programOrder(Block &block) {
 /// Calls `fn` on the ops that read `v`'s buffer: its users and, through
 /// views (reshape, flatten and to_global lower to their operand's buffer),
 /// theirs.
-template <typename Fn> void forEachBufferUser(Value v, Fn &&fn) {
+template <typename Fn> static void forEachBufferUser(Value v, Fn &&fn) {
   SmallVector<Value, 4> work{v};
   while (!work.empty()) {
     Value x = work.pop_back_val();
@@ -123,7 +122,6 @@ template <typename Fn> void forEachBufferUser(Value v, Fn &&fn) {
     }
   }
 }
-} // namespace
 
 void BufferAnalysis::planInPlace(Block &block) {
   llvm::DenseMap<Operation *, unsigned> order = programOrder(block);
@@ -269,16 +267,14 @@ void BufferAnalysis::foldGemmBiases(Block &block, bool withRelu) {
   }
 }
 
-namespace {
 /// `op`'s discardable attributes but the recorded decisions (FoldAttributes).
-SmallVector<NamedAttribute> withoutRecords(Operation *op) {
+static SmallVector<NamedAttribute> withoutRecords(Operation *op) {
   SmallVector<NamedAttribute> out;
   for (NamedAttribute a : op->getDiscardableAttrs())
     if (!BufferAnalysis::isRecord(a.getName()))
       out.push_back(a);
   return out;
 }
-} // namespace
 
 void BufferAnalysis::groupUpdateRuns(Block &block) {
   auto lrOf = [](Operation *op) {

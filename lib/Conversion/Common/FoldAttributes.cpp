@@ -58,9 +58,10 @@ constexpr StringLiteral kSoftmaxPrologue = "softmax_prologue";
 constexpr StringLiteral kSoftmaxGradScale = "softmax_grad_scale";
 constexpr StringLiteral kStridedView = "strided_view";
 constexpr StringLiteral kStridedConcat = "strided_concat";
+} // namespace
 
 /// The `pf.fold` kind of `op`, or "".
-StringRef foldOf(Operation *op) {
+static StringRef foldOf(Operation *op) {
   if (!op)
     return "";
   auto kind = Helpers::FoldAttrHelper(op->getContext()).getAttr(op);
@@ -68,21 +69,20 @@ StringRef foldOf(Operation *op) {
 }
 
 /// `op`'s `name` attribute as an int, or -1.
-int64_t intAttr(Operation *op, StringRef name) {
+static int64_t intAttr(Operation *op, StringRef name) {
   auto a = op->getAttrOfType<IntegerAttr>(name);
   return a ? a.getInt() : -1;
 }
 
 /// The ops of each id of the integer attribute `name`, in program order.
-std::map<int64_t, SmallVector<Operation *, 4>> groupsOf(Block &block,
-                                                        StringRef name) {
+static std::map<int64_t, SmallVector<Operation *, 4>> groupsOf(Block &block,
+                                                               StringRef name) {
   std::map<int64_t, SmallVector<Operation *, 4>> out;
   for (Operation &op : block)
     if (int64_t id = intAttr(&op, name); id >= 0)
       out[id].push_back(&op);
   return out;
 }
-} // namespace
 
 std::optional<int64_t> mlir::pf::broadcastMaskRows(ArrayRef<int64_t> shape,
                                                    ArrayRef<int64_t> from) {
@@ -181,7 +181,7 @@ void BufferAnalysis::readStructure(Block &block) {
         inPrologue.insert(op);
         deferredTo[op] = sm;
       }
-    softmaxPrologues[sm] = std::move(p);
+    softmaxPrologues[sm] = p;
   }
   for (auto &[id, ops] :
        groupsOf(block, Helpers::BiasGradPairAttrHelper::getNameStr())) {
@@ -264,9 +264,8 @@ void BufferAnalysis::readViews(Block &block) {
   }
 }
 
-namespace {
 /// The attributes that record decisions (on ops).
-ArrayRef<StringLiteral> recordNames() {
+static ArrayRef<StringLiteral> recordNames() {
   static const StringLiteral names[] = {
       Helpers::FoldAttrHelper::getNameStr(),
       Helpers::FoldOperandAttrHelper::getNameStr(),
@@ -280,7 +279,6 @@ ArrayRef<StringLiteral> recordNames() {
       Helpers::StridedResultAttrHelper::getNameStr()};
   return names;
 }
-} // namespace
 
 bool BufferAnalysis::isRecord(StringRef name) {
   return llvm::is_contained(recordNames(), name);

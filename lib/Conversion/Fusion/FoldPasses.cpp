@@ -29,11 +29,12 @@ namespace mlir::pf {
 using namespace mlir;
 using namespace mlir::pf;
 
-namespace {
 /// Whether `op` has a generated kernel (Kernels/Elementwise.h).
-bool hasKernel(Operation *op) {
+static bool hasKernel(Operation *op) {
   return kernels::elementwiseKernelFor(op).has_value();
 }
+
+namespace {
 
 /// A fold pass: `Derived::decide(analysis, step)` on every rank's step.
 template <typename Derived, typename Base> struct FoldPass : Base {

@@ -36,14 +36,12 @@ void mlir::pf::forEachRankStep(ModuleOp top,
         fn(f.getBody().front());
 }
 
-namespace {
-
 /// A Linear's bias is read after its GEMM in traced programs; reading it
 /// just before lets the GEMM start from the bias rows (BufferAnalysis folds
 /// the bias_add into it). Only a read between the GEMM and its bias_add,
 /// with the same stage, micro-batch and phase, and no write of the
 /// parameter in between, moves: the values read are the same.
-void hoistBiasReads(Block &block) {
+static void hoistBiasReads(Block &block) {
   for (auto ba : llvm::to_vector(block.getOps<BiasAddOp>())) {
     auto mm = ba.getInput().getDefiningOp<MatmulOp>();
     auto read = ba.getBias().getDefiningOp<ReadParamOp>();
@@ -65,15 +63,17 @@ void hoistBiasReads(Block &block) {
   }
 }
 
+namespace {
 struct HoistBiasReadsPass
     : public pf::impl::HoistBiasReadsPassBase<HoistBiasReadsPass> {
   void runOnOperation() override {
     forEachRankStep(getOperation(), hoistBiasReads);
   }
 };
+} // namespace
 
 /// The passes both targets run first.
-void addCommonFolds(OpPassManager &pm, bool accumulation) {
+static void addCommonFolds(OpPassManager &pm, bool accumulation) {
   pm.addPass(createResetFoldsPass());
   pm.addPass(createHoistBiasReadsPass());
   pm.addPass(createPlanInPlacePass());
@@ -83,13 +83,11 @@ void addCommonFolds(OpPassManager &pm, bool accumulation) {
     pm.addPass(createFoldAccumulationPass());
 }
 
-GroupElementwisePassOptions groupOptions() {
+static GroupElementwisePassOptions groupOptions() {
   GroupElementwisePassOptions g;
   g.maxPointers = kernels::kMaxLaunchPointers;
   return g;
 }
-
-} // namespace
 
 void mlir::pf::buildCPUFoldPipeline(OpPassManager &pm, bool accumulation,
                                     bool generatedKernels) {

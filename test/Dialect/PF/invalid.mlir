@@ -1390,3 +1390,28 @@ func.func @shard_offset_on_relu(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>,
   %r = pf.relu %x {pf.shard_offset = array<i64: 0>} : (!pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xf32, #pf.placement<"cpu", [0]>>
   return
 }
+
+// -----
+
+// The fold passes' decisions are checked like every pf attribute.
+func.func @unknown_fold(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.fold' must be one of "bias_relu"}}
+  %r = pf.relu %x {pf.fold = "relu_twice"} : (!pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+func.func @in_place_not_update(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.in_place' must be an array of one string a result on an optimizer update}}
+  %r = pf.relu %x {pf.in_place = ["w"]} : (!pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xf32, #pf.placement<"cpu", [0]>>
+  return
+}
+
+// -----
+
+func.func @strided_not_matmul(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
+  // expected-error @+1 {{'pf.strided_a' must be an array<i64: ...> on a pf.matmul}}
+  %r = pf.relu %x {pf.strided_a = array<i64: 1, 0, 1>} : (!pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xf32, #pf.placement<"cpu", [0]>>
+  return
+}

@@ -158,7 +158,7 @@ public:
   /// The decisions recorded in the attributes of `step`'s ops (the body of
   /// a rank's step function), as the fold passes set them (see
   /// FoldAttributes.cpp for the attributes). The lowering only reads these.
-  explicit BufferAnalysis(Block &step);
+  explicit BufferAnalysis(Block &block);
 
   // The decisions, each made by one fold pass (lib/Conversion/Fusion):
   // each reads the decisions made before (the tables), adds its own, and
@@ -167,41 +167,41 @@ public:
   /// pf-plan-in-place: reads that copy their parameter (it is written
   /// before their last use), and optimizer updates computed straight into
   /// the parameter or state their write_param stores.
-  void planInPlace(Block &step);
+  void planInPlace(Block &block);
   /// pf-fuse-bias-relu: a bias_add whose only user is a relu computes both.
-  void fuseBiasRelus(Block &step);
+  void fuseBiasRelus(Block &block);
   /// pf-load-inputs-by-parts: inputs read only through micro-batch slices
   /// that line up with their boxes are loaded a micro-batch at a time.
-  void loadInputsByParts(Block &step);
+  void loadInputsByParts(Block &block);
   /// pf-fold-accumulation: add(acc, matmul) as C += A B into acc's buffer.
-  void foldAccumulation(Block &step);
+  void foldAccumulation(Block &block);
   /// pf-fold-gemm-bias: a bias_add over the last axis of a GEMM's only use
   /// computed by the GEMM; with `withRelu` (cuBLASLt's RELU_BIAS) also
   /// when a fused relu follows.
-  void foldGemmBiases(Block &step, bool withRelu);
+  void foldGemmBiases(Block &block, bool withRelu);
   /// pf-fold-bias-grad: reduce_sum(dZ) and matmul(dZ, X) as one GEMM with
   /// cuBLASLt's BGRADB epilogue.
-  void pairBiasGradients(Block &step);
+  void pairBiasGradients(Block &block);
   /// pf-fold-softmax: the scale and mask before a softmax computed by its
   /// pass, and the scale after a softmax gradient by the gradient's.
-  void foldSoftmaxes(Block &step);
+  void foldSoftmaxes(Block &block);
   /// pf-fold-views: slices, reshapes and transposes read or written by
   /// GEMMs through strides instead of copied.
-  void foldViewsIntoGemms(Block &step);
+  void foldViewsIntoGemms(Block &block);
   /// pf-group-elementwise: runs of element-wise ops (those `elementwise`
   /// accepts) computed by one generated kernel of at most `maxPointers`
   /// buffers.
-  void groupElementwise(Block &step, bool (*elementwise)(Operation *),
+  void groupElementwise(Block &block, bool (*elementwise)(Operation *),
                         unsigned maxPointers);
   /// pf-group-updates: runs of in-place optimizer updates as one
   /// multi-tensor call.
-  void groupUpdateRuns(Block &step);
+  void groupUpdateRuns(Block &block);
 
   /// Writes every decision of the tables as attributes of `step`'s ops
   /// (and its function's arguments), replacing those there.
-  void record(Block &step) const;
+  void record(Block &block) const;
   /// Removes every recorded decision from `step`'s ops and arguments.
-  static void clearRecords(Block &step);
+  static void clearRecords(Block &block);
   /// Whether `name` is one of the attributes that record a decision.
   static bool isRecord(StringRef name);
 
@@ -321,8 +321,8 @@ public:
   }
 
 private:
-  void readStructure(Block &step);
-  void readViews(Block &step);
+  void readStructure(Block &block);
+  void readViews(Block &block);
 
   std::vector<ElementwiseGroup> groups;
   std::vector<UpdateGroup> updateGroups;

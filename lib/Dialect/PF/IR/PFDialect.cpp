@@ -59,6 +59,61 @@ std::optional<int64_t> mlir::pf::getStageAttrValue(Operation *op) {
   return getIntAttrValue(op, PFDialect::StageAttrHelper::getNameStr());
 }
 
+/// The attributes the fold passes record (lib/Conversion/Common/
+/// FoldAttributes.cpp): success or an error if `attr` is one, none if not.
+static std::optional<LogicalResult> verifyFoldAttribute(Operation *op,
+                                                        NamedAttribute attr) {
+  StringAttr name = attr.getName();
+  Attribute value = attr.getValue();
+  auto require = [&](bool ok, const char *what) -> LogicalResult {
+    if (ok)
+      return success();
+    return op->emitError() << "'" << name.getValue() << "' must be " << what;
+  };
+  auto nonNegativeInt = [](Attribute a) {
+    auto i = dyn_cast<IntegerAttr>(a);
+    return i && i.getInt() >= 0;
+  };
+  if (name.getValue() == PFDialect::FoldAttrHelper::getNameStr()) {
+    auto kind = dyn_cast<StringAttr>(value);
+    return require(
+        kind && llvm::is_contained(
+                    ArrayRef<StringRef>{
+                        "bias_relu", "gemm_bias", "gemm_bias_relu",
+                        "gemm_accumulate", "softmax_prologue",
+                        "softmax_grad_scale", "strided_view", "strided_concat"},
+                    kind.getValue()),
+        "one of \"bias_relu\", \"gemm_bias\", \"gemm_bias_relu\", "
+        "\"gemm_accumulate\", \"softmax_prologue\", "
+        "\"softmax_grad_scale\", \"strided_view\", \"strided_concat\"");
+  }
+  if (name.getValue() == PFDialect::FoldOperandAttrHelper::getNameStr()) {
+    auto i = dyn_cast<IntegerAttr>(value);
+    return require(i && (i.getInt() == 0 || i.getInt() == 1) && isa<AddOp>(op),
+                   "0 or 1 on a pf.add");
+  }
+  if (name.getValue() == PFDialect::CopyReadAttrHelper::getNameStr())
+    return require(isa<UnitAttr>(value) && isa<ReadParamOp>(op),
+                   "a unit attribute on a pf.read_param");
+  if (name.getValue() == PFDialect::InPlaceAttrHelper::getNameStr()) {
+    auto list = dyn_cast<ArrayAttr>(value);
+    return require(list && list.size() == op->getNumResults() &&
+                       llvm::all_of(list, llvm::IsaPred<StringAttr>) &&
+                       isa<SGDUpdateOp, AdamUpdateOp>(op),
+                   "an array of one string a result on an optimizer update");
+  }
+  if (name.getValue() == PFDialect::BiasGradPairAttrHelper::getNameStr() ||
+      name.getValue() == PFDialect::KernelGroupAttrHelper::getNameStr() ||
+      name.getValue() == PFDialect::UpdateGroupAttrHelper::getNameStr())
+    return require(nonNegativeInt(value), "a non-negative integer");
+  if (name.getValue() == PFDialect::StridedAAttrHelper::getNameStr() ||
+      name.getValue() == PFDialect::StridedBAttrHelper::getNameStr() ||
+      name.getValue() == PFDialect::StridedResultAttrHelper::getNameStr())
+    return require(isa<DenseI64ArrayAttr>(value) && isa<MatmulOp>(op),
+                   "an array<i64: ...> on a pf.matmul");
+  return std::nullopt;
+}
+
 LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attr) {
   StringAttr name = attr.getName();
@@ -168,43 +223,8 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
     return require(isa<FlatSymbolRefAttr>(value) && isa<ParamOp>(op),
                    "a symbol reference on a pf.param");
   // The fold passes' decisions (lib/Conversion/Common/FoldAttributes.cpp).
-  if (name == getFoldAttrHelper().getName()) {
-    auto kind = dyn_cast<StringAttr>(value);
-    return require(
-        kind && llvm::is_contained(
-                    ArrayRef<StringRef>{
-                        "bias_relu", "gemm_bias", "gemm_bias_relu",
-                        "gemm_accumulate", "softmax_prologue",
-                        "softmax_grad_scale", "strided_view", "strided_concat"},
-                    kind.getValue()),
-        "one of \"bias_relu\", \"gemm_bias\", \"gemm_bias_relu\", "
-        "\"gemm_accumulate\", \"softmax_prologue\", "
-        "\"softmax_grad_scale\", \"strided_view\", \"strided_concat\"");
-  }
-  if (name == getFoldOperandAttrHelper().getName()) {
-    auto i = dyn_cast<IntegerAttr>(value);
-    return require(i && (i.getInt() == 0 || i.getInt() == 1) && isa<AddOp>(op),
-                   "0 or 1 on a pf.add");
-  }
-  if (name == getCopyReadAttrHelper().getName())
-    return require(isa<UnitAttr>(value) && isa<ReadParamOp>(op),
-                   "a unit attribute on a pf.read_param");
-  if (name == getInPlaceAttrHelper().getName()) {
-    auto list = dyn_cast<ArrayAttr>(value);
-    return require(list && list.size() == op->getNumResults() &&
-                       llvm::all_of(list, llvm::IsaPred<StringAttr>) &&
-                       isa<SGDUpdateOp, AdamUpdateOp>(op),
-                   "an array of one string a result on an optimizer update");
-  }
-  if (name == getBiasGradPairAttrHelper().getName() ||
-      name == getKernelGroupAttrHelper().getName() ||
-      name == getUpdateGroupAttrHelper().getName())
-    return require(nonNegativeInt(value), "a non-negative integer");
-  if (name == getStridedAAttrHelper().getName() ||
-      name == getStridedBAttrHelper().getName() ||
-      name == getStridedResultAttrHelper().getName())
-    return require(isa<DenseI64ArrayAttr>(value) && isa<MatmulOp>(op),
-                   "an array<i64: ...> on a pf.matmul");
+  if (std::optional<LogicalResult> fold = verifyFoldAttribute(op, attr))
+    return *fold;
   // pf.input, pf.boxes, pf.box_shape, pf.zero_input and pf.load_by_parts
   // are argument attributes, pf.output and pf.global_type result
   // attributes: on an op they are as unknown as a misspelling.
