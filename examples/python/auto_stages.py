@@ -38,7 +38,7 @@ P = flow.placement("cuda", ranks=[0])
 B = flow.sbp.broadcast
 WIDTHS = (64, 256, 128, 128, 96, 64, 64, 32, 10)
 
-model = nn.Sequential(*[layer for i, (a, b) in enumerate(zip(WIDTHS[:-1], WIDTHS[1:]))
+model = nn.Sequential(*[layer for i, (a, b) in enumerate(zip(WIDTHS[:-1], WIDTHS[1:], strict=True))
                         for layer in ([nn.Linear(a, b)] + ([nn.ReLU()] if i < len(WIDTHS) - 2 else []))])
 model.to_global(placement=P, sbp=B)
 sgd = flow.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)

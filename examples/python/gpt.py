@@ -110,7 +110,7 @@ def weights_checksum(graph, model):
     ``graph.state_dict()`` reads them back (a collective: every process)."""
     graph.state_dict()
     total = 0.0
-    for name, value in sorted(model.state_dict().items()):
+    for _, value in sorted(model.state_dict().items()):
         a = value.numpy().astype(np.float64).ravel()
         total += float(np.dot(a, np.arange(a.size) % 97 + 1))
     return total

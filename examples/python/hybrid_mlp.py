@@ -99,7 +99,7 @@ if args.compile_only:
 else:
     if args.load:
         graph.load_state_dict(flow.load(args.load))  # every process loads the whole values
-    for i in range(args.steps):
+    for _ in range(args.steps):
         loss = graph(x, y)
         print(loss.to_local())
     if args.save:

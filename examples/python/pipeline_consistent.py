@@ -101,6 +101,6 @@ if args.compile_only:
     print(compiled.verified_ir, end="")
     print(f"// verified by pf-opt; cached in {compiled.directory}")
 else:
-    for i in range(20):
+    for _ in range(20):
         loss = graph_pipeline(x, y)
         print(loss.to_local())

@@ -9,28 +9,74 @@ directories in the runtime's format (``pf-run --save/--load``).
 """
 
 # The ops and _trace first: they provide Tensor's ops and tracing (pipeflow._registry).
-from . import _ops, _ops_elementwise, _ops_shape, _trace  # noqa: F401
-from . import config, env, models, nn, optim, sbp, utils
-from . import distributed
+from . import (  # noqa: F401
+    _ops,
+    _ops_elementwise,
+    _ops_shape,
+    _trace,
+    config,
+    distributed,
+    env,
+    models,
+    nn,
+    optim,
+    sbp,
+    utils,
+)
+from ._activations import sigmoid, softmax, tanh
 from ._checkpoint import load, save
-from ._errors import BackendUnavailable, CompileError, CompilerNotFound, StateDictError
-from ._activations import sigmoid, tanh
+from ._errors import (
+    BackendUnavailable,
+    CompileError,
+    CompilerNotFound,
+    StateDictError,
+)
+from ._grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from ._ops import matmul, relu
 from ._ops_elementwise import add, div, masked_fill, mul, sub
-from ._ops_shape import cat, chunk, mean, split, tril, triu
+from ._ops_shape import cat, chunk, mean, split, stack, tril, triu
 from ._ops_shape import cat as concat
 from ._ops_shape import reduce_sum as sum
-from ._random import default_generator, initial_seed, manual_seed
-from .dtypes import (bool, double, dtype, float, float16, float32, float64, half, int, int8, int32,
-                    int64, long, uint8)
+from ._random import Generator, default_generator, initial_seed, manual_seed
+from ._sampling import multinomial, topk
+from .dtypes import (
+    bool,
+    double,
+    dtype,
+    float,
+    float16,
+    float32,
+    float64,
+    half,
+    int,
+    int8,
+    int32,
+    int64,
+    long,
+    uint8,
+)
 from .placement import placement
-from .tensor import (Size, Tensor, arange, empty, from_numpy, full, ones, rand, randint, randn,
-                     tensor, zeros)
+from .tensor import (
+    Size,
+    Tensor,
+    arange,
+    empty,
+    from_numpy,
+    full,
+    ones,
+    rand,
+    randint,
+    randn,
+    tensor,
+    zeros,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BackendUnavailable", "CompileError", "CompilerNotFound", "Size", "Tensor", "add", "arange",
+    "BackendUnavailable", "CompileError", "CompilerNotFound", "Generator", "Size", "Tensor", "add",
+    "arange", "enable_grad", "inference_mode", "multinomial", "no_grad", "set_grad_enabled",
+    "softmax", "stack", "topk",
     "bool", "cat", "chunk", "concat", "config", "default_generator", "distributed", "div", "double",
     "dtype", "empty", "env", "flatten", "float", "float16", "float32", "float64", "from_numpy", "full",
     "half", "initial_seed", "int", "int8", "int32", "int64", "is_tensor", "load", "long",

@@ -188,12 +188,23 @@ class Function:
 
     def __call__(self, *args):
         if len(args) != len(self.row.args):
-            raise TypeError(
-                f"{self.name}() takes {len(self.row.args)} argument"
-                f"{'s' if len(self.row.args) != 1 else ''} ({self.row.text()} at "
-                f"{self.row.where}), but the front end passes {len(args)}: the runtime's ABI "
-                "changed; update the caller in python/pipeflow/_runtime.py")
+            raise self._miscount(len(args))
         return self.cfunc(*args)
+
+    def checked(self, nargs):
+        """The C function itself, for a caller that always passes ``nargs``
+        arguments: checked here once, as every call through the wrapper is
+        (the steps' hot calls skip the wrapper's cost)."""
+        if nargs != len(self.row.args):
+            raise self._miscount(nargs)
+        return self.cfunc
+
+    def _miscount(self, nargs):
+        return TypeError(
+            f"{self.name}() takes {len(self.row.args)} argument"
+            f"{'s' if len(self.row.args) != 1 else ''} ({self.row.text()} at "
+            f"{self.row.where}), but the front end passes {nargs}: the runtime's ABI "
+            "changed; update the caller in python/pipeflow/_runtime.py")
 
     @property
     def restype(self):

@@ -126,7 +126,7 @@ def plan(manifest_ranks, signature, rank, dtypes, manifest_path, width=None):
                 raise BackendUnavailable(f"{where}: {len(boxes)} boxes of {box_shape} do not fill "
                                          f"its buffer of shape {e['shape']}")
             for off in boxes:
-                if any(o < 0 or o + b > d for o, b, d in zip(off, box_shape, shape)):
+                if any(o < 0 or o + b > d for o, b, d in zip(off, box_shape, shape, strict=True)):
                     raise BackendUnavailable(f"{where}: box {off} of {box_shape} is outside the "
                                              f"logical shape {list(shape)}")
         kinds = {e["dtype"] for e in entries.values()}
@@ -197,7 +197,10 @@ def agreement(program, world, graph_name, call, args, rank, loc):
     row = [digest(graph_name), call, len(args), digest("\n".join(descriptions)), known_bits]
     row += named + [0] * (_NAMED_INPUTS - len(named))
     rows = program.all_gather(np.array(row, np.int64), range(world))
-    differ = lambda col: [int(r) for r in np.flatnonzero(rows[:, col] != rows[rank, col])]
+
+    def differ(col):
+        return [int(r) for r in np.flatnonzero(rows[:, col] != rows[rank, col])]
+
     if differ(0) or differ(1):
         others = sorted(set(differ(0) + differ(1)))
         raise CompileError.at(
@@ -234,7 +237,7 @@ def assemble(blocks, shape, placement, sbp):
     out = np.zeros(shape, dtype=dtype)
     for p, r in enumerate(placement.flat_ranks):
         coords = placement.coordinates(r)
-        if any(b and c for b, c in zip(broadcast, coords)):
+        if any(b and c for b, c in zip(broadcast, coords, strict=True)):
             continue
         slices, _ = _layout.shard_index(shape, placement, sbp, r)
         block = np.asarray(blocks[p]).reshape(local)
@@ -254,7 +257,7 @@ def cut_boxes(logical, boxes, box_shape, dtype, zero=False):
         out.fill(0)
         return out
     for k, off in enumerate(boxes):
-        out[k] = logical[tuple(slice(o, o + n) for o, n in zip(off, box_shape))]
+        out[k] = logical[tuple(slice(o, o + n) for o, n in zip(off, box_shape, strict=True))]
     return out
 
 

@@ -15,7 +15,7 @@ from . import sbp as sbp_mod
 def split_factors(shape, placement, sbp):
     """For every axis, the number of ranks it is split over."""
     factors = [1] * len(shape)
-    for entry, extent in zip(sbp, placement.hierarchy):
+    for entry, extent in zip(sbp, placement.hierarchy, strict=True):
         if isinstance(entry, sbp_mod._Split) and entry.axis < len(shape):
             factors[entry.axis] *= extent
     return factors
@@ -36,12 +36,12 @@ def check_layout(shape, placement, sbp):
 
 def local_shape(shape, placement, sbp):
     """The shape of every rank's local component."""
-    return tuple(d // f for d, f in zip(shape, split_factors(shape, placement, sbp)))
+    return tuple(d // f for d, f in zip(shape, split_factors(shape, placement, sbp), strict=True))
 
 
 def logical_shape(local, placement, sbp):
     """The logical shape whose local components have shape ``local``."""
-    return tuple(d * f for d, f in zip(local, split_factors(local, placement, sbp)))
+    return tuple(d * f for d, f in zip(local, split_factors(local, placement, sbp), strict=True))
 
 
 def shard_index(shape, placement, sbp, rank):
@@ -54,13 +54,13 @@ def shard_index(shape, placement, sbp, rank):
     starts = [0] * len(shape)
     sizes = list(shape)
     zero = False
-    for entry, extent, coord in zip(sbp, placement.hierarchy, coords):
+    for entry, extent, coord in zip(sbp, placement.hierarchy, coords, strict=True):
         if isinstance(entry, sbp_mod._Split):
             sizes[entry.axis] //= extent
             starts[entry.axis] += coord * sizes[entry.axis]
         elif isinstance(entry, sbp_mod._PartialSum) and coord != 0:
             zero = True
-    return tuple(slice(s, s + n) for s, n in zip(starts, sizes)), zero
+    return tuple(slice(s, s + n) for s, n in zip(starts, sizes, strict=True)), zero
 
 
 def local_of(logical, placement, sbp, rank):
@@ -86,7 +86,7 @@ def logical_from_replicas(local, placement, sbp):
     reps = split_factors(local.shape, placement, sbp)
     value = np.tile(local, reps) if any(r != 1 for r in reps) else np.array(local, copy=True)
     copies = 1
-    for entry, extent in zip(sbp, placement.hierarchy):
+    for entry, extent in zip(sbp, placement.hierarchy, strict=True):
         if isinstance(entry, sbp_mod._PartialSum):
             copies *= extent
     if copies != 1:

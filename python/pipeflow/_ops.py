@@ -16,9 +16,8 @@ import numbers
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from . import _registry, _trace
+from . import _registry, _trace, ir
 from . import dtypes as dt
-from . import ir
 from . import sbp as sbp_mod
 from ._trace import fail
 from .tensor import Tensor

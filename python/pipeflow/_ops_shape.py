@@ -36,7 +36,7 @@ def slice_box(x, offsets, sizes):
     if offsets == [0] * x.ndim and sizes == list(x.shape):
         return x
     if not _is_lazy(x):
-        box = tuple(slice(o, o + s) for o, s in zip(offsets, sizes))
+        box = tuple(slice(o, o + s) for o, s in zip(offsets, sizes, strict=True))
         return _local(np.ascontiguousarray(host_value(x)[box]))
     tracer, (xv,) = _operands("slice", x)
     op = tracer.emit("pf.slice", [xv], [xv.type.with_shape(sizes)],
@@ -103,6 +103,27 @@ def cat(tensors, dim=0):
     return _result(tracer, op, anchor)
 
 
+def stack(tensors, dim=0):
+    """torch's ``stack``: equally shaped tensors along a new axis ``dim``
+    (each gets a size-1 axis there, then ``cat``)."""
+    tensors = list(tensors)
+    if not tensors or not all(isinstance(t, Tensor) for t in tensors):
+        raise TypeError("stack() expects a non-empty sequence of tensors")
+    first = tensors[0]
+    axis = int(dim) + first.ndim + 1 if dim < 0 else int(dim)
+    if not 0 <= axis <= first.ndim:
+        fail(f"stack: dim {dim} is out of range for tensors of shape {_shape_str(first.shape)}")
+    for t in tensors[1:]:
+        if tuple(t.shape) != tuple(first.shape):
+            fail(f"stack expects tensors of equal shapes, got {_shape_str(first.shape)} and "
+                 f"{_shape_str(t.shape)}")
+    if not _is_lazy(*tensors):
+        return _local(np.stack([host_value(t) for t in tensors], axis=axis))
+    shape = list(first.shape)
+    shape.insert(axis, 1)
+    return cat([reshape(t, shape) for t in tensors], axis)
+
+
 def _index_items(x, index):
     """The items of a basic index, ``...`` expanded, one per axis plus ``None``s."""
     items = list(index) if isinstance(index, tuple) else [index]
@@ -120,8 +141,8 @@ def _index_items(x, index):
 
 def getitem(x, index):
     """``x[index]``: numpy indexing on host tensors; on traced ones, basic
-    indexing (slices of step 1, ints, ``None``, ``...``) as ``pf.slice``
-    then ``pf.reshape``."""
+    indexing (slices of step 1, ints, ``None``, ``...``, lists of
+    consecutive indices) as ``pf.slice`` then ``pf.reshape``."""
     if not _is_lazy(x):
         if isinstance(index, Tensor):
             index = host_value(index)
@@ -150,11 +171,49 @@ def getitem(x, index):
                                  f"a tensor of shape {_shape_str(x.shape)}")
             offsets.append(int(item) % n)
             sizes.append(1)
+        elif _is_run(item, n):
+            # a list of consecutive indices keeps the axis (nanoGPT's x[:, [-1], :])
+            offsets.append(int(item[0]) % n)
+            sizes.append(len(item))
+            shape.append(len(item))
         else:
-            _trace.unsupported(f"indexing a traced tensor with {type(item).__name__}")
+            _trace.unsupported(f"indexing a traced tensor with {type(item).__name__} {item!r} (a list "
+                               "must hold consecutive increasing indices)")
         axis += 1
     y = slice_box(x, offsets, sizes)
     return y if list(y.shape) == shape else reshape(y, shape)
+
+
+def setitem(x, index, value):
+    """``x[index] = value`` on a host tensor (numpy's indexing and
+    assignment, a bool mask included: nanoGPT's ``logits[logits < v] =
+    -inf``). A traced tensor has no storage to write into (a CompileError);
+    a parameter or buffer a compiled graph trains takes values through
+    ``load_state_dict``."""
+    if _is_lazy(x):
+        _trace.unsupported("assigning into a traced tensor (x[i] = v); build a new tensor, "
+                           "e.g. with masked_fill")
+    if x.__dict__.get("_trained_by") is not None:
+        fail("cannot assign into a parameter or buffer that a compiled graph trains: its value "
+             "lives in the program; use load_state_dict()")
+    if isinstance(value, Tensor):
+        value = host_value(value)
+    if isinstance(index, Tensor):
+        index = host_value(index)
+    elif isinstance(index, tuple):
+        index = tuple(host_value(i) if isinstance(i, Tensor) else i for i in index)
+    target = x._eager_value()
+    target[index] = value
+
+
+def _is_run(item, n):
+    """Whether ``item`` is a list of consecutive increasing indices into an
+    axis of size ``n`` (negative ones counted from the end)."""
+    if not isinstance(item, list) or not item or not all(
+            isinstance(i, numbers.Integral) and not isinstance(i, bool) and -n <= i < n for i in item):
+        return False
+    first = int(item[0]) % n
+    return [int(i) % n for i in item] == list(range(first, first + len(item)))
 
 
 def _axes(x, dim, what):
@@ -226,4 +285,4 @@ def triu(x, diagonal=0):
     return _triangle(x, diagonal, False)
 
 
-_registry.ops.provide(getitem=getitem, split=split, chunk=chunk, sum=reduce_sum, mean=mean)
+_registry.ops.provide(getitem=getitem, setitem=setitem, split=split, chunk=chunk, sum=reduce_sum, mean=mean)

@@ -7,6 +7,9 @@ cannot import them back without an import cycle. Tensor methods that compute
 a lazy tensor) call the functions those modules :meth:`~Hooks.provide` here
 when they are imported; ``pipeflow/__init__`` imports both, so the hooks are
 set before any tensor exists.
+
+It also keeps :data:`module_changes`, the count of changes that a compiled
+graph's calls look at (low enough here for ``nn.init`` and ``nn.Module``).
 """
 
 
@@ -43,6 +46,27 @@ class Hooks:
 # (eager numpy or traced pf ops).
 ops = Hooks("_ops", ("matmul", "relu", "flatten", "reshape", "permute",
                      "binary", "compare", "masked_fill",
-                     "getitem", "split", "chunk", "sum", "mean"))
+                     "getitem", "setitem", "split", "chunk", "sum", "mean"))
 # What lazy tensors do through pipeflow._trace (the active tracer).
 trace = Hooks("_trace", ("to_global", "mark_loss", "unsupported"))
+
+
+class Changes:
+    """A count that only grows: :meth:`bump` on every change it counts."""
+
+    __slots__ = ("count",)
+
+    def __init__(self):
+        self.count = 0
+
+    def bump(self):
+        self.count += 1
+
+
+# Changes to what a compiled graph's fingerprint reads besides its
+# optimizers (``nn._graph.tracing.fingerprint``): modules' registries and
+# modes (``nn.Module``), parameters' layouts (``Module.to_global``) and
+# initializers (``nn.init``), graph and module settings. A graph call
+# recomputes the fingerprint only when the count moved since the last one
+# (``nn._graph.execution.CallCheck``).
+module_changes = Changes()

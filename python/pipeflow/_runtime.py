@@ -125,6 +125,18 @@ def _finalize(fn):
     fn.pfrt_finalize()
 
 
+_BYTE = ctypes.c_byte
+
+
+def _address(array):
+    """The address of a C-contiguous array's data (``array.ctypes.data``,
+    cheaper through the buffer protocol where the array is writable)."""
+    try:
+        return ctypes.addressof(_BYTE.from_buffer(array))
+    except (TypeError, ValueError, BufferError):  # read-only, empty
+        return array.ctypes.data
+
+
 class Program:
     """One rank's compiled step, loaded from ``librank<r>.so``.
 
@@ -176,6 +188,14 @@ class Program:
         fn.pf_init_params(int(seed) & 0xFFFFFFFFFFFFFFFF)
         fn.pfrt_use_user_inputs(1)
         self._scalars = {"lr": fn.pfrt_scalar(b"lr")}
+        # A step's calls, their argument counts checked once (see step).
+        self._begin_step = fn.pfrt_begin_step.checked(1)
+        self._set_input = fn.pfrt_set_input.checked(3)
+        self._end_step = fn.pfrt_end_step.checked(0)
+        self._loss_count = fn.pfrt_loss_count.checked(0)
+        self._loss_value = fn.pfrt_loss_value.checked(1)
+        self._cuda_active = fn.pfrt_cuda_active.checked(0) if hasattr(fn, "pfrt_cuda_active") else None
+        self.run_step = fn.pf_step.checked(1)  # the compiled step (the C function)
 
     def scalar(self, name):
         """The run-time scalar ``name`` (``pfrt_scalar``: a float the host writes)."""
@@ -190,23 +210,22 @@ class Program:
         scalar "lr") or ``{scalar name: value}`` (every parameter group's, see
         ``pf.optimizer``); returns the losses this rank reported, one per
         micro-batch (empty elsewhere)."""
-        fn = self.fn
-        fn.pfrt_begin_step(step)
+        self._begin_step(step)
         scalars = lr if isinstance(lr, dict) else {"lr": lr}
         for name, value in scalars.items():
             self.scalar(name)[0] = float(value)
         for index, array in inputs:
-            if fn.pfrt_set_input(index, array.ctypes.data, array.nbytes) != 0:
+            if self._set_input(index, _address(array), array.nbytes) != 0:
                 raise BackendUnavailable(f"pfrt_set_input({index}) failed")
-        if hasattr(fn, "pfrt_cuda_active") and fn.pfrt_cuda_active():
+        if self._cuda_active is not None and self._cuda_active():
             # A GPU rank: its second step is captured as a CUDA graph, then
             # replayed (libpfrt loads the inputs and reports around it).
-            fn.pfrt_cuda_run_step(ctypes.cast(self.lib.pf_step, ctypes.c_void_p), step)
+            self.fn.pfrt_cuda_run_step(ctypes.cast(self.lib.pf_step, ctypes.c_void_p), step)
         else:
-            fn.pf_step(step)
-        fn.pfrt_end_step()
-        count = fn.pfrt_loss_count()
-        return np.array([fn.pfrt_loss_value(k) for k in range(count)], dtype=np.float32)
+            self.run_step(step)
+        self._end_step()
+        count = self._loss_count()
+        return np.fromiter(map(self._loss_value, range(count)), np.float32, count)
 
     def outputs(self):
         """The step results this rank reported in the last step

@@ -32,8 +32,20 @@ class Location:
         return f'loc("{escaped}":{self.line}:{self.col})'
 
 
-def _is_internal(filename):
-    return os.path.abspath(filename).startswith(_PACKAGE_DIR)
+# Absolute code file names: their absolute form and whether it is pipeflow's
+# (relative names depend on the working directory and are not kept).
+_files = {}
+
+
+def _file(filename):
+    """``(absolute path, inside the pipeflow package)`` of a code file name."""
+    known = _files.get(filename)
+    if known is None:
+        path = os.path.abspath(filename)
+        known = (path, path.startswith(_PACKAGE_DIR))
+        if os.path.isabs(filename):
+            _files[filename] = known
+    return known
 
 
 def user_location(skip=1):
@@ -45,8 +57,10 @@ def user_location(skip=1):
     frame = sys._getframe(skip)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not filename.startswith("<") and not _is_internal(filename):
-            return Location(os.path.abspath(filename), frame.f_lineno, 0)
+        if not filename.startswith("<"):
+            path, internal = _file(filename)
+            if not internal:
+                return Location(path, frame.f_lineno, 0)
         frame = frame.f_back
     return None
 

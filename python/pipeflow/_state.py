@@ -233,7 +233,7 @@ def _union(program, names, world):
     padded[:len(blob)] = np.frombuffer(blob, np.uint8)
     rows = program.all_gather(padded.view(np.int64), range(world))
     out = set()
-    for size, row in zip(sizes, rows):
+    for size, row in zip(sizes, rows, strict=True):
         text = row.view(np.uint8)[:int(size)].tobytes().decode()
         out.update(n for n in text.split("\0") if n)
     return sorted(out)

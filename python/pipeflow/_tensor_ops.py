@@ -58,6 +58,9 @@ class TensorOps:
     def __getitem__(self, index):
         return _ops.getitem(self, index)
 
+    def __setitem__(self, index, value):
+        _ops.setitem(self, index, value)
+
     def split(self, split_size_or_sections, dim=0):
         return _ops.split(self, split_size_or_sections, dim)
 
@@ -83,6 +86,26 @@ class TensorOps:
 
     def __matmul__(self, other):
         return self.matmul(other)
+
+    # One-element tensors as Python numbers (``data[i:i + n]`` with a tensor ``i``).
+
+    def __index__(self):
+        if self.dtype.is_floating_point or self.numel() != 1:
+            raise TypeError(f"only one-element integer tensors can be an index, got shape "
+                            f"{list(self.shape)} and dtype {self.dtype}")
+        return int(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __format__(self, spec):
+        # f"{loss:.4f}" of a one-element tensor formats its number, as torch's
+        if spec and self.numel() == 1 and not self.is_lazy:
+            return format(self.item(), spec)
+        return object.__format__(self, spec) if spec else str(self)
 
     def __neg__(self):
         return _ops.binary("mul", self, -1.0 if self.dtype.is_floating_point else -1)

@@ -20,11 +20,9 @@ reach :func:`to_global`, :func:`mark_loss` and :func:`unsupported` through
 
 import numpy as np
 
-from . import _layout, _random, _registry
-from . import dtypes as dt
+from . import _layout, _random, _registry, env, ir
 from . import config as config_mod
-from . import env
-from . import ir
+from . import dtypes as dt
 from . import sbp as sbp_mod
 from ._errors import CompileError
 from ._source import user_location
@@ -181,7 +179,7 @@ class Tracer:
         stages = [self.value_stage.get(id(v)) for v in operands]
         known = [s for s in stages if s is not None]
         if explicit is not None:
-            for value, stage in zip(operands, stages):
+            for value, stage in zip(operands, stages, strict=True):
                 if stage is not None and stage > explicit:
                     raise CompileError.at(
                         loc,

@@ -10,6 +10,7 @@ import os
 import shutil
 
 _cuda_as_cpu = None
+CUDA_AS_CPU_VARIABLE = "PIPEFLOW_CUDA_AS_CPU"
 
 
 def cuda_as_cpu(enable=True):
@@ -25,7 +26,7 @@ def cuda_as_cpu_enabled():
     """
     if _cuda_as_cpu is not None:
         return _cuda_as_cpu
-    return os.environ.get("PIPEFLOW_CUDA_AS_CPU", "").strip().lower() in ("1", "true", "yes", "on")
+    return os.environ.get(CUDA_AS_CPU_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def gpu_available():

@@ -11,7 +11,6 @@ import struct
 
 import numpy as np
 
-
 _BARE_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_$.]*$")
 
 
@@ -335,7 +334,7 @@ class _Printer:
             names[id(a)] = f"%arg{a.index}"
         args = ", ".join(
             f"{names[id(a)]}: {self.type(a.type)}" + (f" {loc.text()}" if loc else "")
-            for a, loc in zip(f.args, f.arg_locs))
+            for a, loc in zip(f.args, f.arg_locs, strict=True))
         results = [self.type(v.type) for v in f.results]
         sig = results[0] if len(results) == 1 else "(" + ", ".join(results) + ")"
         out = [f"func.func @{f.name}({args})" + (f" -> {sig}" if results else "") + " {"]

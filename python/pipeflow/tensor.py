@@ -23,9 +23,8 @@ methods that compute or trace call them through ``pipeflow._registry``
 
 import numpy as np
 
-from . import _layout, _registry
+from . import _layout, _registry, env
 from . import dtypes as dt
-from . import env
 from . import sbp as sbp_mod
 from ._errors import BackendUnavailable
 from ._random import default_generator
@@ -227,7 +226,23 @@ class Tensor(TensorOps):
         """
         if self._node is not None:
             return _lazy.to_global(self, placement, sbp)
+        out = self._to_global(placement, sbp)
+        if out is not self:
+            self._pass_recipe(out)
+        return out
+
+    def _pass_recipe(self, out):
+        """``out`` shares this tensor's value: an untouched initialisation
+        (``nn.parameter.uses_recipe``) moves to it with its initializer, as
+        ``nn.Parameter(w.to_global(placement, sbp))`` re-lays out a weight
+        nobody has read or set; this tensor's value is the user's from now on."""
+        fresh = self.__dict__.get("_recipe_fresh", False) and not self.__dict__.get("_loaded", False)
         self._expose()
+        if fresh:
+            out.__dict__["_init"] = self.__dict__.get("_init")
+            out.__dict__["_recipe_fresh"] = True
+
+    def _to_global(self, placement, sbp):
         if self._placement is None:
             if placement is None or sbp is None:
                 raise ValueError("to_global() of a local tensor needs both placement and sbp")
@@ -345,7 +360,9 @@ class Tensor(TensorOps):
         if self._node is not None:
             return self
         self._expose()
-        copy = lambda a: None if a is None else a.copy()
+        def copy(a):
+            return None if a is None else a.copy()
+
         return Tensor._new(self._dtype, self._shape, local=copy(self._local), logical=copy(self._logical),
                            placement=self._placement, sbp=self._sbp, device=self._device,
                            requires_grad=self.requires_grad)

@@ -37,8 +37,8 @@ def main(argv):
     missing = []
     for op in ops:
         use = re.compile(re.escape(op) + r"(?![\w.])")
-        w = any(use.search(l) for l in written)
-        c = any(use.search(l) for l in checked)
+        w = any(use.search(t) for t in written)
+        c = any(use.search(t) for t in checked)
         if not (w and c):
             what = "written nor checked" if not (w or c) else (
                 "written" if not w else "checked (no CHECK line names it)")

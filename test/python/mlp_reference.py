@@ -121,7 +121,7 @@ def train(params, x, y, lrs, m, optimizer, stacked=False, final=None, relu_last=
                 grads[j][1] += d.sum(axis=0)
                 d = d @ params[j][0]
         out.append(losses)
-        for j, (wb, (dw, db)) in enumerate(zip(params, grads)):
+        for j, (wb, (dw, db)) in enumerate(zip(params, grads, strict=True)):
             wb[0] = optimizer.update((j, 0), wb[0], dw, lr, t)
             wb[1] = optimizer.update((j, 1), wb[1], db, lr, t)
     if final is not None:
@@ -165,7 +165,9 @@ def ill_conditioned(params, x, y, lrs, m, make_optimizer, want, tol, trials=12, 
     """
     rng = np.random.default_rng(0)
     for _ in range(trials):
-        bump = lambda a: (np.asarray(a, np.float64) * (1 + scale * rng.standard_normal(np.shape(a))))
+        def bump(a):
+            return np.asarray(a, np.float64) * (1 + scale * rng.standard_normal(np.shape(a)))
+
         moved = train([(bump(w), bump(b)) for w, b in params], bump(x), y, lrs, m, make_optimizer(),
                       relu_last=relu_last)
         if max_relative_error(moved, want) > tol / 2:

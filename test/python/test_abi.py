@@ -42,7 +42,7 @@ def assert_matches_row(name, restype, argtypes, row):
     """Every non-pointer slot is the row's type; a PTR slot is a pointer type."""
     assert len(argtypes) == len(row.args), (name, argtypes, row)
     for slot, tag, ctype in [("result", row.result, restype)] + list(
-            zip(range(len(row.args)), row.args, argtypes)):
+            zip(range(len(row.args)), row.args, argtypes, strict=True)):
         if tag == "PTR":
             assert isinstance(ctype, type) and issubclass(ctype, POINTER_TYPES), (name, slot, ctype)
         else:

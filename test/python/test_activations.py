@@ -4,13 +4,13 @@ against a float64 NumPy reference (forward, backward through the
 activation, SGD), on fresh random data."""
 import math
 
+import mlp_reference as ref
 import numpy as np
 import pytest
+from graphs import Train
 
 import pipeflow as flow
 from pipeflow import nn
-from graphs import Train
-import mlp_reference as ref
 
 ERF = np.vectorize(math.erf)
 C = math.sqrt(2.0 / math.pi)
@@ -42,7 +42,7 @@ MODULES = {
 def _step(params, a, labels, lr, kind):
     f, df = REFERENCE[kind]
     loss, grads = ref.two_layer_grads(params, a, labels, act=f, dact=df)
-    return loss, [w - lr * g for w, g in zip(params, grads)]
+    return loss, [w - lr * g for w, g in zip(params, grads, strict=True)]
 
 
 @pytest.mark.parametrize("kind", sorted(REFERENCE))

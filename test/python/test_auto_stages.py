@@ -13,13 +13,13 @@ import os
 import random
 import sys
 
+import mlp_reference as ref
 import numpy as np
 import pytest
+from conftest import PYTHON_DIR, line_of, mpiexec_available, run_job
 
 import pipeflow as flow
 from pipeflow import compiler, nn
-from conftest import PYTHON_DIR, line_of, mpiexec_available, run_job
-import mlp_reference as ref
 
 HERE = os.path.abspath(__file__)
 B = [flow.sbp.broadcast]
@@ -36,7 +36,7 @@ class MLP(nn.Module):
     def __init__(self, widths=(32, 64, 48, 64, 32, 10)):
         super().__init__()
         layers = []
-        for i, (a, b) in enumerate(zip(widths[:-1], widths[1:])):
+        for i, (a, b) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
             layers.append(nn.Linear(a, b))
             if i < len(widths) - 2:
                 layers.append(nn.ReLU())

@@ -17,7 +17,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import PYTHON_DIR, mpiexec_available, run_job
 
 needs_mpiexec = pytest.mark.skipif(not mpiexec_available(), reason="needs mpiexec (MPICH)")

@@ -3,12 +3,18 @@
 inference graph fed by a loader."""
 import numpy as np
 import pytest
+from test_inference import Infer
 
 import pipeflow as flow
 from pipeflow import nn
-from pipeflow.utils.data import (BatchSampler, DataLoader, Dataset, RandomSampler,
-                                 SequentialSampler, TensorDataset)
-from test_inference import Infer
+from pipeflow.utils.data import (
+    BatchSampler,
+    DataLoader,
+    Dataset,
+    RandomSampler,
+    SequentialSampler,
+    TensorDataset,
+)
 
 
 def _data(n=10, rng=None):

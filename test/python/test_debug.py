@@ -4,10 +4,10 @@ import os
 import re
 
 import numpy as np
+from conftest import line_of
 
 import pipeflow as flow
 from pipeflow import nn
-from conftest import line_of
 
 HERE = os.path.abspath(__file__)
 P2 = flow.placement("cpu", ranks=[0, 1])

@@ -6,14 +6,13 @@ that draws the same masks with the generator's bit-exact twin
 import os
 import sys
 
+import mlp_reference as ref
 import numpy as np
 import pytest
+from test_run import P0, TOL, B, fresh_seeds
 
 import pipeflow as flow
 from pipeflow import nn
-
-import mlp_reference as ref
-from test_run import B, P0, TOL, fresh_seeds
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "runtime", "python"))
 import pfrt_philox as ph  # noqa: E402

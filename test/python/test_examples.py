@@ -9,7 +9,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import PYTHON_DIR, REPO, mpiexec_available, run_job
 
 EXAMPLES_DIR = os.path.join(REPO, "examples", "python")
@@ -170,6 +169,7 @@ def test_hybrid_mlp_trains_on_two_ranks_as_numpy(pf_opt, tmp_path, monkeypatch, 
     both ranks print the same losses, which go down and equal the float64
     NumPy reference of the same model, initial parameters and data."""
     import runpy
+
     import mlp_reference as ref
     path = os.path.join(EXAMPLES_DIR, "hybrid_mlp.py")
     lr, steps = 0.01, 20
@@ -192,7 +192,10 @@ def test_hybrid_mlp_trains_on_two_ranks_as_numpy(pf_opt, tmp_path, monkeypatch, 
         example = runpy.run_path(path, run_name="example")
         images, labels = example["images"].numpy(), example["labels"].numpy()
         params = [ref.linear_init(seed, "model.hidden", 28 * 28, 512), ref.linear_init(seed, "model.output", 512, 10)]
-        make = lambda: ref.Optimizer("sgd", momentum=0.9)
+
+        def make():
+            return ref.Optimizer("sgd", momentum=0.9)
+
         want = ref.train(params, images, labels, [lr] * steps, m, make(), relu_last=False)
         err = ref.max_relative_error(losses, want)
         if err < 1e-5:

@@ -11,6 +11,7 @@ from pipeflow import _feed, _layout, _runtime
 
 B, P = flow.sbp.broadcast, flow.sbp.partial_sum
 S = flow.sbp.split
+SPLIT0 = (S(0),)
 P01 = flow.placement("cpu", ranks=[0, 1])
 P2x2 = flow.placement("cpu", ranks=[[3, 1], [0, 2]])  # rank order differs from position order
 
@@ -46,7 +47,7 @@ def test_assemble_rebuilds_the_logical_value(placement, sbp):
     parts = addends(logical, placement, sbp, rng)
     if any(e == P for e in sbp):
         assert not any(np.array_equal(p, _layout.local_of(logical, placement, sbp, r))
-                       for p, r in zip(parts, placement.flat_ranks) if p.any())
+                       for p, r in zip(parts, placement.flat_ranks, strict=True) if p.any())
     got = _feed.assemble([p.reshape(-1) for p in parts], logical.shape, placement, sbp)
     np.testing.assert_array_equal(got, logical)
 
@@ -68,13 +69,15 @@ def test_cut_boxes_concatenates_the_micro_batch_boxes():
 
 
 def manifest(boxes0, boxes1, box_shape, shape, logical=(16, 4)):
-    entry = lambda boxes: {"inputs": [{"index": 0, "dtype": "f32", "shape": list(shape),
-                                       "logical_shape": list(logical), "boxes": boxes,
-                                       "box_shape": list(box_shape)}]}
+    def entry(boxes):
+        return {"inputs": [{"index": 0, "dtype": "f32", "shape": list(shape),
+                            "logical_shape": list(logical), "boxes": boxes,
+                            "box_shape": list(box_shape)}]}
+
     return {0: entry(boxes0), 1: entry(boxes1)}
 
 
-def plan(ranks, rank, sbp=(S(0),), placement=P01, logical=(16, 4)):
+def plan(ranks, rank, sbp=SPLIT0, placement=P01, logical=(16, 4)):
     return _feed.plan(ranks, [(logical, "float32", placement, sbp)], rank, _runtime.DTYPES, "manifest.json")[0]
 
 
@@ -132,8 +135,11 @@ def test_readers_outside_the_placement_get_the_value_by_a_broadcast():
     reads the labels (rank 2 rows 0-3 and 8-11, rank 3 rows 4-7 and 12-15)."""
     labels = np.random.default_rng().integers(0, 10, 16)
     logical = (16,)
-    entry = lambda boxes: {"inputs": [{"index": 0, "dtype": "i64", "shape": [2, 4],
-                                       "logical_shape": [16], "boxes": boxes, "box_shape": [4]}]}
+
+    def entry(boxes):
+        return {"inputs": [{"index": 0, "dtype": "i64", "shape": [2, 4],
+                            "logical_shape": [16], "boxes": boxes, "box_shape": [4]}]}
+
     ranks = {0: {"inputs": []}, 1: {"inputs": []}, 2: entry([[0], [8]]), 3: entry([[4], [12]])}
     sig = [(logical, "int64", P01, (S(0),))]
     with pytest.raises(flow.BackendUnavailable, match="does not hold that rank"):

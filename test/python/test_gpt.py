@@ -16,10 +16,10 @@ import types
 import numpy as np
 import pytest
 import torch
-
-import pipeflow as flow
 from conftest import mpiexec_available
 from test_examples import run
+
+import pipeflow as flow
 
 needs_mpiexec = pytest.mark.skipif(not mpiexec_available(), reason="mpiexec (MPICH) is not installed")
 

@@ -496,9 +496,9 @@ def test_hybrid_parallel_layouts(verify):
 def test_relaid_out_parameter_keeps_its_initializer(verify):
     """A row-parallel layer re-lays out its weight as Megatron's layers do,
     ``nn.Parameter(w.to_global(placement, S(1)))``: the new parameter keeps
-    the initializer's name and takes the new SBP, and its value is the one
-    the old parameter had (compiled by value, not drawn again: issue 35);
-    the bias keeps its own layout and its initializer's draw."""
+    the initializer (nobody read or set the weight, so the compiler
+    reproduces it, as for the module left alone) and takes the new SBP; the
+    bias keeps its own layout."""
     from pipeflow._trained import uses_recipe
     p01 = flow.placement("cpu", [0, 1])
     proj = nn.Linear(8, 4).to_global(p01, flow.sbp.broadcast)
@@ -509,8 +509,7 @@ def test_relaid_out_parameter_keeps_its_initializer(verify):
     traced = graph.trace(x, y)
     weight = traced.params["model.weight"]
     assert weight.init == "#pf.init<kaiming_uniform(8)>" and weight.type.sbp == ("S(1)",)
-    assert not uses_recipe(proj.weight) and uses_recipe(proj.bias)
-    assert traced.given == ["model.weight"]
+    assert uses_recipe(proj.weight) and uses_recipe(proj.bias) and traced.given == []
     assert traced.params["model.bias"].type.sbp == ("B",)
     verify(traced.text())
 

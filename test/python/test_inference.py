@@ -2,15 +2,15 @@
 
 import os
 
+import mlp_reference as ref
 import numpy as np
 import pytest
+from conftest import line_of
+from graphs import Infer, Train
 
 import pipeflow as flow
 from pipeflow import nn
 from pipeflow.nn._graph import tracing
-from conftest import line_of
-from graphs import Infer, Train
-import mlp_reference as ref
 
 HERE = os.path.abspath(__file__)
 B = [flow.sbp.broadcast]
@@ -80,7 +80,7 @@ def test_local_graph_runs_on_local_tensors_without_a_launcher(backend):
 def _xent_sgd_reference(params, a, labels, lr):
     """One SGD step of the 2-layer MLP with mean cross-entropy (NumPy)."""
     loss, grads = ref.two_layer_grads(params, a, labels)
-    return loss, [w - lr * g for w, g in zip(params, grads)]
+    return loss, [w - lr * g for w, g in zip(params, grads, strict=True)]
 
 
 def test_local_training_graph_matches_numpy(backend):

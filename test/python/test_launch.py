@@ -7,8 +7,8 @@ import sys
 import time
 
 import pytest
-
 from conftest import PYTHON_DIR, mpiexec_available
+
 from pipeflow.distributed import _worker, launch
 
 needs_mpiexec = pytest.mark.skipif(not mpiexec_available(), reason="mpiexec (MPICH) is not installed")

@@ -17,16 +17,15 @@ import json
 import os
 import sys
 
+import mlp_reference as ref
 import numpy as np
 import pytest
+from conftest import PYTHON_DIR, line_of, mpiexec_available, run_job
+from graphs import Train
+from test_run import fresh_seeds
 
 import pipeflow as flow
 from pipeflow import nn
-
-from conftest import PYTHON_DIR, line_of, mpiexec_available, run_job
-from graphs import Train
-import mlp_reference as ref
-from test_run import fresh_seeds
 
 HERE = os.path.abspath(__file__)
 # The first step's gradient norm of the fresh model and data is 0.38 to
@@ -170,7 +169,7 @@ def numpy_steps(params, x, y, steps):
         norm = np.sqrt(sum(float((g * g).sum()) for g in grads))
         norms.append(norm)
         coef = min(1.0, MAX_NORM / (norm + 1e-6))
-        params = [q - LR * coef * g for q, g in zip(params, grads)]
+        params = [q - LR * coef * g for q, g in zip(params, grads, strict=True)]
     return params, norms
 
 
@@ -193,7 +192,7 @@ def test_one_rank_equals_numpy(backend, tmp_path, how):
     sd = model.state_dict()
     want, norms = numpy_steps([sd[k].numpy() for k in KEYS], x, y, 3)
     assert norms[0] > MAX_NORM * 1.5, f"seeds {pseed} {dseed}: the clip must act ({norms})"
-    for k, w in zip(KEYS, want):
+    for k, w in zip(KEYS, want, strict=True):
         np.testing.assert_allclose(np.array(got[k]), w, rtol=1e-4, atol=1e-6,
                                    err_msg=f"{how} {k}, seeds {pseed} {dseed}")
     # Without clipping the parameters differ: the test sees the clip.

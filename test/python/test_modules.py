@@ -97,7 +97,7 @@ def test_state_dict_round_trip():
     assert list(state) == [n for n, _ in a.named_parameters()]
     result = b.load_state_dict(state)
     assert result.missing_keys == [] and result.unexpected_keys == []
-    for (name, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
+    for (name, p), (_, q) in zip(a.named_parameters(), b.named_parameters(), strict=True):
         np.testing.assert_array_equal(p.numpy(), q.numpy(), err_msg=name)
     x = flow.randn(2, 1, 28, 28)
     np.testing.assert_array_equal(a(x).numpy(), b(x).numpy())

@@ -90,7 +90,7 @@ def test_cosine_annealing_matches_closed_form():
         sched.step()
     assert seen[0] == pytest.approx(0.01) and seen[10] == pytest.approx(0.001)
     assert seen[20] == pytest.approx(0.01)  # the cosine continues past T_max
-    assert all(a >= b for a, b in zip(seen[:10], seen[1:11]))
+    assert all(a >= b for a, b in zip(seen[:10], seen[1:11], strict=True))
 
 
 def test_scheduler_description_is_stable():

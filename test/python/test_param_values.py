@@ -22,11 +22,10 @@ import json
 import os
 import sys
 
+import mlp_reference as ref
 import numpy as np
 import pytest
-
 from conftest import PYTHON_DIR, mpiexec_available, run_job
-import mlp_reference as ref
 from test_run import fresh_seeds
 
 HERE = os.path.abspath(__file__)
@@ -226,7 +225,7 @@ def numpy_run(params, dseed):
     for _ in range(STEPS):
         loss, grads = ref.two_layer_grads(params, x, y)
         losses.append(loss)
-        params = [p - np.float32(LR) * g for p, g in zip(params, grads)]
+        params = [p - np.float32(LR) * g for p, g in zip(params, grads, strict=True)]
     return losses, params
 
 
@@ -244,7 +243,7 @@ def test_parameter_is_its_value(backend, tmp_path, layout, spelling):
     records = run(tmp_path, backend, layout, spelling, pseed, dseed)
     first = records[0]
     want = [np.array(records[first["roots"][k]]["want"][k], np.float64) for k in KEYS]
-    for k, w in zip(KEYS, want):
+    for k, w in zip(KEYS, want, strict=True):
         assert w.shape == SHAPES[k]
     losses, final = numpy_run(want, dseed)
     got = [r["losses"] for r in records if r["losses"][0]]
@@ -252,7 +251,7 @@ def test_parameter_is_its_value(backend, tmp_path, layout, spelling):
     what = f"{layout} {spelling}, seeds {pseed} {dseed}"
     for g in got:
         np.testing.assert_allclose(np.array(g).reshape(-1), losses, rtol=2e-6, err_msg=what)
-    for k, f in zip(KEYS, final):
+    for k, f in zip(KEYS, final, strict=True):
         np.testing.assert_allclose(np.array(first["final"][k]), f, rtol=1e-5, atol=1e-6,
                                    err_msg=f"{k}: {what}")
         np.testing.assert_allclose(np.array(first["after"][k]), f, rtol=1e-5, atol=1e-6,
@@ -260,7 +259,7 @@ def test_parameter_is_its_value(backend, tmp_path, layout, spelling):
     if layout in ("tp", "pp") and spelling in ("to_global", "register"):
         # Each process drew its own initialisation: the program used the root's.
         other = [np.array(records[1 - first["roots"][k]]["want"][k]) for k in KEYS]
-        assert any(not np.array_equal(a, b) for a, b in zip(want, other)), what
+        assert any(not np.array_equal(a, b) for a, b in zip(want, other, strict=True)), what
 
 
 def test_tied_weights_train_as_one(backend, tmp_path):
@@ -308,7 +307,7 @@ def test_tied_weights_train_as_one(backend, tmp_path):
     assert model[2].weight is model[0].weight
 
 
-def test_untouched_initialisation_keeps_its_recipe(backend):
+def test_untouched_initialisation_keeps_its_recipe():
     """The optimisation stays for parameters nobody has set: a fresh module's
     parameters are compiled with their initializer, and once read, shared
     or loaded a parameter is compiled with its value."""
@@ -324,9 +323,16 @@ def test_untouched_initialisation_keeps_its_recipe(backend):
     n = nn.Linear(4, 3)
     n.load_state_dict({"weight": flow.zeros(3, 4), "bias": flow.zeros(3)})
     assert not uses_recipe(n.weight)
+    # Re-wrapping an untouched parameter moves its initializer to the new
+    # one (the old one's value is shared, so it is the user's from now on);
+    # re-wrapping a loaded one gives the value.
     k = nn.Linear(4, 3)
     w = k.weight
     k.weight = nn.Parameter(w)
-    assert not uses_recipe(w) and not uses_recipe(k.weight)
-    nn.init.normal_(k.weight, 0.0, 0.02)
-    assert uses_recipe(k.weight)
+    assert not uses_recipe(w) and uses_recipe(k.weight)
+    t = k.weight.to_global(flow.placement("cpu", [0]), flow.sbp.broadcast)
+    assert uses_recipe(t) and not uses_recipe(k.weight)
+    n.weight = nn.Parameter(n.weight)
+    assert not uses_recipe(n.weight)
+    nn.init.normal_(n.weight, 0.0, 0.02)
+    assert uses_recipe(n.weight)

@@ -14,13 +14,13 @@ import os
 import random
 import sys
 
+import mlp_reference as ref
 import numpy as np
 import pytest
+from conftest import PYTHON_DIR, line_of, mpiexec_available, run_job
 
 import pipeflow as flow
 from pipeflow import compiler, nn
-from conftest import PYTHON_DIR, line_of, mpiexec_available, run_job
-import mlp_reference as ref
 
 HERE = os.path.abspath(__file__)
 B = [flow.sbp.broadcast]
@@ -158,21 +158,25 @@ def train_and_check(make_optimizer, make_reference, steps, m=2, lr_sch=None, att
 # Parameters ------------------------------------------------------------------------
 
 def test_python_parameters_are_the_compiled_programs_initial_values():
+    """An untouched initialisation is compiled from its initializer (the
+    runtime's Philox draws, which become the Python values too); a parameter
+    read before the trace keeps the value read (a parameter is its value)."""
     pseed = random.randrange(2**31)
     flow.manual_seed(pseed)
     assert flow.initial_seed() == pseed
     module = PipelineModule()
     graph = PipelineGraph(module, flow.optim.SGD(module.parameters(), lr=0.1))
-    eager = module.m_stage0.linear0.weight.numpy().copy()  # numpy-generator values before tracing
-    graph.trace(*data(1)[2:])
-    for (name, _, _), (w, b) in zip(ref.SEED_LAYERS, initial_params(pseed)):
+    eager = module.m_stage0.linear0.weight.numpy().copy()  # read: given by value from now on
+    traced = graph.trace(*data(1)[2:])
+    assert traced.given == ["module_pipeline.m_stage0.linear0.weight"]
+    for j, ((name, _, _), (w, b)) in enumerate(zip(ref.SEED_LAYERS, initial_params(pseed), strict=True)):
         layer = module
         for part in name.split(".")[1:]:
             layer = getattr(layer, part)
         assert layer.weight.numpy().dtype == np.float32
-        np.testing.assert_array_equal(layer.weight.numpy(), w)
+        np.testing.assert_array_equal(layer.weight.numpy(), eager if j == 0 else w)
         np.testing.assert_array_equal(layer.bias.numpy(), b)
-    assert not np.array_equal(eager, module.m_stage0.linear0.weight.numpy())
+    assert not np.array_equal(eager, initial_params(pseed)[0][0])
     state = module.state_dict()
     np.testing.assert_array_equal(state["m_stage1.linear2.bias"].numpy(), initial_params(pseed)[2][1])
 
@@ -230,7 +234,9 @@ def test_gradient_accumulation_1_2_4_match_numpy_and_each_other(backend):
 
 
 def test_lr_scheduler_feeds_the_run_time_learning_rate(backend):
-    sched = lambda opt: flow.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    def sched(opt):
+        return flow.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+
     _, lrs, _, _ = train_and_check(lambda p: flow.optim.SGD(p, lr=0.05, momentum=0.5),
                                    lambda: ref.Optimizer("sgd", momentum=0.5), steps=6, lr_sch=sched)
     assert lrs == pytest.approx([0.05, 0.05, 0.025, 0.025, 0.0125, 0.0125])
@@ -318,8 +324,10 @@ def train_rules(make, rule_of, steps, m=2, attempts=6, state_keys=()):
                     lrs.setdefault((i, j), []).append(group["lr"])
             losses.append(np.atleast_1d(graph(gx, gy).numpy()))
         losses = np.array(losses)
-        def make_reference():
+
+        def make_reference(lrs=lrs, where=where):
             return PerParam({key: (ref.Optimizer(**rule_of(*ij)), lrs[ij]) for key, ij in where.items()})
+
         try:
             check_against_numpy(losses, x, y, lrs[(0, 0)], m, make_reference, seeds)
         except IllConditioned as err:
@@ -332,7 +340,10 @@ def train_rules(make, rule_of, steps, m=2, attempts=6, state_keys=()):
         ref.train(initial_params(seeds[1]), x, y, lrs[(0, 0)], m, final)  # the final states
         if state_keys:
             rng = np.random.default_rng(0)
-            bump = lambda a: np.asarray(a, np.float64) * (1 + 3e-7 * rng.standard_normal(np.shape(a)))
+
+            def bump(a, rng=rng):
+                return np.asarray(a, np.float64) * (1 + 3e-7 * rng.standard_normal(np.shape(a)))
+
             moved = make_reference()
             ref.train([(bump(w), bump(b)) for w, b in initial_params(seeds[1])], bump(x), y,
                       lrs[(0, 0)], m, moved)

@@ -11,11 +11,10 @@ import os
 import random
 import sys
 
+import mlp_reference as ref
 import numpy as np
 import pytest
-
 from conftest import PYTHON_DIR, mpiexec_available, run_job
-import mlp_reference as ref
 
 needs_mpiexec = pytest.mark.skipif(not mpiexec_available(), reason="mpiexec (MPICH) is not installed")
 

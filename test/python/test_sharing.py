@@ -8,14 +8,13 @@ evaluation graph in eval mode (no dropout)."""
 import os
 import sys
 
+import mlp_reference as ref
 import numpy as np
+from graphs import Infer, Train
+from test_run import fresh_seeds
 
 import pipeflow as flow
 from pipeflow import nn
-
-from graphs import Infer, Train
-import mlp_reference as ref
-from test_run import fresh_seeds
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "runtime", "python"))
 import pfrt_philox as ph  # noqa: E402
@@ -50,7 +49,7 @@ def mask(seed, step, shape):
 def sgd_step(params, a, labels, keep):
     """One SGD step with mean cross-entropy and the dropout multiplier ``keep``."""
     loss, grads = ref.two_layer_grads(params, a, labels, keep=keep)
-    return loss, [w - LR * g for w, g in zip(params, grads)]
+    return loss, [w - LR * g for w, g in zip(params, grads, strict=True)]
 
 
 def run(backend, place):
@@ -91,7 +90,7 @@ def run(backend, place):
     # Both see loaded values: load into the module, evaluate, train on.
     loaded = [rng.standard_normal(p.shape) for p in params]
     model.load_state_dict({k: flow.tensor(v.astype(np.float32)) for k, v in
-                           zip(("0.weight", "0.bias", "3.weight", "3.bias"), loaded)})
+                           zip(("0.weight", "0.bias", "3.weight", "3.bias"), loaded, strict=True)})
     params = [v.astype(np.float32).astype(np.float64) for v in loaded]
     out = evaluate(place(flow.tensor(a)))
     np.testing.assert_allclose(out.numpy(), logits(params, a), rtol=1e-5, atol=1e-5,

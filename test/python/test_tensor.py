@@ -6,7 +6,6 @@ import pytest
 import pipeflow as flow
 from pipeflow import _layout
 
-
 # Local tensors -----------------------------------------------------------------
 
 def test_factories_shapes_and_dtypes():

@@ -8,14 +8,14 @@ against a float64 NumPy reference (gradients by central differences)."""
 import math
 import os
 
+import mlp_reference as ref
 import numpy as np
 import pytest
+from conftest import line_of
+from graphs import Train
 
 import pipeflow as flow
 from pipeflow import ir, nn
-from conftest import line_of
-from graphs import Train
-import mlp_reference as ref
 
 HERE = os.path.abspath(__file__)
 B = [flow.sbp.broadcast]
@@ -95,10 +95,10 @@ def test_eager_split_chunk_cat():
     t = flow.tensor(x)
     parts = t.split(3, dim=1)
     assert [p.shape[1] for p in parts] == [3, 3, 1]
-    for got, want in zip(parts, np.split(x, [3, 6], axis=1)):
+    for got, want in zip(parts, np.split(x, [3, 6], axis=1), strict=True):
         np.testing.assert_array_equal(got.numpy(), want)
     parts = flow.split(t, [2, 4, 1], dim=-2)
-    for got, want in zip(parts, np.split(x, [2, 6], axis=1)):
+    for got, want in zip(parts, np.split(x, [2, 6], axis=1), strict=True):
         np.testing.assert_array_equal(got.numpy(), want)
     chunks = t.chunk(3, dim=1)
     assert [c.shape[1] for c in chunks] == [3, 3, 1]
@@ -373,7 +373,10 @@ def reference_loss(p, x, labels):
     b = x.shape[0]
     h = x + p["wpe.weight"][np.arange(T)] + p["pos"]
     q, k, v = np.split(h @ p["c_attn.weight"].T, 3, axis=2)
-    heads = lambda a: a.reshape(b, T, H, C // H).transpose(0, 2, 1, 3)
+
+    def heads(a):
+        return a.reshape(b, T, H, C // H).transpose(0, 2, 1, 3)
+
     q, k, v = heads(q), heads(k), heads(v)
     att = q @ k.transpose(0, 1, 3, 2) / math.sqrt(C // H)
     att = np.where(np.tril(np.ones((T, T))) == 0, -np.inf, att)
@@ -427,7 +430,10 @@ def _train(model, graph, batches, reference, make_reference, lr, put=flow.tensor
     opt = make_reference()
     for step, (x, labels) in enumerate(batches, 1):
         loss = graph(put(x), put(labels))
-        f = lambda p: reference(p, x.astype(np.float64), labels)
+
+        def f(p, x=x, labels=labels):
+            return reference(p, x.astype(np.float64), labels)
+
         np.testing.assert_allclose(float(loss.numpy()), f(params), rtol=1e-5, err_msg=f"step {step}")
         grads = numeric_grads(f, params)
         params = {k: opt.update(k, v, grads[k], lr, step) for k, v in params.items()}
@@ -445,7 +451,10 @@ def _train_attention(layout, make_optimizer, make_reference, steps=3, lr=0.5):
     put = flow.tensor
     if layout == "global":
         model.to_global(P0, B)
-        put = lambda a: flow.tensor(a).to_global(P0, B)
+
+        def put(a):
+            return flow.tensor(a).to_global(P0, B)
+
     _train(model, graph, batches, reference_loss, make_reference, lr, put)
     np.testing.assert_array_equal(model.bias.numpy(), np.tril(np.ones((T, T))).reshape(1, 1, T, T))
 

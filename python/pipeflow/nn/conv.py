@@ -34,7 +34,7 @@ class Conv2d(Module):
         if padding == "valid":
             padding = 0
         elif padding == "same":
-            spans = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
+            spans = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size, strict=True)]
             if self.stride != (1, 1) or any(s % 2 for s in spans):
                 raise ValueError("padding='same' needs stride 1 and an odd effective kernel size")
             padding = tuple(s // 2 for s in spans)
@@ -71,7 +71,7 @@ class MaxPool2d(Module):
         self.kernel_size = _pair(kernel_size, "kernel_size")
         self.stride = self.kernel_size if stride is None else _pair(stride, "stride")
         self.padding = _pair(padding, "padding")
-        if any(2 * p > k for p, k in zip(self.padding, self.kernel_size)):
+        if any(2 * p > k for p, k in zip(self.padding, self.kernel_size, strict=True)):
             raise ValueError(f"padding {self.padding} must be at most half the kernel size {self.kernel_size}")
 
     def forward(self, x):
@@ -93,7 +93,7 @@ class AvgPool2d(Module):
         self.kernel_size = _pair(kernel_size, "kernel_size")
         self.stride = self.kernel_size if stride is None else _pair(stride, "stride")
         self.padding = _pair(padding, "padding")
-        if any(2 * p > k for p, k in zip(self.padding, self.kernel_size)):
+        if any(2 * p > k for p, k in zip(self.padding, self.kernel_size, strict=True)):
             raise ValueError(f"padding {self.padding} must be at most half the kernel size {self.kernel_size}")
 
     def forward(self, x):

@@ -1,9 +1,14 @@
 """``nn.functional``: the ops behind the layers, callable directly."""
 
-from .. import _activations, _ops
+import math
+
+import numpy as np
+
+from .. import _activations, _ops, _ops_elementwise, _trace
+from ..tensor import Tensor
 from .layers import Dropout
-from .normalization import layer_norm
-from .sparse import embedding
+from .normalization import layer_norm as layer_norm  # re-exported: F.layer_norm
+from .sparse import embedding as embedding  # re-exported: F.embedding
 
 linear = _ops.linear
 relu = _ops.relu
@@ -43,3 +48,39 @@ def dropout(x, p=0.5, training=True):
     m = Dropout(p)
     m.training = training
     return m.forward(x)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None):
+    """torch's ``scaled_dot_product_attention`` ([..., L, E] queries, [..., S, E]
+    keys, [..., S, Ev] values), composed of the traced ops: ``softmax(q @ k^T *
+    scale + mask) @ v`` with ``scale`` ``1/sqrt(E)`` by default. ``is_causal``
+    masks with the lower triangle of an [L, S] matrix of ones (a host
+    constant, ``masked_fill`` with -inf); ``attn_mask`` is a bool mask (True
+    takes part; a host tensor) or a float mask added to the scores;
+    ``dropout_p`` drops attention weights (``pf.dropout`` in a graph; eager
+    dropout is not supported), whatever the module's mode, as torch's.
+    A fused attention op will replace the composition."""
+    if is_causal and attn_mask is not None:
+        raise ValueError("scaled_dot_product_attention: give either attn_mask or is_causal, not both")
+    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+        _trace.fail(f"scaled_dot_product_attention needs [..., L, E] operands, got shapes "
+                    f"{list(query.shape)}, {list(key.shape)} and {list(value.shape)}")
+    L, S = query.shape[-2], key.shape[-2]
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    att = _ops.matmul(query, key, transpose_b=True) * scale
+    if is_causal:
+        attn_mask = Tensor._from_array(np.tril(np.ones((L, S), dtype=bool)))
+    if attn_mask is not None:
+        if attn_mask.dtype.is_floating_point:
+            att = att + attn_mask
+        elif _ops._is_lazy(attn_mask):
+            _trace.unsupported("a traced bool attn_mask (give it as a host tensor, or as a float "
+                               "mask of 0 and -inf)")
+        else:
+            hidden = Tensor._from_array(_ops_elementwise.host_value(attn_mask) == 0)
+            att = att.masked_fill(hidden, float("-inf"))
+    att = _activations.softmax(att, dim=-1)
+    if dropout_p:
+        att = dropout(att, dropout_p, training=True)
+    return _ops.matmul(att, value)

@@ -53,7 +53,7 @@ state live in ``pipeflow.nn._graph``.
 import os
 from collections import OrderedDict
 
-from .. import _checkpoint, _random, compiler, env
+from .. import _checkpoint, _random, _registry, compiler, env
 from .._source import user_location
 from ..optim.optimizer import Optimizer
 from ._graph import execution, options, state, tracing
@@ -88,6 +88,7 @@ class Graph:
             raise AttributeError(f"{type(self).__name__}.__init__ must call super().__init__() first")
         if isinstance(value, ProxyModule):
             value = value._module
+        _registry.module_changes.bump()  # a compiled graph's fingerprint reads its modules
         if isinstance(value, Module):
             self._modules[name] = value
             self.__dict__.pop(name, None)
@@ -112,6 +113,7 @@ class Graph:
         entry = self._configs.get(id(module))
         if entry is None:
             entry = self._configs[id(module)] = (module, ModuleConfig(name))
+            _registry.module_changes.bump()
         return entry[1]
 
     @property
@@ -126,6 +128,7 @@ class Graph:
         if lr_sch is not None and getattr(lr_sch, "optimizer", None) is not optim:
             raise ValueError("add_optimizer(lr_sch=...) must be a scheduler of the same optimizer")
         self._optimizers.append((optim, lr_sch, user_location()))
+        _registry.module_changes.bump()
 
     def build(self, *args):
         raise NotImplementedError(f"{type(self).__name__} must define build()")

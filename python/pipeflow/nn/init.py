@@ -12,6 +12,7 @@ import math
 import os
 import re
 
+from .. import _registry
 from .._random import default_generator
 from ..ir import format_float
 
@@ -22,6 +23,7 @@ def _fill(tensor, array):
     # compute it from the initializer instead (nn.parameter.uses_recipe).
     tensor.__dict__["_recipe_fresh"] = True
     tensor.__dict__["_loaded"] = False
+    _registry.module_changes.bump()  # the initializer is in a compiled graph's fingerprint
 
 
 def uniform_(tensor, a=0.0, b=1.0):

@@ -4,8 +4,7 @@ import numbers
 
 import numpy as np
 
-from .. import _ops
-from .. import _trace
+from .. import _ops, _trace
 from . import init
 from .module import Module
 from .parameter import Parameter

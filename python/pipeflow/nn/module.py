@@ -4,16 +4,62 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
-from .. import _trace
+from .. import _registry, _trace
 from .. import sbp as sbp_mod
 from .._errors import StateDictError
 from .._source import user_location
+from .._trained import state_owner, sync, trained_by
 from ..placement import placement as Placement
 from ..tensor import Tensor
-from .._trained import state_owner, sync, trained_by
 from .parameter import Parameter, set_tensor_layout, storage
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+_changes = _registry.module_changes
+
+
+class _Registry(OrderedDict):
+    """A module's parameters, buffers or submodules: an ordered dict whose every
+    change counts in ``_registry.module_changes`` (compiled graphs check their
+    modules again only after a change, see ``nn._graph.execution``), however
+    it is made (``setattr``, ``register_*``, ``ModuleDict.pop``, ...)."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key, value):
+        _changes.bump()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key):
+        _changes.bump()
+        super().__delitem__(key)
+
+    def __ior__(self, other):
+        _changes.bump()
+        return super().__ior__(other)
+
+    def pop(self, *args):
+        _changes.bump()
+        return super().pop(*args)
+
+    def popitem(self, last=True):
+        _changes.bump()
+        return super().popitem(last)
+
+    def clear(self):
+        _changes.bump()
+        super().clear()
+
+    def update(self, *args, **kwargs):
+        _changes.bump()
+        super().update(*args, **kwargs)
+
+    def setdefault(self, key, default=None):
+        _changes.bump()
+        return super().setdefault(key, default)
+
+    def move_to_end(self, key, last=True):
+        _changes.bump()
+        super().move_to_end(key, last)
 
 
 class Module:
@@ -26,10 +72,10 @@ class Module:
     """
 
     def __init__(self):
-        object.__setattr__(self, "_parameters", OrderedDict())
-        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_parameters", _Registry())
+        object.__setattr__(self, "_buffers", _Registry())
         object.__setattr__(self, "_non_persistent", set())
-        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_modules", _Registry())
         object.__setattr__(self, "training", True)
 
     # Registration ---------------------------------------------------------------
@@ -64,6 +110,8 @@ class Module:
                     return
                 raise TypeError(f"cannot assign {type(value).__name__} to '{name}': it is a registered "
                                 f"{'parameter' if registry == '_parameters' else 'submodule'}")
+        if name == "training":
+            _changes.bump()
         object.__setattr__(self, name, value)
 
     def __getattr__(self, name):
@@ -159,6 +207,7 @@ class Module:
     # Modes and placement ----------------------------------------------------------
 
     def train(self, mode=True):
+        _changes.bump()
         for m in self.modules():
             object.__setattr__(m, "training", bool(mode))
         return self
@@ -190,6 +239,7 @@ class Module:
                 raise ValueError(f"'{name}' is local: to_global() needs both placement and sbp")
             if sbp is None and target.ndim != len(entries):
                 raise ValueError(f"'{name}': the new placement needs an sbp with {target.ndim} entries")
+            _changes.bump()  # layouts are in a compiled graph's fingerprint
             try:
                 set_tensor_layout(tensor, target, sbp_mod.normalize(entries, target.ndim))
             except ValueError as err:
@@ -237,7 +287,7 @@ class Module:
         """
         out = OrderedDict() if destination is None else destination
         entries = list(self._state_entries(prefix))
-        for key, value in entries:
+        for _, value in entries:
             if trained_by(value) is not None:
                 sync(value, f"{type(self).__name__}.state_dict()")
         for key, value in entries:

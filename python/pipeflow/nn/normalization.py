@@ -4,9 +4,8 @@ import numbers
 
 import numpy as np
 
-from .. import _ops
+from .. import _ops, _trace, ir
 from .._ops import _constant, _is_lazy, _local, _need_float, _operands, _result
-from .. import _trace, ir
 from . import init
 from .layers import _positive_int
 from .module import Module

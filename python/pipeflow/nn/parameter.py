@@ -38,10 +38,12 @@ class Parameter(Tensor):
             data = np.empty((0,), dtype=np.float32)
         if isinstance(data, Tensor):
             src = data
-            # The new parameter shares the value: it is the user's from now on,
-            # for both tensors (nn.Parameter(m.fc.weight) after load_state_dict,
-            # nn.Parameter(w.to_global(placement, sbp))).
-            src._expose()
+            # The new parameter shares the value: the source's is the user's from
+            # now on (nn.Parameter(m.fc.weight) after load_state_dict). An
+            # untouched initialisation moves to the new parameter
+            # (nn.Parameter(w.to_global(placement, sbp)) on a fresh module
+            # compiles the same initializer as the module left alone).
+            src._pass_recipe(self)
             # A global tensor keeps its local part only where its logical value
             # is spread over the processes (made global from local shards).
             local = src._local if src._placement is None or src._logical is None else None
@@ -53,8 +55,8 @@ class Parameter(Tensor):
                               requires_grad=requires_grad)
         if init is None and isinstance(data, Tensor):
             # nn.Parameter(p.to_global(...)): the initializer's name stays (the
-            # IR records it), but the value is the data given, not a draw of it:
-            # a compiled graph starts from the value (see ``uses_recipe``).
+            # IR records it); whether a graph computes the value from it or
+            # takes the value given is ``uses_recipe``'s decision.
             init = data.__dict__.get("_init")
         self._init = init
         self._loc = user_location()
@@ -82,9 +84,9 @@ class Parameter(Tensor):
     def to_global(self, *args, **kwargs):
         """``Tensor.to_global``; the result remembers the name of this
         parameter's initializer (``nn.Parameter(p.to_global(placement, sbp))``
-        keeps it in the IR; the value itself is given, see ``uses_recipe``)."""
+        keeps it in the IR; see ``uses_recipe`` for the value)."""
         out = super().to_global(*args, **kwargs)
-        if out is not self and self._init is not None:
+        if out is not self and self._init is not None and out.__dict__.get("_init") is None:
             out.__dict__["_init"] = self._init
         return out
 

@@ -16,13 +16,37 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .. import _registry
 from .._errors import BackendUnavailable, StateDictError
 from .._source import user_location
 from ..tensor import Tensor
 
-# Hyper-parameters that are not compiled into the step (the learning rate is a
-# run-time input; initial_lr is the scheduler's).
-_RUN_TIME = ("lr", "initial_lr")
+# Entries of a parameter group that are not compiled into the step: the
+# learning rate is a run-time input; the others are the schedulers' (the
+# base rate, OneCycleLR's bounds).
+RUN_TIME_KEYS = ("lr", "initial_lr", "max_lr", "min_lr", "max_momentum", "base_momentum")
+
+
+def _counted(method):
+    def changed(self, *args, **kwargs):
+        _registry.module_changes.bump()
+        return method(self, *args, **kwargs)
+    changed.__name__ = method.__name__
+    return changed
+
+
+class ParamList(list):
+    """A parameter group's ``params``: a list whose every change counts in
+    ``_registry.module_changes``, as the modules' registries do (a compiled
+    graph checks its optimizers' parameters again only after a change)."""
+
+    __slots__ = ()
+
+
+for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend", "insert",
+              "pop", "remove", "clear", "sort", "reverse"):
+    setattr(ParamList, _name, _counted(getattr(list, _name)))
+del _name
 
 
 def _real(value, what, low=None, high=None, low_open=False, high_open=False):
@@ -46,6 +70,7 @@ class Optimizer:
         self._state_owner = None     # the ProgramState of the graph that runs the optimizer
         self._pending_state = {}     # loaded before that graph's first call: id(param) -> {kind: (array, loc)}
         self._pending_step = None
+        self._schedulers = []        # the lr_scheduler objects made on this optimizer
         if isinstance(params, Tensor):
             raise TypeError("params must be an iterable of parameters or of dicts, not a single tensor")
         groups = list(params)
@@ -69,7 +94,7 @@ class Optimizer:
             raise ValueError("a parameter appears in more than one parameter group")
         merged = dict(self.defaults)
         merged.update(group)
-        merged["params"] = params
+        merged["params"] = ParamList(params)
         self._validate(merged)
         self.param_groups.append(merged)
 
@@ -157,13 +182,13 @@ class Optimizer:
                                          "'param_groups' (what state_dict() returns)")
         groups = list(state_dict["param_groups"])
         if len(groups) != len(self.param_groups) or any(
-                len(saved.get("params", ())) != len(g["params"]) for saved, g in zip(groups, self.param_groups)):
+                len(saved.get("params", ())) != len(g["params"]) for saved, g in zip(groups, self.param_groups, strict=True)):
             raise StateDictError.at(
                 loc, f"{name}.load_state_dict(): the state dict has groups of "
                      f"{[len(g.get('params', ())) for g in groups]} parameters, the optimizer "
                      f"{[len(g['params']) for g in self.param_groups]}")
         new_groups = []
-        for saved, g in zip(groups, self.param_groups):
+        for saved, g in zip(groups, self.param_groups, strict=True):
             merged = dict(g)
             merged.update({k: (tuple(v) if isinstance(v, list) else v) for k, v in saved.items() if k != "params"})
             try:
@@ -172,7 +197,7 @@ class Optimizer:
                 raise StateDictError.at(loc, f"{name}.load_state_dict(): {err}") from None
             if owner is not None:
                 changed = sorted(k for k in set(g) | set(merged)
-                                 if k not in _RUN_TIME + ("params",) and g.get(k) != merged.get(k))
+                                 if k not in RUN_TIME_KEYS + ("params",) and g.get(k) != merged.get(k))
                 if changed:
                     raise StateDictError.at(
                         loc, f"{name}.load_state_dict(): the state dict has {changed[0]}="
@@ -205,7 +230,7 @@ class Optimizer:
                             loc, f"{name}.load_state_dict(): the state dict holds '{kind}' for "
                                  f"parameter {i}, but the compiled program keeps no such state")
                 values.append((p, kind, array))
-        for g, merged in zip(self.param_groups, new_groups):
+        for g, merged in zip(self.param_groups, new_groups, strict=True):
             g.update({k: v for k, v in merged.items() if k != "params"})
         if owner is not None:
             if step is not None and self._has_step:
@@ -260,7 +285,7 @@ class Optimizer:
         groups = []
         for g in self.param_groups:
             entry = {k: (list(v) if isinstance(v, tuple) else v) for k, v in g.items()
-                     if k not in ("params", "initial_lr")}
+                     if k == "lr" or k not in RUN_TIME_KEYS + ("params",)}
             entry["lr"] = g.get("initial_lr", g["lr"])  # the base rate: the step takes lr at run time
             entry["params"] = [symbol_of(p) for p in g["params"]]
             groups.append(entry)

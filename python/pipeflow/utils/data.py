@@ -142,7 +142,7 @@ def default_collate(samples):
     if isinstance(first, (tuple, list)):
         if any(len(s) != len(first) for s in samples):
             raise ValueError("default_collate: samples have different numbers of fields")
-        return type(first)(default_collate(list(field)) for field in zip(*samples))
+        return type(first)(default_collate(list(field)) for field in zip(*samples, strict=True))
     if isinstance(first, numbers.Number) and not isinstance(first, np.generic):
         return tensor(list(samples))  # Python scalars: float32 / int64
     arrays = [_as_array(s) for s in samples]

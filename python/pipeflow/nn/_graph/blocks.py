@@ -10,6 +10,7 @@ in OneFlow's newer spelling. The graph keeps the proxies and configs
 
 import numbers
 
+from ... import _registry
 from ..._source import user_location
 from ...placement import placement as Placement
 from ..module import Module
@@ -49,6 +50,7 @@ class ModuleConfig:
         if placement is not None and not isinstance(placement, Placement):
             raise TypeError(f"set_stage(placement=...) expects a pipeflow.placement, got {placement!r}")
         self._stage_id, self._stage_placement, self._stage_loc = int(stage_id), placement, loc
+        _registry.module_changes.bump()  # a compiled graph's fingerprint reads the stages
 
     @property
     def activation_checkpointing(self):
@@ -59,6 +61,7 @@ class ModuleConfig:
     def activation_checkpointing(self, value):
         self._checkpointing = bool(value)
         self._checkpointing_loc = user_location()
+        _registry.module_changes.bump()
 
     def __repr__(self):
         return (f"ModuleConfig({self._name!r}, stage_id={self._stage_id}, "
@@ -103,6 +106,7 @@ class GraphModule:
     def activation_checkpointing(self, value):
         self.config._checkpointing = bool(value)
         self.config._checkpointing_loc = user_location()
+        _registry.module_changes.bump()
 
     def __repr__(self):
         return f"GraphModule({self.name!r})"

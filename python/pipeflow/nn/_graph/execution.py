@@ -5,7 +5,9 @@ this rank's ``librank<r>.so`` loaded (``pipeflow._runtime.Program``, one per
 graph and process), its parameters initialised and its persistent state
 registry (``pipeflow._state.ProgramState``). Every call then checks the
 inputs against the first call's (and, in a job of several processes, against
-the other processes', :meth:`Run.agree`), feeds this rank's inputs (for
+the other processes', :meth:`Run.agree`) and the graph against what it was
+compiled for (:class:`CallCheck`, which walks the modules again only after
+a change), feeds this rank's inputs (for
 placements of several ranks the micro-batch boxes of the logical inputs, see
 ``pipeflow._feed``) and every parameter group's current learning rate to the
 compiled step, and packs the losses as OneFlow returns them: a global tensor
@@ -14,18 +16,23 @@ on the last stage's placement holding one loss per micro-batch (shape
 outside that placement.
 """
 
+import operator
 import os
 import sys
 
 import numpy as np
 
-from ... import _feed, _layout, _runtime, _state, env
+from ... import _feed, _layout, _registry, _runtime, _state, env
+from ... import config as config_mod
 from ... import dtypes as dt
 from ... import sbp as sbp_mod
 from ..._errors import BackendUnavailable, CompileError
+from ...optim.optimizer import RUN_TIME_KEYS, ParamList
 from ...placement import placement as Placement
 from ...tensor import Tensor
 from . import options, outputs, sharing, tracing
+
+_MISSING = object()
 
 
 def shifted(placement, by):
@@ -35,6 +42,91 @@ def shifted(placement, by):
 
 def _show(value):
     return repr(value) if not isinstance(value, (list, str)) else str(value)
+
+
+_ENVIRON = getattr(os.environ, "_data", None)  # os.environ's own dict (bytes keys on POSIX)
+_CUDA_AS_CPU_KEY = os.environ.encodekey(config_mod.CUDA_AS_CPU_VARIABLE) if _ENVIRON is not None else None
+
+
+def _cuda_as_cpu_setting():
+    """What ``config.cuda_as_cpu_enabled()`` depends on: the ``cuda_as_cpu()``
+    call and the variable's raw value (read from os.environ's dict: a call
+    checks it without decoding the variable)."""
+    if _ENVIRON is None:
+        return config_mod.cuda_as_cpu_enabled()
+    return config_mod._cuda_as_cpu, _ENVIRON.get(_CUDA_AS_CPU_KEY)
+
+
+def _members(params):
+    """What CallCheck compares a group's ``params`` by: nothing for a
+    ParamList (its changes count), else its elements."""
+    return None if type(params) is ParamList else tuple(params)
+
+
+class CallCheck:
+    """Whether a graph's :func:`tracing.fingerprint` still equals its first
+    call's, recomputing it only when something it reads may have changed.
+
+    The fingerprint walks every module, parameter and buffer, which costs
+    far more than a small compiled step. Everything it reads besides the
+    optimizers and the graph's config counts its changes in
+    ``_registry.module_changes`` (module registries and modes, layouts,
+    initializers, module settings, the graph's attributes). A call whose
+    count, graph config, ``cuda_as_cpu`` and optimizers (the same groups
+    holding the same parameters and the same settings, by identity) are
+    those of the last check is unchanged; any other call recomputes the
+    fingerprint and compares it, exactly as every call once did. (A group's
+    ``params`` is an ``optim.ParamList``, whose changes count too; a plain
+    list put in its place is compared element by element.)
+    """
+
+    def __init__(self, fingerprint):
+        self.fingerprint = fingerprint
+        self.count = None  # nothing checked yet
+        self.config = None
+        self.cuda_as_cpu = None
+        self.optimizers = ()
+        self.recomputed = 0
+
+    def matches(self, graph):
+        """Whether the graph's fingerprint is the first call's."""
+        if (self.count == _registry.module_changes.count and graph.config.__dict__ == self.config
+                and _cuda_as_cpu_setting() == self.cuda_as_cpu
+                and self._same_optimizers(graph._optimizers)):
+            return True
+        count = _registry.module_changes.count
+        self.recomputed += 1
+        if tracing.fingerprint(graph) != self.fingerprint:
+            return False
+        self.count = count
+        self.config = dict(graph.config.__dict__)
+        self.cuda_as_cpu = _cuda_as_cpu_setting()
+        self.optimizers = tuple(
+            (optim, lr_sch, tuple((g, g["params"], _members(g["params"]), len(g),
+                                   {k: v for k, v in g.items()
+                                    if k != "params" and k not in RUN_TIME_KEYS})
+                                  for g in optim.param_groups))
+            for optim, lr_sch, _ in graph._optimizers)
+        return True
+
+    def _same_optimizers(self, entries):
+        saved = self.optimizers
+        if len(entries) != len(saved):
+            return False
+        for (optim, lr_sch, _), (optim0, lr_sch0, groups) in zip(entries, saved, strict=True):
+            if optim is not optim0 or lr_sch is not lr_sch0 or len(optim.param_groups) != len(groups):
+                return False
+            for group, (group0, params0, members, size, settings) in zip(optim.param_groups, groups,
+                                                                          strict=True):
+                params = group.get("params")
+                if group is not group0 or len(group) != size or params is not params0 or (
+                        members is not None and (len(params) != len(members)
+                                                 or not all(map(operator.is_, params, members)))):
+                    return False
+                for key, value in settings.items():
+                    if group.get(key, _MISSING) is not value:
+                        return False
+        return True
 
 
 class Run:
@@ -48,8 +140,12 @@ class Run:
         self.optimizers = [o for o, _, _ in optimizers]
         self.lr_schedulers = [s for _, s, _ in optimizers]
         self.first_call = loc
+        self.call_check = CallCheck(traced.signature[1])
+        self.checked_inputs = None  # per input, what the last checked call passed (check_call)
         self.steps = 0
         self.shared_from = {}  # name -> the owner state and version last copied (sharing)
+        self.owners_seen = self.taken_seen = None  # sharing's count of owner changes, when last looked at
+        self.foreign = []  # the tensors another program owns, as sharing last found them
         self.extras = {}  # a training step's results besides the loss (outputs.collect_extras)
         self.m = graph.config.gradient_accumulation_steps
         self.rank = env.get_rank()
@@ -84,6 +180,15 @@ class Run:
         self.version = 0  # changes with every step (see pipeflow._state)
         self.state = _state.ProgramState(self, self.program, traced.param_objects, world,
                                          self.collective)
+        # Inputs laid out broadcast: every rank's local part is the logical value.
+        self.whole = {plan.index: plan.member and all(isinstance(e, sbp_mod._Broadcast)
+                                                      for e in plan.sbp or ())
+                      for plan in self.plans}
+        if not self.inference:
+            placement = self.loss_placement
+            self.loss_sbp = sbp_mod.normalize([sbp_mod.broadcast] * placement.ndim, placement.ndim)
+        # Whether build returns more than the loss (outputs.collect_extras).
+        self.has_extras = any(j != 0 for j in traced.leaf_results or ())
         for optimizer in self.optimizers:
             optimizer._bind_state(self.state)
 
@@ -169,11 +274,40 @@ class Run:
 
     def check_call(self, graph, args, loc):
         """A later call's inputs and the graph's settings are the first call's."""
+        if not self._same_inputs(args):
+            self._check_inputs(args, loc)
+        if not self.call_check.matches(graph):
+            raise CompileError.at(
+                loc, f"the modules, parameters or settings of {self.graph_name} changed after its "
+                     "first call; a graph is compiled once, at its first call",
+                [f"the first call is at {self.first_call}"])
+
+    def _same_inputs(self, args):
+        """Whether ``args`` are laid out as the last checked call's (equal
+        placements, SBPs, dtypes and shapes; the same objects, usually), so
+        their signature needs no new check."""
+        last = self.checked_inputs
+        if last is None or len(args) != len(last):
+            return False
+        for a, (shape, dtype, placement, sbp, device) in zip(args, last, strict=True):
+            if not isinstance(a, Tensor) or a._node is not None or a._shape != shape:
+                return False
+            if placement is None:
+                if a._placement is not None or a._device != device or a._dtype != dtype:
+                    return False
+            elif (a._placement is not placement and a._placement != placement) or (
+                    a._sbp is not sbp and a._sbp != sbp) or a._dtype != dtype:
+                return False
+        return True
+
+    def _check_inputs(self, args, loc):
+        """The inputs' signature against the first call's (a CompileError at
+        ``loc`` naming the first difference)."""
         signature = tracing.signature(args, loc)
         want = self.signature[0]
         if len(signature) != len(want):
             raise CompileError.at(loc, f"{self.graph_name} takes {len(want)} inputs, got {len(signature)}")
-        for i, (got, exp) in enumerate(zip(signature, want)):
+        for i, (got, exp) in enumerate(zip(signature, want, strict=True)):
             for what, g, e in (("shape", list(got[0]), list(exp[0])), ("dtype", got[1], exp[1]),
                                ("placement", got[2], exp[2]), ("sbp", got[3], exp[3])):
                 if g != e:
@@ -182,11 +316,7 @@ class Run:
                              f"compiled for {what} {_show(e)} at its first call",
                         [f"the first call is at {self.first_call}; an nn.Graph is compiled once, "
                          "for the inputs of its first call (make another graph for other inputs)"])
-        if tracing.fingerprint(graph) != self.signature[1]:
-            raise CompileError.at(
-                loc, f"the modules, parameters or settings of {self.graph_name} changed after its "
-                     "first call; a graph is compiled once, at its first call",
-                [f"the first call is at {self.first_call}"])
+        self.checked_inputs = [(a._shape, a._dtype, a._placement, a._sbp, a._device) for a in args]
 
     def step(self, args, loc, known=None):
         """Runs one step on ``args``; returns this rank's losses (one per
@@ -209,7 +339,8 @@ class Run:
         sharing.take(self, start)
         if self.inference:
             return outputs.collect(self, losses)
-        self.extras = outputs.collect_extras(self)
+        if self.has_extras:
+            self.extras = outputs.collect_extras(self)
         if self.reports_loss and len(losses) != self.m:
             raise BackendUnavailable(
                 f"internal error: rank {self.rank} reported {len(losses)} losses in a step of "
@@ -231,11 +362,11 @@ class Run:
         if plan.mode == _feed.LOCAL or plan.mode == _feed.DIRECT:
             if plan.entry is None:
                 return None
-            if plan.mode == _feed.LOCAL:
-                local = tensor.to_local().numpy()
-            else:
-                local = _feed.component(tensor, self.rank)
-            if tuple(local.shape) != plan.buffer_shape:
+            local = self._whole_value(plan, tensor)
+            if local is None:
+                local = tensor.to_local().numpy() if plan.mode == _feed.LOCAL else \
+                    _feed.component(tensor, self.rank)
+            if local.shape != plan.buffer_shape:
                 raise CompileError.at(
                     loc, f"this rank's local part of graph input {plan.index} has shape "
                          f"{list(local.shape)}, but the compiled program expects "
@@ -258,13 +389,23 @@ class Run:
         data = _feed.cut_boxes(logical, plan.boxes, plan.box_shape, plan.dtype, plan.zero)
         return data.reshape(plan.buffer_shape)
 
+    def _whole_value(self, plan, tensor):
+        """A broadcast global input's logical value, which is every member's
+        local part (to_local() without its copy); ``None`` otherwise."""
+        if not self.whole[plan.index] or tensor._placement is None or tensor._node is not None:
+            return None
+        if plan.mode == _feed.LOCAL:
+            tensor._check_not_trained()
+            tensor._expose()
+        return tensor._logical
+
     def loss_tensor(self, losses):
         """The losses as OneFlow returns them (see the module docstring)."""
         placement = self.loss_placement
-        sbp = sbp_mod.normalize([sbp_mod.broadcast] * placement.ndim, placement.ndim)
+        sbp = self.loss_sbp
         shape = (self.m,) if self.m > 1 else ()
         shared = self.loss_root is not None and self.collective and self.rank in placement
-        if env.get_world_size() == 1 or self.reports_loss or shared:
+        if self.world == 1 or self.reports_loss or shared:
             value = losses.reshape(shape)
             return Tensor._new(dt.float32, shape, local=value, logical=value, placement=placement, sbp=sbp)
         return Tensor._new(dt.float32, shape, local=np.empty((0,), np.float32), logical=None,

@@ -14,14 +14,14 @@
 from ... import config as config_mod
 from ... import ir
 from ..._errors import CompileError
-from ..._source import code_location
-from ...optim.optimizer import pipeline_options, rule_overrides
+from ...optim.optimizer import RUN_TIME_KEYS, pipeline_options, rule_overrides
 
 
 def group_settings(group):
-    """A parameter group's settings compiled into the step (all but the lr)."""
+    """A parameter group's settings compiled into the step (all but the lr and
+    the schedulers' entries, ``RUN_TIME_KEYS``)."""
     return tuple(sorted((k, repr(v)) for k, v in group.items()
-                        if k not in ("params", "lr", "initial_lr")))
+                        if k != "params" and k not in RUN_TIME_KEYS))
 
 
 def _optimizers(graph, tracer, all_names):
@@ -181,6 +181,7 @@ def pipeline(graph, traced, loc):
     optimizer, lr_scheduler, _ = graph._optimizers[0]
     if traced.rule_error is not None:
         raise CompileError.at(*traced.rule_error)
+    check_schedules(graph)
     options = pipeline_options(optimizer.rules()[0])
     cfg = graph.config
     options.append(f"accumulation-steps={cfg.gradient_accumulation_steps}")
@@ -192,6 +193,20 @@ def pipeline(graph, traced, loc):
     if cfg.gradient_bucket_bytes is not None:
         options.append(f"bucket-bytes={cfg.gradient_bucket_bytes}")
     return optimizer, lr_scheduler, " ".join(options)
+
+
+def check_schedules(graph):
+    """A CompileError (at the scheduler's line) when a learning-rate scheduler
+    of an optimizer of the graph changes a setting the step compiles in
+    (``compiled_conflict``: OneCycleLR cycling the momentum)."""
+    for optim, lr_sch, loc in graph._optimizers:
+        for scheduler in [lr_sch] + list(getattr(optim, "_schedulers", ())):
+            check = getattr(scheduler, "compiled_conflict", None)
+            found = check() if check is not None else None
+            if found is not None:
+                message, notes = found
+                raise CompileError.at(getattr(scheduler, "_loc", None) or loc, message,
+                                      list(notes) + [f"the optimizer is added to {graph.name} at {loc}"])
 
 
 def inference_pipeline(graph, traced, loc):

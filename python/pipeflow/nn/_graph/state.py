@@ -222,7 +222,7 @@ def load_initial(graph, run, traced):
     if not (loaded or pending or optim or steps):
         return
     state._require(f"{graph.name}'s first call")
-    for (name, _), value in zip(loaded, agreed_values(run, loaded)):
+    for (name, _), value in zip(loaded, agreed_values(run, loaded), strict=True):
         state.set(name, value, "the parameter")
     for name, (value, loc) in pending:
         if name not in state.info:
@@ -262,7 +262,7 @@ def given_values(run, traced):
         rows = run.program.all_gather(_bits(mine), range(run.world))
         mine = [bool(np.bitwise_or.reduce(rows[:, i // 63] >> (i % 63)) & 1)
                 for i in range(len(candidates))]
-    return [item for item, chosen in zip(candidates, mine) if chosen]
+    return [item for item, chosen in zip(candidates, mine, strict=True) if chosen]
 
 
 def _bits(flags):

@@ -11,9 +11,9 @@ against the trace (``checks``) and the compile options derived (``options``).
 
 from ... import _random, _trace, ir
 from ... import config as config_mod
+from ... import sbp as sbp_mod
 from ..._errors import CompileError
 from ..._source import code_location
-from ... import sbp as sbp_mod
 from ...placement import placement as Placement
 from ...tensor import Tensor
 from ..parameter import Parameter, set_runtime_init, uses_recipe
@@ -156,7 +156,7 @@ def trace(graph, args, sig, loc):
         func = ir.Function("train_step", types)
         tracer.module.functions.append(func)
         tracer.func = func
-        inputs = [tracer.lazy(v, a.dtype, a.placement, a.sbp) for v, a in zip(func.args, args)]
+        inputs = [tracer.lazy(v, a.dtype, a.placement, a.sbp) for v, a in zip(func.args, args, strict=True)]
         outputs = graph.build(*inputs)
     given = _adopt_initial_values(tracer)
     results, structure = _results(graph, outputs, tracer)
