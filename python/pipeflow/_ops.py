@@ -95,9 +95,9 @@ def _need_rank(what, t, ranks, desc=None):
 def linear(x, weight, bias=None):
     """``x @ weight.T + bias`` (weight [out, in])."""
     out_f, in_f = weight.shape
-    if x.ndim < 2:
-        fail(f"linear layer (in_features={in_f}) expects an input of rank >= 2 "
-             f"([batch, {in_f}]), got shape {_shape_str(x.shape)}")
+    if x.ndim < 1:
+        fail(f"linear layer (in_features={in_f}) expects an input of rank >= 1 "
+             f"([..., {in_f}]), got a scalar")
     if x.shape[-1] != in_f:
         fail(f"linear layer expects inputs with in_features={in_f} in the last dimension, "
              f"got shape {_shape_str(x.shape)} (last dimension {x.shape[-1]})",
@@ -109,6 +109,8 @@ def linear(x, weight, bias=None):
         if bias is not None:
             y = y + bias._eager_value()
         return _local(y.astype(x.dtype.numpy, copy=False))
+    if x.ndim == 1:  # torch's [in] -> [out]: as a row of one
+        return reshape(linear(reshape(x, (1, in_f)), weight, bias), (out_f,))
     tracer, (xv, wv) = _operands("linear", x, weight)
     shape = tuple(x.shape[:-1]) + (out_f,)
     op = tracer.emit("pf.matmul", [xv, wv], [xv.type.with_shape(shape)], {"transpose_b": ir.UNIT})
@@ -138,19 +140,50 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
         if transpose_b:
             bv = np.swapaxes(bv, -1, -2)
         return _local(av @ bv)
-    if a.ndim < 2 or b.ndim < 2:
-        fail(f"matmul needs operands of rank >= 2, got shapes {_shape_str(a.shape)} and {_shape_str(b.shape)}")
+    if a.ndim < 1 or b.ndim < 1:
+        fail(f"matmul needs operands of rank >= 1, got shapes {_shape_str(a.shape)} and {_shape_str(b.shape)}")
+    if a.ndim == 1 or b.ndim == 1:
+        # torch's (and numpy's) vector operands: a [k] is a row [1, k] on the
+        # left and a column [k, 1] on the right, and that axis leaves the result.
+        if transpose_a or transpose_b:
+            fail("matmul: transpose_a/transpose_b need operands of rank >= 2")
+        a2 = reshape(a, (1,) + tuple(a.shape)) if a.ndim == 1 else a
+        b2 = reshape(b, tuple(b.shape) + (1,)) if b.ndim == 1 else b
+        y = matmul(a2, b2)
+        shape = tuple(y.shape)
+        if a.ndim == 1:
+            shape = shape[:-2] + shape[-1:]
+        if b.ndim == 1:
+            shape = shape[:-1]
+        return reshape(y, shape)
     # The contraction and batch sizes are the verifier's to check (pf.matmul).
     m = a.shape[-1] if transpose_a else a.shape[-2]
     n = b.shape[-2] if transpose_b else b.shape[-1]
     tracer, (av, bv) = _operands("matmul", a, b)
+    batch = tuple(a.shape[:-2])
+    if b.ndim > 2 and batch != tuple(b.shape[:-2]):
+        # torch's broadcast of the batch axes; pf.matmul takes equal batch
+        # axes, or a 2-D right operand (broadcast by the op itself).
+        try:
+            batch = tuple(int(d) for d in np.broadcast_shapes(batch, tuple(b.shape[:-2])))
+        except ValueError:
+            fail(f"matmul: the batch dimensions of shapes {_shape_str(a.shape)} and "
+                 f"{_shape_str(b.shape)} cannot be broadcast together")
+        av, bv = (_broadcast_to(tracer, v, batch + tuple(t.shape[-2:])) for v, t in ((av, a), (bv, b)))
     attrs = {}
     if transpose_a:
         attrs["transpose_a"] = ir.UNIT
     if transpose_b:
         attrs["transpose_b"] = ir.UNIT
-    op = tracer.emit("pf.matmul", [av, bv], [av.type.with_shape(tuple(a.shape[:-2]) + (m, n))], attrs)
+    op = tracer.emit("pf.matmul", [av, bv], [av.type.with_shape(batch + (m, n))], attrs)
     return _result(tracer, op, a)
+
+
+def _broadcast_to(tracer, value, shape):
+    if value.type.shape == shape:
+        return value
+    return tracer.emit("pf.broadcast_to", [value], [value.type.with_shape(shape)],
+                       {"shape": ir.I64Array(shape)}).result
 
 
 def relu(x):

@@ -100,7 +100,8 @@ def test_samplers_compose():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"num_workers": 2}, "loads in the calling process"),
+    ({"num_workers": -1}, "num_workers must be a non-negative integer"),
+    ({"num_workers": 1, "prefetch": 2}, "prefetch is exclusive with num_workers"),
     ({"batch_size": 0}, "batch_size must be a positive integer"),
     ({"shuffle": True, "sampler": [0, 1]}, "sampler is exclusive with shuffle"),
     ({"batch_size": 2, "batch_sampler": [[0]]}, "batch_sampler is exclusive"),

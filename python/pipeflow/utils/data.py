@@ -1,5 +1,7 @@
 """``flow.utils.data``: datasets and a loader over numpy arrays, as OneFlow's
-(and torch's) ``Dataset``, ``TensorDataset`` and ``DataLoader``.
+(and torch's) ``Dataset``, ``TensorDataset`` and ``DataLoader``, with
+nanoGPT's memory-mapped token windows (``TokenDataset``) and torch's
+``DistributedSampler``.
 
 A loader turns a dataset (anything with ``__getitem__`` and ``__len__``)
 into batches: ``batch_size`` samples in order, or shuffled each epoch
@@ -11,8 +13,10 @@ collated by stacking: arrays and tensors into one local tensor with a new
 leading batch axis (Python floats become float32, ints int64, as
 ``flow.tensor`` does), tuples and lists position by position, dicts key by
 key. Batches are local tensors: a global graph's input is
-``batch.to_global(placement, sbp)``. Loading runs in the calling process
-(``num_workers`` other than 0 is refused rather than ignored).
+``batch.to_global(placement, sbp)``. Loading runs in the calling process,
+or with ``prefetch=N`` (or torch's ``num_workers=k``, which means
+``prefetch=k * prefetch_factor``) on one background thread that keeps the
+next N batches ready (``_prefetch.py``).
 """
 
 import numbers
@@ -20,24 +24,14 @@ import numbers
 import numpy as np
 
 from .. import _random
-from ..tensor import Tensor, tensor
+from ..tensor import tensor
+from ._base import Dataset, Sampler, as_array, non_negative, positive
+from ._distributed import DistributedSampler
+from ._prefetch import PrefetchIterator
+from ._tokens import TokenDataset
 
-__all__ = ["BatchSampler", "DataLoader", "Dataset", "RandomSampler", "Sampler",
-           "SequentialSampler", "TensorDataset", "default_collate"]
-
-
-class Dataset:
-    """A map-style dataset: subclasses define ``__getitem__`` and ``__len__``."""
-
-    def __getitem__(self, index):
-        raise NotImplementedError(f"{type(self).__name__} must define __getitem__")
-
-    def __len__(self):
-        raise NotImplementedError(f"{type(self).__name__} must define __len__")
-
-
-def _as_array(value):
-    return value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+__all__ = ["BatchSampler", "DataLoader", "Dataset", "DistributedSampler", "RandomSampler",
+           "Sampler", "SequentialSampler", "TensorDataset", "TokenDataset", "default_collate"]
 
 
 class TensorDataset(Dataset):
@@ -46,7 +40,7 @@ class TensorDataset(Dataset):
     def __init__(self, *tensors):
         if not tensors:
             raise ValueError("TensorDataset needs at least one array or tensor")
-        self.tensors = tuple(_as_array(t) for t in tensors)
+        self.tensors = tuple(as_array(t) for t in tensors)
         lengths = {len(t) if t.ndim else -1 for t in self.tensors}
         if len(lengths) != 1 or -1 in lengths:
             raise ValueError("TensorDataset's arrays must have the same length along axis 0, got "
@@ -57,16 +51,6 @@ class TensorDataset(Dataset):
 
     def __len__(self):
         return len(self.tensors[0])
-
-
-class Sampler:
-    """Yields dataset indices."""
-
-    def __iter__(self):
-        raise NotImplementedError
-
-    def __len__(self):
-        raise NotImplementedError
 
 
 class SequentialSampler(Sampler):
@@ -92,23 +76,34 @@ def _generator(generator):
 
 
 class RandomSampler(Sampler):
-    """A fresh permutation of the indices on every pass."""
+    """A fresh permutation of the indices on every pass; with
+    ``replacement``, ``num_samples`` indices drawn uniformly and
+    independently (nanoGPT's random windows over a ``TokenDataset``)."""
 
-    def __init__(self, data_source, generator=None):
+    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+        if not isinstance(replacement, bool):
+            raise TypeError(f"replacement must be a bool, got {replacement!r}")
+        if num_samples is not None:
+            positive("num_samples", num_samples)
         self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
         self.generator = _generator(generator)
 
+    @property
+    def num_samples(self):
+        return len(self.data_source) if self._num_samples is None else int(self._num_samples)
+
     def __iter__(self):
-        return iter(int(i) for i in self.generator.permutation(len(self.data_source)))
+        n, k = len(self.data_source), self.num_samples
+        if not self.replacement:
+            order = self.generator.permutation(n)
+            return iter(int(i) for i in (order if k == n else np.resize(order, k)))
+        return (int(i) for start in range(0, k, 1024)
+                for i in self.generator.integers(0, n, min(1024, k - start)))
 
     def __len__(self):
-        return len(self.data_source)
-
-
-def _positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+        return self.num_samples
 
 
 class BatchSampler(Sampler):
@@ -116,7 +111,7 @@ class BatchSampler(Sampler):
 
     def __init__(self, sampler, batch_size, drop_last):
         self.sampler = sampler
-        self.batch_size = _positive("batch_size", batch_size)
+        self.batch_size = positive("batch_size", batch_size)
         self.drop_last = bool(drop_last)
 
     def __iter__(self):
@@ -145,7 +140,7 @@ def default_collate(samples):
         return type(first)(default_collate(list(field)) for field in zip(*samples, strict=True))
     if isinstance(first, numbers.Number) and not isinstance(first, np.generic):
         return tensor(list(samples))  # Python scalars: float32 / int64
-    arrays = [_as_array(s) for s in samples]
+    arrays = [as_array(s) for s in samples]
     shapes = {a.shape for a in arrays}
     if len(shapes) != 1:
         raise ValueError("default_collate: samples of different shapes "
@@ -154,13 +149,19 @@ def default_collate(samples):
 
 
 class DataLoader:
-    """Batches of a dataset, one pass per ``iter()`` (an epoch)."""
+    """Batches of a dataset, one pass per ``iter()`` (an epoch); see the
+    module docstring. ``prefetch=N`` makes the batches on a background
+    thread, N ahead of the consumer (``_prefetch.PrefetchIterator``)."""
 
     def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None,
-                 num_workers=0, collate_fn=None, drop_last=False, generator=None):
-        if num_workers != 0:
-            raise ValueError(f"num_workers={num_workers!r}: PipeFlow's DataLoader loads in the "
-                             "calling process (use num_workers=0)")
+                 num_workers=0, collate_fn=None, drop_last=False, generator=None,
+                 prefetch_factor=2, prefetch=0):
+        num_workers = non_negative("num_workers", num_workers)
+        prefetch_factor = positive("prefetch_factor", prefetch_factor)
+        prefetch = non_negative("prefetch", prefetch)
+        if prefetch and num_workers:
+            raise ValueError("prefetch is exclusive with num_workers (num_workers=k means "
+                             "prefetch=k * prefetch_factor)")
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
                 raise ValueError("batch_sampler is exclusive with batch_size, shuffle, sampler "
@@ -169,7 +170,7 @@ class DataLoader:
             if sampler is not None and shuffle:
                 raise ValueError("sampler is exclusive with shuffle")
             if sampler is None:
-                sampler = (RandomSampler(dataset, generator) if shuffle
+                sampler = (RandomSampler(dataset, generator=generator) if shuffle
                            else SequentialSampler(dataset))
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.dataset = dataset
@@ -178,10 +179,18 @@ class DataLoader:
         self.sampler = sampler
         self.batch_sampler = batch_sampler
         self.collate_fn = collate_fn or default_collate
+        self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor
+        self.prefetch = prefetch or num_workers * prefetch_factor
 
-    def __iter__(self):
+    def _batches(self):
         for indices in self.batch_sampler:
             yield self.collate_fn([self.dataset[i] for i in indices])
+
+    def __iter__(self):
+        if self.prefetch:
+            return PrefetchIterator(self._batches(), self.prefetch)
+        return self._batches()
 
     def __len__(self):
         return len(self.batch_sampler)
