@@ -1,6 +1,6 @@
 //===- ComputePatterns.cpp - element-wise, GEMM, reductions, losses -------===//
 
-#include "pf/Conversion/PFToCPU/PFToCPU.h"
+#include "pf/Conversion/PFToRank/RankLowering.h"
 
 using namespace mlir;
 using namespace mlir::pf;
@@ -14,8 +14,8 @@ int64_t product(ArrayRef<int64_t> dims) {
   return n;
 }
 
-struct TransposeLowering : CPUPattern<TransposeOp> {
-  using CPUPattern::CPUPattern;
+struct TransposeLowering : RankPattern<TransposeOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(TransposeOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     if (state.buffers.isFoldedView(op)) { // GEMMs read it through strides
@@ -36,7 +36,7 @@ struct TransposeLowering : CPUPattern<TransposeOp> {
 /// A weight gradient and its bias gradient in one GEMM (BGRADB), emitted by
 /// the later op of the pair (BufferAnalysis); the earlier one only takes
 /// its buffer. `c` and `dbias` are the two results' buffers.
-void emitBiasGradGEMM(CPULoweringState &state, ConversionPatternRewriter &b,
+void emitBiasGradGEMM(RankLoweringState &state, ConversionPatternRewriter &b,
                       MatmulOp mm, Value c, Value dbias) {
   ArrayRef<int64_t> as = localShape(mm.getA()), cs = localShape(mm.getResult());
   state.rt.pfrt_k_matmul_bgrad(
@@ -48,7 +48,7 @@ void emitBiasGradGEMM(CPULoweringState &state, ConversionPatternRewriter &b,
 /// A GEMM with an operand read through strides (BufferAnalysis): every
 /// operand's batch and matrix strides (a shared B's batch strides are 0),
 /// the transposes folded in.
-LogicalResult emitStridedGEMM(CPULoweringState &state, MatmulOp op,
+LogicalResult emitStridedGEMM(RankLoweringState &state, MatmulOp op,
                               ConversionPatternRewriter &b, Value out) {
   Location loc = op.getLoc();
   rt::RuntimeABI &rt = state.rt;
@@ -105,8 +105,8 @@ LogicalResult emitStridedGEMM(CPULoweringState &state, MatmulOp op,
   return success();
 }
 
-struct MatmulLowering : CPUPattern<MatmulOp> {
-  using CPUPattern::CPUPattern;
+struct MatmulLowering : RankPattern<MatmulOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(MatmulOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     if (state.buffers.stridedOperand(op, 0) ||
@@ -159,8 +159,8 @@ struct MatmulLowering : CPUPattern<MatmulOp> {
 
 /// bias_add feeding only a relu: one fused pass into the relu's buffer
 /// (BufferAnalysis); the relu then forwards it.
-struct BiasAddLowering : CPUPattern<BiasAddOp> {
-  using CPUPattern::CPUPattern;
+struct BiasAddLowering : RankPattern<BiasAddOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(BiasAddOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     if (state.buffers.isFoldedBias(op)) {
@@ -189,8 +189,8 @@ struct BiasAddLowering : CPUPattern<BiasAddOp> {
   }
 };
 
-struct ReluLowering : CPUPattern<ReluOp> {
-  using CPUPattern::CPUPattern;
+struct ReluLowering : RankPattern<ReluOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(ReluOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     if (state.buffers.isFusedRelu(op)) {
@@ -204,8 +204,8 @@ struct ReluLowering : CPUPattern<ReluOp> {
   }
 };
 
-struct ReluGradLowering : CPUPattern<ReluGradOp> {
-  using CPUPattern::CPUPattern;
+struct ReluGradLowering : RankPattern<ReluGradOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(ReluGradOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -216,8 +216,8 @@ struct ReluGradLowering : CPUPattern<ReluGradOp> {
   }
 };
 
-struct ActivationLowering : CPUPattern<ActivationOp> {
-  using CPUPattern::CPUPattern;
+struct ActivationLowering : RankPattern<ActivationOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(ActivationOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -228,8 +228,8 @@ struct ActivationLowering : CPUPattern<ActivationOp> {
   }
 };
 
-struct ActivationGradLowering : CPUPattern<ActivationGradOp> {
-  using CPUPattern::CPUPattern;
+struct ActivationGradLowering : RankPattern<ActivationGradOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(ActivationGradOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -247,8 +247,8 @@ std::tuple<int64_t, int64_t, int64_t> aroundAxis(ArrayRef<int64_t> shape,
           product(shape.drop_front(axis + 1))};
 }
 
-struct SoftmaxLowering : CPUPattern<SoftmaxOp> {
-  using CPUPattern::CPUPattern;
+struct SoftmaxLowering : RankPattern<SoftmaxOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(SoftmaxOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     int64_t outer, n, inner;
@@ -272,8 +272,8 @@ struct SoftmaxLowering : CPUPattern<SoftmaxOp> {
   }
 };
 
-struct SoftmaxGradLowering : CPUPattern<SoftmaxGradOp> {
-  using CPUPattern::CPUPattern;
+struct SoftmaxGradLowering : RankPattern<SoftmaxGradOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(SoftmaxGradOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     int64_t outer, n, inner;
@@ -306,8 +306,8 @@ std::optional<std::pair<int64_t, int64_t>> vocabRows(Operation *op) {
   return std::make_pair(offset[0], logical[0]);
 }
 
-struct EmbeddingLowering : CPUPattern<EmbeddingOp> {
-  using CPUPattern::CPUPattern;
+struct EmbeddingLowering : RankPattern<EmbeddingOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(EmbeddingOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     ArrayRef<int64_t> table = localShape(op.getTable());
@@ -326,8 +326,8 @@ struct EmbeddingLowering : CPUPattern<EmbeddingOp> {
   }
 };
 
-struct EmbeddingGradLowering : CPUPattern<EmbeddingGradOp> {
-  using CPUPattern::CPUPattern;
+struct EmbeddingGradLowering : RankPattern<EmbeddingGradOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(EmbeddingGradOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     ArrayRef<int64_t> table = localShape(op.getResult());
@@ -346,8 +346,8 @@ struct EmbeddingGradLowering : CPUPattern<EmbeddingGradOp> {
   }
 };
 
-struct AddLowering : CPUPattern<AddOp> {
-  using CPUPattern::CPUPattern;
+struct AddLowering : RankPattern<AddOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(AddOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     // Folded into the matmul that produced one operand: the sum is already
@@ -365,8 +365,8 @@ struct AddLowering : CPUPattern<AddOp> {
   }
 };
 
-struct MulLowering : CPUPattern<MulOp> {
-  using CPUPattern::CPUPattern;
+struct MulLowering : RankPattern<MulOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(MulOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -376,8 +376,8 @@ struct MulLowering : CPUPattern<MulOp> {
   }
 };
 
-struct MulScalarLowering : CPUPattern<MulScalarOp> {
-  using CPUPattern::CPUPattern;
+struct MulScalarLowering : RankPattern<MulScalarOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(MulScalarOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     // Computed with the softmax after it or the softmax gradient before it.
@@ -396,8 +396,8 @@ struct MulScalarLowering : CPUPattern<MulScalarOp> {
 
 /// Seeded, layout-independent: the mask comes from the logical indices of
 /// this rank's shard, the step's seed, the op's stream and micro-batch.
-struct DropoutLowering : CPUPattern<DropoutOp> {
-  using CPUPattern::CPUPattern;
+struct DropoutLowering : RankPattern<DropoutOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(DropoutOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -423,8 +423,8 @@ struct DropoutLowering : CPUPattern<DropoutOp> {
   }
 };
 
-struct ReduceSumLowering : CPUPattern<ReduceSumOp> {
-  using CPUPattern::CPUPattern;
+struct ReduceSumLowering : RankPattern<ReduceSumOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(ReduceSumOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     if (Operation *mm = state.buffers.biasGradPartnerOf(op))
@@ -448,7 +448,7 @@ struct ReduceSumLowering : CPUPattern<ReduceSumOp> {
 
 /// A mean over a batch split `pf.batch_split` ways: the local mean is that
 /// many times this rank's share of the global one.
-void scaleForBatchSplit(CPULoweringState &state, OpBuilder &b, Operation *op,
+void scaleForBatchSplit(RankLoweringState &state, OpBuilder &b, Operation *op,
                         Value out, int64_t n) {
   auto split = op->getAttrOfType<IntegerAttr>(
       PFDialect::BatchSplitAttrHelper::getNameStr());
@@ -482,8 +482,8 @@ template <typename XentOp> struct VocabSplit {
   }
 };
 
-struct SoftmaxXentLowering : CPUPattern<SoftmaxCrossEntropyOp> {
-  using CPUPattern::CPUPattern;
+struct SoftmaxXentLowering : RankPattern<SoftmaxCrossEntropyOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(SoftmaxCrossEntropyOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -513,8 +513,8 @@ struct SoftmaxXentLowering : CPUPattern<SoftmaxCrossEntropyOp> {
   }
 };
 
-struct SoftmaxXentGradLowering : CPUPattern<SoftmaxCrossEntropyGradOp> {
-  using CPUPattern::CPUPattern;
+struct SoftmaxXentGradLowering : RankPattern<SoftmaxCrossEntropyGradOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(SoftmaxCrossEntropyGradOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -543,8 +543,8 @@ struct SoftmaxXentGradLowering : CPUPattern<SoftmaxCrossEntropyGradOp> {
   }
 };
 
-struct CountKeptLowering : CPUPattern<CountKeptOp> {
-  using CPUPattern::CPUPattern;
+struct CountKeptLowering : RankPattern<CountKeptOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(CountKeptOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -559,7 +559,7 @@ struct CountKeptLowering : CPUPattern<CountKeptOp> {
 
 void mlir::pf::populatePFToCPUComputePatterns(const TypeConverter &converter,
                                               RewritePatternSet &patterns,
-                                              CPULoweringState &state) {
+                                              RankLoweringState &state) {
   patterns.add<ActivationLowering, ActivationGradLowering, CountKeptLowering,
                EmbeddingLowering, EmbeddingGradLowering, SoftmaxLowering,
                SoftmaxGradLowering, TransposeLowering, MatmulLowering,

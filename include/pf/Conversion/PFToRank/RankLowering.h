@@ -1,8 +1,11 @@
-//===- PFToCPU.h - pf to LLVM over libpfrt's CPU kernels --------*- C++ -*-===//
+//===- RankLowering.h - pf rank programs to LLVM over libpfrt ---*- C++ -*-===//
 //
-// convert-pf-to-cpu in pieces: a type converter (every !pf.global becomes
-// the !llvm.ptr of its local buffer), a lowering state shared by the
-// patterns of one rank module, and one populate function per op family:
+// The rank lowering of both targets (convert-pf-to-cpu, convert-pf-to-gpu)
+// in pieces: a type converter (every !pf.global becomes the !llvm.ptr of
+// its local buffer), a lowering state shared by the patterns of one rank
+// module (its target: RankLoweringState::onDevice; every runtime call is
+// the target's row of the runtime ABI, rt::RuntimeABI), and one populate
+// function per op family:
 //
 //   compute         element-wise ops, matmul, bias_add, reductions, losses,
 //                   dropout, transpose
@@ -14,8 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef PF_CONVERSION_PFTOCPU_PFTOCPU_H
-#define PF_CONVERSION_PFTOCPU_PFTOCPU_H
+#ifndef PF_CONVERSION_PFTORANK_RANKLOWERING_H
+#define PF_CONVERSION_PFTORANK_RANKLOWERING_H
 
 #include "pf/Conversion/Common/BufferAnalysis.h"
 #include "pf/Conversion/Common/MemoryPlan.h"
@@ -32,9 +35,9 @@
 namespace mlir::pf {
 
 /// !pf.global -> !llvm.ptr (the local buffer).
-class CPUTypeConverter : public TypeConverter {
+class RankTypeConverter : public TypeConverter {
 public:
-  explicit CPUTypeConverter(MLIRContext *ctx);
+  explicit RankTypeConverter(MLIRContext *ctx);
 };
 
 /// How to load one micro-batch of an input loaded by parts (the arguments
@@ -49,21 +52,41 @@ struct PartInput {
 };
 
 /// What the patterns of one rank module share.
-struct CPULoweringState {
+struct RankLoweringState {
   /// With `generatedKernels`, element-wise ops run as the compiler's own
   /// kernels (Kernels/Elementwise.h), grouped as the step's
   /// `pf.kernel_group` attributes say. Every fusion and buffer decision is
   /// read from the step's attributes (BufferAnalysis), which the fold
   /// passes set (pf-cpu-folds, pf-gpu-folds).
-  CPULoweringState(ModuleOp module, Block &step,
-                   rt::Target target = rt::Target::Host,
-                   bool generatedKernels = false)
+  RankLoweringState(ModuleOp module, Block &step,
+                    rt::Target target = rt::Target::Host,
+                    bool generatedKernels = false)
       : module(module), rt(module, target), buffers(step),
         generatedKernels(generatedKernels) {}
 
   /// Whether buffers are device addresses (convert-pf-to-gpu): calls go to
   /// the runtime's device twins, and host code must not touch buffers.
   bool onDevice() const { return rt.getTarget() == rt::Target::Device; }
+
+  // The target hooks: what the patterns do differently on the two targets,
+  // by name (the runtime calls themselves differ through rt::RuntimeABI,
+  // which picks a function's device twin).
+
+  /// Host data compiled into the module (dense constants) reaches a buffer
+  /// by a copy to the device (else a host copy).
+  bool copiesHostDataToDevice() const { return onDevice(); }
+  /// Scalars are computed by inline LLVM code reading and writing buffers
+  /// (clip_scale, scale_by); a device rank must not touch its buffers.
+  bool computesScalarsInline() const { return !onDevice(); }
+  /// Generated element-wise kernels are called as host functions (else
+  /// launched through pfrt_launch_generated from the rank's kernel table).
+  bool callsKernelsOnHost() const { return !onDevice(); }
+  /// The job's collective groups are made into communicators at start-up
+  /// (NCCL on GPU ranks).
+  bool makesCommunicators() const { return onDevice(); }
+  /// The placement device type this target compiles ("cuda" or "cpu"), also
+  /// the manifest's backend.
+  StringRef deviceName() const { return onDevice() ? "cuda" : "cpu"; }
 
   ModuleOp module;
   rt::RuntimeABI rt;
@@ -156,18 +179,18 @@ int32_t dtypeCode(Value v);
 
 /// pfrt_trace_begin for `op`: its name (or `label`), "comm" or its phase
 /// ("forward" when it has none), its micro-batch and stage (-1 when absent).
-void emitTraceBegin(CPULoweringState &state, Operation *op, OpBuilder &b,
+void emitTraceBegin(RankLoweringState &state, Operation *op, OpBuilder &b,
                     bool comm, StringRef label = {});
 
 /// Base of every pattern: wraps what the op lowers to in a trace event
 /// (name, category, micro-batch, stage) unless the op is a view.
-template <typename OpTy> class CPUPattern : public OpConversionPattern<OpTy> {
+template <typename OpTy> class RankPattern : public OpConversionPattern<OpTy> {
 public:
   using OpAdaptor = typename OpConversionPattern<OpTy>::OpAdaptor;
   enum class Trace { None, Compute, Comm };
 
-  CPUPattern(const TypeConverter &converter, CPULoweringState &state,
-             Trace trace = Trace::Compute)
+  RankPattern(const TypeConverter &converter, RankLoweringState &state,
+              Trace trace = Trace::Compute)
       : OpConversionPattern<OpTy>(converter, state.module.getContext()),
         state(state), trace(trace) {}
 
@@ -213,7 +236,7 @@ protected:
     return success();
   }
 
-  CPULoweringState &state;
+  RankLoweringState &state;
 
 private:
   Trace trace;
@@ -221,27 +244,27 @@ private:
 
 void populatePFToCPUComputePatterns(const TypeConverter &converter,
                                     RewritePatternSet &patterns,
-                                    CPULoweringState &state);
+                                    RankLoweringState &state);
 void populatePFToCPUConvPoolPatterns(const TypeConverter &converter,
                                      RewritePatternSet &patterns,
-                                     CPULoweringState &state);
+                                     RankLoweringState &state);
 void populatePFToCPUCommPatterns(const TypeConverter &converter,
                                  RewritePatternSet &patterns,
-                                 CPULoweringState &state);
+                                 RankLoweringState &state);
 void populatePFToCPUOptimizerPatterns(const TypeConverter &converter,
                                       RewritePatternSet &patterns,
-                                      CPULoweringState &state);
+                                      RankLoweringState &state);
 void populatePFToCPUTensorPatterns(const TypeConverter &converter,
                                    RewritePatternSet &patterns,
-                                   CPULoweringState &state);
+                                   RankLoweringState &state);
 void populatePFToCPUControlPatterns(const TypeConverter &converter,
                                     RewritePatternSet &patterns,
-                                    CPULoweringState &state);
+                                    RankLoweringState &state);
 
 /// All of the above.
-void populatePFToCPUPatterns(const TypeConverter &converter,
-                             RewritePatternSet &patterns,
-                             CPULoweringState &state);
+void populateRankLoweringPatterns(const TypeConverter &converter,
+                                  RewritePatternSet &patterns,
+                                  RankLoweringState &state);
 
 /// What convert-pf-to-cpu and convert-pf-to-gpu (its host side) share:
 /// every per-rank module under `top` (or `top` itself) lowered to LLVM
@@ -259,4 +282,4 @@ LogicalResult lowerRankModules(ModuleOp top,
 
 } // namespace mlir::pf
 
-#endif // PF_CONVERSION_PFTOCPU_PFTOCPU_H
+#endif // PF_CONVERSION_PFTORANK_RANKLOWERING_H

@@ -1,15 +1,15 @@
 //===- TensorPatterns.cpp - sub, div, broadcast, masks, slices ------------===//
 
-#include "pf/Conversion/PFToCPU/PFToCPU.h"
+#include "pf/Conversion/PFToRank/RankLowering.h"
 
 using namespace mlir;
 using namespace mlir::pf;
 
 namespace {
 
-template <typename OpTy> struct BinaryLowering : CPUPattern<OpTy> {
-  using CPUPattern<OpTy>::CPUPattern;
-  using typename CPUPattern<OpTy>::OpAdaptor;
+template <typename OpTy> struct BinaryLowering : RankPattern<OpTy> {
+  using RankPattern<OpTy>::RankPattern;
+  using typename RankPattern<OpTy>::OpAdaptor;
   LogicalResult lower(OpTy op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return this->emitInto(op, b, [&](Value out) {
@@ -27,8 +27,8 @@ template <typename OpTy> struct BinaryLowering : CPUPattern<OpTy> {
 
 int64_t bytesOf(Value v) { return dtypeCode(v) == 1 ? 8 : 4; }
 
-struct BroadcastToLowering : CPUPattern<BroadcastToOp> {
-  using CPUPattern::CPUPattern;
+struct BroadcastToLowering : RankPattern<BroadcastToOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(BroadcastToOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     if (state.buffers.isInSoftmaxPrologue(op)) { // a mask the softmax reads
@@ -51,8 +51,8 @@ struct BroadcastToLowering : CPUPattern<BroadcastToOp> {
   }
 };
 
-struct MaskedFillLowering : CPUPattern<MaskedFillOp> {
-  using CPUPattern::CPUPattern;
+struct MaskedFillLowering : RankPattern<MaskedFillOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(MaskedFillOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     if (state.buffers.isInSoftmaxPrologue(op)) { // computed by the softmax
@@ -70,7 +70,7 @@ struct MaskedFillLowering : CPUPattern<MaskedFillOp> {
 
 /// Copies the box `sizes` of `in` at `inOffsets` to `out` at `outOffsets`
 /// (local shapes; offsets on split axes are 0 by the ops' SBP rules).
-void copyBox(CPULoweringState &state, OpBuilder &b, Location loc, Value in,
+void copyBox(RankLoweringState &state, OpBuilder &b, Location loc, Value in,
              Value inValue, ArrayRef<int64_t> inOffsets, Value out,
              Value outValue, ArrayRef<int64_t> outOffsets,
              ArrayRef<int64_t> sizes) {
@@ -85,16 +85,16 @@ void copyBox(CPULoweringState &state, OpBuilder &b, Location loc, Value in,
 }
 
 /// Zeros (f32 0.0 and i64 0 are the same bytes).
-void zero(CPULoweringState &state, OpBuilder &b, Location loc, Value out,
+void zero(RankLoweringState &state, OpBuilder &b, Location loc, Value out,
           Value v) {
   state.rt.pfrt_k_fill(b, loc, out, localCount(v) * (bytesOf(v) / 4), 0.0);
 }
 
 /// pf.slice copies the box at its offsets out of the input; pf.pad zeroes
 /// its result and copies the input in at its offsets.
-template <typename OpTy> struct BoxLowering : CPUPattern<OpTy> {
-  using CPUPattern<OpTy>::CPUPattern;
-  using typename CPUPattern<OpTy>::OpAdaptor;
+template <typename OpTy> struct BoxLowering : RankPattern<OpTy> {
+  using RankPattern<OpTy>::RankPattern;
+  using typename RankPattern<OpTy>::OpAdaptor;
   LogicalResult lower(OpTy op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     constexpr bool isPad = std::is_same_v<OpTy, PadOp>;
@@ -104,7 +104,7 @@ template <typename OpTy> struct BoxLowering : CPUPattern<OpTy> {
       return success();
     }
     return this->emitInto(op, b, [&](Value out) {
-      CPULoweringState &state = this->state;
+      RankLoweringState &state = this->state;
       if (isPad)
         zero(state, b, op.getLoc(), out, op.getResult());
       ArrayRef<int64_t> none;
@@ -116,8 +116,8 @@ template <typename OpTy> struct BoxLowering : CPUPattern<OpTy> {
   }
 };
 
-struct ConcatLowering : CPUPattern<ConcatOp> {
-  using CPUPattern::CPUPattern;
+struct ConcatLowering : RankPattern<ConcatOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(ConcatOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     if (state.buffers.isFoldedConcat(op)) { // its GEMMs wrote every piece
@@ -146,7 +146,7 @@ struct ConcatLowering : CPUPattern<ConcatOp> {
 
 void mlir::pf::populatePFToCPUTensorPatterns(const TypeConverter &converter,
                                              RewritePatternSet &patterns,
-                                             CPULoweringState &state) {
+                                             RankLoweringState &state) {
   patterns.add<BinaryLowering<SubOp>, BinaryLowering<DivOp>,
                BroadcastToLowering, MaskedFillLowering, BoxLowering<SliceOp>,
                BoxLowering<PadOp>, ConcatLowering>(converter, state);

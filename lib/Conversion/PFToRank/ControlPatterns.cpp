@@ -1,6 +1,6 @@
 //===- ControlPatterns.cpp - constants, views, micro-batches, return ------===//
 
-#include "pf/Conversion/PFToCPU/PFToCPU.h"
+#include "pf/Conversion/PFToRank/RankLowering.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -9,9 +9,9 @@ using namespace mlir::pf;
 
 namespace {
 
-struct ConstantLowering : CPUPattern<ConstantOp> {
-  ConstantLowering(const TypeConverter &converter, CPULoweringState &state)
-      : CPUPattern(converter, state, Trace::None) {}
+struct ConstantLowering : RankPattern<ConstantOp> {
+  ConstantLowering(const TypeConverter &converter, RankLoweringState &state)
+      : RankPattern(converter, state, Trace::None) {}
 
   /// Any other f32 or i64 value: a private module constant copied into the
   /// buffer (this rank's box: pf-partition-ranks sliced the value).
@@ -36,7 +36,7 @@ struct ConstantLowering : CPUPattern<ConstantOp> {
     return emitInto(op, b, [&](Value out) {
       Value src = LLVM::AddressOfOp::create(b, op.getLoc(), global);
       // The module constant is host memory: a GPU rank copies it over.
-      if (state.onDevice())
+      if (state.copiesHostDataToDevice())
         state.rt.pfrt_cuda_h2d(b, op.getLoc(), out, src,
                                4 * n * (elem.isF32() ? 1 : 2));
       else
@@ -64,9 +64,9 @@ struct ConstantLowering : CPUPattern<ConstantOp> {
 
 /// Micro-batch k is a contiguous block of rows: a view, no copy; or, of an
 /// input loaded by parts, part k loaded into its own buffer.
-struct MicrobatchLowering : CPUPattern<MicrobatchOp> {
-  MicrobatchLowering(const TypeConverter &converter, CPULoweringState &state)
-      : CPUPattern(converter, state, Trace::None) {}
+struct MicrobatchLowering : RankPattern<MicrobatchOp> {
+  MicrobatchLowering(const TypeConverter &converter, RankLoweringState &state)
+      : RankPattern(converter, state, Trace::None) {}
 
   LogicalResult loadPart(MicrobatchOp op, const PartInput &part,
                          int64_t elementBytes,
@@ -111,8 +111,8 @@ struct MicrobatchLowering : CPUPattern<MicrobatchOp> {
 };
 
 /// The per-micro-batch losses side by side.
-struct PackLowering : CPUPattern<PackOp> {
-  using CPUPattern::CPUPattern;
+struct PackLowering : RankPattern<PackOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(PackOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -132,9 +132,9 @@ struct PackLowering : CPUPattern<PackOp> {
 };
 
 /// Same local data, another view of it.
-template <typename OpTy> struct ViewLowering : CPUPattern<OpTy> {
-  using Base = CPUPattern<OpTy>;
-  ViewLowering(const TypeConverter &converter, CPULoweringState &state)
+template <typename OpTy> struct ViewLowering : RankPattern<OpTy> {
+  using Base = RankPattern<OpTy>;
+  ViewLowering(const TypeConverter &converter, RankLoweringState &state)
       : Base(converter, state, Base::Trace::None) {}
   LogicalResult lower(OpTy op, typename Base::OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
@@ -146,9 +146,9 @@ template <typename OpTy> struct ViewLowering : CPUPattern<OpTy> {
 /// The end of the step: pending sends complete, and the loss (one value
 /// per micro-batch when packed) goes to the runtime unless another rank
 /// holding it reports it.
-struct ReturnLowering : CPUPattern<func::ReturnOp> {
-  ReturnLowering(const TypeConverter &converter, CPULoweringState &state)
-      : CPUPattern(converter, state, Trace::None) {}
+struct ReturnLowering : RankPattern<func::ReturnOp> {
+  ReturnLowering(const TypeConverter &converter, RankLoweringState &state)
+      : RankPattern(converter, state, Trace::None) {}
   LogicalResult lower(func::ReturnOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
@@ -197,7 +197,7 @@ struct ReturnLowering : CPUPattern<func::ReturnOp> {
 
 void mlir::pf::populatePFToCPUControlPatterns(const TypeConverter &converter,
                                               RewritePatternSet &patterns,
-                                              CPULoweringState &state) {
+                                              RankLoweringState &state) {
   patterns.add<ConstantLowering, MicrobatchLowering, PackLowering,
                ViewLowering<ReshapeOp>, ViewLowering<FlattenOp>,
                ViewLowering<ToGlobalOp>, ReturnLowering>(converter, state);

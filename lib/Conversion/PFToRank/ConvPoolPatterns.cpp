@@ -1,6 +1,6 @@
 //===- ConvPoolPatterns.cpp - convolutions, pooling, batch norm -----------===//
 
-#include "pf/Conversion/PFToCPU/PFToCPU.h"
+#include "pf/Conversion/PFToRank/RankLowering.h"
 
 using namespace mlir;
 using namespace mlir::pf;
@@ -21,8 +21,8 @@ SmallVector<int64_t> convDims(ConvLikeOp op, ArrayRef<int64_t> x,
           pad[1], dil[0],    dil[1],    static_cast<int64_t>(op.getGroups())};
 }
 
-struct Conv2DLowering : CPUPattern<Conv2DOp> {
-  using CPUPattern::CPUPattern;
+struct Conv2DLowering : RankPattern<Conv2DOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(Conv2DOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -36,8 +36,8 @@ struct Conv2DLowering : CPUPattern<Conv2DOp> {
   }
 };
 
-struct Conv2DGradInputLowering : CPUPattern<Conv2DGradInputOp> {
-  using CPUPattern::CPUPattern;
+struct Conv2DGradInputLowering : RankPattern<Conv2DGradInputOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(Conv2DGradInputOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -51,8 +51,8 @@ struct Conv2DGradInputLowering : CPUPattern<Conv2DGradInputOp> {
   }
 };
 
-struct Conv2DGradWeightLowering : CPUPattern<Conv2DGradWeightOp> {
-  using CPUPattern::CPUPattern;
+struct Conv2DGradWeightLowering : RankPattern<Conv2DGradWeightOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(Conv2DGradWeightOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -68,7 +68,7 @@ struct Conv2DGradWeightLowering : CPUPattern<Conv2DGradWeightOp> {
 
 /// The runtime's pooling geometry: {N, C, H, W, OH, OW, KH, KW, sh, sw, ph,
 /// pw} from the forward input and output shapes.
-Value poolDims(CPULoweringState &state, OpBuilder &b, Operation *op,
+Value poolDims(RankLoweringState &state, OpBuilder &b, Operation *op,
                ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
   auto kernelAttr = op->getAttrOfType<DenseI64ArrayAttr>("kernel");
   auto strideAttr = op->getAttrOfType<DenseI64ArrayAttr>("stride");
@@ -85,8 +85,8 @@ Value poolDims(CPULoweringState &state, OpBuilder &b, Operation *op,
 
 /// Max and average pooling and their gradients: the same geometry (from
 /// the forward input and output), one kernel each.
-template <typename OpTy> struct PoolLowering : CPUPattern<OpTy> {
-  using Base = CPUPattern<OpTy>;
+template <typename OpTy> struct PoolLowering : RankPattern<OpTy> {
+  using Base = RankPattern<OpTy>;
   using Base::Base;
   using Base::state;
   LogicalResult lower(OpTy op, typename Base::OpAdaptor adaptor,
@@ -116,8 +116,8 @@ template <typename OpTy> struct PoolLowering : CPUPattern<OpTy> {
   }
 };
 
-struct GlobalAvgPoolLowering : CPUPattern<GlobalAvgPoolOp> {
-  using CPUPattern::CPUPattern;
+struct GlobalAvgPoolLowering : RankPattern<GlobalAvgPoolOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(GlobalAvgPoolOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -128,8 +128,8 @@ struct GlobalAvgPoolLowering : CPUPattern<GlobalAvgPoolOp> {
   }
 };
 
-struct GlobalAvgPoolGradLowering : CPUPattern<GlobalAvgPoolGradOp> {
-  using CPUPattern::CPUPattern;
+struct GlobalAvgPoolGradLowering : RankPattern<GlobalAvgPoolGradOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(GlobalAvgPoolGradOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -147,8 +147,8 @@ std::tuple<int64_t, int64_t, int64_t> bnDims(Value input) {
   return {s[0], s[1], s.size() == 4 ? s[2] * s[3] : 1};
 }
 
-struct BatchNormLowering : CPUPattern<BatchNormOp> {
-  using CPUPattern::CPUPattern;
+struct BatchNormLowering : RankPattern<BatchNormOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(BatchNormOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     FailureOr<Value> y = state.result(b, op, 0), m = state.result(b, op, 1),
@@ -177,8 +177,8 @@ struct BatchNormLowering : CPUPattern<BatchNormOp> {
   }
 };
 
-struct BatchNormGradInputLowering : CPUPattern<BatchNormGradInputOp> {
-  using CPUPattern::CPUPattern;
+struct BatchNormGradInputLowering : RankPattern<BatchNormGradInputOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(BatchNormGradInputOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -191,8 +191,8 @@ struct BatchNormGradInputLowering : CPUPattern<BatchNormGradInputOp> {
   }
 };
 
-struct BatchNormGradParamsLowering : CPUPattern<BatchNormGradParamsOp> {
-  using CPUPattern::CPUPattern;
+struct BatchNormGradParamsLowering : RankPattern<BatchNormGradParamsOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(BatchNormGradParamsOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     FailureOr<Value> dg = state.result(b, op, 0), db = state.result(b, op, 1);
@@ -216,8 +216,8 @@ std::pair<int64_t, int64_t> lnDims(Value input) {
   return {rows, s.back()};
 }
 
-struct LayerNormLowering : CPUPattern<LayerNormOp> {
-  using CPUPattern::CPUPattern;
+struct LayerNormLowering : RankPattern<LayerNormOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(LayerNormOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     std::pair<int64_t, int64_t> d = lnDims(op.getInput());
@@ -230,8 +230,8 @@ struct LayerNormLowering : CPUPattern<LayerNormOp> {
   }
 };
 
-struct LayerNormGradInputLowering : CPUPattern<LayerNormGradInputOp> {
-  using CPUPattern::CPUPattern;
+struct LayerNormGradInputLowering : RankPattern<LayerNormGradInputOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(LayerNormGradInputOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     std::pair<int64_t, int64_t> d = lnDims(op.getInput());
@@ -244,8 +244,8 @@ struct LayerNormGradInputLowering : CPUPattern<LayerNormGradInputOp> {
   }
 };
 
-struct LayerNormGradParamsLowering : CPUPattern<LayerNormGradParamsOp> {
-  using CPUPattern::CPUPattern;
+struct LayerNormGradParamsLowering : RankPattern<LayerNormGradParamsOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(LayerNormGradParamsOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     FailureOr<Value> dg = state.result(b, op, 0), db = state.result(b, op, 1);
@@ -264,7 +264,7 @@ struct LayerNormGradParamsLowering : CPUPattern<LayerNormGradParamsOp> {
 
 void mlir::pf::populatePFToCPUConvPoolPatterns(const TypeConverter &converter,
                                                RewritePatternSet &patterns,
-                                               CPULoweringState &state) {
+                                               RankLoweringState &state) {
   patterns
       .add<Conv2DLowering, Conv2DGradInputLowering, Conv2DGradWeightLowering,
            PoolLowering<MaxPool2DOp>, PoolLowering<AvgPool2DOp>,

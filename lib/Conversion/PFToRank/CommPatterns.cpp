@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pf/Conversion/PFToCPU/PFToCPU.h"
+#include "pf/Conversion/PFToRank/RankLowering.h"
 
 using namespace mlir;
 using namespace mlir::pf;
@@ -27,11 +27,11 @@ std::pair<ArrayRef<int64_t>, int64_t> groupOf(ArrayAttr groups, int64_t rank) {
 
 /// all_reduce, all_gather, reduce_scatter, all_to_all and shard (a local
 /// slice by group position): the runtime's boxing helpers over one group.
-template <typename OpTy> struct GroupOpLowering : CPUPattern<OpTy> {
-  using Base = CPUPattern<OpTy>;
+template <typename OpTy> struct GroupOpLowering : RankPattern<OpTy> {
+  using Base = RankPattern<OpTy>;
   using Base::state;
   using typename Base::OpAdaptor;
-  GroupOpLowering(const TypeConverter &converter, CPULoweringState &state)
+  GroupOpLowering(const TypeConverter &converter, RankLoweringState &state)
       : Base(converter, state,
              std::is_same_v<OpTy, ShardOp> || std::is_same_v<OpTy, UnshardOp>
                  ? Base::Trace::Compute
@@ -90,9 +90,10 @@ template <typename OpTy> struct GroupOpLowering : CPUPattern<OpTy> {
 };
 
 /// The end of a split all-reduce: its sum is the started buffer.
-struct AllReduceWaitLowering : CPUPattern<AllReduceWaitOp> {
-  AllReduceWaitLowering(const TypeConverter &converter, CPULoweringState &state)
-      : CPUPattern(converter, state, Trace::Comm) {}
+struct AllReduceWaitLowering : RankPattern<AllReduceWaitOp> {
+  AllReduceWaitLowering(const TypeConverter &converter,
+                        RankLoweringState &state)
+      : RankPattern(converter, state, Trace::Comm) {}
   LogicalResult lower(AllReduceWaitOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     state.rt.pfrt_all_reduce_wait(b, op.getLoc(), int64_t(op.getSlot()));
@@ -101,9 +102,9 @@ struct AllReduceWaitLowering : CPUPattern<AllReduceWaitOp> {
   }
 };
 
-struct BroadcastLowering : CPUPattern<BroadcastOp> {
-  BroadcastLowering(const TypeConverter &converter, CPULoweringState &state)
-      : CPUPattern(converter, state, Trace::Comm) {}
+struct BroadcastLowering : RankPattern<BroadcastOp> {
+  BroadcastLowering(const TypeConverter &converter, RankLoweringState &state)
+      : RankPattern(converter, state, Trace::Comm) {}
   LogicalResult lower(BroadcastOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -124,9 +125,9 @@ struct BroadcastLowering : CPUPattern<BroadcastOp> {
   }
 };
 
-struct ReduceLowering : CPUPattern<ReduceOp> {
-  ReduceLowering(const TypeConverter &converter, CPULoweringState &state)
-      : CPUPattern(converter, state, Trace::Comm) {}
+struct ReduceLowering : RankPattern<ReduceOp> {
+  ReduceLowering(const TypeConverter &converter, RankLoweringState &state)
+      : RankPattern(converter, state, Trace::Comm) {}
   LogicalResult lower(ReduceOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
@@ -150,8 +151,8 @@ struct ReduceLowering : CPUPattern<ReduceOp> {
   }
 };
 
-struct ExtractBoxLowering : CPUPattern<ExtractBoxOp> {
-  using CPUPattern::CPUPattern;
+struct ExtractBoxLowering : RankPattern<ExtractBoxOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(ExtractBoxOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -169,8 +170,8 @@ struct ExtractBoxLowering : CPUPattern<ExtractBoxOp> {
   }
 };
 
-struct AssembleLowering : CPUPattern<AssembleOp> {
-  using CPUPattern::CPUPattern;
+struct AssembleLowering : RankPattern<AssembleOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(AssembleOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -191,9 +192,9 @@ struct AssembleLowering : CPUPattern<AssembleOp> {
   }
 };
 
-struct SendLowering : CPUPattern<SendOp> {
-  SendLowering(const TypeConverter &converter, CPULoweringState &state)
-      : CPUPattern(converter, state, Trace::Comm) {}
+struct SendLowering : RankPattern<SendOp> {
+  SendLowering(const TypeConverter &converter, RankLoweringState &state)
+      : RankPattern(converter, state, Trace::Comm) {}
   LogicalResult lower(SendOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     FailureOr<int64_t> bytes = elementBytes(op, op.getValue().getType());
@@ -227,9 +228,9 @@ struct SendLowering : CPUPattern<SendOp> {
   }
 };
 
-struct RecvLowering : CPUPattern<RecvOp> {
-  RecvLowering(const TypeConverter &converter, CPULoweringState &state)
-      : CPUPattern(converter, state, Trace::Comm) {}
+struct RecvLowering : RankPattern<RecvOp> {
+  RecvLowering(const TypeConverter &converter, RankLoweringState &state)
+      : RankPattern(converter, state, Trace::Comm) {}
   LogicalResult lower(RecvOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     FailureOr<int64_t> bytes = elementBytes(op, op.getType());
@@ -248,7 +249,7 @@ struct RecvLowering : CPUPattern<RecvOp> {
 
 void mlir::pf::populatePFToCPUCommPatterns(const TypeConverter &converter,
                                            RewritePatternSet &patterns,
-                                           CPULoweringState &state) {
+                                           RankLoweringState &state) {
   patterns
       .add<GroupOpLowering<AllReduceOp>, GroupOpLowering<AllGatherOp>,
            GroupOpLowering<ReduceScatterOp>, GroupOpLowering<AllToAllOp>,

@@ -7,16 +7,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pf/Conversion/PFToCPU/PFToCPU.h"
+#include "pf/Conversion/PFToRank/RankLowering.h"
 
 using namespace mlir;
 using namespace mlir::pf;
 
 namespace {
 
-struct ReadParamLowering : CPUPattern<ReadParamOp> {
-  ReadParamLowering(const TypeConverter &converter, CPULoweringState &state)
-      : CPUPattern(converter, state, Trace::None) {}
+struct ReadParamLowering : RankPattern<ReadParamOp> {
+  ReadParamLowering(const TypeConverter &converter, RankLoweringState &state)
+      : RankPattern(converter, state, Trace::None) {}
   LogicalResult lower(ReadParamOp op, OpAdaptor,
                       ConversionPatternRewriter &b) const override {
     if (!state.paramGlobals.count(op.getParam()))
@@ -35,8 +35,8 @@ struct ReadParamLowering : CPUPattern<ReadParamOp> {
   }
 };
 
-struct WriteParamLowering : CPUPattern<WriteParamOp> {
-  using CPUPattern::CPUPattern;
+struct WriteParamLowering : RankPattern<WriteParamOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(WriteParamOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
@@ -62,9 +62,9 @@ struct WriteParamLowering : CPUPattern<WriteParamOp> {
   }
 };
 
-struct ScalarInputLowering : CPUPattern<ScalarInputOp> {
-  ScalarInputLowering(const TypeConverter &converter, CPULoweringState &state)
-      : CPUPattern(converter, state, Trace::None) {}
+struct ScalarInputLowering : RankPattern<ScalarInputOp> {
+  ScalarInputLowering(const TypeConverter &converter, RankLoweringState &state)
+      : RankPattern(converter, state, Trace::None) {}
   LogicalResult lower(ScalarInputOp op, OpAdaptor,
                       ConversionPatternRewriter &b) const override {
     b.replaceOp(
@@ -92,7 +92,7 @@ Value pointerTable(OpBuilder &b, Location loc, ArrayRef<Value> pointers) {
 
 /// The buffers of an update's results (its parameters, computed in place).
 FailureOr<SmallVector<Value, 3>>
-resultBuffers(CPULoweringState &state, OpBuilder &b, Operation *update) {
+resultBuffers(RankLoweringState &state, OpBuilder &b, Operation *update) {
   SmallVector<Value, 3> results;
   for (unsigned i = 0; i < update->getNumResults(); ++i) {
     FailureOr<Value> r = state.result(b, update, i);
@@ -106,7 +106,7 @@ resultBuffers(CPULoweringState &state, OpBuilder &b, Operation *update) {
 /// The members of a multi-tensor update (BufferAnalysis) as one
 /// pfrt_k_sgd_multi / pfrt_k_adam_multi call, emitted by the last member;
 /// the others only take their (in-place) result buffers.
-LogicalResult emitMultiUpdate(CPULoweringState &state,
+LogicalResult emitMultiUpdate(RankLoweringState &state,
                               ConversionPatternRewriter &b,
                               const UpdateGroup &group) {
   Operation *last = group.last();
@@ -160,7 +160,7 @@ LogicalResult emitMultiUpdate(CPULoweringState &state,
 
 /// An update of a multi-tensor group: its in-place result buffers, and at
 /// the group's last update the call.
-LogicalResult lowerGroupedUpdate(CPULoweringState &state,
+LogicalResult lowerGroupedUpdate(RankLoweringState &state,
                                  ConversionPatternRewriter &b, Operation *op,
                                  const UpdateGroup &group) {
   FailureOr<SmallVector<Value, 3>> results = resultBuffers(state, b, op);
@@ -171,8 +171,8 @@ LogicalResult lowerGroupedUpdate(CPULoweringState &state,
   return success();
 }
 
-struct SGDUpdateLowering : CPUPattern<SGDUpdateOp> {
-  using CPUPattern::CPUPattern;
+struct SGDUpdateLowering : RankPattern<SGDUpdateOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(SGDUpdateOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     if (const UpdateGroup *group = state.buffers.updateGroupOf(op))
@@ -202,8 +202,8 @@ struct SGDUpdateLowering : CPUPattern<SGDUpdateOp> {
   }
 };
 
-struct AdamUpdateLowering : CPUPattern<AdamUpdateOp> {
-  using CPUPattern::CPUPattern;
+struct AdamUpdateLowering : RankPattern<AdamUpdateOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(AdamUpdateOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     if (const UpdateGroup *group = state.buffers.updateGroupOf(op))
@@ -238,11 +238,11 @@ Value loadScalar(OpBuilder &b, Location loc, Value ptr) {
 }
 
 /// scale = min(1, max_norm / (sqrt(sum_sq) + 1e-6)), inline.
-struct ClipScaleLowering : CPUPattern<ClipScaleOp> {
-  using CPUPattern::CPUPattern;
+struct ClipScaleLowering : RankPattern<ClipScaleOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(ClipScaleOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    if (state.onDevice())
+    if (!state.computesScalarsInline())
       return hostScalarOnDevice(op);
     Location loc = op.getLoc();
     auto cst = [&](double v) {
@@ -261,11 +261,11 @@ struct ClipScaleLowering : CPUPattern<ClipScaleOp> {
   }
 };
 
-struct ScaleByLowering : CPUPattern<ScaleByOp> {
-  using CPUPattern::CPUPattern;
+struct ScaleByLowering : RankPattern<ScaleByOp> {
+  using RankPattern::RankPattern;
   LogicalResult lower(ScaleByOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    if (state.onDevice())
+    if (!state.computesScalarsInline())
       return hostScalarOnDevice(op);
     Value scale = loadScalar(b, op.getLoc(), adaptor.getScale());
     return emitInto(op, b, [&](Value out) {
@@ -279,7 +279,7 @@ struct ScaleByLowering : CPUPattern<ScaleByOp> {
 
 void mlir::pf::populatePFToCPUOptimizerPatterns(const TypeConverter &converter,
                                                 RewritePatternSet &patterns,
-                                                CPULoweringState &state) {
+                                                RankLoweringState &state) {
   patterns.add<ReadParamLowering, WriteParamLowering, ScalarInputLowering,
                SGDUpdateLowering, AdamUpdateLowering, ClipScaleLowering,
                ScaleByLowering>(converter, state);

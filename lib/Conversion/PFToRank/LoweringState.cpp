@@ -6,14 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pf/Conversion/PFToCPU/PFToCPU.h"
+#include "pf/Conversion/PFToRank/RankLowering.h"
 
 #include "pf/Conversion/Kernels/Elementwise.h"
 
 using namespace mlir;
 using namespace mlir::pf;
 
-CPUTypeConverter::CPUTypeConverter(MLIRContext *ctx) {
+RankTypeConverter::RankTypeConverter(MLIRContext *ctx) {
   addConversion([](Type t) { return t; });
   addConversion(
       [ctx](GlobalType) -> Type { return LLVM::LLVMPointerType::get(ctx); });
@@ -51,18 +51,18 @@ int32_t mlir::pf::dtypeCode(Value v) {
   return cast<GlobalType>(v.getType()).getElementType().isF32() ? 0 : 1;
 }
 
-Value CPULoweringState::paramPtr(OpBuilder &b, Location loc, StringRef name) {
+Value RankLoweringState::paramPtr(OpBuilder &b, Location loc, StringRef name) {
   return LLVM::LoadOp::create(
       b, loc, ptrType(),
       LLVM::AddressOfOp::create(b, loc, paramGlobals.lookup(name)));
 }
 
-Value CPULoweringState::seed(OpBuilder &b, Location loc) {
+Value RankLoweringState::seed(OpBuilder &b, Location loc) {
   return LLVM::LoadOp::create(b, loc, b.getI64Type(),
                               LLVM::AddressOfOp::create(b, loc, seedGlobal));
 }
 
-FailureOr<Value> CPULoweringState::alloc(OpBuilder &b, Location loc, Value v) {
+FailureOr<Value> RankLoweringState::alloc(OpBuilder &b, Location loc, Value v) {
   Operation *owner =
       v.getDefiningOp() ? v.getDefiningOp() : module.getOperation();
   if (failed(elementBytes(owner, v.getType())))
@@ -74,12 +74,13 @@ FailureOr<Value> CPULoweringState::alloc(OpBuilder &b, Location loc, Value v) {
   return rt.pfrt_arena_at(b, loc, offset, plan->bytesOf(v));
 }
 
-Value CPULoweringState::sendCopy(OpBuilder &b, Operation *send, int64_t bytes) {
+Value RankLoweringState::sendCopy(OpBuilder &b, Operation *send,
+                                  int64_t bytes) {
   return rt.pfrt_arena_at(b, send->getLoc(), plan->sendCopyOffset(send), bytes);
 }
 
-FailureOr<Value> CPULoweringState::result(OpBuilder &b, Operation *op,
-                                          unsigned i) {
+FailureOr<Value> RankLoweringState::result(OpBuilder &b, Operation *op,
+                                           unsigned i) {
   Value r = op->getResult(i);
   StringRef target = buffers.inPlaceTarget(r);
   if (!target.empty())
@@ -104,7 +105,7 @@ ActionTags actionTags(Operation *op) {
 }
 } // namespace
 
-void CPULoweringState::markAction(Operation *op, OpBuilder &b) {
+void RankLoweringState::markAction(Operation *op, OpBuilder &b) {
   auto [stage, phase, microbatch] = actionTags(op);
   if (!stage && !phase && !microbatch)
     return;
@@ -127,7 +128,7 @@ void CPULoweringState::markAction(Operation *op, OpBuilder &b) {
   LLVM::CallOp::create(b, op->getLoc(), marker, ValueRange{});
 }
 
-void mlir::pf::emitTraceBegin(CPULoweringState &state, Operation *op,
+void mlir::pf::emitTraceBegin(RankLoweringState &state, Operation *op,
                               OpBuilder &b, bool comm, StringRef label) {
   Location loc = op->getLoc();
   auto [stage, phase, microbatch] = actionTags(op);
@@ -143,9 +144,9 @@ void mlir::pf::emitTraceBegin(CPULoweringState &state, Operation *op,
       static_cast<int32_t>(stage ? stage.getInt() : -1));
 }
 
-void mlir::pf::populatePFToCPUPatterns(const TypeConverter &converter,
-                                       RewritePatternSet &patterns,
-                                       CPULoweringState &state) {
+void mlir::pf::populateRankLoweringPatterns(const TypeConverter &converter,
+                                            RewritePatternSet &patterns,
+                                            RankLoweringState &state) {
   populatePFToCPUComputePatterns(converter, patterns, state);
   populatePFToCPUConvPoolPatterns(converter, patterns, state);
   populatePFToCPUTensorPatterns(converter, patterns, state);
@@ -154,9 +155,9 @@ void mlir::pf::populatePFToCPUPatterns(const TypeConverter &converter,
   populatePFToCPUControlPatterns(converter, patterns, state);
 }
 
-LogicalResult CPULoweringState::lowerGrouped(Operation *op,
-                                             const ElementwiseGroup &group,
-                                             ConversionPatternRewriter &b) {
+LogicalResult RankLoweringState::lowerGrouped(Operation *op,
+                                              const ElementwiseGroup &group,
+                                              ConversionPatternRewriter &b) {
   Location loc = op->getLoc();
   Value result = op->getResult(0);
   if (op != group.last()) {
@@ -214,7 +215,7 @@ LogicalResult CPULoweringState::lowerGrouped(Operation *op,
     return op->emitOpError("could not find the buffers of its element-wise "
                            "group");
   int64_t n = localCount(result);
-  if (!onDevice()) {
+  if (callsKernelsOnHost()) {
     LLVM::LLVMFuncOp fn = kernels::getOrCreateHostKernel(module, kernel);
     pointers.push_back(LLVM::ConstantOp::create(b, loc, b.getI64Type(), n));
     LLVM::CallOp::create(b, loc, fn, pointers);
@@ -241,7 +242,7 @@ LogicalResult CPULoweringState::lowerGrouped(Operation *op,
   return success();
 }
 
-void CPULoweringState::emitKernelTable(OpBuilder &b, Location loc) {
+void RankLoweringState::emitKernelTable(OpBuilder &b, Location loc) {
   if (deviceKernels.empty())
     return;
   MLIRContext *ctx = module.getContext();
