@@ -21,7 +21,9 @@ int64_t roundUp(int64_t bytes) {
 FailureOr<int64_t> bytesOfType(Location loc, Type type) {
   auto global = cast<GlobalType>(type);
   Type elem = global.getElementType();
-  int64_t width = elem.isIntOrFloat() ? elem.getIntOrFloatBitWidth() / 8 : 0;
+  // Whole bytes per element: an i1 (bool) is stored in one byte.
+  int64_t width =
+      elem.isIntOrFloat() ? (elem.getIntOrFloatBitWidth() + 7) / 8 : 0;
   if (width == 0)
     return emitError(loc) << "the memory plan has no size for " << elem;
   return roundUp(width * global.getNumElements());
