@@ -276,22 +276,6 @@ static LogicalResult inferSameShapeBinary(std::optional<Location> loc,
                         results);
 }
 
-LogicalResult AddOp::inferReturnTypes(MLIRContext *,
-                                      std::optional<Location> loc,
-                                      Adaptor adaptor,
-                                      SmallVectorImpl<Type> &results) {
-  return inferSameShapeBinary(loc, getOperationName().drop_front(3),
-                              adaptor.getLhs(), adaptor.getRhs(), results);
-}
-
-LogicalResult MulOp::inferReturnTypes(MLIRContext *,
-                                      std::optional<Location> loc,
-                                      Adaptor adaptor,
-                                      SmallVectorImpl<Type> &results) {
-  return inferSameShapeBinary(loc, getOperationName().drop_front(3),
-                              adaptor.getLhs(), adaptor.getRhs(), results);
-}
-
 /// Element-wise unary float ops keep the operand's shape.
 static LogicalResult inferUnaryFloat(std::optional<Location> loc,
                                      StringRef opName, Value input,
@@ -303,6 +287,24 @@ static LogicalResult inferUnaryFloat(std::optional<Location> loc,
   results.push_back(resultLike(*x, x->getShape()));
   return success();
 }
+
+/// OP::inferReturnTypes of an element-wise op: FN(loc, opName, operands...,
+/// results) with the operands named by the adaptor's getters.
+#define PF_INFER_ELEMENTWISE(OP, FN, ...)                                      \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &results) {                                        \
+    return FN(loc, getOperationName().drop_front(3), __VA_ARGS__, results);    \
+  }
+
+PF_INFER_ELEMENTWISE(AddOp, inferSameShapeBinary, adaptor.getLhs(),
+                     adaptor.getRhs())
+PF_INFER_ELEMENTWISE(MulOp, inferSameShapeBinary, adaptor.getLhs(),
+                     adaptor.getRhs())
+PF_INFER_ELEMENTWISE(ReluOp, inferUnaryFloat, adaptor.getInput())
+PF_INFER_ELEMENTWISE(ActivationOp, inferUnaryFloat, adaptor.getInput())
+PF_INFER_ELEMENTWISE(SoftmaxOp, inferUnaryFloat, adaptor.getInput())
+PF_INFER_ELEMENTWISE(DropoutOp, inferUnaryFloat, adaptor.getInput())
 
 /// A 0-d f32 operand (a run-time scalar on its placement).
 static FailureOr<GlobalType> scalarOperand(Inference &inf, Value v,
@@ -414,38 +416,6 @@ LogicalResult SoftmaxOp::verify() {
 
 LogicalResult SoftmaxGradOp::verify() {
   return verifyAxis(*this, getOutput(), getAxis());
-}
-
-LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &results) {
-  return inferUnaryFloat(loc, getOperationName().drop_front(3),
-                         adaptor.getInput(), results);
-}
-
-LogicalResult ActivationOp::inferReturnTypes(MLIRContext *,
-                                             std::optional<Location> loc,
-                                             Adaptor adaptor,
-                                             SmallVectorImpl<Type> &results) {
-  return inferUnaryFloat(loc, getOperationName().drop_front(3),
-                         adaptor.getInput(), results);
-}
-
-LogicalResult ReluOp::inferReturnTypes(MLIRContext *,
-                                       std::optional<Location> loc,
-                                       Adaptor adaptor,
-                                       SmallVectorImpl<Type> &results) {
-  return inferUnaryFloat(loc, getOperationName().drop_front(3),
-                         adaptor.getInput(), results);
-}
-
-LogicalResult DropoutOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &results) {
-  return inferUnaryFloat(loc, getOperationName().drop_front(3),
-                         adaptor.getInput(), results);
 }
 
 LogicalResult DropoutOp::verify() {
@@ -605,221 +575,4 @@ struct ComposeTransposes : public OpRewritePattern<TransposeOp> {
 void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                               MLIRContext *context) {
   results.add<ComposeTransposes>(context);
-}
-
-//===----------------------------------------------------------------------===//
-// Loss
-//===----------------------------------------------------------------------===//
-
-LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
-  Inference inf(loc, getOperationName().drop_front(3));
-  FailureOr<GlobalType> logits = inf.global(adaptor.getLogits(), "logits");
-  FailureOr<GlobalType> labels = inf.global(adaptor.getLabels(), "labels");
-  if (failed(logits) || failed(labels) ||
-      failed(inf.samePlacement({*logits, *labels})) ||
-      failed(inf.isFloat(*logits, "logits")) ||
-      failed(inf.hasRank(*logits, 2, "logits")) ||
-      failed(inf.hasRank(*labels, 1, "labels")))
-    return failure();
-  if (failed(inf.labelsFor(*logits, *labels)))
-    return failure();
-  results.push_back(resultLike(*logits, {}));
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
-// Convolution and pooling
-//===----------------------------------------------------------------------===//
-
-LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &results) {
-  Inference inf(loc, getOperationName().drop_front(3));
-  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
-  FailureOr<GlobalType> w = inf.global(adaptor.getWeight(), "weight");
-  if (failed(x) || failed(w) || failed(inf.samePlacement({*x, *w})) ||
-      failed(inf.isFloat(*x, "input")) ||
-      failed(inf.sameElementType(*x, *w, "operand")) ||
-      failed(inf.hasRank(*x, 4, "input (NCHW)")) ||
-      failed(inf.hasRank(*w, 4, "weight (OIHW)")))
-    return failure();
-  ArrayRef<int64_t> xs = x->getShape(), ws = w->getShape();
-  ArrayRef<int64_t> stride = adaptor.getStride(), pad = adaptor.getPadding(),
-                    dil = adaptor.getDilation();
-  int64_t groups = adaptor.getGroups();
-  if (groups < 1 || xs[1] % groups != 0 || ws[0] % groups != 0)
-    return inf.error() << "groups " << groups
-                       << " must divide the input channels " << xs[1]
-                       << " and the output channels " << ws[0];
-  if (ws[1] != xs[1] / groups)
-    return inf.error() << "weight expects " << ws[1]
-                       << " input channels per group, the input has "
-                       << xs[1] / groups;
-  for (int i = 0; i < 2; ++i)
-    if (stride[i] < 1 || dil[i] < 1 || pad[i] < 0)
-      return inf.error() << "stride and dilation must be positive and padding "
-                            "non-negative";
-  SmallVector<int64_t> out = {xs[0], ws[0]};
-  for (int i = 0; i < 2; ++i) {
-    int64_t o = windowOutput(xs[2 + i], ws[2 + i], stride[i], pad[i], dil[i]);
-    if (o <= 0)
-      return inf.error() << "kernel " << Inference::shapeStr(ws.drop_front(2))
-                         << " does not fit the padded input "
-                         << Inference::shapeStr(xs.drop_front(2));
-    out.push_back(o);
-  }
-  results.push_back(resultLike(*x, out));
-  return success();
-}
-
-template <typename PoolOp>
-static LogicalResult inferPool(std::optional<Location> loc,
-                               typename PoolOp::Adaptor adaptor,
-                               SmallVectorImpl<Type> &results) {
-  Inference inf(loc, PoolOp::getOperationName().drop_front(3));
-  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
-  if (failed(x) || failed(inf.isFloat(*x, "input")) ||
-      failed(inf.hasRank(*x, 4, "input (NCHW)")))
-    return failure();
-  ArrayRef<int64_t> kernel = adaptor.getKernel(), pad = adaptor.getPadding();
-  SmallVector<int64_t, 2> stride(kernel);
-  if (auto s = adaptor.getStride())
-    stride.assign(s->begin(), s->end());
-  ArrayRef<int64_t> xs = x->getShape();
-  SmallVector<int64_t> out = {xs[0], xs[1]};
-  for (int i = 0; i < 2; ++i) {
-    if (kernel[i] < 1 || stride[i] < 1)
-      return inf.error() << "kernel and stride must be positive";
-    if (pad[i] < 0 || 2 * pad[i] > kernel[i])
-      return inf.error() << "padding " << pad[i]
-                         << " must be between 0 and half the kernel size "
-                         << kernel[i];
-    int64_t o = windowOutput(xs[2 + i], kernel[i], stride[i], pad[i], 1);
-    if (o <= 0)
-      return inf.error() << "kernel " << Inference::shapeStr(kernel)
-                         << " does not fit the padded input "
-                         << Inference::shapeStr(xs.drop_front(2));
-    out.push_back(o);
-  }
-  results.push_back(resultLike(*x, out));
-  return success();
-}
-
-LogicalResult MaxPool2DOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
-  return inferPool<MaxPool2DOp>(loc, adaptor, results);
-}
-
-LogicalResult AvgPool2DOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
-  return inferPool<AvgPool2DOp>(loc, adaptor, results);
-}
-
-LogicalResult
-GlobalAvgPoolOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                  Adaptor adaptor,
-                                  SmallVectorImpl<Type> &results) {
-  Inference inf(loc, getOperationName().drop_front(3));
-  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
-  if (failed(x) || failed(inf.isFloat(*x, "input")) ||
-      failed(inf.hasRank(*x, 4, "input (NCHW)")))
-    return failure();
-  results.push_back(resultLike(*x, {x->getShape()[0], x->getShape()[1], 1, 1}));
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
-// BatchNormOp
-//===----------------------------------------------------------------------===//
-
-LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
-  Inference inf(loc, getOperationName().drop_front(3));
-  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
-  if (failed(x) || failed(inf.isFloat(*x, "input")))
-    return failure();
-  if (x->getRank() < 1)
-    return inf.error() << "input must have at least one axis";
-  int64_t channels = x->getShape().back();
-  SmallVector<GlobalType> all = {*x};
-  std::pair<Value, StringRef> params[] = {{adaptor.getGamma(), "gamma"},
-                                          {adaptor.getBeta(), "beta"}};
-  for (auto [value, name] : params) {
-    FailureOr<GlobalType> t = inf.global(value, name);
-    if (failed(t) || failed(inf.sameElementType(*x, *t, name)))
-      return failure();
-    if (t->getShape() != ArrayRef<int64_t>{channels})
-      return inf.error() << name << " must have shape [" << channels
-                         << "], got " << Inference::shapeStr(t->getShape());
-    all.push_back(*t);
-  }
-  if (failed(inf.samePlacement(all)))
-    return failure();
-  results.push_back(resultLike(*x, x->getShape()));
-  return success();
-}
-
-LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
-  Inference inf(loc, getOperationName().drop_front(3));
-  FailureOr<GlobalType> table = inf.global(adaptor.getTable(), "table");
-  FailureOr<GlobalType> ids = inf.global(adaptor.getIds(), "ids");
-  if (failed(table) || failed(ids) || failed(inf.isFloat(*table, "table")) ||
-      failed(inf.samePlacement({*table, *ids})))
-    return failure();
-  if (table->getRank() != 2)
-    return inf.error() << "table must be [V, D], got shape "
-                       << Inference::shapeStr(table->getShape());
-  if (!ids->getElementType().isInteger(64))
-    return inf.error() << "ids must be i64, got " << ids->getElementType();
-  SmallVector<int64_t> shape(ids->getShape());
-  shape.push_back(table->getShape()[1]);
-  results.push_back(resultLike(*table, shape));
-  return success();
-}
-
-LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
-  Inference inf(loc, getOperationName().drop_front(3));
-  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
-  if (failed(x) || failed(inf.isFloat(*x, "input")))
-    return failure();
-  if (x->getRank() != 2 && x->getRank() != 4)
-    return inf.error() << "input must be [N, C] or [N, C, H, W], got shape "
-                       << Inference::shapeStr(x->getShape());
-  int64_t channels = x->getShape()[1];
-  SmallVector<GlobalType> all = {*x};
-  std::pair<Value, StringRef> stats[] = {
-      {adaptor.getGamma(), "gamma"},
-      {adaptor.getBeta(), "beta"},
-      {adaptor.getRunningMean(), "running_mean"},
-      {adaptor.getRunningVar(), "running_var"}};
-  for (auto [value, name] : stats) {
-    FailureOr<GlobalType> t = inf.global(value, name);
-    if (failed(t) || failed(inf.sameElementType(*x, *t, name)))
-      return failure();
-    if (t->getShape() != ArrayRef<int64_t>{channels})
-      return inf.error() << name << " must have shape [" << channels
-                         << "], got " << Inference::shapeStr(t->getShape());
-    all.push_back(*t);
-  }
-  if (failed(inf.samePlacement(all)))
-    return failure();
-  results.push_back(resultLike(*x, x->getShape()));
-  results.push_back(resultLike(all[3], {channels}));
-  results.push_back(resultLike(all[4], {channels}));
-  return success();
 }
