@@ -127,6 +127,11 @@ class Graph:
             raise TypeError(f"add_optimizer() expects a pipeflow.optim optimizer, got {type(optim).__name__}")
         if lr_sch is not None and getattr(lr_sch, "optimizer", None) is not optim:
             raise ValueError("add_optimizer(lr_sch=...) must be a scheduler of the same optimizer")
+        if getattr(lr_sch, "steps_with_a_metric", False):
+            raise compiler.CompileError.at(
+                user_location(), f"add_optimizer(lr_sch=...): {type(lr_sch).__name__} steps with a "
+                "metric the program measures, which the graph cannot supply",
+                ["step it after each call instead: loss = graph(...); scheduler.step(loss)"])
         self._optimizers.append((optim, lr_sch, user_location()))
         _registry.module_changes.bump()
 

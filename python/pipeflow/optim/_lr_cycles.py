@@ -1,11 +1,45 @@
-"""The cyclic learning-rate schedules: ``CosineAnnealingWarmRestarts`` and
-``OneCycleLR`` (torch.optim.lr_scheduler's; exported by ``lr_scheduler``)."""
+"""The cyclic learning-rate schedules: ``CosineAnnealingWarmRestarts``,
+``OneCycleLR`` and ``CyclicLR`` (torch.optim.lr_scheduler's; exported by
+``lr_scheduler``)."""
 
 import math
 
 from .._errors import CompileError
 from .._source import user_location
 from ._lr_base import LRScheduler, _check_optimizer
+
+
+class _CyclesMomentum:
+    """A schedule that may cycle the momentum (SGD's ``momentum``, Adam's
+    ``betas[0]`` where ``use_beta1``), which a compiled step holds fixed:
+    writing another value once a graph runs the optimizer is a CompileError
+    at the user's line, and ``compiled_conflict`` tells a graph so before
+    its first call."""
+
+    use_beta1 = False
+
+    def _set_momentum(self, group, value):
+        key = "betas" if self.use_beta1 else "momentum"
+        new = (value, *group["betas"][1:]) if self.use_beta1 else value
+        if group[key] == new:
+            return  # unchanged (torch writes it again; a graph's check then has less to redo)
+        if self.optimizer._state_owner is not None:
+            message, notes = self._conflict_text()
+            raise CompileError.at(user_location(), message, notes)
+        group[key] = new
+
+    def _conflict_text(self):
+        what = "betas[0]" if self.use_beta1 else "momentum"
+        return (f"{type(self).__name__}(cycle_momentum=True) changes the {what} of "
+                f"{type(self.optimizer).__name__}'s parameter groups every step, but the compiled "
+                f"step has the {what} compiled in (only the learning rate is a run-time scalar)",
+                ["pass cycle_momentum=False to keep the optimizer's momentum (or base_momentum "
+                 "equal to max_momentum)"])
+
+    def compiled_conflict(self):
+        if self.cycle_momentum and any(top != low for top, low in self._momentum_bounds()):
+            return self._conflict_text()
+        return None
 
 
 class CosineAnnealingWarmRestarts(LRScheduler):
@@ -86,7 +120,7 @@ def _annealing_linear(start, end, pct):
     return (end - start) * pct + start
 
 
-class OneCycleLR(LRScheduler):
+class OneCycleLR(_CyclesMomentum, LRScheduler):
     """The 1cycle policy (fastai's two phases; ``three_phase`` for the paper's):
     from ``max_lr / div_factor`` up to ``max_lr`` over ``pct_start`` of
     ``total_steps`` (or ``epochs * steps_per_epoch``), then down to
@@ -134,31 +168,8 @@ class OneCycleLR(LRScheduler):
     def anneal_func(self):
         return _annealing_cos if self.anneal_strategy == "cos" else _annealing_linear
 
-    def _set_momentum(self, group, value):
-        """Sets a group's momentum (Adam's beta1); a CompileError when a graph
-        runs the optimizer with another momentum compiled in."""
-        key = "betas" if self.use_beta1 else "momentum"
-        new = (value, *group["betas"][1:]) if self.use_beta1 else value
-        if group[key] == new:
-            return  # unchanged (torch writes it again; a graph's check then has less to redo)
-        if self.optimizer._state_owner is not None:
-            message, notes = self._conflict_text()
-            raise CompileError.at(user_location(), message, notes)
-        group[key] = new
-
-    def _conflict_text(self):
-        what = "betas[0]" if self.use_beta1 else "momentum"
-        return (f"OneCycleLR(cycle_momentum=True) changes the {what} of "
-                f"{type(self.optimizer).__name__}'s parameter groups every step, but the compiled "
-                f"step has the {what} compiled in (only the learning rate is a run-time scalar)",
-                ["pass cycle_momentum=False to keep the optimizer's momentum (or base_momentum "
-                 "equal to max_momentum)"])
-
-    def compiled_conflict(self):
-        if self.cycle_momentum and any(g["max_momentum"] != g["base_momentum"]
-                                       for g in self.optimizer.param_groups):
-            return self._conflict_text()
-        return None
+    def _momentum_bounds(self):
+        return [(g["max_momentum"], g["base_momentum"]) for g in self.optimizer.param_groups]
 
     def get_lr(self):
         self._warn_outside_step()
@@ -216,3 +227,86 @@ def _phases(pct_start, total_steps, three_phase):
                       ("base_momentum", "max_momentum")),
                 phase(total_steps - 1, ("initial_lr", "min_lr"), ("max_momentum", "max_momentum"))]
     return [up, phase(total_steps - 1, ("max_lr", "min_lr"), ("base_momentum", "max_momentum"))]
+
+
+class CyclicLR(_CyclesMomentum, LRScheduler):
+    """Cyclical learning rates (Smith, 2017), stepped per batch: the rate
+    climbs from ``base_lr`` to ``max_lr`` over ``step_size_up`` steps and
+    back over ``step_size_down`` (default the same), the cycle's height
+    scaled by ``mode`` (``"triangular"``: constant; ``"triangular2"``: halved
+    each cycle; ``"exp_range"``: ``gamma ** step``) or by a ``scale_fn`` of
+    the cycle or the step (``scale_mode``). ``cycle_momentum`` (SGD's
+    momentum, as in torch 1.13) moves the momentum the other way between
+    ``max_momentum`` and ``base_momentum``, which a compiled step cannot
+    follow (pass ``cycle_momentum=False`` to a graph's optimizer)."""
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
+                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle", cycle_momentum=True,
+                 base_momentum=0.8, max_momentum=0.9, last_epoch=-1, verbose=False, *, last_step=None):
+        _check_optimizer(optimizer, "CyclicLR")
+        self.optimizer = optimizer
+        if last_step is not None:
+            last_epoch = last_step
+        base_lrs = _per_group("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
+                group["lr"] = lr
+        self.max_lrs = _per_group("max_lr", optimizer, max_lr)
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if scale_fn is None and mode not in _CYCLIC_MODES:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode if scale_fn is not None else _CYCLIC_MODES[mode]
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum with `cycle_momentum` option enabled")
+            if last_epoch == -1:
+                for momentum, group in zip(_per_group("base_momentum", optimizer, base_momentum),
+                                           optimizer.param_groups, strict=True):
+                    self._set_momentum(group, momentum)
+            self.base_momentums = [group["momentum"] for group in optimizer.param_groups]
+            self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
+        super().__init__(optimizer, last_epoch, verbose)
+        self.base_lrs = base_lrs
+
+    def scale_fn(self, x):
+        """The cycle's height factor at cycle (or step) ``x``."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma ** x
+
+    def _momentum_bounds(self):
+        return list(zip(self.max_momentums, self.base_momentums, strict=True))
+
+    def get_lr(self):
+        self._warn_outside_step()
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        # Where in the cycle: 0 at its ends, 1 at the top.
+        height = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [low + (top - low) * height * scale for low, top in zip(self.base_lrs, self.max_lrs, strict=True)]
+        if self.cycle_momentum:
+            for group, low, top in zip(self.optimizer.param_groups, self.base_momentums,
+                                       self.max_momentums, strict=True):
+                self._set_momentum(group, top - (top - low) * height * scale)
+        return lrs
+
+    def _params(self):
+        return {"max_lrs": self.max_lrs, "total_size": self.total_size, "step_ratio": self.step_ratio,
+                "mode": self.mode, "gamma": self.gamma, "scale_mode": self.scale_mode,
+                "cycle_momentum": self.cycle_momentum}
+
+
+# CyclicLR's built-in modes and what their scale function reads.
+_CYCLIC_MODES = {"triangular": "cycle", "triangular2": "cycle", "exp_range": "iterations"}

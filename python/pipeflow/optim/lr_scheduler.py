@@ -35,11 +35,13 @@ from ._lr_base import (
     _LRScheduler,
     _positive_int,
 )
-from ._lr_cycles import CosineAnnealingWarmRestarts, OneCycleLR
+from ._lr_cycles import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR
+from ._lr_plateau import ReduceLROnPlateau
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
            "LinearLR", "ExponentialLR", "SequentialLR", "PolynomialLR", "CosineAnnealingLR",
-           "ChainedScheduler", "CosineAnnealingWarmRestarts", "OneCycleLR",
+           "ChainedScheduler", "CosineAnnealingWarmRestarts", "OneCycleLR", "CyclicLR",
+           "ReduceLROnPlateau",
            "EPOCH_DEPRECATION_WARNING", "_LRScheduler"]
 
 
