@@ -109,3 +109,19 @@ def run_job(cmd, timeout, **kwargs):
         raise AssertionError(f"{' '.join(map(str, cmd))} did not finish in {timeout} s (killed)\n"
                              f"stdout:\n{out}\nstderr:\n{err}") from None
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def torch_twin(path, name, nn_import):
+    """The model file ``path`` with its pipeflow imports pointed at torch,
+    run as module ``name``; ``nn_import`` is how the file imports pipeflow.nn."""
+    import types
+    src = open(path).read()
+    for ours, theirs in (("import pipeflow as flow", "import torch as flow"),
+                         (nn_import, nn_import.replace("pipeflow", "torch")),
+                         ("from pipeflow.nn import functional as F", "from torch.nn import functional as F")):
+        assert ours in src, f"{path} no longer says {ours!r}"
+        src = src.replace(ours, theirs)
+    module = types.ModuleType(name)
+    sys.modules[name] = module  # dataclasses look their module up
+    exec(compile(src, path, "exec"), module.__dict__)
+    return module

@@ -194,3 +194,20 @@ def two_layer_grads(params, a, labels, keep=1.0, act=None, dact=None):
     dz /= n
     dh = (dz @ w1) * keep * dact(h)
     return loss, [dh.T @ a, dh.sum(0), dz.T @ r, dz.sum(0)]
+
+
+def numeric_grads(f, params, eps=1e-6):
+    """Central differences of ``f(params)`` (float64) for every entry."""
+    grads = {}
+    for key, value in params.items():
+        g = np.zeros_like(value)
+        for i in np.ndindex(value.shape):
+            old = value[i]
+            value[i] = old + eps
+            up = f(params)
+            value[i] = old - eps
+            down = f(params)
+            value[i] = old
+            g[i] = (up - down) / (2 * eps)
+        grads[key] = g
+    return grads

@@ -31,6 +31,40 @@ def _softmax(v):
     z = v - v.max(1, keepdims=True)
     return np.exp(z) / np.exp(z).sum(1, keepdims=True)
 
+
+def _batches():
+    """Three fresh batches: 8 standard-normal rows of 6 and labels in [0, 3)."""
+    rng = np.random.default_rng()
+    return [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, (8,))) for _ in range(3)]
+
+
+def _traced(model, batches, keys, generated=False):
+    """A training graph over ``model`` (SGD, lr 0.5) traced with the first of
+    ``batches``, and the initial values of its parameters ``keys`` (float64)."""
+    graph = Train(model, lr=0.5, generated=generated)
+    graph.trace(flow.tensor(batches[0][0]), flow.tensor(batches[0][1]))
+    sd = model.state_dict()
+    return graph, [sd[k].numpy().astype(np.float64) for k in keys]
+
+
+def _run(graph, batches):
+    """Calls ``graph`` on each batch; yields its loss and the batch (the
+    inputs as float64)."""
+    for a, labels in batches:
+        yield graph(flow.tensor(a), flow.tensor(labels)), a.astype(np.float64), labels
+
+
+def _xent_grad(loss, logits, labels):
+    """Checks the graph's ``loss`` against the mean cross-entropy of the
+    float64 ``logits``; returns its gradient with respect to the logits."""
+    p = _softmax(logits)
+    n = len(labels)
+    np.testing.assert_allclose(float(loss.numpy()), -np.log(p[np.arange(n), labels]).mean(), rtol=1e-5)
+    dz = p.copy()
+    dz[np.arange(n), labels] -= 1
+    return dz / n
+
+
 MODULES = {
     "gelu": lambda: nn.GELU(),
     "gelu_tanh": lambda: nn.GELU(approximate="tanh"),
@@ -58,17 +92,11 @@ def test_training_through_the_activation_matches_numpy(backend, kind, generated)
     """With generated=True the activation and its gradient run in the
     compiler's generated kernels (the host twins of its GPU kernels)."""
     model = nn.Sequential(nn.Linear(6, 5), MODULES[kind](), nn.Linear(5, 3))
-    graph = Train(model, lr=0.5, generated=generated)
-    rng = np.random.default_rng()
-    batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, (8,)))
-               for _ in range(3)]
-    graph.trace(flow.tensor(batches[0][0]), flow.tensor(batches[0][1]))
-    sd = model.state_dict()
-    params = [sd[k].numpy().astype(np.float64) for k in ("0.weight", "0.bias", "2.weight", "2.bias")]
+    batches = _batches()
+    graph, params = _traced(model, batches, ("0.weight", "0.bias", "2.weight", "2.bias"), generated)
     losses = []
-    for a, labels in batches:
-        loss = graph(flow.tensor(a), flow.tensor(labels))
-        want, params = _step(params, a.astype(np.float64), labels, 0.5, kind)
+    for loss, a, labels in _run(graph, batches):
+        want, params = _step(params, a, labels, 0.5, kind)
         np.testing.assert_allclose(float(loss.numpy()), want, rtol=1e-5)
         losses.append(want)
     trained = graph.state_dict()["model"]
@@ -92,23 +120,11 @@ def test_eager_softmax_matches_numpy(backend, log):
 def test_training_through_softmax_matches_numpy(backend):
     """Linear -> Softmax(dim=1) -> Linear -> cross-entropy, 3 SGD steps."""
     model = nn.Sequential(nn.Linear(6, 5), nn.Softmax(dim=1), nn.Linear(5, 3))
-    graph = Train(model, lr=0.5)
-    rng = np.random.default_rng()
-    batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, (8,)))
-               for _ in range(3)]
-    graph.trace(flow.tensor(batches[0][0]), flow.tensor(batches[0][1]))
-    sd = model.state_dict()
-    w0, b0, w1, b1 = (sd[k].numpy().astype(np.float64) for k in ("0.weight", "0.bias", "2.weight", "2.bias"))
-    for a, labels in batches:
-        loss = graph(flow.tensor(a), flow.tensor(labels))
-        a = a.astype(np.float64)
+    batches = _batches()
+    graph, (w0, b0, w1, b1) = _traced(model, batches, ("0.weight", "0.bias", "2.weight", "2.bias"))
+    for loss, a, labels in _run(graph, batches):
         s = _softmax(a @ w0.T + b0)
-        p = _softmax(s @ w1.T + b1)
-        n = a.shape[0]
-        np.testing.assert_allclose(float(loss.numpy()), -np.log(p[np.arange(n), labels]).mean(), rtol=1e-5)
-        dz = p.copy()
-        dz[np.arange(n), labels] -= 1
-        dz /= n
+        dz = _xent_grad(loss, s @ w1.T + b1, labels)
         ds = dz @ w1
         dh = s * (ds - (ds * s).sum(1, keepdims=True))
         w0, b0, w1, b1 = (w0 - 0.5 * dh.T @ a, b0 - 0.5 * dh.sum(0), w1 - 0.5 * dz.T @ s, b1 - 0.5 * dz.sum(0))
@@ -130,26 +146,14 @@ def test_training_through_layer_norm_matches_numpy(backend):
     """Linear -> LayerNorm -> Linear -> cross-entropy, 3 SGD steps: the
     layer norm's input, weight and bias gradients against NumPy."""
     model = nn.Sequential(nn.Linear(6, 5), nn.LayerNorm(5), nn.Linear(5, 3))
-    graph = Train(model, lr=0.5)
-    rng = np.random.default_rng()
-    batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, (8,)))
-               for _ in range(3)]
-    graph.trace(flow.tensor(batches[0][0]), flow.tensor(batches[0][1]))
-    sd = model.state_dict()
-    w0, b0, g, be, w1, b1 = (sd[k].numpy().astype(np.float64) for k in
-                             ("0.weight", "0.bias", "1.weight", "1.bias", "2.weight", "2.bias"))
-    for a, labels in batches:
-        loss = graph(flow.tensor(a), flow.tensor(labels))
-        a = a.astype(np.float64)
+    batches = _batches()
+    graph, (w0, b0, g, be, w1, b1) = _traced(model, batches, ("0.weight", "0.bias", "1.weight", "1.bias",
+                                                              "2.weight", "2.bias"))
+    for loss, a, labels in _run(graph, batches):
         h = a @ w0.T + b0
         xhat = _ln(h)
         r = xhat * g + be
-        p = _softmax(r @ w1.T + b1)
-        n = a.shape[0]
-        np.testing.assert_allclose(float(loss.numpy()), -np.log(p[np.arange(n), labels]).mean(), rtol=1e-5)
-        dz = p.copy()
-        dz[np.arange(n), labels] -= 1
-        dz /= n
+        dz = _xent_grad(loss, r @ w1.T + b1, labels)
         dr = dz @ w1
         c = h.shape[1]
         invstd = 1 / np.sqrt(h.var(-1, keepdims=True) + 1e-5)
@@ -167,20 +171,13 @@ def test_training_through_embedding_matches_numpy(backend):
     repeating within a batch (the table gradient is a scatter-add)."""
     V, D, T = 7, 4, 3
     model = nn.Sequential(nn.Embedding(V, D), nn.Flatten(), nn.Linear(T * D, 3))
-    graph = Train(model, lr=0.5)
     rng = np.random.default_rng()
     batches = [(rng.integers(0, V, (8, T)), rng.integers(0, 3, (8,))) for _ in range(3)]
-    graph.trace(flow.tensor(batches[0][0]), flow.tensor(batches[0][1]))
-    sd = model.state_dict()
-    table, w, b = (sd[k].numpy().astype(np.float64) for k in ("0.weight", "2.weight", "2.bias"))
+    graph, (table, w, b) = _traced(model, batches, ("0.weight", "2.weight", "2.bias"))
     for ids, labels in batches:
         loss = graph(flow.tensor(ids), flow.tensor(labels))
         e = table[ids].reshape(8, T * D)
-        p = _softmax(e @ w.T + b)
-        np.testing.assert_allclose(float(loss.numpy()), -np.log(p[np.arange(8), labels]).mean(), rtol=1e-5)
-        dz = p.copy()
-        dz[np.arange(8), labels] -= 1
-        dz /= 8
+        dz = _xent_grad(loss, e @ w.T + b, labels)
         de = (dz @ w).reshape(8, T, D)
         dt = np.zeros_like(table)
         np.add.at(dt, ids, de)
@@ -206,24 +203,13 @@ class Gated(nn.Module):
 
 def test_training_through_a_product_matches_numpy(backend):
     model = Gated()
-    graph = Train(model, lr=0.5)
-    rng = np.random.default_rng()
-    batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, (8,)))
-               for _ in range(3)]
-    graph.trace(flow.tensor(batches[0][0]), flow.tensor(batches[0][1]))
-    sd = model.state_dict()
-    wa, ba, wg, bg, wo, bo = (sd[k].numpy().astype(np.float64) for k in
-                              ("a.weight", "a.bias", "g.weight", "g.bias", "out.weight", "out.bias"))
-    for a, labels in batches:
-        loss = graph(flow.tensor(a), flow.tensor(labels))
-        a = a.astype(np.float64)
+    batches = _batches()
+    graph, (wa, ba, wg, bg, wo, bo) = _traced(model, batches, ("a.weight", "a.bias", "g.weight", "g.bias",
+                                                              "out.weight", "out.bias"))
+    for loss, a, labels in _run(graph, batches):
         u, s = a @ wa.T + ba, 1 / (1 + np.exp(-(a @ wg.T + bg)))
         h = u * s
-        p = _softmax(h @ wo.T + bo)
-        np.testing.assert_allclose(float(loss.numpy()), -np.log(p[np.arange(8), labels]).mean(), rtol=1e-5)
-        dz = p.copy()
-        dz[np.arange(8), labels] -= 1
-        dz /= 8
+        dz = _xent_grad(loss, h @ wo.T + bo, labels)
         dh = dz @ wo
         du, dg = dh * s, dh * u * s * (1 - s)
         wa, ba, wg, bg, wo, bo = (wa - 0.5 * du.T @ a, ba - 0.5 * du.sum(0), wg - 0.5 * dg.T @ a,

@@ -8,20 +8,22 @@ seeds; losses and trained parameters within 1e-5), and check the located
 errors and the launcher's message.
 """
 
-import json
 import os
 import random
-import sys
 
+import graphs
 import mlp_reference as ref
 import numpy as np
 import pytest
-from conftest import PYTHON_DIR, line_of, mpiexec_available, run_job
+from conftest import line_of, mpiexec_available
+from graphs import Train
+from jobs import rank_records, run_script
 
 import pipeflow as flow
 from pipeflow import compiler, nn
 
 HERE = os.path.abspath(__file__)
+GRAPHS = os.path.abspath(graphs.__file__)
 B = [flow.sbp.broadcast]
 P0 = flow.placement("cpu", ranks=[0])
 P1 = flow.placement("cpu", ranks=[1])
@@ -46,22 +48,10 @@ class MLP(nn.Module):
         return self.layers(x)
 
 
-class AutoGraph(nn.Graph):
+class AutoGraph(Train):
     def __init__(self, model, stages=2, m=4, balance="flops", chunks=1):
-        super().__init__()
-        self.model = model
-        self.loss_fn = nn.CrossEntropyLoss()
-        self.config.set_gradient_accumulation_steps(m)
-        if stages:
-            self.config.set_pipeline_stages(stages, balance=balance)  # <-- set-pipeline-stages
-        if chunks > 1:
-            self.config.set_pipeline_schedule("interleaved-1f1b", num_chunks=chunks)
-        self.add_optimizer(flow.optim.SGD(model.parameters(), lr=0.05, momentum=0.9))
-
-    def build(self, x, y):
-        loss = self.loss_fn(self.model(x), y)
-        loss.backward()
-        return loss
+        super().__init__(model, flow.optim.SGD(model.parameters(), lr=0.05, momentum=0.9), m=m, stages=stages,
+                         balance=balance, chunks=chunks)
 
 
 def inputs(placement=P0, batch=16, labels=None):
@@ -158,7 +148,7 @@ def test_auto_stages_need_an_op_per_stage(backend):
     graph = AutoGraph(nn.Linear(32, 10).to_global(P0, B), stages=8)
     with pytest.raises(flow.CompileError, match=r"cannot cut .* compute ops into 8 stages") as info:
         graph.ir(*inputs())
-    assert info.value.filename == HERE and info.value.lineno == line_of(HERE, "set-pipeline-stages")
+    assert info.value.filename == GRAPHS and info.value.lineno == line_of(GRAPHS, "set-pipeline-stages")
 
 
 class TwoStages(nn.Module):
@@ -178,7 +168,7 @@ def test_explicit_stages_and_set_pipeline_stages_disagree(backend):
     graph.model.s1.config.set_stage(1, P1)
     with pytest.raises(flow.CompileError, match=r"set_pipeline_stages\(3\) disagrees with the 2 stages") as info:
         graph.ir(*inputs(labels=P1))
-    assert info.value.filename == HERE and info.value.lineno == line_of(HERE, "set-pipeline-stages")
+    assert info.value.filename == GRAPHS and info.value.lineno == line_of(GRAPHS, "set-pipeline-stages")
     # agreeing explicit stages stay explicit: no auto-stages option
     graph = AutoGraph(TwoStages(), stages=2)
     graph.model.s0.config.set_stage(0, P0)
@@ -194,6 +184,7 @@ SCRIPT = r'''
 import json, sys
 import numpy as np
 import pipeflow as flow
+from graphs import Train
 from pipeflow import _runtime, nn
 
 ranks = [int(r) for r in sys.argv[1].split(",")]
@@ -214,26 +205,8 @@ for i, (a, b) in enumerate(zip(widths[:-1], widths[1:])):
     layers += [nn.Linear(a, b)] + ([nn.ReLU()] if i < len(widths) - 2 else [])
 model = nn.Sequential(*layers)
 model.to_global(P, B)
-
-
-class Graph(nn.Graph):
-    def __init__(self):
-        super().__init__()
-        self.model = model
-        self.loss_fn = nn.CrossEntropyLoss()
-        self.config.set_gradient_accumulation_steps(m)
-        if stages:
-            self.config.set_pipeline_stages(stages, balance=balance)
-        if chunks > 1:
-            self.config.set_pipeline_schedule("interleaved-1f1b", num_chunks=chunks)
-        self.add_optimizer(flow.optim.SGD(model.parameters(), lr=0.05, momentum=0.9))
-
-    def build(self, x, y):
-        loss = self.loss_fn(self.model(x), y)
-        loss.backward()
-        return loss
-
-
+graph = Train(model, flow.optim.SGD(model.parameters(), lr=0.05, momentum=0.9), m=m, stages=stages, balance=balance,
+              chunks=chunks)
 rng = np.random.default_rng(dseed)
 X = rng.standard_normal((16, 32)).astype(np.float32)
 Y = rng.integers(0, 10, 16).astype(np.int64)
@@ -246,7 +219,6 @@ elif how == "locals":      # each rank of P passes its own rows (S(0)); others a
     x, y = flow.tensor(part(X)).to_global(P, S0), flow.tensor(part(Y)).to_global(P, S0)
 else:                      # "to_global": the local value becomes P's (unknown outside P)
     x, y = flow.tensor(X).to_global(P, B), flow.tensor(Y).to_global(P, B)
-graph = Graph()
 losses, placements = [], []
 for step in range(steps):
     loss = graph(x, y)
@@ -261,17 +233,9 @@ with open(f"{out}.rank{rank}.json", "w") as f:
 
 
 def run(tmp_path, pf_opt, name, nproc, ranks, stages, chunks, balance, pseed, dseed, steps, m, how):
-    script = tmp_path / "auto.py"
-    script.write_text(SCRIPT)
-    out = tmp_path / name
-    env = dict(os.environ, PIPEFLOW_CACHE=str(tmp_path / "cache"), PYTHONPATH=PYTHON_DIR, PF_OPT=pf_opt)
-    cmd = [sys.executable, str(script), ",".join(map(str, ranks)), str(stages), str(chunks), balance,
-           str(pseed), str(dseed), str(steps), str(m), str(out), how]
-    if nproc > 1:
-        cmd[1:1] = ["-m", "pipeflow.distributed.launch", "--nproc_per_node", str(nproc)]
-    proc = run_job(cmd, 240, env=env, cwd=str(tmp_path))
-    assert proc.returncode == 0, f"{name}: {proc.stderr}"
-    return [json.loads((tmp_path / f"{name}.rank{r}.json").read_text()) for r in range(nproc)]
+    args = [",".join(map(str, ranks)), stages, chunks, balance, pseed, dseed, steps, m, tmp_path / name, how]
+    run_script(tmp_path, "auto.py", SCRIPT, args, nproc, pf_opt)
+    return rank_records(tmp_path / name, nproc)
 
 
 def close(got, want):

@@ -9,7 +9,8 @@ import sys
 import mlp_reference as ref
 import numpy as np
 import pytest
-from test_run import P0, TOL, B, fresh_seeds
+from seed_pipeline import P0, B, Stage0Module, Stage1Module
+from test_run import TOL, fresh_seeds
 
 import pipeflow as flow
 from pipeflow import nn
@@ -20,26 +21,23 @@ import pfrt_philox as ph  # noqa: E402
 P_DROP = 0.3
 
 
-class Stage0(nn.Module):
+class Stage0(Stage0Module):
+    """The seed's stage 0, dropout after its ReLU."""
+
     def __init__(self):
         super().__init__()
-        self.flatten = nn.Flatten()
-        self.linear0 = nn.Linear(28 * 28, 512)
-        self.relu0 = nn.ReLU()
         self.drop0 = nn.Dropout(P_DROP)
 
     def forward(self, x):
-        return self.drop0(self.relu0(self.linear0(self.flatten(x))))
+        return self.drop0(super().forward(x))
 
 
-class Stage1(nn.Module):
+class Stage1(Stage1Module):
+    """The seed's stage 1, dropout between its two layers."""
+
     def __init__(self):
         super().__init__()
-        self.linear1 = nn.Linear(512, 512)
-        self.relu1 = nn.ReLU()
         self.drop1 = nn.Dropout(P_DROP)
-        self.linear2 = nn.Linear(512, 10)
-        self.relu2 = nn.ReLU()
 
     def forward(self, x):
         return self.relu2(self.linear2(self.drop1(self.relu1(self.linear1(x)))))

@@ -88,6 +88,21 @@ def test_lenet_pipeline_trains(pf_opt, tmp_path):
     assert losses[-1].sum() < losses[0].sum() - 0.05, losses
 
 
+def two_ranks_equal_one_rank(path, args, shape, cache, timeout=300):
+    """Runs the example ``path`` with ``args`` under the launcher on 2 ranks
+    and with ``--one-rank``: the printed losses (``shape``: steps x
+    micro-batches) agree within 1e-5 relative. Returns the one-rank losses."""
+    two = run(path, *args, cache=cache, ranks=2, timeout=timeout)
+    one = run(path, *args, "--one-rank", cache=cache, timeout=timeout)
+    assert two.returncode == 0 and one.returncode == 0, two.stderr + one.stderr
+    got = np.array([t for t in printed_tensors(two.stdout) if t])
+    want = np.array([t for t in printed_tensors(one.stdout) if t])
+    assert got.shape == want.shape == shape
+    err = np.max(np.abs(got - want) / np.abs(want))
+    assert err < 1e-5, (args, err)
+    return want
+
+
 @needs_mpiexec
 def test_lenet_pipeline_on_two_ranks_equals_one_rank(pf_opt, tmp_path):
     """The LeNet example under the launcher (1F1B on 2 ranks) and with both
@@ -95,14 +110,7 @@ def test_lenet_pipeline_on_two_ranks_equals_one_rank(pf_opt, tmp_path):
     equal within 1e-5 relative."""
     seed = str(np.random.default_rng().integers(2**31))
     path = os.path.join(EXAMPLES_DIR, "lenet_pipeline.py")
-    two = run(path, "--seed", seed, cache=tmp_path, ranks=2)
-    one = run(path, "--seed", seed, "--one-rank", cache=tmp_path)
-    assert two.returncode == 0 and one.returncode == 0, two.stderr + one.stderr
-    got = np.array([t for t in printed_tensors(two.stdout) if t])
-    want = np.array([t for t in printed_tensors(one.stdout) if t])
-    assert got.shape == want.shape == (20, 4)
-    err = np.max(np.abs(got - want) / np.abs(want))
-    assert err < 1e-5, (seed, err)
+    want = two_ranks_equal_one_rank(path, ["--seed", seed], (20, 4), tmp_path)
     # It trains: the last five steps' mean loss below the first five's (a
     # fresh seed each run, so no fixed margin on two single steps: seed 11
     # drops its step sum by only 0.11 over 20 steps).
@@ -116,15 +124,8 @@ def test_resnet50_pipeline_on_two_ranks_equals_one_rank(pf_opt, tmp_path):
     losses within 1e-5 relative."""
     seed = str(np.random.default_rng().integers(2**31))
     path = os.path.join(EXAMPLES_DIR, "resnet50_pipeline.py")
-    args = ("--seed", seed, "--steps", "3", "--print-every", "1")
-    two = run(path, *args, cache=tmp_path, ranks=2, timeout=600)
-    one = run(path, *args, "--one-rank", cache=tmp_path, timeout=600)
-    assert two.returncode == 0 and one.returncode == 0, two.stderr + one.stderr
-    got = np.array([t for t in printed_tensors(two.stdout) if t])
-    want = np.array([t for t in printed_tensors(one.stdout) if t])
-    assert got.shape == want.shape == (3, 4)
-    err = np.max(np.abs(got - want) / np.abs(want))
-    assert err < 1e-5, (seed, err)
+    two_ranks_equal_one_rank(path, ["--seed", seed, "--steps", "3", "--print-every", "1"], (3, 4), tmp_path,
+                             timeout=600)
 
 
 @needs_mpiexec

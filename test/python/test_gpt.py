@@ -16,7 +16,7 @@ import types
 import numpy as np
 import pytest
 import torch
-from conftest import mpiexec_available
+from conftest import mpiexec_available, torch_twin
 from test_examples import run
 
 import pipeflow as flow
@@ -34,18 +34,7 @@ import gpt_model  # noqa: E402
 
 def torch_module():
     """gpt_model.py with its imports pointed at torch."""
-    src = open(MODEL).read()
-    for ours, theirs in (("import pipeflow as flow", "import torch as flow"),
-                         ("import pipeflow.nn as nn", "import torch.nn as nn"),
-                         ("from pipeflow.nn import functional as F",
-                          "from torch.nn import functional as F")):
-        assert ours in src
-        src = src.replace(ours, theirs)
-    module = types.ModuleType("gpt_model_torch")
-    module.__dict__["__name__"] = "gpt_model_torch"
-    sys.modules["gpt_model_torch"] = module  # dataclasses look their module up
-    exec(compile(src, MODEL, "exec"), module.__dict__)
-    return module
+    return torch_twin(MODEL, "gpt_model_torch", "import pipeflow.nn as nn")
 
 
 def data(seed, batch, block, steps):

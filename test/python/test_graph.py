@@ -7,85 +7,15 @@ import re
 
 import numpy as np
 import pytest
+import seed_pipeline
 from conftest import line_of
+from seed_pipeline import P0, P1, B, PipelineGraph, PipelineModule
 
 import pipeflow as flow
 from pipeflow import compiler, config, nn
-from pipeflow.nn.graph import GraphModule
 
 HERE = os.path.abspath(__file__)
-B = [flow.sbp.broadcast]
-P0 = flow.placement("cpu", ranks=[0])
-P1 = flow.placement("cpu", ranks=[1])
-
-
-class Stage0Module(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.flatten = nn.Flatten()
-        self.linear0 = nn.Linear(28 * 28, 512)
-        self.relu0 = nn.ReLU()
-
-    def forward(self, x):
-        out = self.flatten(x)
-        out = self.linear0(out)  # <-- linear0-call
-        out = self.relu0(out)
-        return out
-
-
-class Stage1Module(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear1 = nn.Linear(512, 512)
-        self.relu1 = nn.ReLU()
-        self.linear2 = nn.Linear(512, 10)
-        self.relu2 = nn.ReLU()
-
-    def forward(self, x):
-        out = self.linear1(x)
-        out = self.relu1(out)
-        out = self.linear2(out)
-        out = self.relu2(out)
-        return out
-
-
-class PipelineModule(nn.Module):
-    def __init__(self, p0=P0, p1=P1):
-        super().__init__()
-        self.p1 = p1
-        self.m_stage0 = Stage0Module()
-        self.m_stage1 = Stage1Module()
-        self.m_stage0.to_global(placement=p0, sbp=B)
-        self.m_stage1.to_global(placement=p1, sbp=B)
-
-    def forward(self, x):
-        out_stage0 = self.m_stage0(x)
-        in_stage1 = out_stage0.to_global(placement=self.p1, sbp=B)  # <-- stage-hand-over
-        return self.m_stage1(in_stage1)
-
-
-class PipelineGraph(nn.Graph):
-    def __init__(self, module, style="set_stage", accumulation=2, p0=P0, p1=P1):
-        super().__init__()
-        self.module_pipeline = module
-        if style == "set_stage":
-            self.module_pipeline.m_stage0.config.set_stage(stage_id=0, placement=p0)
-            self.module_pipeline.m_stage1.config.set_stage(stage_id=1, placement=p1)
-        elif style == "stage_id":
-            self.module_pipeline.m_stage0.config.stage_id = 0
-            self.module_pipeline.m_stage1.config.stage_id = 1
-        else:
-            self.module_pipeline.m_stage0.to(GraphModule).set_stage(stage_id=0, placement=p0)
-            self.module_pipeline.m_stage1.to(nn.graph.GraphModule).set_stage(stage_id=1, placement=p1)
-        self.loss_fn = nn.CrossEntropyLoss()
-        self.config.set_gradient_accumulation_steps(accumulation)  # <-- accumulation
-        self.add_optimizer(flow.optim.SGD(module.parameters(), lr=0.001))
-
-    def build(self, x, y):
-        out = self.module_pipeline(x)
-        loss = self.loss_fn(out, y)  # <-- loss-call
-        loss.backward()
-        return loss
+SEED = os.path.abspath(seed_pipeline.__file__)
 
 
 def seed_inputs(batch=16, p0=P0, p1=P1):
@@ -117,10 +47,10 @@ def test_seed_pipeline_trace():
     assert to_global.operands[0] is ops[hand_over - 1].result
     assert type_text(to_global.operands[0]) == '!pf.global<16x512xf32, #pf.placement<"cpu", [0]>>'
     assert type_text(to_global.result) == '!pf.global<16x512xf32, #pf.placement<"cpu", [1]>, #pf.sbp<[B]>>'
-    assert to_global.loc.filename == HERE and to_global.loc.line == line_of(HERE, "stage-hand-over")
+    assert to_global.loc.filename == SEED and to_global.loc.line == line_of(SEED, "stage-hand-over")
     matmul = ops[2]
     assert "transpose_b" in matmul.attrs and matmul.operands[1] is ops[1].result
-    assert matmul.loc.line == line_of(HERE, "linear0-call") and matmul.loc.col == 0
+    assert matmul.loc.line == line_of(SEED, "linear0-call") and matmul.loc.col == 0
     # compute results carry no SBP; inputs and parameters carry the user's
     assert all(op.result.type.sbp is None for op in ops
                if op.name not in ("pf.read_param", "pf.to_global"))
@@ -130,7 +60,7 @@ def test_seed_pipeline_trace():
     assert traced.function.name == "train_step"
     assert traced.function.results == [ops[-1].result]
     assert type_text(ops[-1].result) == '!pf.global<f32, #pf.placement<"cpu", [1]>>'
-    assert ops[-1].loc.line == line_of(HERE, "loss-call")
+    assert ops[-1].loc.line == line_of(SEED, "loss-call")
 
 
 def test_seed_pipeline_params():
@@ -156,7 +86,7 @@ def test_seed_pipeline_ir_text_verifies(verify):
     assert text.count("pf.param @module_pipeline.") == 6
     assert re.search(r'%\d+ = pf.to_global %\d+ : !pf.global<16x512xf32, #cpu_0> -> '
                      r'!pf.global<16x512xf32, #cpu_1, #pf.sbp<\[B\]>> loc\(', text)
-    assert f'loc("{HERE}":{line_of(HERE, "linear0-call")}:0)' in text
+    assert f'loc("{SEED}":{line_of(SEED, "linear0-call")}:0)' in text
     assert "func.func @train_step(" in text and "return %" in text
     out = verify(text)
     assert "pf.softmax_cross_entropy" in out
@@ -198,7 +128,7 @@ def test_parameter_rules_are_in_the_ir_and_the_cache_key(pf_opt):
 
 
 def test_options_and_compile_cache(pf_opt):
-    graph = PipelineGraph(PipelineModule(), accumulation=4)
+    graph = PipelineGraph(PipelineModule(), m=4)
     graph.config.set_pipeline_schedule("gpipe")
     x, y = seed_inputs()
     compiled = graph.compile(x, y)
@@ -580,10 +510,10 @@ def test_error_stage_cycle():
 
 
 def test_error_micro_batches_do_not_divide_batch():
-    graph = PipelineGraph(PipelineModule(), accumulation=3)
+    graph = PipelineGraph(PipelineModule(), m=3)
     with pytest.raises(flow.CompileError, match="3 micro-batches.*batch size 16") as info:
         graph.ir(*seed_inputs())
-    assert info.value.filename == HERE and info.value.lineno == line_of(HERE, "accumulation")
+    assert info.value.filename == SEED and info.value.lineno == line_of(SEED, "accumulation")
 
 
 def test_error_micro_batch_split_over_ranks():
@@ -598,12 +528,12 @@ def test_error_micro_batch_split_over_ranks():
 
 
 def test_error_interleaved_needs_multiple_of_stages(verify):
-    graph = PipelineGraph(PipelineModule(), accumulation=3)
+    graph = PipelineGraph(PipelineModule(), m=3)
     graph.config.set_pipeline_schedule("interleaved-1f1b", num_chunks=1)  # <-- interleaved
     with pytest.raises(flow.CompileError, match="multiple of the number of pipeline stages") as info:
         graph.ir(*seed_inputs(batch=12))
     assert info.value.filename == HERE and info.value.lineno == line_of(HERE, "interleaved")
-    ok = PipelineGraph(PipelineModule(), accumulation=4)
+    ok = PipelineGraph(PipelineModule(), m=4)
     ok.config.set_pipeline_schedule("interleaved-1f1b")
     verify(ok.ir(*seed_inputs()))
     with pytest.raises(ValueError, match="interleaved"):

@@ -12,6 +12,7 @@ it. bench/call_overhead.py measures the time.
 """
 
 import pytest
+from graphs import MLP, Train
 
 import pipeflow as flow
 from pipeflow import config, nn
@@ -21,32 +22,8 @@ P0 = flow.placement("cpu", ranks=[0])
 B = [flow.sbp.broadcast]
 
 
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(8, 16)
-        self.relu = nn.ReLU()
-        self.fc2 = nn.Linear(16, 4)
-
-    def forward(self, x):
-        return self.fc2(self.relu(self.fc1(x)))
-
-
-class Train(nn.Graph):
-    def __init__(self, model, optimizer):
-        super().__init__()
-        self.model = model
-        self.loss_fn = nn.CrossEntropyLoss()
-        self.add_optimizer(optimizer)
-
-    def build(self, x, y):
-        loss = self.loss_fn(self.model(x), y)
-        loss.backward()
-        return loss
-
-
 def setup():
-    model = MLP().to_global(P0, B)
+    model = MLP(8, 16, 4).to_global(P0, B)
     opt = flow.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     x = flow.randn(4, 8).to_global(P0, B)
     y = flow.randint(0, 4, (4,)).to_global(P0, B)

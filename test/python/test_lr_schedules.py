@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import line_of
+from graphs import MLP, Train
 
 import pipeflow as flow
 from pipeflow import _runtime, compiler, nn
@@ -283,30 +284,6 @@ def test_one_cycle_momentum_against_torch_and_its_errors():
 
 # End to end: graphs follow the schedule without recompiling --------------------------
 
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(16, 32)
-        self.relu = nn.ReLU()
-        self.fc2 = nn.Linear(32, 10)
-
-    def forward(self, x):
-        return self.fc2(self.relu(self.fc1(x)))
-
-
-class Train(nn.Graph):
-    def __init__(self, model, optimizer, lr_sch=None):
-        super().__init__()
-        self.model = model
-        self.loss_fn = nn.CrossEntropyLoss()
-        self.add_optimizer(optimizer, lr_sch=lr_sch)
-
-    def build(self, x, y):
-        loss = self.loss_fn(self.model(x), y)
-        loss.backward()
-        return loss
-
-
 @pytest.fixture
 def compiles(monkeypatch):
     """Counts traces, compiles, artifact builds and program loads."""
@@ -330,7 +307,7 @@ def problem(pseed, dseed):
     """The model (parameters from their initializers, untouched), data as
     numpy and as global tensors, and the float32 initial values."""
     flow.manual_seed(pseed)
-    model = MLP().to_global(P0, B)
+    model = MLP(16, 32, 10).to_global(P0, B)
     rng = np.random.default_rng(dseed)
     x = rng.standard_normal((16, 16)).astype(np.float32)
     y = rng.integers(0, 10, 16).astype(np.int64)

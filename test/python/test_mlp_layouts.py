@@ -15,13 +15,13 @@ run's."""
 
 import json
 import os
-import sys
 
 import mlp_reference as ref
 import numpy as np
 import pytest
-from conftest import PYTHON_DIR, line_of, mpiexec_available, run_job
+from conftest import line_of, mpiexec_available
 from graphs import Train
+from jobs import run_script
 from test_run import fresh_seeds
 
 import pipeflow as flow
@@ -45,8 +45,8 @@ import pipeflow as flow
 from pipeflow import nn
 from pipeflow.nn.module import set_tensor_layout  # one parameter's layout, in place
 
-layout, how, pseed, dseed, out, tests = (sys.argv[1], sys.argv[2], int(sys.argv[3]),
-                                         int(sys.argv[4]), sys.argv[5], sys.argv[6])
+layout, how, pseed, dseed, out = (sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+                                  sys.argv[5])
 MAX_NORM, LR = 0.1, 0.2
 B, S0, S1, P = flow.sbp.broadcast, flow.sbp.split(0), flow.sbp.split(1), flow.sbp.partial_sum
 Q = {"single": [0], "pp": [0, 1], "dp": [0, 1], "tp": [0, 1], "hybrid": [[0, 1], [2, 3]]}[layout]
@@ -129,7 +129,6 @@ if how == "extra":
     logits, loss = Graph()(x, y)
     record = dict(describe(logits), loss_shape=list(loss.shape))
 elif how == "infer":
-    sys.path.insert(0, tests)
     from graphs import Infer
     record = describe(Infer(model)(x))
 else:
@@ -145,18 +144,9 @@ with open(f"{out}/{layout}.{how}.{rank}.json", "w") as f:
 
 def run(tmp_path, backend, layout, how, pseed, dseed):
     ranks = {"single": 1, "pp": 2, "dp": 2, "tp": 2, "hybrid": 4}[layout]
-    script = tmp_path / "clip.py"
-    script.write_text(SCRIPT)
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
-    env = dict(os.environ, PIPEFLOW_CACHE=str(tmp_path / "cache"), PYTHONPATH=PYTHON_DIR,
-               PF_OPT=backend)
-    cmd = [sys.executable, str(script), layout, how, str(pseed), str(dseed), str(out),
-           os.path.dirname(HERE)]
-    if ranks > 1:
-        cmd[1:1] = ["-m", "pipeflow.distributed.launch", "--nproc_per_node", str(ranks)]
-    proc = run_job(cmd, 300, env=env, cwd=str(tmp_path))
-    assert proc.returncode == 0, f"{layout} {how}: {proc.stderr[-3000:]}"
+    run_script(tmp_path, "clip.py", SCRIPT, [layout, how, pseed, dseed, out], ranks, backend, 300)
     return [json.loads((out / f"{layout}.{how}.{r}.json").read_text()) for r in range(ranks)]
 
 
@@ -187,7 +177,7 @@ def test_one_rank_equals_numpy(backend, tmp_path, how):
     rng = np.random.default_rng(dseed)
     x = rng.standard_normal((8, 8)).astype(np.float32)
     y = rng.integers(0, 4, 8).astype(np.int64)
-    Train(model, LR).trace(flow.tensor(x, placement=P0, sbp=flow.sbp.broadcast),
+    Train(model, lr=LR).trace(flow.tensor(x, placement=P0, sbp=flow.sbp.broadcast),
                  flow.tensor(y, placement=P0, sbp=flow.sbp.broadcast))
     sd = model.state_dict()
     want, norms = numpy_steps([sd[k].numpy() for k in KEYS], x, y, 3)

@@ -20,11 +20,12 @@ import math
 import os
 import pickle
 import sys
-import types
 
 import numpy as np
 import pytest
 import torch
+from conftest import torch_twin
+from graphs import Infer
 
 import pipeflow as flow
 from pipeflow import compiler, nn
@@ -49,17 +50,7 @@ train = _load("nanogpt_train", os.path.join(NANOGPT, "train.py"))  # imports mod
 
 def torch_model():
     """model.py with its imports pointed at torch."""
-    src = open(MODEL).read()
-    for ours, theirs in (("import pipeflow as flow", "import torch as flow"),
-                         ("from pipeflow import nn", "from torch import nn"),
-                         ("from pipeflow.nn import functional as F",
-                          "from torch.nn import functional as F")):
-        assert ours in src
-        src = src.replace(ours, theirs)
-    module = types.ModuleType("nanogpt_model_torch")
-    sys.modules["nanogpt_model_torch"] = module
-    exec(compile(src, MODEL, "exec"), module.__dict__)
-    return module
+    return torch_twin(MODEL, "nanogpt_model_torch", "from pipeflow import nn")
 
 
 def small_config(module, **kw):
@@ -482,15 +473,6 @@ class LastPosition(nn.Module):
 
     def forward(self, x):
         return self.lin(x[:, [-1], :]), x[:, [1, 2], :]
-
-
-class Infer(nn.Graph):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def build(self, x):
-        return self.model(x)
 
 
 def test_traced_index_by_a_list_of_consecutive_positions(backend):

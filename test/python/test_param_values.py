@@ -20,12 +20,13 @@ from values did not compile.
 
 import json
 import os
-import sys
 
 import mlp_reference as ref
 import numpy as np
 import pytest
-from conftest import PYTHON_DIR, mpiexec_available, run_job
+from conftest import mpiexec_available
+from graphs import Train
+from jobs import run_script
 from test_run import fresh_seeds
 
 HERE = os.path.abspath(__file__)
@@ -41,6 +42,7 @@ import sys
 import numpy as np
 
 import pipeflow as flow
+from graphs import Train
 from pipeflow import nn
 
 layout, spelling, pseed, dseed, out = (sys.argv[1], sys.argv[2], int(sys.argv[3]),
@@ -155,20 +157,6 @@ if want is None:
     want = {k: v.numpy().copy() for k, v in model.state_dict().items()}
 
 optimizer = flow.optim.SGD(model.parameters(), lr=LR)
-
-
-class Graph(nn.Graph):
-    def __init__(self):
-        super().__init__()
-        self.model, self.loss_fn = model, nn.CrossEntropyLoss()
-        self.add_optimizer(optimizer)
-
-    def build(self, x, y):
-        loss = self.loss_fn(self.model(x), y)
-        loss.backward()
-        return loss
-
-
 drng = np.random.default_rng(dseed)
 X = drng.standard_normal((8, 8)).astype(np.float32)
 Y = drng.integers(0, 4, 8).astype(np.int64)
@@ -180,7 +168,7 @@ else:
     where = P0 if layout == "single" else PL
     x, y = flow.tensor(X, placement=where, sbp=[B]), flow.tensor(Y, placement=where, sbp=[B])
 
-graph = Graph()
+graph = Train(model, optimizer)
 losses = []
 for _ in range(STEPS):
     loss = graph(x, y)
@@ -201,17 +189,9 @@ with open(f"{out}/{layout}.{spelling}.{rank}.json", "w") as f:
 
 def run(tmp_path, backend, layout, spelling, pseed, dseed):
     ranks = 2 if layout in ("tp", "pp") else 1
-    script = tmp_path / "values.py"
-    script.write_text(SCRIPT)
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
-    env = dict(os.environ, PIPEFLOW_CACHE=str(tmp_path / "cache"), PYTHONPATH=PYTHON_DIR,
-               PF_OPT=backend)
-    cmd = [sys.executable, str(script), layout, spelling, str(pseed), str(dseed), str(out)]
-    if ranks > 1:
-        cmd[1:1] = ["-m", "pipeflow.distributed.launch", "--nproc_per_node", str(ranks)]
-    proc = run_job(cmd, 300, env=env, cwd=str(tmp_path))
-    assert proc.returncode == 0, f"{layout} {spelling}: {proc.stderr[-3000:]}"
+    run_script(tmp_path, "values.py", SCRIPT, [layout, spelling, pseed, dseed, out], ranks, backend, 300)
     return [json.loads((out / f"{layout}.{spelling}.{r}.json").read_text()) for r in range(ranks)]
 
 
@@ -278,22 +258,10 @@ def test_tied_weights_train_as_one(backend, tmp_path):
     model[0].bias, model[2].bias = nn.Parameter(flow.tensor(b0)), nn.Parameter(flow.tensor(b1))
     assert len(list(model.parameters())) == 3
     opt = flow.optim.SGD(model.parameters(), lr=LR)
-
-    class Graph(nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model, self.loss_fn = model, nn.CrossEntropyLoss()
-            self.add_optimizer(opt)
-
-        def build(self, x, y):
-            loss = self.loss_fn(self.model(x), y)
-            loss.backward()
-            return loss
-
     drng = np.random.default_rng(dseed)
     x = drng.standard_normal((8, 8)).astype(np.float32)
     y = drng.integers(0, 8, 8).astype(np.int64)
-    graph = Graph()
+    graph = Train(model, opt)
     got = [float(graph(flow.tensor(x), flow.tensor(y)).numpy()) for _ in range(STEPS)]
     p = [w.astype(np.float64), b0.astype(np.float64), b1.astype(np.float64)]
     want = []

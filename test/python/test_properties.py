@@ -23,6 +23,7 @@ import math
 import os
 import sys
 
+import mlp_reference as ref
 import numpy as np
 import pytest
 from conftest import PYTHON_DIR, line_of, mpiexec_available, run_job
@@ -212,23 +213,6 @@ def reference(program, params, consts, x):
     return h
 
 
-def numeric_grads(f, params, eps=1e-6):
-    """Central differences of ``f(params)`` (float64) for every entry."""
-    grads = {}
-    for key, value in params.items():
-        g = np.zeros_like(value)
-        for i in np.ndindex(value.shape):
-            old = value[i]
-            value[i] = old + eps
-            up = f(params)
-            value[i] = old - eps
-            down = f(params)
-            value[i] = old
-            g[i] = (up - down) / (2 * eps)
-        grads[key] = g
-    return grads
-
-
 # The program in the front end --------------------------------------------------------
 
 class Program(nn.Module):
@@ -394,7 +378,7 @@ def run_program(program, ranks=(0,)):
         # The second loss is after an update computed in float32: a looser tolerance.
         _close(float(_value(loss)), f(p64), f"step {step} loss", 1e-4 if step == 0 else 1e-3,
                1e-5 if step == 0 else 1e-4)
-        grads = numeric_grads(f, p64)
+        grads = ref.numeric_grads(f, p64)
         p64 = {k: np.array(v - LR * grads[k], np.float64) for k, v in p64.items()}
     trained = {k: v.numpy() for k, v in graph.state_dict()["model"].items()}
     assert sorted(trained) == sorted(p64), (sorted(trained), sorted(p64))

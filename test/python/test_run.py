@@ -9,80 +9,35 @@ compare them with the same model on one rank; the two-stage pipeline under
 the launcher is in test_run_launch.py.
 """
 
-import json
 import os
 import random
-import sys
 
 import mlp_reference as ref
 import numpy as np
 import pytest
-from conftest import PYTHON_DIR, line_of, mpiexec_available, run_job
+import seed_pipeline
+from conftest import line_of, mpiexec_available
+from graphs import HybridMLP, Train
+from jobs import rank_records, run_script
+from seed_pipeline import P0, P1, B
 
 import pipeflow as flow
-from pipeflow import compiler, nn
+from pipeflow import compiler
 
 HERE = os.path.abspath(__file__)
-B = [flow.sbp.broadcast]
-P0 = flow.placement("cpu", ranks=[0])
-P1 = flow.placement("cpu", ranks=[1])
 TOL = 1e-5
 
 
-
-
-class Stage0Module(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.flatten = nn.Flatten()
-        self.linear0 = nn.Linear(28 * 28, 512)
-        self.relu0 = nn.ReLU()
-
-    def forward(self, x):
-        return self.relu0(self.linear0(self.flatten(x)))
-
-
-class Stage1Module(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear1 = nn.Linear(512, 512)
-        self.relu1 = nn.ReLU()
-        self.linear2 = nn.Linear(512, 10)
-        self.relu2 = nn.ReLU()
-
-    def forward(self, x):
-        return self.relu2(self.linear2(self.relu1(self.linear1(x))))
-
-
-class PipelineModule(nn.Module):
+class PipelineModule(seed_pipeline.PipelineModule):
     """The seed's model; both stages on rank 0 unless told otherwise."""
 
     def __init__(self, p0=P0, p1=P0):
-        super().__init__()
-        self.p1 = p1
-        self.m_stage0 = Stage0Module()
-        self.m_stage1 = Stage1Module()
-        self.m_stage0.to_global(placement=p0, sbp=B)
-        self.m_stage1.to_global(placement=p1, sbp=B)
-
-    def forward(self, x):
-        return self.m_stage1(self.m_stage0(x).to_global(placement=self.p1, sbp=B))
+        super().__init__(p0, p1)
 
 
-class PipelineGraph(nn.Graph):
+class PipelineGraph(seed_pipeline.PipelineGraph):
     def __init__(self, module, optimizer, m=2, lr_sch=None, p0=P0, p1=P0):
-        super().__init__()
-        self.module_pipeline = module
-        self.module_pipeline.m_stage0.config.set_stage(stage_id=0, placement=p0)
-        self.module_pipeline.m_stage1.config.set_stage(stage_id=1, placement=p1)
-        self.loss_fn = nn.CrossEntropyLoss()
-        self.config.set_gradient_accumulation_steps(m)
-        self.add_optimizer(optimizer, lr_sch=lr_sch)
-
-    def build(self, x, y):
-        loss = self.loss_fn(self.module_pipeline(x), y)
-        loss.backward()
-        return loss
+        super().__init__(module, optimizer, m=m, lr_sch=lr_sch, p0=p0, p1=p1)
 
 
 def fresh_seeds():
@@ -459,40 +414,11 @@ def test_two_stage_program_in_a_single_process_says_how_to_launch(backend):
 # Reading trained parameters back, loading them and checkpoints: test_state.py.
 
 
-class HybridMLP(nn.Module):
-    def __init__(self, p01):
-        super().__init__()
-        self.flatten = nn.Flatten()
-        self.hidden = nn.Linear(28 * 28, 64)  # <-- hybrid-hidden
-        self.relu = nn.ReLU()
-        self.output = nn.Linear(64, 10)
-        self.hidden.to_global(placement=p01, sbp=flow.sbp.broadcast)
-        self.output.to_global(placement=p01, sbp=flow.sbp.split(0))
-
-    def forward(self, x):
-        hidden = self.relu(self.hidden(self.flatten(x))).to_global(sbp=flow.sbp.broadcast)
-        return self.output(hidden)
-
-
 def test_placements_of_several_ranks_in_a_single_process_say_how_to_launch(backend):
     """A program of several ranks compiles, but one process cannot run it."""
     p01 = flow.placement("cpu", ranks=[0, 1])
-    model = HybridMLP(p01)
-
-    class Hybrid(nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.loss_fn = nn.CrossEntropyLoss()
-            self.config.set_gradient_accumulation_steps(2)
-            self.add_optimizer(flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
-
-        def build(self, x, y):
-            loss = self.loss_fn(self.model(x), y)
-            loss.backward()
-            return loss
-
-    graph = Hybrid()
+    model = HybridMLP(p01, flow.sbp.broadcast, flow.sbp.split(0), gather_sbp=flow.sbp.broadcast)
+    graph = Train(model, flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), m=2)
     x = flow.randn(8, 1, 28, 28).to_global(p01, flow.sbp.split(0))
     y = flow.randint(0, 10, (16,)).to_global(p01, flow.sbp.broadcast)
     graph.compile(x, y)  # the IR itself is valid
@@ -598,7 +524,8 @@ LAYOUTS = r"""
 import json, sys
 import numpy as np
 import pipeflow as flow
-from pipeflow import nn, _feed
+from graphs import HybridMLP, Train
+from pipeflow import _feed
 
 layout, pseed, dseed, steps, m, out_dir = sys.argv[1], *(int(a) for a in sys.argv[2:6]), sys.argv[6]
 rank = flow.env.get_rank()
@@ -607,45 +534,11 @@ PL = {"single": flow.placement("cpu", ranks=[0]),
       "2x2": flow.placement("cpu", ranks=[[0, 1], [2, 3]]),
       "2x2-partial": flow.placement("cpu", ranks=[[0, 1], [2, 3]])}.get(layout, flow.placement("cpu", ranks=[0, 1]))
 BB = [B] * PL.ndim
-SPLIT_OUTPUT = layout in ("hybrid", "2x2", "2x2-partial")
-
-
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.flatten = nn.Flatten()
-        self.hidden = nn.Linear(28 * 28, 64)
-        self.relu = nn.ReLU()
-        self.output = nn.Linear(64, 10)
-        self.hidden.to_global(placement=PL, sbp=BB)
-        # hybrid: the output layer's rows (outputs) split; 2x2: split along the second dimension
-        self.output.to_global(placement=PL, sbp={"hybrid": [S0], "2x2": [B, S0], "2x2-partial": [S0, B]}.get(layout, BB))
-
-    def forward(self, x):
-        h = self.relu(self.hidden(self.flatten(x)))
-        if SPLIT_OUTPUT:
-            h = h.to_global(sbp=BB)
-        return self.output(h)
-
-
 flow.manual_seed(pseed)
-model = MLP()
-
-
-class Graph(nn.Graph):
-    def __init__(self):
-        super().__init__()
-        self.model = model
-        self.loss_fn = nn.CrossEntropyLoss()
-        self.config.set_gradient_accumulation_steps(m)
-        self.add_optimizer(flow.optim.SGD(model.parameters(), lr=0.05, momentum=0.9))
-
-    def build(self, x, y):
-        loss = self.loss_fn(self.model(x), y)
-        loss.backward()
-        return loss
-
-
+# hybrid: the output layer's rows (outputs) split; 2x2: split along the second dimension
+model = HybridMLP(PL, BB, {"hybrid": [S0], "2x2": [B, S0], "2x2-partial": [S0, B]}.get(layout, BB),
+                  gather_sbp=BB if layout in ("hybrid", "2x2", "2x2-partial") else None)
+graph = Train(model, flow.optim.SGD(model.parameters(), lr=0.05, momentum=0.9), m=m)
 rng = np.random.default_rng(dseed)
 X = rng.standard_normal((16, 1, 28, 28)).astype(np.float32)
 Y = rng.integers(0, 10, 16).astype(np.int64)
@@ -687,7 +580,6 @@ for t in (x, y):
 gathers = []
 assemble = _feed.assemble
 _feed.assemble = lambda *a: gathers.append(len(gathers)) or assemble(*a)
-graph = Graph()
 losses = []
 for step in range(steps):
     loss = graph(x, y)
@@ -699,23 +591,12 @@ with open(f"{out_dir}/{layout}.rank{rank}.json", "w") as f:
 """
 
 
-def job_env(tmp_path, pf_opt):
-    return dict(os.environ, PIPEFLOW_CACHE=str(tmp_path / "cache"), PYTHONPATH=PYTHON_DIR, PF_OPT=pf_opt)
-
-
 def run_layout(tmp_path, pf_opt, layout, ranks, pseed, dseed, steps, m, timeout=240):
     """Runs LAYOUTS with ``layout`` on ``ranks`` processes; returns every rank's record."""
-    script = tmp_path / "layouts.py"
-    script.write_text(LAYOUTS)
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
-    env = job_env(tmp_path, pf_opt)
-    cmd = [sys.executable, str(script), layout, str(pseed), str(dseed), str(steps), str(m), str(out)]
-    if ranks > 1:
-        cmd[1:1] = ["-m", "pipeflow.distributed.launch", "--nproc_per_node", str(ranks)]
-    proc = run_job(cmd, timeout, env=env, cwd=str(tmp_path))
-    assert proc.returncode == 0, f"{layout}: {proc.stderr}"
-    return [json.loads((out / f"{layout}.rank{r}.json").read_text()) for r in range(ranks)]
+    run_script(tmp_path, "layouts.py", LAYOUTS, [layout, pseed, dseed, steps, m, out], ranks, pf_opt, timeout)
+    return rank_records(out / layout, ranks)
 
 
 # layout: (ranks, whether each input's logical value is known on every rank, gathers per step,
@@ -765,28 +646,14 @@ MISMATCH = r"""
 import sys
 import numpy as np
 import pipeflow as flow
+from graphs import Train
 from pipeflow import nn
 
 rank, case = flow.env.get_rank(), sys.argv[1]
 P01 = flow.placement("cpu", ranks=[0, 1])
 model = nn.Linear(8, 4)
 model.to_global(placement=P01, sbp=flow.sbp.broadcast)
-
-
-class Graph(nn.Graph):
-    def __init__(self):
-        super().__init__()
-        self.model = model
-        self.loss_fn = nn.CrossEntropyLoss()
-        self.add_optimizer(flow.optim.SGD(model.parameters(), lr=0.1))
-
-    def build(self, x, y):
-        loss = self.loss_fn(self.model(x), y)
-        loss.backward()
-        return loss
-
-
-graph = Graph()
+graph = Train(model, lr=0.1)
 rows = 4 if case == "later" or rank == 0 else 2  # first call: rank 1 passes fewer rows
 y = flow.tensor(np.arange(2 * rows) % 4).to_global(P01, flow.sbp.broadcast)
 x = flow.tensor(np.ones((rows, 8), np.float32)).to_global(P01, flow.sbp.split(0))
@@ -809,11 +676,8 @@ def test_inputs_that_differ_between_processes_are_a_located_error_on_every_rank(
     """Rank 1 passes its local part of another shape (first call: the ranks even
     compile different programs) or another layout (later call): every rank
     stops with a CompileError at the call instead of waiting for the other."""
+    proc = run_script(tmp_path, "mismatch.py", MISMATCH, [case, tmp_path], 2, backend, 120, check=False)
     script = tmp_path / "mismatch.py"
-    script.write_text(MISMATCH)
-    env = job_env(tmp_path, backend)
-    proc = run_job([sys.executable, "-m", "pipeflow.distributed.launch", "--nproc_per_node", "2",
-                    str(script), case, str(tmp_path)], 120, env=env, cwd=str(tmp_path))
     assert proc.returncode == 3, proc.stderr
     line = line_of(str(script), "mismatch")
     said = [(tmp_path / f"rank{r}.txt").read_text() for r in (0, 1)]

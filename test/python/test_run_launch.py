@@ -15,6 +15,7 @@ import mlp_reference as ref
 import numpy as np
 import pytest
 from conftest import PYTHON_DIR, mpiexec_available, run_job
+from jobs import run_script
 
 needs_mpiexec = pytest.mark.skipif(not mpiexec_available(), reason="mpiexec (MPICH) is not installed")
 
@@ -22,75 +23,21 @@ SCRIPT = r'''
 import json, sys
 import numpy as np
 import pipeflow as flow
-from pipeflow import nn
+from seed_pipeline import B, PipelineGraph, PipelineModule
 
 ranks, pseed, dseed, steps, m, fail_rank = (int(a) for a in sys.argv[1:7])
 out_dir, schedules = sys.argv[7], sys.argv[8].split(",")
-B = [flow.sbp.broadcast]
 P0 = flow.placement("cpu", ranks=[0])
 P1 = flow.placement("cpu", ranks=[1]) if ranks == 2 else P0
-
-
-class Stage0Module(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.flatten = nn.Flatten()
-        self.linear0 = nn.Linear(28 * 28, 512)
-        self.relu0 = nn.ReLU()
-
-    def forward(self, x):
-        return self.relu0(self.linear0(self.flatten(x)))
-
-
-class Stage1Module(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear1 = nn.Linear(512, 512)
-        self.relu1 = nn.ReLU()
-        self.linear2 = nn.Linear(512, 10)
-        self.relu2 = nn.ReLU()
-
-    def forward(self, x):
-        return self.relu2(self.linear2(self.relu1(self.linear1(x))))
-
-
-class PipelineModule(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.m_stage0 = Stage0Module()
-        self.m_stage1 = Stage1Module()
-        self.m_stage0.to_global(placement=P0, sbp=B)
-        self.m_stage1.to_global(placement=P1, sbp=B)
-
-    def forward(self, x):
-        return self.m_stage1(self.m_stage0(x).to_global(placement=P1, sbp=B))
-
-
-class PipelineGraph(nn.Graph):
-    def __init__(self, module_pipeline, schedule):
-        super().__init__()
-        self.module_pipeline = module_pipeline
-        self.module_pipeline.m_stage0.config.set_stage(stage_id=0, placement=P0)
-        self.module_pipeline.m_stage1.config.set_stage(stage_id=1, placement=P1)
-        self.loss_fn = nn.CrossEntropyLoss()
-        self.config.set_gradient_accumulation_steps(m)
-        if schedule != "default":
-            self.config.set_pipeline_schedule(schedule)
-        self.add_optimizer(flow.optim.SGD(module_pipeline.parameters(), lr=0.01))
-
-    def build(self, x, y):
-        loss = self.loss_fn(self.module_pipeline(x), y)
-        loss.backward()
-        return loss
-
-
 flow.manual_seed(pseed)
 rng = np.random.default_rng(dseed)
 x = flow.tensor(rng.standard_normal((16, 1, 28, 28)).astype(np.float32)).to_global(P0, B)
 y = flow.tensor(rng.integers(0, 10, 16)).to_global(P1, B)
 rank = flow.env.get_rank()
 for schedule in schedules:
-    graph = PipelineGraph(PipelineModule(), schedule)
+    module = PipelineModule(P0, P1)
+    graph = PipelineGraph(module, flow.optim.SGD(module.parameters(), lr=0.01), m=m, p0=P0, p1=P1,
+                          schedule=None if schedule == "default" else schedule)
     for step in range(steps):
         if rank == fail_rank and step == 2:
             raise ValueError(f"rank {rank} fails on purpose at step {step}")
@@ -104,20 +51,13 @@ for schedule in schedules:
 
 
 def run(tmp_path, ranks, pseed, dseed, steps, m, fail_rank=-1, schedules=("default",), timeout=120):
-    script = tmp_path / "seed_pipeline.py"
-    script.write_text(SCRIPT)
+    """The seed pipeline on ``ranks`` processes: one without the launcher, two
+    under it, run from python/ without PYTHONPATH."""
     out_dir = tmp_path / f"out{ranks}"
     out_dir.mkdir()
-    env = dict(os.environ, PIPEFLOW_CACHE=str(tmp_path / "cache"))
-    env.pop("PYTHONPATH", None)
-    args = [str(script), str(ranks), str(pseed), str(dseed), str(steps), str(m), str(fail_rank), str(out_dir),
-            ",".join(schedules)]
-    if ranks == 1:
-        cmd = [sys.executable] + args
-        env["PYTHONPATH"] = PYTHON_DIR
-    else:
-        cmd = [sys.executable, "-m", "pipeflow.distributed.launch", "--nproc_per_node", str(ranks)] + args
-    proc = run_job(cmd, timeout, cwd=PYTHON_DIR if ranks > 1 else str(tmp_path), env=env)
+    proc = run_script(tmp_path, "pipeline_job.py", SCRIPT,
+                      [ranks, pseed, dseed, steps, m, fail_rank, out_dir, ",".join(schedules)], ranks=ranks,
+                      timeout=timeout, cwd=PYTHON_DIR if ranks > 1 else None, pythonpath=ranks == 1, check=False)
     proc.records = {}
     for path in out_dir.iterdir():
         r = json.loads(path.read_text())

@@ -66,7 +66,7 @@ def run(backend, place):
     a = rng.standard_normal((8, 6)).astype(np.float32)
     batches = [(rng.standard_normal((8, 6)).astype(np.float32), rng.integers(0, 3, (8,)))
                for _ in range(5)]
-    train, evaluate = Train(model, LR), Infer(model)
+    train, evaluate = Train(model, lr=LR), Infer(model)
     model.eval()
     out = evaluate(place(flow.tensor(a)))
     params = params_of(model)  # the compiled program's initial values (read back)
@@ -124,7 +124,7 @@ def test_batch_norm_eval_graph_uses_the_trained_running_statistics(backend):
     rng = np.random.default_rng(dseed)
     x = rng.normal(1.0, 2.0, (16, 6)).astype(np.float32)
     y = rng.integers(0, 3, 16)
-    train, evaluate = Train(model, LR), Infer(model)
+    train, evaluate = Train(model, lr=LR), Infer(model)
     model.train()
     for _ in range(2):
         train(flow.tensor(x), flow.tensor(y))

@@ -12,12 +12,12 @@ Every test draws fresh seeds (printed on failure).
 import json
 import os
 import subprocess
-import sys
 
 import mlp_reference as ref
 import numpy as np
 import pytest
-from conftest import PYTHON_DIR, line_of, mpiexec_available, run_job
+from conftest import line_of, mpiexec_available
+from jobs import run_script
 from test_run import (
     PipelineGraph,
     PipelineModule,
@@ -281,18 +281,25 @@ def adam_graph(pseed, lr=1e-3):
     return PipelineGraph(module, flow.optim.Adam(module.parameters(), lr=lr)), module
 
 
+def uninterrupted_and_three_steps(make_graph, dseed, pseed, steps):
+    """The data, the losses of ``steps`` uninterrupted steps of
+    ``make_graph(pseed)``, and another such graph (and module) after 3 steps."""
+    _, _, gx, gy = data(dseed)
+    graph, _ = make_graph(pseed)
+    whole = np.array([graph(gx, gy).numpy() for _ in range(steps)])
+    graph, module = make_graph(pseed)
+    for _ in range(3):
+        graph(gx, gy)
+    return gx, gy, whole, graph, module
+
+
 def test_checkpoint_resumes_the_uninterrupted_run(backend, tmp_path):
     """Adam (whose update depends on the step): 3 steps, flow.save, then a new
     graph with other initial parameters loads the checkpoint (before its first
     call, and another after one call) and trains 3 more: the losses equal the
     uninterrupted run's."""
     dseed, pseed = fresh_seeds()
-    _, _, gx, gy = data(dseed)
-    graph, _ = adam_graph(pseed)
-    whole = np.array([graph(gx, gy).numpy() for _ in range(6)])
-    graph, _ = adam_graph(pseed)
-    for _ in range(3):
-        graph(gx, gy)
+    gx, gy, whole, graph, _ = uninterrupted_and_three_steps(adam_graph, dseed, pseed, 6)
     flow.save(graph.state_dict(), tmp_path / "ckpt")
     index = json.loads((tmp_path / "ckpt" / "index.json").read_text())
     assert index["format"] == "pipeflow-checkpoint" and index["version"] == 1 and index["step"] == 3
@@ -353,12 +360,7 @@ def test_checkpoints_of_two_optimizers_resume_the_uninterrupted_run(backend, tmp
     new graph resumes from it (or from each optimizer's state_dict, which lists
     only that optimizer's parameters) with the uninterrupted run's losses."""
     dseed, pseed = fresh_seeds()
-    _, _, gx, gy = data(dseed)
-    graph, _ = two_optimizer_graph(pseed)
-    whole = np.array([graph(gx, gy).numpy() for _ in range(5)])
-    graph, module = two_optimizer_graph(pseed)
-    for _ in range(3):
-        graph(gx, gy)
+    gx, gy, whole, graph, module = uninterrupted_and_three_steps(two_optimizer_graph, dseed, pseed, 5)
     graph.save_checkpoint(tmp_path / "ckpt")
     index = json.loads((tmp_path / "ckpt" / "index.json").read_text())
     assert index["step"] == 3
@@ -551,7 +553,7 @@ STATE_JOB = r"""
 import json, sys
 import numpy as np
 import pipeflow as flow
-from pipeflow import nn
+from graphs import HybridMLP, Train
 
 layout, optim, pseed, dseed, steps, mode, out = (sys.argv[1], sys.argv[2], *(int(a) for a in sys.argv[3:6]),
                                                  sys.argv[6], sys.argv[7])
@@ -562,48 +564,15 @@ PL = flow.placement("cpu", ranks=[0] if layout == "single" else [0, 1])
 # tp: the hidden layer's rows (weight and bias) split over the ranks (Megatron's
 # column-parallel layer); hybrid: seed 004's output layer split; single: one rank.
 HIDDEN, OUTPUT = {"single": (B, B), "tp": (S0, B), "hybrid": (B, S0)}[layout]
-
-
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.flatten = nn.Flatten()
-        self.hidden = nn.Linear(28 * 28, 64)
-        self.relu = nn.ReLU()
-        self.output = nn.Linear(64, 10)
-        self.hidden.to_global(placement=PL, sbp=HIDDEN)
-        self.output.to_global(placement=PL, sbp=OUTPUT)
-
-    def forward(self, x):
-        h = self.relu(self.hidden(self.flatten(x)))
-        return self.output(h.to_global(sbp=B))
-
-
 flow.manual_seed(pseed)
-model = MLP()
-
-
-class Graph(nn.Graph):
-    def __init__(self):
-        super().__init__()
-        self.model = model
-        self.loss_fn = nn.CrossEntropyLoss()
-        self.config.set_gradient_accumulation_steps(2)
-        params = model.parameters()
-        self.add_optimizer(flow.optim.Adam(params, lr=1e-3) if optim == "adam" else
-                           flow.optim.SGD(params, lr=0.05, momentum=0.9))
-
-    def build(self, x, y):
-        loss = self.loss_fn(self.model(x), y)
-        loss.backward()
-        return loss
-
-
+model = HybridMLP(PL, HIDDEN, OUTPUT, gather_sbp=B)
+params = model.parameters()
+graph = Train(model, flow.optim.Adam(params, lr=1e-3) if optim == "adam" else
+              flow.optim.SGD(params, lr=0.05, momentum=0.9), m=2)
 rng = np.random.default_rng(dseed)
 X = rng.standard_normal((16, 1, 28, 28)).astype(np.float32)
 Y = rng.integers(0, 10, 16).astype(np.int64)
 x, y = flow.tensor(X, placement=PL, sbp=B), flow.tensor(Y, placement=PL, sbp=B)
-graph = Graph()
 if mode == "resume":
     graph.load_state_dict(flow.load(ckpt))
 losses = [graph(x, y).to_local().numpy().reshape(-1).tolist() for _ in range(steps)]
@@ -627,19 +596,11 @@ if mode == "save":
 
 
 def run_state_job(tmp_path, backend, layout, optim, pseed, dseed, steps, mode, ckpt=None):
-    script = tmp_path / "state_job.py"
-    script.write_text(STATE_JOB)
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
-    env = dict(os.environ, PIPEFLOW_CACHE=str(tmp_path / "cache"), PYTHONPATH=PYTHON_DIR, PF_OPT=backend)
     ranks = 1 if layout == "single" else 2
-    cmd = [sys.executable, str(script), layout, optim, str(pseed), str(dseed), str(steps), mode, str(out)]
-    if ckpt is not None:
-        cmd.append(str(ckpt))
-    if ranks > 1:
-        cmd[1:1] = ["-m", "pipeflow.distributed.launch", "--nproc_per_node", str(ranks)]
-    proc = run_job(cmd, 240, env=env, cwd=str(tmp_path))
-    assert proc.returncode == 0, f"{layout} {mode}: {proc.stderr}"
+    args = [layout, optim, pseed, dseed, steps, mode, out] + ([] if ckpt is None else [ckpt])
+    run_script(tmp_path, "state_job.py", STATE_JOB, args, ranks, backend)
     return [(json.loads((out / f"{layout}.{mode}.rank{r}.json").read_text()),
              dict(np.load(out / f"{layout}.{mode}.rank{r}.npz"))) for r in range(ranks)]
 
@@ -656,7 +617,7 @@ def test_state_dict_of_sharded_parameters_on_every_rank_equals_one_rank(backend,
     where = f"{layout}, seeds {pseed} {dseed}"
     assert want_record["before"] == "read" and want_record["module_equal"]
     for rank, (record, got) in enumerate(run_state_job(tmp_path, backend, layout, "sgd", pseed, dseed, 4, "train")):
-        assert "call Graph.state_dict() on every process first" in record["before"], (where, record["before"])
+        assert "call Train.state_dict() on every process first" in record["before"], (where, record["before"])
         assert record["module_equal"], where
         assert sorted(got) == sorted(want) and len(want) == 4 + 4 + 1, sorted(want)
         assert got[STEP].tolist() == [4]

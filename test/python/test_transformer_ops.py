@@ -12,7 +12,7 @@ import mlp_reference as ref
 import numpy as np
 import pytest
 from conftest import line_of
-from graphs import Train
+from graphs import Infer, Train
 
 import pipeflow as flow
 from pipeflow import ir, nn
@@ -200,21 +200,12 @@ class BadSplit(nn.Module):
         return a
 
 
-class Forward(nn.Graph):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def build(self, x):
-        return self.model(x)
-
-
 @pytest.mark.parametrize("model,marker,message", [
     (BadBroadcast, "bad-broadcast", r"shapes \[5, 3\] and \[5, 4\] cannot be broadcast"),
     (BadSplit, "bad-split", r"sections \[2, 3\] add up to 5, but dimension -1 .* \[5, 6\] has size 6"),
 ])
 def test_traced_shape_errors_at_the_users_line(model, marker, message):
-    graph = Forward(model())
+    graph = Infer(model())
     with pytest.raises(flow.CompileError, match=message) as info:
         graph.ir(flow.tensor(rand(5, 4)))
     assert info.value.filename == HERE and info.value.lineno == line_of(HERE, marker)
@@ -235,13 +226,13 @@ class WritesAConstantBuffer(nn.Module):
 def test_a_buffer_without_initializer_is_never_silently_zero():
     """Read only, its value is a constant of the step; written (a running
     statistic), it is an error at the user's line, not a zero-initialised state."""
-    graph = Forward(WritesAConstantBuffer())
+    graph = Infer(WritesAConstantBuffer())
     with pytest.raises(flow.CompileError, match="'model.bn.running_mean' is written in build") as info:
         graph.ir(flow.tensor(rand(5, 4)))
     assert info.value.lineno == line_of(HERE, "constant-write")
     model = WritesAConstantBuffer().eval()
     mean = model.bn.running_mean.numpy().copy()
-    text = Forward(model).ir(flow.tensor(rand(5, 4)))
+    text = Infer(model).ir(flow.tensor(rand(5, 4)))
     assert "@model.bn.running_mean" not in text and "@model.bn.running_var" in text
     values = ", ".join(ir.format_float(v) for v in mean.tolist())
     assert f"pf.constant dense<[{values}]> : tensor<4xf32>" in text
@@ -278,7 +269,7 @@ def test_traced_ops_emit_pf_ops_that_verify(verify, layout):
     if layout == "global":
         model.to_global(P0, B)
         x = x.to_global(P0, B)
-    text = Forward(model).ir(x)
+    text = Infer(model).ir(x)
     for op in ["pf.broadcast_to", "pf.add", "pf.sub", "pf.div", "pf.slice", "pf.concat",
                "pf.masked_fill", "pf.reduce_sum", "pf.mul_scalar"]:
         assert op + " " in text, op
@@ -302,7 +293,7 @@ class GlobalPositions(nn.Module):
 
 def test_global_tensor_made_in_build_is_a_constant(verify):
     model = GlobalPositions().to_global(P0, B)
-    text = Forward(model).ir(flow.tensor(rand(2, 3, 4)).to_global(P0, B))
+    text = Infer(model).ir(flow.tensor(rand(2, 3, 4)).to_global(P0, B))
     assert "pf.constant dense<[0, 1, 2]> : tensor<3xi64>" in text and "pf.embedding" in text
     assert "pf.reshape" in text and "pf.broadcast_to" in text
     verify(text)
@@ -390,23 +381,6 @@ def reference_loss(p, x, labels):
     return ce + 0.01 * (y * y).sum() + 0.1 * y[None, 1, -1].mean()
 
 
-def numeric_grads(f, params, eps=1e-6):
-    """Central differences of ``f(params)`` (float64) for every entry."""
-    grads = {}
-    for key, value in params.items():
-        g = np.zeros_like(value)
-        for i in np.ndindex(value.shape):
-            old = value[i]
-            value[i] = old + eps
-            up = f(params)
-            value[i] = old - eps
-            down = f(params)
-            value[i] = old
-            g[i] = (up - down) / (2 * eps)
-        grads[key] = g
-    return grads
-
-
 def test_eager_causal_self_attention_matches_numpy():
     """The block computed eagerly (numpy through the front end's ops) is the
     reference's forward pass."""
@@ -435,7 +409,7 @@ def _train(model, graph, batches, reference, make_reference, lr, put=flow.tensor
             return reference(p, x.astype(np.float64), labels)
 
         np.testing.assert_allclose(float(loss.numpy()), f(params), rtol=1e-5, err_msg=f"step {step}")
-        grads = numeric_grads(f, params)
+        grads = ref.numeric_grads(f, params)
         params = {k: opt.update(k, v, grads[k], lr, step) for k, v in params.items()}
     trained = graph.state_dict()["model"]
     for key, want in params.items():

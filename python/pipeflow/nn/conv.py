@@ -59,48 +59,51 @@ class Conv2d(Module):
                 f"stride={self.stride}, padding={self.padding}")
 
 
-class MaxPool2d(Module):
+class _Pool2d(Module):
+    """A pooling layer's windows: kernel size, stride (the kernel size by
+    default) and padding (at most half the kernel); ``_op`` pools with them."""
+
+    _op = None
+
+    def __init__(self, kernel_size, stride, padding):
+        super().__init__()
+        self.kernel_size = _pair(kernel_size, "kernel_size")
+        self.stride = self.kernel_size if stride is None else _pair(stride, "stride")
+        self.padding = _pair(padding, "padding")
+        if any(2 * p > k for p, k in zip(self.padding, self.kernel_size, strict=True)):
+            raise ValueError(f"padding {self.padding} must be at most half the kernel size {self.kernel_size}")
+
+    def forward(self, x):
+        return type(self)._op(x, self.kernel_size, self.stride, self.padding)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxPool2d(_Pool2d):
     """Max over windows; the stride defaults to the kernel size."""
 
+    _op = _ops.max_pool2d
+
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
-        super().__init__()
         if _pair(dilation, "dilation") != (1, 1):
             raise ValueError("MaxPool2d(dilation != 1) is not supported yet")
         if return_indices or ceil_mode:
             raise ValueError("MaxPool2d(return_indices=True / ceil_mode=True) is not supported yet")
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.stride = self.kernel_size if stride is None else _pair(stride, "stride")
-        self.padding = _pair(padding, "padding")
-        if any(2 * p > k for p, k in zip(self.padding, self.kernel_size, strict=True)):
-            raise ValueError(f"padding {self.padding} must be at most half the kernel size {self.kernel_size}")
-
-    def forward(self, x):
-        return _ops.max_pool2d(x, self.kernel_size, self.stride, self.padding)
-
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        super().__init__(kernel_size, stride, padding)
 
 
-class AvgPool2d(Module):
+class AvgPool2d(_Pool2d):
     """Mean over windows, counting padding as zeros (``count_include_pad=True``)."""
+
+    _op = _ops.avg_pool2d
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
-        super().__init__()
         if ceil_mode or not count_include_pad or divisor_override is not None:
             raise ValueError("AvgPool2d supports only ceil_mode=False, count_include_pad=True "
                              "and no divisor_override")
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.stride = self.kernel_size if stride is None else _pair(stride, "stride")
-        self.padding = _pair(padding, "padding")
-        if any(2 * p > k for p, k in zip(self.padding, self.kernel_size, strict=True)):
-            raise ValueError(f"padding {self.padding} must be at most half the kernel size {self.kernel_size}")
-
-    def forward(self, x):
-        return _ops.avg_pool2d(x, self.kernel_size, self.stride, self.padding)
-
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        super().__init__(kernel_size, stride, padding)
 
 
 class AdaptiveAvgPool2d(Module):
