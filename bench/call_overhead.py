@@ -112,14 +112,8 @@ def measure(graph, args, calls):
 
 
 def main():
-    ap = results.parser(__doc__)
-    ap.add_argument("--calls", type=int, default=2000)
-    ap.add_argument("--gpt-calls", type=int, default=500)
-    ap.add_argument("--layers", type=int, default=12)
-    ap.add_argument("--threads", type=int, default=1)
-    args = ap.parse_args()
-    os.environ["PIPEFLOW_NUM_THREADS"] = str(args.threads)
-    os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
+    args = results.parser(__doc__, calls=2000, gpt_calls=500, layers=12, threads=1).parse_args()
+    results.use_threads(args.threads)
     import pipeflow as flow
     from pipeflow import nn
 

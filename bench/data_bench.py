@@ -90,14 +90,8 @@ def one_pass(graph, loader, epoch, steps):
 
 
 def main():
-    ap = results.parser(__doc__)
-    ap.add_argument("--steps", type=int, default=400)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--prefetch", type=int, default=4)
-    ap.add_argument("--threads", type=int, default=1)
-    args = ap.parse_args()
-    os.environ["PIPEFLOW_NUM_THREADS"] = str(args.threads)
-    os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
+    args = results.parser(__doc__, steps=400, rounds=2, prefetch=4, threads=1).parse_args()
+    results.use_threads(args.threads)
     import numpy as np
 
     import pipeflow as flow

@@ -134,10 +134,7 @@ def main():
                  args.warmup, args.steps - 1,
                  "all PipeFlow steps, then all PyTorch steps" if args.sequential
                  else "the two systems' steps alternating"))
-    print(setup)
-    print(table)
-    if args.write:
-        results.append("GPT training throughput (bench/gpt_bench.py)", setup, table)
+    results.report(args, "GPT training throughput (bench/gpt_bench.py)", setup, table)
 
 
 if __name__ == "__main__":

@@ -47,13 +47,7 @@ def step_ms(layout, ranks, schedule, args, bucket=None):
 
 
 def main():
-    ap = results.parser(__doc__)
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--block", type=int, default=32)
-    ap.add_argument("--micro-batches", type=int, default=4)
-    ap.add_argument("--steps", type=int, default=12)
-    args = ap.parse_args()
+    args = results.parser(__doc__, layers=4, batch=16, block=32, micro_batches=4, steps=12).parse_args()
     rows, base = [], None
     for layout, ranks, schedule, *bucket in LAYOUTS:
         bucket = bucket[0] if bucket else None
@@ -68,10 +62,7 @@ def main():
              "1 OpenBLAS thread per rank, OPENBLAS_CORETYPE=%s" % (
                  args.layers, args.block, args.batch, args.micro_batches,
                  os.environ.get("OPENBLAS_CORETYPE", "unset")))
-    print(setup)
-    print(table)
-    if args.write:
-        results.append("GPT step time by layout (bench/gpt_layouts_bench.py)", setup, table)
+    results.report(args, "GPT step time by layout (bench/gpt_layouts_bench.py)", setup, table)
 
 
 if __name__ == "__main__":

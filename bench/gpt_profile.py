@@ -26,14 +26,8 @@ import tempfile
 import time
 import types
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
-sys.path.insert(0, os.path.join(ROOT, "examples", "python", "models"))
-sys.path.insert(0, os.path.join(ROOT, "test", "python"))
-import results  # noqa: E402
-from gpt_bench import model_args  # noqa: E402
+import results
+from gpt_bench import model_args  # and its sys.path: examples/python, its models, test/python
 
 GEMMS = ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm")
 
@@ -148,10 +142,7 @@ def main():
              "largest other ops, ms/step: %s.\n"
              % (ours_ms, pf_gemm, ours_ms - pf_gemm, theirs_ms, torch_gemm,
                 theirs_ms - torch_gemm, pf_gemm / theirs_ms, theirs_ms / pf_gemm, rest))
-    print(setup)
-    print(table)
-    if args.write:
-        results.append("GPT step split: GEMMs and the rest (bench/gpt_profile.py)", setup, table)
+    results.report(args, "GPT step split: GEMMs and the rest (bench/gpt_profile.py)", setup, table)
 
 
 def argparse_hidden():

@@ -142,14 +142,8 @@ def timed(cmd, repeat):
 
 
 def main():
-    ap = results.parser(__doc__)
-    ap.add_argument("--data", type=int, default=8)
-    ap.add_argument("--stages", type=int, default=8)
-    ap.add_argument("--tensor", type=int, default=16)
-    ap.add_argument("--microbatches", type=int, default=16)
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
+    args = results.parser(__doc__, data=8, stages=8, tensor=16, microbatches=16, layers=2,
+                          repeat=3).parse_args()
     world = args.data * args.stages * args.tensor
     text, ops = job(args.data, args.stages, args.tensor, args.microbatches,
                     args.layers)
