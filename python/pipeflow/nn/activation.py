@@ -28,19 +28,19 @@ class Sigmoid(Module):
         return _activations.sigmoid(x)
 
 
-class Softmax(Module):
+class _AlongDim(Module):
+    """A module that normalises along ``dim`` (the last one by default)."""
+
     def __init__(self, dim=None):
         super().__init__()
         self.dim = -1 if dim is None else dim
 
+
+class Softmax(_AlongDim):
     def forward(self, x):
         return _activations.softmax(x, self.dim)
 
 
-class LogSoftmax(Module):
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = -1 if dim is None else dim
-
+class LogSoftmax(_AlongDim):
     def forward(self, x):
         return _activations.log_softmax(x, self.dim)
