@@ -19,13 +19,12 @@ prints the (unstaged) IR and the cut::
     PYTHONPATH=python PIPEFLOW_CUDA_AS_CPU=1 /usr/bin/python3 examples/python/auto_stages.py --compile-only
 """
 
-import argparse
+import _common
 
 import pipeflow as flow
 from pipeflow import nn
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--compile-only", action="store_true", help="trace and verify, print the IR, do not train")
+parser = _common.parser(__doc__)
 parser.add_argument("--stages", type=int, default=2, help="pipeline stages (processes; default 2)")
 parser.add_argument("--chunks", type=int, default=1, help="virtual chunks per stage (interleaved 1F1B)")
 parser.add_argument("--balance", default="flops", choices=("flops", "params", "memory"))
@@ -66,10 +65,7 @@ x = flow.randn(32, WIDTHS[0]).to_global(placement=P, sbp=B)
 y = flow.randint(0, WIDTHS[-1], (32,)).to_global(placement=P, sbp=B)
 
 if args.compile_only:
-    compiled = graph.compile(x, y)
-    print(compiled.verified_ir, end="")
-    print("// " + graph.stage_report().rstrip().replace("\n", "\n// "))
-    print(f"// verified by pf-opt; cached in {compiled.directory}")
+    _common.print_verified_ir(graph, x, y, notes=graph.stage_report)
 else:
     for i in range(args.steps):
         loss = graph(x, y)

@@ -23,13 +23,12 @@ also by ``pf-run --save``. ``--compile-only`` traces and verifies the IR::
     PYTHONPATH=python PIPEFLOW_CUDA_AS_CPU=1 /usr/bin/python3 examples/python/hybrid_mlp.py --compile-only
 """
 
-import argparse
+import _common
 
 import pipeflow as flow
 from pipeflow import nn
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--compile-only", action="store_true", help="trace and verify, print the IR, do not train")
+parser = _common.parser(__doc__)
 parser.add_argument("--steps", type=int, default=20, help="training steps (default 20)")
 parser.add_argument("--micro-batches", type=int, default=1, help="gradient accumulation steps (default 1)")
 parser.add_argument("--seed", type=int, default=0, help="seed of the data and the parameters (default 0)")
@@ -93,9 +92,7 @@ x = images[rank * share:(rank + 1) * share].to_global(placement=P01, sbp=S0)
 y = labels.to_global(placement=P01, sbp=B)
 
 if args.compile_only:
-    compiled = graph.compile(x, y)
-    print(compiled.verified_ir, end="")
-    print(f"// verified by pf-opt; cached in {compiled.directory}")
+    _common.print_verified_ir(graph, x, y)
 else:
     if args.load:
         graph.load_state_dict(flow.load(args.load))  # every process loads the whole values

@@ -10,14 +10,13 @@ Each rank runs its micro-batches in the 1F1B order that
 ``set_pipeline_schedule("1f1b")`` asks for.
 """
 
-import argparse
+import _common
 
 import pipeflow as flow
 from pipeflow import nn
 from pipeflow.models import LeNet
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--compile-only", action="store_true", help="trace and verify, print the IR, do not train")
+parser = _common.parser(__doc__)
 parser.add_argument("--seed", type=int, default=None, help="flow.manual_seed for the parameters and data")
 parser.add_argument("--one-rank", action="store_true",
                     help="both stages on rank 0 (one process, micro-batches in order): the reference run")
@@ -73,9 +72,7 @@ x = flow.randn(BATCH_SIZE, 1, 28, 28).to_global(placement=P0, sbp=B)
 y = flow.randint(0, 10, (BATCH_SIZE,)).to_global(placement=P1, sbp=B)
 
 if args.compile_only:
-    compiled = graph.compile(x, y)
-    print(compiled.verified_ir, end="")
-    print(f"// verified by pf-opt; cached in {compiled.directory}")
+    _common.print_verified_ir(graph, x, y)
 else:
     for step in range(20):
         loss = graph(x, y)

@@ -14,13 +14,12 @@ The program is the seed's apart from the import and the device mapping
 (``PIPEFLOW_CUDA_AS_CPU=1`` runs the "cuda" placements on CPUs).
 """
 
-import argparse
+import _common
 
 import pipeflow as flow
 from pipeflow import nn
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--compile-only", action="store_true", help="trace and verify, print the IR, do not train")
+parser = _common.parser(__doc__)
 parser.add_argument("--graph-module", action="store_true", help="seed 003's GraphModule spelling of set_stage")
 args = parser.parse_args()
 
@@ -109,9 +108,7 @@ y = flow.randint(0, 10, (BATCH_SIZE,))
 y = y.to_global(P1, BROADCAST)
 
 if args.compile_only:
-    compiled = graph_pipeline.compile(x, y)
-    print(compiled.verified_ir, end="")
-    print(f"// verified by pf-opt; cached in {compiled.directory}")
+    _common.print_verified_ir(graph_pipeline, x, y)
 else:
     for _ in range(20):
         loss = graph_pipeline(x, y)

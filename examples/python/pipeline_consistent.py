@@ -7,12 +7,11 @@ the repository root::
     PYTHONPATH=python PIPEFLOW_CUDA_AS_CPU=1 /usr/bin/python3 -m pipeflow.distributed.launch --nproc_per_node 2 examples/python/pipeline_consistent.py
 """
 
-import argparse
+import _common
 
 import pipeflow as flow
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--compile-only", action="store_true", help="trace and verify, print the IR, do not train")
+parser = _common.parser(__doc__)
 args = parser.parse_args()
 
 BATCH_SIZE = 16
@@ -97,9 +96,7 @@ y = flow.randint(0, 10, (BATCH_SIZE,))
 y = y.to_consistent(P1, BROADCAST)
 
 if args.compile_only:
-    compiled = graph_pipeline.compile(x, y)
-    print(compiled.verified_ir, end="")
-    print(f"// verified by pf-opt; cached in {compiled.directory}")
+    _common.print_verified_ir(graph_pipeline, x, y)
 else:
     for _ in range(20):
         loss = graph_pipeline(x, y)

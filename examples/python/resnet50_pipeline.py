@@ -11,14 +11,13 @@ From the repository root::
 Colossal-AI's ``LinearWarmupLR`` is replaced by ``CosineAnnealingLR``.
 """
 
-import argparse
+import _common
 
 import pipeflow as flow
 from pipeflow import nn
 from pipeflow.models import resnet50
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--compile-only", action="store_true", help="trace and verify, print the IR, do not train")
+parser = _common.parser(__doc__)
 parser.add_argument("--steps", type=int, default=2 * 782, help="training steps (2 epochs of CIFAR-10)")
 parser.add_argument("--seed", type=int, default=None, help="flow.manual_seed for the parameters and data")
 parser.add_argument("--one-rank", action="store_true",
@@ -79,9 +78,7 @@ images = flow.randn(BATCH_SIZE, 3, 32, 32).to_global(placement=P0, sbp=B)
 labels = flow.randint(0, 10, (BATCH_SIZE,)).to_global(placement=P1, sbp=B)
 
 if args.compile_only:
-    compiled = graph.compile(images, labels)
-    print(compiled.verified_ir, end="")
-    print(f"// verified by pf-opt; cached in {compiled.directory}")
+    _common.print_verified_ir(graph, images, labels)
 else:
     for step in range(args.steps):
         loss = graph(images, labels)

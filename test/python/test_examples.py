@@ -12,7 +12,8 @@ import pytest
 from conftest import PYTHON_DIR, REPO, mpiexec_available, run_job
 
 EXAMPLES_DIR = os.path.join(REPO, "examples", "python")
-EXAMPLES = sorted(glob.glob(os.path.join(EXAMPLES_DIR, "*.py")))
+# _common.py: what the examples share (not an example)
+EXAMPLES = sorted(p for p in glob.glob(os.path.join(EXAMPLES_DIR, "*.py")) if not os.path.basename(p).startswith("_"))
 needs_mpiexec = pytest.mark.skipif(not mpiexec_available(), reason="mpiexec (MPICH) is not installed")
 
 
@@ -190,6 +191,7 @@ def test_hybrid_mlp_trains_on_two_ranks_as_numpy(pf_opt, tmp_path, monkeypatch, 
         # The example's own data: run it here up to the point where it would train.
         monkeypatch.setenv("PIPEFLOW_CUDA_AS_CPU", "1")
         monkeypatch.setattr(sys, "argv", [path, "--compile-only"] + args)
+        monkeypatch.syspath_prepend(EXAMPLES_DIR)  # as running the script does: its _common
         example = runpy.run_path(path, run_name="example")
         images, labels = example["images"].numpy(), example["labels"].numpy()
         params = [ref.linear_init(seed, "model.hidden", 28 * 28, 512), ref.linear_init(seed, "model.output", 512, 10)]
