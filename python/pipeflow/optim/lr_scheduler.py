@@ -54,8 +54,14 @@ def _lambdas(optimizer, lr_lambda):
 
 
 class _LambdaState:
-    """torch's state_dict of the lambda schedules: a function or lambda is not
-    saved (``None``), a callable object by its ``__dict__``."""
+    """The lambda schedules' ``lr_lambda`` (one function, or one per group)
+    and torch's state_dict of them: a function or lambda is not saved
+    (``None``), a callable object by its ``__dict__``."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1, verbose=False, *, last_step=None):
+        _check_optimizer(optimizer, type(self).__name__)
+        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
+        super().__init__(optimizer, last_epoch, verbose, last_step=last_step)
 
     def state_dict(self):
         out = {k: v for k, v in self.__dict__.items() if k not in self._not_state + ("lr_lambdas",)}
@@ -75,11 +81,6 @@ class _LambdaState:
 class LambdaLR(_LambdaState, LRScheduler):
     """``initial_lr * lr_lambda(step)`` (one function, or one per group)."""
 
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1, verbose=False, *, last_step=None):
-        _check_optimizer(optimizer, "LambdaLR")
-        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
-        super().__init__(optimizer, last_epoch, verbose, last_step=last_step)
-
     def get_lr(self):
         self._warn_outside_step()
         return [base_lr * lmbda(self.last_epoch)
@@ -88,11 +89,6 @@ class LambdaLR(_LambdaState, LRScheduler):
 
 class MultiplicativeLR(_LambdaState, LRScheduler):
     """Multiplies the rate by ``lr_lambda(step)`` at every step after the first."""
-
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1, verbose=False, *, last_step=None):
-        _check_optimizer(optimizer, "MultiplicativeLR")
-        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
-        super().__init__(optimizer, last_epoch, verbose, last_step=last_step)
 
     def get_lr(self):
         self._warn_outside_step()
