@@ -66,6 +66,16 @@ extern "C" {
  * no-op. */
 int pfrt_init(int *argc, char ***argv);
 
+/* pfrt_init for a program on world ranks 0..size-1 of a job of at least
+ * `size` processes (size <= 0: the whole job, as pfrt_init). Its
+ * communicator holds those ranks only, numbered as in the world: nothing the
+ * program does (collectives, the barrier of pfrt_finalize) involves the
+ * ranks outside, and two programs never mix their messages. Only those ranks
+ * call it; a process outside them is a fatal error. Initialises MPI unless
+ * the host process already did (every process of the job must then, as with
+ * MPI_Init). pfrt_rank is the world rank, pfrt_world_size is `size`. */
+int pfrt_init_program(int64_t size);
+
 /* Writes the trace (if PF_TRACE is set) and finalises MPI if pfrt_init
  * initialised it. Collective over the world. */
 int pfrt_finalize(void);

@@ -109,6 +109,79 @@ int64_t readMaxMsgElems() {
     fatal("PFRT_MAX_MSG_ELEMS='%s' is not an integer in [1, %d]", v, INT_MAX);
   return x;
 }
+/// The communicator of a program on world ranks 0..size-1 (size <= 0: the
+/// whole world). Created from MPI_COMM_WORLD over those ranks in order, so a
+/// rank keeps its world number; only they take part (MPI_Comm_create_group),
+/// and every program has its own context: two programs never mix messages.
+MPI_Comm programComm(int worldRank, int worldSize, int64_t size) {
+  MPI_Comm comm = MPI_COMM_NULL;
+  if (size <= 0 || size == worldSize) {
+    PFRT_MPI_AS("pfrt_init", MPI_Comm_dup, (MPI_COMM_WORLD, &comm));
+    return comm;
+  }
+  if (size > worldSize || worldRank >= size)
+    fatal("pfrt_init_program: a program on ranks 0..%lld, but this process is "
+          "rank %d of a job of %d",
+          (long long)size - 1, worldRank, worldSize);
+  MPI_Group world, members;
+  int range[1][3] = {{0, int(size) - 1, 1}};
+  PFRT_MPI_AS("pfrt_init_program", MPI_Comm_group, (MPI_COMM_WORLD, &world));
+  PFRT_MPI_AS("pfrt_init_program", MPI_Group_range_incl,
+              (world, 1, range, &members));
+  PFRT_MPI_AS("pfrt_init_program", MPI_Comm_create_group,
+              (MPI_COMM_WORLD, members, 0x5046, &comm));
+  PFRT_MPI_AS("pfrt_init_program", MPI_Group_free, (&members));
+  PFRT_MPI_AS("pfrt_init_program", MPI_Group_free, (&world));
+  return comm;
+}
+
+int initProgram(int *argc, char ***argv, int64_t size) {
+  State &st = state();
+  if (st.finalized)
+    fatal("pfrt_init called after pfrt_finalize");
+  if (st.initialized)
+    return 0;
+  int up = 0;
+  MPI_Initialized(&up);
+  if (!up) {
+    int provided = 0;
+    // Default handler is fatal here, which is what we want for start-up.
+    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    st.ownsMpi = true;
+    if (provided < MPI_THREAD_FUNNELED)
+      fatal("pfrt_init: MPI provides thread level %d, need FUNNELED", provided);
+  }
+  // Return codes are checked everywhere; a fatal handler would kill the job
+  // without saying which pfrt call failed.
+  PFRT_MPI(MPI_Comm_set_errhandler, (MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  int worldRank = 0, worldSize = 1;
+  PFRT_MPI(MPI_Comm_rank, (MPI_COMM_WORLD, &worldRank));
+  PFRT_MPI(MPI_Comm_size, (MPI_COMM_WORLD, &worldSize));
+  // A private world keeps our point-to-point traffic apart from any other
+  // MPI user in the process (e.g. mpi4py in the Python front end, another
+  // program): the whole job's, or a program's on part of it.
+  gWorld = programComm(worldRank, worldSize, size);
+  PFRT_MPI(MPI_Comm_set_errhandler, (gWorld, MPI_ERRORS_RETURN));
+  PFRT_MPI(MPI_Comm_rank, (gWorld, &st.rank));
+  PFRT_MPI(MPI_Comm_size, (gWorld, &st.size));
+  // The ranks on this node, whatever the launcher exports (Hydra's
+  // MPI_LOCALRANKID, Slurm's SLURM_LOCALID, none under a singleton): which
+  // GPU a rank takes.
+  MPI_Comm node = MPI_COMM_NULL;
+  PFRT_MPI(MPI_Comm_split_type,
+           (gWorld, MPI_COMM_TYPE_SHARED, st.rank, MPI_INFO_NULL, &node));
+  PFRT_MPI(MPI_Comm_rank, (node, &st.localRank));
+  PFRT_MPI(MPI_Comm_size, (node, &st.localSize));
+  PFRT_MPI(MPI_Comm_free, (&node));
+  st.initialized = true;
+  leaveProcessFile(st.rank);
+  st.maxMsgElems = readMaxMsgElems();
+  double epoch = monotonicUs();
+  PFRT_MPI(MPI_Bcast, (&epoch, 1, MPI_DOUBLE, 0, gWorld));
+  st.epochUs = epoch;
+  traceInit();
+  return 0;
+}
 } // namespace
 
 State &state() {
@@ -180,48 +253,10 @@ void pfrt_fatal(const char *fmt, ...) {
 
 int pfrt_abi_version(void) { return PFRT_ABI_VERSION; }
 
-int pfrt_init(int *argc, char ***argv) {
-  State &st = state();
-  if (st.finalized)
-    fatal("pfrt_init called after pfrt_finalize");
-  if (st.initialized)
-    return 0;
-  int up = 0;
-  MPI_Initialized(&up);
-  if (!up) {
-    int provided = 0;
-    // Default handler is fatal here, which is what we want for start-up.
-    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
-    st.ownsMpi = true;
-    if (provided < MPI_THREAD_FUNNELED)
-      fatal("pfrt_init: MPI provides thread level %d, need FUNNELED", provided);
-  }
-  // Return codes are checked everywhere; a fatal handler would kill the job
-  // without saying which pfrt call failed.
-  PFRT_MPI(MPI_Comm_set_errhandler, (MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-  PFRT_MPI(MPI_Comm_rank, (MPI_COMM_WORLD, &st.rank));
-  PFRT_MPI(MPI_Comm_size, (MPI_COMM_WORLD, &st.size));
-  // A private world keeps our point-to-point traffic apart from any other
-  // MPI user in the process (e.g. mpi4py in the Python front end).
-  PFRT_MPI(MPI_Comm_dup, (MPI_COMM_WORLD, &gWorld));
-  PFRT_MPI(MPI_Comm_set_errhandler, (gWorld, MPI_ERRORS_RETURN));
-  // The ranks on this node, whatever the launcher exports (Hydra's
-  // MPI_LOCALRANKID, Slurm's SLURM_LOCALID, none under a singleton): which
-  // GPU a rank takes.
-  MPI_Comm node = MPI_COMM_NULL;
-  PFRT_MPI(MPI_Comm_split_type,
-           (gWorld, MPI_COMM_TYPE_SHARED, st.rank, MPI_INFO_NULL, &node));
-  PFRT_MPI(MPI_Comm_rank, (node, &st.localRank));
-  PFRT_MPI(MPI_Comm_size, (node, &st.localSize));
-  PFRT_MPI(MPI_Comm_free, (&node));
-  st.initialized = true;
-  leaveProcessFile(st.rank);
-  st.maxMsgElems = readMaxMsgElems();
-  double epoch = monotonicUs();
-  PFRT_MPI(MPI_Bcast, (&epoch, 1, MPI_DOUBLE, 0, gWorld));
-  st.epochUs = epoch;
-  traceInit();
-  return 0;
+int pfrt_init(int *argc, char ***argv) { return initProgram(argc, argv, 0); }
+
+int pfrt_init_program(int64_t size) {
+  return initProgram(nullptr, nullptr, size);
 }
 
 int pfrt_finalize(void) {
