@@ -19,6 +19,7 @@
 #include "../src/cuda/kernels/DeviceBodies.h"
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,18 @@ void expectClose(const std::vector<float> &got, const std::vector<float> &want,
 
 /// The groups of families of test_cuda_bodies_conv.cpp and
 /// test_cuda_bodies_gpt.cpp.
+/// An element-wise body of two float inputs and its CPU kernel.
+struct BinaryBody {
+  const char *name;
+  void (*body)(const float *, const float *, float *, int64_t);
+  void (*cpu)(const float *, const float *, float *, int64_t);
+};
+
+/// Each body run over every element of (a, b) gives its CPU kernel's bits.
+void expectBinaryBodies(std::initializer_list<BinaryBody> ops,
+                        const std::vector<float> &a,
+                        const std::vector<float> &b, const std::string &at);
+
 void convFamilies();
 void gptFamilies();
 

@@ -132,6 +132,28 @@ inline std::vector<Shape> baseGroups(int size) {
   return groups;
 }
 
+/// n fresh floats in [lo, hi): pt_value(seed, tag, salt, i) mapped onto the
+/// range (a test's tag per vector, a salt per rank where ranks differ).
+inline std::vector<float> uniformValues(uint64_t seed, uint64_t tag,
+                                        uint64_t salt, int64_t n, float lo,
+                                        float hi) {
+  std::vector<float> v(static_cast<size_t>(n > 0 ? n : 0));
+  for (int64_t i = 0; i < n; ++i)
+    v[size_t(i)] =
+        lo + (hi - lo) * 0.5f * (pt_value(seed, tag, salt, uint64_t(i)) + 1.0f);
+  return v;
+}
+
+/// The pools' cases (N C H W KH KW sh sw ph pw) that pfrt-test-k-pool
+/// checks against NumPy and pfrt-test-cuda-bodies against the CPU kernels.
+constexpr int64_t kPoolCases[][10] = {
+    {2, 3, 8, 8, 2, 2, 2, 2, 0, 0},    {2, 3, 9, 11, 3, 3, 2, 2, 1, 1},
+    {1, 4, 7, 10, 3, 2, 1, 1, 1, 1},   {3, 2, 13, 9, 5, 3, 3, 2, 2, 1},
+    {1, 1, 5, 5, 5, 5, 1, 1, 2, 2},    {2, 2, 6, 7, 1, 1, 2, 3, 0, 0},
+    {2, 5, 12, 12, 3, 3, 2, 2, 1, 1},  {1, 3, 4, 37, 2, 4, 1, 3, 1, 2},
+    {1, 2, 3, 70, 1, 66, 1, 1, 0, 33}, // a very wide window
+};
+
 /// The whole content of a file; a missing file is a failed CHECK.
 inline std::string readFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);

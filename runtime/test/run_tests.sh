@@ -492,6 +492,12 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ] && [ -x "$BIN/pfrt-test-cuda-nccl" 
   run_fail cuda_nccl_emulated_staged_not_captured 60 \
     "pfrt_cuda_all_reduce_sum: the host-staged transport cannot be captured" \
     env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=staged "${MPIEXEC[@]}" -n 2 \
+  # nccl_fail NAME RANKS MODE PATTERN: pfrt-test-cuda-nccl MODE on RANKS
+  # emulated GPU ranks over NCCL fails, saying PATTERN.
+  nccl_fail() {
+    run_fail "$1" 60 "$4" env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl \
+      "${MPIEXEC[@]}" -n "$2" "$BIN/pfrt-test-cuda-nccl" "$3"
+  }
     "$BIN/pfrt-test-cuda-nccl"
   run_ok cuda_nccl_emulated_verbose 120 bash -c "PFRT_CUDA_FAKE=1 \
     PFRT_CUDA_COMM=nccl PFRT_CUDA_VERBOSE=1 $MPX -n 2 '$BIN/pfrt-test-cuda-nccl' \
@@ -514,14 +520,10 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ] && [ -x "$BIN/pfrt-test-cuda-nccl" 
     grep -c 'NCCL communicator of group .* split from the world' /tmp/pfrt-split.\$\$ | grep -qx 6 && \
     grep -c 'communicator of group .* made' /tmp/pfrt-split.\$\$ | grep -qx 4; ok=\$?; \
     rm -f /tmp/pfrt-split.\$\$; [ \$rc = 0 ] && [ \$ok = 0 ]"
-  run_fail cuda_nccl_emulated_groups_bad_rank 60 \
-    "pfrt_cuda_comm_groups: group [0, 7] at entry 0: rank 7 is not a rank of the job" \
-    env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl "${MPIEXEC[@]}" -n 2 \
-    "$BIN/pfrt-test-cuda-nccl" groups_bad_rank
-  run_fail cuda_nccl_emulated_groups_mismatch 60 \
-    "pfrt_cuda_comm_groups: the ranks hold different tables of the job's groups" \
-    env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl "${MPIEXEC[@]}" -n 2 \
-    "$BIN/pfrt-test-cuda-nccl" groups_mismatch
+  nccl_fail cuda_nccl_emulated_groups_bad_rank 2 groups_bad_rank \
+    "pfrt_cuda_comm_groups: group [0, 7] at entry 0: rank 7 is not a rank of the job"
+  nccl_fail cuda_nccl_emulated_groups_mismatch 2 groups_mismatch \
+    "pfrt_cuda_comm_groups: the ranks hold different tables of the job's groups"
   # One rank on NCCL, the other host-staged: a hang at the first
   # collective without the start-up's agreement.
   run_fail cuda_nccl_emulated_groups_disagree 60 \
@@ -529,10 +531,8 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ] && [ -x "$BIN/pfrt-test-cuda-nccl" 
     "${MPIEXEC[@]}" -n 1 env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl \
     "$BIN/pfrt-test-cuda-nccl" split : -n 1 env PFRT_CUDA_FAKE=1 \
     PFRT_CUDA_COMM=staged "$BIN/pfrt-test-cuda-nccl" split
-  run_fail cuda_nccl_emulated_groups_again 60 \
-    "pfrt_cuda_comm_groups: called again with another table" \
-    env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl "${MPIEXEC[@]}" -n 2 \
-    "$BIN/pfrt-test-cuda-nccl" groups_again
+  nccl_fail cuda_nccl_emulated_groups_again 2 groups_again \
+    "pfrt_cuda_comm_groups: called again with another table"
   run_fail cuda_nccl_bogus_transport 60 \
     "PFRT_CUDA_COMM=bogus: expected nccl or staged" \
     env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=bogus "${MPIEXEC[@]}" -n 2 \
@@ -548,14 +548,10 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ] && [ -x "$BIN/pfrt-test-cuda-nccl" 
     PFRT_CUDA_COMM=nccl PFRT_CUDA_VERBOSE=1 $MPX -n 3 '$BIN/pfrt-test-cuda-nccl' \
     > /tmp/pfrt-p2p.\$\$ 2>&1; rc=\$?; grep -c 'point-to-point over NCCL with 2 peers' /tmp/pfrt-p2p.\$\$ | grep -qx 3 && \
     grep -c 'step 1 captured as a CUDA graph' /tmp/pfrt-p2p.\$\$ | grep -qx 3; ok=\$?; rm -f /tmp/pfrt-p2p.\$\$; [ \$rc = 0 ] && [ \$ok = 0 ]"
-  run_fail cuda_nccl_emulated_p2p_order 60 \
-    "point-to-point cannot go over NCCL: the ranks post their messages in different orders (message 0 from rank 0 to rank 1: rank 0 sends 3 floats (tag 1), rank 1 receives 5 floats (tag 2))" \
-    env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl "${MPIEXEC[@]}" -n 2 \
-    "$BIN/pfrt-test-cuda-nccl" p2p_order
-  run_fail cuda_nccl_emulated_p2p_new_peer 60 \
-    "is not a peer of this rank's point-to-point over NCCL (the first step exchanged nothing with it" \
-    env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl "${MPIEXEC[@]}" -n 3 \
-    "$BIN/pfrt-test-cuda-nccl" p2p_new_peer
+  nccl_fail cuda_nccl_emulated_p2p_order 2 p2p_order \
+    "point-to-point cannot go over NCCL: the ranks post their messages in different orders (message 0 from rank 0 to rank 1: rank 0 sends 3 floats (tag 1), rank 1 receives 5 floats (tag 2))"
+  nccl_fail cuda_nccl_emulated_p2p_new_peer 3 p2p_new_peer \
+    "is not a peer of this rank's point-to-point over NCCL (the first step exchanged nothing with it"
   run_fail cuda_nccl_emulated_call_error 60 \
     "pfrt_all_reduce_sum: ncclAllReduce failed: unhandled system error" \
     env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl PFRT_CUDA_FAKE_NCCL_ERROR=1 \

@@ -47,15 +47,23 @@ int gChecks = 0;
 
 /// Fresh uniform floats in [lo, hi).
 std::vector<float> uniform(int64_t n, float lo, float hi) {
-  std::vector<float> v(static_cast<size_t>(n > 0 ? n : 0));
-  uint64_t t = ++gTag;
-  for (int64_t i = 0; i < n; ++i)
-    v[size_t(i)] =
-        lo + (hi - lo) * 0.5f * (pt_value(gSeed, t, 0, uint64_t(i)) + 1.0f);
-  return v;
+  return pt::uniformValues(gSeed, ++gTag, 0, n, lo, hi);
 }
 
 int64_t randint(int64_t lo, int64_t hi) { return pt_randint(&gState, lo, hi); }
+
+void expectBinaryBodies(std::initializer_list<BinaryBody> ops,
+                        const std::vector<float> &a,
+                        const std::vector<float> &b, const std::string &at) {
+  const int64_t n = int64_t(a.size());
+  std::vector<float> got(a.size()), want(a.size());
+  for (const BinaryBody &op : ops) {
+    for (int64_t i = 0; i < n; ++i)
+      op.body(a.data(), b.data(), got.data(), i);
+    op.cpu(a.data(), b.data(), want.data(), n);
+    expectBits(got, want, op.name + at);
+  }
+}
 
 double uniform1(double lo, double hi) {
   gState = pt_mix(gState);
@@ -123,18 +131,10 @@ void elementwise() {
       reluAt(a.data(), got.data(), i);
     pfrt_k_relu(a.data(), want.data(), n);
     expectBits(got, want, "relu" + at);
-    for (int64_t i = 0; i < n; ++i)
-      reluGradAt(a.data(), b.data(), got.data(), i);
-    pfrt_k_relu_grad(a.data(), b.data(), want.data(), n);
-    expectBits(got, want, "relu_grad" + at);
-    for (int64_t i = 0; i < n; ++i)
-      addAt(a.data(), b.data(), got.data(), i);
-    pfrt_k_add(a.data(), b.data(), want.data(), n);
-    expectBits(got, want, "add" + at);
-    for (int64_t i = 0; i < n; ++i)
-      mulAt(a.data(), b.data(), got.data(), i);
-    pfrt_k_mul(a.data(), b.data(), want.data(), n);
-    expectBits(got, want, "mul" + at);
+    expectBinaryBodies({{"relu_grad", reluGradAt, pfrt_k_relu_grad},
+                        {"add", addAt, pfrt_k_add},
+                        {"mul", mulAt, pfrt_k_mul}},
+                       a, b, at);
     double s = uniform1(-4.0, 4.0);
     for (int64_t i = 0; i < n; ++i)
       scaleAt(a.data(), got.data(), float(s), i);

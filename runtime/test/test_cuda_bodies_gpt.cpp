@@ -34,14 +34,8 @@ void tensorOps() {
     b[size_t(randint(0, n - 1))] = 0.0f; // a division by zero
     std::vector<float> got(static_cast<size_t>(n)),
         want(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i)
-      subAt(a.data(), b.data(), got.data(), i);
-    pfrt_k_sub(a.data(), b.data(), want.data(), n);
-    expectBits(got, want, "sub" + at);
-    for (int64_t i = 0; i < n; ++i)
-      divAt(a.data(), b.data(), got.data(), i);
-    pfrt_k_div(a.data(), b.data(), want.data(), n);
-    expectBits(got, want, "div" + at);
+    expectBinaryBodies({{"sub", subAt, pfrt_k_sub}, {"div", divAt, pfrt_k_div}},
+                       a, b, at);
     std::vector<float> maskF(static_cast<size_t>(n));
     std::vector<int64_t> maskI(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {

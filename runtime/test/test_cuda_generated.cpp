@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaTestUtil.h"
 #include "TestUtil.h"
 #include "pfrt/pfrt.h"
 #include "pfrt/pfrt_cuda.h"
@@ -100,10 +101,7 @@ std::vector<float> launch(void *fn, const std::vector<std::vector<float>> &in) {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (pfrt_cuda_device_count() == 0) {
-    printf("cuda-generated: no CUDA device here, skipped\n");
-    return 77;
-  }
+  pt::skipWithoutDevice("cuda-generated");
   pfrt_init(&argc, &argv);
   gSeed = pt_seed("cuda-generated");
   pfrt_cuda_init(0);

@@ -37,6 +37,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaTestUtil.h"
 #include "TestUtil.h"
 #include "pfrt/pfrt.h"
 #include "pfrt/pfrt_cuda.h"
@@ -52,39 +53,22 @@ namespace {
 uint64_t gSeed, gTag;
 int gRank, gSize;
 bool gExact = true;
-int64_t gNext = 0;
 const int64_t kArena = int64_t(32) << 20;
+pt::DeviceArena gArena(kArena);
 
 std::vector<float> uniform(int64_t n, uint64_t salt) {
-  std::vector<float> v(static_cast<size_t>(n));
-  uint64_t t = ++gTag;
-  for (int64_t i = 0; i < n; ++i)
-    v[size_t(i)] = 4.0f * pt_value(gSeed, t, salt, uint64_t(i));
-  return v;
+  return pt::uniformValues(gSeed, ++gTag, salt, n, -4.0f, 4.0f);
 }
 
 float *dalloc(int64_t elems) {
-  int64_t bytes = elems * 4;
-  int64_t at = gNext;
-  gNext += (bytes + 255) / 256 * 256;
-  CHECK(gNext <= kArena, "the test needs more than %lld bytes of arena",
-        (long long)kArena);
-  return static_cast<float *>(pfrt_cuda_arena_ptr(at, bytes > 0 ? bytes : 1));
+  return static_cast<float *>(gArena.alloc(elems * 4));
 }
 
 float *upload(const std::vector<float> &h) {
-  float *d = dalloc(int64_t(h.size()));
-  if (!h.empty())
-    pfrt_cuda_h2d(d, h.data(), int64_t(h.size() * 4));
-  return d;
+  return gArena.upload(h.data(), int64_t(h.size()));
 }
 
-std::vector<float> download(const float *d, int64_t n) {
-  std::vector<float> h(static_cast<size_t>(n));
-  if (n > 0)
-    pfrt_cuda_d2h(h.data(), d, n * 4);
-  return h;
-}
+using pt::download;
 
 /// Garbage (NaN) in a device output, so the twin must write every element.
 void poison(float *d, int64_t n) {
@@ -113,10 +97,21 @@ void expectSame(const std::vector<float> &got, const std::vector<float> &want,
   }
 }
 
-std::vector<float> absolute(std::vector<float> v) {
-  for (float &x : v)
+/// A summing host row's result on `in` and the scale of its rounding
+/// error (the row on |in|), `outs` floats each: row(in, out).
+struct HostSums {
+  std::vector<float> want, scale;
+};
+template <typename Row>
+HostSums hostSums(const std::vector<float> &in, int64_t outs, Row row) {
+  HostSums h{std::vector<float>(static_cast<size_t>(outs)),
+             std::vector<float>(static_cast<size_t>(outs))};
+  row(in.data(), h.want.data());
+  std::vector<float> mag = in;
+  for (float &x : mag)
     x = std::fabs(x);
-  return v;
+  row(mag.data(), h.scale.data());
+  return h;
 }
 
 std::string name(const char *fn, const std::vector<int64_t> &g, int64_t count) {
@@ -141,11 +136,10 @@ void collectives(const std::vector<int64_t> &g, int64_t count) {
   // all-reduce, out of place and in place.
   {
     std::vector<float> in = uniform(count, uint64_t(gRank));
-    std::vector<float> want(static_cast<size_t>(count)),
-        scale(static_cast<size_t>(count));
-    pfrt_all_reduce_sum(in.data(), want.data(), count, r, n);
-    std::vector<float> mag = absolute(in);
-    pfrt_all_reduce_sum(mag.data(), scale.data(), count, r, n);
+    const auto [want, scale] =
+        hostSums(in, count, [&](const float *i, float *o) {
+          pfrt_all_reduce_sum(i, o, count, r, n);
+        });
     float *din = upload(in), *dout = dalloc(count);
     poison(dout, count);
     CHECK(pfrt_cuda_all_reduce_sum(din, dout, count, r, n) == 0, "rc");
@@ -199,11 +193,10 @@ void collectives(const std::vector<int64_t> &g, int64_t count) {
   // reduce-scatter.
   {
     std::vector<float> in = uniform(n * count, uint64_t(gRank));
-    std::vector<float> want(static_cast<size_t>(count)),
-        scale(static_cast<size_t>(count));
-    pfrt_reduce_scatter_sum(in.data(), want.data(), count, r, n);
-    std::vector<float> mag = absolute(in);
-    pfrt_reduce_scatter_sum(mag.data(), scale.data(), count, r, n);
+    const auto [want, scale] =
+        hostSums(in, count, [&](const float *i, float *o) {
+          pfrt_reduce_scatter_sum(i, o, count, r, n);
+        });
     float *din = upload(in), *dout = dalloc(count);
     poison(dout, count);
     CHECK(pfrt_cuda_reduce_scatter_sum(din, dout, count, r, n) == 0, "rc");
@@ -237,13 +230,10 @@ void collectives(const std::vector<int64_t> &g, int64_t count) {
     int64_t root = g.back();
     bool isRoot = root == gRank;
     std::vector<float> in = uniform(count, uint64_t(gRank));
-    std::vector<float> want(static_cast<size_t>(isRoot ? count : 0)),
-        scale(static_cast<size_t>(isRoot ? count : 0));
-    pfrt_reduce_sum(in.data(), isRoot ? want.data() : nullptr, count, root, r,
-                    n);
-    std::vector<float> mag = absolute(in);
-    pfrt_reduce_sum(mag.data(), isRoot ? scale.data() : nullptr, count, root, r,
-                    n);
+    const auto [want, scale] =
+        hostSums(in, isRoot ? count : 0, [&](const float *i, float *o) {
+          pfrt_reduce_sum(i, isRoot ? o : nullptr, count, root, r, n);
+        });
     float *din = upload(in), *dout = isRoot ? dalloc(count) : nullptr;
     if (isRoot)
       poison(dout, count);
@@ -286,12 +276,10 @@ void graphReplay() {
     poison(ball, n * count);
     pfrt_cuda_graph_launch();
     pfrt_cuda_synchronize();
-    std::vector<float> wa(static_cast<size_t>(count)),
-        sa(static_cast<size_t>(count)), wb(static_cast<size_t>(n * count)),
-        wc = hc;
-    pfrt_all_reduce_sum(ha.data(), wa.data(), count, r, n);
-    std::vector<float> mag = absolute(ha);
-    pfrt_all_reduce_sum(mag.data(), sa.data(), count, r, n);
+    const auto [wa, sa] = hostSums(ha, count, [&](const float *i, float *o) {
+      pfrt_all_reduce_sum(i, o, count, r, n);
+    });
+    std::vector<float> wb(static_cast<size_t>(n * count)), wc = hc;
     pfrt_all_gather(hb.data(), wb.data(), count, r, n);
     pfrt_broadcast(wc.data(), count, root, r, n);
     std::string at = " (graph replay " + std::to_string(replay) + ")";
@@ -403,10 +391,7 @@ void p2pNewPeerStep(int64_t k) {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (pfrt_cuda_device_count() == 0) {
-    printf("cuda-nccl: no CUDA device here, skipped\n");
-    return 77;
-  }
+  pt::skipWithoutDevice("cuda-nccl");
   gSeed = pt_start(&argc, &argv, "cuda-nccl", &gRank, &gSize);
   std::string mode = argc > 1 ? argv[1] : "";
   gStaged = mode == "staged";

@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaTestUtil.h"
 #include "TestUtil.h"
 #include "pfrt/pfrt.h"
 #include "pfrt/pfrt_cuda.h"
@@ -33,8 +34,8 @@ namespace {
 
 uint64_t gSeed, gState, gTag;
 int gRank, gSize;
-int64_t gNext = 0; // bump offset into the device arena
 const int64_t kArena = int64_t(64) << 20;
+pt::DeviceArena gArena(kArena);
 
 int64_t randint(int64_t lo, int64_t hi) { return pt_randint(&gState, lo, hi); }
 
@@ -51,34 +52,18 @@ std::vector<char> randomBytes(int64_t bytes, uint64_t salt) {
 }
 
 std::vector<float> uniform(int64_t n, uint64_t salt) {
-  std::vector<float> v(static_cast<size_t>(n));
-  uint64_t t = ++gTag;
-  for (int64_t i = 0; i < n; ++i)
-    v[size_t(i)] = 4.0f * pt_value(gSeed, t, salt, uint64_t(i));
-  return v;
+  return pt::uniformValues(gSeed, ++gTag, salt, n, -4.0f, 4.0f);
 }
 
 /// A fresh device buffer of `bytes` (the test's own bump allocation).
-void *dalloc(int64_t bytes) {
-  int64_t at = gNext;
-  gNext += (bytes + 255) / 256 * 256;
-  CHECK(gNext <= kArena, "the test needs more than %lld bytes of arena",
-        (long long)kArena);
-  return pfrt_cuda_arena_ptr(at, bytes > 0 ? bytes : 1);
-}
+void *dalloc(int64_t bytes) { return gArena.alloc(bytes); }
 
 void *upload(const void *host, int64_t bytes) {
-  void *d = dalloc(bytes);
-  if (bytes > 0)
-    pfrt_cuda_h2d(d, host, bytes);
-  return d;
+  return gArena.upload(static_cast<const char *>(host), bytes);
 }
 
 std::vector<char> download(const void *d, int64_t bytes) {
-  std::vector<char> h(static_cast<size_t>(bytes > 0 ? bytes : 0));
-  if (bytes > 0)
-    pfrt_cuda_d2h(h.data(), d, bytes);
-  return h;
+  return pt::download(static_cast<const char *>(d), bytes);
 }
 
 void expectSame(const std::vector<char> &got, const std::vector<char> &want,
@@ -381,10 +366,7 @@ void stateParts() {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (pfrt_cuda_device_count() == 0) {
-    printf("cuda-staged: no CUDA device here, skipped\n");
-    return 77;
-  }
+  pt::skipWithoutDevice("cuda-staged");
   gSeed = pt_start(&argc, &argv, "cuda-staged", &gRank, &gSize);
   gState = pt_mix(gSeed ^ 0x57a6ed);
   std::string mode = argc > 1 ? argv[1] : "";

@@ -43,32 +43,25 @@ using namespace cudatwins;
 namespace cudatwins {
 
 uint64_t gSeed, gState, gTag;
-int64_t gNext = 0; // bump offset into the device arena
+pt::DeviceArena gArena(kArena);
 
 std::vector<float> uniform(int64_t n, float lo, float hi) {
-  std::vector<float> v(static_cast<size_t>(n));
-  uint64_t t = ++gTag;
-  for (int64_t i = 0; i < n; ++i)
-    v[size_t(i)] =
-        lo + (hi - lo) * 0.5f * (pt_value(gSeed, t, 0, uint64_t(i)) + 1.0f);
-  return v;
+  return pt::uniformValues(gSeed, ++gTag, 0, n, lo, hi);
 }
 
 int64_t randint(int64_t lo, int64_t hi) { return pt_randint(&gState, lo, hi); }
 
-void *dalloc(int64_t bytes) {
-  int64_t at = gNext;
-  gNext += (bytes + 255) / 256 * 256;
-  CHECK(gNext <= kArena, "the test needs more than %lld bytes of arena",
-        (long long)kArena);
-  return pfrt_cuda_arena_ptr(at, bytes > 0 ? bytes : 1);
-}
-
-std::vector<float> download(const float *d, int64_t n) {
-  std::vector<float> h(static_cast<size_t>(n));
-  if (n > 0)
-    pfrt_cuda_d2h(h.data(), d, n * int64_t(sizeof(float)));
-  return h;
+void expectBinaryTwins(std::initializer_list<BinaryTwin> ops,
+                       const std::vector<float> &a, const std::vector<float> &b,
+                       const float *da, const float *db, float *dout,
+                       const std::string &at) {
+  const int64_t n = int64_t(a.size());
+  std::vector<float> want(a.size());
+  for (const BinaryTwin &op : ops) {
+    op.twin(da, db, dout, n);
+    op.cpu(a.data(), b.data(), want.data(), n);
+    expectBits(download(dout, n), want, op.name + at);
+  }
 }
 
 void expectBits(const std::vector<float> &got, const std::vector<float> &want,
@@ -105,15 +98,10 @@ void elementwise() {
     pfrt_cuda_k_relu(da, dout, n);
     pfrt_k_relu(a.data(), want.data(), n);
     expectBits(download(dout, n), want, "relu" + at);
-    pfrt_cuda_k_relu_grad(da, db, dout, n);
-    pfrt_k_relu_grad(a.data(), b.data(), want.data(), n);
-    expectBits(download(dout, n), want, "relu_grad" + at);
-    pfrt_cuda_k_add(da, db, dout, n);
-    pfrt_k_add(a.data(), b.data(), want.data(), n);
-    expectBits(download(dout, n), want, "add" + at);
-    pfrt_cuda_k_mul(da, db, dout, n);
-    pfrt_k_mul(a.data(), b.data(), want.data(), n);
-    expectBits(download(dout, n), want, "mul" + at);
+    expectBinaryTwins({{"relu_grad", pfrt_cuda_k_relu_grad, pfrt_k_relu_grad},
+                       {"add", pfrt_cuda_k_add, pfrt_k_add},
+                       {"mul", pfrt_cuda_k_mul, pfrt_k_mul}},
+                      a, b, da, db, dout, at);
     pfrt_cuda_k_scale(da, dout, n, 0.3);
     pfrt_k_scale(a.data(), want.data(), n, 0.3);
     expectBits(download(dout, n), want, "scale" + at);
@@ -597,10 +585,7 @@ void gemmPrecision() {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (pfrt_cuda_device_count() == 0) {
-    printf("cuda-twins: no CUDA device here, skipped\n");
-    return 77;
-  }
+  pt::skipWithoutDevice("cuda-twins");
   // 64 KiB of convolution scratch: the larger convolutions run in several
   // runs of images (read at the first convolution).
   setenv("PFRT_CUDA_CONV_SCRATCH", "65536", 0);

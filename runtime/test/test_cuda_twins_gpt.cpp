@@ -34,12 +34,9 @@ void tensorOpsAndSoftmaxes() {
     int64_t *dmi = upload(maskI);
     float *dout = static_cast<float *>(dalloc(n * 4));
     std::vector<float> want(static_cast<size_t>(n));
-    pfrt_cuda_k_sub(da, db, dout, n);
-    pfrt_k_sub(a.data(), b.data(), want.data(), n);
-    expectBits(download(dout, n), want, "sub" + at);
-    pfrt_cuda_k_div(da, db, dout, n);
-    pfrt_k_div(a.data(), b.data(), want.data(), n);
-    expectBits(download(dout, n), want, "div" + at);
+    expectBinaryTwins({{"sub", pfrt_cuda_k_sub, pfrt_k_sub},
+                       {"div", pfrt_cuda_k_div, pfrt_k_div}},
+                      a, b, da, db, dout, at);
     pfrt_cuda_k_masked_fill(da, dmf, dout, n, 0, -1e9);
     pfrt_k_masked_fill(a.data(), maskF.data(), want.data(), n, 0, -1e9);
     expectBits(download(dout, n), want, "masked_fill float" + at);
@@ -242,21 +239,18 @@ void gptTwins() {
       float *dloss = static_cast<float *>(dalloc(4));
       std::vector<float> want(1), g = {0.75f}, wantD(size_t(n * c)), cnt(1);
       float *dg = upload(g), *dd = static_cast<float *>(dalloc(n * c * 4));
-      if (mean) {
-        pfrt_cuda_k_softmax_xent_ignore(dx, dl, dloss, n, c, ignore);
-        pfrt_k_softmax_xent_ignore(x.data(), labels.data(), want.data(), n, c,
-                                   ignore);
-        pfrt_cuda_k_softmax_xent_grad_ignore(dx, dl, dg, dd, n, c, ignore);
-        pfrt_k_softmax_xent_grad_ignore(x.data(), labels.data(), g.data(),
-                                        wantD.data(), n, c, ignore);
-      } else {
-        pfrt_cuda_k_softmax_xent_sum(dx, dl, dloss, n, c, ignore);
-        pfrt_k_softmax_xent_sum(x.data(), labels.data(), want.data(), n, c,
-                                ignore);
-        pfrt_cuda_k_softmax_xent_grad_sum(dx, dl, dg, dd, n, c, ignore);
-        pfrt_k_softmax_xent_grad_sum(x.data(), labels.data(), g.data(),
-                                     wantD.data(), n, c, ignore);
-      }
+      // The mean over the kept rows or the sum: the same signatures.
+      auto *twin =
+          mean ? pfrt_cuda_k_softmax_xent_ignore : pfrt_cuda_k_softmax_xent_sum;
+      auto *twinGrad = mean ? pfrt_cuda_k_softmax_xent_grad_ignore
+                            : pfrt_cuda_k_softmax_xent_grad_sum;
+      auto *cpu = mean ? pfrt_k_softmax_xent_ignore : pfrt_k_softmax_xent_sum;
+      auto *cpuGrad =
+          mean ? pfrt_k_softmax_xent_grad_ignore : pfrt_k_softmax_xent_grad_sum;
+      twin(dx, dl, dloss, n, c, ignore);
+      cpu(x.data(), labels.data(), want.data(), n, c, ignore);
+      twinGrad(dx, dl, dg, dd, n, c, ignore);
+      cpuGrad(x.data(), labels.data(), g.data(), wantD.data(), n, c, ignore);
       // The GPU's log and exp may differ from the host's in the last bit.
       expectClose(download(dloss, 1), want, 1e-6, "softmax_xent" + at);
       expectClose(download(dd, n * c), wantD, 1e-6, "softmax_xent_grad" + at);

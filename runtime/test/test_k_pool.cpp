@@ -12,15 +12,7 @@
 
 int main(int argc, char **argv) {
   kt::Harness h("k-pool", argc, argv);
-  // N C H W KH KW sh sw ph pw
-  const int64_t cfgs[][10] = {
-      {2, 3, 8, 8, 2, 2, 2, 2, 0, 0},    {2, 3, 9, 11, 3, 3, 2, 2, 1, 1},
-      {1, 4, 7, 10, 3, 2, 1, 1, 1, 1},   {3, 2, 13, 9, 5, 3, 3, 2, 2, 1},
-      {1, 1, 5, 5, 5, 5, 1, 1, 2, 2},    {2, 2, 6, 7, 1, 1, 2, 3, 0, 0},
-      {2, 5, 12, 12, 3, 3, 2, 2, 1, 1},  {1, 3, 4, 37, 2, 4, 1, 3, 1, 2},
-      {1, 2, 3, 70, 1, 66, 1, 1, 0, 33}, // a very wide window
-  };
-  for (const auto &c : cfgs) {
+  for (const auto &c : pt::kPoolCases) {
     int64_t N = c[0], C = c[1], H = c[2], W = c[3], KH = c[4], KW = c[5],
             sh = c[6], sw = c[7], ph = c[8], pw = c[9];
     int64_t OH = (H + 2 * ph - KH) / sh + 1, OW = (W + 2 * pw - KW) / sw + 1;

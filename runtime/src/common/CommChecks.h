@@ -84,6 +84,34 @@ inline int64_t mulCount(int64_t n, int64_t count, const char *fn) {
   return r;
 }
 
+/// The buffer checks of a collective over one block of count elements per
+/// member of n: in and out of one block each, or of all n blocks (inAll,
+/// outAll), given and apart. Returns the n blocks' element count.
+inline int64_t checkBlockBuffers(const void *in, bool inAll, const void *out,
+                                 bool outAll, int64_t count, int64_t n,
+                                 const char *fn,
+                                 int64_t elemSize = sizeof(float)) {
+  checkCount(count, fn);
+  int64_t total = mulCount(n, count, fn);
+  int64_t inCount = inAll ? total : count, outCount = outAll ? total : count;
+  checkBuf(in, inCount, "in", fn);
+  checkBuf(out, outCount, "out", fn);
+  checkNoOverlap(in, inCount, out, outCount, fn, elemSize);
+  return total;
+}
+
+/// The buffer checks of a reduce to a root (count checked): in given, and
+/// on the root out given and either in or apart from it.
+inline void checkReduceBuffers(const float *in, const float *out, int64_t count,
+                               bool isRoot, const char *fn) {
+  checkBuf(in, count, "in", fn);
+  if (!isRoot)
+    return;
+  checkBuf(out, count, "out (on the root)", fn);
+  if (in != out)
+    checkNoOverlap(in, count, out, count, fn);
+}
+
 } // namespace comm
 } // namespace pfrt
 

@@ -200,6 +200,17 @@ struct ConvBuf {
 /// pfrt_k_conv2d's checks: the dims, then each tensor in the order given.
 ConvArgs checkConvArgs(const char *fn, const int64_t *dims,
                        std::initializer_list<ConvBuf> bufs);
+/// A conv2d output of n floats that needs no GEMM: empty, or an empty sum
+/// (emptySum), which zero(out, n) fills (host or device memory). False when
+/// there is work to do.
+template <typename Zero>
+bool trivialConvOutput(float *out, int64_t n, bool emptySum, Zero zero) {
+  if (n == 0)
+    return true;
+  if (emptySum)
+    zero(out, n);
+  return emptySum;
+}
 
 /// A pooling call's dims (pfrt.h's 12) and what they derive.
 struct PoolArgs {

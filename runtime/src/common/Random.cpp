@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
+#include "KernelMath.h"
 #include "pfrt/pfrt.h"
 
 #include <cmath>
@@ -16,56 +17,17 @@ using namespace pfrt;
 
 namespace {
 
-constexpr uint32_t kM0 = 0xD2511F53u;
-constexpr uint32_t kM1 = 0xCD9E8D57u;
-constexpr uint32_t kW0 = 0x9E3779B9u;
-constexpr uint32_t kW1 = 0xBB67AE85u;
 constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
 constexpr uint64_t kFnvPrime = 0x100000001b3ull;
 // 2*pi rounded to double; the NumPy twin uses 2.0 * math.pi, the same value.
 constexpr double kTwoPi = 6.283185307179586;
 
-struct Block {
-  uint32_t x[4];
-};
-
-inline Block philox(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
-                    uint32_t k0, uint32_t k1) {
-  for (int r = 0; r < 10; ++r) {
-    if (r) {
-      k0 += kW0;
-      k1 += kW1;
-    }
-    uint64_t p0 = uint64_t(kM0) * c0;
-    uint64_t p1 = uint64_t(kM1) * c2;
-    uint32_t n0 = uint32_t(p1 >> 32) ^ c1 ^ k0;
-    uint32_t n2 = uint32_t(p0 >> 32) ^ c3 ^ k1;
-    c1 = uint32_t(p1);
-    c3 = uint32_t(p0);
-    c0 = n0;
-    c2 = n2;
-  }
-  return {{c0, c1, c2, c3}};
-}
-
-/// Draws the block for logical element i of (seed, stream).
-struct ElementRng {
-  uint32_t k0, k1, s0, s1;
-  ElementRng(uint64_t seed, uint64_t stream)
-      : k0(uint32_t(seed)), k1(uint32_t(seed >> 32)), s0(uint32_t(stream)),
-        s1(uint32_t(stream >> 32)) {}
-  Block operator()(int64_t i) const {
-    uint64_t u = uint64_t(i);
-    return philox(uint32_t(u), uint32_t(u >> 32), s0, s1, k0, k1);
-  }
-};
-
-inline double unitOpen(uint32_t x) { return (double(x) + 0.5) * 0x1p-32; }
-
-inline float uniformValue(const Block &b, double low, double high) {
-  double span = high - low;
-  return float(low + span * unitOpen(b.x[0]));
-}
+/// Philox4x32-10 (KernelMath.h, shared with the device's dropout masks).
+using Block = kern::PhiloxBlock;
+using kern::philox;
+using kern::philoxAt;
+using kern::uniformValue;
+using kern::unitOpen;
 
 inline float normalValue(const Block &b, double mean, double std) {
   double u0 = unitOpen(b.x[0]);
@@ -79,11 +41,10 @@ inline float normalValue(const Block &b, double mean, double std) {
 template <typename T, typename Fn>
 void fillRandom(T *out, const ShardSpec &s, uint64_t seed, uint64_t stream,
                 Fn &&value) {
-  ElementRng rng(seed, stream);
   forEachRun(s, [&](int64_t start, int64_t local, int64_t len) {
     T *dst = out + local;
     for (int64_t j = 0; j < len; ++j)
-      dst[j] = value(rng(start + j));
+      dst[j] = value(philoxAt(seed, stream, start + j));
   });
 }
 

@@ -33,6 +33,27 @@ inline int64_t reduceColumnChunk(int64_t rows, int64_t outputs) {
   return chunks < 2 ? 0 : (rows + chunks - 1) / chunks;
 }
 
+/// reduce_sum's shape with unit dimensions dropped and neighbours with the
+/// same flag merged, so that the dims left alternate kept/reduced: ext[d]
+/// and red[d] for d < the count returned.
+inline int64_t mergeReduceDims(int64_t rank, const int64_t *shape,
+                               const int8_t *reduce, int64_t *ext, bool *red) {
+  int64_t r = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (shape[d] == 1)
+      continue;
+    bool rd = reduce[d] != 0;
+    if (r > 0 && red[r - 1] == rd) {
+      ext[r - 1] *= shape[d];
+    } else {
+      ext[r] = shape[d];
+      red[r] = rd;
+      ++r;
+    }
+  }
+  return r;
+}
+
 } // namespace kern
 } // namespace pfrt
 

@@ -24,20 +24,7 @@ using namespace pfrt::kern;
 
 namespace {
 
-/// The checked dims (common/KernelArgs.h) and, for each kernel column kw,
-/// the valid output-column range [owLo[kw], owHi[kw]).
-struct ConvDims : ConvArgs {
-  std::vector<int64_t> owLo, owHi;
-};
-
-/// Checks dims and each tensor argument in the order given.
-ConvDims checkedDims(const char *fn, const int64_t *dims,
-                     std::initializer_list<ConvBuf> args) {
-  ConvDims d;
-  static_cast<ConvArgs &>(d) = checkConvArgs(fn, dims, args);
-  validColumns(d.W, d.OW, d.KW, d.sw, d.pw, d.dw, d.owLo, d.owHi);
-  return d;
-}
+using ConvDims = WindowDims<ConvArgs>;
 
 /// col[K][P] from x[Cg][H][W].
 void im2col(const ConvDims &d, const float *PFRT_RESTRICT x,
@@ -112,12 +99,9 @@ const float *columns(const ConvDims &d, const float *xg, float *col) {
 /// An output of n elements needs no GEMM: empty, or zero-filled when its
 /// reduction is empty (emptySum). False when there is work to do.
 bool trivialOutput(float *out, int64_t n, bool emptySum) {
-  if (n == 0)
-    return true;
-  if (!emptySum)
-    return false;
-  std::memset(out, 0, size_t(n) * sizeof(float));
-  return true;
+  return trivialConvOutput(out, n, emptySum, [](float *o, int64_t m) {
+    std::memset(o, 0, size_t(m) * sizeof(float));
+  });
 }
 
 /// Calls body(n, x, y, w) for every image n and group g, with the element

@@ -14,11 +14,13 @@
 
 #include "../common/Internal.h"
 #include "../common/KernelArgs.h"
+#include "../common/KernelMath.h"
 #include "../common/ReduceOrder.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #define PFRT_RESTRICT __restrict__
@@ -134,56 +136,6 @@ PFRT_ALWAYS_INLINE void accumulateRow(double *PFRT_RESTRICT acc,
 // exp and softmax rows (softmax, the cross-entropies, the activations)
 //===----------------------------------------------------------------------===//
 
-/// exp(x) in float64 for x in about [-700, 700], branch-free so that loops
-/// calling it vectorize. x = k ln2 + r, |r| <= ln2/2, exp(r) by its Taylor
-/// polynomial to r^11 (relative error < 1e-14), times 2^k built from the
-/// exponent bits. Arguments below -700 are clamped (their share of any sum
-/// that also holds exp(0) = 1 is below 1e-300); NaN stays NaN.
-PFRT_ALWAYS_INLINE double expClamped(double x) {
-  x = x < -700.0 ? -700.0 : x;
-  const double shifter = 6755399441055744.0; // 0x1.8p52: rounds to integer
-  double t = x * 1.4426950408889634 + shifter;
-  double kf = t - shifter;
-  double r = (x - kf * 0.6931471803691238) - kf * 1.9082149292705877e-10;
-  double p = 2.505210838544172e-08; // 1/11!
-  p = p * r + 2.755731922398589e-07;
-  p = p * r + 2.7557319223985893e-06;
-  p = p * r + 2.48015873015873e-05;
-  p = p * r + 1.984126984126984e-04;
-  p = p * r + 1.3888888888888889e-03;
-  p = p * r + 8.333333333333333e-03;
-  p = p * r + 4.1666666666666664e-02;
-  p = p * r + 1.6666666666666666e-01;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  // The low mantissa bits of t hold k + 2^51; (bits + 1023) << 52 keeps
-  // exactly k + 1023 in the exponent field.
-  uint64_t bits;
-  std::memcpy(&bits, &t, 8);
-  uint64_t sbits = (bits + 1023) << 52;
-  double scale;
-  std::memcpy(&scale, &sbits, 8);
-  return p * scale;
-}
-
-/// max over x[0..n), n >= 1 (NaN handling is left to the caller's sums).
-PFRT_ALWAYS_INLINE float rowMax(const float *PFRT_RESTRICT x, int64_t n) {
-  float m[8];
-  for (int j = 0; j < 8; ++j)
-    m[j] = x[0];
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j)
-      m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
-  float r = m[0];
-  for (int j = 1; j < 8; ++j)
-    r = m[j] > r ? m[j] : r;
-  for (; i < n; ++i)
-    r = x[i] > r ? x[i] : r;
-  return r;
-}
-
 /// One softmax row: returns mx = max(x) and the float64 sum of
 /// e[i] = exp(x[i] - mx), which it stores.
 PFRT_ALWAYS_INLINE double softmaxRowBody(const float *PFRT_RESTRICT x,
@@ -238,6 +190,28 @@ inline void validColumns(int64_t W, int64_t OW, int64_t KW, int64_t stride,
     lo[kw] = l < h ? l : h;
     hi[kw] = h;
   }
+}
+
+/// A window kernel's checked dims (Args: common/KernelArgs.h's ConvArgs or
+/// PoolArgs) and, for each kernel column kw, the valid output-column range
+/// [owLo[kw], owHi[kw]) (validColumns, with the kernel's column dilation).
+template <typename Args> struct WindowDims : Args {
+  std::vector<int64_t> owLo, owHi;
+  WindowDims(const Args &a, int64_t dilation) : Args(a) {
+    validColumns(this->W, this->OW, this->KW, this->sw, this->pw, dilation,
+                 owLo, owHi);
+  }
+};
+
+/// Checks dims and each tensor argument in the order given.
+inline WindowDims<ConvArgs> checkedDims(const char *fn, const int64_t *dims,
+                                        std::initializer_list<ConvBuf> args) {
+  const ConvArgs a = checkConvArgs(fn, dims, args);
+  return WindowDims<ConvArgs>(a, a.dw);
+}
+inline WindowDims<PoolArgs> checkedDims(const char *fn, const int64_t *dims,
+                                        std::initializer_list<PoolBuf> args) {
+  return WindowDims<PoolArgs>(checkPoolArgs(fn, dims, args), 1);
 }
 
 } // namespace kern

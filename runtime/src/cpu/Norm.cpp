@@ -29,43 +29,6 @@ struct Stats {
   double *k, *s1, *s2, *t1, *t2, *mean, *invstd;
 };
 
-/// One run of len values of one channel.
-template <bool WithDy>
-PFRT_ALWAYS_INLINE void
-runSums(const float *PFRT_RESTRICT x, const float *PFRT_RESTRICT dy,
-        int64_t len, double k, double &s1, double &s2, double &t1, double &t2) {
-  double a1[4] = {0, 0, 0, 0}, a2[4] = {0, 0, 0, 0};
-  double b1[4] = {0, 0, 0, 0}, b2[4] = {0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 4 <= len; i += 4)
-    for (int j = 0; j < 4; ++j) {
-      double d = double(x[i + j]) - k;
-      a1[j] += d;
-      a2[j] += d * d;
-      if (WithDy) {
-        double g = double(dy[i + j]);
-        b1[j] += g;
-        b2[j] += g * d;
-      }
-    }
-  for (; i < len; ++i) {
-    double d = double(x[i]) - k;
-    a1[0] += d;
-    a2[0] += d * d;
-    if (WithDy) {
-      double g = double(dy[i]);
-      b1[0] += g;
-      b2[0] += g * d;
-    }
-  }
-  s1 += (a1[0] + a1[2]) + (a1[1] + a1[3]);
-  s2 += (a2[0] + a2[2]) + (a2[1] + a2[3]);
-  if (WithDy) {
-    t1 += (b1[0] + b1[2]) + (b1[1] + b1[3]);
-    t2 += (b2[0] + b2[2]) + (b2[1] + b2[3]);
-  }
-}
-
 /// Fills the sums (and t1, t2 when dy != NULL), mean and invstd of s.
 template <bool WithDy>
 PFRT_ALWAYS_INLINE void computeStats(const Stats &s, const float *x,
@@ -97,8 +60,14 @@ PFRT_ALWAYS_INLINE void computeStats(const Stats &s, const float *x,
     for (int64_t r = 0; r < n; ++r)
       for (int64_t j = 0; j < c; ++j) {
         int64_t off = (r * c + j) * hw;
-        runSums<WithDy>(x + off, WithDy ? dy + off : nullptr, hw, s.k[j],
-                        s.s1[j], s.s2[j], s.t1[j], s.t2[j]);
+        NormRunSums rs = normRunSums<WithDy>(
+            x + off, WithDy ? dy + off : nullptr, hw, s.k[j]);
+        s.s1[j] += rs.s1;
+        s.s2[j] += rs.s2;
+        if (WithDy) {
+          s.t1[j] += rs.t1;
+          s.t2[j] += rs.t2;
+        }
       }
   }
   const double m = double(n * hw);

@@ -24,20 +24,7 @@ using namespace pfrt::kern;
 
 namespace {
 
-/// The checked dims (common/KernelArgs.h) and, for each kw, the valid
-/// output-column range [owLo[kw], owHi[kw]).
-struct PoolDims : PoolArgs {
-  std::vector<int64_t> owLo, owHi;
-};
-
-/// Checks dims and each tensor argument in the order given.
-PoolDims checkedDims(const char *fn, const int64_t *dims,
-                     std::initializer_list<PoolBuf> args) {
-  PoolDims d;
-  static_cast<PoolArgs &>(d) = checkPoolArgs(fn, dims, args);
-  validColumns(d.W, d.OW, d.KW, d.sw, d.pw, 1, d.owLo, d.owHi);
-  return d;
-}
+using PoolDims = WindowDims<PoolArgs>;
 
 /// Visits the valid window offsets of output row oh in row-major order:
 /// fn(ih, kw, src, lo, hi) where src[ow*sw] is input column ow*sw - pw + kw

@@ -32,14 +32,7 @@ PFRT_MULTIVERSION void reduceRows(const float *PFRT_RESTRICT x,
       acc[out] += sumF64(x + xo, len);
     else
       accumulateRow(acc + out, x + xo, len);
-    // Odometer over dims 0..r-2.
-    for (int64_t d = r - 2; d >= 0; --d) {
-      out += ostr[d];
-      if (++idx[d] < ext[d])
-        break;
-      out -= ostr[d] * ext[d];
-      idx[d] = 0;
-    }
+    nextIndex(idx, ext, ostr, r - 2, &out); // over dims 0..r-2
   }
 }
 
@@ -77,23 +70,10 @@ void pfrt_k_reduce_sum(const float *x, float *y, int64_t rank,
     std::memset(y, 0, size_t(outTotal) * sizeof(float));
     return;
   }
-  // Drop unit dimensions and merge neighbours with the same flag: the
-  // remaining dims alternate kept/reduced.
+  // The merged dims alternate kept/reduced (ReduceOrder.h).
   int64_t ext[kMaxRank];
   bool red[kMaxRank];
-  int64_t r = 0;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (shape[d] == 1)
-      continue;
-    bool rd = reduce[d] != 0;
-    if (r > 0 && red[r - 1] == rd) {
-      ext[r - 1] *= shape[d];
-    } else {
-      ext[r] = shape[d];
-      red[r] = rd;
-      ++r;
-    }
-  }
+  const int64_t r = mergeReduceDims(rank, shape, reduce, ext, red);
   if (r == 0 || (r == 1 && !red[0])) { // nothing to sum
     std::memcpy(y, x, size_t(total) * sizeof(float));
     return;

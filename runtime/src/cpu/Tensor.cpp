@@ -81,13 +81,7 @@ void pfrt_k_transpose(const float *x, float *y, int64_t rank,
     int64_t xo = 0;
     for (int64_t yo = 0; yo < total; yo += len) {
       std::memcpy(y + yo, x + xo, size_t(len) * sizeof(float));
-      for (int64_t d = r - 2; d >= 0; --d) {
-        xo += istr[d];
-        if (++idx[d] < ge[d])
-          break;
-        xo -= istr[d] * ge[d];
-        idx[d] = 0;
-      }
+      nextIndex(idx, ge, istr, r - 2, &xo);
     }
     return;
   }

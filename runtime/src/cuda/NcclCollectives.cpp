@@ -29,11 +29,6 @@ namespace {
 
 using comm::checkBuf;
 using comm::checkCount;
-using comm::checkNoOverlap;
-
-int64_t blocks(int64_t n, int64_t count, const char *fn) {
-  return comm::mulCount(n, count, fn);
-}
 
 } // namespace
 
@@ -49,19 +44,29 @@ const Group &allReduceGroup(const float *in, const float *out, int64_t count,
   comm::checkAllReduceBuffers(in, out, count, fn);
   return g;
 }
+
+/// Runs one NCCL collective of g (call(): the ncclResult_t of its enqueue,
+/// named `what`) unless it moves nothing, then polls g's asynchronous
+/// errors.
+template <typename Call>
+int enqueue(const Group &g, int64_t count, const char *what, const char *fn,
+            Call call) {
+  if (count > 0) {
+    check(call(), what, fn);
+    pollAsync(g, fn);
+  }
+  return 0;
+}
 } // namespace
 
 int allReduceSum(const float *in, float *out, int64_t count,
                  const int64_t *ranks, int64_t n) {
   const char *fn = "pfrt_all_reduce_sum";
   const Group &g = allReduceGroup(in, out, count, ranks, n, fn);
-  if (count > 0) {
-    check(gNccl.api.ncclAllReduce(in, out, size_t(count), ncclFloat32, ncclSum,
-                                  g.comm, stream()),
-          "ncclAllReduce", fn);
-    pollAsync(g, fn);
-  }
-  return 0;
+  return enqueue(g, count, "ncclAllReduce", fn, [&] {
+    return gNccl.api.ncclAllReduce(in, out, size_t(count), ncclFloat32, ncclSum,
+                                   g.comm, stream());
+  });
 }
 
 namespace {
@@ -108,36 +113,22 @@ int allGather(const float *in, float *out, int64_t count, const int64_t *ranks,
               int64_t n) {
   const char *fn = "pfrt_all_gather";
   const Group &g = groupFor(ranks, n, fn);
-  checkCount(count, fn);
-  int64_t total = blocks(n, count, fn);
-  checkBuf(in, count, "in", fn);
-  checkBuf(out, total, "out", fn);
-  checkNoOverlap(in, count, out, total, fn);
-  if (count > 0) {
-    check(gNccl.api.ncclAllGather(in, out, size_t(count), ncclFloat32, g.comm,
-                                  stream()),
-          "ncclAllGather", fn);
-    pollAsync(g, fn);
-  }
-  return 0;
+  comm::checkBlockBuffers(in, false, out, true, count, n, fn);
+  return enqueue(g, count, "ncclAllGather", fn, [&] {
+    return gNccl.api.ncclAllGather(in, out, size_t(count), ncclFloat32, g.comm,
+                                   stream());
+  });
 }
 
 int reduceScatterSum(const float *in, float *out, int64_t count,
                      const int64_t *ranks, int64_t n) {
   const char *fn = "pfrt_reduce_scatter_sum";
   const Group &g = groupFor(ranks, n, fn);
-  checkCount(count, fn);
-  int64_t total = blocks(n, count, fn);
-  checkBuf(in, total, "in", fn);
-  checkBuf(out, count, "out", fn);
-  checkNoOverlap(in, total, out, count, fn);
-  if (count > 0) {
-    check(gNccl.api.ncclReduceScatter(in, out, size_t(count), ncclFloat32,
-                                      ncclSum, g.comm, stream()),
-          "ncclReduceScatter", fn);
-    pollAsync(g, fn);
-  }
-  return 0;
+  comm::checkBlockBuffers(in, true, out, false, count, n, fn);
+  return enqueue(g, count, "ncclReduceScatter", fn, [&] {
+    return gNccl.api.ncclReduceScatter(in, out, size_t(count), ncclFloat32,
+                                       ncclSum, g.comm, stream());
+  });
 }
 
 int broadcast(float *buf, int64_t count, int64_t root, const int64_t *ranks,
@@ -147,13 +138,10 @@ int broadcast(float *buf, int64_t count, int64_t root, const int64_t *ranks,
   checkCount(count, fn);
   checkBuf(buf, count, "buf", fn);
   int rootPos = rootPosition(ranks, n, root, fn);
-  if (count > 0) {
-    check(gNccl.api.ncclBroadcast(buf, buf, size_t(count), ncclFloat32, rootPos,
-                                  g.comm, stream()),
-          "ncclBroadcast", fn);
-    pollAsync(g, fn);
-  }
-  return 0;
+  return enqueue(g, count, "ncclBroadcast", fn, [&] {
+    return gNccl.api.ncclBroadcast(buf, buf, size_t(count), ncclFloat32,
+                                   rootPos, g.comm, stream());
+  });
 }
 
 int reduceSum(const float *in, float *out, int64_t count, int64_t root,
@@ -163,30 +151,19 @@ int reduceSum(const float *in, float *out, int64_t count, int64_t root,
   checkCount(count, fn);
   int rootPos = rootPosition(ranks, n, root, fn);
   bool isRoot = rootPos == g.pos;
-  checkBuf(in, count, "in", fn);
-  if (isRoot) {
-    checkBuf(out, count, "out (on the root)", fn);
-    if (in != out)
-      checkNoOverlap(in, count, out, count, fn);
-  }
-  if (count > 0) {
-    check(gNccl.api.ncclReduce(in, isRoot ? out : nullptr, size_t(count),
-                               ncclFloat32, ncclSum, rootPos, g.comm, stream()),
-          "ncclReduce", fn);
-    pollAsync(g, fn);
-  }
-  return 0;
+  comm::checkReduceBuffers(in, out, count, isRoot, fn);
+  return enqueue(g, count, "ncclReduce", fn, [&] {
+    return gNccl.api.ncclReduce(in, isRoot ? out : nullptr, size_t(count),
+                                ncclFloat32, ncclSum, rootPos, g.comm,
+                                stream());
+  });
 }
 
 int allToAll(const float *in, float *out, int64_t count, const int64_t *ranks,
              int64_t n) {
   const char *fn = "pfrt_all_to_all";
   const Group &g = groupFor(ranks, n, fn);
-  checkCount(count, fn);
-  int64_t total = blocks(n, count, fn);
-  checkBuf(in, total, "in", fn);
-  checkBuf(out, total, "out", fn);
-  checkNoOverlap(in, total, out, total, fn);
+  comm::checkBlockBuffers(in, true, out, true, count, n, fn);
   if (count == 0)
     return 0;
   cudaStream_t s = stream();

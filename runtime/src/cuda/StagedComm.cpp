@@ -58,6 +58,22 @@ void pfrt::staged::toDevice(float *device, const std::vector<float> &host) {
 
 namespace {
 
+/// A collective through host memory: in's inCount floats to the host, the
+/// host row row(hostIn, hostOut) into outCount floats, and those to out.
+template <typename Row>
+int throughHost(const float *in, int64_t inCount, float *out, int64_t outCount,
+                Row row) {
+  std::vector<float> h = toHost(in, inCount);
+  std::vector<float> o(size_t(outCount > 0 ? outCount : 0));
+  int rc = row(h.data(), o.data());
+  toDevice(out, o);
+  return rc;
+}
+
+} // namespace
+
+namespace {
+
 /// A staged call other than point-to-point ran.
 bool gStagedOther = false;
 
@@ -318,11 +334,10 @@ int pfrt_cuda_all_gather(const float *in, float *out, int64_t count,
   if (nccl::useNccl(ranks, n, "pfrt_all_gather"))
     return nccl::allGather(in, out, count, ranks, n);
   enter("pfrt_cuda_all_gather");
-  std::vector<float> h = toHost(in, count);
-  std::vector<float> all(size_t(count * groupSize(n)));
-  int rc = pfrt_all_gather(h.data(), all.data(), count, ranks, n);
-  toDevice(out, all);
-  return rc;
+  return throughHost(in, count, out, count * groupSize(n),
+                     [&](const float *h, float *o) {
+                       return pfrt_all_gather(h, o, count, ranks, n);
+                     });
 }
 
 int pfrt_cuda_reduce_scatter_sum(const float *in, float *out, int64_t count,
@@ -330,11 +345,10 @@ int pfrt_cuda_reduce_scatter_sum(const float *in, float *out, int64_t count,
   if (nccl::useNccl(ranks, n, "pfrt_reduce_scatter_sum"))
     return nccl::reduceScatterSum(in, out, count, ranks, n);
   enter("pfrt_cuda_reduce_scatter_sum");
-  std::vector<float> h = toHost(in, count * groupSize(n));
-  std::vector<float> mine(static_cast<size_t>(count));
-  int rc = pfrt_reduce_scatter_sum(h.data(), mine.data(), count, ranks, n);
-  toDevice(out, mine);
-  return rc;
+  return throughHost(in, count * groupSize(n), out, count,
+                     [&](const float *h, float *o) {
+                       return pfrt_reduce_scatter_sum(h, o, count, ranks, n);
+                     });
 }
 
 int pfrt_cuda_all_to_all(const float *in, float *out, int64_t count,
@@ -342,11 +356,10 @@ int pfrt_cuda_all_to_all(const float *in, float *out, int64_t count,
   if (nccl::useNccl(ranks, n, "pfrt_all_to_all"))
     return nccl::allToAll(in, out, count, ranks, n);
   enter("pfrt_cuda_all_to_all");
-  std::vector<float> h = toHost(in, count * groupSize(n));
-  std::vector<float> back(h.size());
-  int rc = pfrt_all_to_all(h.data(), back.data(), count, ranks, n);
-  toDevice(out, back);
-  return rc;
+  return throughHost(in, count * groupSize(n), out, count * groupSize(n),
+                     [&](const float *h, float *o) {
+                       return pfrt_all_to_all(h, o, count, ranks, n);
+                     });
 }
 
 int pfrt_cuda_broadcast(float *buf, int64_t count, int64_t root,

@@ -60,6 +60,23 @@ void checkInputBuffer(const char *fn, int64_t index, void *out, int64_t bytes) {
           (long long)bytes);
 }
 
+/// Input `index` into the device buffer out (bytes) through the host row
+/// row(host): a host node of the graph while the stream captures, else
+/// written into its staging buffer (staging kind `kind`) and copied.
+template <typename Row>
+int stageInput(const char *fn, int kind, int64_t index, void *out,
+               int64_t bytes, Row row) {
+  checkInputBuffer(fn, index, out, bytes);
+  if (cuda::streamCapturing()) {
+    captureInput(out, bytes, fn, row);
+    return 0;
+  }
+  Staging &s = stagingFor(kind, index, out, bytes);
+  row(s.host.data());
+  copyStaged(s, out, bytes);
+  return 0;
+}
+
 } // namespace
 
 extern "C" {
@@ -79,19 +96,11 @@ int pfrt_cuda_zero_partial_input(void *buf, int64_t bytes) {
 int pfrt_cuda_load_input(int64_t index, void *out, int64_t bytes, int32_t dtype,
                          int64_t num_classes, uint64_t seed, uint64_t stream,
                          int64_t ndim, const int64_t *shape) {
-  checkInputBuffer("pfrt_cuda_load_input", index, out, bytes);
-  if (cuda::streamCapturing()) {
-    captureInput(out, bytes, "pfrt_cuda_load_input", [=](void *host) {
-      pfrt_load_input(index, host, bytes, dtype, num_classes, seed, stream,
-                      ndim, shape);
-    });
-    return 0;
-  }
-  Staging &s = stagingFor(0, index, out, bytes);
-  pfrt_load_input(index, s.host.data(), bytes, dtype, num_classes, seed, stream,
-                  ndim, shape);
-  copyStaged(s, out, bytes);
-  return 0;
+  return stageInput("pfrt_cuda_load_input", 0, index, out, bytes,
+                    [=](void *host) {
+                      pfrt_load_input(index, host, bytes, dtype, num_classes,
+                                      seed, stream, ndim, shape);
+                    });
 }
 
 int pfrt_cuda_load_input_boxes(int64_t index, void *out, int64_t bytes,
@@ -100,21 +109,12 @@ int pfrt_cuda_load_input_boxes(int64_t index, void *out, int64_t bytes,
                                const int64_t *logical_shape, int64_t num_boxes,
                                const int64_t *offsets,
                                const int64_t *box_shape) {
-  checkInputBuffer("pfrt_cuda_load_input_boxes", index, out, bytes);
-  if (cuda::streamCapturing()) {
-    captureInput(out, bytes, "pfrt_cuda_load_input_boxes", [=](void *host) {
-      pfrt_load_input_boxes(index, host, bytes, dtype, num_classes, seed,
-                            stream, ndim, logical_shape, num_boxes, offsets,
-                            box_shape);
-    });
-    return 0;
-  }
-  Staging &s = stagingFor(0, index, out, bytes);
-  pfrt_load_input_boxes(index, s.host.data(), bytes, dtype, num_classes, seed,
-                        stream, ndim, logical_shape, num_boxes, offsets,
-                        box_shape);
-  copyStaged(s, out, bytes);
-  return 0;
+  return stageInput(
+      "pfrt_cuda_load_input_boxes", 0, index, out, bytes, [=](void *host) {
+        pfrt_load_input_boxes(index, host, bytes, dtype, num_classes, seed,
+                              stream, ndim, logical_shape, num_boxes, offsets,
+                              box_shape);
+      });
 }
 
 int pfrt_cuda_load_input_part(int64_t index, void *out, int64_t bytes,
@@ -124,21 +124,12 @@ int pfrt_cuda_load_input_part(int64_t index, void *out, int64_t bytes,
                               const int64_t *logical_shape, int64_t num_boxes,
                               const int64_t *offsets,
                               const int64_t *box_shape) {
-  checkInputBuffer("pfrt_cuda_load_input_part", index, out, bytes);
-  if (cuda::streamCapturing()) {
-    captureInput(out, bytes, "pfrt_cuda_load_input_part", [=](void *host) {
-      pfrt_load_input_part(index, host, bytes, part, num_parts, dtype,
-                           num_classes, seed, stream, ndim, logical_shape,
-                           num_boxes, offsets, box_shape);
-    });
-    return 0;
-  }
-  Staging &s = stagingFor(1, index, out, bytes);
-  pfrt_load_input_part(index, s.host.data(), bytes, part, num_parts, dtype,
-                       num_classes, seed, stream, ndim, logical_shape,
-                       num_boxes, offsets, box_shape);
-  copyStaged(s, out, bytes);
-  return 0;
+  return stageInput(
+      "pfrt_cuda_load_input_part", 1, index, out, bytes, [=](void *host) {
+        pfrt_load_input_part(index, host, bytes, part, num_parts, dtype,
+                             num_classes, seed, stream, ndim, logical_shape,
+                             num_boxes, offsets, box_shape);
+      });
 }
 
 } // extern "C"

@@ -93,9 +93,7 @@ const Group &getGroup(const int64_t *ranks, int64_t n, const char *fn) {
 
 using comm::checkBuf;
 using comm::checkCount;
-using comm::checkNoOverlap;
 using comm::kMaxCount;
-using comm::mulCount;
 /// Largest piece of one MPI_Reduce in pfrt_reduce_sum (see there).
 constexpr int64_t kReducePiece = int64_t(1) << 24;
 
@@ -137,12 +135,8 @@ void blockCollective(const void *in, bool inAll, void *out, bool outAll,
                      int64_t n, const char *fn, const char *traceName,
                      Body body) {
   const Group &g = getGroup(ranks, n, fn);
-  checkCount(count, fn);
-  int64_t total = mulCount(n, count, fn);
-  int64_t inCount = inAll ? total : count, outCount = outAll ? total : count;
-  checkBuf(in, inCount, "in", fn);
-  checkBuf(out, outCount, "out", fn);
-  checkNoOverlap(in, inCount, out, outCount, fn, elemSize);
+  int64_t total =
+      comm::checkBlockBuffers(in, inAll, out, outAll, count, n, fn, elemSize);
   CommScope trace(traceName, bytesOf(total, elemSize), n, -1);
   if (count > 0)
     body(g);
@@ -364,12 +358,8 @@ int pfrt_reduce_sum(const float *in, float *out, int64_t count,
   checkCount(count, fn);
   int rootPos = rootPosition(ranks, n, root_world_rank, fn);
   bool isRoot = rootPos == g.pos;
-  checkBuf(in, count, "in", fn);
-  if (isRoot)
-    checkBuf(out, count, "out (on the root)", fn);
+  comm::checkReduceBuffers(in, out, count, isRoot, fn);
   bool inPlace = isRoot && in == out;
-  if (isRoot && !inPlace)
-    checkNoOverlap(in, count, out, count, fn);
   CommScope trace("reduce_sum", bytesOf(count), n, -1);
   // MPICH 4.0.x crashes on MPI_Reduce with MPI_IN_PLACE at a non-zero root
   // (pmodels/mpich#6540, fixed in 4.1.2), so an in-place root reduces from

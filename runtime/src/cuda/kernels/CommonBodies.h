@@ -8,17 +8,10 @@
 #ifndef PFRT_SRC_CUDA_KERNELS_COMMONBODIES_H
 #define PFRT_SRC_CUDA_KERNELS_COMMONBODIES_H
 
+#include "../../common/KernelMath.h"
+
 #include <math.h>
 #include <stdint.h>
-#ifndef __CUDA_ARCH__
-#include <string.h>
-#endif
-
-#ifdef __CUDACC__
-#define PFRT_HD __host__ __device__
-#else
-#define PFRT_HD
-#endif
 
 namespace pfrt {
 namespace dev {
@@ -92,79 +85,16 @@ PFRT_HD inline double sumF64(const float *x, int64_t n) {
          ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
 }
 
-//===----------------------------------------------------------------------===//
-// Bit casts (the exponent tricks of expClamped and expFloat)
-//===----------------------------------------------------------------------===//
-
-PFRT_HD inline uint64_t bitsOf(double v) {
-#ifdef __CUDA_ARCH__
-  return uint64_t(__double_as_longlong(v));
-#else
-  uint64_t b;
-  memcpy(&b, &v, 8);
-  return b;
-#endif
-}
-
-PFRT_HD inline double doubleOf(uint64_t b) {
-#ifdef __CUDA_ARCH__
-  return __longlong_as_double((long long)b);
-#else
-  double v;
-  memcpy(&v, &b, 8);
-  return v;
-#endif
-}
-
-PFRT_HD inline int32_t bitsOfFloat(float v) {
-#ifdef __CUDA_ARCH__
-  return __float_as_int(v);
-#else
-  int32_t b;
-  memcpy(&b, &v, 4);
-  return b;
-#endif
-}
-
-PFRT_HD inline float floatOfBits(uint32_t b) {
-#ifdef __CUDA_ARCH__
-  return __int_as_float(int(b));
-#else
-  float v;
-  memcpy(&v, &b, 4);
-  return v;
-#endif
-}
+/// The math the bodies share with the CPU kernels (common/KernelMath.h).
+using kern::activationOut;
+using kern::bitCast;
+using kern::expClamped;
+using kern::normRunSums;
+using kern::NormRunSums;
+using kern::rowMax;
 
 /// -infinity as a float (the max pools' starting value).
-PFRT_HD inline float negInf() { return floatOfBits(0xff800000u); }
-
-//===----------------------------------------------------------------------===//
-// exp in float64 (src/cpu/KernelUtil.h)
-//===----------------------------------------------------------------------===//
-
-/// The CPU's expClamped, operation for operation.
-PFRT_HD inline double expClamped(double x) {
-  x = x < -700.0 ? -700.0 : x;
-  const double shifter = 6755399441055744.0; // 0x1.8p52: rounds to integer
-  double t = x * 1.4426950408889634 + shifter;
-  double kf = t - shifter;
-  double r = (x - kf * 0.6931471803691238) - kf * 1.9082149292705877e-10;
-  double p = 2.505210838544172e-08; // 1/11!
-  p = p * r + 2.755731922398589e-07;
-  p = p * r + 2.7557319223985893e-06;
-  p = p * r + 2.48015873015873e-05;
-  p = p * r + 1.984126984126984e-04;
-  p = p * r + 1.3888888888888889e-03;
-  p = p * r + 8.333333333333333e-03;
-  p = p * r + 4.1666666666666664e-02;
-  p = p * r + 1.6666666666666666e-01;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  uint64_t sbits = (bitsOf(t) + 1023) << 52;
-  return p * doubleOf(sbits);
-}
+PFRT_HD inline float negInf() { return bitCast<float>(0xff800000u); }
 
 } // namespace dev
 } // namespace pfrt

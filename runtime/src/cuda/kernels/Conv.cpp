@@ -73,6 +73,38 @@ void im2col(const char *fn, const dev::ConvGeom &d, const float *x, int64_t n0,
   launch(kIm2col, total, args, fn);
 }
 
+/// An output of `total` floats that needs no GEMM (trivialConvOutput):
+/// empty, or an empty sum, which it zero-fills.
+bool trivialOutput(float *out, int64_t total, bool emptySum) {
+  return trivialConvOutput(out, total, emptySum, [](float *o, int64_t n) {
+    pfrt_cuda_memset(o, 0, n * int64_t(sizeof(float)));
+  });
+}
+
+/// The images per run (*nb) and, unless the path is direct, the device
+/// scratch for their column matrices.
+float *columnScratch(const char *fn, const dev::ConvGeom &d, int64_t *nb) {
+  const int64_t colImage = d.G * d.K * d.P;
+  *nb = imagesPerRun(d.direct ? 0 : colImage * int64_t(sizeof(float)), d.N);
+  return d.direct ? nullptr
+                  : static_cast<float *>(
+                        scratch(*nb * colImage * int64_t(sizeof(float)), fn));
+}
+
+/// The GEMMs' operand of images [n0, n0 + m): x itself on the direct path,
+/// else their column matrices, built into col; *stride: floats from one
+/// image's to the next.
+const float *runColumns(const char *fn, const dev::ConvGeom &d, const float *x,
+                        int64_t n0, int64_t m, float *col, int64_t *stride) {
+  if (d.direct) {
+    *stride = d.C * d.HW;
+    return x + n0 * d.C * d.HW;
+  }
+  im2col(fn, d, x, n0, m, col);
+  *stride = d.G * d.K * d.P;
+  return col;
+}
+
 } // namespace
 
 extern "C" {
@@ -84,28 +116,14 @@ void pfrt_cuda_k_conv2d(const float *x, const float *w, float *y,
                               {{"x", x, ConvTensor::X},
                                {"w", w, ConvTensor::W},
                                {"y", y, ConvTensor::Y}});
-  const int64_t yTotal = d.N * d.O * d.P;
-  if (yTotal == 0)
+  if (trivialOutput(y, d.N * d.O * d.P, d.K == 0)) // K == 0: no input channel
     return;
-  if (d.K == 0) { // no input channel: an empty sum
-    pfrt_cuda_memset(y, 0, yTotal * int64_t(sizeof(float)));
-    return;
-  }
-  const int64_t colImage = d.G * d.K * d.P; // floats of one image's columns
-  const int64_t nb =
-      imagesPerRun(d.direct ? 0 : colImage * int64_t(sizeof(float)), d.N);
-  float *col = d.direct ? nullptr
-                        : static_cast<float *>(scratch(
-                              nb * colImage * int64_t(sizeof(float)), fn));
+  int64_t nb;
+  float *col = columnScratch(fn, d, &nb);
   for (int64_t n0 = 0; n0 < d.N; n0 += nb) {
     const int64_t m = nb < d.N - n0 ? nb : d.N - n0;
-    const float *b = x + n0 * d.C * d.HW;
-    int64_t strideB = d.C * d.HW;
-    if (!d.direct) {
-      im2col(fn, d, x, n0, m, col);
-      b = col;
-      strideB = colImage;
-    }
+    int64_t strideB;
+    const float *b = runColumns(fn, d, x, n0, m, col, &strideB);
     // Under 3xTF32 the groups' GEMMs share one split of w and the run.
     std::optional<SplitOnce> once;
     if (d.G > 1)
@@ -125,19 +143,12 @@ void pfrt_cuda_k_conv2d_grad_input(const float *dy, const float *w, float *dx,
                               {{"dy", dy, ConvTensor::Y},
                                {"w", w, ConvTensor::W},
                                {"dx", dx, ConvTensor::X}});
-  const int64_t dxTotal = d.N * d.C * d.HW;
-  if (dxTotal == 0)
+  if (trivialOutput(dx, d.N * d.C * d.HW,
+                    d.Og == 0)) // Og == 0: no output channel
     return;
-  if (d.Og == 0) { // no output channel: an empty sum
-    pfrt_cuda_memset(dx, 0, dxTotal * int64_t(sizeof(float)));
-    return;
-  }
   const int64_t colImage = d.G * d.K * d.P;
-  const int64_t nb =
-      imagesPerRun(d.direct ? 0 : colImage * int64_t(sizeof(float)), d.N);
-  float *col = d.direct ? nullptr
-                        : static_cast<float *>(scratch(
-                              nb * colImage * int64_t(sizeof(float)), fn));
+  int64_t nb;
+  float *col = columnScratch(fn, d, &nb);
   for (int64_t n0 = 0; n0 < d.N; n0 += nb) {
     const int64_t m = nb < d.N - n0 ? nb : d.N - n0;
     // Under 3xTF32 the groups' GEMMs share one split of w and the run's dy.
@@ -177,12 +188,8 @@ void pfrt_cuda_k_conv2d_grad_weight(const float *x, const float *dy, float *dw,
                                {"dy", dy, ConvTensor::Y},
                                {"dw", dw, ConvTensor::W}});
   const int64_t dwTotal = d.O * d.K;
-  if (dwTotal == 0)
+  if (trivialOutput(dw, dwTotal, d.N == 0 || d.P == 0))
     return;
-  if (d.N == 0 || d.P == 0) { // an empty sum
-    pfrt_cuda_memset(dw, 0, dwTotal * int64_t(sizeof(float)));
-    return;
-  }
   // Each image's dy_g col^T into `part` (a strided-batched GEMM per group),
   // then summed over the images in order in float32, as the CPU's SGEMMs
   // accumulate them (beta = 1 after the first image).
@@ -197,13 +204,8 @@ void pfrt_cuda_k_conv2d_grad_weight(const float *x, const float *dy, float *dw,
         *part = scratchAt<float>(base, partAt);
   for (int64_t n0 = 0; n0 < d.N; n0 += nb) {
     int64_t m = nb < d.N - n0 ? nb : d.N - n0;
-    const float *b = x + n0 * d.C * d.HW;
-    int64_t strideB = d.C * d.HW;
-    if (!d.direct) {
-      im2col(fn, d, x, n0, m, col);
-      b = col;
-      strideB = colImage;
-    }
+    int64_t strideB;
+    const float *b = runColumns(fn, d, x, n0, m, col, &strideB);
     // Under 3xTF32 the groups' GEMMs share one split of the run's dy and
     // columns.
     std::optional<SplitOnce> once;

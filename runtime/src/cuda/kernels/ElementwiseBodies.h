@@ -116,93 +116,25 @@ PFRT_HD inline void maskedFillAt(const float *x, const void *mask, float *y,
 // Activations (activation / activationLoop0 in src/cpu/Elementwise.cpp)
 //===----------------------------------------------------------------------===//
 
-/// The CPU's expFloat: exp(x) in float32, Cody-Waite and a Taylor
-/// polynomial, 2^k from the exponent bits.
-PFRT_HD inline float expFloat(float x) {
-  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
-  const float shifter = 12582912.0f; // 0x1.8p23: rounds to integer
-  float t = x * 1.44269504f + shifter;
-  float kf = t - shifter;
-  float r = (x - kf * 0.693145751953125f) - kf * 1.42860677e-06f;
-  float p = 1.98412698e-04f; // 1/7!
-  p = p * r + 1.38888889e-03f;
-  p = p * r + 8.33333333e-03f;
-  p = p * r + 4.16666667e-02f;
-  p = p * r + 1.66666667e-01f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  int32_t k = bitsOfFloat(t); // the low mantissa bits of t hold k + 2^22
-  uint32_t sbits = uint32_t(k + 127 - 0x4B400000) << 23;
-  return p * floatOfBits(sbits);
-}
-
-/// The CPU's phiFloat: the standard normal CDF in float32 (Numerical
-/// Recipes' erfc fit).
-PFRT_HD inline float phiFloat(float x) {
-  float a = x * -0.707106781f;
-  float s = a < 0.0f ? -a : a;
-  float t = 1.0f / (1.0f + 0.5f * s);
-  float p = 0.17087277f;
-  p = p * t - 0.82215223f;
-  p = p * t + 1.48851587f;
-  p = p * t - 1.13520398f;
-  p = p * t + 0.27886807f;
-  p = p * t - 0.18628806f;
-  p = p * t + 0.09678418f;
-  p = p * t + 0.37409196f;
-  p = p * t + 1.00002368f;
-  p = p * t - 1.26551223f;
-  float r = t * expFloat(-s * s + p); // erfc(|a|)
-  return 0.5f * (a < 0.0f ? 2.0f - r : r);
-}
-
-/// The CPU's tanhFast: 1 - 2 / (exp(2u) + 1), |u| clamped to 350.
-PFRT_HD inline double tanhFast(double u) {
-  u = u > 350.0 ? 350.0 : (u < -350.0 ? -350.0 : u);
-  return 1.0 - 2.0 / (expClamped(2.0 * u) + 1.0);
-}
-
 /// out[i] = f(x[i]) (dy NULL) or f'(x[i]) dy[i] for activation `kind`
 /// (0 exact GELU in float32, 1 tanh GELU, 2 tanh, 3 sigmoid in float64):
-/// the CPU's expressions, operation for operation. No libm call: every
-/// exponential is expFloat or expClamped. out may be x or dy (one thread
-/// reads element i before writing it).
+/// the CPU's activationOut (common/KernelMath.h). out may be x or dy (one
+/// thread reads element i before writing it).
 PFRT_HD inline void activationAt(int32_t kind, const float *x, const float *dy,
                                  float *out, int64_t i) {
-  if (kind == 0) {
-    if (!dy) {
-      out[i] = x[i] * phiFloat(x[i]);
-      return;
-    }
-    float v = x[i];
-    float pdf = 0.398942280f * expFloat(-0.5f * v * v);
-    out[i] = (phiFloat(v) + v * pdf) * dy[i];
+  const float v = x[i];
+  if (!dy) {
+    out[i] = kind == 0   ? activationOut<0, false>(v, 0.0f)
+             : kind == 1 ? activationOut<1, false>(v, 0.0f)
+             : kind == 2 ? activationOut<2, false>(v, 0.0f)
+                         : activationOut<3, false>(v, 0.0f);
     return;
   }
-  const double kSqrt2OverPi = 0.79788456080286535588;
-  const double xd = x[i];
-  double f, df = 0.0;
-  if (kind == 1) {
-    double u = kSqrt2OverPi * (xd + 0.044715 * xd * xd * xd);
-    double t = tanhFast(u);
-    f = 0.5 * xd * (1.0 + t);
-    if (dy)
-      df = 0.5 * (1.0 + t) + 0.5 * xd * (1.0 - t * t) * kSqrt2OverPi *
-                                 (1.0 + 3 * 0.044715 * xd * xd);
-  } else if (kind == 2) {
-    double t = tanhFast(xd);
-    f = t;
-    if (dy)
-      df = 1.0 - t * t;
-  } else {
-    double e = expClamped(xd < -700.0 ? 700.0 : -xd);
-    double sg = 1.0 / (1.0 + e);
-    f = sg;
-    if (dy)
-      df = sg * (1.0 - sg);
-  }
-  out[i] = dy ? static_cast<float>(df * dy[i]) : static_cast<float>(f);
+  const float g = dy[i];
+  out[i] = kind == 0   ? activationOut<0, true>(v, g)
+           : kind == 1 ? activationOut<1, true>(v, g)
+           : kind == 2 ? activationOut<2, true>(v, g)
+                       : activationOut<3, true>(v, g);
 }
 
 } // namespace dev

@@ -96,7 +96,7 @@ __device__ inline void warpXentRowLoss(const float *logits,
   int64_t l = labels[r];
   if (!labelOk(l, c)) {
     if (lane == 0)
-      rowLoss[r] = doubleOf(0x7ff8000000000000ull);
+      rowLoss[r] = bitCast<double>(0x7ff8000000000000ull);
     return;
   }
   const float *x = logits + r * c;

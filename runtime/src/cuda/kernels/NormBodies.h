@@ -23,8 +23,8 @@ namespace dev {
 enum : int { kBnMean = 0, kBnA = 1, kBnB = 2, kBnMdy = 2, kBnK2 = 3 };
 
 /// Sums of one run of hw values (row r, channel j: q = r*c + j) as the
-/// CPU's runSums forms them (4 accumulators, the tail in the first, shift
-/// k = the channel's first value), before they are added to the channel's
+/// CPU forms them (normRunSums, common/KernelMath.h: shift k = the
+/// channel's first value), before they are added to the channel's
 /// totals: runs[4q + 0..3] = sum(x - k), sum((x - k)^2), sum(dy),
 /// sum(dy (x - k)) (the last two only when dy != NULL). Used for hw > 1.
 PFRT_HD inline void bnRunSumsAt(const float *x, const float *dy, double *runs,
@@ -33,34 +33,12 @@ PFRT_HD inline void bnRunSumsAt(const float *x, const float *dy, double *runs,
   const double k = double(x[j * hw]);
   const float *xr = x + q * hw;
   const float *gr = dy ? dy + q * hw : nullptr;
-  double a1[4] = {0, 0, 0, 0}, a2[4] = {0, 0, 0, 0};
-  double b1[4] = {0, 0, 0, 0}, b2[4] = {0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 4 <= hw; i += 4)
-    for (int jj = 0; jj < 4; ++jj) {
-      double dd = double(xr[i + jj]) - k;
-      a1[jj] += dd;
-      a2[jj] += dd * dd;
-      if (gr) {
-        double g = double(gr[i + jj]);
-        b1[jj] += g;
-        b2[jj] += g * dd;
-      }
-    }
-  for (; i < hw; ++i) {
-    double dd = double(xr[i]) - k;
-    a1[0] += dd;
-    a2[0] += dd * dd;
-    if (gr) {
-      double g = double(gr[i]);
-      b1[0] += g;
-      b2[0] += g * dd;
-    }
-  }
-  runs[4 * q] = (a1[0] + a1[2]) + (a1[1] + a1[3]);
-  runs[4 * q + 1] = (a2[0] + a2[2]) + (a2[1] + a2[3]);
-  runs[4 * q + 2] = gr ? (b1[0] + b1[2]) + (b1[1] + b1[3]) : 0.0;
-  runs[4 * q + 3] = gr ? (b2[0] + b2[2]) + (b2[1] + b2[3]) : 0.0;
+  const NormRunSums rs = gr ? normRunSums<true>(xr, gr, hw, k)
+                            : normRunSums<false>(xr, nullptr, hw, k);
+  runs[4 * q] = rs.s1;
+  runs[4 * q + 1] = rs.s2;
+  runs[4 * q + 2] = rs.t1;
+  runs[4 * q + 3] = rs.t2;
 }
 
 /// Channel j's statistics (computeStats): the runs' sums added in row

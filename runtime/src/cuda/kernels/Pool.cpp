@@ -33,17 +33,23 @@ dev::PoolGeom checkPool(const char *fn, const int64_t *dims,
   return dev::makePoolGeom(dims);
 }
 
+/// A forward pool (kernel k: kMaxPool, kAvgPool): one thread per output
+/// window of x, written to y.
+void poolForward(const char *fn, Kernel k, const float *x, float *y,
+                 const int64_t *dims) {
+  dev::PoolGeom d = checkPool(
+      fn, dims, {{"x", x, PoolTensor::In}, {"y", y, PoolTensor::Out}});
+  int64_t total = d.planes * d.P;
+  void *args[] = {&x, &y, &d, &total};
+  launch(k, total, args, fn);
+}
+
 } // namespace
 
 extern "C" {
 
 void pfrt_cuda_k_max_pool2d(const float *x, float *y, const int64_t dims[12]) {
-  const char *fn = "pfrt_cuda_k_max_pool2d";
-  dev::PoolGeom d = checkPool(
-      fn, dims, {{"x", x, PoolTensor::In}, {"y", y, PoolTensor::Out}});
-  int64_t total = d.planes * d.P;
-  void *args[] = {&x, &y, &d, &total};
-  launch(kMaxPool, total, args, fn);
+  poolForward("pfrt_cuda_k_max_pool2d", kMaxPool, x, y, dims);
 }
 
 void pfrt_cuda_k_max_pool2d_grad(const float *x, const float *dy, float *dx,
@@ -68,12 +74,7 @@ void pfrt_cuda_k_max_pool2d_grad(const float *x, const float *dy, float *dx,
 }
 
 void pfrt_cuda_k_avg_pool2d(const float *x, float *y, const int64_t dims[12]) {
-  const char *fn = "pfrt_cuda_k_avg_pool2d";
-  dev::PoolGeom d = checkPool(
-      fn, dims, {{"x", x, PoolTensor::In}, {"y", y, PoolTensor::Out}});
-  int64_t total = d.planes * d.P;
-  void *args[] = {&x, &y, &d, &total};
-  launch(kAvgPool, total, args, fn);
+  poolForward("pfrt_cuda_k_avg_pool2d", kAvgPool, x, y, dims);
 }
 
 void pfrt_cuda_k_avg_pool2d_grad(const float *dy, float *dx,

@@ -45,14 +45,30 @@ PFRT_HD inline void windowsOf(int64_t i, int64_t pad, int64_t k, int64_t s,
   *hi = last < outs ? last : outs;
 }
 
-/// y[o] = the window's maximum, scanned in row-major order as maxPoolFwd
-/// does: padding never wins, a NaN wins and stays. o < planes*P.
-PFRT_HD inline void maxPoolAt(const float *x, float *y, const PoolGeom &d,
-                              int64_t o) {
+/// Input i's plane, its flat index q in the plane, and the output windows
+/// that hold it: rows [ohLo, ohHi), columns [owLo, owHi).
+struct InputWindows {
+  int64_t plane, q, ohLo, ohHi, owLo, owHi;
+};
+PFRT_HD inline InputWindows inputWindows(const PoolGeom &d, int64_t i) {
+  InputWindows w;
+  w.plane = i / d.HW;
+  w.q = i - w.plane * d.HW;
+  int64_t ih = w.q / d.W, iw = w.q - ih * d.W;
+  windowsOf(ih, d.ph, d.KH, d.sh, d.OH, &w.ohLo, &w.ohHi);
+  windowsOf(iw, d.pw, d.KW, d.sw, d.OW, &w.owLo, &w.owHi);
+  return w;
+}
+
+/// Visits the input elements of output window o in row-major order, padding
+/// skipped: fn(plane, at) with plane the window's input plane and at the
+/// element's flat index in it. o < planes*P.
+template <typename Fn>
+PFRT_HD inline void forEachInWindow(const float *x, const PoolGeom &d,
+                                    int64_t o, Fn &&fn) {
   int64_t pl = o / d.P, q = o - pl * d.P;
   int64_t oh = q / d.OW, ow = q - oh * d.OW;
   const float *plane = x + pl * d.HW;
-  float m = negInf();
   for (int64_t kh = 0; kh < d.KH; ++kh) {
     int64_t ih = oh * d.sh - d.ph + kh;
     if (ih < 0 || ih >= d.H)
@@ -61,10 +77,20 @@ PFRT_HD inline void maxPoolAt(const float *x, float *y, const PoolGeom &d,
       int64_t iw = ow * d.sw - d.pw + kw;
       if (iw < 0 || iw >= d.W)
         continue;
-      float v = plane[ih * d.W + iw];
-      m = ((v > m) | (v != v)) ? v : m;
+      fn(plane, ih * d.W + iw);
     }
   }
+}
+
+/// y[o] = the window's maximum, scanned in row-major order as maxPoolFwd
+/// does: padding never wins, a NaN wins and stays. o < planes*P.
+PFRT_HD inline void maxPoolAt(const float *x, float *y, const PoolGeom &d,
+                              int64_t o) {
+  float m = negInf();
+  forEachInWindow(x, d, o, [&](const float *plane, int64_t at) {
+    float v = plane[at];
+    m = ((v > m) | (v != v)) ? v : m;
+  });
   y[o] = m;
 }
 
@@ -73,27 +99,18 @@ PFRT_HD inline void maxPoolAt(const float *x, float *y, const PoolGeom &d,
 /// valid element, so an all -inf window picks it; the first NaN wins).
 PFRT_HD inline void maxPoolArgAt(const float *x, int32_t *arg,
                                  const PoolGeom &d, int64_t o) {
-  int64_t pl = o / d.P, q = o - pl * d.P;
+  int64_t q = o % d.P;
   int64_t oh = q / d.OW, ow = q - oh * d.OW;
-  const float *plane = x + pl * d.HW;
   int64_t ih0 = oh * d.sh - d.ph > 0 ? oh * d.sh - d.ph : 0;
   int64_t iw0 = ow * d.sw - d.pw > 0 ? ow * d.sw - d.pw : 0;
   float best = negInf();
   int64_t a = ih0 * d.W + iw0;
-  for (int64_t kh = 0; kh < d.KH; ++kh) {
-    int64_t ih = oh * d.sh - d.ph + kh;
-    if (ih < 0 || ih >= d.H)
-      continue;
-    for (int64_t kw = 0; kw < d.KW; ++kw) {
-      int64_t iw = ow * d.sw - d.pw + kw;
-      if (iw < 0 || iw >= d.W)
-        continue;
-      float v = plane[ih * d.W + iw];
-      bool take = (v > best) | ((v != v) & (best == best));
-      best = take ? v : best;
-      a = take ? ih * d.W + iw : a;
-    }
-  }
+  forEachInWindow(x, d, o, [&](const float *plane, int64_t at) {
+    float v = plane[at];
+    bool take = (v > best) | ((v != v) & (best == best));
+    best = take ? v : best;
+    a = take ? at : a;
+  });
   arg[o] = int32_t(a);
 }
 
@@ -103,26 +120,22 @@ PFRT_HD inline void maxPoolArgAt(const float *x, int32_t *arg,
 /// i < planes*HW.
 PFRT_HD inline void maxPoolGradAt(const int32_t *arg, const float *dy,
                                   float *dx, const PoolGeom &d, int64_t i) {
-  int64_t pl = i / d.HW, q = i - pl * d.HW;
-  int64_t ih = q / d.W, iw = q - ih * d.W;
-  int64_t ohLo, ohHi, owLo, owHi;
-  windowsOf(ih, d.ph, d.KH, d.sh, d.OH, &ohLo, &ohHi);
-  windowsOf(iw, d.pw, d.KW, d.sw, d.OW, &owLo, &owHi);
-  const int32_t *argp = arg + pl * d.P;
-  const float *dyp = dy + pl * d.P;
+  const InputWindows w = inputWindows(d, i);
+  const int32_t *argp = arg + w.plane * d.P;
+  const float *dyp = dy + w.plane * d.P;
   if (d.overlap) {
     double acc = 0.0;
-    for (int64_t oh = ohLo; oh < ohHi; ++oh)
-      for (int64_t ow = owLo; ow < owHi; ++ow)
-        if (argp[oh * d.OW + ow] == int32_t(q))
+    for (int64_t oh = w.ohLo; oh < w.ohHi; ++oh)
+      for (int64_t ow = w.owLo; ow < w.owHi; ++ow)
+        if (argp[oh * d.OW + ow] == int32_t(w.q))
           acc += double(dyp[oh * d.OW + ow]);
     dx[i] = float(acc);
     return;
   }
   float v = 0.0f;
-  for (int64_t oh = ohLo; oh < ohHi; ++oh)
-    for (int64_t ow = owLo; ow < owHi; ++ow)
-      if (argp[oh * d.OW + ow] == int32_t(q))
+  for (int64_t oh = w.ohLo; oh < w.ohHi; ++oh)
+    for (int64_t ow = w.owLo; ow < w.owHi; ++ow)
+      if (argp[oh * d.OW + ow] == int32_t(w.q))
         v = dyp[oh * d.OW + ow];
   dx[i] = v;
 }
@@ -131,22 +144,11 @@ PFRT_HD inline void maxPoolGradAt(const int32_t *arg, const float *dy,
 /// in row-major order. o < planes*P.
 PFRT_HD inline void avgPoolAt(const float *x, float *y, const PoolGeom &d,
                               int64_t o) {
-  int64_t pl = o / d.P, q = o - pl * d.P;
-  int64_t oh = q / d.OW, ow = q - oh * d.OW;
-  const float *plane = x + pl * d.HW;
   const double div = double(d.KH * d.KW);
   double acc = 0.0;
-  for (int64_t kh = 0; kh < d.KH; ++kh) {
-    int64_t ih = oh * d.sh - d.ph + kh;
-    if (ih < 0 || ih >= d.H)
-      continue;
-    for (int64_t kw = 0; kw < d.KW; ++kw) {
-      int64_t iw = ow * d.sw - d.pw + kw;
-      if (iw < 0 || iw >= d.W)
-        continue;
-      acc += double(plane[ih * d.W + iw]);
-    }
-  }
+  forEachInWindow(x, d, o, [&](const float *plane, int64_t at) {
+    acc += double(plane[at]);
+  });
   y[o] = float(acc / div);
 }
 
@@ -155,16 +157,12 @@ PFRT_HD inline void avgPoolAt(const float *x, float *y, const PoolGeom &d,
 /// within a row by kernel column ascending, i.e. window column descending.
 PFRT_HD inline void avgPoolGradAt(const float *dy, float *dx, const PoolGeom &d,
                                   int64_t i) {
-  int64_t pl = i / d.HW, q = i - pl * d.HW;
-  int64_t ih = q / d.W, iw = q - ih * d.W;
-  int64_t ohLo, ohHi, owLo, owHi;
-  windowsOf(ih, d.ph, d.KH, d.sh, d.OH, &ohLo, &ohHi);
-  windowsOf(iw, d.pw, d.KW, d.sw, d.OW, &owLo, &owHi);
-  const float *dyp = dy + pl * d.P;
+  const InputWindows w = inputWindows(d, i);
+  const float *dyp = dy + w.plane * d.P;
   const double div = double(d.KH * d.KW);
   double acc = 0.0;
-  for (int64_t oh = ohLo; oh < ohHi; ++oh)
-    for (int64_t ow = owHi - 1; ow >= owLo; --ow)
+  for (int64_t oh = w.ohLo; oh < w.ohHi; ++oh)
+    for (int64_t ow = w.owHi - 1; ow >= w.owLo; --ow)
       acc += double(dyp[oh * d.OW + ow]) / div;
   dx[i] = float(acc);
 }

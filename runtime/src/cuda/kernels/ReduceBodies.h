@@ -71,19 +71,7 @@ inline ReduceKind makeReducePlan(int64_t rank, const int64_t *shape,
     return kReduceZeros;
   int64_t ext[kMaxDims];
   bool red[kMaxDims];
-  int64_t r = 0;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (shape[d] == 1)
-      continue;
-    bool rd = reduce[d] != 0;
-    if (r > 0 && red[r - 1] == rd) {
-      ext[r - 1] *= shape[d];
-    } else {
-      ext[r] = shape[d];
-      red[r] = rd;
-      ++r;
-    }
-  }
+  const int64_t r = kern::mergeReduceDims(rank, shape, reduce, ext, red);
   if (r == 0 || (r == 1 && !red[0]))
     return kReduceCopy;
   p->r = int32_t(r);
@@ -191,15 +179,7 @@ PFRT_HD inline void reduceSumAt(const float *x, float *y, const ReducePlan &p,
       acc += sumF64(x + off, len);
     else
       acc += double(x[off]);
-    int64_t d = nOuter - 1;
-    for (; d >= 0; --d) {
-      off += p.redStr[d];
-      if (++idx[d] < p.redExt[d])
-        break;
-      off -= p.redStr[d] * p.redExt[d];
-      idx[d] = 0;
-    }
-    if (d < 0)
+    if (!kern::nextIndex(idx, p.redExt, p.redStr, nOuter - 1, &off))
       break;
   }
   y[o] = float(acc);

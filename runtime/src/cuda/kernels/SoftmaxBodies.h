@@ -17,23 +17,6 @@ namespace dev {
 // Softmax rows (KernelUtil.h's softmaxRowBody, src/cpu/Softmax.cpp)
 //===----------------------------------------------------------------------===//
 
-/// The CPU's rowMax: 8 running maxima, then combined in order.
-PFRT_HD inline float rowMax(const float *x, int64_t n) {
-  float m[8];
-  for (int j = 0; j < 8; ++j)
-    m[j] = x[0];
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j)
-      m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
-  float r = m[0];
-  for (int j = 1; j < 8; ++j)
-    r = m[j] > r ? m[j] : r;
-  for (; i < n; ++i)
-    r = x[i] > r ? x[i] : r;
-  return r;
-}
-
 /// A softmax row's sum of exponentials is summed in kRowLanes interleaved
 /// lanes (lane j: elements j, j + kRowLanes, ... in order), combined by the
 /// tree a warp's shuffles make (combineLanes): one warp sums a row on the
@@ -89,7 +72,7 @@ PFRT_HD inline void softmaxLineAt(const float *x, float *y, int64_t n,
   int64_t o = j / inner, i = j - o * inner;
   const float *xs = x + o * n * inner + i;
   float *ys = y + o * n * inner + i;
-  double m = doubleOf(0xfff0000000000000ull), sum = 0.0;
+  double m = bitCast<double>(0xfff0000000000000ull), sum = 0.0;
   for (int64_t k = 0; k < n; ++k) {
     double v = double(xs[k * inner]);
     m = m < v ? v : m; // std::max(m, v)

@@ -158,37 +158,10 @@ PFRT_HD inline uint64_t streamForStep(uint64_t stream, uint64_t step) {
   return h;
 }
 
-/// The first word of Philox4x32-10's block for counter (c0, c1, c2, c3)
-/// under key (k0, k1) (Random.cpp's philox, round for round).
-PFRT_HD inline uint32_t philoxFirst(uint32_t c0, uint32_t c1, uint32_t c2,
-                                    uint32_t c3, uint32_t k0, uint32_t k1) {
-  for (int r = 0; r < 10; ++r) {
-    if (r) {
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
-    }
-    uint64_t p0 = uint64_t(0xD2511F53u) * c0;
-    uint64_t p1 = uint64_t(0xCD9E8D57u) * c2;
-    uint32_t n0 = uint32_t(p1 >> 32) ^ c1 ^ k0;
-    uint32_t n2 = uint32_t(p0 >> 32) ^ c3 ^ k1;
-    c1 = uint32_t(p1);
-    c3 = uint32_t(p0);
-    c0 = n0;
-    c2 = n2;
-  }
-  return c0;
-}
-
 /// The uniform initialiser's value in [0, 1) at logical index li of
 /// (seed, stream): float(0 + 1 * (x0 + 0.5) 2^-32).
 PFRT_HD inline float uniformAt(uint64_t seed, uint64_t stream, int64_t li) {
-  uint64_t u = uint64_t(li);
-  uint32_t x0 =
-      philoxFirst(uint32_t(u), uint32_t(u >> 32), uint32_t(stream),
-                  uint32_t(stream >> 32), uint32_t(seed), uint32_t(seed >> 32));
-  double span = 1.0 - 0.0;
-  double unit = (double(x0) + 0.5) * 2.3283064365386962890625e-10; // 2^-32
-  return float(0.0 + span * unit);
+  return kern::uniformValue(kern::philoxAt(seed, stream, li), 0.0, 1.0);
 }
 
 /// What a dropout call fixes on the host; the step is read at run time.

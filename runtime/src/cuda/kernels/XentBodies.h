@@ -26,7 +26,7 @@ PFRT_HD inline void xentRowLossAt(const float *logits, const int64_t *labels,
                                   double *rowLoss, int64_t c, int64_t r) {
   int64_t l = labels[r];
   if (!labelOk(l, c)) {
-    rowLoss[r] = doubleOf(0x7ff8000000000000ull);
+    rowLoss[r] = bitCast<double>(0x7ff8000000000000ull);
     return;
   }
   const float *x = logits + r * c;
