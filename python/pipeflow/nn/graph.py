@@ -232,6 +232,15 @@ class Graph:
         """The compiled per-rank programs (after the first call), else ``None``."""
         return self._run.artifacts if self._run is not None else None
 
+    def memory_report(self):
+        """Every rank's planned memory in bytes by category, from the compiled
+        program's memory plan (after the first call): ``{rank: {"parameter_bytes",
+        "state_bytes" (optimizer states), "gradient_bytes", "input_bytes",
+        "activation_peak_bytes", "arena_bytes" (the whole plan), ...}}``."""
+        if self._run is None:
+            raise RuntimeError(f"{self.name} has not been compiled yet: it compiles at its first call")
+        return {rank: dict(info["memory"]) for rank, info in sorted(self._run.artifacts.ranks.items())}
+
     def _start(self, args, loc):
         """The first call: trace, compile for CPU ranks, load this rank's program."""
         traced = self.trace(*args)

@@ -320,8 +320,11 @@ SmallVector<BoxingStep> mlir::pf::planBoxing(GlobalType type, SBPAttr from,
   };
   while (cur != to) {
     int chosen = -1;
+    // A step's result must be a layout the tensor can have (a [10] tensor
+    // is not split in 4 on the way from [S(0), B] to [P, S(0)]).
     for (int d = dims - 1; d >= 0; --d)
-      if (cur[d] != to[d] && canChange(d)) {
+      if (cur[d] != to[d] && canChange(d) &&
+          isValidLayout(type.getShape(), p, withDim(cur, d, to[d]))) {
         chosen = d;
         break;
       }

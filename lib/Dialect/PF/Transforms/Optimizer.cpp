@@ -1,5 +1,6 @@
 //===- Optimizer.cpp - parameter updates of SGD and Adam(W) ---------------===//
 
+#include "ZeroSharding.h"
 #include "pf/Dialect/PF/Transforms/PassOptions.h"
 #include "pf/Dialect/PF/Transforms/Passes.h"
 
@@ -55,6 +56,8 @@ private:
     WriteParamOp lastWrite;
     Settings settings;
     Value grad;
+    /// The optimizer-state buffers the update reads and writes.
+    SmallVector<ParamOp, 2> states;
   };
   /// Multiplies the gradients of each clipping group by its factor.
   LogicalResult clip(OpBuilder &b, MutableArrayRef<Entry> entries);
@@ -168,6 +171,14 @@ LogicalResult OptimizerPass::checkOptions() {
   if (weightDecay < 0.0 && weightDecay != -1.0)
     return module.emitError() << "pf-optimizer: weight-decay must be >= 0, got "
                               << static_cast<double>(weightDecay);
+  if (zeroStage < 0 || zeroStage > 3)
+    return module.emitError()
+           << "pf-optimizer: zero-stage must be 0, 1, 2 or 3, got "
+           << static_cast<int64_t>(zeroStage);
+  if (zeroMinSize < 0)
+    return module.emitError()
+           << "pf-optimizer: zero-min-size must be >= 0, got "
+           << static_cast<int64_t>(zeroMinSize);
   if (kind == OptimizerKind::SGD) {
     if (momentum < 0.0)
       return module.emitError() << "pf-optimizer: momentum must be >= 0, got "
@@ -241,6 +252,9 @@ void OptimizerPass::runOnOperation() {
     return signalPassFailure();
   }
 
+  // Each parameter once (several functions may update it).
+  SmallVector<ZeroMember> members;
+  DenseSet<Operation *> seen;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;
@@ -302,6 +316,7 @@ void OptimizerPass::runOnOperation() {
         ParamOp state;
         if (o.momentum != 0.0) {
           state = getOrCreateState(table, param, "momentum_buffer");
+          e.states.push_back(state);
           buf = read(state);
           step = getScalar(b, loc, "step", placement);
           bufType = updated;
@@ -318,6 +333,7 @@ void OptimizerPass::runOnOperation() {
       } else {
         ParamOp m = getOrCreateState(table, param, "exp_avg");
         ParamOp v = getOrCreateState(table, param, "exp_avg_sq");
+        e.states.append({m, v});
         Value step = getScalar(b, loc, "step", placement);
         auto update = AdamUpdateOp::create(
             b, loc, updated, updated, updated, w, g, read(m), read(v), lr, step,
@@ -345,8 +361,11 @@ void OptimizerPass::runOnOperation() {
       write(zero, gradBuffer);
       for (Operation *op : created)
         tag(op, e);
+      if (seen.insert(param).second)
+        members.push_back(ZeroMember{param, gradBuffer, e.states});
     }
   }
+  shardOverReplicatedAxes(module, members, zeroStage, zeroMinSize);
 }
 
 void OptimizerPass::tag(Operation *op, const Entry &where) {

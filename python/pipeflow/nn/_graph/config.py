@@ -31,6 +31,8 @@ class GraphConfig:
         self._stages_loc = None
         self._generated_kernels = False
         self._bucket_mbytes = None
+        self._zero_stage = 0
+        self._zero_min_size = 1024
 
     def set_gradient_bucket_mbytes(self, mbytes):
         """Packs the update's gradient all-reduces into buckets of at most
@@ -56,6 +58,34 @@ class GraphConfig:
     @property
     def generated_kernels(self):
         return self._generated_kernels
+
+    def enable_zero(self, mode=True, *, stage=1, shard_min_size=1024, shard_restore_level=1):
+        """ZeRO over the data-parallel axes (OneFlow's spelling): on every
+        axis of a parameter's placement where it is replicated, ``stage`` 1
+        splits its optimizer states, 2 also its gradients (reduce-scattered
+        instead of all-reduced), 3 also the parameter itself. Parameters of
+        fewer than ``shard_min_size`` elements stay replicated.
+        ``shard_restore_level`` is accepted for OneFlow's programs: where a
+        sharded parameter is gathered back is decided by SBP inference."""
+        if not mode:
+            self._zero_stage = 0
+            return
+        if isinstance(stage, bool) or stage not in (1, 2, 3):
+            raise ValueError(f"ZeRO stage must be 1, 2 or 3, got {stage!r}")
+        self._zero_min_size = int(_number(shard_min_size, numbers.Integral, 0,
+                                          "shard_min_size must be a non-negative integer"))
+        _number(shard_restore_level, numbers.Integral, 0,
+                "shard_restore_level must be a non-negative integer")
+        self._zero_stage = int(stage)
+
+    @property
+    def zero_stage(self):
+        """The ZeRO stage (0: off)."""
+        return self._zero_stage
+
+    @property
+    def zero_min_size(self):
+        return self._zero_min_size
 
     def set_gradient_accumulation_steps(self, value):
         """Splits every step's batch into ``value`` micro-batches."""
@@ -115,4 +145,5 @@ class GraphConfig:
     def __repr__(self):
         return (f"GraphConfig(gradient_accumulation_steps={self._accumulation}, "
                 f"schedule={self._schedule!r}, num_chunks={self._num_chunks}, "
-                f"pipeline_stages={self._num_stages}, balance={self._balance!r})")
+                f"pipeline_stages={self._num_stages}, balance={self._balance!r}, "
+                f"zero_stage={self._zero_stage})")

@@ -79,6 +79,12 @@ def compile_options(graph, tracer, func):
             c._name for _, c in graph._configs.values() if c.activation_checkpointing),
         "optimizers": optimizers,
         "cuda_as_cpu": config_mod.cuda_as_cpu_enabled(),
+        # Settings that reach only the compile pipeline's options: in the key
+        # too, so that graphs differing in them get artifacts of their own
+        # (one process cannot load two shared objects from one path).
+        "zero": {"stage": cfg.zero_stage, "min_size": cfg.zero_min_size},
+        "gradient_bucket_bytes": cfg.gradient_bucket_bytes,
+        "generated_kernels": cfg.generated_kernels,
     }
 
 
@@ -192,6 +198,8 @@ def pipeline(graph, traced, loc):
         options.append("generated-kernels=true")
     if cfg.gradient_bucket_bytes is not None:
         options.append(f"bucket-bytes={cfg.gradient_bucket_bytes}")
+    if cfg.zero_stage:
+        options.append(f"zero-stage={cfg.zero_stage} zero-min-size={cfg.zero_min_size}")
     return optimizer, lr_scheduler, " ".join(options)
 
 

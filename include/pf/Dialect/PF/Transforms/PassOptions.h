@@ -93,6 +93,16 @@ public:
   Opt<bool> biasCorrection{*this, "bias-correction",
                            llvm::cl::desc("Adam bias correction"),
                            llvm::cl::init(true)};
+  Opt<int64_t> zeroStage{
+      *this, "zero-stage",
+      llvm::cl::desc("ZeRO: split over each replicated (data-parallel) axis "
+                     "the optimizer states (1), also the gradients (2), also "
+                     "the parameters (3); 0: off"),
+      llvm::cl::init(0)};
+  Opt<int64_t> zeroMinSize{
+      *this, "zero-min-size",
+      llvm::cl::desc("ZeRO: parameters of fewer elements stay replicated"),
+      llvm::cl::init(1024)};
 
   /// Takes the values of the same options registered elsewhere: a pipeline
   /// hands its options to the pf-optimizer it builds this way.
@@ -108,6 +118,8 @@ public:
     beta2 = other.beta2;
     epsilon = other.epsilon;
     biasCorrection = other.biasCorrection;
+    zeroStage = other.zeroStage;
+    zeroMinSize = other.zeroMinSize;
   }
 };
 

@@ -108,6 +108,15 @@ def OptimizerPass : Pass<"pf-optimizer", "::mlir::ModuleOp"> {
     AdamW), `beta1`, `beta2`, `eps`, `bias-correction` (Adam, AdamW). A
     parameter's `pf.optimizer` dictionary overrides them for that parameter.
 
+    ZeRO (`zero-stage`, `zero-min-size`): on every hierarchy axis where a
+    parameter of at least `zero-min-size` elements is replicated (B, a
+    data-parallel axis), stage 1 gives its optimizer states a split S(k)
+    (k the first tensor axis that divides among the axis's ranks), stage 2
+    its gradient buffer too, stage 3 the parameter too. SBP inference then
+    updates each shard where it lives: the gradient is reduce-scattered
+    instead of all-reduced and the updated parameter all-gathered (stages
+    1 and 2), or gathered where the forward and backward read it (stage 3).
+
     Gradient clipping by global norm: the parameters whose `pf.optimizer`
     has `clip_max_norm` (and a `clip_group` number) form clipping groups;
     each member's gradient is squared and summed (`pf.mul`,

@@ -1,0 +1,80 @@
+//===- ZeroSharding.cpp - ZeRO: updates split over replicated axes --------===//
+
+#include "ZeroSharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+using namespace mlir::pf;
+
+/// The layout of a sharded buffer of `param`: each B entry of its SBP
+/// becomes S(k) for the first tensor axis k that still divides evenly, or
+/// stays B. Null when nothing could be split.
+static SBPAttr shardedLayout(GlobalType type) {
+  SBPAttr sbp = type.getSbp();
+  if (!sbp)
+    return {};
+  PlacementAttr placement = type.getPlacement();
+  ArrayRef<int64_t> shape = type.getShape();
+  SmallVector<SBPDim> dims(sbp.getDims().begin(), sbp.getDims().end());
+  bool changed = false;
+  for (auto [d, dim] : llvm::enumerate(dims)) {
+    if (!dim.isBroadcast())
+      continue;
+    int64_t ranks = placement.getHierarchy()[d];
+    if (ranks == 1)
+      continue;
+    for (int64_t k = 0, e = shape.size(); k < e; ++k) {
+      SBPAttr now = SBPAttr::get(type.getContext(), dims);
+      if (shape[k] % (now.getSplitFactor(k, placement) * ranks) != 0)
+        continue;
+      dim = SBPDim::split(k);
+      changed = true;
+      break;
+    }
+  }
+  return changed ? SBPAttr::get(type.getContext(), dims) : SBPAttr();
+}
+
+/// Gives `buffer` the layout `sbp`, and its reads the new type.
+static void relayout(ModuleOp module, ParamOp buffer, SBPAttr sbp) {
+  GlobalType type = buffer.getGlobalType();
+  // A gradient buffer may have no layout yet (inference gives it P): its
+  // shard is the parameter's sharded layout.
+  GlobalType sharded = type.withSBP(sbp);
+  buffer.setTypeAttr(TypeAttr::get(sharded));
+  StringRef name = buffer.getSymName();
+  module.walk([&](ReadParamOp read) {
+    if (read.getParam() == name)
+      read.getResult().setType(sharded);
+  });
+}
+
+int64_t mlir::pf::shardOverReplicatedAxes(ModuleOp module,
+                                          ArrayRef<ZeroMember> members,
+                                          int64_t stage, int64_t minElements) {
+  if (stage <= 0)
+    return 0;
+  int64_t split = 0;
+  for (ZeroMember m : members) {
+    GlobalType type = m.param.getGlobalType();
+    if (type.getNumElements() < minElements)
+      continue;
+    SBPAttr sbp = shardedLayout(type);
+    if (!sbp)
+      continue;
+    for (ParamOp state : m.states) {
+      relayout(module, state, sbp);
+      ++split;
+    }
+    if (stage >= 2 && m.gradBuffer) {
+      relayout(module, m.gradBuffer, sbp);
+      ++split;
+    }
+    if (stage >= 3) {
+      relayout(module, m.param, sbp);
+      ++split;
+    }
+  }
+  return split;
+}
