@@ -19,11 +19,12 @@ import json
 
 import numpy as np
 import pytest
-from conftest import mpiexec_available
+from conftest import line_of, mpiexec_available
 from jobs import run_script
 from test_run import fresh_seeds
 
 import pipeflow as flow
+from pipeflow import nn
 
 needs_mpiexec = pytest.mark.skipif(not mpiexec_available(), reason="needs mpiexec (MPICH)")
 TOL = 1e-5
@@ -219,3 +220,42 @@ def test_enable_zero_checks_its_arguments():
                           (dict(shard_min_size=-1), "shard_min_size must be a non-negative integer")):
         with pytest.raises(ValueError, match=match):
             config.enable_zero(True, **kwargs)
+
+
+def test_a_plan_larger_than_the_device_is_refused_at_its_line(backend):
+    """config.set_device_memory: a program whose plan needs more on a rank
+    is a CompileError naming the rank, the bytes and the plan's categories,
+    at the setting's line; with room it trains."""
+    P0 = flow.placement("cpu", ranks=[0])
+    rng = np.random.default_rng()
+    x = flow.tensor(rng.standard_normal((8, 32)).astype(np.float32), placement=P0, sbp=[flow.sbp.broadcast])
+    y = flow.tensor(rng.integers(0, 10, 8), placement=P0, sbp=[flow.sbp.broadcast])
+
+    def graph(limit):
+        model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10)).to_global(P0, [flow.sbp.broadcast])
+
+        class Train(nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.model, self.loss_fn = model, nn.CrossEntropyLoss()
+                self.add_optimizer(flow.optim.Adam(model.parameters(), lr=1e-3))
+                self.config.set_device_memory(limit)  # <-- limit
+
+            def build(self, x, y):
+                loss = self.loss_fn(self.model(x), y)
+                loss.backward()
+                return loss
+        return Train()
+
+    roomy = graph(1 << 30)
+    assert np.isfinite(roomy(x, y).numpy()).all()
+    need = roomy.memory_report()[0]["arena_bytes"]
+    params = (32 * 64 + 64 + 64 * 10 + 10) * 4
+    assert roomy.memory_report()[0]["parameter_bytes"] >= params
+    with pytest.raises(flow.CompileError, match=rf"rank 0's memory plan needs {need} bytes .* but the device "
+                                                rf"has {need - 1}") as info:
+        graph(need - 1)(x, y)
+    assert info.value.lineno == line_of(__file__, "limit")
+    assert "optimizer states" in str(info.value) and "enable_zero" in str(info.value)
+    with pytest.raises(ValueError, match="positive number of bytes"):
+        flow.nn.Graph().config.set_device_memory(0)

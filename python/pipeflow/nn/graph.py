@@ -56,7 +56,7 @@ from collections import OrderedDict
 from .. import _checkpoint, _random, _registry, compiler, env
 from .._source import user_location
 from ..optim.optimizer import Optimizer
-from ._graph import execution, options, state, tracing
+from ._graph import checks, execution, options, state, tracing
 from ._graph.blocks import GraphModule, ModuleConfig, ProxyModule
 from ._graph.config import GraphConfig
 from ._graph.tracing import TracedGraph
@@ -252,6 +252,7 @@ class Graph:
         _, _, pipeline = self._pipeline(traced, loc)
         compiled = self.compile(*args)
         artifacts = compiler.build_cpu_artifacts(compiled, pipeline)
+        checks.check_device_memory(self, artifacts, loc)
         if self._debug >= 0 and env.get_rank() == 0:
             print(f"{self.name}:\n" + compiler.debug_report(compiled, pipeline), flush=True)
         run = execution.Run(self, traced, artifacts, self._optimizers, loc)

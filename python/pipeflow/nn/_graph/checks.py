@@ -143,3 +143,35 @@ def check_auto_stages(graph, tracer, loc):
             f"{call} cannot cut {graph.name}'s {compute} compute op{'s' if compute != 1 else ''} "
             f"into {n * v} stages{chunks}: every stage needs at least one op",
             ["ask for fewer stages"])
+
+
+def _size(nbytes):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.2f} {unit}"
+    return f"{nbytes} bytes"
+
+
+def check_device_memory(graph, artifacts, loc):
+    """A CompileError when a rank's memory plan exceeds
+    ``config.set_device_memory``: the first such rank, its plan by category."""
+    limit = graph.config.device_memory
+    if limit is None:
+        return
+    for rank, info in sorted(artifacts.ranks.items()):
+        memory = info["memory"]
+        if memory["arena_bytes"] <= limit:
+            continue
+        parts = ", ".join(f"{what} {_size(memory[key])}" for what, key in (
+            ("parameters", "parameter_bytes"), ("gradients", "gradient_bytes"),
+            ("optimizer states", "state_bytes"), ("inputs", "input_bytes"),
+            ("activations at their peak", "activation_peak_bytes"),
+            ("the step's buffers at their peak", "step_peak_bytes")))
+        raise CompileError.at(
+            graph.config._device_memory_loc or loc,
+            f"{graph.name} does not fit: rank {rank}'s memory plan needs {memory['arena_bytes']} bytes "
+            f"({_size(memory['arena_bytes'])}) but the device has {limit} ({_size(limit)})",
+            [f"rank {rank}'s plan: {parts}",
+             "graph.config.enable_zero(True, stage=...) splits optimizer states, gradients and "
+             "parameters over the data-parallel ranks; activation checkpointing and more pipeline "
+             "stages lower the rest"])

@@ -33,6 +33,8 @@ class GraphConfig:
         self._bucket_mbytes = None
         self._zero_stage = 0
         self._zero_min_size = 1024
+        self._device_memory = None
+        self._device_memory_loc = None
 
     def set_gradient_bucket_mbytes(self, mbytes):
         """Packs the update's gradient all-reduces into buckets of at most
@@ -86,6 +88,19 @@ class GraphConfig:
     @property
     def zero_min_size(self):
         return self._zero_min_size
+
+    def set_device_memory(self, nbytes):
+        """The memory of each rank's device in bytes: compiling a program
+        whose memory plan needs more on some rank is a CompileError naming
+        the rank and its plan by category (``None``: no limit)."""
+        if nbytes is not None:
+            nbytes = int(_number(nbytes, numbers.Integral, 1,
+                                 "device memory must be a positive number of bytes"))
+        self._device_memory, self._device_memory_loc = nbytes, user_location()
+
+    @property
+    def device_memory(self):
+        return self._device_memory
 
     def set_gradient_accumulation_steps(self, value):
         """Splits every step's batch into ``value`` micro-batches."""
