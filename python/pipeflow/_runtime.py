@@ -58,7 +58,7 @@ REQUIRED = ("pfrt_init", "pfrt_finalize", "pfrt_rank", "pfrt_world_size", "pfrt_
             "pfrt_box_all_gather", "pfrt_broadcast")
 # Bound when the object exports them (objects linked with an older libpfrt
 # may not; the front end then falls back to a bit-exact all-gather).
-OPTIONAL = ("pfrt_broadcast_i64", "pfrt_output_count", "pfrt_output_bytes", "pfrt_output_copy",
+OPTIONAL = ("pfrt_init_program", "pfrt_broadcast_i64", "pfrt_output_count", "pfrt_output_bytes", "pfrt_output_copy",
             "pfrt_cuda_active", "pfrt_cuda_run_step")
 # The persistent-state registry (pfrt.h, "Persistent state"); bound when the
 # object exports all of it (only reading or loading state needs it).
@@ -144,7 +144,7 @@ class Program:
     then takes its inputs from :meth:`step` (``pfrt_use_user_inputs(1)``).
     """
 
-    def __init__(self, path, rank, world_size, seed, threads=None):
+    def __init__(self, path, rank, world_size, seed, threads=None, job_size=None):
         real = os.path.realpath(path)
         if not os.path.exists(real):
             raise BackendUnavailable(f"the compiled program {path} does not exist")
@@ -172,7 +172,15 @@ class Program:
         self.path = real
         self.lib = lib
         self.fn = fn
-        if fn.pfrt_init(None, None) != 0:
+        if job_size is not None and job_size != world_size:
+            # A program on ranks 0..world_size-1 of a larger job: its own communicator.
+            if not hasattr(fn, "pfrt_init_program"):
+                raise BackendUnavailable(
+                    f"{path} does not export pfrt_init_program (a program on part of the job): "
+                    "it was linked with an older runtime; rebuild the runtime and run again")
+            if fn.pfrt_init_program(world_size) != 0:
+                raise BackendUnavailable(f"pfrt_init_program failed in {path}")
+        elif fn.pfrt_init(None, None) != 0:
             raise BackendUnavailable(f"pfrt_init failed in {path}")
         atexit.register(_finalize, fn)
         if fn.pfrt_world_size() != world_size or fn.pfrt_rank() != rank:

@@ -23,7 +23,7 @@ methods that compute or trace call them through ``pipeflow._registry``
 
 import numpy as np
 
-from . import _layout, _registry, env
+from . import _layout, _mpi, _registry, env
 from . import dtypes as dt
 from . import sbp as sbp_mod
 from ._errors import BackendUnavailable
@@ -226,7 +226,7 @@ class Tensor(TensorOps):
         """
         if self._node is not None:
             return _lazy.to_global(self, placement, sbp)
-        out = self._to_global(placement, sbp)
+        out = self._to_global(placement, sbp, check_meta)
         if out is not self:
             self._pass_recipe(out)
         return out
@@ -242,12 +242,13 @@ class Tensor(TensorOps):
             out.__dict__["_init"] = self.__dict__.get("_init")
             out.__dict__["_recipe_fresh"] = True
 
-    def _to_global(self, placement, sbp):
+    def _to_global(self, placement, sbp, check_meta=True):
         if self._placement is None:
             if placement is None or sbp is None:
                 raise ValueError("to_global() of a local tensor needs both placement and sbp")
             placement = _as_placement(placement)
-            return self._local_to_global(placement, sbp_mod.normalize(sbp, placement.ndim))
+            return self._local_to_global(placement, sbp_mod.normalize(sbp, placement.ndim),
+                                         check_meta)
         placement = self._placement if placement is None else _as_placement(placement)
         if sbp is None:
             if placement.ndim != self._placement.ndim:
@@ -267,18 +268,28 @@ class Tensor(TensorOps):
 
     to_consistent = to_global
 
-    def _local_to_global(self, placement, sbp):
-        local = self._local
-        shape = _layout.logical_shape(local.shape, placement, sbp)
+    def _local_to_global(self, placement, sbp, check_meta=True):
+        """In a launched job of several processes, ``check_meta`` (OneFlow's)
+        takes the local shape and dtype from the placement's ranks, which must
+        agree (``pipeflow._mpi.placement_meta``: one all-gather, a collective
+        of the job): a rank outside the placement may pass an empty tensor."""
+        local, dtype = self._local, self._dtype
+        rank, local_shape = env.get_rank(), local.shape
+        if check_meta and _mpi.launched():
+            local_shape, np_dtype = _mpi.placement_meta(local.shape, local.dtype, placement,
+                                                        "to_global()")
+            if rank not in placement and np_dtype != local.dtype:
+                local = np.empty((0,), np_dtype)
+                dtype = dt.from_numpy_dtype(np_dtype)
+        shape = _layout.logical_shape(local_shape, placement, sbp)
         _layout.check_layout(shape, placement, sbp)
         if env.get_world_size() == 1:
             logical = _layout.logical_from_replicas(local, placement, sbp)
             return Tensor._new(self._dtype, shape, logical=logical, placement=placement, sbp=sbp,
                                requires_grad=self.requires_grad)
-        rank = env.get_rank()
         inside = rank in placement
         broadcast = all(isinstance(s, sbp_mod._Broadcast) for s in sbp)
-        return Tensor._new(self._dtype, shape,
+        return Tensor._new(dtype, shape,
                            local=local if inside else np.empty((0,), dtype=local.dtype),
                            logical=local if inside and broadcast else None,
                            placement=placement, sbp=sbp, requires_grad=self.requires_grad)

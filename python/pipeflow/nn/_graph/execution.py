@@ -14,6 +14,17 @@ compiled step, and packs the losses as OneFlow returns them: a global tensor
 on the last stage's placement holding one loss per micro-batch (shape
 ``[m]``; a scalar when ``m == 1``), whose ``to_local()`` is empty on the ranks
 outside that placement.
+
+A graph whose placements use ranks ``0..n-1`` of a job of more processes
+(a graph on ``[0, 1]`` in a job of 4; an evaluation graph on ``[0]`` beside
+a training graph on all ranks) runs on those ranks alone: its programs
+share a communicator of their own (``pfrt_init_program``), and the ranks
+``n..`` load nothing, take part in no collective of it and wait for nothing;
+calling the graph there returns its results empty (global tensors of the
+logical shape whose ``to_local()`` is empty), and its state dict holds the
+modules' values, which are not materialised there. The ranks below ``n``
+outside the placements (a graph on ``[2, 3]``: ranks 0 and 1) run the empty
+programs the compiler makes for them.
 """
 
 import operator
@@ -22,7 +33,7 @@ import sys
 
 import numpy as np
 
-from ... import _feed, _layout, _registry, _runtime, _state, env
+from ... import _feed, _layout, _mpi, _registry, _runtime, _state, env
 from ... import config as config_mod
 from ... import dtypes as dt
 from ... import sbp as sbp_mod
@@ -150,14 +161,20 @@ class Run:
         self.m = graph.config.gradient_accumulation_steps
         self.rank = env.get_rank()
         self.world = world = env.get_world_size()
+        self.job_world = world
         # Automatic stages: the program runs on the user's placement P shifted
         # to every pipeline rank k (ranks k*W .. k*W+W-1, W = max rank of P + 1).
         self.auto_placement = options.auto_placement(traced)
         self.auto_width = None
         if self.auto_placement is not None:
             self.auto_width = max(self.auto_placement.flat_ranks) + 1
-        if artifacts.world_size != world:
+        if artifacts.world_size > world:
             raise self._wrong_world_size(graph, loc)
+        # A program on ranks 0..n-1 of a job of more processes: the ranks
+        # outside take no part (see execution's docstring); the collectives
+        # between steps are over the program's ranks.
+        self.world = world = artifacts.world_size
+        self.outside = self.rank >= world
         self.entry = artifacts.rank(self.rank) or {}
         self.inference = traced.loss is None
         if self.inference:
@@ -166,7 +183,7 @@ class Run:
             raise BackendUnavailable(
                 f"internal error: {artifacts.manifest_path} says rank {self.rank} runs "
                 f"{self.entry['num_microbatches']} micro-batches per step, the graph asked for {self.m}")
-        self.plans = self._input_plans(artifacts)
+        self.plans = [] if self.outside else self._input_plans(artifacts)
         self.loss_placement = self._loss_placement(graph, traced, artifacts)
         self.reports_loss = not self.inference and self.entry.get(
             "reports_loss", self.rank in self.loss_placement)
@@ -175,8 +192,11 @@ class Run:
         # broadcast) need a program on every rank of the job.
         self.collective = world > 1 and all(
             artifacts.shared_object(r) is not None for r in range(world))
-        so = artifacts.shared_object(self.rank)
-        self.program = None if so is None else _runtime.Program(so, self.rank, world, traced.seed)
+        if self.job_world > 1:
+            _mpi.join()  # every process of the job, with a program here or not
+        so = None if self.outside else artifacts.shared_object(self.rank)
+        self.program = None if so is None else _runtime.Program(so, self.rank, world, traced.seed,
+                                                                job_size=self.job_world)
         self.version = 0  # changes with every step (see pipeflow._state)
         self.state = _state.ProgramState(self, self.program, traced.param_objects, world,
                                          self.collective)
@@ -195,7 +215,7 @@ class Run:
     def _wrong_world_size(self, graph, loc):
         """The CompileError of a program compiled for another number of ranks
         than the job's processes: how to launch it."""
-        n, world = self.artifacts.world_size, self.world
+        n, world = self.artifacts.world_size, self.job_world
         script = os.path.relpath(sys.argv[0]) if sys.argv and sys.argv[0] else "SCRIPT.py"
         alone = "this process runs alone (world size 1)" if world == 1 else \
             f"this job has {world} processes"
@@ -321,6 +341,8 @@ class Run:
     def step(self, args, loc, known=None):
         """Runs one step on ``args``; returns this rank's losses (one per
         micro-batch, shared within the loss's placement; empty elsewhere)."""
+        if self.outside:
+            return self._step_outside()
         scalars = {name: float(self.optimizers[i].param_groups[j]["lr"])
                    for name, i, j in self.traced.lr_scalars}
         sharing.pull(self)
@@ -350,6 +372,18 @@ class Run:
                 losses if self.rank == self.loss_root else np.zeros((self.m,), np.float32),
                 self.loss_root, self.loss_placement.flat_ranks)
         return losses
+
+    def _step_outside(self):
+        """A step on a rank outside the program's: nothing runs and nothing
+        waits; the results are empty local parts of their logical shapes."""
+        self.steps += 1
+        self.version += 1
+        empty = np.empty((0,), np.float32)
+        if self.inference:
+            return outputs.collect(self, empty)
+        if self.has_extras:
+            self.extras = outputs.collect_extras(self)
+        return empty
 
     def _feed(self, plan, tensor, loc, known):
         """The C-contiguous buffer this rank feeds for one input (``None``: none).
@@ -405,7 +439,7 @@ class Run:
         sbp = self.loss_sbp
         shape = (self.m,) if self.m > 1 else ()
         shared = self.loss_root is not None and self.collective and self.rank in placement
-        if self.world == 1 or self.reports_loss or shared:
+        if (self.world == 1 and not self.outside) or self.reports_loss or shared:
             value = losses.reshape(shape)
             return Tensor._new(dt.float32, shape, local=value, logical=value, placement=placement, sbp=sbp)
         return Tensor._new(dt.float32, shape, local=np.empty((0,), np.float32), logical=None,

@@ -53,6 +53,12 @@ def state_dict(graph):
         if graph._pending_step is not None:
             out[_checkpoint.STEP_KEY] = _step_tensor(graph._pending_step[0])
         return out
+    if run.outside:
+        # A rank outside the program's: the modules' values, whose parameters
+        # placed on the program's ranks hold nothing here (as OneFlow's).
+        out = OrderedDict((name, m.state_dict()) for name, m in graph._modules.items())
+        out[_checkpoint.STEP_KEY] = _step_tensor(run.steps)
+        return out
     state = run.state
     values = state.gather_all(f"{graph.name}.state_dict()")
     out = OrderedDict((name, m.state_dict()) for name, m in graph._modules.items())
@@ -67,6 +73,8 @@ def load_state_dict(graph, state_dict, strict, loc):
     """See ``Graph.load_state_dict``; ``loc`` is the user's call."""
     if not isinstance(state_dict, dict):
         raise TypeError(f"{graph.name}.load_state_dict() expects a dict, got {type(state_dict).__name__}")
+    if graph._run is not None and graph._run.outside:
+        return IncompatibleKeys([], [])  # no part of the program here: nothing to load
     loader = _Loader(graph, loc)
     for key, value in state_dict.items():
         loader.read(key, value)
@@ -213,6 +221,10 @@ def load_initial(graph, run, traced):
     """Before the first step: the values loaded into the modules, the graph
     (optimizer states, the step) and the optimizer go into the program."""
     state = run.state
+    if run.outside:
+        graph._pending_state.clear()  # no part of the program here
+        object.__setattr__(graph, "_pending_step", None)
+        return
     loaded = given_values(run, traced)
     pending = list(graph._pending_state.items())
     optim = [(o, id_, kind, value) for o in run.optimizers
