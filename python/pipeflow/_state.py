@@ -219,7 +219,10 @@ class ProgramState:
         self._write_back(name, array)
 
     def save(self, directory, what):
-        """``pfrt_state_save``: a checkpoint of every tensor (a collective)."""
+        """``pfrt_state_save``: a checkpoint of every tensor (a collective of
+        the program's ranks; a rank outside them has nothing to write)."""
+        if getattr(self.run, "outside", False):
+            return
         self._require(what)
         self.program.state_save(directory, self.step)
 

@@ -19,6 +19,8 @@ import pytest
 from conftest import PYTHON_DIR, mpiexec_available, run_job
 from test_run import fresh_seeds
 
+import pipeflow as flow
+
 pytestmark = pytest.mark.skipif(not mpiexec_available(), reason="needs mpiexec (MPICH)")
 LR = 0.1
 
@@ -99,6 +101,7 @@ train = Train(model)
 record["losses"] = [local(train(x, y)) for _ in range(3)]
 record["loss_shape"] = list(train(x, y).shape)  # a fourth step
 state = train.state_dict()["model"]
+train.save_checkpoint(f"{out}/checkpoint")  # written by [0, 1]; nothing to do on 2, 3
 record["weight"] = state["weight"].to_local().numpy().tolist()
 record["bias"] = state["bias"].to_local().numpy().tolist()
 other = linear(P23, [B])
@@ -187,6 +190,8 @@ def test_graph_on_ranks_0_1_of_4_and_another_on_2_3(backend, tmp_path):
     records, pseed, dseed = launch(tmp_path, backend, PARTS)
     w, b, x, y = reference(pseed, dseed)
     losses, w4, b4 = sgd(w, b, x, y, 4)
+    saved = flow.load(str(tmp_path / "out" / "checkpoint"))
+    np.testing.assert_allclose(saved["model.weight"].numpy(), w4, rtol=1e-5, atol=1e-6)
     for rank, rec in enumerate(records):
         # to_global's shape and dtype come from [0, 1] on every rank.
         assert rec["x"][:2] == [[8, 4], "pipeflow.float32"], (rank, rec["x"])
