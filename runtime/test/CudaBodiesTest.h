@@ -46,6 +46,17 @@ void expectClose(const std::vector<float> &got, const std::vector<float> &want,
 
 /// The groups of families of test_cuda_bodies_conv.cpp and
 /// test_cuda_bodies_gpt.cpp.
+/// body(out, i) for every i in [0, n) against cpu(out) (n floats each):
+/// the same bits.
+template <typename Body, typename Cpu>
+void expectBodyBits(int64_t n, Body body, Cpu cpu, const std::string &what) {
+  std::vector<float> got(static_cast<size_t>(n)), want(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    body(got.data(), i);
+  cpu(want.data());
+  expectBits(got, want, what);
+}
+
 /// An element-wise body of two float inputs and its CPU kernel.
 struct BinaryBody {
   const char *name;

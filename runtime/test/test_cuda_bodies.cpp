@@ -56,13 +56,10 @@ void expectBinaryBodies(std::initializer_list<BinaryBody> ops,
                         const std::vector<float> &a,
                         const std::vector<float> &b, const std::string &at) {
   const int64_t n = int64_t(a.size());
-  std::vector<float> got(a.size()), want(a.size());
-  for (const BinaryBody &op : ops) {
-    for (int64_t i = 0; i < n; ++i)
-      op.body(a.data(), b.data(), got.data(), i);
-    op.cpu(a.data(), b.data(), want.data(), n);
-    expectBits(got, want, op.name + at);
-  }
+  for (const BinaryBody &op : ops)
+    expectBodyBits(
+        n, [&](float *o, int64_t i) { op.body(a.data(), b.data(), o, i); },
+        [&](float *o) { op.cpu(a.data(), b.data(), o, n); }, op.name + at);
 }
 
 double uniform1(double lo, double hi) {

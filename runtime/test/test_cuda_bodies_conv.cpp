@@ -23,6 +23,27 @@ namespace {
 // Activations and transpose
 //===----------------------------------------------------------------------===//
 
+/// activationAt over every element against pfrt_k_activation (dy NULL) or
+/// pfrt_k_activation_grad, each on its own copies of x and dy; in place,
+/// the output is the copy of x (forward) or of dy (gradient). Same bits.
+void activationCase(int32_t kind, const std::vector<float> &x,
+                    const std::vector<float> *dy, bool inPlace,
+                    const std::string &what) {
+  const int64_t n = int64_t(x.size());
+  std::vector<float> bx = x, cx = x, bd = dy ? *dy : std::vector<float>(),
+                     cd = bd, bo(x.size()), co(x.size());
+  float *bOut = inPlace ? (dy ? bd.data() : bx.data()) : bo.data();
+  float *cOut = inPlace ? (dy ? cd.data() : cx.data()) : co.data();
+  for (int64_t i = 0; i < n; ++i)
+    activationAt(kind, bx.data(), dy ? bd.data() : nullptr, bOut, i);
+  if (dy)
+    pfrt_k_activation_grad(kind, cx.data(), cd.data(), cOut, n);
+  else
+    pfrt_k_activation(kind, cx.data(), cOut, n);
+  expectBits(std::vector<float>(bOut, bOut + n),
+             std::vector<float>(cOut, cOut + n), what);
+}
+
 void activations() {
   for (int32_t kind = 0; kind < 4; ++kind)
     for (int64_t n :
@@ -38,26 +59,11 @@ void activations() {
       sprinkle(x);
       std::string at =
           " kind=" + std::to_string(kind) + " n=" + std::to_string(n);
-      std::vector<float> got(static_cast<size_t>(n)),
-          want(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i)
-        activationAt(kind, x.data(), nullptr, got.data(), i);
-      pfrt_k_activation(kind, x.data(), want.data(), n);
-      expectBits(got, want, "activation" + at);
-      for (int64_t i = 0; i < n; ++i)
-        activationAt(kind, x.data(), dy.data(), got.data(), i);
-      pfrt_k_activation_grad(kind, x.data(), dy.data(), want.data(), n);
-      expectBits(got, want, "activation_grad" + at);
-      // In place: y == x, dx == dy.
-      auto xi = x, xc = x, di = dy, dc = dy;
-      for (int64_t i = 0; i < n; ++i)
-        activationAt(kind, xi.data(), nullptr, xi.data(), i);
-      pfrt_k_activation(kind, xc.data(), xc.data(), n);
-      expectBits(xi, xc, "activation in place" + at);
-      for (int64_t i = 0; i < n; ++i)
-        activationAt(kind, x.data(), di.data(), di.data(), i);
-      pfrt_k_activation_grad(kind, x.data(), dc.data(), dc.data(), n);
-      expectBits(di, dc, "activation_grad in place" + at);
+      for (bool inPlace : {false, true}) {
+        std::string how = std::string(inPlace ? " in place" : "") + at;
+        activationCase(kind, x, nullptr, inPlace, "activation" + how);
+        activationCase(kind, x, &dy, inPlace, "activation_grad" + how);
+      }
     }
 }
 
@@ -393,18 +399,22 @@ void pools() {
       std::string at =
           " n=" + std::to_string(q[0]) + " c=" + std::to_string(q[1]) +
           " hw=" + std::to_string(q[2]) + (cancel ? " cancelling" : "");
-      std::vector<float> got(static_cast<size_t>(planes)),
-          want(static_cast<size_t>(planes));
-      for (int64_t p = 0; p < planes; ++p)
-        globalAvgPoolAt(x.data(), got.data(), q[2], p);
-      pfrt_k_global_avg_pool(x.data(), want.data(), q[0], q[1], q[2]);
-      expectBits(got, want, "global_avg_pool" + at);
-      std::vector<float> gotDx(static_cast<size_t>(n)),
-          wantDx(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i)
-        globalAvgPoolGradAt(dy.data(), gotDx.data(), q[2], i);
-      pfrt_k_global_avg_pool_grad(dy.data(), wantDx.data(), q[0], q[1], q[2]);
-      expectBits(gotDx, wantDx, "global_avg_pool_grad" + at);
+      expectBodyBits(
+          planes,
+          [&](float *o, int64_t p) { globalAvgPoolAt(x.data(), o, q[2], p); },
+          [&](float *o) {
+            pfrt_k_global_avg_pool(x.data(), o, q[0], q[1], q[2]);
+          },
+          "global_avg_pool" + at);
+      expectBodyBits(
+          n,
+          [&](float *o, int64_t i) {
+            globalAvgPoolGradAt(dy.data(), o, q[2], i);
+          },
+          [&](float *o) {
+            pfrt_k_global_avg_pool_grad(dy.data(), o, q[0], q[1], q[2]);
+          },
+          "global_avg_pool_grad" + at);
     }
 }
 

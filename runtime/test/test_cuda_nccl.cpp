@@ -121,6 +121,17 @@ std::string name(const char *fn, const std::vector<int64_t> &g, int64_t count) {
   return s + "] count " + std::to_string(count);
 }
 
+/// A twin's output: `in` uploaded, a poisoned device output of `outs`
+/// floats, twin(din, dout) returning 0, and the output downloaded.
+template <typename Twin>
+std::vector<float> twinOutput(const std::vector<float> &in, int64_t outs,
+                              Twin twin) {
+  float *din = upload(in), *dout = dalloc(outs);
+  poison(dout, outs);
+  CHECK(twin(din, dout) == 0, "rc");
+  return download(dout, outs);
+}
+
 /// Every collective twin in group g (this rank a member) on `count`
 /// elements per block, against the host rows.
 /// The run's transport mode ("staged": PFRT_CUDA_COMM=staged).
@@ -184,11 +195,10 @@ void collectives(const std::vector<int64_t> &g, int64_t count) {
     std::vector<float> in = uniform(count, uint64_t(gRank));
     std::vector<float> want(static_cast<size_t>(n * count));
     pfrt_all_gather(in.data(), want.data(), count, r, n);
-    float *din = upload(in), *dout = dalloc(n * count);
-    poison(dout, n * count);
-    CHECK(pfrt_cuda_all_gather(din, dout, count, r, n) == 0, "rc");
-    expectSame(download(dout, n * count), want, none, n,
-               name("pfrt_cuda_all_gather", g, count));
+    auto got = twinOutput(in, n * count, [&](float *i, float *o) {
+      return pfrt_cuda_all_gather(i, o, count, r, n);
+    });
+    expectSame(got, want, none, n, name("pfrt_cuda_all_gather", g, count));
   }
   // reduce-scatter.
   {
@@ -197,10 +207,10 @@ void collectives(const std::vector<int64_t> &g, int64_t count) {
         hostSums(in, count, [&](const float *i, float *o) {
           pfrt_reduce_scatter_sum(i, o, count, r, n);
         });
-    float *din = upload(in), *dout = dalloc(count);
-    poison(dout, count);
-    CHECK(pfrt_cuda_reduce_scatter_sum(din, dout, count, r, n) == 0, "rc");
-    expectSame(download(dout, count), want, scale, n,
+    auto got = twinOutput(in, count, [&](float *i, float *o) {
+      return pfrt_cuda_reduce_scatter_sum(i, o, count, r, n);
+    });
+    expectSame(got, want, scale, n,
                name("pfrt_cuda_reduce_scatter_sum", g, count));
   }
   // all_to_all (exact: a permutation of blocks).
@@ -208,11 +218,10 @@ void collectives(const std::vector<int64_t> &g, int64_t count) {
     std::vector<float> in = uniform(n * count, uint64_t(gRank));
     std::vector<float> want(static_cast<size_t>(n * count));
     pfrt_all_to_all(in.data(), want.data(), count, r, n);
-    float *din = upload(in), *dout = dalloc(n * count);
-    poison(dout, n * count);
-    CHECK(pfrt_cuda_all_to_all(din, dout, count, r, n) == 0, "rc");
-    expectSame(download(dout, n * count), want, none, n,
-               name("pfrt_cuda_all_to_all", g, count));
+    auto got = twinOutput(in, n * count, [&](float *i, float *o) {
+      return pfrt_cuda_all_to_all(i, o, count, r, n);
+    });
+    expectSame(got, want, none, n, name("pfrt_cuda_all_to_all", g, count));
   }
   // broadcast from every member.
   for (int64_t root : g) {
