@@ -98,9 +98,13 @@ public:
   }
   void saveI64(const std::string &id, const char *tensor, const Shape &shape,
                const std::vector<int64_t> &data) {
+    saveAs(id, tensor, PFRT_DTYPE_I64, shape, data.data());
+  }
+  /// A tensor of any PFRT_DTYPE_* (a bool one byte an element).
+  void saveAs(const std::string &id, const char *tensor, int32_t dtype,
+              const Shape &shape, const void *data) {
     std::string p = dir + "/" + id + "_" + tensor + ".npy";
-    pfrt_npy_write(p.c_str(), PFRT_DTYPE_I64, int64_t(shape.size()),
-                   shape.data(), data.data());
+    pfrt_npy_write(p.c_str(), dtype, int64_t(shape.size()), shape.data(), data);
   }
 
   /// Appends `kernel=<kernel> id=<id> <fmt...>` to the manifest.

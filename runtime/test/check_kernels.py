@@ -79,6 +79,23 @@ class Ctx:
         s[0] += 1
         s[1] = max(s[1], err)
 
+    def same(self, case, what, got, want):
+        """Exactly ``want``: dtype, shape and every element (floats bit for
+        bit, NaN where NaN)."""
+        want = np.asarray(want)
+        tag = "%s %s %s" % (case["kernel"], case["id"], what)
+        if got.dtype != want.dtype or got.shape != want.shape:
+            self.failures.append("%s: %s %s, expected %s %s" % (
+                tag, got.dtype, got.shape, want.dtype, want.shape))
+        elif not np.array_equal(got.view(np.uint8), want.view(np.uint8)) and not (
+                got.dtype.kind == "f" and np.array_equal(got, want, equal_nan=True)):
+            bad = np.argwhere(got != want)
+            at = tuple(bad[0]) if len(bad) else "?"
+            self.failures.append("%s: first mismatch at %s: %r vs %r" % (
+                tag, at, got[at] if len(bad) else None, want[at] if len(bad) else None))
+        s = self.stats.setdefault("%s.%s" % (case["kernel"], what.split("_")[0]), [0, 0.0])
+        s[0] += 1
+
     def fd(self, case, what, f, x0, grad, h=1e-6, dirs=3):
         """Directional central differences of the float64 function f at x0
         against the C gradient grad."""
@@ -615,6 +632,64 @@ def check_broadcast(ctx, c):
               np.broadcast_to(ref_i.reshape(ints(c["shape"])), out), EXACT)
 
 
+# --- comparisons, boolean tensors, casts (test_k_logical.cpp) -----------------
+
+DTYPES = ("f32", "i64", "i32", "bool")
+PREDICATES = (np.equal, np.not_equal, np.less, np.less_equal, np.greater,
+              np.greater_equal)
+LIMITS = {"i64": (-2**63, 2**63 - 1), "i32": (-2**31, 2**31 - 1)}
+
+
+def cast_ref(x, to):
+    """pfrt_k_cast's rule: to bool x != 0 (NaN true); float to integer toward
+    zero, NaN 0, clamped to the type's range; integer to integer keeps the
+    low bits; from bool 0 or 1."""
+    want = {"f32": np.float32, "i64": np.int64, "i32": np.int32, "bool": np.bool_}[to]
+    if to == "bool":
+        return x != 0
+    if to == "f32" or x.dtype.kind in "iub":
+        return x.astype(want)  # (numpy's integer casts wrap)
+    lo, hi = LIMITS[to]
+    out = [0 if math.isnan(v) else lo if v <= lo else hi if v >= hi else int(v)
+           for v in x.astype(np.float64).tolist()]
+    return np.array(out, dtype=want)
+
+
+def check_logical(ctx, c):
+    """pfrt_k_compare, _logical, _where, _cast and masked_fill's masks: exact
+    (bools, integers, and floats bit for bit with NaN where NaN)."""
+    a = {d: ctx.load(c, "a_" + d) for d in DTYPES}
+    b = {d: ctx.load(c, "b_" + d) for d in DTYPES}
+    for d in DTYPES:
+        for p, rel in enumerate(PREDICATES):
+            ctx.same(c, "cmp_%s_%d" % (d, p), ctx.load(c, "cmp_%s_%d" % (d, p)),
+                     rel(a[d], b[d]))
+    ab, bb = a["bool"], b["bool"]
+    for k, want in enumerate((ab & bb, ab | bb, ab ^ bb, ~ab)):
+        ctx.same(c, "logical_%d" % k, ctx.load(c, "logical_%d" % k), want)
+    ctx.same(c, "logical_inplace", ctx.load(c, "logical_inplace"), ab ^ bb)
+    cond = ctx.load(c, "cond")
+    ctx.same(c, "cond", cond, a["f32"] < b["f32"])
+    for d in DTYPES:
+        ctx.same(c, "where_" + d, ctx.load(c, "where_" + d), np.where(cond, a[d], b[d]))
+    for f in DTYPES:
+        for t in DTYPES:
+            name = "cast_%s_%s" % (f, t)
+            ctx.same(c, name, ctx.load(c, name), cast_ref(a[f], t))
+    v = np.float32(float(c["v"]))
+    for d in DTYPES:
+        ctx.same(c, "fill_" + d, ctx.load(c, "fill_" + d),
+                 np.where(b[d] != 0, v, a["f32"]).astype(np.float32))
+
+
+def check_bool_moves(ctx, c):
+    x, y = ctx.load(c, "x"), ctx.load(c, "y")
+    ctx.same(c, "broadcast", y, np.broadcast_to(x, (int(c["rows"]), int(c["cols"]))))
+    box = np.zeros((4, 5), np.bool_)
+    box[:3, :4] = y[1:4, 2:6]
+    ctx.same(c, "copy_box", ctx.load(c, "box"), box)
+
+
 CHECKS = {
     "elementwise": check_elementwise,
     "activation": check_activation,
@@ -639,6 +714,8 @@ CHECKS = {
     "batch_norm": check_batch_norm,
     "sgd": check_sgd,
     "adam": check_adam,
+    "logical": check_logical,
+    "bool_moves": check_bool_moves,
 }
 
 

@@ -276,10 +276,21 @@ run_ok trace_off_writes_nothing 30 bash -c \
 run_ok sgemm 60 "$BIN/pfrt-test-sgemm"
 
 # --- CPU kernels: C results vs a float64 NumPy reference ---------------------
-for fam in basic matmul xent conv pool norm optim; do
+for fam in basic matmul xent conv pool norm optim logical; do
   D=$WORK/k-$fam
   run_ok kernels_$fam 120 bash -c \
     "'$BIN/pfrt-test-k-$fam' '$D' && '$PY' '$HERE/check_kernels.py' '$D'"
+done
+for what in predicate dtype kind b mask_dtype; do
+  case $what in
+  predicate) msg="pfrt_k_compare: predicate 6 is not one of" ;;
+  dtype) msg="pfrt_k_where: dtype 9 is not a dtype" ;;
+  kind) msg="pfrt_k_logical: kind 4 is not one of" ;;
+  b) msg="pfrt_k_logical: b is NULL" ;;
+  mask_dtype) msg="pfrt_k_masked_fill: mask_dtype -1 is not a dtype" ;;
+  esac
+  run_fail kernel_error_logical_$what 20 "$msg" \
+    "$BIN/pfrt-test-k-logical" "$WORK/k-logical-$what" "$what"
 done
 run_fail kernel_error_label 20 \
   "pfrt_k_softmax_xent: label 7 at row 2 is outside [0, 5)" "$E" xent_label
@@ -361,6 +372,7 @@ report cuda_twins_plan_or_clean_failure $( { [ $cuda_rc -eq 0 ] ||
       "$LOGS/cuda_twins_plan.err"; }; } && echo 1 || echo 0)
 # The twins' kernel bodies, built for the host, against the CPU kernels.
 run_ok cuda_bodies 60 "$BIN/pfrt-test-cuda-bodies"
+run_ok cuda_logical_bodies 60 "$BIN/pfrt-test-cuda-logical"
 # The embedded kernels: an sm_90 ELF with every kernel and compute_90 PTX.
 FATBIN=$(cd "$1" && pwd)/pfrt_cuda_kernels.fatbin
 if [ -f "$FATBIN" ]; then
@@ -398,6 +410,7 @@ if [ $cuda_rc -eq 77 ]; then
   echo "SKIP cuda_twins_bad_label (no CUDA device)"
 else
   report cuda_twins $([ $cuda_rc -eq 0 ] && echo 1 || echo 0)
+  run_ok cuda_logical_twins 60 "$BIN/pfrt-test-cuda-logical" twins
   run_fail cuda_twins_bad_label 60 \
     "pfrt_cuda_k_softmax_xent: label 7 at row 2 is outside [0, 5)" \
     "$BIN/pfrt-test-cuda-twins" "$WORK/cuda_twins_bad" bad_label
@@ -411,6 +424,8 @@ fi
 if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
   run_ok cuda_twins_emulated 300 env PFRT_CUDA_FAKE=1 \
     "$BIN/pfrt-test-cuda-twins" "$WORK/cuda_twins_fake"
+  run_ok cuda_logical_twins_emulated 60 env PFRT_CUDA_FAKE=1 \
+    "$BIN/pfrt-test-cuda-logical" twins
   run_ok cuda_twins_emulated_no_bgradb 60 env PFRT_CUDA_FAKE=1 \
     PFRT_CUDA_FAKE_NO_BGRADB=1 "$BIN/pfrt-test-cuda-twins" \
     "$WORK/cuda_twins_fake3" bgrad
@@ -477,6 +492,12 @@ fi
 # sub-groups and a captured graph replayed over new data; the transport
 # choice and its errors.
 if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ] && [ -x "$BIN/pfrt-test-cuda-nccl" ]; then
+  # nccl_fail NAME RANKS MODE PATTERN: pfrt-test-cuda-nccl MODE on RANKS
+  # emulated GPU ranks over NCCL fails, saying PATTERN.
+  nccl_fail() {
+    run_fail "$1" 60 "$4" env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl \
+      "${MPIEXEC[@]}" -n "$2" "$BIN/pfrt-test-cuda-nccl" "$3"
+  }
   for n in 1 2 3; do
     run_ok cuda_nccl_emulated_n$n 120 env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl \
       "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-cuda-nccl"
@@ -492,12 +513,6 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ] && [ -x "$BIN/pfrt-test-cuda-nccl" 
   run_fail cuda_nccl_emulated_staged_not_captured 60 \
     "pfrt_cuda_all_reduce_sum: the host-staged transport cannot be captured" \
     env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=staged "${MPIEXEC[@]}" -n 2 \
-  # nccl_fail NAME RANKS MODE PATTERN: pfrt-test-cuda-nccl MODE on RANKS
-  # emulated GPU ranks over NCCL fails, saying PATTERN.
-  nccl_fail() {
-    run_fail "$1" 60 "$4" env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl \
-      "${MPIEXEC[@]}" -n "$2" "$BIN/pfrt-test-cuda-nccl" "$3"
-  }
     "$BIN/pfrt-test-cuda-nccl"
   run_ok cuda_nccl_emulated_verbose 120 bash -c "PFRT_CUDA_FAKE=1 \
     PFRT_CUDA_COMM=nccl PFRT_CUDA_VERBOSE=1 $MPX -n 2 '$BIN/pfrt-test-cuda-nccl' \

@@ -416,11 +416,13 @@ int pfrt_synthetic_labels(int64_t *out, int64_t num_classes, uint64_t seed,
                           const int64_t *shard_offset,
                           const int64_t *shard_shape);
 
-/* Element types of .npy files (little-endian only). */
+/* Element types of tensors and .npy files (little-endian only). A bool is
+ * one byte, 0 or 1. */
 enum {
   PFRT_DTYPE_F32 = 0, /* '<f4' */
   PFRT_DTYPE_I64 = 1, /* '<i8' */
-  PFRT_DTYPE_I32 = 2  /* '<i4' */
+  PFRT_DTYPE_I32 = 2, /* '<i4' */
+  PFRT_DTYPE_BOOL = 3 /* '|b1' */
 };
 
 /* Reads the shard [shard_offset, shard_offset + shard_shape) of the .npy file
@@ -681,14 +683,14 @@ void pfrt_k_softmax_grad(const float *y, const float *dy, float *dx,
  * kernels:
  *   softmax_masked       y = softmax(mask ? fill : x * (float)scale) by
  *                        rows, as pfrt_k_scale, pfrt_k_masked_fill and
- *                        pfrt_k_softmax; the mask (float, or int64 when
- *                        mask_i64; null for none) holds mask_rows rows of n
- *                        repeated over the rows (row r reads row
+ *                        pfrt_k_softmax; the mask (of mask_dtype, a
+ *                        PFRT_DTYPE_*; null for none) holds mask_rows rows
+ *                        of n repeated over the rows (row r reads row
  *                        r % mask_rows: a mask broadcast over the leading
  *                        axes), mask_rows dividing rows;
  *   softmax_grad_scaled  dx = (float)scale * pfrt_k_softmax_grad(y, dy).
  * CPU only: the compiler fuses them on CPU ranks. */
-void pfrt_k_softmax_masked(const float *x, const void *mask, int32_t mask_i64,
+void pfrt_k_softmax_masked(const float *x, const void *mask, int32_t mask_dtype,
                            int64_t mask_rows, double scale, double fill,
                            float *y, int64_t rows, int64_t n, int32_t log);
 void pfrt_k_softmax_grad_scaled(const float *y, const float *dy, float *dx,
@@ -715,18 +717,39 @@ void pfrt_k_add(const float *a, const float *b, float *out, int64_t n);
 void pfrt_k_sub(const float *a, const float *b, float *out, int64_t n);
 void pfrt_k_div(const float *a, const float *b, float *out, int64_t n);
 /* NumPy broadcasting of x (in_shape) to y (out_shape), both of `rank` axes
- * (in_shape[d] == out_shape[d] or 1); elements of elem_bytes (4 or 8) bytes.
- * x and y must not overlap. */
+ * (in_shape[d] == out_shape[d] or 1); elements of elem_bytes (1, 4 or 8)
+ * bytes. x and y must not overlap. */
 void pfrt_k_broadcast(const void *x, void *y, int64_t rank,
                       const int64_t *in_shape, const int64_t *out_shape,
                       int64_t elem_bytes);
-/* y = mask != 0 ? value : x; the mask is float, or int64 when mask_i64 (y
- * may alias x). */
+/* y = mask != 0 ? value : x; the mask's element type is mask_dtype (a
+ * PFRT_DTYPE_*) (y may alias x). */
 void pfrt_k_masked_fill(const float *x, const void *mask, float *y, int64_t n,
-                        int32_t mask_i64, double value);
+                        int32_t mask_dtype, double value);
 void pfrt_k_scale(const float *x, float *y, int64_t n, double s);
 void pfrt_k_copy(const float *x, float *y, int64_t n);
 void pfrt_k_fill(float *y, int64_t n, double v);
+
+/* Comparisons and boolean tensors (src/cpu/Logical.cpp), element-wise over
+ * n elements; `dtype` is a PFRT_DTYPE_*, a bool one byte (0 or 1; any
+ * non-zero byte reads as true). The output may alias an input of its size.
+ *   compare  out = a <predicate> b: 0 eq, 1 ne, 2 lt, 3 le, 4 gt, 5 ge
+ *            (a NaN compares false but for ne), a and b of `dtype`;
+ *   logical  out = a <kind> b: 0 and, 1 or, 2 xor, 3 not (b unused, may be
+ *            NULL);
+ *   where    out = cond ? a : b, a, b and out of `dtype`;
+ *   cast     y = x converted from x_dtype to y_dtype: to bool x != 0 (NaN
+ *            is true); from bool 0 or 1; float to integer toward zero (NaN
+ *            gives 0, out-of-range values the nearest representable one);
+ *            integer to integer keeps the low bits. */
+void pfrt_k_compare(const void *a, const void *b, uint8_t *out, int64_t n,
+                    int32_t dtype, int32_t predicate);
+void pfrt_k_logical(const uint8_t *a, const uint8_t *b, uint8_t *out, int64_t n,
+                    int32_t kind);
+void pfrt_k_where(const uint8_t *cond, const void *a, const void *b, void *out,
+                  int64_t n, int32_t dtype);
+void pfrt_k_cast(const void *x, int32_t x_dtype, void *y, int32_t y_dtype,
+                 int64_t n);
 
 /* y[o, c, i] = x[o, c, i] + b[c], x viewed as [outer, c, inner]. */
 void pfrt_k_bias_add(const float *x, const float *b, float *y, int64_t outer,
@@ -1019,8 +1042,9 @@ void pfrt_use_user_inputs(int32_t on);
  * step until set again. */
 int pfrt_set_input(int64_t index, const void *data, int64_t bytes);
 /* Called by generated code: fills `out` with input `index` (user data of
- * exactly `bytes` bytes, or synthetic data of `dtype` PFRT_DTYPE_F32 /
- * PFRT_DTYPE_I64 with `num_classes` for labels). */
+ * exactly `bytes` bytes, or synthetic data of `dtype`: PFRT_DTYPE_F32
+ * normals, PFRT_DTYPE_I64 / PFRT_DTYPE_I32 labels in [0, num_classes) (2
+ * when num_classes is 0 for int32), PFRT_DTYPE_BOOL 0 or 1). */
 int pfrt_load_input(int64_t index, void *out, int64_t bytes, int32_t dtype,
                     int64_t num_classes, uint64_t seed, uint64_t stream,
                     int64_t ndim, const int64_t *shape);

@@ -94,7 +94,7 @@ void readDataBoxes(int64_t index, void *out, int64_t bytes, int32_t dtype,
             shapeToString(int64_t(fileShape.size()), fileShape.data()).c_str(),
             (long long)index, shapeToString(ndim, logical).c_str());
   }
-  int64_t width = dtype == PFRT_DTYPE_F32 ? 4 : 8;
+  int64_t width = kern::checkDtype(fn, "dtype", dtype);
   int64_t elems = 1;
   for (int64_t i = 0; i < ndim; ++i)
     elems *= boxShape[i];
@@ -119,6 +119,39 @@ void readDataBoxes(int64_t index, void *out, int64_t bytes, int32_t dtype,
     pfrt_npy_read_shard(path.c_str(), dtype, ndim + 1, fileShape.data(),
                         off.data(), shape.data(), dst);
   }
+}
+
+/// Synthetic data of `dtype` for the box (offset, shape) of the logical
+/// input (NULL offset: the whole of it): pfrt_synthetic_batch's floats,
+/// pfrt_synthetic_labels' labels (int32 ones narrowed; num_classes 2 where
+/// the step gives none), or bools, labels of 2 classes.
+void syntheticBox(void *out, int32_t dtype, int64_t num_classes, uint64_t seed,
+                  uint64_t stream, int64_t ndim, const int64_t *logical_shape,
+                  const int64_t *offset, const int64_t *shape, const char *fn) {
+  if (dtype == PFRT_DTYPE_F32) {
+    pfrt_synthetic_batch(static_cast<float *>(out), seed, stream, 0, ndim,
+                         logical_shape, offset, shape);
+    return;
+  }
+  if (dtype == PFRT_DTYPE_I64) {
+    pfrt_synthetic_labels(static_cast<int64_t *>(out), num_classes, seed,
+                          stream, 0, ndim, logical_shape, offset, shape);
+    return;
+  }
+  kern::checkDtype(fn, "dtype", dtype);
+  int64_t elems = 1;
+  for (int64_t d = 0; d < ndim; ++d)
+    elems *= shape[d];
+  std::vector<int64_t> labels(static_cast<size_t>(elems));
+  int64_t classes =
+      dtype == PFRT_DTYPE_BOOL ? 2 : (num_classes > 0 ? num_classes : 2);
+  pfrt_synthetic_labels(labels.data(), classes, seed, stream, 0, ndim,
+                        logical_shape, offset, shape);
+  for (int64_t i = 0; i < elems; ++i)
+    if (dtype == PFRT_DTYPE_BOOL)
+      static_cast<uint8_t *>(out)[i] = uint8_t(labels[size_t(i)]);
+    else
+      static_cast<int32_t *>(out)[i] = int32_t(labels[size_t(i)]);
 }
 
 StepOutputs &lastOutputs() {
@@ -167,39 +200,23 @@ int pfrt_load_input(int64_t index, void *out, int64_t bytes, int32_t dtype,
   // generated on first use and copied afterwards.
   if (alreadyLoaded(index, out, bytes))
     return 0;
-  if (dtype == PFRT_DTYPE_F32)
-    pfrt_synthetic_batch(static_cast<float *>(out), seed, stream, 0, ndim,
-                         shape, nullptr, nullptr);
-  else if (dtype == PFRT_DTYPE_I64)
-    pfrt_synthetic_labels(static_cast<int64_t *>(out), num_classes, seed,
-                          stream, 0, ndim, shape, nullptr, nullptr);
-  else
-    fatal("pfrt_load_input: input %lld: unsupported dtype %d", (long long)index,
-          dtype);
+  syntheticBox(out, dtype, num_classes, seed, stream, ndim, shape, nullptr,
+               shape, "pfrt_load_input");
   return 0;
 }
 
 namespace {
 /// Synthetic data for `num_boxes` boxes of the logical input, one after
 /// another in `out` (`boxBytes` each).
-void syntheticBoxes(int64_t index, void *out, int32_t dtype,
-                    int64_t num_classes, uint64_t seed, uint64_t stream,
-                    int64_t ndim, const int64_t *logical_shape,
-                    int64_t num_boxes, const int64_t *offsets,
-                    const int64_t *box_shape, int64_t boxBytes) {
-  for (int64_t b = 0; b < num_boxes; ++b) {
-    char *dst = static_cast<char *>(out) + b * boxBytes;
-    const int64_t *off = ndim > 0 ? offsets + b * ndim : nullptr;
-    if (dtype == PFRT_DTYPE_F32)
-      pfrt_synthetic_batch(reinterpret_cast<float *>(dst), seed, stream, 0,
-                           ndim, logical_shape, off, box_shape);
-    else if (dtype == PFRT_DTYPE_I64)
-      pfrt_synthetic_labels(reinterpret_cast<int64_t *>(dst), num_classes, seed,
-                            stream, 0, ndim, logical_shape, off, box_shape);
-    else
-      fatal("pfrt_load_input: input %lld: unsupported dtype %d",
-            (long long)index, dtype);
-  }
+void syntheticBoxes(void *out, int32_t dtype, int64_t num_classes,
+                    uint64_t seed, uint64_t stream, int64_t ndim,
+                    const int64_t *logical_shape, int64_t num_boxes,
+                    const int64_t *offsets, const int64_t *box_shape,
+                    int64_t boxBytes, const char *fn) {
+  for (int64_t b = 0; b < num_boxes; ++b)
+    syntheticBox(static_cast<char *>(out) + b * boxBytes, dtype, num_classes,
+                 seed, stream, ndim, logical_shape,
+                 ndim > 0 ? offsets + b * ndim : nullptr, box_shape, fn);
 }
 } // namespace
 
@@ -217,7 +234,7 @@ int pfrt_load_input_boxes(int64_t index, void *out, int64_t bytes,
   int64_t elems = 1;
   for (int64_t i = 0; i < ndim; ++i)
     elems *= box_shape[i];
-  int64_t width = dtype == PFRT_DTYPE_F32 ? 4 : 8;
+  int64_t width = kern::checkDtype("pfrt_load_input_boxes", "dtype", dtype);
   if (elems * width * num_boxes != bytes)
     fatal("pfrt_load_input_boxes: input %lld: %lld boxes of %lld elements "
           "do not fill %lld bytes",
@@ -230,8 +247,9 @@ int pfrt_load_input_boxes(int64_t index, void *out, int64_t bytes,
   }
   if (alreadyLoaded(index, out, bytes))
     return 0;
-  syntheticBoxes(index, out, dtype, num_classes, seed, stream, ndim,
-                 logical_shape, num_boxes, offsets, box_shape, elems * width);
+  syntheticBoxes(out, dtype, num_classes, seed, stream, ndim, logical_shape,
+                 num_boxes, offsets, box_shape, elems * width,
+                 "pfrt_load_input_boxes");
   return 0;
 }
 
@@ -381,7 +399,7 @@ int pfrt_load_input_part(int64_t index, void *out, int64_t bytes, int64_t part,
   int64_t elems = 1;
   for (int64_t d : shape)
     elems *= d;
-  int64_t width = dtype == PFRT_DTYPE_F32 ? 4 : 8;
+  int64_t width = kern::checkDtype(fn, "dtype", dtype);
   if (elems * width * count != bytes)
     fatal("%s: input %lld: %lld boxes of %lld elements do not fill %lld "
           "bytes",
@@ -391,8 +409,7 @@ int pfrt_load_input_part(int64_t index, void *out, int64_t bytes, int64_t part,
     readDataBoxes(index, out, bytes, dtype, ndim, logical_shape, count,
                   off.data(), shape.data());
   else
-    syntheticBoxes(index, out, dtype, num_classes, seed, stream, ndim,
-                   logical_shape, count, off.data(), shape.data(),
-                   elems * width);
+    syntheticBoxes(out, dtype, num_classes, seed, stream, ndim, logical_shape,
+                   count, off.data(), shape.data(), elems * width, fn);
   return 0;
 }

@@ -8,6 +8,7 @@
 #include "KernelArgs.h"
 
 #include "Internal.h"
+#include "LogicalMath.h"
 
 #include <climits>
 
@@ -139,8 +140,8 @@ int64_t checkBroadcastArgs(const char *fn, const void *x, const void *y,
                            int64_t rank, const int64_t *inShape,
                            const int64_t *outShape, int64_t elemBytes) {
   checkRank(fn, rank);
-  if (elemBytes != 4 && elemBytes != 8)
-    fatal("%s: element size %lld is not 4 or 8", fn, (long long)elemBytes);
+  if (elemBytes != 1 && elemBytes != 4 && elemBytes != 8)
+    fatal("%s: element size %lld is not 1, 4 or 8", fn, (long long)elemBytes);
   checkPtr(fn, "in_shape", inShape, rank);
   checkPtr(fn, "out_shape", outShape, rank);
   int64_t total = 1, inTotal = 1;
@@ -507,6 +508,55 @@ void checkBatchNormRunning(const char *fn, const void *rmean, const void *rvar,
     fatal("%s: rmean/new_mean and rvar/new_var must both be given or both "
           "be NULL",
           fn);
+}
+
+//===----------------------------------------------------------------------===//
+// Comparisons and boolean tensors
+//===----------------------------------------------------------------------===//
+
+int64_t checkDtype(const char *fn, const char *what, int32_t dtype) {
+  int64_t bytes = logical::dtypeBytes(dtype);
+  if (bytes < 0)
+    fatal("%s: %s %d is not a dtype (0 f32, 1 i64, 2 i32, 3 bool)", fn, what,
+          dtype);
+  return bytes;
+}
+
+void checkCompareArgs(const char *fn, const void *a, const void *b,
+                      const void *out, int64_t n, int32_t dtype,
+                      int32_t predicate) {
+  checkDtype(fn, "dtype", dtype);
+  if (predicate < 0 || predicate >= logical::kNumPredicates)
+    fatal("%s: predicate %d is not one of 0 (eq), 1 (ne), 2 (lt), 3 (le), 4 "
+          "(gt), 5 (ge)",
+          fn, predicate);
+  checkElementwiseArgs(fn, n, {{"a", a}, {"b", b}, {"out", out}});
+}
+
+void checkLogicalArgs(const char *fn, const void *a, const void *b,
+                      const void *out, int64_t n, int32_t kind) {
+  if (kind < 0 || kind >= logical::kNumLogical)
+    fatal("%s: kind %d is not one of 0 (and), 1 (or), 2 (xor), 3 (not)", fn,
+          kind);
+  checkElementwiseArgs(fn, n, {{"a", a}, {"out", out}});
+  if (kind != logical::kNot)
+    checkPtr(fn, "b", b, n);
+}
+
+int64_t checkWhereArgs(const char *fn, const void *cond, const void *a,
+                       const void *b, const void *out, int64_t n,
+                       int32_t dtype) {
+  int64_t bytes = checkDtype(fn, "dtype", dtype);
+  checkElementwiseArgs(fn, n,
+                       {{"cond", cond}, {"a", a}, {"b", b}, {"out", out}});
+  return bytes;
+}
+
+void checkCastArgs(const char *fn, const void *x, int32_t xDtype, const void *y,
+                   int32_t yDtype, int64_t n) {
+  checkDtype(fn, "x_dtype", xDtype);
+  checkDtype(fn, "y_dtype", yDtype);
+  checkElementwiseArgs(fn, n, {{"x", x}, {"y", y}});
 }
 
 } // namespace kern

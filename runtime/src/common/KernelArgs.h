@@ -183,6 +183,15 @@ void checkMultiTableArgs(const char *fn, void *const *ptrs, const int64_t *n,
 // Convolution, pooling, batch norm (src/cpu/Conv.cpp, Pool.cpp, Norm.cpp)
 //===----------------------------------------------------------------------===//
 
+/// A tensor argument of a conv2d or pooling call: its name for messages,
+/// the pointer and which of the call's tensors it is (Kind: ConvTensor or
+/// PoolTensor), which gives its shape.
+template <typename Kind> struct WindowBuf {
+  const char *name;
+  const void *ptr;
+  Kind kind;
+};
+
 /// A conv2d call's dims (pfrt.h's 16) and what they derive.
 struct ConvArgs {
   int64_t N, C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, G;
@@ -192,11 +201,7 @@ struct ConvArgs {
 /// The tensors of a conv2d call: x [N][C][H][W], w [O][K], y [N][O][OH][OW],
 /// or their gradients.
 enum class ConvTensor { X, W, Y };
-struct ConvBuf {
-  const char *name;
-  const void *ptr;
-  ConvTensor kind;
-};
+using ConvBuf = WindowBuf<ConvTensor>;
 /// pfrt_k_conv2d's checks: the dims, then each tensor in the order given.
 ConvArgs checkConvArgs(const char *fn, const int64_t *dims,
                        std::initializer_list<ConvBuf> bufs);
@@ -219,11 +224,7 @@ struct PoolArgs {
 };
 /// An input plane ([N][C][H][W]) or output plane ([N][C][OH][OW]) tensor.
 enum class PoolTensor { In, Out };
-struct PoolBuf {
-  const char *name;
-  const void *ptr;
-  PoolTensor kind;
-};
+using PoolBuf = WindowBuf<PoolTensor>;
 /// pfrt_k_max_pool2d's checks: the dims, then each tensor in order.
 PoolArgs checkPoolArgs(const char *fn, const int64_t *dims,
                        std::initializer_list<PoolBuf> bufs);
@@ -266,6 +267,28 @@ ShardSpec checkDropoutArgs(const char *fn, const float *x, const float *y,
                            const int64_t *shape);
 /// The data step (pfrt_begin_step / pfrt_set_data_step) dropout draws for.
 int64_t currentDataStep();
+
+//===----------------------------------------------------------------------===//
+// Comparisons and boolean tensors (src/cpu/Logical.cpp)
+//===----------------------------------------------------------------------===//
+
+/// A PFRT_DTYPE_* code (`what` names the argument: dtype, mask_dtype,
+/// ...): its element size.
+int64_t checkDtype(const char *fn, const char *what, int32_t dtype);
+/// pfrt_k_compare: dtype, predicate in [0, 6), n and the buffers.
+void checkCompareArgs(const char *fn, const void *a, const void *b,
+                      const void *out, int64_t n, int32_t dtype,
+                      int32_t predicate);
+/// pfrt_k_logical: kind in [0, 4), n and the buffers (b but for `not`).
+void checkLogicalArgs(const char *fn, const void *a, const void *b,
+                      const void *out, int64_t n, int32_t kind);
+/// pfrt_k_where: dtype, n and the buffers; returns the element size.
+int64_t checkWhereArgs(const char *fn, const void *cond, const void *a,
+                       const void *b, const void *out, int64_t n,
+                       int32_t dtype);
+/// pfrt_k_cast: both dtypes, n and the buffers.
+void checkCastArgs(const char *fn, const void *x, int32_t xDtype, const void *y,
+                   int32_t yDtype, int64_t n);
 
 } // namespace kern
 } // namespace pfrt

@@ -38,6 +38,8 @@ DType dtypeInfo(int32_t dtype, const char *fn) {
     return {"<i8", 8};
   case PFRT_DTYPE_I32:
     return {"<i4", 4};
+  case PFRT_DTYPE_BOOL:
+    return {"|b1", 1};
   default:
     fatal("%s: unknown dtype code %d", fn, (int)dtype);
   }

@@ -94,19 +94,26 @@ void pfrt_k_fill(float *y, int64_t n, double v) {
 }
 
 void pfrt_k_masked_fill(const float *x, const void *mask, float *y, int64_t n,
-                        int32_t mask_i64, double value) {
-  checkElementwiseArgs("pfrt_k_masked_fill", n,
-                       {{"x", x}, {"mask", mask}, {"y", y}});
+                        int32_t mask_dtype, double value) {
+  const char *fn = "pfrt_k_masked_fill";
+  checkDtype(fn, "mask_dtype", mask_dtype);
+  checkElementwiseArgs(fn, n, {{"x", x}, {"mask", mask}, {"y", y}});
   float v = static_cast<float>(value);
   auto fill = [&](auto *m) {
     PFRT_IVDEP
     for (int64_t i = 0; i < n; ++i)
       y[i] = m[i] != 0 ? v : x[i];
   };
-  if (mask_i64)
-    fill(static_cast<const int64_t *>(mask));
-  else
-    fill(static_cast<const float *>(mask));
+  switch (mask_dtype) {
+  case PFRT_DTYPE_F32:
+    return fill(static_cast<const float *>(mask));
+  case PFRT_DTYPE_I64:
+    return fill(static_cast<const int64_t *>(mask));
+  case PFRT_DTYPE_I32:
+    return fill(static_cast<const int32_t *>(mask));
+  default:
+    return fill(static_cast<const uint8_t *>(mask));
+  }
 }
 
 } // extern "C"

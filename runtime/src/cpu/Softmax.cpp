@@ -53,18 +53,21 @@ softmaxMaskedRowsOf(const float *PFRT_RESTRICT x, const M *PFRT_RESTRICT mask,
     }
   }
 }
-PFRT_MULTIVERSION void softmaxMaskedRowsI64(
-    const float *PFRT_RESTRICT x, const int64_t *PFRT_RESTRICT mask,
-    int64_t maskRows, float f, float v, float *PFRT_RESTRICT y, int64_t rows,
-    int64_t n, int32_t log, float *PFRT_RESTRICT t, double *PFRT_RESTRICT e) {
-  softmaxMaskedRowsOf(x, mask, maskRows, f, v, y, rows, n, log, t, e);
-}
-PFRT_MULTIVERSION void softmaxMaskedRowsF32(
-    const float *PFRT_RESTRICT x, const float *PFRT_RESTRICT mask,
-    int64_t maskRows, float f, float v, float *PFRT_RESTRICT y, int64_t rows,
-    int64_t n, int32_t log, float *PFRT_RESTRICT t, double *PFRT_RESTRICT e) {
-  softmaxMaskedRowsOf(x, mask, maskRows, f, v, y, rows, n, log, t, e);
-}
+/// softmaxMaskedRowsOf for a mask of element type M, one multiversioned
+/// function each.
+#define PFRT_SOFTMAX_MASKED_ROWS(NAME, M)                                      \
+  PFRT_MULTIVERSION void NAME(                                                 \
+      const float *PFRT_RESTRICT x, const M *PFRT_RESTRICT mask,               \
+      int64_t maskRows, float f, float v, float *PFRT_RESTRICT y,              \
+      int64_t rows, int64_t n, int32_t log, float *PFRT_RESTRICT t,            \
+      double *PFRT_RESTRICT e) {                                               \
+    softmaxMaskedRowsOf(x, mask, maskRows, f, v, y, rows, n, log, t, e);       \
+  }
+PFRT_SOFTMAX_MASKED_ROWS(softmaxMaskedRowsI64, int64_t)
+PFRT_SOFTMAX_MASKED_ROWS(softmaxMaskedRowsF32, float)
+PFRT_SOFTMAX_MASKED_ROWS(softmaxMaskedRowsI32, int32_t)
+PFRT_SOFTMAX_MASKED_ROWS(softmaxMaskedRowsBool, uint8_t)
+#undef PFRT_SOFTMAX_MASKED_ROWS
 
 /// Softmax (log-softmax) gradient rows: dx = y (dy - s), s = sum(dy y)
 /// (dx = dy - exp(y) s, s = sum(dy)), s in float64 over 8 lanes (element
@@ -176,7 +179,7 @@ void pfrt_k_softmax_grad(const float *y, const float *dy, float *dx,
     }
 }
 
-void pfrt_k_softmax_masked(const float *x, const void *mask, int32_t mask_i64,
+void pfrt_k_softmax_masked(const float *x, const void *mask, int32_t mask_dtype,
                            int64_t mask_rows, double scale, double fill,
                            float *y, int64_t rows, int64_t n, int32_t log) {
   const char *fn = "pfrt_k_softmax_masked";
@@ -192,15 +195,25 @@ void pfrt_k_softmax_masked(const float *x, const void *mask, int32_t mask_i64,
       fatal("%s: mask_rows %lld must be positive and divide rows %lld", fn,
             (long long)mask_rows, (long long)rows);
     checkPtr(fn, "mask", mask, mulChecked(fn, mask_rows, n));
+    checkDtype(fn, "mask_dtype", mask_dtype);
   }
   float *t = scratchOf<float>(1, n);
   double *e = scratchOf<double>(0, n);
-  if (mask && !mask_i64)
-    softmaxMaskedRowsF32(x, static_cast<const float *>(mask), mask_rows,
-                         float(scale), float(fill), y, rows, n, log, t, e);
-  else
-    softmaxMaskedRowsI64(x, static_cast<const int64_t *>(mask), mask_rows,
-                         float(scale), float(fill), y, rows, n, log, t, e);
+  float f = float(scale), v = float(fill);
+  switch (mask ? mask_dtype : PFRT_DTYPE_I64) {
+  case PFRT_DTYPE_F32:
+    return softmaxMaskedRowsF32(x, static_cast<const float *>(mask), mask_rows,
+                                f, v, y, rows, n, log, t, e);
+  case PFRT_DTYPE_I64: // (also no mask at all)
+    return softmaxMaskedRowsI64(x, static_cast<const int64_t *>(mask),
+                                mask_rows, f, v, y, rows, n, log, t, e);
+  case PFRT_DTYPE_I32:
+    return softmaxMaskedRowsI32(x, static_cast<const int32_t *>(mask),
+                                mask_rows, f, v, y, rows, n, log, t, e);
+  default:
+    return softmaxMaskedRowsBool(x, static_cast<const uint8_t *>(mask),
+                                 mask_rows, f, v, y, rows, n, log, t, e);
+  }
 }
 
 void pfrt_k_softmax_grad_scaled(const float *y, const float *dy, float *dx,

@@ -214,6 +214,21 @@ void pfrt_cuda_k_masked_fill(const float *, const void *, float *, int64_t,
                              int32_t, double) {
   noCuda("pfrt_cuda_k_masked_fill");
 }
+void pfrt_cuda_k_compare(const void *, const void *, uint8_t *, int64_t,
+                         int32_t, int32_t) {
+  noCuda("pfrt_cuda_k_compare");
+}
+void pfrt_cuda_k_logical(const uint8_t *, const uint8_t *, uint8_t *, int64_t,
+                         int32_t) {
+  noCuda("pfrt_cuda_k_logical");
+}
+void pfrt_cuda_k_where(const uint8_t *, const void *, const void *, void *,
+                       int64_t, int32_t) {
+  noCuda("pfrt_cuda_k_where");
+}
+void pfrt_cuda_k_cast(const void *, int32_t, void *, int32_t, int64_t) {
+  noCuda("pfrt_cuda_k_cast");
+}
 void pfrt_cuda_k_softmax(const float *, float *, int64_t, int64_t, int64_t,
                          int32_t) {
   noCuda("pfrt_cuda_k_softmax");

@@ -84,7 +84,11 @@ namespace twin {
   X(XentGradScale, "pfrt_cuda_xent_grad_scale")                                \
   X(XentGradIgnore, "pfrt_cuda_xent_grad_ignore")                              \
   X(CountKept, "pfrt_cuda_count_kept")                                         \
-  X(Dropout, "pfrt_cuda_dropout")
+  X(Dropout, "pfrt_cuda_dropout")                                              \
+  X(Compare, "pfrt_cuda_compare")                                              \
+  X(Logical, "pfrt_cuda_logical")                                              \
+  X(Where, "pfrt_cuda_where")                                                  \
+  X(Cast, "pfrt_cuda_cast")
 
 enum Kernel {
 #define PFRT_ENUM(id, name) k##id,

@@ -12,6 +12,7 @@
 #include "StagedComm.h"
 
 #include "../common/Internal.h"
+#include "../common/LogicalMath.h"
 #include "pfrt/pfrt.h"
 #include "pfrt/pfrt_cuda.h"
 
@@ -22,18 +23,6 @@ using namespace pfrt;
 using namespace pfrt::staged;
 
 namespace {
-
-/// Bytes per element of a boxing dtype, or -1 for one the host row rejects.
-int64_t dtypeBytes(int32_t dtype) {
-  switch (dtype) {
-  case PFRT_DTYPE_F32:
-  case PFRT_DTYPE_I32:
-    return 4;
-  case PFRT_DTYPE_I64:
-    return 8;
-  }
-  return -1;
-}
 
 /// The byte size of a tensor of `ndim` dimensions `shape` and `es`-byte
 /// elements, or -1 where the host rows reject the shape (a bad rank, NULL,
@@ -104,7 +93,7 @@ int pfrt_cuda_box_all_gather(const void *in, void *out, int32_t dtype,
                              int64_t ndim, const int64_t *in_shape,
                              int64_t axis, const int64_t *ranks, int64_t n) {
   enter("pfrt_cuda_box_all_gather");
-  int64_t inBytes = tensorBytes(ndim, in_shape, dtypeBytes(dtype));
+  int64_t inBytes = tensorBytes(ndim, in_shape, logical::dtypeBytes(dtype));
   return stagedBoxing(in, inBytes, out, timesN(inBytes, n),
                       [&](const void *hin, void *hout) {
                         return pfrt_box_all_gather(hin, hout, dtype, ndim,
@@ -131,7 +120,7 @@ int pfrt_cuda_box_all_to_all(const void *in, void *out, int32_t dtype,
                              int64_t split_axis, int64_t concat_axis,
                              const int64_t *ranks, int64_t n) {
   enter("pfrt_cuda_box_all_to_all");
-  int64_t bytes = tensorBytes(ndim, in_shape, dtypeBytes(dtype));
+  int64_t bytes = tensorBytes(ndim, in_shape, logical::dtypeBytes(dtype));
   // out has in's size; a split the host row rejects stages nothing.
   int64_t outBytes =
       oneBlock(bytes, ndim, in_shape, split_axis, n) < 0 ? -1 : bytes;
@@ -148,7 +137,7 @@ int pfrt_cuda_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
                         const int64_t *in_shape, int64_t axis, int64_t index,
                         int64_t n) {
   enter("pfrt_cuda_box_slice");
-  int64_t inBytes = tensorBytes(ndim, in_shape, dtypeBytes(dtype));
+  int64_t inBytes = tensorBytes(ndim, in_shape, logical::dtypeBytes(dtype));
   return stagedBoxing(
       in, inBytes, out, oneBlock(inBytes, ndim, in_shape, axis, n),
       [&](const void *hin, void *hout) {
@@ -160,7 +149,7 @@ int pfrt_cuda_box_unslice(const void *in, void *out, int32_t dtype,
                           int64_t ndim, const int64_t *in_shape, int64_t axis,
                           int64_t index, int64_t n) {
   enter("pfrt_cuda_box_unslice");
-  int64_t inBytes = tensorBytes(ndim, in_shape, dtypeBytes(dtype));
+  int64_t inBytes = tensorBytes(ndim, in_shape, logical::dtypeBytes(dtype));
   return stagedBoxing(in, inBytes, out, timesN(inBytes, n),
                       [&](const void *hin, void *hout) {
                         return pfrt_box_unslice(hin, hout, dtype, ndim,

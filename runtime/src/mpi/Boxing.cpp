@@ -25,22 +25,19 @@ namespace {
 
 /// Bytes per element of a dtype; fatal for an unknown one.
 int64_t elemSizeOf(int32_t dtype, const char *fn) {
-  switch (dtype) {
-  case PFRT_DTYPE_F32:
-  case PFRT_DTYPE_I32:
-    return 4;
-  case PFRT_DTYPE_I64:
-    return 8;
-  }
-  fatal("%s: unknown dtype %d (expected PFRT_DTYPE_F32 = 0, PFRT_DTYPE_I64 "
-        "= 1 or PFRT_DTYPE_I32 = 2)",
-        fn, int(dtype));
+  return kern::checkDtype(fn, "dtype", dtype);
 }
 
 MPI_Datatype mpiTypeOf(int32_t dtype) {
-  return dtype == PFRT_DTYPE_I64   ? MPI_INT64_T
-         : dtype == PFRT_DTYPE_I32 ? MPI_INT32_T
-                                   : MPI_FLOAT;
+  switch (dtype) {
+  case PFRT_DTYPE_I64:
+    return MPI_INT64_T;
+  case PFRT_DTYPE_I32:
+    return MPI_INT32_T;
+  case PFRT_DTYPE_BOOL:
+    return MPI_UINT8_T;
+  }
+  return MPI_FLOAT;
 }
 
 /// Checks rank and shape (what names the shape argument); returns the

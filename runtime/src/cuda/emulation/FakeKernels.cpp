@@ -71,6 +71,10 @@ using pfrt::fake::threadIdx;
 #define pfrt_cuda_sub pfrt_fake_sub
 #define pfrt_cuda_div pfrt_fake_div
 #define pfrt_cuda_masked_fill pfrt_fake_masked_fill
+#define pfrt_cuda_compare pfrt_fake_compare
+#define pfrt_cuda_logical pfrt_fake_logical
+#define pfrt_cuda_where pfrt_fake_where
+#define pfrt_cuda_cast pfrt_fake_cast
 #define pfrt_cuda_softmax pfrt_fake_softmax
 #define pfrt_cuda_softmax_grad pfrt_fake_softmax_grad
 #define pfrt_cuda_ln_stats pfrt_fake_ln_stats
@@ -179,6 +183,10 @@ const HostKernel kHostKernels[] = {
     {"pfrt_cuda_xent_grad_ignore", hostKernel(pfrt_cuda_xent_grad_ignore)},
     {"pfrt_cuda_count_kept", hostKernel(pfrt_cuda_count_kept)},
     {"pfrt_cuda_dropout", hostKernel(pfrt_cuda_dropout)},
+    {"pfrt_cuda_compare", hostKernel(pfrt_cuda_compare)},
+    {"pfrt_cuda_logical", hostKernel(pfrt_cuda_logical)},
+    {"pfrt_cuda_where", hostKernel(pfrt_cuda_where)},
+    {"pfrt_cuda_cast", hostKernel(pfrt_cuda_cast)},
     {nullptr, nullptr},
 };
 } // namespace fake

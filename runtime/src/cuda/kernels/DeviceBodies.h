@@ -25,6 +25,7 @@
 #include "ConvBodies.h"
 #include "ElementwiseBodies.h"
 #include "EmbeddingBodies.h"
+#include "LogicalBodies.h"
 #include "NormBodies.h"
 #include "OptimBodies.h"
 #include "PoolBodies.h"

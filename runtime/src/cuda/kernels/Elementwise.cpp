@@ -82,11 +82,12 @@ void pfrt_cuda_k_div(const float *a, const float *b, float *out, int64_t n) {
 }
 
 void pfrt_cuda_k_masked_fill(const float *x, const void *mask, float *y,
-                             int64_t n, int32_t mask_i64, double value) {
+                             int64_t n, int32_t mask_dtype, double value) {
   const char *fn = "pfrt_cuda_k_masked_fill";
+  checkDtype(fn, "mask_dtype", mask_dtype);
   checkElementwiseArgs(fn, n, {{"x", x}, {"mask", mask}, {"y", y}});
   float v = static_cast<float>(value);
-  void *args[] = {&x, &mask, &y, &mask_i64, &v, &n};
+  void *args[] = {&x, &mask, &y, &mask_dtype, &v, &n};
   launch(kMaskedFill, n, args, fn);
 }
 

@@ -8,6 +8,7 @@
 #ifndef PFRT_SRC_CUDA_KERNELS_ELEMENTWISEBODIES_H
 #define PFRT_SRC_CUDA_KERNELS_ELEMENTWISEBODIES_H
 
+#include "../../common/LogicalMath.h"
 #include "CommonBodies.h"
 
 namespace pfrt {
@@ -103,13 +104,11 @@ PFRT_HD inline void divAt(const float *a, const float *b, float *out,
   out[i] = a[i] / b[i];
 }
 
-/// y[i] = mask[i] != 0 ? v : x[i]; the mask is int64 when maskI64, else
-/// float. v = float(value), rounded once on the host.
+/// y[i] = mask[i] != 0 ? v : x[i], the mask of maskDtype (a PFRT_DTYPE_*).
+/// v = float(value), rounded once on the host.
 PFRT_HD inline void maskedFillAt(const float *x, const void *mask, float *y,
-                                 int32_t maskI64, float v, int64_t i) {
-  bool set = maskI64 ? static_cast<const int64_t *>(mask)[i] != 0
-                     : static_cast<const float *>(mask)[i] != 0;
-  y[i] = set ? v : x[i];
+                                 int32_t maskDtype, float v, int64_t i) {
+  y[i] = logical::maskSetAt(mask, maskDtype, i) ? v : x[i];
 }
 
 //===----------------------------------------------------------------------===//

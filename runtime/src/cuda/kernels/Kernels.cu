@@ -495,9 +495,9 @@ __global__ void pfrt_cuda_div(const float *a, const float *b, float *out,
 }
 
 __global__ void pfrt_cuda_masked_fill(const float *x, const void *mask,
-                                      float *y, int32_t mask_i64, float v,
+                                      float *y, int32_t mask_dtype, float v,
                                       int64_t n) {
-  PFRT_FOR_EACH(i, n) maskedFillAt(x, mask, y, mask_i64, v, i);
+  PFRT_FOR_EACH(i, n) maskedFillAt(x, mask, y, mask_dtype, v, i);
 }
 
 /// Softmax: one thread per line of [outer, n, inner] (lines = outer * inner).
@@ -650,6 +650,28 @@ __global__ void pfrt_cuda_dropout(const float *x, float *y, DropoutParams q,
 __global__ void pfrt_cuda_set_scalar(float *slot, float value) {
   if (blockIdx.x == 0 && threadIdx.x == 0)
     *slot = value;
+}
+
+/// Comparisons and boolean tensors: one thread per element.
+__global__ void pfrt_cuda_compare(const void *a, const void *b, uint8_t *out,
+                                  int32_t dtype, int32_t predicate, int64_t n) {
+  PFRT_FOR_EACH(i, n) compareAt(a, b, out, dtype, predicate, i);
+}
+
+__global__ void pfrt_cuda_logical(const uint8_t *a, const uint8_t *b,
+                                  uint8_t *out, int32_t kind, int64_t n) {
+  PFRT_FOR_EACH(i, n) logicalAt(a, b, out, kind, i);
+}
+
+__global__ void pfrt_cuda_where(const uint8_t *cond, const void *a,
+                                const void *b, void *out, int64_t bytes,
+                                int64_t n) {
+  PFRT_FOR_EACH(i, n) whereAt(cond, a, b, out, bytes, i);
+}
+
+__global__ void pfrt_cuda_cast(const void *x, int32_t x_dtype, void *y,
+                               int32_t y_dtype, int64_t n) {
+  PFRT_FOR_EACH(i, n) castAt(x, x_dtype, y, y_dtype, i);
 }
 
 } // extern "C"

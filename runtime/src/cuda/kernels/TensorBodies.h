@@ -97,15 +97,17 @@ PFRT_HD inline void boxOffsets(const BoxMap &m, int64_t o, int64_t *s,
   *d = dof;
 }
 
-/// Copies element o of the box (4- or 8-byte elements, their bits).
+/// Copies element o of the box (1-, 4- or 8-byte elements, their bits).
 PFRT_HD inline void copyElemAt(const void *src, void *dst, const BoxMap &m,
                                int32_t es, int64_t o) {
   int64_t s, d;
   boxOffsets(m, o, &s, &d);
   if (es == 8)
     static_cast<uint64_t *>(dst)[d] = static_cast<const uint64_t *>(src)[s];
-  else
+  else if (es == 4)
     static_cast<uint32_t *>(dst)[d] = static_cast<const uint32_t *>(src)[s];
+  else
+    static_cast<uint8_t *>(dst)[d] = static_cast<const uint8_t *>(src)[s];
 }
 
 /// pfrt_k_broadcast's map (shapes checked): y = out_shape contiguous, x
