@@ -55,7 +55,7 @@ namespace input {
 inline constexpr llvm::StringLiteral kIndex = "index";
 /// DenseI64ArrayAttr: the local (per-rank) shape.
 inline constexpr llvm::StringLiteral kShape = "shape";
-/// StringAttr: "f32" or "i64".
+/// StringAttr: "f32", "i64", "i32" or "bool" (RankDType::name).
 inline constexpr llvm::StringLiteral kDtype = "dtype";
 /// Where the local data sits in the logical input, copied from the step
 /// argument's pf.logical_shape, pf.box_shape and pf.boxes (optional).

@@ -110,17 +110,19 @@ struct BroadcastLowering : RankPattern<BroadcastOp> {
     return emitInto(op, b, [&](Value out) {
       Location loc = op.getLoc();
       rt::RuntimeABI &rt = state.rt;
-      bool isF32 = op.getType().getElementType().isF32();
-      int64_t n = localCount(op.getResult());
-      // The root copies its value in; an i64 element is two floats.
+      bool isI64 = op.getType().getElementType().isInteger(64);
+      int64_t words = localWords(op.getResult());
+      // The root copies its value in; the data moves as 4-byte words, an
+      // i64 tensor as int64s.
       if (op.getInput())
-        rt.pfrt_k_copy(b, loc, adaptor.getInput(), out, isF32 ? n : 2 * n);
+        rt.pfrt_k_copy(b, loc, adaptor.getInput(), out, words);
       Value ranks = rt.i64Array(b, loc, op.getRanks());
       auto size = static_cast<int64_t>(op.getRanks().size());
-      if (isF32)
-        rt.pfrt_broadcast(b, loc, out, n, op.getRoot(), ranks, size);
+      if (isI64)
+        rt.pfrt_broadcast_i64(b, loc, out, localCount(op.getResult()),
+                              op.getRoot(), ranks, size);
       else
-        rt.pfrt_broadcast_i64(b, loc, out, n, op.getRoot(), ranks, size);
+        rt.pfrt_broadcast(b, loc, out, words, op.getRoot(), ranks, size);
     });
   }
 };
@@ -197,8 +199,7 @@ struct SendLowering : RankPattern<SendOp> {
       : RankPattern(converter, state, Trace::Comm) {}
   LogicalResult lower(SendOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<int64_t> bytes = elementBytes(op, op.getValue().getType());
-    if (failed(bytes))
+    if (failed(elementBytes(op, op.getValue().getType())))
       return failure();
     Location loc = op.getLoc();
     // A send completes where SendCompletion proves it received (or at the
@@ -206,7 +207,7 @@ struct SendLowering : RankPattern<SendOp> {
     // parameter's own buffer could (the update writes it), so that is sent from
     // a copy.
     Value data = adaptor.getValue();
-    int64_t floats = localCount(op.getValue()) * (*bytes / 4);
+    int64_t floats = localWords(op.getValue());
     Operation *def = op.getValue().getDefiningOp();
     while (isa_and_nonnull<ReshapeOp, FlattenOp, ToGlobalOp>(def))
       def = def->getOperand(0).getDefiningOp();
@@ -215,7 +216,7 @@ struct SendLowering : RankPattern<SendOp> {
       state.rt.pfrt_k_copy(b, loc, data, copy, floats);
       data = copy;
     }
-    // Counts are in floats; 8-byte elements travel as two floats each.
+    // Counts are in 4-byte words (localWords).
     auto peer = static_cast<int32_t>(op.getPeer());
     auto tag = static_cast<int32_t>(op.getTag());
     if (Operation *done = state.sendDone.lookup(op)) {
@@ -233,12 +234,10 @@ struct RecvLowering : RankPattern<RecvOp> {
       : RankPattern(converter, state, Trace::Comm) {}
   LogicalResult lower(RecvOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<int64_t> bytes = elementBytes(op, op.getType());
-    if (failed(bytes))
+    if (failed(elementBytes(op, op.getType())))
       return failure();
     return emitInto(op, b, [&](Value out) {
-      state.rt.pfrt_recv(b, op.getLoc(), out,
-                         localCount(op.getResult()) * (*bytes / 4),
+      state.rt.pfrt_recv(b, op.getLoc(), out, localWords(op.getResult()),
                          static_cast<int32_t>(op.getPeer()),
                          static_cast<int32_t>(op.getTag()));
     });

@@ -22,6 +22,12 @@ struct TransposeLowering : RankPattern<TransposeOp> {
       b.replaceOp(op, adaptor.getInput());
       return success();
     }
+    // The kernel moves 4-byte elements (their bits).
+    Type elem = op.getType().getElementType();
+    if (!elem.isF32() && !elem.isInteger(32))
+      return op.emitOpError("convert-pf-to-cpu transposes tensors of 4-byte "
+                            "elements (f32, i32), got ")
+             << elem;
     return emitInto(op, b, [&](Value out) {
       Location loc = op.getLoc();
       ArrayRef<int64_t> shape = localShape(op.getInput());

@@ -13,35 +13,46 @@ struct ConstantLowering : RankPattern<ConstantOp> {
   ConstantLowering(const TypeConverter &converter, RankLoweringState &state)
       : RankPattern(converter, state, Trace::None) {}
 
-  /// Any other f32 or i64 value: a private module constant copied into the
-  /// buffer (this rank's box: pf-partition-ranks sliced the value).
+  /// Any other value (f32, i64, i32 or bool): a private module constant
+  /// copied into the buffer (this rank's box: pf-partition-ranks sliced the
+  /// value).
   LogicalResult lowerDense(ConstantOp op, ConversionPatternRewriter &b) const {
     auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
     Type elem = op.getType().getElementType();
-    if (!dense || !(elem.isF32() || elem.isInteger(64)))
-      return op.emitOpError(
-          "convert-pf-to-cpu supports f32 and i64 dense constants");
-    int64_t n = localCount(op.getResult());
-    auto arrayType = LLVM::LLVMArrayType::get(elem, n);
+    if (!dense || !rankDType(elem))
+      return op.emitOpError("convert-pf-to-cpu supports dense constants of "
+                            "f32, i64, i32 and i1 (bool)");
+    int64_t n = localCount(op.getResult()), words = localWords(op.getResult());
+    Attribute init = dense.reshape(RankedTensorType::get({n}, elem));
+    Type stored = elem;
+    int64_t count = n;
+    if (elem.isInteger(1)) {
+      // One byte a bool, padded to whole words for the word copy below.
+      SmallVector<int8_t> bytes(dense.getValues<bool>().begin(),
+                                dense.getValues<bool>().end());
+      bytes.resize(4 * words, 0);
+      stored = b.getI8Type();
+      count = 4 * words;
+      init = DenseElementsAttr::get(RankedTensorType::get({count}, stored),
+                                    ArrayRef<int8_t>(bytes));
+    }
     LLVM::GlobalOp global;
     {
       OpBuilder top(op.getContext());
       top.setInsertionPointToStart(state.module.getBody());
       global = LLVM::GlobalOp::create(
-          top, op.getLoc(), arrayType, /*isConstant=*/true,
-          LLVM::Linkage::Private,
-          ("__pf_const" + Twine(state.denseConstants++)).str(),
-          dense.reshape(RankedTensorType::get({n}, elem)));
+          top, op.getLoc(), LLVM::LLVMArrayType::get(stored, count),
+          /*isConstant=*/true, LLVM::Linkage::Private,
+          ("__pf_const" + Twine(state.denseConstants++)).str(), init);
     }
     return emitInto(op, b, [&](Value out) {
       Value src = LLVM::AddressOfOp::create(b, op.getLoc(), global);
       // The module constant is host memory: a GPU rank copies it over.
       if (state.copiesHostDataToDevice())
         state.rt.pfrt_cuda_h2d(b, op.getLoc(), out, src,
-                               4 * n * (elem.isF32() ? 1 : 2));
+                               n * dtypeBytes(op.getResult()));
       else
-        state.rt.pfrt_k_copy(b, op.getLoc(), src, out,
-                             elem.isF32() ? n : 2 * n);
+        state.rt.pfrt_k_copy(b, op.getLoc(), src, out, words);
     });
   }
   LogicalResult lower(ConstantOp op, OpAdaptor,

@@ -28,14 +28,25 @@ RankTypeConverter::RankTypeConverter(MLIRContext *ctx) {
   addTargetMaterialization(cast);
 }
 
+std::optional<RankDType> mlir::pf::rankDType(Type elem) {
+  // The runtime's PFRT_DTYPE_* codes (pfrt.h); a bool is one byte.
+  if (elem.isF32())
+    return RankDType{0, 4, "f32"};
+  if (elem.isSignlessInteger(64))
+    return RankDType{1, 8, "i64"};
+  if (elem.isSignlessInteger(32))
+    return RankDType{2, 4, "i32"};
+  if (elem.isSignlessInteger(1))
+    return RankDType{3, 1, "bool"};
+  return std::nullopt;
+}
+
 FailureOr<int64_t> mlir::pf::elementBytes(Operation *op, Type t) {
   Type elem = cast<GlobalType>(t).getElementType();
-  if (elem.isF32())
-    return 4;
-  if (elem.isInteger(64))
-    return 8;
-  return op->emitOpError() << "convert-pf-to-cpu supports f32 tensors and "
-                              "i64 labels, got "
+  if (std::optional<RankDType> d = rankDType(elem))
+    return d->bytes;
+  return op->emitOpError() << "convert-pf-to-cpu supports f32, i64, i32 and "
+                              "i1 (bool) tensors, got "
                            << elem;
 }
 
@@ -48,7 +59,18 @@ int64_t mlir::pf::localCount(Value v) {
 }
 
 int32_t mlir::pf::dtypeCode(Value v) {
-  return cast<GlobalType>(v.getType()).getElementType().isF32() ? 0 : 1;
+  std::optional<RankDType> d =
+      rankDType(cast<GlobalType>(v.getType()).getElementType());
+  assert(d && "dtypeCode of an element type the rank lowering rejects");
+  return d->code;
+}
+
+int64_t mlir::pf::dtypeBytes(Value v) {
+  return rankDType(cast<GlobalType>(v.getType()).getElementType())->bytes;
+}
+
+int64_t mlir::pf::localWords(Value v) {
+  return (localCount(v) * dtypeBytes(v) + 3) / 4;
 }
 
 Value RankLoweringState::paramPtr(OpBuilder &b, Location loc, StringRef name) {
@@ -150,6 +172,7 @@ void mlir::pf::populateRankLoweringPatterns(const TypeConverter &converter,
   populatePFToCPUComputePatterns(converter, patterns, state);
   populatePFToCPUConvPoolPatterns(converter, patterns, state);
   populatePFToCPUTensorPatterns(converter, patterns, state);
+  populateRankLogicalPatterns(converter, patterns, state);
   populatePFToCPUCommPatterns(converter, patterns, state);
   populatePFToCPUOptimizerPatterns(converter, patterns, state);
   populatePFToCPUControlPatterns(converter, patterns, state);

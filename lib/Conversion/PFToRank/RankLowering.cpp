@@ -244,13 +244,12 @@ FailureOr<Value> RankLowering::lowerInput(BlockArgument arg, PartInput &part) {
   FailureOr<int64_t> bytes = elementBytes(step, type);
   if (failed(bytes))
     return failure();
-  bool isFloat = type.getElementType().isF32();
+  StringRef dtype = rankDType(type.getElementType())->name;
   SmallVector<NamedAttribute> facts = {
       b.getNamedAttr(artifact::input::kIndex, b.getI64IntegerAttr(input)),
       b.getNamedAttr(artifact::input::kShape,
                      b.getDenseI64ArrayAttr(type.getShape())),
-      b.getNamedAttr(artifact::input::kDtype,
-                     b.getStringAttr(isFloat ? "f32" : "i64"))};
+      b.getNamedAttr(artifact::input::kDtype, b.getStringAttr(dtype))};
   for (auto [attr, key] :
        {std::pair{PFDialect::LogicalShapeAttrHelper::getNameStr(),
                   artifact::input::kLogicalShape},
@@ -269,7 +268,7 @@ FailureOr<Value> RankLowering::lowerInput(BlockArgument arg, PartInput &part) {
   auto boxShape = step.getArgAttrOfType<DenseI64ArrayAttr>(
       argNo, PFDialect::BoxShapeAttrHelper::getNameStr());
   part.index = input;
-  part.dtype = isFloat ? 0 : 1;
+  part.dtype = dtypeCode(arg);
   part.classes = classesOf(arg);
   part.logicalShape.assign(logical ? logical.asArrayRef() : type.getShape());
   if (boxes)
@@ -417,6 +416,8 @@ ArrayAttr RankLowering::outputsAttr() {
     auto globalType = step.getResultAttrOfType<TypeAttr>(
         i, PFDialect::GlobalTypeAttrHelper::getNameStr());
     auto global = globalType ? cast<GlobalType>(globalType.getValue()) : local;
+    std::optional<RankDType> d = rankDType(global.getElementType());
+    StringRef dtype = d ? d->name : StringRef("?");
     std::string placement, sbp;
     llvm::raw_string_ostream(placement) << global.getPlacement();
     if (global.getSbp())
@@ -428,9 +429,7 @@ ArrayAttr RankLowering::outputsAttr() {
                         b.getDenseI64ArrayAttr(local.getShape())),
          b.getNamedAttr(artifact::output::kShape,
                         b.getDenseI64ArrayAttr(global.getShape())),
-         b.getNamedAttr(
-             artifact::output::kDtype,
-             b.getStringAttr(global.getElementType().isF32() ? "f32" : "i64")),
+         b.getNamedAttr(artifact::output::kDtype, b.getStringAttr(dtype)),
          b.getNamedAttr(artifact::output::kPlacement,
                         b.getStringAttr(placement)),
          b.getNamedAttr(artifact::output::kSbp, b.getStringAttr(sbp))}));

@@ -25,8 +25,6 @@ template <typename OpTy> struct BinaryLowering : RankPattern<OpTy> {
   }
 };
 
-int64_t bytesOf(Value v) { return dtypeCode(v) == 1 ? 8 : 4; }
-
 struct BroadcastToLowering : RankPattern<BroadcastToOp> {
   using RankPattern::RankPattern;
   LogicalResult lower(BroadcastToOp op, OpAdaptor adaptor,
@@ -46,7 +44,7 @@ struct BroadcastToLowering : RankPattern<BroadcastToOp> {
                                 static_cast<int64_t>(outShape.size()),
                                 state.rt.i64Array(b, loc, padded),
                                 state.rt.i64Array(b, loc, outShape),
-                                bytesOf(op.getInput()));
+                                dtypeBytes(op.getInput()));
     });
   }
 };
@@ -84,10 +82,10 @@ void copyBox(RankLoweringState &state, OpBuilder &b, Location loc, Value in,
       dtypeCode(inValue));
 }
 
-/// Zeros (f32 0.0 and i64 0 are the same bytes).
+/// Zeros (0.0f is four zero bytes, whatever the element type).
 void zero(RankLoweringState &state, OpBuilder &b, Location loc, Value out,
           Value v) {
-  state.rt.pfrt_k_fill(b, loc, out, localCount(v) * (bytesOf(v) / 4), 0.0);
+  state.rt.pfrt_k_fill(b, loc, out, localWords(v), 0.0);
 }
 
 /// pf.slice copies the box at its offsets out of the input; pf.pad zeroes

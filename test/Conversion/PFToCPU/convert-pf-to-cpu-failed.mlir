@@ -47,7 +47,7 @@ module attributes {pf.world_size = 1 : i64} {
 !H = !pf.global<4x3xf16, #P, #pf.sbp<[B]>>
 module attributes {pf.world_size = 1 : i64} {
   module @rank0 attributes {pf.rank = 0 : i64} {
-    // expected-error @below {{convert-pf-to-cpu supports f32 tensors and i64 labels, got 'f16'}}
+    // expected-error @below {{convert-pf-to-cpu supports f32, i64, i32 and i1 (bool) tensors, got 'f16'}}
     func.func @train_step(%x: !H) -> !H {
       %r = pf.relu %x : (!H) -> !H
       return %r : !H
@@ -70,5 +70,23 @@ module attributes {pf.rank = 0 : i64, pf.world_size = 1 : i64} {
   func.func @train_step() -> !pf.global<4xf32, #C, #pf.sbp<[B]>> {
     %c = pf.constant dense<1.0> : tensor<4xf32> : !pf.global<4xf32, #C, #pf.sbp<[B]>>
     return %c : !pf.global<4xf32, #C, #pf.sbp<[B]>>
+  }
+}
+
+// -----
+
+// The transpose kernel moves 4-byte elements: a bool (or int64) transpose
+// is refused where it is, not miscomputed.
+#P = #pf.placement<"cpu", [0]>
+!M = !pf.global<2x3xi1, #P, #pf.sbp<[B]>>
+!T = !pf.global<3x2xi1, #P, #pf.sbp<[B]>>
+module attributes {pf.world_size = 1 : i64} {
+  module @rank0 attributes {pf.rank = 0 : i64} {
+    func.func @train_step(%x: !M) -> !T {
+      // expected-error @below {{convert-pf-to-cpu transposes tensors of 4-byte elements (f32, i32), got 'i1'}}
+      // expected-error @below {{failed to legalize operation 'pf.transpose'}}
+      %t = pf.transpose %x {perm = array<i64: 1, 0>} : (!M) -> !T
+      return %t : !T
+    }
   }
 }

@@ -383,3 +383,36 @@ func.func @tensor_ops(%a: !pf.global<2x8x96xf32, #P>, %b: !pf.global<2x8x96xf32,
   %g = pf.relu %a3 : (!pf.global<2x8x96xf32, #P, #pf.sbp<[S(2, 3)]>>) -> !pf.global<2x8x96xf32, #P, #pf.sbp<[S(2, 3)]>>
   return
 }
+
+// -----
+
+// The ops of PFLogicalOps.td: comparisons make i1 tensors, the logical ops
+// take them, pf.where selects by one, pf.cast converts element types.
+#P = #pf.placement<"cpu", [0, 1]>
+// CHECK-LABEL: func.func @logical_ops
+func.func @logical_ops(%a: !pf.global<4x8xf32, #P>, %b: !pf.global<4x8xf32, #P>,
+                       %i: !pf.global<4x8xi32, #P>, %m: !pf.global<4x8xi1, #P>) {
+  // CHECK: %[[LT:.*]] = pf.compare %{{.*}}, %{{.*}} {predicate = "lt"} : {{.*}} -> !pf.global<4x8xi1
+  %lt = pf.compare %a, %b {predicate = "lt"} : (!pf.global<4x8xf32, #P>, !pf.global<4x8xf32, #P>) -> !pf.global<4x8xi1, #P>
+  // CHECK: pf.compare %{{.*}}, %{{.*}} {predicate = "eq"} : (!pf.global<4x8xi32{{.*}} -> !pf.global<4x8xi1
+  %eq = pf.compare %i, %i {predicate = "eq"} : (!pf.global<4x8xi32, #P>, !pf.global<4x8xi32, #P>) -> !pf.global<4x8xi1, #P>
+  // CHECK: pf.logical_and %[[LT]], %{{.*}} : {{.*}} -> !pf.global<4x8xi1
+  %and = pf.logical_and %lt, %m : (!pf.global<4x8xi1, #P>, !pf.global<4x8xi1, #P>) -> !pf.global<4x8xi1, #P>
+  // CHECK: pf.logical_or %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<4x8xi1
+  %or = pf.logical_or %and, %eq : (!pf.global<4x8xi1, #P>, !pf.global<4x8xi1, #P>) -> !pf.global<4x8xi1, #P>
+  // CHECK: pf.logical_xor %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<4x8xi1
+  %xor = pf.logical_xor %or, %m : (!pf.global<4x8xi1, #P>, !pf.global<4x8xi1, #P>) -> !pf.global<4x8xi1, #P>
+  // CHECK: pf.logical_not %{{.*}} : {{.*}} -> !pf.global<4x8xi1
+  %not = pf.logical_not %xor : (!pf.global<4x8xi1, #P>) -> !pf.global<4x8xi1, #P>
+  // CHECK: pf.where %{{.*}}, %{{.*}}, %{{.*}} : {{.*}} -> !pf.global<4x8xf32
+  %w = pf.where %not, %a, %b : (!pf.global<4x8xi1, #P>, !pf.global<4x8xf32, #P>, !pf.global<4x8xf32, #P>) -> !pf.global<4x8xf32, #P>
+  // CHECK: pf.masked_fill %{{.*}}, %{{.*}} {value = 0xFFF0000000000000 : f64} : (!pf.global<4x8xf32{{.*}}, !pf.global<4x8xi1
+  %f = pf.masked_fill %w, %not {value = 0xFFF0000000000000 : f64} : (!pf.global<4x8xf32, #P>, !pf.global<4x8xi1, #P>) -> !pf.global<4x8xf32, #P>
+  // CHECK: pf.cast %{{.*}} : !pf.global<4x8xi1, {{.*}}> -> !pf.global<4x8xf32
+  %c = pf.cast %m : !pf.global<4x8xi1, #P> -> !pf.global<4x8xf32, #P>
+  // CHECK: pf.cast %{{.*}} : !pf.global<4x8xf32, {{.*}}> -> !pf.global<4x8xi32
+  %t = pf.cast %a : !pf.global<4x8xf32, #P> -> !pf.global<4x8xi32, #P>
+  // CHECK: pf.constant dense<[true, false]> : tensor<2xi1>
+  %k = pf.constant dense<[true, false]> : tensor<2xi1> : !pf.global<2xi1, #P>
+  return
+}

@@ -14,6 +14,7 @@
 //   optimizer/state parameter reads and writes, run-time scalars, SGD, Adam
 //   control/memory  constants, micro-batch views, packing, shape views,
 //                   the step's return
+//   logical         comparisons, logical ops, selections, casts
 //
 //===----------------------------------------------------------------------===//
 
@@ -169,13 +170,32 @@ struct RankLoweringState {
   void emitKernelTable(OpBuilder &b, Location loc);
 };
 
-/// 4 for f32, 8 for i64; a located error for anything else.
+/// An element type as the runtime holds it: its PFRT_DTYPE_* code, bytes
+/// per element and the manifest's name (f32, i64, i32, or bool for i1,
+/// stored one byte an element).
+struct RankDType {
+  int32_t code;
+  int64_t bytes;
+  StringRef name;
+};
+/// The runtime's dtype of an element type, if it has one.
+std::optional<RankDType> rankDType(Type elementType);
+/// Bytes per element of a !pf.global type; a located error for an element
+/// type the runtime does not hold.
 FailureOr<int64_t> elementBytes(Operation *op, Type type);
 /// Local shape and element count of a !pf.global value.
 ArrayRef<int64_t> localShape(Value v);
 int64_t localCount(Value v);
-/// 0 for f32 data, 1 for i64 (the runtime's dtype code).
+/// The runtime's dtype code and element size of a value whose type
+/// elementBytes accepted.
 int32_t dtypeCode(Value v);
+int64_t dtypeBytes(Value v);
+/// `v`'s local data in 4-byte words, rounded up: what the runtime's word
+/// copies and messages (pfrt_k_copy, pfrt_k_fill, pfrt_broadcast, sends)
+/// move for it. A bool tensor's last word may be part padding: arena
+/// buffers are whole kArenaAlignment blocks, so a word copy into one never
+/// reaches another value.
+int64_t localWords(Value v);
 
 /// pfrt_trace_begin for `op`: its name (or `label`), "comm" or its phase
 /// ("forward" when it has none), its micro-batch and stage (-1 when absent).
@@ -260,6 +280,10 @@ void populatePFToCPUTensorPatterns(const TypeConverter &converter,
 void populatePFToCPUControlPatterns(const TypeConverter &converter,
                                     RewritePatternSet &patterns,
                                     RankLoweringState &state);
+/// Comparisons, logical ops, pf.where and pf.cast (LogicalPatterns.cpp).
+void populateRankLogicalPatterns(const TypeConverter &converter,
+                                 RewritePatternSet &patterns,
+                                 RankLoweringState &state);
 
 /// All of the above.
 void populateRankLoweringPatterns(const TypeConverter &converter,

@@ -267,12 +267,13 @@ LogicalResult BiasAddOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-/// Two operands of one shape and element type: the result's type.
+/// Two float operands of one shape and element type: the result's type
+/// (integer arithmetic has no kernel; pf.compare takes integers).
 static LogicalResult inferSameShapeBinary(std::optional<Location> loc,
                                           StringRef opName, Value lhs,
                                           Value rhs,
                                           SmallVectorImpl<Type> &results) {
-  return inferSameShape(loc, opName, lhs, "lhs", rhs, "rhs", /*floatB=*/false,
+  return inferSameShape(loc, opName, lhs, "lhs", rhs, "rhs", /*floatB=*/true,
                         results);
 }
 

@@ -47,7 +47,9 @@ static bool keepsGroups(Operation *op) {
              ReluOp, ReluGradOp, ActivationOp, ActivationGradOp, SoftmaxOp,
              SoftmaxGradOp, LayerNormOp, LayerNormGradInputOp,
              LayerNormGradParamsOp, TransposeOp, ReduceSumOp, MaskedFillOp,
-             ClipScaleOp, ScaleByOp, SGDUpdateOp, AdamUpdateOp>(op);
+             ClipScaleOp, ScaleByOp, SGDUpdateOp, AdamUpdateOp, CompareOp,
+             LogicalAndOp, LogicalOrOp, LogicalXorOp, LogicalNotOp, WhereOp,
+             CastOp>(op);
 }
 
 /// Whether a reshape carries its operand's axis `from` over whole as its

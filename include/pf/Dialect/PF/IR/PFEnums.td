@@ -58,4 +58,17 @@ def PF_StageBalance : I32Enum<"StageBalance",
   let cppNamespace = "::mlir::pf";
 }
 
+def PF_ComparePredicate : I32Enum<"ComparePredicate",
+    "the relation pf.compare tests", [
+    // Also the runtime's codes (pfrt_k_compare's `predicate`).
+    I32EnumCase<"EQ", 0, "eq">,
+    I32EnumCase<"NE", 1, "ne">,
+    I32EnumCase<"LT", 2, "lt">,
+    I32EnumCase<"LE", 3, "le">,
+    I32EnumCase<"GT", 4, "gt">,
+    I32EnumCase<"GE", 5, "ge">
+  ]> {
+  let cppNamespace = "::mlir::pf";
+}
+
 #endif // PF_DIALECT_PF_IR_PFENUMS_TD
