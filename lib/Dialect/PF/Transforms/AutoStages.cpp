@@ -49,60 +49,98 @@ PlacementAttr shifted(PlacementAttr p, int64_t by) {
                             ranks);
 }
 
-struct AutoStagesPass : public pf::impl::AutoStagesPassBase<AutoStagesPass> {
-  using AutoStagesPassBase::AutoStagesPassBase;
+/// One run of pf-auto-stages over the step function: each step below is one
+/// part of the cut, in order.
+class StageCutter {
+public:
+  StageCutter(ModuleOp module, func::FuncOp func, int64_t numStages,
+              int64_t numChunks, StageBalance balance)
+      : module(module), func(func), block(func.getBody().front()),
+        stageAttr(module.getContext()), b(module.getContext()),
+        numStages(numStages), numChunks(numChunks),
+        stages(numStages * numChunks), balance(balance) {}
 
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    if (numStages < 1 || numChunks < 1) {
-      module.emitError() << "pf-auto-stages: num-stages (" << int64_t(numStages)
-                         << ") and num-chunks (" << int64_t(numChunks)
-                         << ") must be at least 1";
-      return signalPassFailure();
-    }
-    SmallVector<func::FuncOp> funcs;
-    for (auto f : module.getOps<func::FuncOp>())
-      if (!f.isExternal())
-        funcs.push_back(f);
-    if (funcs.size() != 1) {
-      module.emitError() << "pf-auto-stages: expected one step function, found "
-                         << funcs.size();
-      return signalPassFailure();
-    }
-    if (failed(run(module, funcs.front())))
-      signalPassFailure();
+  LogicalResult run(bool report) {
+    if (failed(checkOnePlacement()) || failed(collectItems()))
+      return failure();
+    weighItems();
+    measureCutBytes();
+    if (failed(chooseCut()) || failed(stageOps()) || failed(placeParams()))
+      return failure();
+    stageMovesAndInputs();
+    insertCrossings();
+    if (report)
+      printReport(llvm::outs());
+    return success();
   }
 
-  LogicalResult run(ModuleOp module, func::FuncOp func);
-};
+private:
+  /// The program is on one placement (`base`) and has no stages yet.
+  LogicalResult checkOnePlacement();
+  LogicalResult checkPlacement(Type t, Operation *at);
+  /// The items to cut: compute ops in program order.
+  LogicalResult collectItems();
+  /// Each item's cost under the balance.
+  void weighItems();
+  /// Bytes live across the cut before each item.
+  void measureCutBytes();
+  LogicalResult chooseCut();
+  /// Stages of items, then of the parameter reads and constants that follow
+  /// their users.
+  LogicalResult stageOps();
+  /// A parameter takes the stage of its reads (one stage per parameter).
+  LogicalResult placeParams();
+  /// Layout changes land on their first user's stage; inputs likewise.
+  void stageMovesAndInputs();
+  /// Values read on another stage's placement cross with a pf.to_global.
+  void insertCrossings();
+  void printReport(raw_ostream &os);
 
-LogicalResult AutoStagesPass::run(ModuleOp module, func::FuncOp func) {
-  Block &block = func.getBody().front();
-  SymbolTable symbols(module);
-  PFDialect::StageAttrHelper stageAttr(module.getContext());
+  /// The earliest stage that uses `v` (through layout changes).
+  std::optional<int64_t> firstUse(Value v);
+  PlacementAttr placementOf(int64_t stage);
+  void retype(Value v, int64_t stage);
+  int64_t paramBytes(Operation *op);
 
-  // One placement, no stages yet.
+  ModuleOp module;
+  func::FuncOp func;
+  Block &block;
+  PFDialect::StageAttrHelper stageAttr;
+  OpBuilder b;
+  int64_t numStages, numChunks, stages;
+  StageBalance balance;
+
   PlacementAttr base;
   Operation *baseFrom = nullptr;
-  auto checkPlacement = [&](Type t, Operation *at) -> LogicalResult {
-    auto g = dyn_cast<GlobalType>(t);
-    if (!g)
-      return success();
-    if (!base) {
-      base = g.getPlacement();
-      baseFrom = at;
-      return success();
-    }
-    if (g.getPlacement() == base)
-      return success();
-    InFlightDiagnostic d = at->emitOpError()
-                           << "is on " << g.getPlacement()
-                           << ", but pf-auto-stages needs the whole program on "
-                              "one placement (it chooses each stage's); here "
-                           << base << " was seen first";
-    d.attachNote(baseFrom->getLoc()) << "the first placement comes from here";
-    return failure();
-  };
+  SmallVector<Operation *> items;
+  llvm::DenseMap<Operation *, size_t> itemIndex;
+  SmallVector<int64_t> costs, cutBytes;
+  std::optional<partition::Result> cut;
+  llvm::DenseMap<Operation *, int64_t> stageOf;
+  std::map<StringRef, std::pair<int64_t, Operation *>> paramStage;
+};
+
+LogicalResult StageCutter::checkPlacement(Type t, Operation *at) {
+  auto g = dyn_cast<GlobalType>(t);
+  if (!g)
+    return success();
+  if (!base) {
+    base = g.getPlacement();
+    baseFrom = at;
+    return success();
+  }
+  if (g.getPlacement() == base)
+    return success();
+  InFlightDiagnostic d = at->emitOpError()
+                         << "is on " << g.getPlacement()
+                         << ", but pf-auto-stages needs the whole program on "
+                            "one placement (it chooses each stage's); here "
+                         << base << " was seen first";
+  d.attachNote(baseFrom->getLoc()) << "the first placement comes from here";
+  return failure();
+}
+
+LogicalResult StageCutter::checkOnePlacement() {
   for (Type t : func.getArgumentTypes())
     if (failed(checkPlacement(t, func)))
       return failure();
@@ -118,31 +156,32 @@ LogicalResult AutoStagesPass::run(ModuleOp module, func::FuncOp func) {
   if (!base)
     return func.emitOpError()
            << "pf-auto-stages: the program has no global values";
+  return success();
+}
 
-  // The items to cut: compute ops in program order, with their costs.
-  SmallVector<Operation *> items;
-  llvm::DenseMap<Operation *, size_t> itemIndex;
+LogicalResult StageCutter::collectItems() {
   for (Operation &op : block)
     if (!followsUsers(&op)) {
       itemIndex[&op] = items.size();
       items.push_back(&op);
     }
-  int64_t stages = numStages * numChunks;
   if (int64_t(items.size()) < stages)
-    return func.emitOpError()
-           << "pf-auto-stages: cannot cut " << items.size()
-           << " compute ops into " << stages << " stages ("
-           << int64_t(numStages) << " x " << int64_t(numChunks)
-           << " chunks): every stage needs at least one op";
+    return func.emitOpError() << "pf-auto-stages: cannot cut " << items.size()
+                              << " compute ops into " << stages << " stages ("
+                              << numStages << " x " << numChunks
+                              << " chunks): every stage needs at least one op";
+  return success();
+}
 
-  auto paramBytes = [&](Operation *op) {
-    int64_t sum = 0;
-    for (Value v : op->getOperands())
-      if (auto read = v.getDefiningOp<ReadParamOp>())
-        sum += cost::bytes(read.getType());
-    return sum;
-  };
-  SmallVector<int64_t> costs;
+int64_t StageCutter::paramBytes(Operation *op) {
+  int64_t sum = 0;
+  for (Value v : op->getOperands())
+    if (auto read = v.getDefiningOp<ReadParamOp>())
+      sum += cost::bytes(read.getType());
+  return sum;
+}
+
+void StageCutter::weighItems() {
   for (Operation *op : items) {
     int64_t c = 0;
     switch (balance) {
@@ -161,8 +200,10 @@ LogicalResult AutoStagesPass::run(ModuleOp module, func::FuncOp func) {
     }
     costs.push_back(c);
   }
-  // Bytes live across the cut before each item.
-  SmallVector<int64_t> cutBytes(items.size() + 1, 0);
+}
+
+void StageCutter::measureCutBytes() {
+  cutBytes.assign(items.size() + 1, 0);
   for (auto [i, op] : llvm::enumerate(items))
     for (Value v : op->getResults()) {
       size_t last = i;
@@ -178,54 +219,55 @@ LogicalResult AutoStagesPass::run(ModuleOp module, func::FuncOp func) {
         cutBytes[j] += cost::bytes(v.getType());
     }
   cutBytes.pop_back();
+}
+
+LogicalResult StageCutter::chooseCut() {
   // Among optimal cuts: fewest bytes, then cuts at layer starts (before a
   // matmul or convolution) rather than inside a layer.
   SmallVector<int64_t> cutWeights;
   for (auto [j, op] : llvm::enumerate(items))
     cutWeights.push_back(2 * cutBytes[j] +
                          (isa<MatmulOp, Conv2DOp>(op) ? 0 : 1));
-  std::optional<partition::Result> cut =
-      partition::minMaxContiguous(costs, stages, cutWeights);
+  cut = partition::minMaxContiguous(costs, stages, cutWeights);
   if (!cut)
     return func.emitOpError() << "pf-auto-stages: internal error: no partition";
-
-  // Stages of items, then of the ops that follow their users.
-  OpBuilder b(module.getContext());
-  llvm::DenseMap<Operation *, int64_t> stageOf;
   for (size_t g = 0; g < cut->starts.size(); ++g) {
     size_t end = g + 1 < cut->starts.size() ? cut->starts[g + 1] : items.size();
     for (size_t i = cut->starts[g]; i < end; ++i)
       stageOf[items[i]] = g;
   }
-  std::function<std::optional<int64_t>(Value)> firstUse =
-      [&](Value v) -> std::optional<int64_t> {
-    std::optional<int64_t> best;
-    for (Operation *u : v.getUsers()) {
-      std::optional<int64_t> s;
-      if (auto it = stageOf.find(u); it != stageOf.end())
-        s = it->second;
-      else if (isa<ToGlobalOp>(u))
-        s = firstUse(u->getResult(0));
-      else if (isa<func::ReturnOp>(u))
-        s = stages - 1;
-      if (s)
-        best = std::min(best.value_or(*s), *s);
-    }
-    return best;
-  };
-  auto placementOf = [&](int64_t stage) {
-    int64_t width = 0;
-    for (int64_t r : base.getRanks())
-      width = std::max(width, r + 1);
-    return shifted(base, (stage % numStages) * width);
-  };
-  auto retype = [&](Value v, int64_t stage) {
-    if (auto g = dyn_cast<GlobalType>(v.getType()))
-      v.setType(g.withPlacementAndSBP(placementOf(stage), g.getSbp()));
-  };
+  return success();
+}
 
-  // Parameters: the stage of their reads (one stage per parameter).
-  std::map<StringRef, std::pair<int64_t, Operation *>> paramStage;
+std::optional<int64_t> StageCutter::firstUse(Value v) {
+  std::optional<int64_t> best;
+  for (Operation *u : v.getUsers()) {
+    std::optional<int64_t> s;
+    if (auto it = stageOf.find(u); it != stageOf.end())
+      s = it->second;
+    else if (isa<ToGlobalOp>(u))
+      s = firstUse(u->getResult(0));
+    else if (isa<func::ReturnOp>(u))
+      s = stages - 1;
+    if (s)
+      best = std::min(best.value_or(*s), *s);
+  }
+  return best;
+}
+
+PlacementAttr StageCutter::placementOf(int64_t stage) {
+  int64_t width = 0;
+  for (int64_t r : base.getRanks())
+    width = std::max(width, r + 1);
+  return shifted(base, (stage % numStages) * width);
+}
+
+void StageCutter::retype(Value v, int64_t stage) {
+  if (auto g = dyn_cast<GlobalType>(v.getType()))
+    v.setType(g.withPlacementAndSBP(placementOf(stage), g.getSbp()));
+}
+
+LogicalResult StageCutter::stageOps() {
   for (Operation &op : block) {
     if (auto it = stageOf.find(&op); it != stageOf.end()) {
       for (Value r : op.getResults())
@@ -240,21 +282,27 @@ LogicalResult AutoStagesPass::run(ModuleOp module, func::FuncOp func) {
     stageOf[&op] = stage;
     stageAttr.setAttr(&op, b.getI64IntegerAttr(stage));
     retype(op.getResult(0), stage);
-    if (auto read = dyn_cast<ReadParamOp>(op)) {
-      auto [it, inserted] = paramStage.try_emplace(read.getParam(), stage, &op);
-      if (!inserted && placementOf(it->second.first) != placementOf(stage)) {
-        InFlightDiagnostic d = op.emitOpError()
-                               << "reads @" << read.getParam() << " in stage "
-                               << stage << ", which pf-auto-stages put on "
-                               << placementOf(stage)
-                               << ": a parameter shared by stages on different "
-                                  "ranks is not supported";
-        d.attachNote(it->second.second->getLoc())
-            << "it is also read in stage " << it->second.first << " here";
-        return d;
-      }
+    auto read = dyn_cast<ReadParamOp>(op);
+    if (!read)
+      continue;
+    auto [it, inserted] = paramStage.try_emplace(read.getParam(), stage, &op);
+    if (!inserted && placementOf(it->second.first) != placementOf(stage)) {
+      InFlightDiagnostic d = op.emitOpError()
+                             << "reads @" << read.getParam() << " in stage "
+                             << stage << ", which pf-auto-stages put on "
+                             << placementOf(stage)
+                             << ": a parameter shared by stages on different "
+                                "ranks is not supported";
+      d.attachNote(it->second.second->getLoc())
+          << "it is also read in stage " << it->second.first << " here";
+      return d;
     }
   }
+  return success();
+}
+
+LogicalResult StageCutter::placeParams() {
+  SymbolTable symbols(module);
   for (auto &[name, where] : paramStage) {
     auto param = symbols.lookup<ParamOp>(name);
     if (!param)
@@ -264,14 +312,18 @@ LogicalResult AutoStagesPass::run(ModuleOp module, func::FuncOp func) {
     param.setTypeAttr(TypeAttr::get(
         g.withPlacementAndSBP(placementOf(where.first), g.getSbp())));
   }
-  // Layout changes land on their first user's stage; inputs likewise.
+  return success();
+}
+
+void StageCutter::stageMovesAndInputs() {
   for (Operation &op : block)
     if (auto move = dyn_cast<ToGlobalOp>(op))
       retype(move.getResult(), firstUse(move.getResult()).value_or(0));
   for (BlockArgument arg : block.getArguments())
     retype(arg, firstUse(arg).value_or(0));
+}
 
-  // Values read on another stage's placement cross with a pf.to_global.
+void StageCutter::insertCrossings() {
   llvm::DenseMap<std::pair<Value, Attribute>, Value> moved;
   for (Operation &op : llvm::make_early_inc_range(block)) {
     auto it = stageOf.find(&op);
@@ -296,54 +348,77 @@ LogicalResult AutoStagesPass::run(ModuleOp module, func::FuncOp func) {
   auto ret = cast<func::ReturnOp>(block.getTerminator());
   func.setType(FunctionType::get(module.getContext(), block.getArgumentTypes(),
                                  ret.getOperandTypes()));
-
-  if (report) {
-    raw_ostream &os = llvm::outs();
-    int64_t total = 0;
-    for (int64_t c : costs)
-      total += c;
-    StringRef unit = balance == StageBalance::Flops ? "FLOPs" : "bytes";
-    os << "pf-auto-stages: " << items.size() << " ops into " << numStages
-       << " stage(s) x " << numChunks
-       << " chunk(s), balance=" << stringifyStageBalance(balance) << " ("
-       << unit
-       << (balance == StageBalance::Flops ? " of forward + backward"
-           : balance == StageBalance::Params
-               ? " of parameters"
-               : " of parameters, gradients and activations")
-       << ")\n";
-    std::vector<int64_t> perRank(numStages, 0);
-    for (int64_t g = 0; g < stages; ++g) {
-      size_t begin = cut->starts[g];
-      size_t end = g + 1 < stages ? cut->starts[g + 1] : items.size();
-      int64_t c = 0;
-      for (size_t i = begin; i < end; ++i)
-        c += costs[i];
-      perRank[g % numStages] += c;
-      os << "stage " << g << " on " << placementOf(g) << ": ops " << begin
-         << ".." << end - 1 << " (" << items[begin]->getName() << " .. "
-         << items[end - 1]->getName() << "), cost " << c << " ("
-         << llvm::format("%.1f", total ? 100.0 * c / total : 0.0) << "%)";
-      if (g > 0)
-        os << ", input crossing " << cutBytes[begin] << " bytes";
-      os << "\n";
-    }
-    if (numChunks > 1) {
-      os << "per rank:";
-      for (int64_t c : perRank)
-        os << " " << c;
-      os << "\n";
-    }
-    double ideal = double(total) / double(stages);
-    int64_t crossing = 0;
-    for (int64_t g = 1; g < stages; ++g)
-      crossing += cutBytes[cut->starts[g]];
-    os << "max stage cost " << cut->maxCost << ", ideal "
-       << llvm::format("%.6g", ideal) << ", imbalance "
-       << llvm::format("%.4f", ideal > 0 ? cut->maxCost / ideal : 1.0)
-       << ", bytes crossing cuts " << crossing << "\n";
-  }
-  return success();
 }
+
+void StageCutter::printReport(raw_ostream &os) {
+  int64_t total = 0;
+  for (int64_t c : costs)
+    total += c;
+  StringRef unit = balance == StageBalance::Flops ? "FLOPs" : "bytes";
+  os << "pf-auto-stages: " << items.size() << " ops into " << numStages
+     << " stage(s) x " << numChunks
+     << " chunk(s), balance=" << stringifyStageBalance(balance) << " (" << unit
+     << (balance == StageBalance::Flops ? " of forward + backward"
+         : balance == StageBalance::Params
+             ? " of parameters"
+             : " of parameters, gradients and activations")
+     << ")\n";
+  std::vector<int64_t> perRank(numStages, 0);
+  for (int64_t g = 0; g < stages; ++g) {
+    size_t begin = cut->starts[g];
+    size_t end = g + 1 < stages ? cut->starts[g + 1] : items.size();
+    int64_t c = 0;
+    for (size_t i = begin; i < end; ++i)
+      c += costs[i];
+    perRank[g % numStages] += c;
+    os << "stage " << g << " on " << placementOf(g) << ": ops " << begin << ".."
+       << end - 1 << " (" << items[begin]->getName() << " .. "
+       << items[end - 1]->getName() << "), cost " << c << " ("
+       << llvm::format("%.1f", total ? 100.0 * c / total : 0.0) << "%)";
+    if (g > 0)
+      os << ", input crossing " << cutBytes[begin] << " bytes";
+    os << "\n";
+  }
+  if (numChunks > 1) {
+    os << "per rank:";
+    for (int64_t c : perRank)
+      os << " " << c;
+    os << "\n";
+  }
+  double ideal = double(total) / double(stages);
+  int64_t crossing = 0;
+  for (int64_t g = 1; g < stages; ++g)
+    crossing += cutBytes[cut->starts[g]];
+  os << "max stage cost " << cut->maxCost << ", ideal "
+     << llvm::format("%.6g", ideal) << ", imbalance "
+     << llvm::format("%.4f", ideal > 0 ? cut->maxCost / ideal : 1.0)
+     << ", bytes crossing cuts " << crossing << "\n";
+}
+
+struct AutoStagesPass : public pf::impl::AutoStagesPassBase<AutoStagesPass> {
+  using AutoStagesPassBase::AutoStagesPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (numStages < 1 || numChunks < 1) {
+      module.emitError() << "pf-auto-stages: num-stages (" << int64_t(numStages)
+                         << ") and num-chunks (" << int64_t(numChunks)
+                         << ") must be at least 1";
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> funcs;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (!f.isExternal())
+        funcs.push_back(f);
+    if (funcs.size() != 1) {
+      module.emitError() << "pf-auto-stages: expected one step function, found "
+                         << funcs.size();
+      return signalPassFailure();
+    }
+    StageCutter cutter(module, funcs.front(), numStages, numChunks, balance);
+    if (failed(cutter.run(report)))
+      signalPassFailure();
+  }
+};
 
 } // namespace
