@@ -96,6 +96,19 @@ private:
                               SmallVectorImpl<Operation *> &foreign);
   void annotateInput(func::FuncOp func, BlockArgument arg);
   LogicalResult partitionFunction(func::FuncOp func);
+  // The steps of partitionFunction, in order.
+  void annotateCrossEntropy(Operation *op, Value logits, bool sum,
+                            OpBuilder &b);
+  LogicalResult rewriteOps(Block &block, OpBuilder &b,
+                           SmallVectorImpl<Operation *> &foreign);
+  /// Kept results: (position in the global signature, global type).
+  using KeptResults = SmallVector<std::pair<int64_t, Type>>;
+  void keepLocalResults(func::FuncOp func, OpBuilder &b,
+                        SmallVectorImpl<Value> &results, KeptResults &kept);
+  LogicalResult eraseForeign(func::FuncOp func, ArrayRef<Operation *> foreign);
+  LogicalResult boxDenseConstants(Block &block);
+  void shiftGroupedOffsets(Block &block);
+  void localizeTypes(Block &block);
 
   ModuleOp module;
   int64_t rank;
@@ -316,71 +329,56 @@ RankPartitioner::rewriteComm(Operation *op, OpBuilder &b,
   return success();
 }
 
-LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
-  Block &block = func.getBody().front();
-  OpBuilder b(func.getContext());
-  // Inputs keep their position in the global signature: the data stream of
-  // input i is the same on whichever rank it lands.
-  for (BlockArgument arg : block.getArguments()) {
-    func.setArgAttr(arg.getArgNumber(), dialect->getInputAttrHelper().getName(),
-                    b.getI64IntegerAttr(arg.getArgNumber()));
-    annotateInput(func, arg);
+/// Layout-dependent local semantics of a cross-entropy, decided on global
+/// types: the class group of a split by class, the batch split of a mean.
+void RankPartitioner::annotateCrossEntropy(Operation *op, Value logits,
+                                           bool sum, OpBuilder &b) {
+  auto g = cast<GlobalType>(logits.getType());
+  if (!g.getPlacement().contains(rank))
+    return;
+  // Split by class: the ranks holding the other column blocks of these
+  // rows (coordinates equal on every dimension that does not split the
+  // classes) all-reduce the rows' statistics.
+  PlacementAttr place = g.getPlacement();
+  SmallVector<bool> splitsClasses;
+  bool byClass = false;
+  for (SBPDim d : g.getSbp().getDims()) {
+    splitsClasses.push_back(d.isSplit() && d.getAxis() == 1);
+    byClass |= splitsClasses.back();
   }
-  // Layout-dependent local semantics, decided on global types.
-  for (Operation &op : block) {
-    Value logits = TypeSwitch<Operation *, Value>(&op)
-                       .Case<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(
-                           [](auto ce) { return ce.getLogits(); })
-                       .Default([](Operation *) { return Value(); });
-    bool sum = TypeSwitch<Operation *, bool>(&op)
-                   .Case<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(
-                       [](auto ce) { return ce.getSum(); })
-                   .Default([](Operation *) { return false; });
-    if (!logits)
-      continue;
-    auto g = cast<GlobalType>(logits.getType());
-    if (!g.getPlacement().contains(rank))
-      continue;
-    // Split by class: the ranks holding the other column blocks of these
-    // rows (coordinates equal on every dimension that does not split the
-    // classes) all-reduce the rows' statistics.
-    PlacementAttr place = g.getPlacement();
-    SmallVector<bool> splitsClasses;
-    bool byClass = false;
-    for (SBPDim d : g.getSbp().getDims()) {
-      splitsClasses.push_back(d.isSplit() && d.getAxis() == 1);
-      byClass |= splitsClasses.back();
+  if (byClass) {
+    SmallVector<int64_t> mine = place.getCoordinates(place.indexOf(rank));
+    SmallVector<int64_t> group;
+    for (int64_t pos = 0; pos < place.getNumRanks(); ++pos) {
+      SmallVector<int64_t> c = place.getCoordinates(pos);
+      bool same = true;
+      for (auto [d, splits] : llvm::enumerate(splitsClasses))
+        same &= splits || c[d] == mine[d];
+      if (same)
+        group.push_back(place.getRanks()[pos]);
     }
-    if (byClass) {
-      SmallVector<int64_t> mine = place.getCoordinates(place.indexOf(rank));
-      SmallVector<int64_t> group;
-      for (int64_t pos = 0; pos < place.getNumRanks(); ++pos) {
-        SmallVector<int64_t> c = place.getCoordinates(pos);
-        bool same = true;
-        for (auto [d, splits] : llvm::enumerate(splitsClasses))
-          same &= splits || c[d] == mine[d];
-        if (same)
-          group.push_back(place.getRanks()[pos]);
-      }
-      dialect->getVocabGroupAttrHelper().setAttr(&op,
-                                                 b.getDenseI64ArrayAttr(group));
-      dialect->getShardOffsetAttrHelper().setAttr(
-          &op, b.getDenseI64ArrayAttr(box(g).offsets));
-      dialect->getLogicalShapeAttrHelper().setAttr(
-          &op, b.getDenseI64ArrayAttr(g.getShape()));
-    }
-    if (sum)
-      continue; // a local sum is its share of the sum as it is
-    int64_t split = g.getSbp().getSplitFactor(0, g.getPlacement());
-    if (split > 1)
-      // The local mean covers 1/split of the batch rows.
-      dialect->getBatchSplitAttrHelper().setAttr(&op,
-                                                 b.getI64IntegerAttr(split));
+    dialect->getVocabGroupAttrHelper().setAttr(op,
+                                               b.getDenseI64ArrayAttr(group));
+    dialect->getShardOffsetAttrHelper().setAttr(
+        op, b.getDenseI64ArrayAttr(box(g).offsets));
+    dialect->getLogicalShapeAttrHelper().setAttr(
+        op, b.getDenseI64ArrayAttr(g.getShape()));
   }
+  if (sum)
+    return; // a local sum is its share of the sum as it is
+  int64_t split = g.getSbp().getSplitFactor(0, g.getPlacement());
+  if (split > 1)
+    // The local mean covers 1/split of the batch rows.
+    dialect->getBatchSplitAttrHelper().setAttr(op, b.getI64IntegerAttr(split));
+}
 
+/// Collects the ops of other ranks into `foreign` and rewrites this rank's
+/// communication.
+LogicalResult
+RankPartitioner::rewriteOps(Block &block, OpBuilder &b,
+                            SmallVectorImpl<Operation *> &foreign) {
   for (auto t : block.getOps<TransferOp>())
     tags[t] = tags.size();
-  SmallVector<Operation *> foreign;
   for (Operation &op : llvm::make_early_inc_range(block)) {
     if (isa<func::ReturnOp>(op))
       continue;
@@ -402,16 +400,20 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
     if (failed(rewriteComm(&op, b, foreign)))
       return failure();
   }
-  // Results that live on other ranks leave the signature.
-  auto ret = cast<func::ReturnOp>(block.getTerminator());
+  return success();
+}
+
+/// Results that live on other ranks leave the signature; `kept` gets each
+/// kept result's position in the global signature and its global type.
+void RankPartitioner::keepLocalResults(func::FuncOp func, OpBuilder &b,
+                                       SmallVectorImpl<Value> &results,
+                                       KeptResults &kept) {
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   if (ret.getNumOperands() > 0)
     if (auto g = dyn_cast<GlobalType>(ret.getOperand(0).getType());
         g && g.getPlacement().contains(rank) &&
         g.getPlacement().getRanks()[0] != rank)
       dialect->getLossReplicaAttrHelper().setAttr(func, b.getUnitAttr());
-  SmallVector<Value> results;
-  // Each kept result's position in the global signature and global type.
-  SmallVector<std::pair<int64_t, Type>> kept;
   for (auto [i, v] : llvm::enumerate(ret.getOperands()))
     if (auto g = dyn_cast<GlobalType>(func.getResultTypes()[i]);
         !g || g.getPlacement().contains(rank)) {
@@ -421,6 +423,11 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
       kept.push_back({static_cast<int64_t>(i), func.getResultTypes()[i]});
     }
   ret->setOperands(results);
+}
+
+/// Erases the ops of other ranks, and the arguments that live there.
+LogicalResult RankPartitioner::eraseForeign(func::FuncOp func,
+                                            ArrayRef<Operation *> foreign) {
   for (Operation *op : llvm::reverse(foreign)) {
     if (!op->use_empty())
       return op->emitOpError("pf-partition-ranks: a value on another rank's "
@@ -428,8 +435,7 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
              << rank << " without a layout change";
     op->erase();
   }
-
-  // Arguments that live on other ranks leave the signature.
+  Block &block = func.getBody().front();
   llvm::BitVector dropArgs(block.getNumArguments());
   for (BlockArgument arg : block.getArguments())
     if (auto g = dyn_cast<GlobalType>(arg.getType());
@@ -439,10 +445,11 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
                << arg.getArgNumber() << " of another rank is still used";
       dropArgs.set(arg.getArgNumber());
     }
-  if (failed(func.eraseArguments(dropArgs)))
-    return failure();
+  return func.eraseArguments(dropArgs);
+}
 
-  // Dense constants keep this rank's box of their value.
+/// Dense constants keep this rank's box of their value.
+LogicalResult RankPartitioner::boxDenseConstants(Block &block) {
   for (auto c : block.getOps<ConstantOp>()) {
     auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
     GlobalType g = c.getType();
@@ -458,9 +465,12 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
              << g.getSbp();
     c.setValueAttr(boxOfDense(dense, g.getShape(), shard));
   }
+  return success();
+}
 
-  // A block cut out of (or padded into) a grouped split S(axis, g) over n
-  // ranks starts at offset / n of each rank's local tensor.
+/// A block cut out of (or padded into) a grouped split S(axis, g) over n
+/// ranks starts at offset / n of each rank's local tensor.
+void RankPartitioner::shiftGroupedOffsets(Block &block) {
   block.walk([&](Operation *op) {
     auto slice = dyn_cast<SliceOp>(op);
     auto pad = dyn_cast<PadOp>(op);
@@ -484,7 +494,10 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
     else
       pad.setOffsets(offsets);
   });
-  // Local types everywhere.
+}
+
+/// Local types everywhere, and the shapes written in attributes with them.
+void RankPartitioner::localizeTypes(Block &block) {
   for (BlockArgument arg : block.getArguments())
     arg.setType(localize(arg.getType()));
   block.walk([&](Operation *op) {
@@ -519,6 +532,35 @@ LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
       move.getResult().replaceAllUsesWith(move.getInput());
       move.erase();
     }
+}
+
+LogicalResult RankPartitioner::partitionFunction(func::FuncOp func) {
+  Block &block = func.getBody().front();
+  OpBuilder b(func.getContext());
+  // Inputs keep their position in the global signature: the data stream of
+  // input i is the same on whichever rank it lands.
+  for (BlockArgument arg : block.getArguments()) {
+    func.setArgAttr(arg.getArgNumber(), dialect->getInputAttrHelper().getName(),
+                    b.getI64IntegerAttr(arg.getArgNumber()));
+    annotateInput(func, arg);
+  }
+  for (Operation &op : block)
+    TypeSwitch<Operation *>(&op)
+        .Case<SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>([&](auto ce) {
+          annotateCrossEntropy(ce, ce.getLogits(), ce.getSum(), b);
+        });
+
+  SmallVector<Operation *> foreign;
+  SmallVector<Value> results;
+  KeptResults kept;
+  if (failed(rewriteOps(block, b, foreign)))
+    return failure();
+  keepLocalResults(func, b, results, kept);
+  if (failed(eraseForeign(func, foreign)) || failed(boxDenseConstants(block)))
+    return failure();
+  shiftGroupedOffsets(block);
+  localizeTypes(block);
+
   SmallVector<Type> resultTypes;
   for (Value v : results)
     resultTypes.push_back(v.getType());
