@@ -167,12 +167,56 @@ std::pair<int64_t, int64_t> countActivationsInFlight(
   return {most, mostBytes};
 }
 
+/// The micro-batch of a forward op (one without a phase counts): its results
+/// that a backward op reads later are that micro-batch's activations in
+/// flight.
+std::optional<int64_t> forwardMicrobatch(Operation &op) {
+  auto mb = op.getAttrOfType<IntegerAttr>(
+      PFDialect::MicrobatchAttrHelper::getNameStr());
+  auto phase =
+      op.getAttrOfType<StringAttr>(PFDialect::PhaseAttrHelper::getNameStr());
+  if (mb && (!phase || phase.getValue() == "forward"))
+    return mb.getInt();
+  return std::nullopt;
+}
+
 } // namespace
 
-FailureOr<MemoryPlan>
-MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
-                  const llvm::DenseMap<Operation *, Operation *> &sendDone) {
+/// Plans a MemoryPlan: the persistent part (parameters), then the alias
+/// classes of the step's values with their lifetimes, then the allocation.
+class MemoryPlan::Planner {
+public:
+  Planner(const BufferAnalysis &buffers,
+          const llvm::DenseMap<Operation *, Operation *> &sendDone)
+      : buffers(buffers), sendDone(sendDone) {}
+
+  LogicalResult placeParams(ModuleOp module);
+  LogicalResult placeInputs(Block &step);
+  LogicalResult placeStep(Block &step);
+  MemoryPlan finish();
+
+private:
+  LogicalResult newClass(Value v, int64_t start, bool external);
+  void alias(Value v, Value of) { plan.classOf[v] = plan.classOf[of]; }
+  void use(Value v, int64_t at) {
+    auto it = plan.classOf.find(v);
+    if (it != plan.classOf.end())
+      classes[it->second].end = std::max(classes[it->second].end, at);
+  }
+  LogicalResult placeOp(Operation &op, int64_t p);
+  LogicalResult placeSend(SendOp send, int64_t p);
+  LogicalResult placeConcatPiece(Operation &op, Value cat, int64_t p);
+  Value foldedInto(Operation &op);
+  LogicalResult placeResults(Operation &op, int64_t p);
+
+  const BufferAnalysis &buffers;
+  const llvm::DenseMap<Operation *, Operation *> &sendDone;
   MemoryPlan plan;
+  SmallVector<Interval> classes;
+  llvm::DenseMap<Operation *, int64_t> positionOf;
+};
+
+LogicalResult MemoryPlan::Planner::placeParams(ModuleOp module) {
   for (auto param : module.getOps<ParamOp>()) {
     FailureOr<int64_t> bytes = bytesOfType(param.getLoc(), param.getType());
     if (failed(bytes))
@@ -186,33 +230,30 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
     else
       plan.parameterBytes += *bytes;
   }
+  return success();
+}
 
-  SmallVector<Interval> classes;
-  auto newClass = [&](Value v, int64_t start, bool external) -> LogicalResult {
-    Interval c;
-    c.start = c.end = start;
-    c.external = external;
-    if (!external) {
-      FailureOr<int64_t> bytes = bytesOfType(v.getLoc(), v.getType());
-      if (failed(bytes))
-        return failure();
-      c.bytes = *bytes;
-    }
-    plan.classOf[v] = classes.size();
-    classes.push_back(c);
-    return success();
-  };
-  auto alias = [&](Value v, Value of) { plan.classOf[v] = plan.classOf[of]; };
-  auto use = [&](Value v, int64_t at) {
-    auto it = plan.classOf.find(v);
-    if (it != plan.classOf.end())
-      classes[it->second].end = std::max(classes[it->second].end, at);
-  };
+LogicalResult MemoryPlan::Planner::newClass(Value v, int64_t start,
+                                            bool external) {
+  Interval c;
+  c.start = c.end = start;
+  c.external = external;
+  if (!external) {
+    FailureOr<int64_t> bytes = bytesOfType(v.getLoc(), v.getType());
+    if (failed(bytes))
+      return failure();
+    c.bytes = *bytes;
+  }
+  plan.classOf[v] = classes.size();
+  classes.push_back(c);
+  return success();
+}
 
-  // Inputs loaded by parts have no buffer of their own: each micro-batch
-  // slice gets one where it is taken. Other inputs stay resident and
-  // unwritten for the whole step: the runtime loads a fixed synthetic batch
-  // once and not again.
+/// Inputs loaded by parts have no buffer of their own: each micro-batch
+/// slice gets one where it is taken. Other inputs stay resident and
+/// unwritten for the whole step: the runtime loads a fixed synthetic batch
+/// once and not again.
+LogicalResult MemoryPlan::Planner::placeInputs(Block &step) {
   for (BlockArgument arg : step.getArguments()) {
     bool parts = buffers.isPartLoadedInput(arg);
     if (failed(newClass(arg, 0, parts)))
@@ -222,130 +263,134 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
       plan.inputBytes += classes.back().bytes;
     }
   }
-  llvm::DenseMap<Operation *, int64_t> positionOf;
+  return success();
+}
+
+LogicalResult MemoryPlan::Planner::placeStep(Block &step) {
   for (Operation &op : step)
     positionOf[&op] = static_cast<int64_t>(positionOf.size()) + 1;
   int64_t position = 0;
-  for (Operation &op : step) {
-    int64_t p = ++position;
-    // A grouped element-wise op is computed at its group's last op: what it
-    // reads must live until then.
-    const ElementwiseGroup *group = buffers.groupOf(&op);
-    Operation *at = buffers.computedAt(&op);
-    int64_t reads = at == &op ? p : positionOf.lookup(at);
-    for (Value operand : op.getOperands())
-      use(operand, reads);
-    if (isa<func::ReturnOp>(op)) {
-      for (Value operand : op.getOperands())
-        use(operand, kEnd);
-      continue;
-    }
-    if (auto send = dyn_cast<SendOp>(op)) {
-      // Non-blocking: the buffer must stay until the send is known complete
-      // (or the end of the step). A parameter's own buffer is sent from a
-      // copy.
-      Operation *done = sendDone.lookup(send);
-      int64_t end = done ? positionOf.lookup(done) : kEnd;
-      use(send.getValue(), end);
-      Operation *def = send.getValue().getDefiningOp();
-      while (isa_and_nonnull<ReshapeOp, FlattenOp, ToGlobalOp>(def))
-        def = def->getOperand(0).getDefiningOp();
-      if (isa_and_nonnull<ReadParamOp>(def)) {
-        Interval c;
-        c.start = p;
-        c.end = end;
-        FailureOr<int64_t> bytes =
-            bytesOfType(send.getLoc(), send.getValue().getType());
-        if (failed(bytes))
-          return failure();
-        c.bytes = *bytes;
-        plan.sendCopies[send] = classes.size(); // an index until allocation
-        classes.push_back(c);
-      }
-      continue;
-    }
-    if (isa<MicrobatchOp>(op) && buffers.isPartLoadedInput(op.getOperand(0))) {
-      if (failed(newClass(op.getResult(0), p, false)))
-        return failure();
-      continue;
-    }
-    if (isa<ReshapeOp, FlattenOp, ToGlobalOp, MicrobatchOp>(op)) {
-      alias(op.getResult(0), op.getOperand(0));
-      continue;
-    }
-    // The sum of a split all-reduce is its started buffer; the all-reduce's
-    // input (the wait's second operand) has been kept until here above.
-    if (isa<AllReduceWaitOp>(op)) {
-      alias(op.getResult(0), op.getOperand(0));
-      continue;
-    }
-    // A GEMM writing one piece of a concat in place: the concat's buffer
-    // exists from the first such GEMM on; the concat copies nothing.
-    if (const StridedResult *sr = buffers.stridedResult(&op);
-        sr && sr->concat) {
-      Value cat = sr->concat->getResult(0);
-      if (!plan.classOf.count(cat)) {
-        if (failed(newClass(cat, p, false)))
-          return failure();
-        // A forward result a backward op reads: in flight, as below.
-        auto mb = op.getAttrOfType<IntegerAttr>(
-            PFDialect::MicrobatchAttrHelper::getNameStr());
-        auto phase = op.getAttrOfType<StringAttr>(
-            PFDialect::PhaseAttrHelper::getNameStr());
-        if (mb && (!phase || phase.getValue() == "forward"))
-          classes.back().microbatch = mb.getInt();
-      }
-      alias(op.getResult(0), cat);
-      continue;
-    }
-    if (isa<ConcatOp>(op) && buffers.isFoldedConcat(&op))
-      continue;
-    // Computed by the softmax after it (read there), or by the softmax
-    // gradient before it (into that gradient's buffer).
-    if (buffers.isFusedRelu(&op) || buffers.isFoldedBias(&op) ||
-        buffers.isInSoftmaxPrologue(&op) || buffers.isFoldedGradScale(&op) ||
-        buffers.isFoldedView(&op)) {
-      alias(op.getResult(0), op.getOperand(0));
-      continue;
-    }
-    // An accumulating GEMM writes into its accumulator; the add is free.
-    if (Value acc = buffers.accumulatorOf(&op)) {
-      alias(op.getResult(0), acc);
-      continue;
-    }
-    if (buffers.isFoldedAdd(&op)) {
-      Value lhs = op.getOperand(0);
-      alias(op.getResult(0), buffers.accumulatorOf(lhs.getDefiningOp())
-                                 ? lhs
-                                 : op.getOperand(1));
-      continue;
-    }
-    bool noStorage =
-        (group && buffers.isGroupInternal(op.getResult(0))) ||
-        isa<ScalarInputOp>(op) ||
-        (isa<ReadParamOp>(op) && !buffers.isCopyingRead(&op)) ||
-        (isa<ConstantOp>(op) && llvm::all_of(op.getUsers(), [](Operation *u) {
-           return isa<WriteParamOp>(u);
-         }));
-    for (Value r : op.getResults())
-      if (failed(
-              newClass(r, p, noStorage || !buffers.inPlaceTarget(r).empty())))
-        return failure();
-    // A forward op's result that a backward op reads later is one of its
-    // micro-batch's activations in flight.
-    if (auto mb = op.getAttrOfType<IntegerAttr>(
-            PFDialect::MicrobatchAttrHelper::getNameStr())) {
-      auto phase = op.getAttrOfType<StringAttr>(
-          PFDialect::PhaseAttrHelper::getNameStr());
-      if (!phase || phase.getValue() == "forward")
-        for (Value r : op.getResults())
-          classes[plan.classOf[r]].microbatch = mb.getInt();
-    }
-  }
+  for (Operation &op : step)
+    if (failed(placeOp(op, ++position)))
+      return failure();
+  return success();
+}
 
+/// Non-blocking: the buffer must stay until the send is known complete (or
+/// the end of the step). A parameter's own buffer is sent from a copy.
+LogicalResult MemoryPlan::Planner::placeSend(SendOp send, int64_t p) {
+  Operation *done = sendDone.lookup(send);
+  int64_t end = done ? positionOf.lookup(done) : kEnd;
+  use(send.getValue(), end);
+  Operation *def = send.getValue().getDefiningOp();
+  while (isa_and_nonnull<ReshapeOp, FlattenOp, ToGlobalOp>(def))
+    def = def->getOperand(0).getDefiningOp();
+  if (!isa_and_nonnull<ReadParamOp>(def))
+    return success();
+  Interval c;
+  c.start = p;
+  c.end = end;
+  FailureOr<int64_t> bytes =
+      bytesOfType(send.getLoc(), send.getValue().getType());
+  if (failed(bytes))
+    return failure();
+  c.bytes = *bytes;
+  plan.sendCopies[send] = classes.size(); // an index until allocation
+  classes.push_back(c);
+  return success();
+}
+
+/// A GEMM writing one piece of a concat in place: the concat's buffer exists
+/// from the first such GEMM on; the concat copies nothing.
+LogicalResult MemoryPlan::Planner::placeConcatPiece(Operation &op, Value cat,
+                                                    int64_t p) {
+  if (!plan.classOf.count(cat)) {
+    if (failed(newClass(cat, p, false)))
+      return failure();
+    // A forward result a backward op reads: in flight, as below.
+    if (std::optional<int64_t> mb = forwardMicrobatch(op))
+      classes.back().microbatch = *mb;
+  }
+  alias(op.getResult(0), cat);
+  return success();
+}
+
+/// The value whose buffer a folded op's result shares, if the op is folded
+/// into another.
+Value MemoryPlan::Planner::foldedInto(Operation &op) {
+  // Computed by the softmax after it (read there), or by the softmax
+  // gradient before it (into that gradient's buffer).
+  if (buffers.isFusedRelu(&op) || buffers.isFoldedBias(&op) ||
+      buffers.isInSoftmaxPrologue(&op) || buffers.isFoldedGradScale(&op) ||
+      buffers.isFoldedView(&op))
+    return op.getOperand(0);
+  // An accumulating GEMM writes into its accumulator; the add is free.
+  if (Value acc = buffers.accumulatorOf(&op))
+    return acc;
+  if (buffers.isFoldedAdd(&op)) {
+    Value lhs = op.getOperand(0);
+    return buffers.accumulatorOf(lhs.getDefiningOp()) ? lhs : op.getOperand(1);
+  }
+  return Value();
+}
+
+LogicalResult MemoryPlan::Planner::placeResults(Operation &op, int64_t p) {
+  bool noStorage =
+      (buffers.groupOf(&op) && buffers.isGroupInternal(op.getResult(0))) ||
+      isa<ScalarInputOp>(op) ||
+      (isa<ReadParamOp>(op) && !buffers.isCopyingRead(&op)) ||
+      (isa<ConstantOp>(op) && llvm::all_of(op.getUsers(), [](Operation *u) {
+         return isa<WriteParamOp>(u);
+       }));
+  for (Value r : op.getResults())
+    if (failed(newClass(r, p, noStorage || !buffers.inPlaceTarget(r).empty())))
+      return failure();
+  if (std::optional<int64_t> mb = forwardMicrobatch(op))
+    for (Value r : op.getResults())
+      classes[plan.classOf[r]].microbatch = *mb;
+  return success();
+}
+
+/// The op at position `p`: the lifetimes of what it reads, and the classes
+/// of its results.
+LogicalResult MemoryPlan::Planner::placeOp(Operation &op, int64_t p) {
+  // A grouped element-wise op is computed at its group's last op: what it
+  // reads must live until then.
+  Operation *at = buffers.computedAt(&op);
+  int64_t reads = at == &op ? p : positionOf.lookup(at);
+  for (Value operand : op.getOperands())
+    use(operand, reads);
+  if (isa<func::ReturnOp>(op)) {
+    for (Value operand : op.getOperands())
+      use(operand, kEnd);
+    return success();
+  }
+  if (auto send = dyn_cast<SendOp>(op))
+    return placeSend(send, p);
+  if (isa<MicrobatchOp>(op) && buffers.isPartLoadedInput(op.getOperand(0)))
+    return newClass(op.getResult(0), p, false);
+  // Views, and the sum of a split all-reduce: its started buffer (the
+  // all-reduce's input, the wait's second operand, has been kept until here
+  // above).
+  if (isa<ReshapeOp, FlattenOp, ToGlobalOp, MicrobatchOp, AllReduceWaitOp>(
+          op)) {
+    alias(op.getResult(0), op.getOperand(0));
+    return success();
+  }
+  if (const StridedResult *sr = buffers.stridedResult(&op); sr && sr->concat)
+    return placeConcatPiece(op, sr->concat->getResult(0), p);
+  if (isa<ConcatOp>(op) && buffers.isFoldedConcat(&op))
+    return success();
+  if (Value into = foldedInto(op)) {
+    alias(op.getResult(0), into);
+    return success();
+  }
+  return placeResults(op, p);
+}
+
+MemoryPlan MemoryPlan::Planner::finish() {
   std::tie(plan.activationsInFlight, plan.activationPeakBytes) =
       countActivationsInFlight(classes, positionOf);
-
   SmallVector<int64_t> offsets(classes.size(), -1);
   plan.stepPeakBytes = allocate(classes, offsets);
   plan.lowerBoundBytes = lowerBound(classes);
@@ -358,7 +403,17 @@ MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
   for (auto &[send, index] : plan.sendCopies)
     index = plan.classOffset[index];
   plan.arenaBytes = plan.persistentBytes + plan.stepPeakBytes;
-  return plan;
+  return std::move(plan);
+}
+
+FailureOr<MemoryPlan>
+MemoryPlan::build(ModuleOp module, Block &step, const BufferAnalysis &buffers,
+                  const llvm::DenseMap<Operation *, Operation *> &sendDone) {
+  Planner planner(buffers, sendDone);
+  if (failed(planner.placeParams(module)) ||
+      failed(planner.placeInputs(step)) || failed(planner.placeStep(step)))
+    return failure();
+  return planner.finish();
 }
 
 int64_t MemoryPlan::offsetOf(Value v) const {

@@ -80,6 +80,9 @@ public:
   DictionaryAttr toAttr(MLIRContext *ctx) const;
 
 private:
+  /// The steps of build (MemoryPlan.cpp).
+  class Planner;
+
   /// Value -> index of its class.
   llvm::DenseMap<Value, unsigned> classOf;
   /// Class -> offset (-1: no arena storage) and bytes.
