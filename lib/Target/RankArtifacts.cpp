@@ -111,6 +111,140 @@ LogicalResult link(Operation *where, StringRef object, StringRef output,
 }
 } // namespace
 
+/// A DenseI64ArrayAttr as a JSON array (empty when absent).
+static llvm::json::Array jsonArray(Attribute a) {
+  llvm::json::Array out;
+  if (auto dims = dyn_cast_or_null<DenseI64ArrayAttr>(a))
+    for (int64_t d : dims.asArrayRef())
+      out.push_back(d);
+  return out;
+}
+
+/// Translates `rankModule` to LLVM IR and links it into `dir`/`name` (an
+/// executable) and `dir`/lib`name`.so.
+static LogicalResult buildRank(ModuleOp rankModule, StringRef dir,
+                               const std::string &name) {
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(rankModule, llvmContext, name);
+  if (!llvmModule)
+    return rankModule.emitError("cannot translate to LLVM IR (did "
+                                "convert-pf-to-cpu run?)");
+  SmallString<128> object(dir), exe(dir), so(dir);
+  llvm::sys::path::append(object, name + ".o");
+  llvm::sys::path::append(exe, name);
+  llvm::sys::path::append(so, "lib" + name + ".so");
+  if (failed(compileObject(rankModule, *llvmModule, object)) ||
+      failed(link(rankModule, object, exe, /*shared=*/false)) ||
+      failed(link(rankModule, object, so, /*shared=*/true)))
+    return failure();
+  llvm::sys::fs::remove(object);
+  return success();
+}
+
+/// The manifest's inputs of a rank: each step input's shape and dtype, and
+/// where this rank's local data sits in the logical input: boxes (one per
+/// micro-batch when the batch is split) of box_shape.
+static llvm::json::Array inputsEntry(ModuleOp rankModule) {
+  llvm::json::Array inputs;
+  auto list = rankModule->getAttrOfType<ArrayAttr>(artifact::kInputsAttrName);
+  if (!list)
+    return inputs;
+  namespace key = artifact::input;
+  for (auto entry : list.getAsRange<DictionaryAttr>()) {
+    llvm::json::Object input{
+        {"index", cast<IntegerAttr>(entry.get(key::kIndex)).getInt()},
+        {"shape", jsonArray(entry.get(key::kShape))},
+        {"dtype", cast<StringAttr>(entry.get(key::kDtype)).getValue()}};
+    if (Attribute a = entry.get(key::kLogicalShape))
+      input["logical_shape"] = jsonArray(a);
+    if (Attribute a = entry.get(key::kBoxShape))
+      input["box_shape"] = jsonArray(a);
+    if (auto boxes = dyn_cast_or_null<ArrayAttr>(entry.get(key::kBoxes))) {
+      llvm::json::Array boxList;
+      for (Attribute b : boxes)
+        boxList.push_back(jsonArray(b));
+      input["boxes"] = std::move(boxList);
+    }
+    inputs.push_back(std::move(input));
+  }
+  return inputs;
+}
+
+/// An inference step's results: local shape, dtype, placement and SBP.
+static llvm::json::Array outputsEntry(ArrayAttr list) {
+  llvm::json::Array outputs;
+  namespace key = artifact::output;
+  for (auto out : list.getAsRange<DictionaryAttr>()) {
+    auto text = [&](StringRef name) {
+      return cast<StringAttr>(out.get(name)).getValue().str();
+    };
+    outputs.push_back(llvm::json::Object{
+        {"index", cast<IntegerAttr>(out.get(key::kIndex)).getInt()},
+        {"local_shape", jsonArray(out.get(key::kLocalShape))},
+        {"shape", jsonArray(out.get(key::kShape))},
+        {"dtype", text(key::kDtype)},
+        {"placement", text(key::kPlacement)},
+        {"sbp", text(key::kSbp)}});
+  }
+  return outputs;
+}
+
+/// A rank's entry of the manifest.
+static llvm::json::Object rankEntry(ModuleOp rankModule, int64_t rank,
+                                    const std::string &name) {
+  bool reportsLoss = false;
+  if (auto r =
+          rankModule->getAttrOfType<BoolAttr>(artifact::kReportsLossAttrName))
+    reportsLoss = r.getValue();
+  int64_t microbatches = 1;
+  if (auto m = rankModule->getAttrOfType<IntegerAttr>(
+          artifact::kNumMicrobatchesAttrName))
+    microbatches = m.getInt();
+  // The static memory plan's totals (bytes): the runtime's arena size.
+  llvm::json::Object memory;
+  if (auto plan =
+          rankModule->getAttrOfType<DictionaryAttr>(artifact::kMemoryAttrName))
+    for (NamedAttribute entry : plan)
+      if (auto v = dyn_cast<IntegerAttr>(entry.getValue()))
+        memory[entry.getName().getValue()] = v.getInt();
+  std::string backend = "cpu";
+  if (auto b =
+          rankModule->getAttrOfType<StringAttr>(artifact::kBackendAttrName))
+    backend = b.getValue().str();
+  llvm::json::Object entry{{"rank", rank},
+                           {"executable", name},
+                           {"shared_object", "lib" + name + ".so"},
+                           {"backend", backend},
+                           {"inputs", inputsEntry(rankModule)},
+                           {"reports_loss", reportsLoss},
+                           {"num_microbatches", microbatches},
+                           {"memory", std::move(memory)}};
+  if (auto list =
+          rankModule->getAttrOfType<ArrayAttr>(artifact::kOutputsAttrName))
+    entry["outputs"] = outputsEntry(list);
+  return entry;
+}
+
+/// Writes `manifest` to `dir`/manifest.json and a copy to `os`.
+static LogicalResult writeManifest(ModuleOp module, StringRef dir,
+                                   llvm::json::Object manifest,
+                                   raw_ostream &os) {
+  std::string text;
+  llvm::raw_string_ostream textOs(text);
+  textOs << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)))
+         << "\n";
+  SmallString<128> manifestPath(dir);
+  llvm::sys::path::append(manifestPath, "manifest.json");
+  std::error_code ec;
+  llvm::raw_fd_ostream file(manifestPath, ec);
+  if (ec)
+    return module.emitError() << "cannot write " << manifestPath;
+  file << text;
+  os << text;
+  return success();
+}
+
 LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
                                           raw_ostream &os) {
   // Located at the module, without printing it: the whole input would follow.
@@ -146,122 +280,16 @@ LogicalResult mlir::pf::emitRankArtifacts(ModuleOp module, StringRef dir,
   for (ModuleOp rankModule : ranks) {
     int64_t rank = rankAttr.getAttr(rankModule).getInt();
     world = std::max(world, rank + 1);
-    llvm::LLVMContext llvmContext;
     std::string name = ("rank" + llvm::Twine(rank)).str();
-    std::unique_ptr<llvm::Module> llvmModule =
-        translateModuleToLLVMIR(rankModule, llvmContext, name);
-    if (!llvmModule)
-      return rankModule.emitError("cannot translate to LLVM IR (did "
-                                  "convert-pf-to-cpu run?)");
-    SmallString<128> object(dir), exe(dir), so(dir);
-    llvm::sys::path::append(object, name + ".o");
-    llvm::sys::path::append(exe, name);
-    llvm::sys::path::append(so, "lib" + name + ".so");
-    if (failed(compileObject(rankModule, *llvmModule, object)) ||
-        failed(link(rankModule, object, exe, /*shared=*/false)) ||
-        failed(link(rankModule, object, so, /*shared=*/true)))
+    if (failed(buildRank(rankModule, dir, name)))
       return failure();
-    llvm::sys::fs::remove(object);
-    llvm::json::Array inputs;
-    if (auto list =
-            rankModule->getAttrOfType<ArrayAttr>(artifact::kInputsAttrName))
-      for (auto entry : list.getAsRange<DictionaryAttr>()) {
-        auto array = [](Attribute a) {
-          llvm::json::Array out;
-          for (int64_t d : cast<DenseI64ArrayAttr>(a).asArrayRef())
-            out.push_back(d);
-          return out;
-        };
-        namespace key = artifact::input;
-        llvm::json::Object input{
-            {"index", cast<IntegerAttr>(entry.get(key::kIndex)).getInt()},
-            {"shape", array(entry.get(key::kShape))},
-            {"dtype", cast<StringAttr>(entry.get(key::kDtype)).getValue()}};
-        // Where this rank's local data sits in the logical input: boxes
-        // (one per micro-batch when the batch is split) of box_shape.
-        if (Attribute a = entry.get(key::kLogicalShape))
-          input["logical_shape"] = array(a);
-        if (Attribute a = entry.get(key::kBoxShape))
-          input["box_shape"] = array(a);
-        if (auto boxes = dyn_cast_or_null<ArrayAttr>(entry.get(key::kBoxes))) {
-          llvm::json::Array list;
-          for (Attribute b : boxes)
-            list.push_back(array(b));
-          input["boxes"] = std::move(list);
-        }
-        inputs.push_back(std::move(input));
-      }
-    bool reportsLoss = false;
-    if (auto r =
-            rankModule->getAttrOfType<BoolAttr>(artifact::kReportsLossAttrName))
-      reportsLoss = r.getValue();
-    int64_t microbatches = 1;
-    if (auto m = rankModule->getAttrOfType<IntegerAttr>(
-            artifact::kNumMicrobatchesAttrName))
-      microbatches = m.getInt();
-    // The static memory plan's totals (bytes): the runtime's arena size.
-    llvm::json::Object memory;
-    if (auto plan = rankModule->getAttrOfType<DictionaryAttr>(
-            artifact::kMemoryAttrName))
-      for (NamedAttribute entry : plan)
-        if (auto v = dyn_cast<IntegerAttr>(entry.getValue()))
-          memory[entry.getName().getValue()] = v.getInt();
-    std::string backend = "cpu";
-    if (auto b =
-            rankModule->getAttrOfType<StringAttr>(artifact::kBackendAttrName))
-      backend = b.getValue().str();
-    llvm::json::Object entry{{"rank", rank},
-                             {"executable", name},
-                             {"shared_object", "lib" + name + ".so"},
-                             {"backend", backend},
-                             {"inputs", std::move(inputs)},
-                             {"reports_loss", reportsLoss},
-                             {"num_microbatches", microbatches},
-                             {"memory", std::move(memory)}};
-    // An inference step's results: local shape, dtype, placement and SBP.
-    if (auto list =
-            rankModule->getAttrOfType<ArrayAttr>(artifact::kOutputsAttrName)) {
-      llvm::json::Array outputs;
-      for (auto out : list.getAsRange<DictionaryAttr>()) {
-        auto array = [&](StringRef key) {
-          llvm::json::Array a;
-          if (auto dims = dyn_cast_or_null<DenseI64ArrayAttr>(out.get(key)))
-            for (int64_t d : dims.asArrayRef())
-              a.push_back(d);
-          return a;
-        };
-        auto text = [&](StringRef key) {
-          return cast<StringAttr>(out.get(key)).getValue().str();
-        };
-        outputs.push_back(llvm::json::Object{
-            {"index",
-             cast<IntegerAttr>(out.get(artifact::output::kIndex)).getInt()},
-            {"local_shape", array(artifact::output::kLocalShape)},
-            {"shape", array(artifact::output::kShape)},
-            {"dtype", text(artifact::output::kDtype)},
-            {"placement", text(artifact::output::kPlacement)},
-            {"sbp", text(artifact::output::kSbp)}});
-      }
-      entry["outputs"] = std::move(outputs);
-    }
-    rankEntries.push_back(std::move(entry));
+    rankEntries.push_back(rankEntry(rankModule, rank, name));
   }
-  llvm::json::Object manifest{{"format", kRankArtifactsFormat},
-                              {"world_size", world},
-                              {"ranks", std::move(rankEntries)}};
-  std::string text;
-  llvm::raw_string_ostream textOs(text);
-  textOs << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)))
-         << "\n";
-  SmallString<128> manifestPath(dir);
-  llvm::sys::path::append(manifestPath, "manifest.json");
-  std::error_code ec;
-  llvm::raw_fd_ostream file(manifestPath, ec);
-  if (ec)
-    return module.emitError() << "cannot write " << manifestPath;
-  file << text;
-  os << text;
-  return success();
+  return writeManifest(module, dir,
+                       llvm::json::Object{{"format", kRankArtifactsFormat},
+                                          {"world_size", world},
+                                          {"ranks", std::move(rankEntries)}},
+                       os);
 }
 
 void mlir::pf::registerRankArtifactsTranslation() {
