@@ -42,13 +42,7 @@ FILES = {}
 
 # Functions over MAX_FUNCTION_LINES: {"path:name": lines} (the n-th function
 # of that name in a file, from the second on: "path:name#n").
-FUNCTIONS = {
-    "lib/Conversion/Common/BufferAnalysis.cpp:BufferAnalysis::foldViewsIntoGemms": 234,
-    "lib/Conversion/Common/MemoryPlan.cpp:MemoryPlan::build": 191,
-    "lib/Dialect/PF/Transforms/AutoStages.cpp:AutoStagesPass::run": 269,
-    "lib/Dialect/PF/Transforms/PartitionRanks.cpp:RankPartitioner::partitionFunction": 217,
-    "lib/Target/RankArtifacts.cpp:mlir::pf::emitRankArtifacts": 152,
-}
+FUNCTIONS = {}
 
 
 def source_files():
