@@ -54,76 +54,25 @@ struct ResetFoldsPass : pf::impl::ResetFoldsPassBase<ResetFoldsPass> {
   }
 };
 
-struct PlanInPlacePass
-    : FoldPass<PlanInPlacePass,
-               pf::impl::PlanInPlacePassBase<PlanInPlacePass>> {
-  using FoldPass::FoldPass;
-  void decide(BufferAnalysis &a, Block &step) { a.planInPlace(step); }
-};
+/// The fold pass NAME##Pass: DECISION, a call on `a` (the analysis of
+/// `step`), decides.
+#define PF_FOLD_PASS(NAME, DECISION)                                           \
+  struct NAME##Pass                                                            \
+      : FoldPass<NAME##Pass, pf::impl::NAME##PassBase<NAME##Pass>> {           \
+    using FoldPass::FoldPass;                                                  \
+    void decide(BufferAnalysis &a, Block &step) { DECISION; }                  \
+  };
 
-struct FuseBiasReluPass
-    : FoldPass<FuseBiasReluPass,
-               pf::impl::FuseBiasReluPassBase<FuseBiasReluPass>> {
-  using FoldPass::FoldPass;
-  void decide(BufferAnalysis &a, Block &step) { a.fuseBiasRelus(step); }
-};
-
-struct LoadInputsByPartsPass
-    : FoldPass<LoadInputsByPartsPass,
-               pf::impl::LoadInputsByPartsPassBase<LoadInputsByPartsPass>> {
-  using FoldPass::FoldPass;
-  void decide(BufferAnalysis &a, Block &step) { a.loadInputsByParts(step); }
-};
-
-struct FoldAccumulationPass
-    : FoldPass<FoldAccumulationPass,
-               pf::impl::FoldAccumulationPassBase<FoldAccumulationPass>> {
-  using FoldPass::FoldPass;
-  void decide(BufferAnalysis &a, Block &step) { a.foldAccumulation(step); }
-};
-
-struct FoldGemmBiasPass
-    : FoldPass<FoldGemmBiasPass,
-               pf::impl::FoldGemmBiasPassBase<FoldGemmBiasPass>> {
-  using FoldPass::FoldPass;
-  void decide(BufferAnalysis &a, Block &step) {
-    a.foldGemmBiases(step, this->relu);
-  }
-};
-
-struct FoldBiasGradPass
-    : FoldPass<FoldBiasGradPass,
-               pf::impl::FoldBiasGradPassBase<FoldBiasGradPass>> {
-  using FoldPass::FoldPass;
-  void decide(BufferAnalysis &a, Block &step) { a.pairBiasGradients(step); }
-};
-
-struct FoldSoftmaxPass
-    : FoldPass<FoldSoftmaxPass,
-               pf::impl::FoldSoftmaxPassBase<FoldSoftmaxPass>> {
-  using FoldPass::FoldPass;
-  void decide(BufferAnalysis &a, Block &step) { a.foldSoftmaxes(step); }
-};
-
-struct FoldViewsPass
-    : FoldPass<FoldViewsPass, pf::impl::FoldViewsPassBase<FoldViewsPass>> {
-  using FoldPass::FoldPass;
-  void decide(BufferAnalysis &a, Block &step) { a.foldViewsIntoGemms(step); }
-};
-
-struct GroupElementwisePass
-    : FoldPass<GroupElementwisePass,
-               pf::impl::GroupElementwisePassBase<GroupElementwisePass>> {
-  using FoldPass::FoldPass;
-  void decide(BufferAnalysis &a, Block &step) {
-    a.groupElementwise(step, hasKernel, this->maxPointers);
-  }
-};
-
-struct GroupUpdatesPass
-    : FoldPass<GroupUpdatesPass,
-               pf::impl::GroupUpdatesPassBase<GroupUpdatesPass>> {
-  using FoldPass::FoldPass;
-  void decide(BufferAnalysis &a, Block &step) { a.groupUpdateRuns(step); }
-};
+PF_FOLD_PASS(PlanInPlace, a.planInPlace(step))
+PF_FOLD_PASS(FuseBiasRelu, a.fuseBiasRelus(step))
+PF_FOLD_PASS(LoadInputsByParts, a.loadInputsByParts(step))
+PF_FOLD_PASS(FoldAccumulation, a.foldAccumulation(step))
+PF_FOLD_PASS(FoldGemmBias, a.foldGemmBiases(step, this->relu))
+PF_FOLD_PASS(FoldBiasGrad, a.pairBiasGradients(step))
+PF_FOLD_PASS(FoldSoftmax, a.foldSoftmaxes(step))
+PF_FOLD_PASS(FoldViews, a.foldViewsIntoGemms(step))
+PF_FOLD_PASS(GroupElementwise,
+             a.groupElementwise(step, hasKernel, this->maxPointers))
+PF_FOLD_PASS(GroupUpdates, a.groupUpdateRuns(step))
+#undef PF_FOLD_PASS
 } // namespace
