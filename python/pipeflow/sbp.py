@@ -47,24 +47,28 @@ class _Split(sbp):
         return f"pipeflow.sbp.split(dim={self.axis})"
 
 
-class _Broadcast(sbp):
+class _Fixed(sbp):
+    """An entry without an argument (``broadcast``, ``partial_sum``): one
+    instance each, written ``MLIR`` in the IR and ``NAME`` in Python."""
+
     __slots__ = ()
+    MLIR = NAME = None
 
     def mlir(self):
-        return "B"
+        return self.MLIR
 
     def __repr__(self):
-        return "pipeflow.sbp.broadcast"
+        return f"pipeflow.sbp.{self.NAME}"
 
 
-class _PartialSum(sbp):
+class _Broadcast(_Fixed):
     __slots__ = ()
+    MLIR, NAME = "B", "broadcast"
 
-    def mlir(self):
-        return "P"
 
-    def __repr__(self):
-        return "pipeflow.sbp.partial_sum"
+class _PartialSum(_Fixed):
+    __slots__ = ()
+    MLIR, NAME = "P", "partial_sum"
 
 
 broadcast = _Broadcast()

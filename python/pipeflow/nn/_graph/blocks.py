@@ -14,18 +14,19 @@ from ... import _registry
 from ..._source import user_location
 from ...placement import placement as Placement
 from ..module import Module
+from .config import setting
 
 
 class ModuleConfig:
-    """Per-module settings inside a graph (OneFlow's block config)."""
+    """Per-module settings inside a graph (OneFlow's block config). The
+    class attributes are the defaults (``None``: inherited); the setters
+    set them on the instance with the caller's location."""
+
+    _stage_id = _stage_placement = _stage_loc = None
+    _checkpointing = _checkpointing_loc = None
 
     def __init__(self, name):
         self._name = name
-        self._stage_id = None
-        self._stage_placement = None
-        self._stage_loc = None
-        self._checkpointing = None
-        self._checkpointing_loc = None
 
     @property
     def stage_id(self):
@@ -36,9 +37,7 @@ class ModuleConfig:
     def stage_id(self, value):
         self._set_stage(value, None, user_location())
 
-    @property
-    def stage_placement(self):
-        return self._stage_placement
+    stage_placement = setting("_stage_placement")
 
     def set_stage(self, stage_id, placement=None):
         """Puts the module's ops in pipeline stage ``stage_id`` on ``placement``."""
@@ -68,45 +67,28 @@ class ModuleConfig:
                 f"activation_checkpointing={self._checkpointing})")
 
 
+def _on_config(name):
+    """A property that reads and sets the ModuleConfig's ``name``."""
+    return property(lambda self: getattr(self.config, name),
+                    lambda self, value: setattr(self.config, name, value))
+
+
 class GraphModule:
     """What ``proxy.to(nn.graph.GraphModule)`` returns: the module's graph settings."""
 
     def __init__(self, proxy):
         self._proxy = proxy
 
-    @property
-    def name(self):
-        return self._proxy._name
-
-    @property
-    def origin(self):
-        return self._proxy._module
-
-    @property
-    def config(self):
-        return self._proxy.config
+    name = setting("_proxy._name")
+    origin = setting("_proxy._module")
+    config = setting("_proxy.config")
 
     def set_stage(self, stage_id, placement=None):
-        self.config._set_stage(stage_id, placement, user_location())
+        self.config.set_stage(stage_id, placement)  # located at the caller's line
         return self
 
-    @property
-    def stage_id(self):
-        return self.config.stage_id
-
-    @stage_id.setter
-    def stage_id(self, value):
-        self.config._set_stage(value, None, user_location())
-
-    @property
-    def activation_checkpointing(self):
-        return self.config.activation_checkpointing
-
-    @activation_checkpointing.setter
-    def activation_checkpointing(self, value):
-        self.config._checkpointing = bool(value)
-        self.config._checkpointing_loc = user_location()
-        _registry.module_changes.bump()
+    stage_id = _on_config("stage_id")
+    activation_checkpointing = _on_config("activation_checkpointing")
 
     def __repr__(self):
         return f"GraphModule({self.name!r})"
@@ -124,9 +106,7 @@ class ProxyModule:
     def config(self):
         return self._graph._module_config(self._module, self._name)
 
-    @property
-    def origin(self):
-        return self._module
+    origin = setting("_module")
 
     def to(self, target):
         """``to(nn.graph.GraphModule)``: the module's graph settings; ``to(nn.Module)``: the module."""

@@ -2,6 +2,7 @@
 schedule, automatic stages, gradient buckets, generated kernels)."""
 
 import numbers
+import operator
 
 from ..._source import user_location
 
@@ -17,24 +18,26 @@ def _number(value, kind, lowest, what):
     return value
 
 
-class GraphConfig:
-    """Graph-wide settings: micro-batches and the pipeline schedule."""
+def setting(field, doc=None):
+    """A read-only property returning ``self.<field>`` (which a method of
+    the class sets)."""
+    return property(operator.attrgetter(field), doc=doc)
 
-    def __init__(self):
-        self._accumulation = 1
-        self._accumulation_loc = None
-        self._schedule = "1f1b"
-        self._num_chunks = 1
-        self._schedule_loc = None
-        self._num_stages = None
-        self._balance = None
-        self._stages_loc = None
-        self._generated_kernels = False
-        self._bucket_mbytes = None
-        self._zero_stage = 0
-        self._zero_min_size = 1024
-        self._device_memory = None
-        self._device_memory_loc = None
+
+class GraphConfig:
+    """Graph-wide settings: micro-batches and the pipeline schedule.
+
+    The class attributes are the defaults; a ``set_*`` method sets its
+    setting on the instance, with the caller's location (``_*_loc``) where
+    a later check may report it."""
+
+    _accumulation, _accumulation_loc = 1, None
+    _schedule, _num_chunks, _schedule_loc = "1f1b", 1, None
+    _num_stages, _balance, _stages_loc = None, None, None
+    _generated_kernels = False
+    _bucket_mbytes = None
+    _zero_stage, _zero_min_size = 0, 1024
+    _device_memory, _device_memory_loc = None, None
 
     def set_gradient_bucket_mbytes(self, mbytes):
         """Packs the update's gradient all-reduces into buckets of at most
@@ -57,9 +60,7 @@ class GraphConfig:
         host twins of its GPU kernels, instead of the runtime library's."""
         self._generated_kernels = bool(mode)
 
-    @property
-    def generated_kernels(self):
-        return self._generated_kernels
+    generated_kernels = setting("_generated_kernels")
 
     def enable_zero(self, mode=True, *, stage=1, shard_min_size=1024, shard_restore_level=1):
         """ZeRO over the data-parallel axes (OneFlow's spelling): on every
@@ -80,14 +81,8 @@ class GraphConfig:
                 "shard_restore_level must be a non-negative integer")
         self._zero_stage = int(stage)
 
-    @property
-    def zero_stage(self):
-        """The ZeRO stage (0: off)."""
-        return self._zero_stage
-
-    @property
-    def zero_min_size(self):
-        return self._zero_min_size
+    zero_stage = setting("_zero_stage", "The ZeRO stage (0: off).")
+    zero_min_size = setting("_zero_min_size")
 
     def set_device_memory(self, nbytes):
         """The memory of each rank's device in bytes: compiling a program
@@ -98,9 +93,7 @@ class GraphConfig:
                                  "device memory must be a positive number of bytes"))
         self._device_memory, self._device_memory_loc = nbytes, user_location()
 
-    @property
-    def device_memory(self):
-        return self._device_memory
+    device_memory = setting("_device_memory")
 
     def set_gradient_accumulation_steps(self, value):
         """Splits every step's batch into ``value`` micro-batches."""
@@ -108,9 +101,7 @@ class GraphConfig:
                                          "gradient accumulation steps must be a positive integer"))
         self._accumulation_loc = user_location()
 
-    @property
-    def gradient_accumulation_steps(self):
-        return self._accumulation
+    gradient_accumulation_steps = setting("_accumulation")
 
     def set_pipeline_schedule(self, schedule, num_chunks=1):
         """One of ``gpipe``, ``1f1b``, ``interleaved-1f1b`` (``num_chunks`` virtual
@@ -124,13 +115,8 @@ class GraphConfig:
         self._schedule, self._num_chunks = name, int(num_chunks)
         self._schedule_loc = user_location()
 
-    @property
-    def pipeline_schedule(self):
-        return self._schedule
-
-    @property
-    def num_chunks(self):
-        return self._num_chunks
+    pipeline_schedule = setting("_schedule")
+    num_chunks = setting("_num_chunks")
 
     def set_pipeline_stages(self, num_stages, balance="flops"):
         """Asks the compiler to split the model into ``num_stages`` balanced stages.
@@ -149,13 +135,8 @@ class GraphConfig:
         self._num_stages, self._balance = int(num_stages), balance
         self._stages_loc = user_location()
 
-    @property
-    def pipeline_stages(self):
-        return self._num_stages
-
-    @property
-    def balance(self):
-        return self._balance
+    pipeline_stages = setting("_num_stages")
+    balance = setting("_balance")
 
     def __repr__(self):
         return (f"GraphConfig(gradient_accumulation_steps={self._accumulation}, "
