@@ -65,21 +65,9 @@ def gpt_graph(flow, nn, layers):
     place, b = flow.placement("cpu", ranks=[0]), [flow.sbp.broadcast]
     model = gpt_model.GPT(config).to_global(place, b)
     opt = flow.optim.SGD(model.parameters(), lr=1e-3)
-
-    class GPT(nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(opt)
-
-        def build(self, x, y):
-            loss = self.model(x, y)
-            loss.backward()
-            return loss
-
     x = flow.randint(0, config.vocab_size, (2, 8)).to_global(place, b)
     y = flow.randint(0, config.vocab_size, (2, 8)).to_global(place, b)
-    return GPT(), model, (x, y)
+    return results.train_graph(flow, model, opt), model, (x, y)
 
 
 def measure(graph, args, calls):

@@ -50,20 +50,7 @@ def make_graph(flow, nn):
                        dropout=0.0, bias=False)
     model = GPT(config)
     optimizer = model.configure_optimizers(0.1, 1e-3, (0.9, 0.99), "cpu")
-
-    class TrainGraph(nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(optimizer)
-
-        def build(self, x, y):
-            _, loss = self.model(x, y)
-            loss.backward()
-            flow.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-            return loss
-
-    return TrainGraph()
+    return results.train_graph(flow, model, optimizer, results.nanogpt_loss, clip=1.0)
 
 
 def one_pass(graph, loader, epoch, steps):

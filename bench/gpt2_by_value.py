@@ -79,19 +79,7 @@ def main():
     def optimizer_of(m):
         return m.configure_optimizers(0.1, 6e-4, (0.9, 0.95), "cpu")
 
-    class TrainGraph(flow.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(optimizer_of(model))
-
-        def build(self, x, y):
-            _, loss = self.model(x, y)
-            loss.backward()
-            flow.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-            return loss
-
-    graph = TrainGraph()
+    graph = results.train_graph(flow, model, optimizer_of(model), results.nanogpt_loss, clip=1.0)
     rng = np.random.default_rng(1)
     batches = [(rng.integers(0, 50304, (args.batch, args.block)), rng.integers(0, 50304, (args.batch, args.block)))
                for _ in range(args.steps)]

@@ -1,4 +1,5 @@
-"""Appending a benchmark's table to bench/RESULTS.md (the --write option)."""
+"""What the benches share: their command line, appending a table to
+bench/RESULTS.md (the --write option) and the training graph they time."""
 import argparse
 import datetime
 import os
@@ -19,6 +20,31 @@ def parser(doc, **ints):
         ap.add_argument("--" + name.replace("_", "-"), type=int,
                         default=default)
     return ap
+
+
+def train_graph(flow, model, optimizer, loss_of=None, clip=None):
+    """An nn.Graph whose step trains ``model`` with ``optimizer`` on the loss
+    ``loss_of(model, x, y)`` (default ``model(x, y)``), its gradients
+    clipped to norm ``clip`` where given, and returns the loss."""
+    class TrainGraph(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(optimizer)
+
+        def build(self, x, y):
+            loss = self.model(x, y) if loss_of is None else loss_of(self.model, x, y)
+            loss.backward()
+            if clip is not None:
+                flow.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
+            return loss
+
+    return TrainGraph()
+
+
+def nanogpt_loss(model, x, y):
+    """The loss of nanoGPT's GPT, which returns (logits, loss)."""
+    return model(x, y)[1]
 
 
 def use_threads(n):
