@@ -30,6 +30,7 @@ from test_lr_schedules import (
     compiles,
     optimizers,
     problem,
+    trace_both,
     train_and_check,
 )
 
@@ -42,10 +43,6 @@ assert compiles  # a fixture, used by name
 
 def seed():
     return int(os.environ.get("PF_LR_SEED") or random.randrange(2**31))
-
-
-def groups(opt):
-    return [(g["lr"], g.get("momentum"), g.get("betas")) for g in opt.param_groups]
 
 
 # CyclicLR ------------------------------------------------------------------------------
@@ -67,18 +64,6 @@ def cyclic_draw(rng, n_groups, kind):
     if kwargs["cycle_momentum"]:
         kwargs.update(base_momentum=rng.uniform(0.6, 0.85), max_momentum=rng.uniform(0.86, 0.99))
     return lambda L, o: L.CyclicLR(o, base, top, **kwargs)
-
-
-def trace_both(tsched, fsched, topt, fopt, steps, where):
-    for step in range(steps + 1):
-        if step:
-            topt.step()
-            tsched.step()
-            fsched.step()
-        at = f"{where}, after {step} steps"
-        assert fsched.get_last_lr() == tsched.get_last_lr(), at
-        assert groups(fopt) == [(lr, m, tuple(b) if b else b) for lr, m, b in groups(topt)], at
-        assert fsched.last_epoch == tsched.last_epoch, at
 
 
 def test_cyclic_equals_torch():
