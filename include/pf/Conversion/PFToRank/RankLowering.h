@@ -262,33 +262,20 @@ private:
   Trace trace;
 };
 
-void populatePFToCPUComputePatterns(const TypeConverter &converter,
-                                    RewritePatternSet &patterns,
-                                    RankLoweringState &state);
-void populatePFToCPUConvPoolPatterns(const TypeConverter &converter,
-                                     RewritePatternSet &patterns,
-                                     RankLoweringState &state);
-void populatePFToCPUCommPatterns(const TypeConverter &converter,
-                                 RewritePatternSet &patterns,
-                                 RankLoweringState &state);
-void populatePFToCPUOptimizerPatterns(const TypeConverter &converter,
-                                      RewritePatternSet &patterns,
-                                      RankLoweringState &state);
-void populatePFToCPUTensorPatterns(const TypeConverter &converter,
-                                   RewritePatternSet &patterns,
-                                   RankLoweringState &state);
-void populatePFToCPUControlPatterns(const TypeConverter &converter,
-                                    RewritePatternSet &patterns,
-                                    RankLoweringState &state);
-/// Comparisons, logical ops, pf.where and pf.cast (LogicalPatterns.cpp).
-void populateRankLogicalPatterns(const TypeConverter &converter,
-                                 RewritePatternSet &patterns,
-                                 RankLoweringState &state);
-
-/// All of the above.
-void populateRankLoweringPatterns(const TypeConverter &converter,
+/// Adds one family of the lowering patterns (each family in its own file:
+/// ComputePatterns.cpp, ConvPoolPatterns.cpp, CommPatterns.cpp,
+/// OptimizerPatterns.cpp, TensorPatterns.cpp, ControlPatterns.cpp, and
+/// LogicalPatterns.cpp for comparisons, logical ops, pf.where and pf.cast).
+using PopulateRankPatterns = void(const TypeConverter &converter,
                                   RewritePatternSet &patterns,
                                   RankLoweringState &state);
+PopulateRankPatterns populatePFToCPUComputePatterns,
+    populatePFToCPUConvPoolPatterns, populatePFToCPUCommPatterns,
+    populatePFToCPUOptimizerPatterns, populatePFToCPUTensorPatterns,
+    populatePFToCPUControlPatterns, populateRankLogicalPatterns;
+
+/// All of the above.
+PopulateRankPatterns populateRankLoweringPatterns;
 
 /// What convert-pf-to-cpu and convert-pf-to-gpu (its host side) share:
 /// every per-rank module under `top` (or `top` itself) lowered to LLVM
