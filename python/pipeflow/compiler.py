@@ -8,9 +8,11 @@ verifier's ``FILE:LINE:COL: error: MSG`` lines name the user's source lines
 :class:`~pipeflow.CompileError`. ``build_cpu_artifacts`` then compiles the
 same IR with ``pf-opt -pf-compile-cpu-pipeline="..."`` and
 ``pf-translate --pf-emit-rank-artifacts`` into ``<entry>/cpu/``:
-``rank<r>``, ``librank<r>.so`` and ``manifest.json``. Every step holds a
-file lock on the entry, so the ranks of a job that compile the same graph at
-once share one compile.
+``rank<r>``, ``librank<r>.so`` and ``manifest.json``. ``memory_plans``
+stops after ``pf-opt``: every rank's static memory plan, read from the
+lowered rank modules, for any number of ranks in one process and without
+building the shared objects. Every step holds a file lock on the entry, so
+the ranks of a job that compile the same graph at once share one compile.
 """
 
 import contextlib
@@ -227,13 +229,7 @@ def build_cpu_artifacts(compiled, pipeline, pf_opt=None, pf_translate=None):
     with _locked(compiled.directory):
         if os.path.exists(os.path.join(directory, "manifest.json")) and _read(stamp_path) == stamp:
             return Artifacts(directory, pipeline)
-        lowered = os.path.join(compiled.directory, "lowered.mlir")
-        flag = "-pf-compile-gpu-pipeline" if backend == "cuda" else "-pf-compile-cpu-pipeline"
-        proc = subprocess.run([pf_opt, compiled.ir_path, f"{flag}={pipeline}", "-o", lowered + ".tmp"],
-                              capture_output=True, text=True, timeout=600)
-        if proc.returncode != 0:
-            raise diagnostics_to_error(proc.stderr, compiled.ir_path)
-        os.replace(lowered + ".tmp", lowered)
+        lowered = _lower(compiled, pipeline, pf_opt, backend)
         staging = tempfile.mkdtemp(dir=compiled.directory, prefix="." + backend + "-")
         proc = subprocess.run([pf_translate, "--pf-emit-rank-artifacts", lowered, "--pf-artifact-dir=" + staging],
                               capture_output=True, text=True, timeout=600)
@@ -247,6 +243,62 @@ def build_cpu_artifacts(compiled, pipeline, pf_opt=None, pf_translate=None):
         os.replace(staging, directory)
         _write_atomic(stamp_path, stamp)
     return Artifacts(directory, pipeline)
+
+
+def _lower(compiled, pipeline, pf_opt, backend):
+    """``pf-opt -pf-compile-<backend>-pipeline="PIPELINE"`` of a cached graph
+    into ``<entry>/lowered.mlir`` (kept while the pipeline and pf-opt are the
+    same); the caller holds the entry's lock."""
+    lowered = os.path.join(compiled.directory, "lowered.mlir")
+    stamp_path = os.path.join(compiled.directory, "lowered.stamp")
+    stamp = f"{backend} pipeline {pipeline}\n" + _stamp(pf_opt)
+    if os.path.exists(lowered) and _read(stamp_path) == stamp:
+        return lowered
+    flag = "-pf-compile-gpu-pipeline" if backend == "cuda" else "-pf-compile-cpu-pipeline"
+    proc = subprocess.run([pf_opt, compiled.ir_path, f"{flag}={pipeline}", "-o", lowered + ".tmp"],
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise diagnostics_to_error(proc.stderr, compiled.ir_path)
+    if os.path.exists(stamp_path):
+        os.remove(stamp_path)
+    os.replace(lowered + ".tmp", lowered)
+    _write_atomic(stamp_path, stamp)
+    return lowered
+
+
+_RANK_MODULE = re.compile(r"^\s*module @\S+ attributes \{pf\.rank = (\d+) : i64")
+_MEMORY_ATTR = re.compile(r"pfrt\.memory = \{([^{}]*)\}")
+_MEMORY_ENTRY = re.compile(r"(\w+) = (-?\d+) : i64")
+
+
+def read_memory_plans(lowered):
+    """``{rank: {"arena_bytes": ..., ...}}``: the ``pfrt.memory`` plan of every
+    rank module of a lowered program (the manifest's ``memory`` entries)."""
+    plans = {}
+    with open(lowered) as f:
+        for line in f:
+            rank = _RANK_MODULE.match(line)
+            if not rank:
+                continue
+            memory = _MEMORY_ATTR.search(line)
+            if memory is None:
+                raise CompileError(f"internal error: {lowered}: rank {rank[1]}'s module has no "
+                                   "pfrt.memory plan")
+            plans[int(rank[1])] = {k: int(v) for k, v in _MEMORY_ENTRY.findall(memory[1])}
+    if not plans:
+        raise CompileError(f"internal error: {lowered} holds no rank module")
+    return plans
+
+
+def memory_plans(compiled, pipeline, pf_opt=None):
+    """Every rank's static memory plan of a cached graph compiled with
+    ``pipeline`` (:func:`read_memory_plans`), compiled up to the per-rank
+    LLVM-dialect modules only: no shared objects are built and nothing runs,
+    so one process gets the plans of a program for any number of ranks (the
+    artifacts built later from the same lowering hold the same plans)."""
+    pf_opt = pf_opt or find_pf_opt()
+    with _locked(compiled.directory):
+        return read_memory_plans(_lower(compiled, pipeline, pf_opt, backend_of(compiled.ir_path)))
 
 
 def stage_report(compiled, num_stages, num_chunks=1, balance="flops", pf_opt=None):

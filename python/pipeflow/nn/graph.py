@@ -53,7 +53,8 @@ state live in ``pipeflow.nn._graph``.
 import os
 from collections import OrderedDict
 
-from .. import _checkpoint, _random, _registry, compiler, env
+from .. import _abi, _checkpoint, _random, _registry, compiler, env
+from .._errors import BackendUnavailable
 from .._source import user_location
 from ..optim.optimizer import Optimizer
 from ._graph import checks, execution, options, state, tracing
@@ -232,14 +233,58 @@ class Graph:
         """The compiled per-rank programs (after the first call), else ``None``."""
         return self._run.artifacts if self._run is not None else None
 
-    def memory_report(self):
+    def memory_report(self, *args):
         """Every rank's planned memory in bytes by category, from the compiled
-        program's memory plan (after the first call): ``{rank: {"parameter_bytes",
-        "state_bytes" (optimizer states), "gradient_bytes", "input_bytes",
-        "activation_peak_bytes", "arena_bytes" (the whole plan), ...}}``."""
-        if self._run is None:
-            raise RuntimeError(f"{self.name} has not been compiled yet: it compiles at its first call")
-        return {rank: dict(info["memory"]) for rank, info in sorted(self._run.artifacts.ranks.items())}
+        program's memory plan: ``{rank: {"parameter_bytes", "state_bytes"
+        (optimizer states), "gradient_bytes", "input_bytes",
+        "activation_peak_bytes", "arena_bytes" (the whole plan), ...}}``.
+
+        Without arguments, the plans of the program the first call compiled.
+        With inputs like a call's, the graph is traced and compiled for them
+        up to the per-rank programs only (``compiler.memory_plans``): nothing
+        runs and no shared object is built, so one process answers for a
+        program of any number of ranks before any job starts; a plan larger
+        than ``config.set_device_memory`` is the CompileError the first call
+        would raise."""
+        if not args:
+            if self._run is None:
+                raise RuntimeError(f"{self.name} has not been compiled yet: it compiles at its first "
+                                   "call, or call memory_report(*inputs) to compile it without running")
+            return {rank: dict(info["memory"]) for rank, info in sorted(self._run.artifacts.ranks.items())}
+        loc = user_location()
+        traced = self.trace(*args)
+        _, _, pipeline = self._pipeline(traced, loc)
+        plans = compiler.memory_plans(self.compile(*args), pipeline)
+        checks.check_device_memory(self, plans, loc)
+        return plans
+
+    def memory_usage(self):
+        """What this process's rank of the compiled program used, as measured
+        by the runtime (after the first call): ``{"rank", "planned_bytes"
+        (the arena it allocated for the plan's ``arena_bytes``, rounded up to
+        64), "high_water_bytes" (the largest offset + size any step so far
+        touched in it), "peak_rss_bytes" (the process's peak resident set,
+        Python included)}``; ``None`` on a process outside the program."""
+        run = self._run
+        if run is None:
+            raise RuntimeError(f"{self.name} has not run yet: its program is loaded at its first call")
+        if run.program is None:
+            return None
+        lib, names = run.program.lib, ["pfrt_arena_planned_bytes", "pfrt_arena_high_water",
+                                       "pfrt_peak_rss_bytes"]
+        gpu = run.program.fn.pfrt_cuda_active() if hasattr(lib, "pfrt_cuda_active") else 0
+        if gpu:  # a GPU rank: its arena is on the device
+            names[:2] = ["pfrt_cuda_arena_high_water"]
+        if not all(hasattr(lib, name) for name in names):
+            raise BackendUnavailable(f"{run.program.path} does not export {', '.join(names)}: it was "
+                                     "linked with an older runtime; rebuild the runtime and run again")
+        fn = _abi.bind(lib, names)
+        if gpu:
+            planned, high = run.entry["memory"]["arena_bytes"], fn.pfrt_cuda_arena_high_water()
+        else:
+            planned, high = fn.pfrt_arena_planned_bytes(), fn.pfrt_arena_high_water()
+        return {"rank": run.rank, "planned_bytes": planned, "high_water_bytes": high,
+                "peak_rss_bytes": fn.pfrt_peak_rss_bytes()}
 
     def _start(self, args, loc):
         """The first call: trace, compile for CPU ranks, load this rank's program."""
@@ -252,7 +297,7 @@ class Graph:
         _, _, pipeline = self._pipeline(traced, loc)
         compiled = self.compile(*args)
         artifacts = compiler.build_cpu_artifacts(compiled, pipeline)
-        checks.check_device_memory(self, artifacts, loc)
+        checks.check_device_memory(self, {r: info["memory"] for r, info in artifacts.ranks.items()}, loc)
         if self._debug >= 0 and env.get_rank() == 0:
             print(f"{self.name}:\n" + compiler.debug_report(compiled, pipeline), flush=True)
         run = execution.Run(self, traced, artifacts, self._optimizers, loc)

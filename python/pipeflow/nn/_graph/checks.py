@@ -152,14 +152,14 @@ def _size(nbytes):
     return f"{nbytes} bytes"
 
 
-def check_device_memory(graph, artifacts, loc):
-    """A CompileError when a rank's memory plan exceeds
-    ``config.set_device_memory``: the first such rank, its plan by category."""
+def check_device_memory(graph, plans, loc):
+    """A CompileError when a rank's memory plan (``plans``: ``{rank: the
+    plan's bytes by category}``) exceeds ``config.set_device_memory``: the
+    first such rank, its plan by category."""
     limit = graph.config.device_memory
     if limit is None:
         return
-    for rank, info in sorted(artifacts.ranks.items()):
-        memory = info["memory"]
+    for rank, memory in sorted(plans.items()):
         if memory["arena_bytes"] <= limit:
             continue
         parts = ", ".join(f"{what} {_size(memory[key])}" for what, key in (
