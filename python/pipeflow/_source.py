@@ -3,9 +3,12 @@
 import os
 import sys
 
+from ._value import by_key
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+@by_key
 class Location:
     """A ``file:line:col`` position in the user's program."""
 
@@ -16,12 +19,8 @@ class Location:
         self.line = line
         self.col = col
 
-    def __eq__(self, other):
-        return isinstance(other, Location) and (
-            self.filename, self.line, self.col) == (other.filename, other.line, other.col)
-
-    def __hash__(self):
-        return hash((self.filename, self.line, self.col))
+    def _key(self):
+        return (self.filename, self.line, self.col)
 
     def __repr__(self):
         return f"{self.filename}:{self.line}:{self.col}"

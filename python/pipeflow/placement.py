@@ -4,6 +4,7 @@ import numpy as np
 
 from . import env
 from ._source import user_location
+from ._value import by_key
 
 _DEVICE_ALIASES = {"cpu": "cpu", "cuda": "cuda", "gpu": "cuda"}
 
@@ -52,6 +53,7 @@ def _from_node_dict(nodes):
     return _rank_array(ranks)
 
 
+@by_key
 class placement:
     """Which ranks hold a global tensor, as a 1-D list or an n-D hierarchy.
 
@@ -133,12 +135,6 @@ class placement:
 
     def _key(self):
         return (self._type, self.hierarchy, self.flat_ranks)
-
-    def __eq__(self, other):
-        return isinstance(other, placement) and self._key() == other._key()
-
-    def __hash__(self):
-        return hash(self._key())
 
     def __repr__(self):
         return f"pipeflow.placement(type={self._type!r}, ranks={self.ranks})"

@@ -8,7 +8,10 @@ the element-wise sum of the ranks' tensors. ``broadcast`` and
 
 import numbers
 
+from ._value import by_key
 
+
+@by_key
 class sbp:
     """Base class of the SBP entries."""
 
@@ -21,11 +24,8 @@ class sbp:
     def __call__(self):
         return self
 
-    def __eq__(self, other):
-        return isinstance(other, sbp) and self.mlir() == other.mlir()
-
-    def __hash__(self):
-        return hash(self.mlir())
+    def _key(self):
+        return self.mlir()
 
 
 class _Split(sbp):
