@@ -33,7 +33,7 @@ itself (which would copy the front end's pipeline options).
   about 1.3 GB a sequence): set_device_memory(80 GiB) refuses it with a
   CompileError at the setting's line naming the rank and its bytes, which
   the same graph's plan without the limit confirms. (At 48 layers and one
-  sequence a rank DP8 without ZeRO plans about 41 GB: it fits.)
+  sequence a rank DP8 without ZeRO plans 27.5 GiB a rank: it fits.)
 
 Each within 5% of the closed form; the compile times are printed (-s).
 """
