@@ -30,6 +30,7 @@ from test_lr_schedules import (
     compiles,
     optimizers,
     problem,
+    resume,
     trace_both,
     train_and_check,
 )
@@ -93,13 +94,7 @@ def test_cyclic_state_dict_is_torchs_and_resumes():
     # torch 1.13 keeps a weak reference to its bound scale method, which
     # neither pickles nor means anything outside the object.
     assert set(fsched.state_dict()) == set(tsched.state_dict()) - {"_scale_fn_ref"}
-    state = fsched.state_dict()
-    saved = [{k2: v for k2, v in g.items() if k2 != "params"} for g in fopt.param_groups]
-    _, fresh = optimizers(random.Random(s), "sgd")
-    resumed = make(flow.optim.lr_scheduler, fresh)
-    for g, kept in zip(fresh.param_groups, saved, strict=True):
-        g.update(kept)
-    resumed.load_state_dict(state)
+    resumed, fresh = resume(make, fsched, fopt, s)
     trace_both(tsched, resumed, topt, fresh, STEPS - k, f"resumed, PF_LR_SEED={s}")
 
 

@@ -173,6 +173,20 @@ def test_schedule_equals_torch(name):
             trace_both(tsched, fsched, topt, fopt, STEPS, f"{name}, PF_LR_SEED={s} ({kind})")
 
 
+def resume(make, fsched, fopt, s):
+    """``(scheduler, optimizer)``: a scheduler ``make`` makes afresh on a
+    fresh SGD optimizer (drawn from seed ``s``), given ``fopt``'s groups (but
+    their parameters) and ``fsched``'s state dict."""
+    state = fsched.state_dict()
+    saved = [{k: v for k, v in g.items() if k != "params"} for g in fopt.param_groups]
+    _, fresh = optimizers(random.Random(s), "sgd")
+    resumed = make(flow.optim.lr_scheduler, fresh)
+    for g, kept in zip(fresh.param_groups, saved, strict=True):
+        g.update(kept)
+    resumed.load_state_dict(state)
+    return resumed, fresh
+
+
 @pytest.mark.parametrize("name", SCHEDULERS)
 def test_state_dict_is_torchs_and_resumes(name):
     """The state dict has torch's keys (OneCycleLR keeps its anneal_strategy,
@@ -192,13 +206,7 @@ def test_state_dict_is_torchs_and_resumes(name):
         if name == "OneCycleLR":
             tkeys = tkeys - {"anneal_func"} | {"anneal_strategy"}
         assert fkeys == tkeys
-        state = fsched.state_dict()
-        groups = [{k2: v for k2, v in g.items() if k2 != "params"} for g in fopt.param_groups]
-        _, fresh = optimizers(random.Random(s), "sgd")
-        resumed = make(flow.optim.lr_scheduler, fresh)
-        for g, saved in zip(fresh.param_groups, groups, strict=True):
-            g.update(saved)
-        resumed.load_state_dict(state)
+        resumed, fresh = resume(make, fsched, fopt, s)
         trace_both(tsched, resumed, topt, fresh, STEPS - k, f"{name} resumed, PF_LR_SEED={s}")
 
 
