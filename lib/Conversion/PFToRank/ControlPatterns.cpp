@@ -121,22 +121,37 @@ struct MicrobatchLowering : RankPattern<MicrobatchOp> {
   }
 };
 
-/// The per-micro-batch losses side by side.
+/// The per-micro-batch losses (or other results) side by side.
 struct PackLowering : RankPattern<PackOp> {
   using RankPattern::RankPattern;
   LogicalResult lower(PackOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
+    Value first = op.getElements().front();
+    if (failed(elementBytes(op, first.getType())))
+      return failure();
     return emitInto(op, b, [&](Value out) {
       Location loc = op.getLoc();
-      // Each element's local part, one after the other.
-      int64_t n = localCount(op.getElements().front());
+      rt::RuntimeABI &rt = state.rt;
+      // Each element's local part, one after the other: f32 ones by a
+      // copy, others (whose parts need not start on a 4-byte word) as
+      // boxes of their bytes.
+      int64_t n = localCount(first);
+      bool f32 = cast<GlobalType>(first.getType()).getElementType().isF32();
       for (auto [k, e] : llvm::enumerate(adaptor.getElements())) {
-        Value index = LLVM::ConstantOp::create(
-            b, loc, b.getI64Type(),
-            b.getI64IntegerAttr(static_cast<int64_t>(k) * n));
-        Value dst = LLVM::GEPOp::create(b, loc, state.ptrType(), b.getF32Type(),
-                                        out, ValueRange{index});
-        state.rt.pfrt_k_copy(b, loc, e, dst, n);
+        int64_t at = static_cast<int64_t>(k) * n;
+        if (f32) {
+          Value dst = LLVM::GEPOp::create(
+              b, loc, state.ptrType(), b.getF32Type(), out,
+              ValueRange{LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                                  b.getI64IntegerAttr(at))});
+          rt.pfrt_k_copy(b, loc, e, dst, n);
+          continue;
+        }
+        int64_t packed = n * static_cast<int64_t>(op.getElements().size());
+        rt.pfrt_copy_box(b, loc, e, rt.i64Array(b, loc, {n}),
+                         rt.nullPtr(b, loc), out, rt.i64Array(b, loc, {packed}),
+                         rt.i64Array(b, loc, {at}), rt.i64Array(b, loc, {n}), 1,
+                         dtypeCode(first));
       }
     });
   }

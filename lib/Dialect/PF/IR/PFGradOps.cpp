@@ -392,9 +392,6 @@ LogicalResult PackOp::verify() {
   if (getElements().empty())
     return emitOpError() << "needs at least one element";
   auto first = cast<GlobalType>(getElements().front().getType());
-  if (!first.getElementType().isF32())
-    return emitOpError() << "elements must be f32, got "
-                         << first.getElementType();
   for (Value e : getElements()) {
     auto t = cast<GlobalType>(e.getType());
     if (t.getShape() != first.getShape() || !t.isLayoutCompatibleWith(first))

@@ -26,7 +26,7 @@ def PF_PackOp : PF_Op<"pack", [Pure,
     How a step returns its per-micro-batch results: the losses of
     gradient-accumulation steps with shape `[m]`, as OneFlow's graph returns
     them, and any other output of the forward pass (logits of shape
-    `[b/m, c]` per micro-batch) as `[m, b/m, c]`. The elements share one f32
+    `[b/m, c]` per micro-batch) as `[m, b/m, c]`. The elements share one
     type; a split of axis k becomes a split of axis k + 1.
 
     ```mlir
