@@ -27,8 +27,9 @@ import sys
 
 import numpy as np
 
-from . import env
-from ._errors import BackendUnavailable
+from . import _runtime, env
+from ._errors import BackendUnavailable, CompileError
+from ._source import user_location
 
 # mpi.h (MPICH): handles are ints.
 _MPI_COMM_WORLD = 0x44000000
@@ -89,7 +90,6 @@ def join():
     # Registered before any program's pfrt_finalize: it runs after them.
     atexit.register(_leave)
     # An uncaught exception must not wait in MPI_Finalize.
-    from . import _runtime
     _runtime._install_abort_hook()
 
 
@@ -144,8 +144,6 @@ def placement_meta(shape, dtype, placement, what):
     first difference); returns the shape and numpy dtype of the placement's
     first rank, which the processes outside it take. Every process of the
     job makes the call at the same point (as OneFlow's to_global)."""
-    from ._errors import CompileError
-    from ._source import user_location
     if len(shape) > _MAX_DIMS:
         raise ValueError(f"{what}: a tensor of {len(shape)} dimensions (at most {_MAX_DIMS})")
     row = [len(shape), ord(np.dtype(dtype).char)] + list(shape) + [0] * (_MAX_DIMS - len(shape))
