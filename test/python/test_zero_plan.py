@@ -124,12 +124,6 @@ def dp8_model():
     return model
 
 
-@pytest.fixture(scope="module")
-def pp_model():
-    """The untied model (made once: the tests lay it out)."""
-    return gpt(tie=False)
-
-
 def test_dp8_zero3_plan_holds_the_closed_forms(pf_opt, dp8_model):
     model = dp8_model
     n = VOCAB * WIDTH + SEQ * WIDTH + LAYERS * block_elements(WIDTH) + 2 * WIDTH
@@ -143,10 +137,11 @@ def test_dp8_zero3_plan_holds_the_closed_forms(pf_opt, dp8_model):
         assert plans[rank]["arena_bytes"] <= DEVICE
 
 
-@pytest.fixture(scope="module")
-def pp_tp_dp(pp_model):
-    """The untied GPT on PP2 x TP2 x DP2, its stages and inputs."""
-    model = pp_model
+@pytest.fixture
+def pp_tp_dp():
+    """The untied GPT on PP2 x TP2 x DP2, its stages and inputs. (A model
+    of its own: laying out again a model already laid out costs minutes.)"""
+    model = gpt(tie=False)
     meshes = [flow.placement("cpu", ranks=[[4 * s, 4 * s + 1], [4 * s + 2, 4 * s + 3]]) for s in (0, 1)]
     half = LAYERS // 2
     stages = {f"h.{i}": (int(i >= half), meshes[int(i >= half)]) for i in range(LAYERS)}
@@ -167,8 +162,8 @@ def pp_tp_dp(pp_model):
     return model, stages, x, y
 
 
-def test_pp2_dp4_zero1_plan_holds_the_closed_forms(pf_opt, pp_model):
-    model = pp_model
+def test_pp2_dp4_zero1_plan_holds_the_closed_forms(pf_opt):
+    model = gpt(tie=False)
     groups = [flow.placement("cpu", ranks=[4 * s + r for r in range(4)]) for s in (0, 1)]
     half = LAYERS // 2
     stages = {f"h.{i}": (int(i >= half), groups[int(i >= half)]) for i in range(LAYERS)}
