@@ -123,19 +123,19 @@ void readDataBoxes(int64_t index, void *out, int64_t bytes, int32_t dtype,
 
 /// Synthetic data of `dtype` for the box (offset, shape) of the logical
 /// input (NULL offset: the whole of it): pfrt_synthetic_batch's floats,
-/// pfrt_synthetic_labels' labels (int32 ones narrowed; num_classes 2 where
+/// pfrt_synthetic_labels' labels (int32 ones narrowed; numClasses 2 where
 /// the step gives none), or bools, labels of 2 classes.
-void syntheticBox(void *out, int32_t dtype, int64_t num_classes, uint64_t seed,
-                  uint64_t stream, int64_t ndim, const int64_t *logical_shape,
+void syntheticBox(void *out, int32_t dtype, int64_t numClasses, uint64_t seed,
+                  uint64_t stream, int64_t ndim, const int64_t *logicalShape,
                   const int64_t *offset, const int64_t *shape, const char *fn) {
   if (dtype == PFRT_DTYPE_F32) {
     pfrt_synthetic_batch(static_cast<float *>(out), seed, stream, 0, ndim,
-                         logical_shape, offset, shape);
+                         logicalShape, offset, shape);
     return;
   }
   if (dtype == PFRT_DTYPE_I64) {
-    pfrt_synthetic_labels(static_cast<int64_t *>(out), num_classes, seed,
-                          stream, 0, ndim, logical_shape, offset, shape);
+    pfrt_synthetic_labels(static_cast<int64_t *>(out), numClasses, seed, stream,
+                          0, ndim, logicalShape, offset, shape);
     return;
   }
   kern::checkDtype(fn, "dtype", dtype);
@@ -144,9 +144,9 @@ void syntheticBox(void *out, int32_t dtype, int64_t num_classes, uint64_t seed,
     elems *= shape[d];
   std::vector<int64_t> labels(static_cast<size_t>(elems));
   int64_t classes =
-      dtype == PFRT_DTYPE_BOOL ? 2 : (num_classes > 0 ? num_classes : 2);
+      dtype == PFRT_DTYPE_BOOL ? 2 : (numClasses > 0 ? numClasses : 2);
   pfrt_synthetic_labels(labels.data(), classes, seed, stream, 0, ndim,
-                        logical_shape, offset, shape);
+                        logicalShape, offset, shape);
   for (int64_t i = 0; i < elems; ++i)
     if (dtype == PFRT_DTYPE_BOOL)
       static_cast<uint8_t *>(out)[i] = uint8_t(labels[size_t(i)]);
@@ -206,17 +206,16 @@ int pfrt_load_input(int64_t index, void *out, int64_t bytes, int32_t dtype,
 }
 
 namespace {
-/// Synthetic data for `num_boxes` boxes of the logical input, one after
+/// Synthetic data for `numBoxes` boxes of the logical input, one after
 /// another in `out` (`boxBytes` each).
-void syntheticBoxes(void *out, int32_t dtype, int64_t num_classes,
-                    uint64_t seed, uint64_t stream, int64_t ndim,
-                    const int64_t *logical_shape, int64_t num_boxes,
-                    const int64_t *offsets, const int64_t *box_shape,
-                    int64_t boxBytes, const char *fn) {
-  for (int64_t b = 0; b < num_boxes; ++b)
-    syntheticBox(static_cast<char *>(out) + b * boxBytes, dtype, num_classes,
-                 seed, stream, ndim, logical_shape,
-                 ndim > 0 ? offsets + b * ndim : nullptr, box_shape, fn);
+void syntheticBoxes(void *out, int32_t dtype, int64_t numClasses, uint64_t seed,
+                    uint64_t stream, int64_t ndim, const int64_t *logicalShape,
+                    int64_t numBoxes, const int64_t *offsets,
+                    const int64_t *boxShape, int64_t boxBytes, const char *fn) {
+  for (int64_t b = 0; b < numBoxes; ++b)
+    syntheticBox(static_cast<char *>(out) + b * boxBytes, dtype, numClasses,
+                 seed, stream, ndim, logicalShape,
+                 ndim > 0 ? offsets + b * ndim : nullptr, boxShape, fn);
 }
 } // namespace
 

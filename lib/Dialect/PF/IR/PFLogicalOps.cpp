@@ -18,9 +18,6 @@ using namespace mlir::pf;
 using namespace mlir::pf::detail;
 
 namespace {
-const SBPDim B = SBPDim::broadcast();
-const SBPDim P = SBPDim::partial();
-
 GlobalType typeOf(Value v) { return cast<GlobalType>(v.getType()); }
 
 /// S(k) for each operand and the result, every axis k of `rank`.
@@ -174,7 +171,8 @@ void WhereOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   splitAnyAxis(sigs, typeOf(getCondition()).getRank(), 3);
   // Linear in the two values together for a fixed condition (the partial
   // gradients of a selection, for one).
-  sigs.push_back({{B, P, P}, {P}});
+  SBPDim p = SBPDim::partial();
+  sigs.push_back({{SBPDim::broadcast(), p, p}, {p}});
 }
 
 void CastOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
