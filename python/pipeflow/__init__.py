@@ -12,6 +12,7 @@ directories in the runtime's format (``pf-run --save/--load``).
 from . import (  # noqa: F401
     _ops,
     _ops_elementwise,
+    _ops_logical,
     _ops_shape,
     _trace,
     config,
@@ -34,6 +35,13 @@ from ._errors import (
 from ._grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 from ._ops import matmul, relu
 from ._ops_elementwise import add, div, masked_fill, mul, sub
+from ._ops_logical import (
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    where,
+)
 from ._ops_shape import cat, chunk, mean, split, stack, tril, triu
 from ._ops_shape import cat as concat
 from ._ops_shape import reduce_sum as sum
@@ -79,10 +87,12 @@ __all__ = [
     "softmax", "stack", "topk",
     "bool", "cat", "chunk", "concat", "config", "default_generator", "distributed", "div", "double",
     "dtype", "empty", "env", "flatten", "float", "float16", "float32", "float64", "from_numpy", "full",
-    "half", "initial_seed", "int", "int8", "int32", "int64", "is_tensor", "load", "long",
+    "half", "initial_seed", "int", "int8", "int32", "int64", "is_tensor", "load", "logical_and",
+    "logical_not", "logical_or", "logical_xor", "long",
     "manual_seed", "masked_fill", "matmul", "mean", "models", "mul", "nn", "ones", "optim",
     "placement", "rand", "randint", "randn", "relu", "reshape", "sigmoid", "split", "sub", "sum",
-    "tanh", "save", "sbp", "StateDictError", "tensor", "tril", "triu", "uint8", "utils", "zeros",
+    "tanh", "save", "sbp", "StateDictError", "tensor", "tril", "triu", "uint8", "utils", "where",
+    "zeros",
 ]
 
 

@@ -1,4 +1,4 @@
-"""Element-wise arithmetic with NumPy broadcasting, comparisons and masked fill.
+"""Element-wise arithmetic with NumPy broadcasting and masked fill.
 
 ``a + b``, ``a - b``, ``a * b`` and ``a / b`` between tensors broadcast as
 NumPy does. Traced, an operand whose shape differs from the result's gets a
@@ -9,9 +9,11 @@ the op (``x + 1``, ``1 - x``, ``2 / x``).
 
 Host tensors (made in ``build``, such as ``flow.arange(t)``, or buffers
 without an initializer, see ``Tracer.is_host_constant``) compute with numpy
-at trace time, comparisons included (``mask == 0``); mixed with traced
-tensors they become dense constants. A host operand takes the float element
-type of the traced one (``x + flow.arange(t)`` adds floats).
+at trace time; mixed with traced tensors they become dense constants. A
+host operand takes the float element type of the traced one
+(``x + flow.arange(t)`` adds floats). Arithmetic on traced integer tensors
+is not compiled (cast them with ``.float()``); comparisons, which are, live
+in ``_ops_logical``.
 """
 
 import math
@@ -28,8 +30,6 @@ from .tensor import Tensor
 _NUMPY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide}
 _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/",
            "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-            "gt": np.greater, "ge": np.greater_equal}
 
 
 def host_value(t):
@@ -90,6 +90,15 @@ def binary(kind, a, b):
         shape = broadcast_shape(what, a.shape, b.shape)
     if not _is_lazy(a if ta else None, b if tb else None):
         return _eager(kind, a, b)
+    # Arithmetic in a graph is float32: traced integers and bools meeting a
+    # float are cast to it (torch's promotion); integers alone are not
+    # computed.
+    dtype = dt.promote(*(t.dtype if isinstance(t, Tensor) else t for t in (a, b)))
+    if dtype is not dt.float32:
+        fail(f"{what} of {dtype} tensors in a graph: arithmetic in a graph is float32",
+             ["cast the operands with .float() first"])
+    a, b = (_registry.ops.cast(t, dtype) if isinstance(t, Tensor) and _is_lazy(t) else t
+            for t in (a, b))
     if not (ta and tb):
         return _with_scalar(kind, a, b) if ta else _with_scalar(kind, b, a, reverse=True)
     anchor = a if _is_lazy(a) else b
@@ -157,27 +166,11 @@ def _function(kind):
 add, sub, mul, div = (_function(k) for k in ("add", "sub", "mul", "div"))
 
 
-def compare(kind, a, b):
-    """``a <kind> b`` (eq, ne, lt, le, gt, ge) on host tensors: a bool tensor.
-    ``NotImplemented`` for operands that are not tensors or numbers."""
-    a, b = _tensor_operand(a), _tensor_operand(b)
-    if a is None or b is None:
-        return NotImplemented
-    what = f"'{_SYMBOL[kind]}'"
-    if _is_lazy(a if isinstance(a, Tensor) else None, b if isinstance(b, Tensor) else None):
-        _trace.unsupported(f"comparing traced tensors ({what}); compare host tensors, such as a "
-                           "mask buffer, which build() computes with numpy")
-    if isinstance(a, Tensor) and isinstance(b, Tensor):
-        broadcast_shape(what, a.shape, b.shape)
-    av = host_value(a) if isinstance(a, Tensor) else a
-    bv = host_value(b) if isinstance(b, Tensor) else b
-    return _local(np.asarray(_COMPARE[kind](av, bv)))
-
-
 def masked_fill(x, mask, value):
     """``value`` where ``mask`` is non-zero (or true), else ``x``; ``mask``
-    broadcasts to ``x``'s shape. Traced: ``pf.masked_fill`` (a host bool mask
-    becomes an int64 0/1 constant, broadcast with ``pf.broadcast_to``)."""
+    broadcasts to ``x``'s shape. Traced: ``pf.masked_fill`` with a bool,
+    float32, int64 or int32 mask, traced or a constant (a host mask of
+    another type becomes bool), broadcast with ``pf.broadcast_to``."""
     if isinstance(value, Tensor):
         if _is_lazy(value):
             _trace.unsupported("masked_fill with a traced fill value")
@@ -203,8 +196,8 @@ def masked_fill(x, mask, value):
         return _local(filled.astype(xv.dtype, copy=False))
     if not _is_lazy(mask):
         m = np.asarray(host_value(mask))
-        if m.dtype not in (np.float32, np.int64):
-            m = (m != 0).astype(np.int64)
+        if m.dtype not in (np.bool_, np.float32, np.int64, np.int32):
+            m = m != 0
         mask = _local(m)
     tracer, (xv, mv) = _operands("masked_fill", x, mask)
     op = tracer.emit("pf.masked_fill", [xv, expand(tracer, mv, x.shape)], [xv.type.with_shape(x.shape)],
@@ -212,4 +205,4 @@ def masked_fill(x, mask, value):
     return _result(tracer, op, x)
 
 
-_registry.ops.provide(binary=binary, compare=compare, masked_fill=masked_fill)
+_registry.ops.provide(binary=binary, masked_fill=masked_fill)

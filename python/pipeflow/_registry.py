@@ -42,10 +42,11 @@ class Hooks:
         raise AttributeError("set hooks with provide()")
 
 
-# Tensor methods backed by pipeflow._ops, _ops_elementwise and _ops_shape
-# (eager numpy or traced pf ops).
+# Tensor methods backed by pipeflow._ops, _ops_elementwise, _ops_logical and
+# _ops_shape (eager numpy or traced pf ops).
 ops = Hooks("_ops", ("matmul", "relu", "flatten", "reshape", "permute",
-                     "binary", "compare", "masked_fill",
+                     "binary", "compare", "masked_fill", "logical", "bitwise",
+                     "invert", "where", "cast",
                      "getitem", "setitem", "split", "chunk", "sum", "mean"))
 # What lazy tensors do through pipeflow._trace (the active tracer).
 trace = Hooks("_trace", ("to_global", "mark_loss", "unsupported"))

@@ -46,9 +46,12 @@ import numpy as np
 from . import _abi
 from ._errors import BackendUnavailable
 
-DTYPES = {"f32": np.dtype(np.float32), "i64": np.dtype(np.int64)}
-# libpfrt's element types (PFRT_DTYPE_F32, _I64, _I32): data movement is bit-exact.
-_PFRT_DTYPES = {np.dtype(np.float32): 0, np.dtype(np.int64): 1, np.dtype(np.int32): 2}
+# The manifest's element types (its inputs' and outputs' "dtype").
+DTYPES = {"f32": np.dtype(np.float32), "i64": np.dtype(np.int64), "i32": np.dtype(np.int32),
+          "bool": np.dtype(np.bool_)}
+# libpfrt's element types (PFRT_DTYPE_F32, _I64, _I32, _BOOL): data movement is bit-exact.
+_PFRT_DTYPES = {np.dtype(np.float32): 0, np.dtype(np.int64): 1, np.dtype(np.int32): 2,
+                np.dtype(np.bool_): 3}
 
 # The functions this module calls; their signatures come from pfrt_abi.def
 # (pipeflow._abi), the generated pf_* ones from _abi.GENERATED.

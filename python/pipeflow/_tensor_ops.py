@@ -81,6 +81,25 @@ class TensorOps:
     def masked_fill(self, mask, value):
         return _ops.masked_fill(self, mask, value)
 
+    def where(self, condition, y):
+        """``self`` where ``condition``, else ``y`` (torch's ``Tensor.where``)."""
+        return _ops.where(condition, self, y)
+
+    def logical_and(self, other):
+        return _ops.logical("and", self, other)
+
+    def logical_or(self, other):
+        return _ops.logical("or", self, other)
+
+    def logical_xor(self, other):
+        return _ops.logical("xor", self, other)
+
+    def logical_not(self):
+        return _ops.logical("not", self)
+
+    def __invert__(self):
+        return _ops.invert(self)
+
     def matmul(self, other):
         return _ops.matmul(self, other)
 
@@ -126,3 +145,7 @@ TensorOps.__truediv__ = _operator("binary", "div")
 TensorOps.__rtruediv__ = _operator("binary", "div", reflected=True)
 for _kind in ("eq", "ne", "lt", "le", "gt", "ge"):
     setattr(TensorOps, f"__{_kind}__", _operator("compare", _kind))
+    setattr(TensorOps, _kind, _operator("compare", _kind))
+for _kind in ("and", "or", "xor"):
+    setattr(TensorOps, f"__{_kind}__", _operator("bitwise", _kind))
+    setattr(TensorOps, f"__r{_kind}__", _operator("bitwise", _kind, reflected=True))

@@ -22,7 +22,6 @@ import numpy as np
 
 from . import _layout, _random, _registry, env, ir
 from . import config as config_mod
-from . import dtypes as dt
 from . import sbp as sbp_mod
 from ._errors import CompileError
 from ._source import user_location
@@ -281,10 +280,8 @@ class Tracer:
         return value
 
     def constant(self, array, dtype, placement, shape=None):
-        """A ``pf.constant`` broadcast on ``placement``: the numpy ``array``
-        (bool as int64 0/1), or a one-element ``array`` splat to ``shape``."""
-        if dtype is dt.bool:
-            array, dtype = array.astype(np.int64), dt.int64
+        """A ``pf.constant`` broadcast on ``placement``: the numpy ``array``, or
+        a one-element ``array`` splat to ``shape``."""
         array = np.ascontiguousarray(array, dtype=dtype.numpy)
         shape = array.shape if shape is None else tuple(shape)
         value = array if array.shape == shape else array.reshape(-1)[0].item()

@@ -1,5 +1,8 @@
 """Element types: numpy dtypes plus the MLIR element type they lower to."""
 
+import builtins
+import numbers
+
 import numpy as np
 
 
@@ -35,6 +38,33 @@ bool = dtype("bool", np.bool_, "i1")
 
 _ALL = (float16, float32, float64, int8, uint8, int32, int64, bool)
 _BY_NUMPY = {d.numpy: d for d in _ALL}
+
+#: The element types of a compiled graph's tensors (the runtime's dtypes);
+#: the others live on the host only.
+COMPILED = (float32, int64, int32, bool)
+
+
+def _kind(d):
+    """0 bool, 1 integer, 2 float: the category promotion goes by."""
+    return 2 if d.is_floating_point else (0 if d is bool else 1)
+
+
+def promote(*operands):
+    """The compiled element type that ``operands`` (dtypes of tensors, or
+    Python numbers) meet in, as torch promotes: the highest category (bool <
+    integer < float) wins, a float being float32; an integer is int64 where
+    a tensor of that category is int64 or none is an integer (a Python int),
+    else int32. A number never widens a tensor of its own category."""
+    tensors = [o for o in operands if isinstance(o, dtype)]
+    weak = [bool if isinstance(o, builtins.bool) else int64 if isinstance(o, numbers.Integral)
+            else float32 for o in operands if not isinstance(o, dtype)]
+    kind = max(_kind(d) for d in tensors + weak)
+    if kind == 2:
+        return float32
+    if kind == 0:
+        return bool
+    ints = [d for d in tensors if _kind(d) == 1] or weak
+    return int64 if any(d is int64 for d in ints) else int32
 
 
 def from_numpy_dtype(np_dtype):

@@ -163,8 +163,15 @@ def format_float_bits(x, element="f64"):
 def _format_dense(value):
     """The body of ``dense<...>``: a splat or nested lists (infinities and
     NaN as their bit patterns, as MLIR prints them)."""
-    floating = value.element.startswith("f")
-    item = (lambda v: format_float_bits(v, value.element)) if floating else (lambda v: str(int(v)))
+    if value.element.startswith("f"):
+        def item(v):
+            return format_float_bits(v, value.element)
+    elif value.element == "i1":
+        def item(v):
+            return "true" if v else "false"
+    else:
+        def item(v):
+            return str(int(v))
     if not isinstance(value.value, np.ndarray):
         return item(value.value)
     if value.value.size == 1:
@@ -376,7 +383,7 @@ class _Printer:
             body = f"pf.read_param {symbol(op.symbol)}{attrs} : {out_types[0]}"
         elif op.name == "pf.write_param":
             body = f"pf.write_param {operands} to {symbol(op.symbol)}{attrs} : {in_types[0]}"
-        elif op.name in ("pf.to_global", "pf.to_local", "pf.reshape"):
+        elif op.name in ("pf.to_global", "pf.to_local", "pf.reshape", "pf.cast"):
             body = f"{op.name} {operands}{attrs} : {in_types[0]} -> {out_types[0]}"
         elif op.name == "pf.constant":
             value = op.attrs["value"]

@@ -333,8 +333,8 @@ class Tensor(TensorOps):
     def _astype(self, dtype):
         if dtype is self._dtype:
             return self
-        if self._node is not None:
-            return _lazy.unsupported(f"casting to {dtype} inside nn.Graph.build()")
+        if self._node is not None:  # pf.cast (pipeflow._ops_logical)
+            return _registry.ops.cast(self, dtype)
         self._expose()
         if self._placement is None:
             return Tensor._from_array(self._local.astype(dtype.numpy), device=self._device)
@@ -354,6 +354,9 @@ class Tensor(TensorOps):
 
     def int(self):
         return self._astype(dt.int32)
+
+    def bool(self):
+        return self._astype(dt.bool)
 
     def cpu(self):
         return self.to("cpu") if self._placement is None else self

@@ -641,14 +641,14 @@ class TracedOpErrors(nn.Graph):
     def build(self, x, y):
         if self.case == "matmul":
             return flow.matmul(x, self.fc.weight)  # <-- traced-matmul
-        if self.case == "add":
-            return x + y.view(2, 1)  # <-- traced-add
+        if self.case == "concat":  # (x + y promotes y to float32, as torch)
+            return flow.cat([x, y.view(2, 1)], dim=1)  # <-- traced-concat
         return flow.relu(y)  # <-- traced-relu
 
 
 @pytest.mark.parametrize("case, match", [
     ("matmul", r"'pf\.matmul' op contraction sizes differ: 4 \(lhs \[2, 4\]\) vs 3 \(rhs \[3, 4\]\)"),
-    ("add", r"'pf\.add' op operand element types differ: 'f32' vs 'i64'"),
+    ("concat", r"'pf\.concat' op input element types differ: 'f32' vs 'i64'"),
     ("relu", r"'pf\.relu' op input must have a float element type, got 'i64'"),
 ])
 def test_traced_op_checks_are_the_verifiers(pf_opt, case, match):

@@ -274,7 +274,9 @@ def test_traced_ops_emit_pf_ops_that_verify(verify, layout):
                "pf.masked_fill", "pf.reduce_sum", "pf.mul_scalar"]:
         assert op + " " in text, op
     assert "value = 0xFFF0000000000000 : f64" in text
-    assert "pf.constant dense<[[0, 1, 1], [0, 0, 1], [0, 0, 0]]> : tensor<3x3xi64>" in text
+    # The host mask (a bool tensor) is a bool constant, one byte an element.
+    assert "pf.constant dense<[[false, true, true], [false, false, true], [false, false, false]]> : " \
+        "tensor<3x3xi1>" in text
     assert "pf.constant dense<2.0> : tensor<2x3x4xf32>" in text  # 2.0 - h * h
     assert "@model.mask" not in text  # the buffer is a constant, not a state
     assert "pf.mul_scalar %" in text and "scalar = -1.0" not in text

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from .. import _activations, _ops, _ops_elementwise, _trace
+from .. import _activations, _ops, _ops_logical, _trace
 from ..tensor import Tensor
 from .layers import Dropout
 from .normalization import layer_norm as layer_norm  # re-exported: F.layer_norm
@@ -57,7 +57,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scale + mask) @ v`` with ``scale`` ``1/sqrt(E)`` by default. ``is_causal``
     masks with the lower triangle of an [L, S] matrix of ones (a host
     constant, ``masked_fill`` with -inf); ``attn_mask`` is a bool mask (True
-    takes part; a host tensor) or a float mask added to the scores;
+    takes part; a host or traced tensor) or a float mask added to the scores;
     ``dropout_p`` drops attention weights (``pf.dropout`` in a graph; eager
     dropout is not supported), whatever the module's mode, as torch's.
     A fused attention op will replace the composition."""
@@ -74,12 +74,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if attn_mask is not None:
         if attn_mask.dtype.is_floating_point:
             att = att + attn_mask
-        elif _ops._is_lazy(attn_mask):
-            _trace.unsupported("a traced bool attn_mask (give it as a host tensor, or as a float "
-                               "mask of 0 and -inf)")
-        else:
-            hidden = Tensor._from_array(_ops_elementwise.host_value(attn_mask) == 0)
-            att = att.masked_fill(hidden, float("-inf"))
+        else:  # a bool mask, host or traced: -inf where it is False
+            att = att.masked_fill(_ops_logical.logical("not", attn_mask), float("-inf"))
     att = _activations.softmax(att, dim=-1)
     if dropout_p:
         att = dropout(att, dropout_p, training=True)

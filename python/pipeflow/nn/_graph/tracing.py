@@ -9,7 +9,7 @@ read take the compiled program's initial values as their Python values
 against the trace (``checks``) and the compile options derived (``options``).
 """
 
-from ... import _random, _trace, ir
+from ... import _random, _trace, dtypes, ir
 from ... import config as config_mod
 from ... import sbp as sbp_mod
 from ..._errors import CompileError
@@ -106,6 +106,11 @@ def signature(args, loc):
             raise CompileError.at(loc, f"graph input {i} is a {type(a).__name__}; inputs must be tensors")
         if a.is_lazy:
             raise CompileError.at(loc, f"graph input {i} is a traced tensor of another graph")
+        if a.dtype not in dtypes.COMPILED:
+            raise CompileError.at(
+                loc, f"graph input {i} (shape {list(a.shape)}) has dtype {a.dtype}; a compiled "
+                     "graph takes float32, int64, int32 and bool tensors",
+                ["convert it before the call: x.float(), x.long(), x.int() or x.bool()"])
         if not a.is_global:
             if len(kinds) > 1:
                 raise CompileError.at(
