@@ -559,6 +559,27 @@ def test_every_dtype_as_a_host_operand_compiles(dtype):
     np.testing.assert_array_equal(got[2], np.where(v != 0, 1.0, a).astype(np.float32))
 
 
+class Holder(nn.Module):
+    def __init__(self, dtype):
+        super().__init__()
+        self.p = nn.Parameter(flow.tensor(values_of(dtype)))  # <-- parameter
+
+    def forward(self, x):
+        return x == self.p
+
+
+@pytest.mark.parametrize("dtype", [d for d in ALL_DTYPES if d is not flow.float32],
+                         ids=lambda d: d.name)
+def test_a_parameter_of_another_dtype_fails_where_it_is_made(dtype):
+    """Parameters (and optimizer states) are float32: another one's error
+    names the line that made it, never an internal error."""
+    with pytest.raises(flow.CompileError) as info:
+        Fn(Holder(dtype).to_global(P0, B))(on_p0(rand(2, 3)))
+    err = info.value
+    assert "internal error" not in str(err) and "f32 parameters" in err.message
+    assert (err.filename, err.lineno) == (HERE, line_of(HERE, "parameter"))
+
+
 @pytest.mark.parametrize("what", ["int_add", "int_neg", "bitwise_int", "invert_int", "transpose_bool"])
 def test_what_a_graph_does_not_compute_is_a_located_error(what):
     ints = values_of(flow.int64)
