@@ -138,7 +138,7 @@ static LogicalResult buildRank(ModuleOp rankModule, StringRef dir,
       failed(link(rankModule, object, exe, /*shared=*/false)) ||
       failed(link(rankModule, object, so, /*shared=*/true)))
     return failure();
-  llvm::sys::fs::remove(object);
+  (void)llvm::sys::fs::remove(object);
   return success();
 }
 

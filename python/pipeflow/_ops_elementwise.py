@@ -135,8 +135,10 @@ def _with_scalar(kind, x, s, reverse=False):
     if kind in ("add", "sub") and s == 0.0 and not (reverse and kind == "sub"):
         return x
     tracer, (xv,) = _operands(f"'{_SYMBOL[kind]}'", x)
-    splat = tracer.constant(np.array(s, dtype=x.dtype.numpy), x.dtype, tracer.operand_placement,
-                            shape=x.shape)
+    # A rank-0 constant broadcast to x's shape: pf-microbatch resizes the
+    # broadcast with the batch (a splat of the full batch's shape it cannot).
+    splat = expand(tracer, tracer.constant(np.array(s, dtype=x.dtype.numpy), x.dtype,
+                                           tracer.operand_placement), x.shape)
     operands = [splat, xv] if reverse else [xv, splat]
     op = tracer.emit(f"pf.{kind}", operands, [xv.type.with_shape(x.shape)])
     return _result(tracer, op, x)

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _registry, _trace, ir
 from ._ops import _is_lazy, _local, _operands, _result, _shape_str, reshape
-from ._ops_elementwise import _like, host_value, mul_scalar
+from ._ops_elementwise import _like, div, host_value, mul_scalar
 from ._trace import fail
 from .tensor import Tensor
 
@@ -257,10 +257,19 @@ def mean(x, dim=None, keepdim=False):
         out = v.mean(axis=tuple(axes), keepdims=keepdim, dtype=np.float64) if v.size else v.sum(
             axis=tuple(axes), keepdims=keepdim)
         return _local(np.asarray(out, dtype=v.dtype))
+    total = reduce_sum(x, dim, keepdim)
+    tracer, (xv,) = _operands("mean", x)
+    if tracer.microbatches > 1:
+        # pf-microbatch resizes a traced shape but not a number taken from
+        # it: count the elements in the graph (a broadcast one, summed the
+        # same way), so each micro-batch divides by its own count.
+        one = tracer.constant(np.array(1.0, dtype=x.dtype.numpy), x.dtype, tracer.operand_placement)
+        op = tracer.emit("pf.broadcast_to", [one], [xv.type.with_shape(tuple(x.shape))],
+                         {"shape": ir.I64Array(tuple(x.shape))})
+        return div(total, reduce_sum(_result(tracer, op, x), dim, keepdim))
     count = 1
     for a in axes:
         count *= x.shape[a]
-    total = reduce_sum(x, dim, keepdim)
     return total if count == 1 else mul_scalar(total, 1.0 / count)
 
 

@@ -71,6 +71,9 @@ class Tracer:
         # nn.utils.clip_grad_norm_ calls: (parameters, max_norm, location).
         self.clip_requests = []
         self.seed = _random.initial_seed()  # the compiled program's parameter seed
+        # Micro-batches the compiler cuts the step into (pf-microbatch):
+        # counts taken from a traced shape must follow the cut.
+        self.microbatches = 1
         self._placements = {}
         # Host constants of buffers without initializer: (id, placement) -> value.
         self.constants = {}

@@ -287,7 +287,7 @@ for what in predicate dtype kind b mask_dtype; do
   dtype) msg="pfrt_k_where: dtype 9 is not a dtype" ;;
   kind) msg="pfrt_k_logical: kind 4 is not one of" ;;
   b) msg="pfrt_k_logical: b is NULL" ;;
-  mask_dtype) msg="pfrt_k_masked_fill: mask_dtype -1 is not a dtype" ;;
+  mask_dtype) msg="pfrt_k_masked_fill: maskDtype -1 is not a dtype" ;;
   esac
   run_fail kernel_error_logical_$what 20 "$msg" \
     "$BIN/pfrt-test-k-logical" "$WORK/k-logical-$what" "$what"

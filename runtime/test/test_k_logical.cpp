@@ -168,22 +168,25 @@ void boolMoves(kt::Harness &h) {
            (long long)cols);
 }
 
+/// Whether v[0..4) is (a, b, c, d).
+template <typename T>
+bool fourAre(const T *v, double a, double b, double c, double d) {
+  return v[0] == a && v[1] == b && v[2] == c && v[3] == d;
+}
+
 /// Any non-zero byte is true, also where a bool is not 0 or 1.
 void nonCanonicalBools() {
   const uint8_t a[] = {2, 0, 255, 1}, b[] = {1, 3, 0, 0};
   uint8_t out[4];
   pfrt_k_logical(a, b, out, 4, 0);
-  CHECK(out[0] == 1 && out[1] == 0 && out[2] == 0 && out[3] == 0,
-        "logical and of non-canonical bools");
+  CHECK(fourAre(out, 1, 0, 0, 0), "logical and of non-canonical bools");
   pfrt_k_logical(a, nullptr, out, 4, 3);
-  CHECK(out[0] == 0 && out[1] == 1 && out[2] == 0 && out[3] == 0,
-        "logical not of non-canonical bools");
+  CHECK(fourAre(out, 0, 1, 0, 0), "logical not of non-canonical bools");
   pfrt_k_compare(a, b, out, 4, PFRT_DTYPE_BOOL, 0);
-  CHECK(out[0] == 1 && out[1] == 0 && out[2] == 0 && out[3] == 0,
-        "bool == of non-canonical bools");
+  CHECK(fourAre(out, 1, 0, 0, 0), "bool == of non-canonical bools");
   float x[] = {1, 2, 3, 4}, y[4];
   pfrt_k_masked_fill(x, a, y, 4, PFRT_DTYPE_BOOL, -1.0);
-  CHECK(y[0] == -1 && y[1] == 2 && y[2] == -1 && y[3] == -1,
+  CHECK(fourAre(y, -1, 2, -1, -1),
         "masked_fill with a non-canonical bool mask");
 }
 

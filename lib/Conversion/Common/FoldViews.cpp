@@ -278,7 +278,7 @@ concatPieces(ConcatOp cat,
     res.concat = cat;
     res.offset = at * full[cat.getAxis()];
     res.strides = *st;
-    pieces.push_back({w->mm, std::move(res)});
+    pieces.emplace_back(w->mm, std::move(res));
     at += shapeOf(piece)[cat.getAxis()];
   }
   return pieces;

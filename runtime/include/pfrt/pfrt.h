@@ -683,14 +683,14 @@ void pfrt_k_softmax_grad(const float *y, const float *dy, float *dx,
  * kernels:
  *   softmax_masked       y = softmax(mask ? fill : x * (float)scale) by
  *                        rows, as pfrt_k_scale, pfrt_k_masked_fill and
- *                        pfrt_k_softmax; the mask (of mask_dtype, a
+ *                        pfrt_k_softmax; the mask (of maskDtype, a
  *                        PFRT_DTYPE_*; null for none) holds mask_rows rows
  *                        of n repeated over the rows (row r reads row
  *                        r % mask_rows: a mask broadcast over the leading
  *                        axes), mask_rows dividing rows;
  *   softmax_grad_scaled  dx = (float)scale * pfrt_k_softmax_grad(y, dy).
  * CPU only: the compiler fuses them on CPU ranks. */
-void pfrt_k_softmax_masked(const float *x, const void *mask, int32_t mask_dtype,
+void pfrt_k_softmax_masked(const float *x, const void *mask, int32_t maskDtype,
                            int64_t mask_rows, double scale, double fill,
                            float *y, int64_t rows, int64_t n, int32_t log);
 void pfrt_k_softmax_grad_scaled(const float *y, const float *dy, float *dx,
@@ -722,10 +722,10 @@ void pfrt_k_div(const float *a, const float *b, float *out, int64_t n);
 void pfrt_k_broadcast(const void *x, void *y, int64_t rank,
                       const int64_t *in_shape, const int64_t *out_shape,
                       int64_t elem_bytes);
-/* y = mask != 0 ? value : x; the mask's element type is mask_dtype (a
+/* y = mask != 0 ? value : x; the mask's element type is maskDtype (a
  * PFRT_DTYPE_*) (y may alias x). */
 void pfrt_k_masked_fill(const float *x, const void *mask, float *y, int64_t n,
-                        int32_t mask_dtype, double value);
+                        int32_t maskDtype, double value);
 void pfrt_k_scale(const float *x, float *y, int64_t n, double s);
 void pfrt_k_copy(const float *x, float *y, int64_t n);
 void pfrt_k_fill(float *y, int64_t n, double v);
@@ -738,7 +738,7 @@ void pfrt_k_fill(float *y, int64_t n, double v);
  *   logical  out = a <kind> b: 0 and, 1 or, 2 xor, 3 not (b unused, may be
  *            NULL);
  *   where    out = cond ? a : b, a, b and out of `dtype`;
- *   cast     y = x converted from x_dtype to y_dtype: to bool x != 0 (NaN
+ *   cast     y = x converted from xDtype to yDtype: to bool x != 0 (NaN
  *            is true); from bool 0 or 1; float to integer toward zero (NaN
  *            gives 0, out-of-range values the nearest representable one);
  *            integer to integer keeps the low bits. */
@@ -748,7 +748,7 @@ void pfrt_k_logical(const uint8_t *a, const uint8_t *b, uint8_t *out, int64_t n,
                     int32_t kind);
 void pfrt_k_where(const uint8_t *cond, const void *a, const void *b, void *out,
                   int64_t n, int32_t dtype);
-void pfrt_k_cast(const void *x, int32_t x_dtype, void *y, int32_t y_dtype,
+void pfrt_k_cast(const void *x, int32_t xDtype, void *y, int32_t yDtype,
                  int64_t n);
 
 /* y[o, c, i] = x[o, c, i] + b[c], x viewed as [outer, c, inner]. */

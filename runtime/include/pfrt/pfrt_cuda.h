@@ -309,14 +309,14 @@ void pfrt_cuda_k_layer_norm_grad_params(const float *x, const float *dy,
 void pfrt_cuda_k_sub(const float *a, const float *b, float *out, int64_t n);
 void pfrt_cuda_k_div(const float *a, const float *b, float *out, int64_t n);
 void pfrt_cuda_k_masked_fill(const float *x, const void *mask, float *y,
-                             int64_t n, int32_t mask_dtype, double value);
+                             int64_t n, int32_t maskDtype, double value);
 void pfrt_cuda_k_compare(const void *a, const void *b, uint8_t *out, int64_t n,
                          int32_t dtype, int32_t predicate);
 void pfrt_cuda_k_logical(const uint8_t *a, const uint8_t *b, uint8_t *out,
                          int64_t n, int32_t kind);
 void pfrt_cuda_k_where(const uint8_t *cond, const void *a, const void *b,
                        void *out, int64_t n, int32_t dtype);
-void pfrt_cuda_k_cast(const void *x, int32_t x_dtype, void *y, int32_t y_dtype,
+void pfrt_cuda_k_cast(const void *x, int32_t xDtype, void *y, int32_t yDtype,
                       int64_t n);
 void pfrt_cuda_k_softmax(const float *x, float *y, int64_t outer, int64_t n,
                          int64_t inner, int32_t log);

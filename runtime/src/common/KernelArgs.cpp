@@ -554,8 +554,8 @@ int64_t checkWhereArgs(const char *fn, const void *cond, const void *a,
 
 void checkCastArgs(const char *fn, const void *x, int32_t xDtype, const void *y,
                    int32_t yDtype, int64_t n) {
-  checkDtype(fn, "x_dtype", xDtype);
-  checkDtype(fn, "y_dtype", yDtype);
+  checkDtype(fn, "xDtype", xDtype);
+  checkDtype(fn, "yDtype", yDtype);
   checkElementwiseArgs(fn, n, {{"x", x}, {"y", y}});
 }
 

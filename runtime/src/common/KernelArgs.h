@@ -272,7 +272,7 @@ int64_t currentDataStep();
 // Comparisons and boolean tensors (src/cpu/Logical.cpp)
 //===----------------------------------------------------------------------===//
 
-/// A PFRT_DTYPE_* code (`what` names the argument: dtype, mask_dtype,
+/// A PFRT_DTYPE_* code (`what` names the argument: dtype, maskDtype,
 /// ...): its element size.
 int64_t checkDtype(const char *fn, const char *what, int32_t dtype);
 /// pfrt_k_compare: dtype, predicate in [0, 6), n and the buffers.

@@ -217,8 +217,8 @@ PFRT_HD_INLINE bool nextIndex(int64_t *idx, const int64_t *ext,
 /// handling is left to the caller's sums).
 PFRT_HD_INLINE float rowMax(const float *__restrict__ x, int64_t n) {
   float m[8];
-  for (int j = 0; j < 8; ++j)
-    m[j] = x[0];
+  for (float &v : m)
+    v = x[0];
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     for (int j = 0; j < 8; ++j)

@@ -94,9 +94,9 @@ void pfrt_k_fill(float *y, int64_t n, double v) {
 }
 
 void pfrt_k_masked_fill(const float *x, const void *mask, float *y, int64_t n,
-                        int32_t mask_dtype, double value) {
+                        int32_t maskDtype, double value) {
   const char *fn = "pfrt_k_masked_fill";
-  checkDtype(fn, "mask_dtype", mask_dtype);
+  checkDtype(fn, "maskDtype", maskDtype);
   checkElementwiseArgs(fn, n, {{"x", x}, {"mask", mask}, {"y", y}});
   float v = static_cast<float>(value);
   auto fill = [&](auto *m) {
@@ -104,7 +104,7 @@ void pfrt_k_masked_fill(const float *x, const void *mask, float *y, int64_t n,
     for (int64_t i = 0; i < n; ++i)
       y[i] = m[i] != 0 ? v : x[i];
   };
-  switch (mask_dtype) {
+  switch (maskDtype) {
   case PFRT_DTYPE_F32:
     return fill(static_cast<const float *>(mask));
   case PFRT_DTYPE_I64:

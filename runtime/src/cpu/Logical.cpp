@@ -84,11 +84,11 @@ void pfrt_k_where(const uint8_t *cond, const void *a, const void *b, void *out,
     logical::whereAt(cond, a, b, out, bytes, i);
 }
 
-void pfrt_k_cast(const void *x, int32_t x_dtype, void *y, int32_t y_dtype,
+void pfrt_k_cast(const void *x, int32_t xDtype, void *y, int32_t yDtype,
                  int64_t n) {
-  checkCastArgs("pfrt_k_cast", x, x_dtype, y, y_dtype, n);
+  checkCastArgs("pfrt_k_cast", x, xDtype, y, yDtype, n);
   for (int64_t i = 0; i < n; ++i)
-    logical::castAt(x, x_dtype, y, y_dtype, i);
+    logical::castAt(x, xDtype, y, yDtype, i);
 }
 
 } // extern "C"

@@ -179,7 +179,7 @@ void pfrt_k_softmax_grad(const float *y, const float *dy, float *dx,
     }
 }
 
-void pfrt_k_softmax_masked(const float *x, const void *mask, int32_t mask_dtype,
+void pfrt_k_softmax_masked(const float *x, const void *mask, int32_t maskDtype,
                            int64_t mask_rows, double scale, double fill,
                            float *y, int64_t rows, int64_t n, int32_t log) {
   const char *fn = "pfrt_k_softmax_masked";
@@ -195,12 +195,12 @@ void pfrt_k_softmax_masked(const float *x, const void *mask, int32_t mask_dtype,
       fatal("%s: mask_rows %lld must be positive and divide rows %lld", fn,
             (long long)mask_rows, (long long)rows);
     checkPtr(fn, "mask", mask, mulChecked(fn, mask_rows, n));
-    checkDtype(fn, "mask_dtype", mask_dtype);
+    checkDtype(fn, "maskDtype", maskDtype);
   }
   float *t = scratchOf<float>(1, n);
   double *e = scratchOf<double>(0, n);
   float f = float(scale), v = float(fill);
-  switch (mask ? mask_dtype : PFRT_DTYPE_I64) {
+  switch (mask ? maskDtype : PFRT_DTYPE_I64) {
   case PFRT_DTYPE_F32:
     return softmaxMaskedRowsF32(x, static_cast<const float *>(mask), mask_rows,
                                 f, v, y, rows, n, log, t, e);

@@ -12,37 +12,37 @@ using namespace mlir::pf::detail;
 
 static StringRef shortName(StringRef opName) { return opName.drop_front(3); }
 
-LogicalResult ReluGradOp::inferReturnTypes(MLIRContext *,
-                                           std::optional<Location> loc,
-                                           Adaptor adaptor,
-                                           SmallVectorImpl<Type> &results) {
+LogicalResult
+ReluGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                             Adaptor adaptor,
+                             SmallVectorImpl<Type> &inferredReturnTypes) {
   return inferSameShape(loc, shortName(getOperationName()), adaptor.getOutput(),
                         "output", adaptor.getResultGrad(), "result_grad",
-                        /*floatB=*/true, results);
+                        /*floatB=*/true, inferredReturnTypes);
 }
 
 LogicalResult
 ActivationGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                    Adaptor adaptor,
-                                   SmallVectorImpl<Type> &results) {
+                                   SmallVectorImpl<Type> &inferredReturnTypes) {
   return inferSameShape(loc, shortName(getOperationName()), adaptor.getInput(),
                         "input", adaptor.getResultGrad(), "result_grad",
-                        /*floatB=*/true, results);
+                        /*floatB=*/true, inferredReturnTypes);
 }
 
-LogicalResult SoftmaxGradOp::inferReturnTypes(MLIRContext *,
-                                              std::optional<Location> loc,
-                                              Adaptor adaptor,
-                                              SmallVectorImpl<Type> &results) {
+LogicalResult
+SoftmaxGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                Adaptor adaptor,
+                                SmallVectorImpl<Type> &inferredReturnTypes) {
   return inferSameShape(loc, shortName(getOperationName()), adaptor.getOutput(),
                         "output", adaptor.getResultGrad(), "result_grad",
-                        /*floatB=*/true, results);
+                        /*floatB=*/true, inferredReturnTypes);
 }
 
-LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
+LogicalResult
+ReduceSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                              Adaptor adaptor,
+                              SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, shortName(getOperationName()));
   FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
   if (failed(x) || failed(inf.isFloat(*x, "input")))
@@ -59,13 +59,13 @@ LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *,
   for (auto [i, d] : llvm::enumerate(x->getShape()))
     if (!reduced[i])
       shape.push_back(d);
-  results.push_back(resultLike(*x, shape));
+  inferredReturnTypes.push_back(resultLike(*x, shape));
   return success();
 }
 
 LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+    SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, shortName(getOperationName()));
   FailureOr<GlobalType> logits = inf.global(adaptor.getLogits(), "logits");
   FailureOr<GlobalType> labels = inf.global(adaptor.getLabels(), "labels");
@@ -80,7 +80,7 @@ LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
     return failure();
   if (failed(inf.labelsFor(*logits, *labels)))
     return failure();
-  results.push_back(resultLike(*logits, logits->getShape()));
+  inferredReturnTypes.push_back(resultLike(*logits, logits->getShape()));
   return success();
 }
 
@@ -224,7 +224,7 @@ static FailureOr<GlobalType> checkBatchNormInput(Inference &inf, Value x,
 
 LogicalResult BatchNormGradInputOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+    SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, shortName(getOperationName()));
   FailureOr<GlobalType> x =
       checkBatchNormInput(inf, adaptor.getInput(), adaptor.getResultGrad());
@@ -236,20 +236,20 @@ LogicalResult BatchNormGradInputOp::inferReturnTypes(
   if (gamma->getShape() != ArrayRef<int64_t>{x->getShape()[1]})
     return inf.error() << "gamma must have shape [" << x->getShape()[1]
                        << "], got " << Inference::shapeStr(gamma->getShape());
-  results.push_back(resultLike(*x, x->getShape()));
+  inferredReturnTypes.push_back(resultLike(*x, x->getShape()));
   return success();
 }
 
 LogicalResult BatchNormGradParamsOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+    SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, shortName(getOperationName()));
   FailureOr<GlobalType> x =
       checkBatchNormInput(inf, adaptor.getInput(), adaptor.getResultGrad());
   if (failed(x))
     return failure();
-  results.push_back(resultLike(*x, {x->getShape()[1]}));
-  results.push_back(resultLike(*x, {x->getShape()[1]}));
+  inferredReturnTypes.push_back(resultLike(*x, {x->getShape()[1]}));
+  inferredReturnTypes.push_back(resultLike(*x, {x->getShape()[1]}));
   return success();
 }
 
@@ -437,7 +437,7 @@ LogicalResult ScheduleOp::verify() {
 
 LogicalResult LayerNormGradInputOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+    SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, shortName(getOperationName()));
   FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
   FailureOr<GlobalType> g = inf.global(adaptor.getGamma(), "gamma");
@@ -453,13 +453,13 @@ LogicalResult LayerNormGradInputOp::inferReturnTypes(
                        << Inference::shapeStr(x->getShape()) << ", "
                        << Inference::shapeStr(dy->getShape()) << ", "
                        << Inference::shapeStr(g->getShape());
-  results.push_back(resultLike(*x, x->getShape()));
+  inferredReturnTypes.push_back(resultLike(*x, x->getShape()));
   return success();
 }
 
 LogicalResult LayerNormGradParamsOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+    SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, shortName(getOperationName()));
   FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
   FailureOr<GlobalType> dy = inf.global(adaptor.getResultGrad(), "result_grad");
@@ -471,15 +471,15 @@ LogicalResult LayerNormGradParamsOp::inferReturnTypes(
                        << Inference::shapeStr(x->getShape()) << " and "
                        << Inference::shapeStr(dy->getShape());
   int64_t channels = x->getShape().back();
-  results.push_back(resultLike(*x, {channels}));
-  results.push_back(resultLike(*x, {channels}));
+  inferredReturnTypes.push_back(resultLike(*x, {channels}));
+  inferredReturnTypes.push_back(resultLike(*x, {channels}));
   return success();
 }
 
 LogicalResult
 EmbeddingGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                   Adaptor adaptor,
-                                  SmallVectorImpl<Type> &results) {
+                                  SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, shortName(getOperationName()));
   FailureOr<GlobalType> ids = inf.global(adaptor.getIds(), "ids");
   FailureOr<GlobalType> dy = inf.global(adaptor.getResultGrad(), "result_grad");
@@ -494,6 +494,6 @@ EmbeddingGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   int64_t rows = static_cast<int64_t>(adaptor.getNumRows());
   if (rows < 1)
     return inf.error() << "num_rows must be positive, got " << rows;
-  results.push_back(resultLike(*dy, {rows, dy->getShape().back()}));
+  inferredReturnTypes.push_back(resultLike(*dy, {rows, dy->getShape().back()}));
   return success();
 }

@@ -19,7 +19,7 @@ using namespace mlir::pf::detail;
 
 LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
+    SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<GlobalType> logits = inf.global(adaptor.getLogits(), "logits");
   FailureOr<GlobalType> labels = inf.global(adaptor.getLabels(), "labels");
@@ -31,7 +31,7 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
     return failure();
   if (failed(inf.labelsFor(*logits, *labels)))
     return failure();
-  results.push_back(resultLike(*logits, {}));
+  inferredReturnTypes.push_back(resultLike(*logits, {}));
   return success();
 }
 
@@ -39,10 +39,10 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
-LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &results) {
+LogicalResult
+Conv2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                           Adaptor adaptor,
+                           SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
   FailureOr<GlobalType> w = inf.global(adaptor.getWeight(), "weight");
@@ -77,7 +77,7 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
                          << Inference::shapeStr(xs.drop_front(2));
     out.push_back(o);
   }
-  results.push_back(resultLike(*x, out));
+  inferredReturnTypes.push_back(resultLike(*x, out));
   return success();
 }
 
@@ -114,30 +114,31 @@ static LogicalResult inferPool(std::optional<Location> loc,
   return success();
 }
 
-LogicalResult MaxPool2DOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
-  return inferPool<MaxPool2DOp>(loc, adaptor, results);
+LogicalResult
+MaxPool2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                              Adaptor adaptor,
+                              SmallVectorImpl<Type> &inferredReturnTypes) {
+  return inferPool<MaxPool2DOp>(loc, adaptor, inferredReturnTypes);
 }
 
-LogicalResult AvgPool2DOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
-  return inferPool<AvgPool2DOp>(loc, adaptor, results);
+LogicalResult
+AvgPool2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                              Adaptor adaptor,
+                              SmallVectorImpl<Type> &inferredReturnTypes) {
+  return inferPool<AvgPool2DOp>(loc, adaptor, inferredReturnTypes);
 }
 
 LogicalResult
 GlobalAvgPoolOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                   Adaptor adaptor,
-                                  SmallVectorImpl<Type> &results) {
+                                  SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
   if (failed(x) || failed(inf.isFloat(*x, "input")) ||
       failed(inf.hasRank(*x, 4, "input (NCHW)")))
     return failure();
-  results.push_back(resultLike(*x, {x->getShape()[0], x->getShape()[1], 1, 1}));
+  inferredReturnTypes.push_back(
+      resultLike(*x, {x->getShape()[0], x->getShape()[1], 1, 1}));
   return success();
 }
 
@@ -163,10 +164,10 @@ static LogicalResult perChannel(Inference &inf, int64_t channels,
   return inf.samePlacement(all);
 }
 
-LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
+LogicalResult
+LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                              Adaptor adaptor,
+                              SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
   if (failed(x) || failed(inf.isFloat(*x, "input")))
@@ -178,14 +179,14 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
           inf, x->getShape().back(),
           {{adaptor.getGamma(), "gamma"}, {adaptor.getBeta(), "beta"}}, all)))
     return failure();
-  results.push_back(resultLike(*x, x->getShape()));
+  inferredReturnTypes.push_back(resultLike(*x, x->getShape()));
   return success();
 }
 
-LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
+LogicalResult
+EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                              Adaptor adaptor,
+                              SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<GlobalType> table = inf.global(adaptor.getTable(), "table");
   FailureOr<GlobalType> ids = inf.global(adaptor.getIds(), "ids");
@@ -199,14 +200,14 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
     return inf.error() << "ids must be i64, got " << ids->getElementType();
   SmallVector<int64_t> shape(ids->getShape());
   shape.push_back(table->getShape()[1]);
-  results.push_back(resultLike(*table, shape));
+  inferredReturnTypes.push_back(resultLike(*table, shape));
   return success();
 }
 
-LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
+LogicalResult
+BatchNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                              Adaptor adaptor,
+                              SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
   if (failed(x) || failed(inf.isFloat(*x, "input")))
@@ -223,8 +224,8 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
                          {adaptor.getRunningVar(), "running_var"}},
                         all)))
     return failure();
-  results.push_back(resultLike(*x, x->getShape()));
-  results.push_back(resultLike(all[3], {channels}));
-  results.push_back(resultLike(all[4], {channels}));
+  inferredReturnTypes.push_back(resultLike(*x, x->getShape()));
+  inferredReturnTypes.push_back(resultLike(all[3], {channels}));
+  inferredReturnTypes.push_back(resultLike(all[4], {channels}));
   return success();
 }

@@ -56,16 +56,16 @@ PF_COMPATIBLE_RETURN_TYPES(WhereOp)
 // Result types and verifiers
 //===----------------------------------------------------------------------===//
 
-LogicalResult CompareOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &results) {
+LogicalResult
+CompareOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                            Adaptor adaptor,
+                            SmallVectorImpl<Type> &inferredReturnTypes) {
   SmallVector<Type, 1> same;
   if (failed(inferSameShape(loc, getOperationName().drop_front(3),
                             adaptor.getLhs(), "lhs", adaptor.getRhs(), "rhs",
                             /*floatB=*/false, same)))
     return failure();
-  results.push_back(boolLike(cast<GlobalType>(same.front())));
+  inferredReturnTypes.push_back(boolLike(cast<GlobalType>(same.front())));
   return success();
 }
 
@@ -91,31 +91,32 @@ static LogicalResult inferLogicalBinary(std::optional<Location> loc,
 #define PF_LOGICAL_BINARY(OP)                                                  \
   LogicalResult OP::inferReturnTypes(                                          \
       MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
-      SmallVectorImpl<Type> &results) {                                        \
+      SmallVectorImpl<Type> &inferredReturnTypes) {                            \
     return inferLogicalBinary(loc, getOperationName().drop_front(3),           \
-                              adaptor.getLhs(), adaptor.getRhs(), results);    \
+                              adaptor.getLhs(), adaptor.getRhs(),              \
+                              inferredReturnTypes);                            \
   }
 PF_LOGICAL_BINARY(LogicalAndOp)
 PF_LOGICAL_BINARY(LogicalOrOp)
 PF_LOGICAL_BINARY(LogicalXorOp)
 #undef PF_LOGICAL_BINARY
 
-LogicalResult LogicalNotOp::inferReturnTypes(MLIRContext *,
-                                             std::optional<Location> loc,
-                                             Adaptor adaptor,
-                                             SmallVectorImpl<Type> &results) {
+LogicalResult
+LogicalNotOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                               Adaptor adaptor,
+                               SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
   if (failed(x) || failed(requireBool(inf, *x, "input")))
     return failure();
-  results.push_back(resultLike(*x, x->getShape()));
+  inferredReturnTypes.push_back(resultLike(*x, x->getShape()));
   return success();
 }
 
-LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
-                                        std::optional<Location> loc,
-                                        Adaptor adaptor,
-                                        SmallVectorImpl<Type> &results) {
+LogicalResult
+WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                          Adaptor adaptor,
+                          SmallVectorImpl<Type> &inferredReturnTypes) {
   StringRef opName = getOperationName().drop_front(3);
   Inference inf(loc, opName);
   FailureOr<GlobalType> c = inf.global(adaptor.getCondition(), "condition");
@@ -131,7 +132,7 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
                        << "; broadcast it first (pf.broadcast_to)";
   return inferSameShape(loc, opName, adaptor.getTrueValue(), "true_value",
                         adaptor.getFalseValue(), "false_value",
-                        /*floatB=*/false, results);
+                        /*floatB=*/false, inferredReturnTypes);
 }
 
 LogicalResult CastOp::verify() {
@@ -147,36 +148,36 @@ LogicalResult CastOp::verify() {
 // SBP signatures
 //===----------------------------------------------------------------------===//
 
-void CompareOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
-  splitAnyAxis(sigs, typeOf(getLhs()).getRank(), 2);
+void CompareOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &signatures) {
+  splitAnyAxis(signatures, typeOf(getLhs()).getRank(), 2);
 }
 
-void LogicalAndOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
-  splitAnyAxis(sigs, typeOf(getLhs()).getRank(), 2);
+void LogicalAndOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &signatures) {
+  splitAnyAxis(signatures, typeOf(getLhs()).getRank(), 2);
 }
 
-void LogicalOrOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
-  splitAnyAxis(sigs, typeOf(getLhs()).getRank(), 2);
+void LogicalOrOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &signatures) {
+  splitAnyAxis(signatures, typeOf(getLhs()).getRank(), 2);
 }
 
-void LogicalXorOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
-  splitAnyAxis(sigs, typeOf(getLhs()).getRank(), 2);
+void LogicalXorOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &signatures) {
+  splitAnyAxis(signatures, typeOf(getLhs()).getRank(), 2);
 }
 
-void LogicalNotOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
-  splitAnyAxis(sigs, typeOf(getInput()).getRank(), 1);
+void LogicalNotOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &signatures) {
+  splitAnyAxis(signatures, typeOf(getInput()).getRank(), 1);
 }
 
-void WhereOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
-  splitAnyAxis(sigs, typeOf(getCondition()).getRank(), 3);
+void WhereOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &signatures) {
+  splitAnyAxis(signatures, typeOf(getCondition()).getRank(), 3);
   // Linear in the two values together for a fixed condition (the partial
   // gradients of a selection, for one).
   SBPDim p = SBPDim::partial();
-  sigs.push_back({{SBPDim::broadcast(), p, p}, {p}});
+  signatures.push_back({{SBPDim::broadcast(), p, p}, {p}});
 }
 
-void CastOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
-  splitAnyAxis(sigs, getType().getRank(), 1);
+void CastOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &signatures) {
+  splitAnyAxis(signatures, getType().getRank(), 1);
 }
 
 //===----------------------------------------------------------------------===//

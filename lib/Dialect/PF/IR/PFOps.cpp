@@ -205,10 +205,10 @@ OpFoldResult ToLocalOp::fold(FoldAdaptor) {
 // Dense algebra and element-wise ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &results) {
+LogicalResult
+MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                           Adaptor adaptor,
+                           SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<GlobalType> a = inf.global(adaptor.getA(), "lhs");
   FailureOr<GlobalType> b = inf.global(adaptor.getB(), "rhs");
@@ -239,14 +239,14 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> shape(batchA);
   shape.push_back(m);
   shape.push_back(n);
-  results.push_back(resultLike(*a, shape));
+  inferredReturnTypes.push_back(resultLike(*a, shape));
   return success();
 }
 
-LogicalResult BiasAddOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &results) {
+LogicalResult
+BiasAddOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                            Adaptor adaptor,
+                            SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
   FailureOr<GlobalType> b = inf.global(adaptor.getBias(), "bias");
@@ -263,7 +263,7 @@ LogicalResult BiasAddOp::inferReturnTypes(MLIRContext *,
     return inf.error() << "bias of size " << b->getShape()[0]
                        << " does not match axis " << axis << " of size "
                        << x->getShape()[axis];
-  results.push_back(resultLike(*x, x->getShape()));
+  inferredReturnTypes.push_back(resultLike(*x, x->getShape()));
   return success();
 }
 
@@ -294,8 +294,9 @@ static LogicalResult inferUnaryFloat(std::optional<Location> loc,
 #define PF_INFER_ELEMENTWISE(OP, FN, ...)                                      \
   LogicalResult OP::inferReturnTypes(                                          \
       MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
-      SmallVectorImpl<Type> &results) {                                        \
-    return FN(loc, getOperationName().drop_front(3), __VA_ARGS__, results);    \
+      SmallVectorImpl<Type> &inferredReturnTypes) {                            \
+    return FN(loc, getOperationName().drop_front(3), __VA_ARGS__,              \
+              inferredReturnTypes);                                            \
   }
 
 PF_INFER_ELEMENTWISE(AddOp, inferSameShapeBinary, adaptor.getLhs(),
@@ -318,15 +319,15 @@ static FailureOr<GlobalType> scalarOperand(Inference &inf, Value v,
   return t;
 }
 
-LogicalResult ClipScaleOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
+LogicalResult
+ClipScaleOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                              Adaptor adaptor,
+                              SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<GlobalType> s = scalarOperand(inf, adaptor.getSumSq(), "sum_sq");
   if (failed(s))
     return failure();
-  results.push_back(resultLike(*s, {}));
+  inferredReturnTypes.push_back(resultLike(*s, {}));
   return success();
 }
 
@@ -337,24 +338,25 @@ LogicalResult ClipScaleOp::verify() {
   return success();
 }
 
-LogicalResult ScaleByOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &results) {
+LogicalResult
+ScaleByOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                            Adaptor adaptor,
+                            SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<GlobalType> s = scalarOperand(inf, adaptor.getScale(), "scale");
-  if (failed(s) || failed(inferUnaryFloat(loc, getOperationName().drop_front(3),
-                                          adaptor.getInput(), results)))
+  if (failed(s) ||
+      failed(inferUnaryFloat(loc, getOperationName().drop_front(3),
+                             adaptor.getInput(), inferredReturnTypes)))
     return failure();
-  return inf.samePlacement({cast<GlobalType>(results.front()), *s});
+  return inf.samePlacement({cast<GlobalType>(inferredReturnTypes.front()), *s});
 }
 
-LogicalResult MulScalarOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
+LogicalResult
+MulScalarOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                              Adaptor adaptor,
+                              SmallVectorImpl<Type> &inferredReturnTypes) {
   return inferUnaryFloat(loc, getOperationName().drop_front(3),
-                         adaptor.getInput(), results);
+                         adaptor.getInput(), inferredReturnTypes);
 }
 
 OpFoldResult MulScalarOp::fold(FoldAdaptor) {
@@ -430,10 +432,10 @@ LogicalResult DropoutOp::verify() {
 // Shape ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult FlattenOp::inferReturnTypes(MLIRContext *,
-                                          std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &results) {
+LogicalResult
+FlattenOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                            Adaptor adaptor,
+                            SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
   if (failed(x))
@@ -453,7 +455,7 @@ LogicalResult FlattenOp::inferReturnTypes(MLIRContext *,
     merged *= shape[i];
   out.push_back(merged);
   llvm::append_range(out, shape.drop_front(e + 1));
-  results.push_back(resultLike(*x, out));
+  inferredReturnTypes.push_back(resultLike(*x, out));
   return success();
 }
 
@@ -511,10 +513,10 @@ void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results,
   results.add<ComposeReshapes>(context);
 }
 
-LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
+LogicalResult
+TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                              Adaptor adaptor,
+                              SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
   if (failed(x))
@@ -537,7 +539,7 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> out;
   for (int64_t p : perm)
     out.push_back(x->getShape()[p]);
-  results.push_back(resultLike(*x, out));
+  inferredReturnTypes.push_back(resultLike(*x, out));
   return success();
 }
 

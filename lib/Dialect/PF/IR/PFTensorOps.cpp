@@ -90,18 +90,18 @@ static LogicalResult inferFloatBinary(std::optional<Location> loc,
 #define PF_FLOAT_BINARY(OP)                                                    \
   LogicalResult OP::inferReturnTypes(                                          \
       MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
-      SmallVectorImpl<Type> &results) {                                        \
+      SmallVectorImpl<Type> &inferredReturnTypes) {                            \
     return inferFloatBinary(loc, nameOf(getOperationName()), adaptor.getLhs(), \
-                            adaptor.getRhs(), results);                        \
+                            adaptor.getRhs(), inferredReturnTypes);            \
   }
 PF_FLOAT_BINARY(SubOp)
 PF_FLOAT_BINARY(DivOp)
 #undef PF_FLOAT_BINARY
 
-LogicalResult BroadcastToOp::inferReturnTypes(MLIRContext *,
-                                              std::optional<Location> loc,
-                                              Adaptor adaptor,
-                                              SmallVectorImpl<Type> &results) {
+LogicalResult
+BroadcastToOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                Adaptor adaptor,
+                                SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, nameOf(getOperationName()));
   FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
   if (failed(x))
@@ -118,14 +118,14 @@ LogicalResult BroadcastToOp::inferReturnTypes(MLIRContext *,
     return inf.error() << "cannot broadcast shape " << Inference::shapeStr(in)
                        << " to " << Inference::shapeStr(out)
                        << " (trailing axes must be equal or 1)";
-  results.push_back(resultLike(*x, out));
+  inferredReturnTypes.push_back(resultLike(*x, out));
   return success();
 }
 
-LogicalResult CountKeptOp::inferReturnTypes(MLIRContext *ctx,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &results) {
+LogicalResult
+CountKeptOp::inferReturnTypes(MLIRContext *context, std::optional<Location> loc,
+                              Adaptor adaptor,
+                              SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, nameOf(getOperationName()));
   FailureOr<GlobalType> labels = inf.global(adaptor.getLabels(), "labels");
   if (failed(labels) || failed(inf.hasRank(*labels, 1, "labels")))
@@ -133,15 +133,16 @@ LogicalResult CountKeptOp::inferReturnTypes(MLIRContext *ctx,
   if (!labels->getElementType().isInteger())
     return inf.error() << "labels must be integers, got "
                        << labels->getElementType();
-  results.push_back(GlobalType::get(ctx, {}, Float32Type::get(ctx),
-                                    labels->getPlacement(), SBPAttr()));
+  inferredReturnTypes.push_back(
+      GlobalType::get(context, {}, Float32Type::get(context),
+                      labels->getPlacement(), SBPAttr()));
   return success();
 }
 
-LogicalResult MaskedFillOp::inferReturnTypes(MLIRContext *,
-                                             std::optional<Location> loc,
-                                             Adaptor adaptor,
-                                             SmallVectorImpl<Type> &results) {
+LogicalResult
+MaskedFillOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                               Adaptor adaptor,
+                               SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, nameOf(getOperationName()));
   FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
   FailureOr<GlobalType> m = inf.global(adaptor.getMask(), "mask");
@@ -153,41 +154,41 @@ LogicalResult MaskedFillOp::inferReturnTypes(MLIRContext *,
                        << " differs from input shape "
                        << Inference::shapeStr(x->getShape())
                        << "; broadcast it first (pf.broadcast_to)";
-  results.push_back(resultLike(*x, x->getShape()));
+  inferredReturnTypes.push_back(resultLike(*x, x->getShape()));
   return success();
 }
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
-                                        std::optional<Location> loc,
-                                        Adaptor adaptor,
-                                        SmallVectorImpl<Type> &results) {
+LogicalResult
+SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                          Adaptor adaptor,
+                          SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, nameOf(getOperationName()));
   FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
   if (failed(x) || failed(checkBox(inf, x->getShape(), adaptor.getOffsets(),
                                    adaptor.getSizes(), "sizes")))
     return failure();
-  results.push_back(resultLike(*x, adaptor.getSizes()));
+  inferredReturnTypes.push_back(resultLike(*x, adaptor.getSizes()));
   return success();
 }
 
-LogicalResult PadOp::inferReturnTypes(MLIRContext *,
-                                      std::optional<Location> loc,
-                                      Adaptor adaptor,
-                                      SmallVectorImpl<Type> &results) {
+LogicalResult
+PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                        Adaptor adaptor,
+                        SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, nameOf(getOperationName()));
   FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
   if (failed(x) ||
       failed(checkBox(inf, adaptor.getShape(), adaptor.getOffsets(),
                       x->getShape(), "input shape")))
     return failure();
-  results.push_back(resultLike(*x, adaptor.getShape()));
+  inferredReturnTypes.push_back(resultLike(*x, adaptor.getShape()));
   return success();
 }
 
-LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &results) {
+LogicalResult
+ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                           Adaptor adaptor,
+                           SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, nameOf(getOperationName()));
   if (adaptor.getInputs().empty())
     return inf.error() << "needs at least one input";
@@ -220,7 +221,7 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
       return inf.error() << "the concatenated axis " << axis
                          << " overflows int64";
   }
-  results.push_back(resultLike(types.front(), shape));
+  inferredReturnTypes.push_back(resultLike(types.front(), shape));
   return success();
 }
 
@@ -228,19 +229,20 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
 // SBP signatures
 //===----------------------------------------------------------------------===//
 
-void SubOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+void SubOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &signatures) {
   for (int64_t k = 0, r = typeOf(getLhs()).getRank(); k < r; ++k)
-    add(sigs, {S(k), S(k)}, {S(k)});
-  add(sigs, {P, P}, {P});
+    add(signatures, {S(k), S(k)}, {S(k)});
+  add(signatures, {P, P}, {P});
 }
 
-void DivOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+void DivOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &signatures) {
   for (int64_t k = 0, r = typeOf(getLhs()).getRank(); k < r; ++k)
-    add(sigs, {S(k), S(k)}, {S(k)});
-  add(sigs, {P, B}, {P}); // linear in the numerator
+    add(signatures, {S(k), S(k)}, {S(k)});
+  add(signatures, {P, B}, {P}); // linear in the numerator
 }
 
-void BroadcastToOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+void BroadcastToOp::getSBPSignatures(
+    SmallVectorImpl<SBPSignature> &signatures) {
   ArrayRef<int64_t> in = typeOf(getInput()).getShape(), out = getShape();
   int64_t lead = static_cast<int64_t>(out.size() - in.size());
   for (int64_t k = 0, r = static_cast<int64_t>(out.size()); k < r; ++k) {
@@ -248,19 +250,19 @@ void BroadcastToOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
     // A kept axis splits with the input; a repeated one is cut from the
     // replicated input where it is made (no communication).
     if (kept)
-      add(sigs, {S(k - lead)}, {S(k)});
+      add(signatures, {S(k - lead)}, {S(k)});
     else
-      add(sigs, {B}, {S(k)});
+      add(signatures, {B}, {S(k)});
   }
-  add(sigs, {P}, {P});
+  add(signatures, {P}, {P});
 }
 
-void MaskedFillOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+void MaskedFillOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &signatures) {
   for (int64_t k = 0, r = typeOf(getInput()).getRank(); k < r; ++k)
-    add(sigs, {S(k), S(k)}, {S(k)});
+    add(signatures, {S(k), S(k)}, {S(k)});
   // Filling with zeros is linear in the input (the gradient's case).
   if (getValue().isZero())
-    add(sigs, {P, B}, {P});
+    add(signatures, {P, B}, {P});
 }
 
 /// Where the inner box is one of g >= 2 equal blocks of axis k of the outer
@@ -282,30 +284,32 @@ void blockOfGroups(SmallVectorImpl<SBPSignature> &sigs,
   }
 }
 
-void SliceOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
-  splitWhereWhole(sigs, getOffsets(), getSizes(),
+void SliceOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &signatures) {
+  splitWhereWhole(signatures, getOffsets(), getSizes(),
                   typeOf(getInput()).getShape());
-  blockOfGroups(sigs, getOffsets(), getSizes(), typeOf(getInput()).getShape(),
+  blockOfGroups(signatures, getOffsets(), getSizes(),
+                typeOf(getInput()).getShape(),
                 /*slice=*/true);
 }
 
-void PadOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
-  splitWhereWhole(sigs, getOffsets(), typeOf(getInput()).getShape(),
+void PadOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &signatures) {
+  splitWhereWhole(signatures, getOffsets(), typeOf(getInput()).getShape(),
                   getShape());
-  blockOfGroups(sigs, getOffsets(), typeOf(getInput()).getShape(), getShape(),
+  blockOfGroups(signatures, getOffsets(), typeOf(getInput()).getShape(),
+                getShape(),
                 /*slice=*/false);
 }
 
-void CountKeptOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
-  add(sigs, {S(0)}, {P}); // each rank counts its rows
+void CountKeptOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &signatures) {
+  add(signatures, {S(0)}, {P}); // each rank counts its rows
 }
 
-void ConcatOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+void ConcatOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &signatures) {
   size_t n = getInputs().size();
   for (int64_t k = 0, r = typeOf(getResult()).getRank(); k < r; ++k)
     if (k != getAxis())
-      add(sigs, SmallVector<SBPDim>(n, S(k)), {S(k)});
-  add(sigs, SmallVector<SBPDim>(n, P), {P});
+      add(signatures, SmallVector<SBPDim>(n, S(k)), {S(k)});
+  add(signatures, SmallVector<SBPDim>(n, P), {P});
   // n equal blocks each split along the axis: each rank's blocks, in order,
   // are its part of the grouped split S(axis, n) (the gradient of q, k and
   // v cut from a fused projection; pf-autodiff concatenates them).
@@ -314,7 +318,7 @@ void ConcatOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
         return typeOf(v).getShape()[axis] ==
                typeOf(getInputs().front()).getShape()[axis];
       }))
-    add(sigs, SmallVector<SBPDim>(n, S(axis)),
+    add(signatures, SmallVector<SBPDim>(n, S(axis)),
         {SBPDim::split(axis, int64_t(n))});
 }
 

@@ -151,6 +151,7 @@ def trace(graph, args, sig, loc):
     names, module_names = naming(graph)
     configs = {key: cfg for key, (_, cfg) in graph._configs.items()}
     tracer = _trace.Tracer(graph.name, names, configs, module_names, _buffer_ids(graph))
+    tracer.microbatches = graph.config.gradient_accumulation_steps
     local = is_local_call(args)
     if local:
         tracer.local_placement = local_placement(args[0].device)

@@ -82,12 +82,12 @@ void pfrt_cuda_k_div(const float *a, const float *b, float *out, int64_t n) {
 }
 
 void pfrt_cuda_k_masked_fill(const float *x, const void *mask, float *y,
-                             int64_t n, int32_t mask_dtype, double value) {
+                             int64_t n, int32_t maskDtype, double value) {
   const char *fn = "pfrt_cuda_k_masked_fill";
-  checkDtype(fn, "mask_dtype", mask_dtype);
+  checkDtype(fn, "maskDtype", maskDtype);
   checkElementwiseArgs(fn, n, {{"x", x}, {"mask", mask}, {"y", y}});
   float v = static_cast<float>(value);
-  void *args[] = {&x, &mask, &y, &mask_dtype, &v, &n};
+  void *args[] = {&x, &mask, &y, &maskDtype, &v, &n};
   launch(kMaskedFill, n, args, fn);
 }
 

@@ -495,9 +495,9 @@ __global__ void pfrt_cuda_div(const float *a, const float *b, float *out,
 }
 
 __global__ void pfrt_cuda_masked_fill(const float *x, const void *mask,
-                                      float *y, int32_t mask_dtype, float v,
+                                      float *y, int32_t maskDtype, float v,
                                       int64_t n) {
-  PFRT_FOR_EACH(i, n) maskedFillAt(x, mask, y, mask_dtype, v, i);
+  PFRT_FOR_EACH(i, n) maskedFillAt(x, mask, y, maskDtype, v, i);
 }
 
 /// Softmax: one thread per line of [outer, n, inner] (lines = outer * inner).
@@ -669,9 +669,9 @@ __global__ void pfrt_cuda_where(const uint8_t *cond, const void *a,
   PFRT_FOR_EACH(i, n) whereAt(cond, a, b, out, bytes, i);
 }
 
-__global__ void pfrt_cuda_cast(const void *x, int32_t x_dtype, void *y,
-                               int32_t y_dtype, int64_t n) {
-  PFRT_FOR_EACH(i, n) castAt(x, x_dtype, y, y_dtype, i);
+__global__ void pfrt_cuda_cast(const void *x, int32_t xDtype, void *y,
+                               int32_t yDtype, int64_t n) {
+  PFRT_FOR_EACH(i, n) castAt(x, xDtype, y, yDtype, i);
 }
 
 } // extern "C"

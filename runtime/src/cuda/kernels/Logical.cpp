@@ -41,11 +41,11 @@ void pfrt_cuda_k_where(const uint8_t *cond, const void *a, const void *b,
   launch(kWhere, n, args, fn);
 }
 
-void pfrt_cuda_k_cast(const void *x, int32_t x_dtype, void *y, int32_t y_dtype,
+void pfrt_cuda_k_cast(const void *x, int32_t xDtype, void *y, int32_t yDtype,
                       int64_t n) {
   const char *fn = "pfrt_cuda_k_cast";
-  checkCastArgs(fn, x, x_dtype, y, y_dtype, n);
-  void *args[] = {&x, &x_dtype, &y, &y_dtype, &n};
+  checkCastArgs(fn, x, xDtype, y, yDtype, n);
+  void *args[] = {&x, &xDtype, &y, &yDtype, &n};
   launch(kCast, n, args, fn);
 }
 
