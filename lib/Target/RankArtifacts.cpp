@@ -138,7 +138,9 @@ static LogicalResult buildRank(ModuleOp rankModule, StringRef dir,
       failed(link(rankModule, object, exe, /*shared=*/false)) ||
       failed(link(rankModule, object, so, /*shared=*/true)))
     return failure();
-  (void)llvm::sys::fs::remove(object);
+  // A leftover object file beside the artifacts is harmless.
+  std::error_code notRemoved = llvm::sys::fs::remove(object);
+  (void)notRemoved;
   return success();
 }
 
