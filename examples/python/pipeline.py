@@ -10,11 +10,13 @@ trains 20 steps on two CPU ranks; each rank prints ``loss.to_local()``: the 2
 micro-batch losses on rank 1, an empty tensor on rank 0. ``--compile-only``
 stops after tracing and verifying the step with pf-opt and prints the IR.
 ``--graph-module`` uses seed 003's ``.to(nn.graph.GraphModule).set_stage``.
-The program is the seed's apart from the import and the device mapping
-(``PIPEFLOW_CUDA_AS_CPU=1`` runs the "cuda" placements on CPUs).
+The program is the seed's apart from the imports (the seed's two stage
+modules are in _quickstart.py, which pipeline_consistent.py shares) and the
+device mapping (``PIPEFLOW_CUDA_AS_CPU=1`` runs the "cuda" placements on CPUs).
 """
 
 import _common
+from _quickstart import Stage0Module, Stage1Module
 
 import pipeflow as flow
 from pipeflow import nn
@@ -27,36 +29,6 @@ BATCH_SIZE = 16
 BROADCAST = [flow.sbp.broadcast]
 P0 = flow.placement("cuda", ranks=[0])
 P1 = flow.placement("cuda", ranks=[1])
-
-
-class Stage0Module(flow.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.flatten = flow.nn.Flatten()
-        self.linear0 = flow.nn.Linear(28 * 28, 512)
-        self.relu0 = flow.nn.ReLU()
-
-    def forward(self, x):
-        out = self.flatten(x)
-        out = self.linear0(out)
-        out = self.relu0(out)
-        return out
-
-
-class Stage1Module(flow.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear1 = flow.nn.Linear(512, 512)
-        self.relu1 = flow.nn.ReLU()
-        self.linear2 = flow.nn.Linear(512, 10)
-        self.relu2 = flow.nn.ReLU()
-
-    def forward(self, x):
-        out = self.linear1(x)
-        out = self.relu1(out)
-        out = self.linear2(out)
-        out = self.relu2(out)
-        return out
 
 
 class PipelineModule(flow.nn.Module):

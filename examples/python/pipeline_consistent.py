@@ -1,13 +1,14 @@
 """Seed 000: the pipeline example in OneFlow's older API.
 
 ``flow.placement("cuda", {0: [1]})`` (node -> devices), ``to_consistent`` and
-``config.stage_id = k``; otherwise the same program as ``pipeline.py``. From
-the repository root::
+``config.stage_id = k``; otherwise the same program as ``pipeline.py`` (the
+same stages, from _quickstart.py). From the repository root::
 
     PYTHONPATH=python PIPEFLOW_CUDA_AS_CPU=1 /usr/bin/python3 -m pipeflow.distributed.launch --nproc_per_node 2 examples/python/pipeline_consistent.py
 """
 
 import _common
+from _quickstart import Stage0Module, Stage1Module
 
 import pipeflow as flow
 
@@ -19,36 +20,6 @@ DEVICE = "cuda"
 BROADCAST = [flow.sbp.broadcast]
 P0 = flow.placement("cuda", {0: [0]})
 P1 = flow.placement("cuda", {0: [1]})
-
-
-class Stage0Module(flow.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.flatten = flow.nn.Flatten()
-        self.linear0 = flow.nn.Linear(28 * 28, 512)
-        self.relu0 = flow.nn.ReLU()
-
-    def forward(self, x):
-        out = self.flatten(x)
-        out = self.linear0(out)
-        out = self.relu0(out)
-        return out
-
-
-class Stage1Module(flow.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear1 = flow.nn.Linear(512, 512)
-        self.relu1 = flow.nn.ReLU()
-        self.linear2 = flow.nn.Linear(512, 10)
-        self.relu2 = flow.nn.ReLU()
-
-    def forward(self, x):
-        out = self.linear1(x)
-        out = self.relu1(out)
-        out = self.linear2(out)
-        out = self.relu2(out)
-        return out
 
 
 class PipelineModule(flow.nn.Module):
