@@ -48,6 +48,8 @@ void mlir::pf::buildTrainingPipeline(OpPassManager &pm,
   // Before autodiff: gradients and optimizer states copy the layouts.
   pm.addPass(createGroupFusedSplitsPass());
   pm.addPass(createDecomposeLossesPass());
+  // The forward in mixed precision; autodiff differentiates the casts.
+  pm.addPass(createAutocastPass(AutocastPassOptions{options.autocast}));
   pm.addPass(createAutodiffPass(autodiff));
   pm.addPass(createOptimizerPass(options));
   pm.addPass(createCanonicalizerPass());
@@ -92,6 +94,9 @@ static void buildCompilePipeline(OpPassManager &pm,
   if (options.training) {
     buildTrainingPipeline(pm, options);
   } else {
+    // As in training: fused splits grouped before casts hide their GEMMs.
+    pm.addPass(createGroupFusedSplitsPass());
+    pm.addPass(createAutocastPass(AutocastPassOptions{options.autocast}));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }

@@ -31,6 +31,11 @@ struct TrainingPipelineOptions
       *this, "accumulation-steps",
       llvm::cl::desc("micro-batches per step (gradient accumulation)"),
       llvm::cl::init(1)};
+  Option<AutocastDtype> autocast{
+      *this, "autocast",
+      llvm::cl::desc("mixed precision (pf-autocast): GEMMs in bf16 or f16; "
+                     "none: only the ops marked pf.autocast"),
+      llvm::cl::init(AutocastDtype::None), enumOptionValues<AutocastDtype>()};
 };
 
 /// How a pipeline stages the program: cut into stages by pf-auto-stages

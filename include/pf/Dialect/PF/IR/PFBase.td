@@ -52,6 +52,9 @@ def PF_Dialect : Dialect {
     // `pf.checkpoint`: recompute this forward op in the backward pass
     // instead of keeping its result (activation checkpointing).
     "::mlir::UnitAttr":$checkpoint,
+    // `pf.autocast = "bf16" | "f16" | "f32"`: the type pf-autocast gives
+    // this op (the front end's `with flow.autocast(...)`; "f32": none).
+    "::mlir::StringAttr":$autocast,
     // `pf.phase = "..."`: the part of a training step an op belongs to:
     // forward (the default when absent), backward_input, backward_weight,
     // recompute or update (pf-autodiff, pf-optimizer).

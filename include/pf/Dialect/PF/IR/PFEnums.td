@@ -46,6 +46,16 @@ def PF_ScheduleCosts : I32Enum<"ScheduleCosts",
   let cppNamespace = "::mlir::pf";
 }
 
+def PF_AutocastDtype : I32Enum<"AutocastDtype",
+    "the low-precision type pf-autocast computes GEMMs in", [
+    // No global autocast: only ops marked `pf.autocast` are converted.
+    I32EnumCase<"None", 0, "none">,
+    I32EnumCase<"BF16", 1, "bf16">,
+    I32EnumCase<"F16", 2, "f16">
+  ]> {
+  let cppNamespace = "::mlir::pf";
+}
+
 def PF_StageBalance : I32Enum<"StageBalance",
     "the cost pf-auto-stages balances across stages", [
     // Forward + input- and weight-gradient FLOPs.

@@ -60,6 +60,50 @@ def AutoStagesPass : Pass<"pf-auto-stages", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
+def AutocastPass : Pass<"pf-autocast", "::mlir::ModuleOp"> {
+  let summary = "mixed precision: GEMMs in bf16 or f16, the rest as torch's autocast";
+  let description = [{
+    Rewrites the forward program, before `pf-autodiff`, as torch's and
+    OneFlow's autocast do. With `dtype=bf16|f16`, every op is converted;
+    with `dtype=none` only the ops that carry the discardable attribute
+    `pf.autocast = "bf16"|"f16"` (the front end's `with flow.autocast(...)`;
+    `"f32"` keeps an op out of a global autocast):
+
+    - GEMMs (`pf.matmul`, `pf.conv2d`): float operands are `pf.cast` to the
+      low type, the results are low;
+    - float32 ops (`pf.softmax` and log-softmax, `pf.softmax_cross_entropy`,
+      `pf.layer_norm`, `pf.batch_norm`, `pf.reduce_sum`,
+      `pf.global_avg_pool`): low operands are cast back to f32;
+    - element-wise and layout ops (add, sub, mul, div, bias_add, relu,
+      activation, mul_scalar, dropout, masked_fill, where, reshape,
+      flatten, transpose, broadcast_to, slice, pad, concat, pools,
+      to_global) follow their float operands: all of one low type gives
+      that type, a mix is computed in f32 (the low operands cast); GEMMs
+      and float32 ops outside the converted set follow their operands too;
+    - any other op (and the function's results) gets its operands back in
+      the type they had, so the function's signature is unchanged.
+
+    Result types are inferred again from the new operands (the SBP a result
+    had is kept). A value is cast once per type, right after its
+    definition, so a parameter read by two GEMMs has one `pf.cast`.
+    pf-autodiff then differentiates through the casts (the gradient of a
+    float-to-float cast is the cast back), so parameters, their gradients
+    and the optimizer's states stay float32 (master weights).
+
+    ```mlir
+    // pf-opt --pf-autocast="dtype=bf16"
+    ```
+  }];
+  let options = [
+    Option<"dtype", "dtype", "::mlir::pf::AutocastDtype",
+           "::mlir::pf::AutocastDtype::None",
+           "low-precision type of every GEMM: bf16, f16 or none (only ops "
+           "marked pf.autocast)",
+           "::mlir::pf::enumOptionValues<::mlir::pf::AutocastDtype>()">
+  ];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 def AutodiffPass : Pass<"pf-autodiff", "::mlir::ModuleOp"> {
   let summary = "builds the reverse-mode gradient of a loss w.r.t. every parameter";
   let description = [{
