@@ -95,6 +95,22 @@ static inline uint64_t pt_start(int *argc, char ***argv, const char *test,
   return pt_seed(test);
 }
 
+/* The end of a test's main: pfrt_finalize, then rank 0 prints the summary (a
+ * printf format and its values). Returns 0, main's exit status. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static inline int pt_finish(int rank, const char *fmt, ...) {
+  pfrt_finalize();
+  if (rank == 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+  }
+  return 0;
+}
+
 #ifdef __cplusplus
 #include <fstream>
 #include <iterator>

@@ -363,10 +363,8 @@ int main(int argc, char **argv) {
 
   pfrt_barrier();
   const char *chunk = getenv("PFRT_MAX_MSG_ELEMS");
-  pfrt_finalize();
-  if (gRank == 0)
-    printf("boxing ok: %zu groups, %lld group calls on rank 0, max message "
-           "%s elements\n",
-           groups.size(), (long long)calls, chunk ? chunk : "INT_MAX");
-  return 0;
+  return pt_finish(gRank,
+                   "boxing ok: %zu groups, %lld group calls on rank 0, max "
+                   "message %s elements\n",
+                   groups.size(), (long long)calls, chunk ? chunk : "INT_MAX");
 }

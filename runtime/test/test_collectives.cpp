@@ -260,9 +260,7 @@ int main(int argc, char **argv) {
   CHECK(done > 0, "rank %d ran no case", gRank);
   const char *chunk = getenv("PFRT_MAX_MSG_ELEMS");
   pfrt_barrier();
-  pfrt_finalize();
-  if (gRank == 0)
-    printf("collectives ok: %zu groups, max message %s elements\n",
-           groups.size(), chunk ? chunk : "INT_MAX");
-  return 0;
+  return pt_finish(gRank,
+                   "collectives ok: %zu groups, max message %s elements\n",
+                   groups.size(), chunk ? chunk : "INT_MAX");
 }

@@ -478,8 +478,5 @@ int main(int argc, char **argv) {
   if (gSize >= 2)
     pointToPoint();
   pfrt_cuda_finalize();
-  pfrt_finalize();
-  if (gRank == 0)
-    printf("cuda-nccl: PASS\n");
-  return 0;
+  return pt_finish(gRank, "cuda-nccl: PASS\n");
 }

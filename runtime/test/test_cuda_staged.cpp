@@ -393,8 +393,5 @@ int main(int argc, char **argv) {
   vocabXent();
   stateParts();
   pfrt_cuda_finalize();
-  pfrt_finalize();
-  if (gRank == 0)
-    printf("cuda-staged: PASS\n");
-  return 0;
+  return pt_finish(gRank, "cuda-staged: PASS\n");
 }

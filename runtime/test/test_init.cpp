@@ -297,8 +297,5 @@ int main(int argc, char **argv) {
   checkScalar(seed);
   checkSynthetic(seed);
   pfrt_barrier();
-  pfrt_finalize();
-  if (rank == 0)
-    printf("init ok: %d shard comparisons per rank\n", cases);
-  return 0;
+  return pt_finish(rank, "init ok: %d shard comparisons per rank\n", cases);
 }

@@ -136,8 +136,5 @@ int main(int argc, char **argv) {
   pfrt_wait_sends();
 
   pfrt_barrier();
-  pfrt_finalize();
-  if (r == 0)
-    printf("p2p ok\n");
-  return 0;
+  return pt_finish(r, "p2p ok\n");
 }
