@@ -17,8 +17,10 @@
 
 #include <algorithm>
 #include <cstdarg>
+#include <initializer_list>
 #include <string>
 #include <sys/stat.h>
+#include <utility>
 #include <vector>
 
 namespace kt {
@@ -95,6 +97,14 @@ public:
             const std::vector<float> &data) {
     CHECK(int64_t(data.size()) >= numel(shape), "%s: short buffer", tensor);
     save(id, tensor, shape, data.data());
+  }
+  /// Float tensors of one shape, each under its name.
+  void saveAll(
+      const std::string &id, const Shape &shape,
+      std::initializer_list<std::pair<const char *, const std::vector<float> &>>
+          tensors) {
+    for (const auto &[tensor, data] : tensors)
+      save(id, tensor, shape, data);
   }
   void saveI64(const std::string &id, const char *tensor, const Shape &shape,
                const std::vector<int64_t> &data) {

@@ -44,26 +44,26 @@ void elementwise(kt::Harness &h) {
     pfrt_k_copy(cpIn.data(), cpIn.data(), n);
     double v = h.uniform1(-10, 10);
     pfrt_k_fill(fl.data(), n, v);
-    Shape sh{n};
-    h.save(id, "x", sh, x);
-    h.save(id, "dy", sh, dy);
-    h.save(id, "a", sh, a);
-    h.save(id, "b", sh, b);
-    h.save(id, "relu", sh, y);
-    h.save(id, "relu_inplace", sh, yin);
-    h.save(id, "relu_grad", sh, dx);
-    h.save(id, "relu_grad_inplace", sh, rgIn);
-    h.save(id, "add", sh, out);
-    h.save(id, "mul", sh, prod);
-    h.save(id, "mul_inplace", sh, prodIn);
-    h.save(id, "add_out_a", sh, outA);
-    h.save(id, "add_out_b", sh, outB);
-    h.save(id, "add_all_same", sh, outAA);
-    h.save(id, "scale", sh, sc);
-    h.save(id, "scale_inplace", sh, scIn);
-    h.save(id, "copy", sh, cp);
-    h.save(id, "copy_inplace", sh, cpIn);
-    h.save(id, "fill", sh, fl);
+    h.saveAll(id, {n},
+              {{"x", x},
+               {"dy", dy},
+               {"a", a},
+               {"b", b},
+               {"relu", y},
+               {"relu_inplace", yin},
+               {"relu_grad", dx},
+               {"relu_grad_inplace", rgIn},
+               {"add", out},
+               {"mul", prod},
+               {"mul_inplace", prodIn},
+               {"add_out_a", outA},
+               {"add_out_b", outB},
+               {"add_all_same", outAA},
+               {"scale", sc},
+               {"scale_inplace", scIn},
+               {"copy", cp},
+               {"copy_inplace", cpIn},
+               {"fill", fl}});
     h.record("elementwise", id, "n=%lld s=%.17g v=%.17g", (long long)n, s, v);
   }
 }
@@ -103,11 +103,8 @@ void softmaxes(kt::Harness &h) {
       pfrt_k_softmax(x.data(), y.data(), s[0], s[1], s[2], log);
       pfrt_k_softmax_grad(y.data(), dy.data(), dx.data(), s[0], s[1], s[2],
                           log);
-      Shape sh{s[0], s[1], s[2]};
-      h.save(id, "x", sh, x);
-      h.save(id, "dy", sh, dy);
-      h.save(id, "y", sh, y);
-      h.save(id, "dx", sh, dx);
+      h.saveAll(id, {s[0], s[1], s[2]},
+                {{"x", x}, {"dy", dy}, {"y", y}, {"dx", dx}});
       h.record("softmax", id, "log=%d", log);
     }
 }
@@ -423,17 +420,17 @@ void tensorElementwise(kt::Harness &h) {
     pfrt_k_masked_fill(a.data(), maskF.data(), fillF.data(), n, 0, v);
     pfrt_k_masked_fill(a.data(), maskI.data(), fillI.data(), n, 1, v);
     std::vector<float> maskIF(maskI.begin(), maskI.end());
-    Shape sh{n};
-    h.save(id, "a", sh, a);
-    h.save(id, "b", sh, b);
-    h.save(id, "sub", sh, sub);
-    h.save(id, "sub_inplace", sh, subIn);
-    h.save(id, "div", sh, div);
-    h.save(id, "div_inplace", sh, divIn);
-    h.save(id, "mask_f", sh, maskF);
-    h.save(id, "mask_i", sh, maskIF);
-    h.save(id, "fill_f", sh, fillF);
-    h.save(id, "fill_i", sh, fillI);
+    h.saveAll(id, {n},
+              {{"a", a},
+               {"b", b},
+               {"sub", sub},
+               {"sub_inplace", subIn},
+               {"div", div},
+               {"div_inplace", divIn},
+               {"mask_f", maskF},
+               {"mask_i", maskIF},
+               {"fill_f", fillF},
+               {"fill_i", fillI}});
     h.record("tensor_elementwise", id, "n=%lld v=%.17g", (long long)n, v);
   }
 }

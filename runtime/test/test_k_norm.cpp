@@ -44,19 +44,16 @@ int main(int argc, char **argv) {
                                  eps);
     pfrt_k_batch_norm_grad_params(x.data(), dy.data(), dg.data(), db.data(), n,
                                   c, hw, eps);
-    kt::Shape xs{n, c, hw}, cs1{c};
-    h.save(id, "x", xs, x);
-    h.save(id, "dy", xs, dy);
-    h.save(id, "gamma", cs1, gamma);
-    h.save(id, "beta", cs1, beta);
-    h.save(id, "rmean", cs1, rmean);
-    h.save(id, "rvar", cs1, rvar);
-    h.save(id, "y", xs, y);
-    h.save(id, "new_mean", cs1, nm);
-    h.save(id, "new_var", cs1, nv);
-    h.save(id, "dx", xs, dx);
-    h.save(id, "dgamma", cs1, dg);
-    h.save(id, "dbeta", cs1, db);
+    h.saveAll(id, {n, c, hw}, {{"x", x}, {"dy", dy}, {"y", y}, {"dx", dx}});
+    h.saveAll(id, {c},
+              {{"gamma", gamma},
+               {"beta", beta},
+               {"rmean", rmean},
+               {"rvar", rvar},
+               {"new_mean", nm},
+               {"new_var", nv},
+               {"dgamma", dg},
+               {"dbeta", db}});
     h.record("batch_norm", id,
              "n=%lld c=%lld hw=%lld eps=%.17g momentum=%.17g affine=%d fd=%d",
              (long long)n, (long long)c, (long long)hw, eps, momentum,
