@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     _ops_logical,
     _ops_shape,
     _trace,
+    amp,
     config,
     distributed,
     env,
@@ -47,7 +48,9 @@ from ._ops_shape import cat as concat
 from ._ops_shape import reduce_sum as sum
 from ._random import Generator, default_generator, initial_seed, manual_seed
 from ._sampling import multinomial, topk
+from .amp import autocast
 from .dtypes import (
+    bfloat16,
     bool,
     double,
     dtype,
@@ -83,6 +86,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BackendUnavailable", "CompileError", "CompilerNotFound", "Generator", "Size", "Tensor", "add",
+    "amp", "autocast", "bfloat16",
     "arange", "enable_grad", "inference_mode", "multinomial", "no_grad", "set_grad_enabled",
     "softmax", "stack", "topk",
     "bool", "cat", "chunk", "concat", "config", "default_generator", "distributed", "div", "double",

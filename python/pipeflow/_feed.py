@@ -44,7 +44,7 @@ import hashlib
 
 import numpy as np
 
-from . import _layout
+from . import _layout, dtypes
 from . import sbp as sbp_mod
 from ._errors import BackendUnavailable, CompileError
 
@@ -286,7 +286,7 @@ def logical_value(program, tensor, plan, known, rank, loc):
     if program is None:
         raise BackendUnavailable(f"internal error: rank {rank} holds part of graph input {plan.index} "
                                  "but has no compiled program to exchange it with")
-    blocks = program.all_gather(np.ascontiguousarray(local, dtype=plan.dtype), placement.flat_ranks)
+    blocks = program.all_gather(dtypes.payload(local, plan.dtype), placement.flat_ranks)
     return assemble(blocks, plan.shape, placement, plan.sbp)
 
 
@@ -314,7 +314,7 @@ def forward(program, tensor, logical, plan, known, rank):
         raise BackendUnavailable(f"internal error: rank {rank} takes part in forwarding graph input "
                                  f"{plan.index} but has no compiled program to do it with")
     if rank == root:
-        buf = np.ascontiguousarray(logical, dtype=plan.dtype)
+        buf = dtypes.payload(logical, plan.dtype)
     else:
         buf = np.zeros(plan.shape, dtype=plan.dtype)
     return program.broadcast_exact(buf, root, [root] + need)

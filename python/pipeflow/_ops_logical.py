@@ -12,7 +12,7 @@ converts. Host tensors compute with numpy; traced, they are ``pf.compare``
 Operands of differing element types meet in torch's promoted type (a float
 wins, then the wider integer, then bool; a Python number does not widen a
 tensor of its kind), converted with ``pf.cast`` when traced. A compiled
-graph holds float32, int64, int32 and bool tensors (``dtypes.COMPILED``):
+graph holds float32, bfloat16, float16, int64, int32 and bool tensors (``dtypes.COMPILED``):
 casting a traced tensor to another type is a located ``CompileError``.
 No gradient passes a comparison, a logical op or a cast to or from an
 integer type; ``where`` passes its result's to ``x`` and ``y`` by the
@@ -57,7 +57,7 @@ def cast(x, dtype):
         return x._astype(dtype)
     if dtype not in dt.COMPILED:
         _trace.fail(f"casting to {dtype} inside nn.Graph.build() is not supported: a compiled "
-                    "graph holds float32, int64, int32 and bool tensors")
+                    "graph holds float32, bfloat16, float16, int64, int32 and bool tensors")
     tracer, (xv,) = _operands("cast", x)
     op = tracer.emit("pf.cast", [xv], [ir.GlobalType(x.shape, dtype.mlir, xv.type.placement)])
     return _result(tracer, op, x, dtype)

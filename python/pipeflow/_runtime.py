@@ -48,7 +48,9 @@ from ._errors import BackendUnavailable
 
 # The manifest's element types (its inputs' and outputs' "dtype").
 DTYPES = {"f32": np.dtype(np.float32), "i64": np.dtype(np.int64), "i32": np.dtype(np.int32),
-          "bool": np.dtype(np.bool_)}
+          "bool": np.dtype(np.bool_),
+          # 16-bit storage types: bfloat16 as its bits (NumPy has no bfloat16).
+          "bf16": np.dtype(np.uint16), "f16": np.dtype(np.float16)}
 # libpfrt's element types (PFRT_DTYPE_F32, _I64, _I32, _BOOL): data movement is bit-exact.
 _PFRT_DTYPES = {np.dtype(np.float32): 0, np.dtype(np.int64): 1, np.dtype(np.int32): 2,
                 np.dtype(np.bool_): 3}

@@ -20,7 +20,7 @@ reach :func:`to_global`, :func:`mark_loss` and :func:`unsupported` through
 
 import numpy as np
 
-from . import _layout, _random, _registry, env, ir
+from . import _layout, _random, _registry, amp, dtypes, env, ir
 from . import config as config_mod
 from . import sbp as sbp_mod
 from ._errors import CompileError
@@ -197,6 +197,8 @@ class Tracer:
             attrs["pf.stage"] = stage
         if name not in ("pf.read_param", "pf.write_param") and self.checkpointing():
             attrs["pf.checkpoint"] = ir.UNIT
+        if name not in ("pf.read_param", "pf.write_param") and amp.current() is not None:
+            attrs["pf.autocast"] = amp.current()
         op = ir.Op(name, operands, result_types, attrs, loc, symbol)
         self.func.ops.append(op)
         produced = None if name == "pf.read_param" else (stage if stage is not None else (max(known) if known else None))
@@ -244,6 +246,12 @@ class Tracer:
                     ["make its module global first: module.to_global(placement=..., sbp=...)",
                      "or call the graph with local tensors (a local graph)"])
             placement, sbp = self.local_placement, (sbp_mod.broadcast,)
+        if tensor.dtype in dtypes.LOW:
+            raise CompileError.at(
+                getattr(tensor, "_loc", None) or user_location(),
+                f"parameter '{name}' has dtype {tensor.dtype}; compiled graphs keep f32 parameters "
+                "(master weights)", ["for mixed precision: graph.config.enable_amp(True, "
+                                     "dtype=flow.bfloat16) or with flow.autocast(...)"])
         type = self.global_type(tensor.shape, tensor.dtype, placement, sbp)
         buffer = id(tensor) in self.buffers
         # The initializer depends on the code only, never on what a process

@@ -337,10 +337,10 @@ class Tensor(TensorOps):
             return _registry.ops.cast(self, dtype)
         self._expose()
         if self._placement is None:
-            return Tensor._from_array(self._local.astype(dtype.numpy), device=self._device)
+            return Tensor._new(dtype, self._shape, local=dtype.convert(self._local), device=self._device)
         return Tensor._new(dtype, self._shape,
-                           local=None if self._local is None else self._local.astype(dtype.numpy),
-                           logical=None if self._logical is None else self._logical.astype(dtype.numpy),
+                           local=None if self._local is None else dtype.convert(self._local),
+                           logical=None if self._logical is None else dtype.convert(self._logical),
                            placement=self._placement, sbp=self._sbp)
 
     def float(self):
@@ -348,6 +348,13 @@ class Tensor(TensorOps):
 
     def double(self):
         return self._astype(dt.float64)
+
+    def half(self):
+        return self._astype(dt.float16)
+
+    def bfloat16(self):
+        """bfloat16 values (on the host: float32 numbers rounded to bfloat16)."""
+        return self._astype(dt.bfloat16)
 
     def long(self):
         return self._astype(dt.int64)

@@ -4,6 +4,7 @@ schedule, automatic stages, gradient buckets, generated kernels)."""
 import numbers
 import operator
 
+from ... import amp
 from ..._source import user_location
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "zb-h1")
@@ -37,6 +38,7 @@ class GraphConfig:
     _generated_kernels = False
     _bucket_mbytes = None
     _zero_stage, _zero_min_size = 0, 1024
+    _amp = None
     _device_memory, _device_memory_loc = None, None
 
     def set_gradient_bucket_mbytes(self, mbytes):
@@ -82,6 +84,19 @@ class GraphConfig:
         self._zero_stage = int(stage)
 
     zero_stage = setting("_zero_stage", "The ZeRO stage (0: off).")
+
+    def enable_amp(self, mode=True, *, dtype=None):
+        """Mixed precision (OneFlow's spelling): GEMMs in ``dtype``
+        (``flow.float16`` by default, as OneFlow; or ``flow.bfloat16``),
+        softmax, norms, reductions and the loss in float32, element-wise
+        ops in their operands' type (the compiler's ``pf-autocast``).
+        Parameters, gradients and optimizer states stay float32."""
+        self._amp = amp.low_dtype(dtype).mlir if mode else None
+
+    @property
+    def amp_dtype(self):
+        """``"bf16"``, ``"f16"`` or ``None`` (float32)."""
+        return self._amp
     zero_min_size = setting("_zero_min_size")
 
     def set_device_memory(self, nbytes):
@@ -142,4 +157,4 @@ class GraphConfig:
         return (f"GraphConfig(gradient_accumulation_steps={self._accumulation}, "
                 f"schedule={self._schedule!r}, num_chunks={self._num_chunks}, "
                 f"pipeline_stages={self._num_stages}, balance={self._balance!r}, "
-                f"zero_stage={self._zero_stage})")
+                f"zero_stage={self._zero_stage}, amp={self._amp!r})")

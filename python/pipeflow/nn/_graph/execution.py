@@ -405,7 +405,7 @@ class Run:
                     loc, f"this rank's local part of graph input {plan.index} has shape "
                          f"{list(local.shape)}, but the compiled program expects "
                          f"{list(plan.buffer_shape)} on rank {self.rank}")
-            return np.ascontiguousarray(local, dtype=plan.dtype)
+            return dt.payload(local, plan.dtype)
         logical = None
         if plan.member:
             logical = _feed.logical_value(self.program, tensor, plan, known, self.rank, loc)
@@ -420,7 +420,7 @@ class Run:
             raise CompileError.at(
                 loc, f"graph input {plan.index} has logical shape {list(logical.shape)}, but the "
                      f"compiled program expects {list(plan.shape)}")
-        data = _feed.cut_boxes(logical, plan.boxes, plan.box_shape, plan.dtype, plan.zero)
+        data = _feed.cut_boxes(dt.payload(logical, plan.dtype), plan.boxes, plan.box_shape, plan.dtype, plan.zero)
         return data.reshape(plan.buffer_shape)
 
     def _whole_value(self, plan, tensor):

@@ -85,6 +85,7 @@ def compile_options(graph, tracer, func):
         "zero": {"stage": cfg.zero_stage, "min_size": cfg.zero_min_size},
         "gradient_bucket_bytes": cfg.gradient_bucket_bytes,
         "generated_kernels": cfg.generated_kernels,
+        "amp": cfg.amp_dtype,
     }
 
 
@@ -200,6 +201,8 @@ def pipeline(graph, traced, loc):
         options.append(f"bucket-bytes={cfg.gradient_bucket_bytes}")
     if cfg.zero_stage:
         options.append(f"zero-stage={cfg.zero_stage} zero-min-size={cfg.zero_min_size}")
+    if cfg.amp_dtype:
+        options.append(f"autocast={cfg.amp_dtype}")
     return optimizer, lr_scheduler, " ".join(options)
 
 
@@ -235,6 +238,8 @@ def inference_pipeline(graph, traced, loc):
         options.append(f"auto-stages={cfg.pipeline_stages} balance={cfg.balance}")
     if cfg.generated_kernels:
         options.append("generated-kernels=true")
+    if cfg.amp_dtype:
+        options.append(f"autocast={cfg.amp_dtype}")
     return " ".join(options)
 
 

@@ -17,6 +17,7 @@ returns local tensors.
 
 import numpy as np
 
+from ... import dtypes
 from ... import sbp as sbp_mod
 from ..._errors import BackendUnavailable
 from ...tensor import Tensor
@@ -99,7 +100,8 @@ def _tensor(run, index, data, dtype, shape, placement):
                 f"compiled program did not report it ({NEEDS_REPORT_OUTPUT})")
         return Tensor._new(dtype, shape, local=np.empty((0,), dtype.numpy), logical=None,
                            placement=placement, sbp=sbp)
-    array = data.view(dtype.numpy)
+    array = dtypes.from_bfloat16_bits(data.view(np.uint16)) if dtype is dtypes.bfloat16 \
+        else data.view(dtype.numpy)
     if array.size != int(np.prod(local_shape, dtype=np.int64)):
         raise BackendUnavailable(
             f"internal error: {run.graph_name}: result {index} has {array.size} elements on "

@@ -109,7 +109,7 @@ def signature(args, loc):
         if a.dtype not in dtypes.COMPILED:
             raise CompileError.at(
                 loc, f"graph input {i} (shape {list(a.shape)}) has dtype {a.dtype}; a compiled "
-                     "graph takes float32, int64, int32 and bool tensors",
+                     "graph takes float32, bfloat16, float16, int64, int32 and bool tensors",
                 ["convert it before the call: x.float(), x.long(), x.int() or x.bool()"])
         if not a.is_global:
             if len(kinds) > 1:
