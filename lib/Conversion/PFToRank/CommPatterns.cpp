@@ -153,46 +153,37 @@ struct ReduceLowering : RankPattern<ReduceOp> {
   }
 };
 
-struct ExtractBoxLowering : RankPattern<ExtractBoxOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(ExtractBoxOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      Location loc = op.getLoc();
-      rt::RuntimeABI &rt = state.rt;
-      ArrayRef<int64_t> outShape = localShape(op.getResult());
-      rt.pfrt_copy_box(b, loc, adaptor.getInput(),
-                       rt.i64Array(b, loc, localShape(op.getInput())),
-                       rt.i64Array(b, loc, op.getOffsets()), out,
-                       rt.i64Array(b, loc, outShape), rt.nullPtr(b, loc),
-                       rt.i64Array(b, loc, outShape),
-                       static_cast<int64_t>(outShape.size()),
-                       dtypeCode(op.getInput()));
-    });
-  }
-};
+void extractBox(RankLoweringState &state, ExtractBoxOp op,
+                RankAdaptor<ExtractBoxOp> adaptor, ConversionPatternRewriter &b,
+                Value out) {
+  Location loc = op.getLoc();
+  rt::RuntimeABI &rt = state.rt;
+  ArrayRef<int64_t> outShape = localShape(op.getResult());
+  rt.pfrt_copy_box(
+      b, loc, adaptor.getInput(),
+      rt.i64Array(b, loc, localShape(op.getInput())),
+      rt.i64Array(b, loc, op.getOffsets()), out, rt.i64Array(b, loc, outShape),
+      rt.nullPtr(b, loc), rt.i64Array(b, loc, outShape),
+      static_cast<int64_t>(outShape.size()), dtypeCode(op.getInput()));
+}
 
-struct AssembleLowering : RankPattern<AssembleOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(AssembleOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      Location loc = op.getLoc();
-      rt::RuntimeABI &rt = state.rt;
-      ArrayRef<int64_t> outShape = localShape(op.getResult());
-      for (auto [piece, buffer, off] :
-           llvm::zip(op.getPieces(), adaptor.getPieces(), op.getOffsets())) {
-        ArrayRef<int64_t> ps = localShape(piece);
-        rt.pfrt_copy_box(
-            b, loc, buffer, rt.i64Array(b, loc, ps), rt.nullPtr(b, loc), out,
-            rt.i64Array(b, loc, outShape),
-            rt.i64Array(b, loc, cast<DenseI64ArrayAttr>(off).asArrayRef()),
-            rt.i64Array(b, loc, ps), static_cast<int64_t>(outShape.size()),
-            dtypeCode(piece));
-      }
-    });
+void assemble(RankLoweringState &state, AssembleOp op,
+              RankAdaptor<AssembleOp> adaptor, ConversionPatternRewriter &b,
+              Value out) {
+  Location loc = op.getLoc();
+  rt::RuntimeABI &rt = state.rt;
+  ArrayRef<int64_t> outShape = localShape(op.getResult());
+  for (auto [piece, buffer, off] :
+       llvm::zip(op.getPieces(), adaptor.getPieces(), op.getOffsets())) {
+    ArrayRef<int64_t> ps = localShape(piece);
+    rt.pfrt_copy_box(
+        b, loc, buffer, rt.i64Array(b, loc, ps), rt.nullPtr(b, loc), out,
+        rt.i64Array(b, loc, outShape),
+        rt.i64Array(b, loc, cast<DenseI64ArrayAttr>(off).asArrayRef()),
+        rt.i64Array(b, loc, ps), static_cast<int64_t>(outShape.size()),
+        dtypeCode(piece));
   }
-};
+}
 
 struct SendLowering : RankPattern<SendOp> {
   SendLowering(const TypeConverter &converter, RankLoweringState &state)
@@ -249,11 +240,11 @@ struct RecvLowering : RankPattern<RecvOp> {
 void mlir::pf::populatePFToCPUCommPatterns(const TypeConverter &converter,
                                            RewritePatternSet &patterns,
                                            RankLoweringState &state) {
-  patterns
-      .add<GroupOpLowering<AllReduceOp>, GroupOpLowering<AllGatherOp>,
-           GroupOpLowering<ReduceScatterOp>, GroupOpLowering<AllToAllOp>,
-           GroupOpLowering<ShardOp>, GroupOpLowering<UnshardOp>,
-           BroadcastLowering, ReduceLowering, ExtractBoxLowering,
-           AssembleLowering, SendLowering, RecvLowering, AllReduceWaitLowering>(
-          converter, state);
+  patterns.add<GroupOpLowering<AllReduceOp>, GroupOpLowering<AllGatherOp>,
+               GroupOpLowering<ReduceScatterOp>, GroupOpLowering<AllToAllOp>,
+               GroupOpLowering<ShardOp>, GroupOpLowering<UnshardOp>,
+               BroadcastLowering, ReduceLowering,
+               EmitIntoPattern<ExtractBoxOp, extractBox>,
+               EmitIntoPattern<AssembleOp, assemble>, SendLowering,
+               RecvLowering, AllReduceWaitLowering>(converter, state);
 }

@@ -210,41 +210,31 @@ struct ReluLowering : RankPattern<ReluOp> {
   }
 };
 
-struct ReluGradLowering : RankPattern<ReluGradOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(ReluGradOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      state.rt.pfrt_k_relu_grad(b, op.getLoc(), adaptor.getOutput(),
-                                adaptor.getResultGrad(), out,
-                                localCount(op.getResult()));
-    });
-  }
-};
+// The ops lowered to one kernel into their buffer (EmitIntoPattern).
 
-struct ActivationLowering : RankPattern<ActivationOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(ActivationOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      state.rt.pfrt_k_activation(
-          b, op.getLoc(), activationKindCode(op.getKind()), adaptor.getInput(),
-          out, localCount(op.getResult()));
-    });
-  }
-};
+void reluGrad(RankLoweringState &state, ReluGradOp op,
+              RankAdaptor<ReluGradOp> adaptor, ConversionPatternRewriter &b,
+              Value out) {
+  state.rt.pfrt_k_relu_grad(b, op.getLoc(), adaptor.getOutput(),
+                            adaptor.getResultGrad(), out,
+                            localCount(op.getResult()));
+}
 
-struct ActivationGradLowering : RankPattern<ActivationGradOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(ActivationGradOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      state.rt.pfrt_k_activation_grad(
-          b, op.getLoc(), activationKindCode(op.getKind()), adaptor.getInput(),
-          adaptor.getResultGrad(), out, localCount(op.getResult()));
-    });
-  }
-};
+void activation(RankLoweringState &state, ActivationOp op,
+                RankAdaptor<ActivationOp> adaptor, ConversionPatternRewriter &b,
+                Value out) {
+  state.rt.pfrt_k_activation(b, op.getLoc(), activationKindCode(op.getKind()),
+                             adaptor.getInput(), out,
+                             localCount(op.getResult()));
+}
+
+void activationGrad(RankLoweringState &state, ActivationGradOp op,
+                    RankAdaptor<ActivationGradOp> adaptor,
+                    ConversionPatternRewriter &b, Value out) {
+  state.rt.pfrt_k_activation_grad(
+      b, op.getLoc(), activationKindCode(op.getKind()), adaptor.getInput(),
+      adaptor.getResultGrad(), out, localCount(op.getResult()));
+}
 
 /// [outer, n, inner] around `axis` of `shape`.
 std::tuple<int64_t, int64_t, int64_t> aroundAxis(ArrayRef<int64_t> shape,
@@ -312,45 +302,33 @@ std::optional<std::pair<int64_t, int64_t>> vocabRows(Operation *op) {
   return std::make_pair(offset[0], logical[0]);
 }
 
-struct EmbeddingLowering : RankPattern<EmbeddingOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(EmbeddingOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    ArrayRef<int64_t> table = localShape(op.getTable());
-    std::optional<std::pair<int64_t, int64_t>> rows = vocabRows(op);
-    return emitInto(op, b, [&](Value out) {
-      if (rows)
-        state.rt.pfrt_k_embedding_rows(b, op.getLoc(), adaptor.getTable(),
-                                       adaptor.getIds(), out,
-                                       localCount(op.getIds()), table[0],
-                                       table[1], rows->first, rows->second);
-      else
-        state.rt.pfrt_k_embedding(b, op.getLoc(), adaptor.getTable(),
-                                  adaptor.getIds(), out,
-                                  localCount(op.getIds()), table[0], table[1]);
-    });
-  }
-};
+void embedding(RankLoweringState &state, EmbeddingOp op,
+               RankAdaptor<EmbeddingOp> adaptor, ConversionPatternRewriter &b,
+               Value out) {
+  ArrayRef<int64_t> table = localShape(op.getTable());
+  if (std::optional<std::pair<int64_t, int64_t>> rows = vocabRows(op))
+    state.rt.pfrt_k_embedding_rows(
+        b, op.getLoc(), adaptor.getTable(), adaptor.getIds(), out,
+        localCount(op.getIds()), table[0], table[1], rows->first, rows->second);
+  else
+    state.rt.pfrt_k_embedding(b, op.getLoc(), adaptor.getTable(),
+                              adaptor.getIds(), out, localCount(op.getIds()),
+                              table[0], table[1]);
+}
 
-struct EmbeddingGradLowering : RankPattern<EmbeddingGradOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(EmbeddingGradOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    ArrayRef<int64_t> table = localShape(op.getResult());
-    std::optional<std::pair<int64_t, int64_t>> rows = vocabRows(op);
-    return emitInto(op, b, [&](Value out) {
-      if (rows)
-        state.rt.pfrt_k_embedding_grad_rows(
-            b, op.getLoc(), adaptor.getIds(), adaptor.getResultGrad(), out,
-            localCount(op.getIds()), table[0], table[1], rows->first,
-            rows->second);
-      else
-        state.rt.pfrt_k_embedding_grad(
-            b, op.getLoc(), adaptor.getIds(), adaptor.getResultGrad(), out,
-            localCount(op.getIds()), table[0], table[1]);
-    });
-  }
-};
+void embeddingGrad(RankLoweringState &state, EmbeddingGradOp op,
+                   RankAdaptor<EmbeddingGradOp> adaptor,
+                   ConversionPatternRewriter &b, Value out) {
+  ArrayRef<int64_t> table = localShape(op.getResult());
+  if (std::optional<std::pair<int64_t, int64_t>> rows = vocabRows(op))
+    state.rt.pfrt_k_embedding_grad_rows(
+        b, op.getLoc(), adaptor.getIds(), adaptor.getResultGrad(), out,
+        localCount(op.getIds()), table[0], table[1], rows->first, rows->second);
+  else
+    state.rt.pfrt_k_embedding_grad(b, op.getLoc(), adaptor.getIds(),
+                                   adaptor.getResultGrad(), out,
+                                   localCount(op.getIds()), table[0], table[1]);
+}
 
 struct AddLowering : RankPattern<AddOp> {
   using RankPattern::RankPattern;
@@ -371,16 +349,11 @@ struct AddLowering : RankPattern<AddOp> {
   }
 };
 
-struct MulLowering : RankPattern<MulOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(MulOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      state.rt.pfrt_k_mul(b, op.getLoc(), adaptor.getLhs(), adaptor.getRhs(),
-                          out, localCount(op.getResult()));
-    });
-  }
-};
+void mul(RankLoweringState &state, MulOp op, RankAdaptor<MulOp> adaptor,
+         ConversionPatternRewriter &b, Value out) {
+  state.rt.pfrt_k_mul(b, op.getLoc(), adaptor.getLhs(), adaptor.getRhs(), out,
+                      localCount(op.getResult()));
+}
 
 struct MulScalarLowering : RankPattern<MulScalarOp> {
   using RankPattern::RankPattern;
@@ -402,32 +375,27 @@ struct MulScalarLowering : RankPattern<MulScalarOp> {
 
 /// Seeded, layout-independent: the mask comes from the logical indices of
 /// this rank's shard, the step's seed, the op's stream and micro-batch.
-struct DropoutLowering : RankPattern<DropoutOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(DropoutOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      Location loc = op.getLoc();
-      rt::RuntimeABI &rt = state.rt;
-      auto logical = op->getAttrOfType<DenseI64ArrayAttr>(
-          PFDialect::LogicalShapeAttrHelper::getNameStr());
-      auto offset = op->getAttrOfType<DenseI64ArrayAttr>(
-          PFDialect::ShardOffsetAttrHelper::getNameStr());
-      ArrayRef<int64_t> local = localShape(op.getInput());
-      auto mb = op->getAttrOfType<IntegerAttr>(
-          PFDialect::MicrobatchAttrHelper::getNameStr());
-      rt.pfrt_k_dropout(
-          b, loc, adaptor.getInput(), out, localCount(op.getResult()),
-          op.getP().convertToDouble(), state.seed(b, loc), op.getStream(),
-          static_cast<int64_t>(mb ? mb.getInt() : 0),
-          static_cast<int64_t>(local.size()),
-          rt.i64Array(b, loc, logical ? logical.asArrayRef() : local),
-          offset ? rt.i64Array(b, loc, offset.asArrayRef())
-                 : rt.nullPtr(b, loc),
-          rt.i64Array(b, loc, local));
-    });
-  }
-};
+void dropout(RankLoweringState &state, DropoutOp op,
+             RankAdaptor<DropoutOp> adaptor, ConversionPatternRewriter &b,
+             Value out) {
+  Location loc = op.getLoc();
+  rt::RuntimeABI &rt = state.rt;
+  auto logical = op->getAttrOfType<DenseI64ArrayAttr>(
+      PFDialect::LogicalShapeAttrHelper::getNameStr());
+  auto offset = op->getAttrOfType<DenseI64ArrayAttr>(
+      PFDialect::ShardOffsetAttrHelper::getNameStr());
+  ArrayRef<int64_t> local = localShape(op.getInput());
+  auto mb = op->getAttrOfType<IntegerAttr>(
+      PFDialect::MicrobatchAttrHelper::getNameStr());
+  rt.pfrt_k_dropout(b, loc, adaptor.getInput(), out, localCount(op.getResult()),
+                    op.getP().convertToDouble(), state.seed(b, loc),
+                    op.getStream(), static_cast<int64_t>(mb ? mb.getInt() : 0),
+                    static_cast<int64_t>(local.size()),
+                    rt.i64Array(b, loc, logical ? logical.asArrayRef() : local),
+                    offset ? rt.i64Array(b, loc, offset.asArrayRef())
+                           : rt.nullPtr(b, loc),
+                    rt.i64Array(b, loc, local));
+}
 
 struct ReduceSumLowering : RankPattern<ReduceSumOp> {
   using RankPattern::RankPattern;
@@ -488,89 +456,82 @@ template <typename XentOp> struct VocabSplit {
   }
 };
 
-struct SoftmaxXentLowering : RankPattern<SoftmaxCrossEntropyOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(SoftmaxCrossEntropyOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      ArrayRef<int64_t> s = localShape(op.getLogits());
-      std::optional<int64_t> ignore = op.getIgnoreIndex();
-      if (auto v = VocabSplit<SoftmaxCrossEntropyOp>::of(op))
-        state.rt.pfrt_softmax_xent_vocab(
-            b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(), out, s[0],
-            s[1], v->offset, v->classes, v->ignore, v->mode,
-            state.rt.i64Array(b, op.getLoc(), v->group),
-            static_cast<int64_t>(v->group.size()));
-      else if (op.getSum())
-        // A label outside [0, c) other than ignore_index is still an error:
-        // without ignore_index, -1 (never a class) keeps every row.
-        state.rt.pfrt_k_softmax_xent_sum(b, op.getLoc(), adaptor.getLogits(),
-                                         adaptor.getLabels(), out, s[0], s[1],
-                                         ignore.value_or(-1));
-      else if (ignore)
-        state.rt.pfrt_k_softmax_xent_ignore(b, op.getLoc(), adaptor.getLogits(),
-                                            adaptor.getLabels(), out, s[0],
-                                            s[1], *ignore);
-      else
-        state.rt.pfrt_k_softmax_xent(b, op.getLoc(), adaptor.getLogits(),
-                                     adaptor.getLabels(), out, s[0], s[1]);
-      scaleForBatchSplit(state, b, op, out, 1);
-    });
-  }
-};
+void softmaxXent(RankLoweringState &state, SoftmaxCrossEntropyOp op,
+                 RankAdaptor<SoftmaxCrossEntropyOp> adaptor,
+                 ConversionPatternRewriter &b, Value out) {
+  ArrayRef<int64_t> s = localShape(op.getLogits());
+  std::optional<int64_t> ignore = op.getIgnoreIndex();
+  if (auto v = VocabSplit<SoftmaxCrossEntropyOp>::of(op))
+    state.rt.pfrt_softmax_xent_vocab(
+        b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(), out, s[0],
+        s[1], v->offset, v->classes, v->ignore, v->mode,
+        state.rt.i64Array(b, op.getLoc(), v->group),
+        static_cast<int64_t>(v->group.size()));
+  else if (op.getSum())
+    // A label outside [0, c) other than ignore_index is still an error:
+    // without ignore_index, -1 (never a class) keeps every row.
+    state.rt.pfrt_k_softmax_xent_sum(b, op.getLoc(), adaptor.getLogits(),
+                                     adaptor.getLabels(), out, s[0], s[1],
+                                     ignore.value_or(-1));
+  else if (ignore)
+    state.rt.pfrt_k_softmax_xent_ignore(b, op.getLoc(), adaptor.getLogits(),
+                                        adaptor.getLabels(), out, s[0], s[1],
+                                        *ignore);
+  else
+    state.rt.pfrt_k_softmax_xent(b, op.getLoc(), adaptor.getLogits(),
+                                 adaptor.getLabels(), out, s[0], s[1]);
+  scaleForBatchSplit(state, b, op, out, 1);
+}
 
-struct SoftmaxXentGradLowering : RankPattern<SoftmaxCrossEntropyGradOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(SoftmaxCrossEntropyGradOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      ArrayRef<int64_t> s = localShape(op.getLogits());
-      std::optional<int64_t> ignore = op.getIgnoreIndex();
-      if (auto v = VocabSplit<SoftmaxCrossEntropyGradOp>::of(op))
-        state.rt.pfrt_softmax_xent_vocab_grad(
-            b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
-            adaptor.getLossGrad(), out, s[0], s[1], v->offset, v->classes,
-            v->ignore, v->mode, state.rt.i64Array(b, op.getLoc(), v->group),
-            static_cast<int64_t>(v->group.size()));
-      else if (op.getSum())
-        state.rt.pfrt_k_softmax_xent_grad_sum(
-            b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
-            adaptor.getLossGrad(), out, s[0], s[1], ignore.value_or(-1));
-      else if (ignore)
-        state.rt.pfrt_k_softmax_xent_grad_ignore(
-            b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
-            adaptor.getLossGrad(), out, s[0], s[1], *ignore);
-      else
-        state.rt.pfrt_k_softmax_xent_grad(
-            b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
-            adaptor.getLossGrad(), out, s[0], s[1]);
-      scaleForBatchSplit(state, b, op, out, s[0] * s[1]);
-    });
-  }
-};
+void softmaxXentGrad(RankLoweringState &state, SoftmaxCrossEntropyGradOp op,
+                     RankAdaptor<SoftmaxCrossEntropyGradOp> adaptor,
+                     ConversionPatternRewriter &b, Value out) {
+  ArrayRef<int64_t> s = localShape(op.getLogits());
+  std::optional<int64_t> ignore = op.getIgnoreIndex();
+  if (auto v = VocabSplit<SoftmaxCrossEntropyGradOp>::of(op))
+    state.rt.pfrt_softmax_xent_vocab_grad(
+        b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
+        adaptor.getLossGrad(), out, s[0], s[1], v->offset, v->classes,
+        v->ignore, v->mode, state.rt.i64Array(b, op.getLoc(), v->group),
+        static_cast<int64_t>(v->group.size()));
+  else if (op.getSum())
+    state.rt.pfrt_k_softmax_xent_grad_sum(
+        b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
+        adaptor.getLossGrad(), out, s[0], s[1], ignore.value_or(-1));
+  else if (ignore)
+    state.rt.pfrt_k_softmax_xent_grad_ignore(
+        b, op.getLoc(), adaptor.getLogits(), adaptor.getLabels(),
+        adaptor.getLossGrad(), out, s[0], s[1], *ignore);
+  else
+    state.rt.pfrt_k_softmax_xent_grad(b, op.getLoc(), adaptor.getLogits(),
+                                      adaptor.getLabels(),
+                                      adaptor.getLossGrad(), out, s[0], s[1]);
+  scaleForBatchSplit(state, b, op, out, s[0] * s[1]);
+}
 
-struct CountKeptLowering : RankPattern<CountKeptOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(CountKeptOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      state.rt.pfrt_k_count_kept(b, op.getLoc(), adaptor.getLabels(), out,
-                                 localCount(op.getLabels()),
-                                 op.getIgnoreIndex());
-    });
-  }
-};
+void countKept(RankLoweringState &state, CountKeptOp op,
+               RankAdaptor<CountKeptOp> adaptor, ConversionPatternRewriter &b,
+               Value out) {
+  state.rt.pfrt_k_count_kept(b, op.getLoc(), adaptor.getLabels(), out,
+                             localCount(op.getLabels()), op.getIgnoreIndex());
+}
 
 } // namespace
 
 void mlir::pf::populatePFToCPUComputePatterns(const TypeConverter &converter,
                                               RewritePatternSet &patterns,
                                               RankLoweringState &state) {
-  patterns.add<ActivationLowering, ActivationGradLowering, CountKeptLowering,
-               EmbeddingLowering, EmbeddingGradLowering, SoftmaxLowering,
-               SoftmaxGradLowering, TransposeLowering, MatmulLowering,
-               BiasAddLowering, ReluLowering, ReluGradLowering, AddLowering,
-               MulLowering, MulScalarLowering, DropoutLowering,
-               ReduceSumLowering, SoftmaxXentLowering, SoftmaxXentGradLowering>(
-      converter, state);
+  patterns
+      .add<EmitIntoPattern<ActivationOp, activation>,
+           EmitIntoPattern<ActivationGradOp, activationGrad>,
+           EmitIntoPattern<CountKeptOp, countKept>,
+           EmitIntoPattern<EmbeddingOp, embedding>,
+           EmitIntoPattern<EmbeddingGradOp, embeddingGrad>, SoftmaxLowering,
+           SoftmaxGradLowering, TransposeLowering, MatmulLowering,
+           BiasAddLowering, ReluLowering, EmitIntoPattern<ReluGradOp, reluGrad>,
+           AddLowering, EmitIntoPattern<MulOp, mul>, MulScalarLowering,
+           EmitIntoPattern<DropoutOp, dropout>, ReduceSumLowering,
+           EmitIntoPattern<SoftmaxCrossEntropyOp, softmaxXent>,
+           EmitIntoPattern<SoftmaxCrossEntropyGradOp, softmaxXentGrad>>(
+          converter, state);
 }

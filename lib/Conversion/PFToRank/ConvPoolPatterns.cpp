@@ -9,62 +9,47 @@ namespace {
 
 /// The runtime's convolution geometry:
 /// {N, C, H, W, O, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw, groups}, from the
-/// forward input x, weight w and output y shapes.
+/// forward input x, weight w and output y, as the array the kernels take.
 template <typename ConvLikeOp>
-SmallVector<int64_t> convDims(ConvLikeOp op, ArrayRef<int64_t> x,
-                              ArrayRef<int64_t> w, ArrayRef<int64_t> y) {
+Value convDims(RankLoweringState &state, OpBuilder &b, ConvLikeOp op,
+               Value xValue, Value wValue, Value yValue) {
+  ArrayRef<int64_t> x = localShape(xValue), w = localShape(wValue),
+                    y = localShape(yValue);
   ArrayRef<int64_t> stride = op.getStride(), pad = op.getPadding(),
                     dil = op.getDilation();
-  return {x[0],   x[1],      x[2],      x[3],
-          w[0],   w[2],      w[3],      y[2],
-          y[3],   stride[0], stride[1], pad[0],
-          pad[1], dil[0],    dil[1],    static_cast<int64_t>(op.getGroups())};
+  int64_t dims[] = {
+      x[0],   x[1],      x[2],      x[3],
+      w[0],   w[2],      w[3],      y[2],
+      y[3],   stride[0], stride[1], pad[0],
+      pad[1], dil[0],    dil[1],    static_cast<int64_t>(op.getGroups())};
+  return state.rt.i64Array(b, op.getLoc(), dims);
 }
 
-struct Conv2DLowering : RankPattern<Conv2DOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(Conv2DOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      auto dims =
-          convDims(op, localShape(op.getInput()), localShape(op.getWeight()),
-                   localShape(op.getResult()));
-      state.rt.pfrt_k_conv2d(b, op.getLoc(), adaptor.getInput(),
-                             adaptor.getWeight(), out,
-                             state.rt.i64Array(b, op.getLoc(), dims));
-    });
-  }
-};
+void conv2D(RankLoweringState &state, Conv2DOp op,
+            RankAdaptor<Conv2DOp> adaptor, ConversionPatternRewriter &b,
+            Value out) {
+  state.rt.pfrt_k_conv2d(
+      b, op.getLoc(), adaptor.getInput(), adaptor.getWeight(), out,
+      convDims(state, b, op, op.getInput(), op.getWeight(), op.getResult()));
+}
 
-struct Conv2DGradInputLowering : RankPattern<Conv2DGradInputOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(Conv2DGradInputOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      auto dims =
-          convDims(op, localShape(op.getResult()), localShape(op.getWeight()),
-                   localShape(op.getResultGrad()));
-      state.rt.pfrt_k_conv2d_grad_input(
-          b, op.getLoc(), adaptor.getResultGrad(), adaptor.getWeight(), out,
-          state.rt.i64Array(b, op.getLoc(), dims));
-    });
-  }
-};
+void conv2DGradInput(RankLoweringState &state, Conv2DGradInputOp op,
+                     RankAdaptor<Conv2DGradInputOp> adaptor,
+                     ConversionPatternRewriter &b, Value out) {
+  state.rt.pfrt_k_conv2d_grad_input(
+      b, op.getLoc(), adaptor.getResultGrad(), adaptor.getWeight(), out,
+      convDims(state, b, op, op.getResult(), op.getWeight(),
+               op.getResultGrad()));
+}
 
-struct Conv2DGradWeightLowering : RankPattern<Conv2DGradWeightOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(Conv2DGradWeightOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      auto dims =
-          convDims(op, localShape(op.getInput()), localShape(op.getResult()),
-                   localShape(op.getResultGrad()));
-      state.rt.pfrt_k_conv2d_grad_weight(
-          b, op.getLoc(), adaptor.getInput(), adaptor.getResultGrad(), out,
-          state.rt.i64Array(b, op.getLoc(), dims));
-    });
-  }
-};
+void conv2DGradWeight(RankLoweringState &state, Conv2DGradWeightOp op,
+                      RankAdaptor<Conv2DGradWeightOp> adaptor,
+                      ConversionPatternRewriter &b, Value out) {
+  state.rt.pfrt_k_conv2d_grad_weight(
+      b, op.getLoc(), adaptor.getInput(), adaptor.getResultGrad(), out,
+      convDims(state, b, op, op.getInput(), op.getResult(),
+               op.getResultGrad()));
+}
 
 /// The runtime's pooling geometry: {N, C, H, W, OH, OW, KH, KW, sh, sw, ph,
 /// pw} from the forward input and output shapes.
@@ -116,30 +101,21 @@ template <typename OpTy> struct PoolLowering : RankPattern<OpTy> {
   }
 };
 
-struct GlobalAvgPoolLowering : RankPattern<GlobalAvgPoolOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(GlobalAvgPoolOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      ArrayRef<int64_t> s = localShape(op.getInput());
-      state.rt.pfrt_k_global_avg_pool(b, op.getLoc(), adaptor.getInput(), out,
-                                      s[0], s[1], s[2] * s[3]);
-    });
-  }
-};
+void globalAvgPool(RankLoweringState &state, GlobalAvgPoolOp op,
+                   RankAdaptor<GlobalAvgPoolOp> adaptor,
+                   ConversionPatternRewriter &b, Value out) {
+  ArrayRef<int64_t> s = localShape(op.getInput());
+  state.rt.pfrt_k_global_avg_pool(b, op.getLoc(), adaptor.getInput(), out, s[0],
+                                  s[1], s[2] * s[3]);
+}
 
-struct GlobalAvgPoolGradLowering : RankPattern<GlobalAvgPoolGradOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(GlobalAvgPoolGradOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      ArrayRef<int64_t> s = localShape(op.getResult());
-      state.rt.pfrt_k_global_avg_pool_grad(b, op.getLoc(),
-                                           adaptor.getResultGrad(), out, s[0],
-                                           s[1], s[2] * s[3]);
-    });
-  }
-};
+void globalAvgPoolGrad(RankLoweringState &state, GlobalAvgPoolGradOp op,
+                       RankAdaptor<GlobalAvgPoolGradOp> adaptor,
+                       ConversionPatternRewriter &b, Value out) {
+  ArrayRef<int64_t> s = localShape(op.getResult());
+  state.rt.pfrt_k_global_avg_pool_grad(b, op.getLoc(), adaptor.getResultGrad(),
+                                       out, s[0], s[1], s[2] * s[3]);
+}
 
 /// {N, C, H*W} of a batch-norm input (2-D inputs have H*W = 1).
 std::tuple<int64_t, int64_t, int64_t> bnDims(Value input) {
@@ -151,59 +127,49 @@ struct BatchNormLowering : RankPattern<BatchNormOp> {
   using RankPattern::RankPattern;
   LogicalResult lower(BatchNormOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> y = state.result(b, op, 0), m = state.result(b, op, 1),
-                     v = state.result(b, op, 2);
-    if (failed(y) || failed(m) || failed(v))
-      return failure();
-    auto [n, c, hw] = bnDims(op.getInput());
-    if (op.getInference()) {
-      // The statistics come back unchanged.
-      state.rt.pfrt_k_batch_norm_eval(
+    return emitIntoAll(op, b, [&](ArrayRef<Value> outs) {
+      auto [n, c, hw] = bnDims(op.getInput());
+      Value y = outs[0], m = outs[1], v = outs[2];
+      if (op.getInference()) {
+        // The statistics come back unchanged.
+        state.rt.pfrt_k_batch_norm_eval(b, op.getLoc(), adaptor.getInput(),
+                                        adaptor.getGamma(), adaptor.getBeta(),
+                                        adaptor.getRunningMean(),
+                                        adaptor.getRunningVar(), y, n, c, hw,
+                                        op.getEpsilon().convertToDouble());
+        state.rt.pfrt_k_copy(b, op.getLoc(), adaptor.getRunningMean(), m, c);
+        state.rt.pfrt_k_copy(b, op.getLoc(), adaptor.getRunningVar(), v, c);
+        return;
+      }
+      state.rt.pfrt_k_batch_norm(
           b, op.getLoc(), adaptor.getInput(), adaptor.getGamma(),
           adaptor.getBeta(), adaptor.getRunningMean(), adaptor.getRunningVar(),
-          *y, n, c, hw, op.getEpsilon().convertToDouble());
-      state.rt.pfrt_k_copy(b, op.getLoc(), adaptor.getRunningMean(), *m, c);
-      state.rt.pfrt_k_copy(b, op.getLoc(), adaptor.getRunningVar(), *v, c);
-      b.replaceOp(op, ValueRange{*y, *m, *v});
-      return success();
-    }
-    state.rt.pfrt_k_batch_norm(
-        b, op.getLoc(), adaptor.getInput(), adaptor.getGamma(),
-        adaptor.getBeta(), adaptor.getRunningMean(), adaptor.getRunningVar(),
-        *y, *m, *v, n, c, hw, op.getEpsilon().convertToDouble(),
-        op.getMomentum().convertToDouble());
-    b.replaceOp(op, ValueRange{*y, *m, *v});
-    return success();
-  }
-};
-
-struct BatchNormGradInputLowering : RankPattern<BatchNormGradInputOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(BatchNormGradInputOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      auto [n, c, hw] = bnDims(op.getInput());
-      state.rt.pfrt_k_batch_norm_grad_input(
-          b, op.getLoc(), adaptor.getInput(), adaptor.getGamma(),
-          adaptor.getResultGrad(), out, n, c, hw,
-          op.getEpsilon().convertToDouble());
+          y, m, v, n, c, hw, op.getEpsilon().convertToDouble(),
+          op.getMomentum().convertToDouble());
     });
   }
 };
+
+void batchNormGradInput(RankLoweringState &state, BatchNormGradInputOp op,
+                        RankAdaptor<BatchNormGradInputOp> adaptor,
+                        ConversionPatternRewriter &b, Value out) {
+  auto [n, c, hw] = bnDims(op.getInput());
+  state.rt.pfrt_k_batch_norm_grad_input(b, op.getLoc(), adaptor.getInput(),
+                                        adaptor.getGamma(),
+                                        adaptor.getResultGrad(), out, n, c, hw,
+                                        op.getEpsilon().convertToDouble());
+}
 
 struct BatchNormGradParamsLowering : RankPattern<BatchNormGradParamsOp> {
   using RankPattern::RankPattern;
   LogicalResult lower(BatchNormGradParamsOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> dg = state.result(b, op, 0), db = state.result(b, op, 1);
-    if (failed(dg) || failed(db))
-      return failure();
-    auto [n, c, hw] = bnDims(op.getInput());
-    state.rt.pfrt_k_batch_norm_grad_params(
-        b, op.getLoc(), adaptor.getInput(), adaptor.getResultGrad(), *dg, *db,
-        n, c, hw, op.getEpsilon().convertToDouble());
-    b.replaceOp(op, ValueRange{*dg, *db});
-    return success();
+    return emitIntoAll(op, b, [&](ArrayRef<Value> outs) {
+      auto [n, c, hw] = bnDims(op.getInput());
+      state.rt.pfrt_k_batch_norm_grad_params(
+          b, op.getLoc(), adaptor.getInput(), adaptor.getResultGrad(), outs[0],
+          outs[1], n, c, hw, op.getEpsilon().convertToDouble());
+    });
   }
 };
 
@@ -216,47 +182,35 @@ std::pair<int64_t, int64_t> lnDims(Value input) {
   return {rows, s.back()};
 }
 
-struct LayerNormLowering : RankPattern<LayerNormOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(LayerNormOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    std::pair<int64_t, int64_t> d = lnDims(op.getInput());
-    return emitInto(op, b, [&](Value out) {
-      state.rt.pfrt_k_layer_norm(b, op.getLoc(), adaptor.getInput(),
-                                 adaptor.getGamma(), adaptor.getBeta(), out,
-                                 d.first, d.second,
-                                 op.getEpsilon().convertToDouble());
-    });
-  }
-};
+void layerNorm(RankLoweringState &state, LayerNormOp op,
+               RankAdaptor<LayerNormOp> adaptor, ConversionPatternRewriter &b,
+               Value out) {
+  std::pair<int64_t, int64_t> d = lnDims(op.getInput());
+  state.rt.pfrt_k_layer_norm(
+      b, op.getLoc(), adaptor.getInput(), adaptor.getGamma(), adaptor.getBeta(),
+      out, d.first, d.second, op.getEpsilon().convertToDouble());
+}
 
-struct LayerNormGradInputLowering : RankPattern<LayerNormGradInputOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(LayerNormGradInputOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    std::pair<int64_t, int64_t> d = lnDims(op.getInput());
-    return emitInto(op, b, [&](Value out) {
-      state.rt.pfrt_k_layer_norm_grad_input(
-          b, op.getLoc(), adaptor.getInput(), adaptor.getGamma(),
-          adaptor.getResultGrad(), out, d.first, d.second,
-          op.getEpsilon().convertToDouble());
-    });
-  }
-};
+void layerNormGradInput(RankLoweringState &state, LayerNormGradInputOp op,
+                        RankAdaptor<LayerNormGradInputOp> adaptor,
+                        ConversionPatternRewriter &b, Value out) {
+  std::pair<int64_t, int64_t> d = lnDims(op.getInput());
+  state.rt.pfrt_k_layer_norm_grad_input(
+      b, op.getLoc(), adaptor.getInput(), adaptor.getGamma(),
+      adaptor.getResultGrad(), out, d.first, d.second,
+      op.getEpsilon().convertToDouble());
+}
 
 struct LayerNormGradParamsLowering : RankPattern<LayerNormGradParamsOp> {
   using RankPattern::RankPattern;
   LogicalResult lower(LayerNormGradParamsOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    FailureOr<Value> dg = state.result(b, op, 0), db = state.result(b, op, 1);
-    if (failed(dg) || failed(db))
-      return failure();
-    std::pair<int64_t, int64_t> d = lnDims(op.getInput());
-    state.rt.pfrt_k_layer_norm_grad_params(
-        b, op.getLoc(), adaptor.getInput(), adaptor.getResultGrad(), *dg, *db,
-        d.first, d.second, op.getEpsilon().convertToDouble());
-    b.replaceOp(op, ValueRange{*dg, *db});
-    return success();
+    return emitIntoAll(op, b, [&](ArrayRef<Value> outs) {
+      auto [rows, channels] = lnDims(op.getInput());
+      state.rt.pfrt_k_layer_norm_grad_params(
+          b, op.getLoc(), adaptor.getInput(), adaptor.getResultGrad(), outs[0],
+          outs[1], rows, channels, op.getEpsilon().convertToDouble());
+    });
   }
 };
 
@@ -266,11 +220,16 @@ void mlir::pf::populatePFToCPUConvPoolPatterns(const TypeConverter &converter,
                                                RewritePatternSet &patterns,
                                                RankLoweringState &state) {
   patterns
-      .add<Conv2DLowering, Conv2DGradInputLowering, Conv2DGradWeightLowering,
+      .add<EmitIntoPattern<Conv2DOp, conv2D>,
+           EmitIntoPattern<Conv2DGradInputOp, conv2DGradInput>,
+           EmitIntoPattern<Conv2DGradWeightOp, conv2DGradWeight>,
            PoolLowering<MaxPool2DOp>, PoolLowering<AvgPool2DOp>,
            PoolLowering<MaxPool2DGradOp>, PoolLowering<AvgPool2DGradOp>,
-           GlobalAvgPoolLowering, GlobalAvgPoolGradLowering, BatchNormLowering,
-           BatchNormGradInputLowering, BatchNormGradParamsLowering,
-           LayerNormLowering, LayerNormGradInputLowering,
+           EmitIntoPattern<GlobalAvgPoolOp, globalAvgPool>,
+           EmitIntoPattern<GlobalAvgPoolGradOp, globalAvgPoolGrad>,
+           BatchNormLowering,
+           EmitIntoPattern<BatchNormGradInputOp, batchNormGradInput>,
+           BatchNormGradParamsLowering, EmitIntoPattern<LayerNormOp, layerNorm>,
+           EmitIntoPattern<LayerNormGradInputOp, layerNormGradInput>,
            LayerNormGradParamsLowering>(converter, state);
 }

@@ -208,20 +208,16 @@ struct AdamUpdateLowering : RankPattern<AdamUpdateOp> {
                       ConversionPatternRewriter &b) const override {
     if (const UpdateGroup *group = state.buffers.updateGroupOf(op))
       return lowerGroupedUpdate(state, b, op, *group);
-    FailureOr<Value> p = state.result(b, op, 0), m = state.result(b, op, 1),
-                     v = state.result(b, op, 2);
-    if (failed(p) || failed(m) || failed(v))
-      return failure();
-    state.rt.pfrt_k_adam(
-        b, op.getLoc(), adaptor.getParam(), adaptor.getGrad(),
-        adaptor.getExpAvg(), adaptor.getExpAvgSq(), adaptor.getLr(),
-        adaptor.getStep(), *p, *m, *v, localCount(op.getParam()),
-        op.getBeta1().convertToDouble(), op.getBeta2().convertToDouble(),
-        op.getEpsilon().convertToDouble(),
-        op.getWeightDecay().convertToDouble(), op.getDecoupled(),
-        op.getBiasCorrection());
-    b.replaceOp(op, ValueRange{*p, *m, *v});
-    return success();
+    return emitIntoAll(op, b, [&](ArrayRef<Value> outs) {
+      state.rt.pfrt_k_adam(
+          b, op.getLoc(), adaptor.getParam(), adaptor.getGrad(),
+          adaptor.getExpAvg(), adaptor.getExpAvgSq(), adaptor.getLr(),
+          adaptor.getStep(), outs[0], outs[1], outs[2],
+          localCount(op.getParam()), op.getBeta1().convertToDouble(),
+          op.getBeta2().convertToDouble(), op.getEpsilon().convertToDouble(),
+          op.getWeightDecay().convertToDouble(), op.getDecoupled(),
+          op.getBiasCorrection());
+    });
   }
 };
 

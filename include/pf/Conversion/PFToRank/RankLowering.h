@@ -256,10 +256,53 @@ protected:
     return success();
   }
 
+  /// The same for an op of several results: their buffers, `emit(outs)`
+  /// writing into them, and the op replaced by them.
+  template <typename Fn>
+  LogicalResult emitIntoAll(OpTy op, ConversionPatternRewriter &b,
+                            Fn &&emit) const {
+    SmallVector<Value, 3> outs;
+    for (unsigned i = 0, e = op->getNumResults(); i < e; ++i) {
+      FailureOr<Value> out = state.result(b, op, i);
+      if (failed(out))
+        return failure();
+      outs.push_back(*out);
+    }
+    emit(ArrayRef<Value>(outs));
+    b.replaceOp(op, outs);
+    return success();
+  }
+
   RankLoweringState &state;
 
 private:
   Trace trace;
+};
+
+/// An op's converted operands (the buffers), as its patterns see them.
+template <typename OpTy>
+using RankAdaptor = typename RankPattern<OpTy>::OpAdaptor;
+
+/// What lowers a one-result op into its buffer `out` (RankPattern::emitInto):
+/// the runtime calls of one kernel.
+template <typename OpTy>
+using EmitIntoFn = void(RankLoweringState &state, OpTy op,
+                        RankAdaptor<OpTy> adaptor, ConversionPatternRewriter &b,
+                        Value out);
+
+/// The pattern of an op that lowers to `Emit` into its result's buffer and
+/// nothing else (no fusion or view to check first).
+template <typename OpTy, EmitIntoFn<OpTy> *Emit>
+class EmitIntoPattern : public RankPattern<OpTy> {
+public:
+  using RankPattern<OpTy>::RankPattern;
+
+protected:
+  LogicalResult lower(OpTy op, RankAdaptor<OpTy> adaptor,
+                      ConversionPatternRewriter &b) const override {
+    return this->emitInto(
+        op, b, [&](Value out) { Emit(this->state, op, adaptor, b, out); });
+  }
 };
 
 /// Adds one family of the lowering patterns (each family in its own file:
