@@ -274,6 +274,7 @@ run_ok trace_off_writes_nothing 30 bash -c \
 
 # --- BLAS -------------------------------------------------------------------
 run_ok sgemm 60 "$BIN/pfrt-test-sgemm"
+run_ok k_half 60 "$BIN/pfrt-test-k-half"
 
 # --- CPU kernels: C results vs a float64 NumPy reference ---------------------
 for fam in basic matmul xent conv pool norm optim logical; do

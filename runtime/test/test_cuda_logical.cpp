@@ -4,10 +4,11 @@
 // pfrt_k_logical, pfrt_k_where, pfrt_k_cast and masked_fill's masks
 // (LogicalBodies.h, ElementwiseBodies.h), built for the host, against the
 // CPU kernels, byte for byte: every dtype, predicate, kind and pair of
-// dtypes, on fresh random data with ties, NaN and infinities. With `twins`
-// the device twins (pfrt_cuda_k_*) against the same kernels, in place too,
-// and a bool broadcast and copy_box; that needs a device (a GPU, or the
-// emulation: PFRT_CUDA_FAKE=1) and exits 77 without one.
+// dtypes (bf16 and f16 too), on fresh random data with ties, NaN and
+// infinities. With `twins` the device twins (pfrt_cuda_k_*) against the
+// same kernels, in place too, and a bool broadcast and copy_box; that needs
+// a device (a GPU, or the emulation: PFRT_CUDA_FAKE=1) and exits 77 without
+// one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +40,7 @@ struct Data {
   std::vector<int64_t> i64;
   std::vector<int32_t> i32;
   std::vector<uint8_t> b;
+  std::vector<uint16_t> bf16, f16; // their bits
   const void *of(int32_t dtype) const {
     switch (dtype) {
     case PFRT_DTYPE_F32:
@@ -47,6 +49,10 @@ struct Data {
       return i64.data();
     case PFRT_DTYPE_I32:
       return i32.data();
+    case PFRT_DTYPE_BF16:
+      return bf16.data();
+    case PFRT_DTYPE_F16:
+      return f16.data();
     default:
       return b.data();
     }
@@ -70,11 +76,18 @@ Data draw(int64_t n) {
     d.i64.push_back(is[randint(0, 4)] + randint(0, 1));
     d.i32.push_back(int32_t(randint(-3, 3)));
     d.b.push_back(uint8_t(randint(0, 2))); // 2: a non-canonical true
+    // Zeros, one, inf and NaN (ties), or any pattern.
+    const uint16_t bs[] = {0x0000, 0x8000, 0x3f80, 0x7f80, 0x7fc0};
+    const uint16_t hs[] = {0x0000, 0x8000, 0x3c00, 0x7c00, 0x7e00};
+    bool pick = randint(0, 1) == 0;
+    d.bf16.push_back(pick ? bs[randint(0, 4)] : uint16_t(randint(0, 65535)));
+    d.f16.push_back(pick ? hs[randint(0, 4)] : uint16_t(randint(0, 65535)));
   }
   return d;
 }
 
-const int64_t kBytes[] = {4, 8, 4, 1};
+const int64_t kBytes[] = {4, 8, 4, 1, 2, 2};
+const int32_t kDtypes = 6; // f32, i64, i32, bool, bf16, f16
 
 void expectBytes(const void *got, const void *want, int64_t bytes,
                  const std::string &what) {
@@ -93,7 +106,7 @@ void bodies() {
     Data a = draw(n), b = draw(n);
     std::vector<uint8_t> got(static_cast<size_t>(n)),
         want(static_cast<size_t>(n));
-    for (int32_t dt = 0; dt < 4; ++dt)
+    for (int32_t dt = 0; dt < kDtypes; ++dt)
       for (int32_t p = 0; p < 6; ++p) {
         for (int64_t i = 0; i < n; ++i)
           compareAt(a.of(dt), b.of(dt), got.data(), dt, p, i);
@@ -112,15 +125,15 @@ void bodies() {
     std::vector<uint8_t> cond(static_cast<size_t>(n));
     pfrt_k_compare(a.f.data(), b.f.data(), cond.data(), n, PFRT_DTYPE_F32, 2);
     std::vector<char> g(static_cast<size_t>(n) * 8), w(size_t(n) * 8);
-    for (int32_t dt = 0; dt < 4; ++dt) {
+    for (int32_t dt = 0; dt < kDtypes; ++dt) {
       for (int64_t i = 0; i < n; ++i)
         whereAt(cond.data(), a.of(dt), b.of(dt), g.data(), kBytes[dt], i);
       pfrt_k_where(cond.data(), a.of(dt), b.of(dt), w.data(), n, dt);
       expectBytes(g.data(), w.data(), n * kBytes[dt],
                   "where dtype " + std::to_string(dt) + at);
     }
-    for (int32_t from = 0; from < 4; ++from)
-      for (int32_t to = 0; to < 4; ++to) {
+    for (int32_t from = 0; from < kDtypes; ++from)
+      for (int32_t to = 0; to < kDtypes; ++to) {
         for (int64_t i = 0; i < n; ++i)
           castAt(a.of(from), from, g.data(), to, i);
         pfrt_k_cast(a.of(from), from, w.data(), to, n);
@@ -129,7 +142,7 @@ void bodies() {
                         std::to_string(to) + at);
       }
     std::vector<float> fg(static_cast<size_t>(n)), fw(static_cast<size_t>(n));
-    for (int32_t dt = 0; dt < 4; ++dt) {
+    for (int32_t dt = 0; dt < kDtypes; ++dt) {
       for (int64_t i = 0; i < n; ++i)
         maskedFillAt(a.f.data(), b.of(dt), fg.data(), dt, -1e9f, i);
       pfrt_k_masked_fill(a.f.data(), b.of(dt), fw.data(), n, dt, -1e9);
@@ -170,14 +183,14 @@ void twins() {
   for (int64_t n : {int64_t(1), int64_t(9), int64_t(1031)}) {
     std::string at = " n=" + std::to_string(n);
     Data a = draw(n), b = draw(n);
-    const void *da[4], *db[4];
-    for (int32_t dt = 0; dt < 4; ++dt) {
+    const void *da[kDtypes], *db[kDtypes];
+    for (int32_t dt = 0; dt < kDtypes; ++dt) {
       da[dt] = upload(a.of(dt), n * kBytes[dt]);
       db[dt] = upload(b.of(dt), n * kBytes[dt]);
     }
     auto *dout = static_cast<uint8_t *>(dalloc(8 * n));
     std::vector<char> want(static_cast<size_t>(n) * 8);
-    for (int32_t dt = 0; dt < 4; ++dt)
+    for (int32_t dt = 0; dt < kDtypes; ++dt)
       for (int32_t p = 0; p < 6; ++p) {
         pfrt_cuda_k_compare(da[dt], db[dt], dout, n, dt, p);
         pfrt_k_compare(a.of(dt), b.of(dt),
@@ -206,15 +219,15 @@ void twins() {
     std::vector<uint8_t> cond(static_cast<size_t>(n));
     pfrt_k_compare(a.f.data(), b.f.data(), cond.data(), n, PFRT_DTYPE_F32, 4);
     auto *dcond = static_cast<const uint8_t *>(upload(cond.data(), n));
-    for (int32_t dt = 0; dt < 4; ++dt) {
+    for (int32_t dt = 0; dt < kDtypes; ++dt) {
       pfrt_cuda_k_where(dcond, da[dt], db[dt], dout, n, dt);
       pfrt_k_where(cond.data(), a.of(dt), b.of(dt), want.data(), n, dt);
       expectBytes(download(dout, n * kBytes[dt]).data(), want.data(),
                   n * kBytes[dt],
                   "pfrt_cuda_k_where dtype " + std::to_string(dt) + at);
     }
-    for (int32_t from = 0; from < 4; ++from)
-      for (int32_t to = 0; to < 4; ++to) {
+    for (int32_t from = 0; from < kDtypes; ++from)
+      for (int32_t to = 0; to < kDtypes; ++to) {
         pfrt_cuda_k_cast(da[from], from, dout, to, n);
         pfrt_k_cast(a.of(from), from, want.data(), to, n);
         expectBytes(download(dout, n * kBytes[to]).data(), want.data(),
@@ -224,7 +237,7 @@ void twins() {
       }
     auto *dx = static_cast<float *>(upload(a.f.data(), 4 * n));
     std::vector<float> fw(static_cast<size_t>(n));
-    for (int32_t dt = 0; dt < 4; ++dt) {
+    for (int32_t dt = 0; dt < kDtypes; ++dt) {
       pfrt_cuda_k_masked_fill(dx, db[dt], reinterpret_cast<float *>(dout), n,
                               dt, 0.25);
       pfrt_k_masked_fill(a.f.data(), b.of(dt), fw.data(), n, dt, 0.25);

@@ -417,12 +417,19 @@ int pfrt_synthetic_labels(int64_t *out, int64_t num_classes, uint64_t seed,
                           const int64_t *shard_shape);
 
 /* Element types of tensors and .npy files (little-endian only). A bool is
- * one byte, 0 or 1. */
+ * one byte, 0 or 1. bf16 and f16 are storage types of 2 bytes (the
+ * manifest's dtype names "bf16" and "f16"): kernels compute in float32, and
+ * pfrt_k_cast converts to them rounding to nearest even. NumPy has no
+ * bfloat16: a bf16 tensor's .npy file, input or output holds its raw bits
+ * as '<u2' (numpy.uint16, the top 16 bits of the float32), an f16 one is
+ * '<f2' (numpy.float16). */
 enum {
-  PFRT_DTYPE_F32 = 0, /* '<f4' */
-  PFRT_DTYPE_I64 = 1, /* '<i8' */
-  PFRT_DTYPE_I32 = 2, /* '<i4' */
-  PFRT_DTYPE_BOOL = 3 /* '|b1' */
+  PFRT_DTYPE_F32 = 0,  /* '<f4' */
+  PFRT_DTYPE_I64 = 1,  /* '<i8' */
+  PFRT_DTYPE_I32 = 2,  /* '<i4' */
+  PFRT_DTYPE_BOOL = 3, /* '|b1' */
+  PFRT_DTYPE_BF16 = 4, /* '<u2': bfloat16's bits */
+  PFRT_DTYPE_F16 = 5   /* '<f2' */
 };
 
 /* Reads the shard [shard_offset, shard_offset + shard_shape) of the .npy file
@@ -741,7 +748,10 @@ void pfrt_k_fill(float *y, int64_t n, double v);
  *   cast     y = x converted from xDtype to yDtype: to bool x != 0 (NaN
  *            is true); from bool 0 or 1; float to integer toward zero (NaN
  *            gives 0, out-of-range values the nearest representable one);
- *            integer to integer keeps the low bits. */
+ *            integer to integer keeps the low bits; to bf16 or f16
+ *            round to nearest even (an integer through float32; NaN stays
+ *            NaN, f16 overflows to inf and has subnormals), from them
+ *            exact. */
 void pfrt_k_compare(const void *a, const void *b, uint8_t *out, int64_t n,
                     int32_t dtype, int32_t predicate);
 void pfrt_k_logical(const uint8_t *a, const uint8_t *b, uint8_t *out, int64_t n,
@@ -1043,8 +1053,9 @@ void pfrt_use_user_inputs(int32_t on);
 int pfrt_set_input(int64_t index, const void *data, int64_t bytes);
 /* Called by generated code: fills `out` with input `index` (user data of
  * exactly `bytes` bytes, or synthetic data of `dtype`: PFRT_DTYPE_F32
- * normals, PFRT_DTYPE_I64 / PFRT_DTYPE_I32 labels in [0, num_classes) (2
- * when num_classes is 0 for int32), PFRT_DTYPE_BOOL 0 or 1). */
+ * normals (PFRT_DTYPE_BF16 / _F16: those normals rounded),
+ * PFRT_DTYPE_I64 / PFRT_DTYPE_I32 labels in [0, num_classes) (2 when
+ * num_classes is 0 for int32), PFRT_DTYPE_BOOL 0 or 1). */
 int pfrt_load_input(int64_t index, void *out, int64_t bytes, int32_t dtype,
                     int64_t num_classes, uint64_t seed, uint64_t stream,
                     int64_t ndim, const int64_t *shape);

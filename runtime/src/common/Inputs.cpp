@@ -12,6 +12,7 @@
 
 #include "Internal.h"
 #include "KernelArgs.h"
+#include "LogicalMath.h"
 
 #include <algorithm>
 #include <cstring>
@@ -142,6 +143,14 @@ void syntheticBox(void *out, int32_t dtype, int64_t numClasses, uint64_t seed,
   int64_t elems = 1;
   for (int64_t d = 0; d < ndim; ++d)
     elems *= shape[d];
+  if (logical::isHalf(dtype)) { // the float32 normals, rounded
+    std::vector<float> floats(static_cast<size_t>(elems));
+    pfrt_synthetic_batch(floats.data(), seed, stream, 0, ndim, logicalShape,
+                         offset, shape);
+    for (int64_t i = 0; i < elems; ++i)
+      logical::castAt(floats.data(), logical::kF32, out, dtype, i);
+    return;
+  }
   std::vector<int64_t> labels(static_cast<size_t>(elems));
   int64_t classes =
       dtype == PFRT_DTYPE_BOOL ? 2 : (numClasses > 0 ? numClasses : 2);

@@ -517,8 +517,9 @@ void checkBatchNormRunning(const char *fn, const void *rmean, const void *rvar,
 int64_t checkDtype(const char *fn, const char *what, int32_t dtype) {
   int64_t bytes = logical::dtypeBytes(dtype);
   if (bytes < 0)
-    fatal("%s: %s %d is not a dtype (0 f32, 1 i64, 2 i32, 3 bool)", fn, what,
-          dtype);
+    fatal(
+        "%s: %s %d is not a dtype (0 f32, 1 i64, 2 i32, 3 bool, 4 bf16, 5 f16)",
+        fn, what, dtype);
   return bytes;
 }
 

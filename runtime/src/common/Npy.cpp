@@ -40,6 +40,10 @@ DType dtypeInfo(int32_t dtype, const char *fn) {
     return {"<i4", 4};
   case PFRT_DTYPE_BOOL:
     return {"|b1", 1};
+  case PFRT_DTYPE_BF16: // NumPy has no bfloat16: its bits
+    return {"<u2", 2};
+  case PFRT_DTYPE_F16:
+    return {"<f2", 2};
   default:
     fatal("%s: unknown dtype code %d", fn, (int)dtype);
   }

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../common/LogicalMath.h"
 #include "KernelUtil.h"
 #include "pfrt/pfrt.h"
 
@@ -111,6 +112,11 @@ void pfrt_k_masked_fill(const float *x, const void *mask, float *y, int64_t n,
     return fill(static_cast<const int64_t *>(mask));
   case PFRT_DTYPE_I32:
     return fill(static_cast<const int32_t *>(mask));
+  case PFRT_DTYPE_BF16:
+  case PFRT_DTYPE_F16: // as the floats they equal (-0 is not set)
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = logical::maskSetAt(mask, maskDtype, i) ? v : x[i];
+    return;
   default:
     return fill(static_cast<const uint8_t *>(mask));
   }

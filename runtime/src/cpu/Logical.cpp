@@ -17,7 +17,9 @@ using namespace pfrt::kern;
 static_assert(logical::kF32 == PFRT_DTYPE_F32 &&
                   logical::kI64 == PFRT_DTYPE_I64 &&
                   logical::kI32 == PFRT_DTYPE_I32 &&
-                  logical::kBool == PFRT_DTYPE_BOOL,
+                  logical::kBool == PFRT_DTYPE_BOOL &&
+                  logical::kBF16 == PFRT_DTYPE_BF16 &&
+                  logical::kF16 == PFRT_DTYPE_F16,
               "LogicalMath.h's dtype codes are pfrt.h's");
 
 namespace {

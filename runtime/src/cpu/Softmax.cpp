@@ -196,6 +196,10 @@ void pfrt_k_softmax_masked(const float *x, const void *mask, int32_t maskDtype,
             (long long)mask_rows, (long long)rows);
     checkPtr(fn, "mask", mask, mulChecked(fn, mask_rows, n));
     checkDtype(fn, "maskDtype", maskDtype);
+    if (maskDtype == PFRT_DTYPE_BF16 || maskDtype == PFRT_DTYPE_F16)
+      fatal("%s: a bf16 or f16 mask is not supported (pf-widen-low-precision "
+            "widens it to f32)",
+            fn);
   }
   float *t = scratchOf<float>(1, n);
   double *e = scratchOf<double>(0, n);

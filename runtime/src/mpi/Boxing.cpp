@@ -36,6 +36,9 @@ MPI_Datatype mpiTypeOf(int32_t dtype) {
     return MPI_INT32_T;
   case PFRT_DTYPE_BOOL:
     return MPI_UINT8_T;
+  case PFRT_DTYPE_BF16:
+  case PFRT_DTYPE_F16: // moved, never reduced
+    return MPI_UINT16_T;
   }
   return MPI_FLOAT;
 }
