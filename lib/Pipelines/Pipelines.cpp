@@ -131,6 +131,12 @@ static void buildCompilePipeline(OpPassManager &pm,
   buckets.overlap = options.overlapGradients == Overlap::On ||
                     (options.overlapGradients == Overlap::Auto && gpu);
   pm.addPass(createBucketGradientsPass(buckets));
+  // bf16/f16 storage, float32 arithmetic: here every value is rank-local
+  // and every communication op is placed (a bucket's all-reduce, a boxing
+  // collective on a low-precision value computes in f32; sends and recvs
+  // keep 2 bytes), and the fold passes then fuse the widened f32 ops as any
+  // others (casts are never fused: their rounding stays pf.cast's).
+  pm.addPass(createWidenLowPrecisionPass());
   // The fusion and buffer decisions, in the IR the rank stop prints.
   if (gpu)
     buildGPUFoldPipeline(pm, /*accumulation=*/true, /*generatedKernels=*/true);

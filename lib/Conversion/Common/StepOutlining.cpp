@@ -243,10 +243,11 @@ void Outliner::merge(LLVM::LLVMFuncOp f, ArrayRef<const Shape *> group,
     Value value = bits;
     if (type.isF64()) {
       value = LLVM::BitcastOp::create(b, loc, type, bits);
-    } else if (type.isF32()) {
+    } else if (type.isF32() || type.isBF16() || type.isF16()) {
+      unsigned width = type.getIntOrFloatBitWidth();
       value = LLVM::BitcastOp::create(
           b, loc, type,
-          LLVM::TruncOp::create(b, loc, IntegerType::get(ctx, 32), bits));
+          LLVM::TruncOp::create(b, loc, IntegerType::get(ctx, width), bits));
     } else if (type.getIntOrFloatBitWidth() < 64) {
       value = LLVM::TruncOp::create(b, loc, type, bits);
     }

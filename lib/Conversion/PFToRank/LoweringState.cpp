@@ -38,6 +38,12 @@ std::optional<RankDType> mlir::pf::rankDType(Type elem) {
     return RankDType{2, 4, "i32"};
   if (elem.isSignlessInteger(1))
     return RankDType{3, 1, "bool"};
+  // Storage types (pf-widen-low-precision leaves them to pf.cast and to ops
+  // that move bytes): a bf16 payload is its 16 bits ('<u2' in .npy files).
+  if (elem.isBF16())
+    return RankDType{4, 2, "bf16"};
+  if (elem.isF16())
+    return RankDType{5, 2, "f16"};
   return std::nullopt;
 }
 
@@ -45,8 +51,8 @@ FailureOr<int64_t> mlir::pf::elementBytes(Operation *op, Type t) {
   Type elem = cast<GlobalType>(t).getElementType();
   if (std::optional<RankDType> d = rankDType(elem))
     return d->bytes;
-  return op->emitOpError() << "convert-pf-to-cpu supports f32, i64, i32 and "
-                              "i1 (bool) tensors, got "
+  return op->emitOpError() << "convert-pf-to-cpu supports f32, i64, i32, i1 "
+                              "(bool), bf16 and f16 tensors, got "
                            << elem;
 }
 

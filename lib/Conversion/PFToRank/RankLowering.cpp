@@ -19,6 +19,7 @@
 #include "pf/Conversion/Common/SendCompletion.h"
 #include "pf/Conversion/Common/StepOutlining.h"
 #include "pf/Conversion/Passes.h"
+#include "pf/Dialect/PF/IR/LowPrecision.h"
 #include "pf/Support/RankParallel.h"
 #include "pf/Target/ArtifactAttrs.h"
 
@@ -65,6 +66,7 @@ public:
 private:
   LLVM::GlobalOp ptrGlobal(StringRef name);
   LogicalResult checkPlacements();
+  LogicalResult checkLowPrecision();
   ArrayAttr outputsAttr();
   LogicalResult lowerParams();
   FailureOr<Value> lowerInput(BlockArgument arg, PartInput &part);
@@ -468,6 +470,22 @@ LogicalResult RankLowering::checkPlacements() {
   return failure(walk.wasInterrupted());
 }
 
+/// bf16 and f16 are storage types: only pf.cast and the ops that move bytes
+/// (LowPrecision.h) meet them here, pf-widen-low-precision having made
+/// every other op a float32 one.
+LogicalResult RankLowering::checkLowPrecision() {
+  WalkResult walk = module.walk([&](Operation *op) {
+    if (keepsLowPrecision(op) || !touchesLowPrecision(op))
+      return WalkResult::advance();
+    op->emitOpError("computes on bf16/f16 values, which the rank lowering "
+                    "does not take: run pf-widen-low-precision first (the "
+                    "compile pipelines do), which computes it in float32 "
+                    "between pf.casts");
+    return WalkResult::interrupt();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 LogicalResult RankLowering::run() {
   if (auto r = module->getAttrOfType<IntegerAttr>(
           PFDialect::RankAttrHelper::getNameStr()))
@@ -479,7 +497,7 @@ LogicalResult RankLowering::run() {
     microbatches = std::max<int64_t>(
         1, cast<GlobalType>(step.getResultTypes()[state.lossIndex])
                .getNumElements());
-  if (failed(checkPlacements()))
+  if (failed(checkPlacements()) || failed(checkLowPrecision()))
     return failure();
   FailureOr<MemoryPlan> plan = MemoryPlan::build(module, step.getBody().front(),
                                                  state.buffers, state.sendDone);

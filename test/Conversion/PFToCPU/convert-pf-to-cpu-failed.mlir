@@ -44,12 +44,30 @@ module attributes {pf.world_size = 1 : i64} {
 
 // An element type the CPU kernels do not take.
 #P = #pf.placement<"cpu", [0]>
-!H = !pf.global<4x3xf16, #P, #pf.sbp<[B]>>
+!H = !pf.global<4x3xf64, #P, #pf.sbp<[B]>>
 module attributes {pf.world_size = 1 : i64} {
   module @rank0 attributes {pf.rank = 0 : i64} {
-    // expected-error @below {{convert-pf-to-cpu supports f32, i64, i32 and i1 (bool) tensors, got 'f16'}}
+    // expected-error @below {{convert-pf-to-cpu supports f32, i64, i32, i1 (bool), bf16 and f16 tensors, got 'f64'}}
     func.func @train_step(%x: !H) -> !H {
       %r = pf.relu %x : (!H) -> !H
+      return %r : !H
+    }
+  }
+}
+
+// -----
+
+// bf16 and f16 are storage types: an op computing on them is refused,
+// naming the pass that widens it to float32 (a pf.cast is not).
+#P = #pf.placement<"cpu", [0]>
+!H = !pf.global<4x3xf16, #P, #pf.sbp<[B]>>
+!F = !pf.global<4x3xf32, #P, #pf.sbp<[B]>>
+module attributes {pf.world_size = 1 : i64} {
+  module @rank0 attributes {pf.rank = 0 : i64} {
+    func.func @train_step(%x: !F) -> !H {
+      %h = pf.cast %x : !F -> !H
+      // expected-error @below {{'pf.relu' op computes on bf16/f16 values, which the rank lowering does not take: run pf-widen-low-precision first}}
+      %r = pf.relu %h : (!H) -> !H
       return %r : !H
     }
   }

@@ -563,4 +563,33 @@ def VerifyCommPass : Pass<"pf-verify-comm", "::mlir::ModuleOp"> {
   }];
 }
 
+def WidenLowPrecisionPass : Pass<"pf-widen-low-precision", "::mlir::ModuleOp"> {
+  let summary = "bf16/f16 storage with float32 arithmetic: ops widened between casts";
+  let description = [{
+    Rewrites every PF op that reads or makes a bf16 or f16 value into the
+    same op on float32 values: a `pf.cast` to f32 of each low-precision
+    operand, the op with f32 result types, and a `pf.cast` of each result
+    back to its low type. The kernels then compute in float32 and every
+    value between ops (the activations the backward keeps) is stored in 2
+    bytes; every op works in bf16 and f16 without a kernel of its own.
+    Kept as they are: `pf.cast` (the only conversion: round to nearest
+    even), `pf.send`/`pf.recv`, `pf.microbatch` and `pf.pack` (their bytes
+    move unchanged) and ops of other dialects (the step's results keep
+    their type). A bf16/f16 `pf.constant` becomes an f32 constant of the
+    same values, which widened ops read directly. A no-op on programs
+    without bf16/f16 values. Runs in the compile pipelines on each rank's
+    program, before the fold passes; the rank lowerings refuse any other op
+    on bf16/f16 values.
+
+    ```mlir
+    %y = pf.relu %x : (!pf.global<4xbf16, #P, #pf.sbp<[B]>>) -> !pf.global<4xbf16, #P, #pf.sbp<[B]>>
+    // becomes
+    %0 = pf.cast %x : !pf.global<4xbf16, ...> -> !pf.global<4xf32, ...>
+    %1 = pf.relu %0 : (!pf.global<4xf32, ...>) -> !pf.global<4xf32, ...>
+    %y = pf.cast %1 : !pf.global<4xf32, ...> -> !pf.global<4xbf16, ...>
+    ```
+  }];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 #endif // PF_DIALECT_PF_TRANSFORMS_PASSES_TD

@@ -1,0 +1,43 @@
+//===- LowPrecision.h - bf16 and f16 storage: which ops keep it -*- C++ -*-===//
+//
+// Mixed precision stores values in bf16 or f16 and computes in float32
+// (Design.md, "Numerics contract"). pf-widen-low-precision rewrites every
+// PF op that reads or makes such a value into the float32 op between
+// casts; only the ops below keep 2-byte values, and the rank lowerings
+// refuse any other (naming the pass that should have run).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PF_DIALECT_PF_IR_LOWPRECISION_H
+#define PF_DIALECT_PF_IR_LOWPRECISION_H
+
+#include "pf/Dialect/PF/IR/PFOps.h"
+
+namespace mlir::pf {
+
+/// Whether `t` is a bf16 or f16 element type, or a global tensor of one.
+inline bool isLowPrecision(Type t) {
+  if (auto g = dyn_cast<GlobalType>(t))
+    t = g.getElementType();
+  return t.isBF16() || t.isF16();
+}
+
+/// Whether `op` reads or makes a bf16 or f16 value.
+inline bool touchesLowPrecision(Operation *op) {
+  return llvm::any_of(op->getOperandTypes(), isLowPrecision) ||
+         llvm::any_of(op->getResultTypes(), isLowPrecision);
+}
+
+/// Ops that keep bf16/f16 values after pf-widen-low-precision: the casts
+/// (the only conversion), the point-to-point transfers and the micro-batch
+/// views and packs (their bytes move unchanged), and ops of other dialects
+/// (func.return: the step's results keep their type).
+inline bool keepsLowPrecision(Operation *op) {
+  if (!isa<PFDialect>(op->getDialect()))
+    return true;
+  return isa<CastOp, SendOp, RecvOp, MicrobatchOp, PackOp>(op);
+}
+
+} // namespace mlir::pf
+
+#endif // PF_DIALECT_PF_IR_LOWPRECISION_H
