@@ -12,6 +12,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <array>
+
 namespace mlir::pf::detail {
 
 /// Shared checks of the ops whose result types are inferred. Every check
@@ -37,6 +39,45 @@ public:
       return failure();
     }
     return t;
+  }
+
+  /// The operand's global type, which must have a float element type.
+  FailureOr<GlobalType> floatGlobal(Value v, StringRef what) {
+    FailureOr<GlobalType> t = global(v, what);
+    if (failed(t) || failed(isFloat(*t, what)))
+      return failure();
+    return t;
+  }
+
+  /// The global types of the named operands (in their order), which must
+  /// share one placement.
+  template <size_t N>
+  FailureOr<std::array<GlobalType, N>>
+  globals(const std::pair<Value, StringRef> (&named)[N]) {
+    std::array<GlobalType, N> types;
+    bool ok = true;
+    for (auto [t, n] : llvm::zip_equal(types, named)) {
+      FailureOr<GlobalType> g = global(n.first, n.second);
+      ok = succeeded(g) && ok;
+      if (succeeded(g))
+        t = *g;
+    }
+    if (!ok || failed(samePlacement(types)))
+      return failure();
+    return types;
+  }
+
+  /// globals() of operands of one float element type (named by the first).
+  template <size_t N>
+  FailureOr<std::array<GlobalType, N>>
+  floatGlobals(const std::pair<Value, StringRef> (&named)[N]) {
+    FailureOr<std::array<GlobalType, N>> types = globals(named);
+    if (failed(types) || failed(isFloat(types->front(), named[0].second)))
+      return failure();
+    for (GlobalType t : ArrayRef(*types).drop_front())
+      if (failed(sameElementType(types->front(), t, "operand")))
+        return failure();
+    return types;
   }
 
   LogicalResult samePlacement(ArrayRef<GlobalType> types) {
@@ -108,18 +149,45 @@ inline LogicalResult inferSameShape(std::optional<Location> loc,
                                     Value b, StringRef bName, bool floatB,
                                     SmallVectorImpl<Type> &results) {
   Inference inf(loc, opName);
-  FailureOr<GlobalType> ta = inf.global(a, aName);
-  FailureOr<GlobalType> tb = inf.global(b, bName);
-  if (failed(ta) || failed(tb) || failed(inf.samePlacement({*ta, *tb})) ||
-      (floatB && failed(inf.isFloat(*tb, bName))) ||
-      failed(inf.sameElementType(*ta, *tb, "operand")))
+  FailureOr<std::array<GlobalType, 2>> types =
+      inf.globals({{a, aName}, {b, bName}});
+  if (failed(types))
     return failure();
-  if (ta->getShape() != tb->getShape())
+  auto [ta, tb] = *types;
+  if ((floatB && failed(inf.isFloat(tb, bName))) ||
+      failed(inf.sameElementType(ta, tb, "operand")))
+    return failure();
+  if (ta.getShape() != tb.getShape())
     return inf.error() << "operand shapes differ: "
-                       << Inference::shapeStr(ta->getShape()) << " vs "
-                       << Inference::shapeStr(tb->getShape());
-  results.push_back(resultLike(*tb, tb->getShape()));
+                       << Inference::shapeStr(ta.getShape()) << " vs "
+                       << Inference::shapeStr(tb.getShape());
+  results.push_back(resultLike(tb, tb.getShape()));
   return success();
+}
+
+/// OP::inferReturnTypes by a helper: FN(location, opName, args...,
+/// inferredReturnTypes), the args read from the op's `adaptor`.
+#define PF_INFER_RETURN_TYPES(OP, FN, ...)                                     \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> location, Adaptor adaptor,        \
+      SmallVectorImpl<Type> &inferredReturnTypes) {                            \
+    return FN(location, getOperationName().drop_front(3), __VA_ARGS__,         \
+              inferredReturnTypes);                                            \
+  }
+
+/// The type of a gradient of `v`: its logical type, layout undecided.
+inline GlobalType gradType(Value v) {
+  return cast<GlobalType>(v.getType()).withSBP({});
+}
+
+/// The opening of a gradient rule: without an incoming gradient `dy` no
+/// operand of `op` gets one, and the rule is done (true).
+inline bool noIncomingGradient(Operation *op, Value dy,
+                               SmallVectorImpl<Value> &operandGrads) {
+  if (dy)
+    return false;
+  operandGrads.append(op->getNumOperands(), Value());
+  return true;
 }
 
 /// OP::isCompatibleReturnTypes of an op with inferred result types: any SBP

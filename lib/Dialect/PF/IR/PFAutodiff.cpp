@@ -8,13 +8,11 @@
 
 #include "pf/Dialect/PF/IR/PFOps.h"
 
+#include "OpUtils.h"
+
 using namespace mlir;
 using namespace mlir::pf;
-
-/// The type of a gradient of `v`: `v`'s logical type, layout undecided.
-static GlobalType gradType(Value v) {
-  return cast<GlobalType>(v.getType()).withSBP({});
-}
+using namespace mlir::pf::detail;
 
 LogicalResult MatmulOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
                                       SmallVectorImpl<Value> &operandGrads) {
@@ -24,10 +22,8 @@ LogicalResult MatmulOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
   bool ta = getTransposeA(), tb = getTransposeB();
   auto aType = cast<GlobalType>(a.getType());
   auto bType = cast<GlobalType>(bv.getType());
-  if (!dc) {
-    operandGrads.append({Value(), Value()});
+  if (noIncomingGradient(*this, dc, operandGrads))
     return success();
-  }
   // A batched lhs with a shared 2-D rhs (x @ W over [batch, seq, features]).
   bool shared = aType.getRank() > 2 && bType.getRank() == 2;
   if (shared && ta)
@@ -71,10 +67,8 @@ LogicalResult BiasAddOp::buildGradient(OpBuilder &b,
                                        ArrayRef<Value> resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy) {
-    operandGrads.append({Value(), Value()});
+  if (noIncomingGradient(*this, dy, operandGrads))
     return success();
-  }
   SmallVector<int64_t> axes;
   for (int64_t i = 0, e = getType().getRank(); i < e; ++i)
     if (i != getAxis())
@@ -93,10 +87,8 @@ LogicalResult AddOp::buildGradient(OpBuilder &, ArrayRef<Value> resultGrads,
 LogicalResult MulOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
                                    SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy) {
-    operandGrads.append({Value(), Value()});
+  if (noIncomingGradient(*this, dy, operandGrads))
     return success();
-  }
   operandGrads.push_back(
       MulOp::create(b, getLoc(), gradType(getLhs()), dy, getRhs()));
   operandGrads.push_back(
@@ -169,10 +161,8 @@ LogicalResult LayerNormOp::buildGradient(OpBuilder &b,
                                          ArrayRef<Value> resultGrads,
                                          SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy) {
-    operandGrads.append(3, Value());
+  if (noIncomingGradient(*this, dy, operandGrads))
     return success();
-  }
   Value dx = LayerNormGradInputOp::create(b, getLoc(), gradType(getInput()),
                                           getInput(), getGamma(), dy,
                                           getEpsilonAttr());
@@ -222,10 +212,8 @@ LogicalResult TransposeOp::buildGradient(OpBuilder &b,
                                          ArrayRef<Value> resultGrads,
                                          SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy) {
-    operandGrads.push_back({});
+  if (noIncomingGradient(*this, dy, operandGrads))
     return success();
-  }
   ArrayRef<int64_t> perm = getPerm();
   SmallVector<int64_t> inverse(perm.size());
   for (auto [i, p] : llvm::enumerate(perm))
@@ -252,10 +240,8 @@ SoftmaxCrossEntropyOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
 LogicalResult Conv2DOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
                                       SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy) {
-    operandGrads.append({Value(), Value()});
+  if (noIncomingGradient(*this, dy, operandGrads))
     return success();
-  }
   Value dx = Conv2DGradInputOp::create(
       b, getLoc(), gradType(getInput()), dy, getWeight(), getStrideAttr(),
       getPaddingAttr(), getDilationAttr(), getGroupsAttr());
@@ -308,10 +294,8 @@ LogicalResult BatchNormOp::buildGradient(OpBuilder &b,
                                          SmallVectorImpl<Value> &operandGrads) {
   // The updated running statistics are state, not differentiable outputs.
   Value dy = resultGrads[0];
-  if (!dy) {
-    operandGrads.append(5, Value());
+  if (noIncomingGradient(*this, dy, operandGrads))
     return success();
-  }
   if (getInference())
     return emitOpError("eval-mode batch norm (inference) has no gradient "
                        "rule: train with the module in train mode");
@@ -345,10 +329,8 @@ LogicalResult ToGlobalOp::buildGradient(OpBuilder &b,
   if (!input)
     return emitOpError("has no gradient rule for a local input: the "
                        "gradient of a local tensor is not defined");
-  if (!dy) {
-    operandGrads.push_back({});
+  if (noIncomingGradient(*this, dy, operandGrads))
     return success();
-  }
   GlobalType target = input.withSBP(gradSBP(input.getSbp()));
   operandGrads.push_back(ToGlobalOp::create(b, getLoc(), target, dy));
   return success();

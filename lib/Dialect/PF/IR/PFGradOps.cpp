@@ -12,40 +12,25 @@ using namespace mlir::pf::detail;
 
 static StringRef shortName(StringRef opName) { return opName.drop_front(3); }
 
-LogicalResult
-ReluGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                             Adaptor adaptor,
-                             SmallVectorImpl<Type> &inferredReturnTypes) {
-  return inferSameShape(loc, shortName(getOperationName()), adaptor.getOutput(),
-                        "output", adaptor.getResultGrad(), "result_grad",
-                        /*floatB=*/true, inferredReturnTypes);
-}
-
-LogicalResult
-ActivationGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                   Adaptor adaptor,
-                                   SmallVectorImpl<Type> &inferredReturnTypes) {
-  return inferSameShape(loc, shortName(getOperationName()), adaptor.getInput(),
-                        "input", adaptor.getResultGrad(), "result_grad",
-                        /*floatB=*/true, inferredReturnTypes);
-}
-
-LogicalResult
-SoftmaxGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                Adaptor adaptor,
-                                SmallVectorImpl<Type> &inferredReturnTypes) {
-  return inferSameShape(loc, shortName(getOperationName()), adaptor.getOutput(),
-                        "output", adaptor.getResultGrad(), "result_grad",
-                        /*floatB=*/true, inferredReturnTypes);
-}
+// Element-wise gradients: (forward input or output, result_grad) of one
+// shape, the result like them.
+PF_INFER_RETURN_TYPES(ReluGradOp, inferSameShape, adaptor.getOutput(), "output",
+                      adaptor.getResultGrad(), "result_grad",
+                      /*floatB=*/true)
+PF_INFER_RETURN_TYPES(ActivationGradOp, inferSameShape, adaptor.getInput(),
+                      "input", adaptor.getResultGrad(), "result_grad",
+                      /*floatB=*/true)
+PF_INFER_RETURN_TYPES(SoftmaxGradOp, inferSameShape, adaptor.getOutput(),
+                      "output", adaptor.getResultGrad(), "result_grad",
+                      /*floatB=*/true)
 
 LogicalResult
 ReduceSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                               Adaptor adaptor,
                               SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, shortName(getOperationName()));
-  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
-  if (failed(x) || failed(inf.isFloat(*x, "input")))
+  FailureOr<GlobalType> x = inf.floatGlobal(adaptor.getInput(), "input");
+  if (failed(x))
     return failure();
   SmallVector<bool> reduced(x->getRank(), false);
   for (int64_t axis : adaptor.getAxes()) {
@@ -67,20 +52,22 @@ LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, shortName(getOperationName()));
-  FailureOr<GlobalType> logits = inf.global(adaptor.getLogits(), "logits");
-  FailureOr<GlobalType> labels = inf.global(adaptor.getLabels(), "labels");
-  FailureOr<GlobalType> dloss = inf.global(adaptor.getLossGrad(), "loss_grad");
-  if (failed(logits) || failed(labels) || failed(dloss) ||
-      failed(inf.samePlacement({*logits, *labels, *dloss})) ||
-      failed(inf.isFloat(*logits, "logits")) ||
-      failed(inf.hasRank(*logits, 2, "logits")) ||
-      failed(inf.hasRank(*labels, 1, "labels")) ||
-      failed(inf.hasRank(*dloss, 0, "loss_grad")) ||
-      failed(inf.sameElementType(*logits, *dloss, "logits and loss_grad")))
+  FailureOr<std::array<GlobalType, 3>> types =
+      inf.globals({{adaptor.getLogits(), "logits"},
+                   {adaptor.getLabels(), "labels"},
+                   {adaptor.getLossGrad(), "loss_grad"}});
+  if (failed(types))
     return failure();
-  if (failed(inf.labelsFor(*logits, *labels)))
+  auto [logits, labels, dloss] = *types;
+  if (failed(inf.isFloat(logits, "logits")) ||
+      failed(inf.hasRank(logits, 2, "logits")) ||
+      failed(inf.hasRank(labels, 1, "labels")) ||
+      failed(inf.hasRank(dloss, 0, "loss_grad")) ||
+      failed(inf.sameElementType(logits, dloss, "logits and loss_grad")))
     return failure();
-  inferredReturnTypes.push_back(resultLike(*logits, logits->getShape()));
+  if (failed(inf.labelsFor(logits, labels)))
+    return failure();
+  inferredReturnTypes.push_back(resultLike(logits, logits.getShape()));
   return success();
 }
 
@@ -208,16 +195,15 @@ LogicalResult GlobalAvgPoolGradOp::verify() {
 
 static FailureOr<GlobalType> checkBatchNormInput(Inference &inf, Value x,
                                                  Value dy) {
-  FailureOr<GlobalType> xt = inf.global(x, "input");
-  FailureOr<GlobalType> dyt = inf.global(dy, "result_grad");
-  if (failed(xt) || failed(dyt) || failed(inf.samePlacement({*xt, *dyt})) ||
-      failed(inf.isFloat(*xt, "input")) ||
-      failed(inf.sameElementType(*xt, *dyt, "operand")))
+  FailureOr<std::array<GlobalType, 2>> types =
+      inf.floatGlobals({{x, "input"}, {dy, "result_grad"}});
+  if (failed(types))
     return failure();
-  if (xt->getRank() != 2 && xt->getRank() != 4)
+  auto [xt, dyt] = *types;
+  if (xt.getRank() != 2 && xt.getRank() != 4)
     return inf.error() << "input must be [N, C] or [N, C, H, W], got shape "
-                       << Inference::shapeStr(xt->getShape());
-  if (xt->getShape() != dyt->getShape())
+                       << Inference::shapeStr(xt.getShape());
+  if (xt.getShape() != dyt.getShape())
     return inf.error() << "input and result_grad shapes differ";
   return xt;
 }
@@ -439,21 +425,23 @@ LogicalResult LayerNormGradInputOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, shortName(getOperationName()));
-  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
-  FailureOr<GlobalType> g = inf.global(adaptor.getGamma(), "gamma");
-  FailureOr<GlobalType> dy = inf.global(adaptor.getResultGrad(), "result_grad");
-  if (failed(x) || failed(g) || failed(dy) ||
-      failed(inf.samePlacement({*x, *g, *dy})) ||
-      failed(inf.isFloat(*x, "input")))
+  FailureOr<std::array<GlobalType, 3>> types =
+      inf.globals({{adaptor.getInput(), "input"},
+                   {adaptor.getGamma(), "gamma"},
+                   {adaptor.getResultGrad(), "result_grad"}});
+  if (failed(types))
     return failure();
-  if (x->getRank() < 1 || dy->getShape() != x->getShape() ||
-      g->getShape() != ArrayRef<int64_t>{x->getShape().back()})
+  auto [x, g, dy] = *types;
+  if (failed(inf.isFloat(x, "input")))
+    return failure();
+  if (x.getRank() < 1 || dy.getShape() != x.getShape() ||
+      g.getShape() != ArrayRef<int64_t>{x.getShape().back()})
     return inf.error() << "expects input and result_grad of one shape [..., C] "
                           "and gamma [C], got "
-                       << Inference::shapeStr(x->getShape()) << ", "
-                       << Inference::shapeStr(dy->getShape()) << ", "
-                       << Inference::shapeStr(g->getShape());
-  inferredReturnTypes.push_back(resultLike(*x, x->getShape()));
+                       << Inference::shapeStr(x.getShape()) << ", "
+                       << Inference::shapeStr(dy.getShape()) << ", "
+                       << Inference::shapeStr(g.getShape());
+  inferredReturnTypes.push_back(resultLike(x, x.getShape()));
   return success();
 }
 
@@ -461,18 +449,21 @@ LogicalResult LayerNormGradParamsOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, shortName(getOperationName()));
-  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
-  FailureOr<GlobalType> dy = inf.global(adaptor.getResultGrad(), "result_grad");
-  if (failed(x) || failed(dy) || failed(inf.samePlacement({*x, *dy})) ||
-      failed(inf.isFloat(*x, "input")))
+  FailureOr<std::array<GlobalType, 2>> types =
+      inf.globals({{adaptor.getInput(), "input"},
+                   {adaptor.getResultGrad(), "result_grad"}});
+  if (failed(types))
     return failure();
-  if (x->getRank() < 1 || dy->getShape() != x->getShape())
+  auto [x, dy] = *types;
+  if (failed(inf.isFloat(x, "input")))
+    return failure();
+  if (x.getRank() < 1 || dy.getShape() != x.getShape())
     return inf.error() << "expects input and result_grad of one shape, got "
-                       << Inference::shapeStr(x->getShape()) << " and "
-                       << Inference::shapeStr(dy->getShape());
-  int64_t channels = x->getShape().back();
-  inferredReturnTypes.push_back(resultLike(*x, {channels}));
-  inferredReturnTypes.push_back(resultLike(*x, {channels}));
+                       << Inference::shapeStr(x.getShape()) << " and "
+                       << Inference::shapeStr(dy.getShape());
+  int64_t channels = x.getShape().back();
+  inferredReturnTypes.push_back(resultLike(x, {channels}));
+  inferredReturnTypes.push_back(resultLike(x, {channels}));
   return success();
 }
 
@@ -481,19 +472,21 @@ EmbeddingGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                   Adaptor adaptor,
                                   SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, shortName(getOperationName()));
-  FailureOr<GlobalType> ids = inf.global(adaptor.getIds(), "ids");
-  FailureOr<GlobalType> dy = inf.global(adaptor.getResultGrad(), "result_grad");
-  if (failed(ids) || failed(dy) || failed(inf.samePlacement({*ids, *dy})) ||
-      failed(inf.isFloat(*dy, "result_grad")))
+  FailureOr<std::array<GlobalType, 2>> types = inf.globals(
+      {{adaptor.getIds(), "ids"}, {adaptor.getResultGrad(), "result_grad"}});
+  if (failed(types))
     return failure();
-  if (dy->getRank() != ids->getRank() + 1 ||
-      dy->getShape().drop_back() != ids->getShape())
+  auto [ids, dy] = *types;
+  if (failed(inf.isFloat(dy, "result_grad")))
+    return failure();
+  if (dy.getRank() != ids.getRank() + 1 ||
+      dy.getShape().drop_back() != ids.getShape())
     return inf.error() << "result_grad must be ids' shape + [D], got "
-                       << Inference::shapeStr(dy->getShape()) << " for ids "
-                       << Inference::shapeStr(ids->getShape());
+                       << Inference::shapeStr(dy.getShape()) << " for ids "
+                       << Inference::shapeStr(ids.getShape());
   int64_t rows = static_cast<int64_t>(adaptor.getNumRows());
   if (rows < 1)
     return inf.error() << "num_rows must be positive, got " << rows;
-  inferredReturnTypes.push_back(resultLike(*dy, {rows, dy->getShape().back()}));
+  inferredReturnTypes.push_back(resultLike(dy, {rows, dy.getShape().back()}));
   return success();
 }

@@ -21,17 +21,17 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
-  FailureOr<GlobalType> logits = inf.global(adaptor.getLogits(), "logits");
-  FailureOr<GlobalType> labels = inf.global(adaptor.getLabels(), "labels");
-  if (failed(logits) || failed(labels) ||
-      failed(inf.samePlacement({*logits, *labels})) ||
-      failed(inf.isFloat(*logits, "logits")) ||
-      failed(inf.hasRank(*logits, 2, "logits")) ||
-      failed(inf.hasRank(*labels, 1, "labels")))
+  FailureOr<std::array<GlobalType, 2>> types = inf.globals(
+      {{adaptor.getLogits(), "logits"}, {adaptor.getLabels(), "labels"}});
+  if (failed(types))
     return failure();
-  if (failed(inf.labelsFor(*logits, *labels)))
+  auto [logits, labels] = *types;
+  if (failed(inf.isFloat(logits, "logits")) ||
+      failed(inf.hasRank(logits, 2, "logits")) ||
+      failed(inf.hasRank(labels, 1, "labels")) ||
+      failed(inf.labelsFor(logits, labels)))
     return failure();
-  inferredReturnTypes.push_back(resultLike(*logits, {}));
+  inferredReturnTypes.push_back(resultLike(logits, {}));
   return success();
 }
 
@@ -44,15 +44,15 @@ Conv2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                            Adaptor adaptor,
                            SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
-  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
-  FailureOr<GlobalType> w = inf.global(adaptor.getWeight(), "weight");
-  if (failed(x) || failed(w) || failed(inf.samePlacement({*x, *w})) ||
-      failed(inf.isFloat(*x, "input")) ||
-      failed(inf.sameElementType(*x, *w, "operand")) ||
-      failed(inf.hasRank(*x, 4, "input (NCHW)")) ||
-      failed(inf.hasRank(*w, 4, "weight (OIHW)")))
+  FailureOr<std::array<GlobalType, 2>> types = inf.floatGlobals(
+      {{adaptor.getInput(), "input"}, {adaptor.getWeight(), "weight"}});
+  if (failed(types))
     return failure();
-  ArrayRef<int64_t> xs = x->getShape(), ws = w->getShape();
+  auto [x, w] = *types;
+  if (failed(inf.hasRank(x, 4, "input (NCHW)")) ||
+      failed(inf.hasRank(w, 4, "weight (OIHW)")))
+    return failure();
+  ArrayRef<int64_t> xs = x.getShape(), ws = w.getShape();
   ArrayRef<int64_t> stride = adaptor.getStride(), pad = adaptor.getPadding(),
                     dil = adaptor.getDilation();
   int64_t groups = adaptor.getGroups();
@@ -77,18 +77,25 @@ Conv2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                          << Inference::shapeStr(xs.drop_front(2));
     out.push_back(o);
   }
-  inferredReturnTypes.push_back(resultLike(*x, out));
+  inferredReturnTypes.push_back(resultLike(x, out));
   return success();
 }
 
-template <typename PoolOp>
-static LogicalResult inferPool(std::optional<Location> loc,
-                               typename PoolOp::Adaptor adaptor,
+/// A 4-D float input (NCHW).
+static FailureOr<GlobalType> nchwInput(Inference &inf, Value input) {
+  FailureOr<GlobalType> x = inf.floatGlobal(input, "input");
+  if (failed(x) || failed(inf.hasRank(*x, 4, "input (NCHW)")))
+    return failure();
+  return x;
+}
+
+template <typename PoolAdaptor>
+static LogicalResult inferPool(std::optional<Location> loc, StringRef opName,
+                               PoolAdaptor adaptor,
                                SmallVectorImpl<Type> &results) {
-  Inference inf(loc, PoolOp::getOperationName().drop_front(3));
-  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
-  if (failed(x) || failed(inf.isFloat(*x, "input")) ||
-      failed(inf.hasRank(*x, 4, "input (NCHW)")))
+  Inference inf(loc, opName);
+  FailureOr<GlobalType> x = nchwInput(inf, adaptor.getInput());
+  if (failed(x))
     return failure();
   ArrayRef<int64_t> kernel = adaptor.getKernel(), pad = adaptor.getPadding();
   SmallVector<int64_t, 2> stride(kernel);
@@ -114,28 +121,16 @@ static LogicalResult inferPool(std::optional<Location> loc,
   return success();
 }
 
-LogicalResult
-MaxPool2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                              Adaptor adaptor,
-                              SmallVectorImpl<Type> &inferredReturnTypes) {
-  return inferPool<MaxPool2DOp>(loc, adaptor, inferredReturnTypes);
-}
-
-LogicalResult
-AvgPool2DOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                              Adaptor adaptor,
-                              SmallVectorImpl<Type> &inferredReturnTypes) {
-  return inferPool<AvgPool2DOp>(loc, adaptor, inferredReturnTypes);
-}
+PF_INFER_RETURN_TYPES(MaxPool2DOp, inferPool, adaptor)
+PF_INFER_RETURN_TYPES(AvgPool2DOp, inferPool, adaptor)
 
 LogicalResult
 GlobalAvgPoolOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                   Adaptor adaptor,
                                   SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
-  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
-  if (failed(x) || failed(inf.isFloat(*x, "input")) ||
-      failed(inf.hasRank(*x, 4, "input (NCHW)")))
+  FailureOr<GlobalType> x = nchwInput(inf, adaptor.getInput());
+  if (failed(x))
     return failure();
   inferredReturnTypes.push_back(
       resultLike(*x, {x->getShape()[0], x->getShape()[1], 1, 1}));
@@ -169,8 +164,8 @@ LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                               Adaptor adaptor,
                               SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
-  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
-  if (failed(x) || failed(inf.isFloat(*x, "input")))
+  FailureOr<GlobalType> x = inf.floatGlobal(adaptor.getInput(), "input");
+  if (failed(x))
     return failure();
   if (x->getRank() < 1)
     return inf.error() << "input must have at least one axis";
@@ -188,19 +183,21 @@ EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                               Adaptor adaptor,
                               SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
-  FailureOr<GlobalType> table = inf.global(adaptor.getTable(), "table");
-  FailureOr<GlobalType> ids = inf.global(adaptor.getIds(), "ids");
-  if (failed(table) || failed(ids) || failed(inf.isFloat(*table, "table")) ||
-      failed(inf.samePlacement({*table, *ids})))
+  FailureOr<std::array<GlobalType, 2>> types =
+      inf.globals({{adaptor.getTable(), "table"}, {adaptor.getIds(), "ids"}});
+  if (failed(types))
     return failure();
-  if (table->getRank() != 2)
+  auto [table, ids] = *types;
+  if (failed(inf.isFloat(table, "table")))
+    return failure();
+  if (table.getRank() != 2)
     return inf.error() << "table must be [V, D], got shape "
-                       << Inference::shapeStr(table->getShape());
-  if (!ids->getElementType().isInteger(64))
-    return inf.error() << "ids must be i64, got " << ids->getElementType();
-  SmallVector<int64_t> shape(ids->getShape());
-  shape.push_back(table->getShape()[1]);
-  inferredReturnTypes.push_back(resultLike(*table, shape));
+                       << Inference::shapeStr(table.getShape());
+  if (!ids.getElementType().isInteger(64))
+    return inf.error() << "ids must be i64, got " << ids.getElementType();
+  SmallVector<int64_t> shape(ids.getShape());
+  shape.push_back(table.getShape()[1]);
+  inferredReturnTypes.push_back(resultLike(table, shape));
   return success();
 }
 
@@ -209,8 +206,8 @@ BatchNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                               Adaptor adaptor,
                               SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
-  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
-  if (failed(x) || failed(inf.isFloat(*x, "input")))
+  FailureOr<GlobalType> x = inf.floatGlobal(adaptor.getInput(), "input");
+  if (failed(x))
     return failure();
   if (x->getRank() != 2 && x->getRank() != 4)
     return inf.error() << "input must be [N, C] or [N, C, H, W], got shape "

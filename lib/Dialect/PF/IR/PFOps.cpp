@@ -210,17 +210,16 @@ MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                            Adaptor adaptor,
                            SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
-  FailureOr<GlobalType> a = inf.global(adaptor.getA(), "lhs");
-  FailureOr<GlobalType> b = inf.global(adaptor.getB(), "rhs");
-  if (failed(a) || failed(b) || failed(inf.samePlacement({*a, *b})) ||
-      failed(inf.isFloat(*a, "lhs")) ||
-      failed(inf.sameElementType(*a, *b, "operand")))
+  FailureOr<std::array<GlobalType, 2>> types =
+      inf.floatGlobals({{adaptor.getA(), "lhs"}, {adaptor.getB(), "rhs"}});
+  if (failed(types))
     return failure();
-  if (a->getRank() < 2 || b->getRank() < 2)
+  auto [a, b] = *types;
+  if (a.getRank() < 2 || b.getRank() < 2)
     return inf.error() << "operands need rank >= 2, got shapes "
-                       << Inference::shapeStr(a->getShape()) << " and "
-                       << Inference::shapeStr(b->getShape());
-  ArrayRef<int64_t> as = a->getShape(), bs = b->getShape();
+                       << Inference::shapeStr(a.getShape()) << " and "
+                       << Inference::shapeStr(b.getShape());
+  ArrayRef<int64_t> as = a.getShape(), bs = b.getShape();
   int64_t ra = as.size(), rb = bs.size();
   bool ta = adaptor.getTransposeA(), tb = adaptor.getTransposeB();
   int64_t m = ta ? as[ra - 1] : as[ra - 2];
@@ -239,7 +238,7 @@ MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   SmallVector<int64_t> shape(batchA);
   shape.push_back(m);
   shape.push_back(n);
-  inferredReturnTypes.push_back(resultLike(*a, shape));
+  inferredReturnTypes.push_back(resultLike(a, shape));
   return success();
 }
 
@@ -248,22 +247,20 @@ BiasAddOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                             Adaptor adaptor,
                             SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
-  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
-  FailureOr<GlobalType> b = inf.global(adaptor.getBias(), "bias");
-  if (failed(x) || failed(b) || failed(inf.samePlacement({*x, *b})) ||
-      failed(inf.isFloat(*x, "input")) ||
-      failed(inf.sameElementType(*x, *b, "operand")) ||
-      failed(inf.hasRank(*b, 1, "bias")))
+  FailureOr<std::array<GlobalType, 2>> types = inf.floatGlobals(
+      {{adaptor.getInput(), "input"}, {adaptor.getBias(), "bias"}});
+  if (failed(types) || failed(inf.hasRank((*types)[1], 1, "bias")))
     return failure();
+  auto [x, b] = *types;
   int64_t axis = adaptor.getAxis();
-  if (axis < 0 || axis >= x->getRank())
+  if (axis < 0 || axis >= x.getRank())
     return inf.error() << "axis " << axis << " is out of range for shape "
-                       << Inference::shapeStr(x->getShape());
-  if (b->getShape()[0] != x->getShape()[axis])
-    return inf.error() << "bias of size " << b->getShape()[0]
+                       << Inference::shapeStr(x.getShape());
+  if (b.getShape()[0] != x.getShape()[axis])
+    return inf.error() << "bias of size " << b.getShape()[0]
                        << " does not match axis " << axis << " of size "
-                       << x->getShape()[axis];
-  inferredReturnTypes.push_back(resultLike(*x, x->getShape()));
+                       << x.getShape()[axis];
+  inferredReturnTypes.push_back(resultLike(x, x.getShape()));
   return success();
 }
 
@@ -282,39 +279,28 @@ static LogicalResult inferUnaryFloat(std::optional<Location> loc,
                                      StringRef opName, Value input,
                                      SmallVectorImpl<Type> &results) {
   Inference inf(loc, opName);
-  FailureOr<GlobalType> x = inf.global(input, "input");
-  if (failed(x) || failed(inf.isFloat(*x, "input")))
+  FailureOr<GlobalType> x = inf.floatGlobal(input, "input");
+  if (failed(x))
     return failure();
   results.push_back(resultLike(*x, x->getShape()));
   return success();
 }
 
-/// OP::inferReturnTypes of an element-wise op: FN(loc, opName, operands...,
-/// results) with the operands named by the adaptor's getters.
-#define PF_INFER_ELEMENTWISE(OP, FN, ...)                                      \
-  LogicalResult OP::inferReturnTypes(                                          \
-      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
-      SmallVectorImpl<Type> &inferredReturnTypes) {                            \
-    return FN(loc, getOperationName().drop_front(3), __VA_ARGS__,              \
-              inferredReturnTypes);                                            \
-  }
-
-PF_INFER_ELEMENTWISE(AddOp, inferSameShapeBinary, adaptor.getLhs(),
-                     adaptor.getRhs())
-PF_INFER_ELEMENTWISE(MulOp, inferSameShapeBinary, adaptor.getLhs(),
-                     adaptor.getRhs())
-PF_INFER_ELEMENTWISE(ReluOp, inferUnaryFloat, adaptor.getInput())
-PF_INFER_ELEMENTWISE(ActivationOp, inferUnaryFloat, adaptor.getInput())
-PF_INFER_ELEMENTWISE(SoftmaxOp, inferUnaryFloat, adaptor.getInput())
-PF_INFER_ELEMENTWISE(DropoutOp, inferUnaryFloat, adaptor.getInput())
+PF_INFER_RETURN_TYPES(AddOp, inferSameShapeBinary, adaptor.getLhs(),
+                      adaptor.getRhs())
+PF_INFER_RETURN_TYPES(MulOp, inferSameShapeBinary, adaptor.getLhs(),
+                      adaptor.getRhs())
+PF_INFER_RETURN_TYPES(ReluOp, inferUnaryFloat, adaptor.getInput())
+PF_INFER_RETURN_TYPES(ActivationOp, inferUnaryFloat, adaptor.getInput())
+PF_INFER_RETURN_TYPES(SoftmaxOp, inferUnaryFloat, adaptor.getInput())
+PF_INFER_RETURN_TYPES(DropoutOp, inferUnaryFloat, adaptor.getInput())
+PF_INFER_RETURN_TYPES(MulScalarOp, inferUnaryFloat, adaptor.getInput())
 
 /// A 0-d f32 operand (a run-time scalar on its placement).
 static FailureOr<GlobalType> scalarOperand(Inference &inf, Value v,
                                            StringRef what) {
-  FailureOr<GlobalType> t = inf.global(v, what);
-  if (failed(t) || failed(inf.isFloat(*t, what)))
-    return failure();
-  if (failed(inf.hasRank(*t, 0, what)))
+  FailureOr<GlobalType> t = inf.floatGlobal(v, what);
+  if (failed(t) || failed(inf.hasRank(*t, 0, what)))
     return failure();
   return t;
 }
@@ -349,14 +335,6 @@ ScaleByOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                              adaptor.getInput(), inferredReturnTypes)))
     return failure();
   return inf.samePlacement({cast<GlobalType>(inferredReturnTypes.front()), *s});
-}
-
-LogicalResult
-MulScalarOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                              Adaptor adaptor,
-                              SmallVectorImpl<Type> &inferredReturnTypes) {
-  return inferUnaryFloat(loc, getOperationName().drop_front(3),
-                         adaptor.getInput(), inferredReturnTypes);
 }
 
 OpFoldResult MulScalarOp::fold(FoldAdaptor) {

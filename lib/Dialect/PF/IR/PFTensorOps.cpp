@@ -29,9 +29,6 @@ void add(SmallVectorImpl<SBPSignature> &sigs, ArrayRef<SBPDim> operands,
 
 GlobalType typeOf(Value v) { return cast<GlobalType>(v.getType()); }
 
-/// The type of a gradient of `v`: its logical type, layout undecided.
-GlobalType gradType(Value v) { return typeOf(v).withSBP({}); }
-
 StringRef nameOf(StringRef full) { return full.drop_front(3); }
 
 /// A box (offsets, sizes) inside `shape`: every axis in range.
@@ -80,23 +77,16 @@ static LogicalResult inferFloatBinary(std::optional<Location> loc,
                                       StringRef opName, Value lhs, Value rhs,
                                       SmallVectorImpl<Type> &results) {
   Inference inf(loc, opName);
-  FailureOr<GlobalType> a = inf.global(lhs, "lhs");
-  if (failed(a) || failed(inf.isFloat(*a, "lhs")))
+  if (failed(inf.floatGlobal(lhs, "lhs")))
     return failure();
   return inferSameShape(loc, opName, lhs, "lhs", rhs, "rhs", /*floatB=*/true,
                         results);
 }
 
-#define PF_FLOAT_BINARY(OP)                                                    \
-  LogicalResult OP::inferReturnTypes(                                          \
-      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
-      SmallVectorImpl<Type> &inferredReturnTypes) {                            \
-    return inferFloatBinary(loc, nameOf(getOperationName()), adaptor.getLhs(), \
-                            adaptor.getRhs(), inferredReturnTypes);            \
-  }
-PF_FLOAT_BINARY(SubOp)
-PF_FLOAT_BINARY(DivOp)
-#undef PF_FLOAT_BINARY
+PF_INFER_RETURN_TYPES(SubOp, inferFloatBinary, adaptor.getLhs(),
+                      adaptor.getRhs())
+PF_INFER_RETURN_TYPES(DivOp, inferFloatBinary, adaptor.getLhs(),
+                      adaptor.getRhs())
 
 LogicalResult
 BroadcastToOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
@@ -144,17 +134,19 @@ MaskedFillOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                Adaptor adaptor,
                                SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, nameOf(getOperationName()));
-  FailureOr<GlobalType> x = inf.global(adaptor.getInput(), "input");
-  FailureOr<GlobalType> m = inf.global(adaptor.getMask(), "mask");
-  if (failed(x) || failed(m) || failed(inf.isFloat(*x, "input")) ||
-      failed(inf.samePlacement({*x, *m})))
+  FailureOr<std::array<GlobalType, 2>> types =
+      inf.globals({{adaptor.getInput(), "input"}, {adaptor.getMask(), "mask"}});
+  if (failed(types))
     return failure();
-  if (x->getShape() != m->getShape())
-    return inf.error() << "mask shape " << Inference::shapeStr(m->getShape())
+  auto [x, m] = *types;
+  if (failed(inf.isFloat(x, "input")))
+    return failure();
+  if (x.getShape() != m.getShape())
+    return inf.error() << "mask shape " << Inference::shapeStr(m.getShape())
                        << " differs from input shape "
-                       << Inference::shapeStr(x->getShape())
+                       << Inference::shapeStr(x.getShape())
                        << "; broadcast it first (pf.broadcast_to)";
-  inferredReturnTypes.push_back(resultLike(*x, x->getShape()));
+  inferredReturnTypes.push_back(resultLike(x, x.getShape()));
   return success();
 }
 
@@ -335,10 +327,8 @@ LogicalResult CountKeptOp::buildGradient(OpBuilder &, ArrayRef<Value>,
 LogicalResult SubOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
                                    SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy) {
-    operandGrads.append({Value(), Value()});
+  if (noIncomingGradient(*this, dy, operandGrads))
     return success();
-  }
   operandGrads.push_back(dy);
   operandGrads.push_back(MulScalarOp::create(b, getLoc(), gradType(getRhs()),
                                              dy, b.getF64FloatAttr(-1.0)));
@@ -348,10 +338,8 @@ LogicalResult SubOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
 LogicalResult DivOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
                                    SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy) {
-    operandGrads.append({Value(), Value()});
+  if (noIncomingGradient(*this, dy, operandGrads))
     return success();
-  }
   // y = a / b: da = dy / b, db = -dy a / b^2 = -da y.
   Location loc = getLoc();
   Value da = DivOp::create(b, loc, gradType(getLhs()), dy, getRhs());
@@ -476,10 +464,8 @@ LogicalResult ReduceSumOp::buildGradient(OpBuilder &b,
                                          ArrayRef<Value> resultGrads,
                                          SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
-  if (!dy) {
-    operandGrads.push_back(Value());
+  if (noIncomingGradient(*this, dy, operandGrads))
     return success();
-  }
   // Every summed element gets the sum's gradient: keep the summed axes as
   // size 1, then broadcast.
   GlobalType in = gradType(getInput());
