@@ -96,6 +96,13 @@ LogicalResult retype(Operation *orig, Operation *copy, int64_t m,
     }
     return success();
   }
+  // A cast's result is its operand's shape in another element type.
+  if (auto castOp = dyn_cast<CastOp>(copy)) {
+    auto input = cast<GlobalType>(castOp.getInput().getType());
+    auto result = cast<GlobalType>(castOp.getType());
+    castOp.getResult().setType(result.withShape(input.getShape()));
+    return success();
+  }
   bool batched =
       isa<ReshapeOp, FlattenOp, ToGlobalOp, Conv2DGradInputOp, MaxPool2DGradOp,
           AvgPool2DGradOp, GlobalAvgPoolGradOp>(copy);
