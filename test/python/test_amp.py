@@ -66,18 +66,22 @@ def train(data, amp=None, region=None, lr=0.1):
 
 
 def reference(init, data, low1, low2, lr=0.1):
-    """The MLP trained with SGD in float32, the GEMMs of layer k rounded
-    by ``lowk`` (None: float32) at their inputs and outputs, forward and
-    backward, the rest (bias, ReLU, cross-entropy) in float32."""
+    """The MLP trained with SGD in float32, layer k rounded by ``lowk``
+    (None: float32) as autocast stores it: a linear layer is low as a whole
+    (its GEMM's inputs and output, its bias and the bias-added result, as
+    torch's addmm), ReLU follows its input, the cross-entropy is float32;
+    backward, every gradient of a low value is rounded where it is stored
+    (the cast of the loss gradient, the GEMMs' and the bias sums' results),
+    and the parameters' gradients and the update are float32."""
     p = {k: v.astype(np.float32) for k, v in init.items()}
     losses = []
     for x, y in data:
         r1, r2 = ROUND[low1], ROUND[low2]
         xb, w1b, w2b = r1(x), r1(p["fc1.weight"]), r2(p["fc2.weight"])
-        hb = r1(xb @ w1b.T) + p["fc1.bias"]
+        hb = r1(r1(xb @ w1b.T) + r1(p["fc1.bias"]))
         a = np.maximum(hb, 0)
         ab = r2(a)
-        z = r2(ab @ w2b.T) + p["fc2.bias"]
+        z = r2(r2(ab @ w2b.T) + r2(p["fc2.bias"]))
         z64 = z.astype(np.float64)
         e = np.exp(z64 - z64.max(axis=1, keepdims=True))
         s = e / e.sum(axis=1, keepdims=True)
@@ -86,11 +90,10 @@ def reference(init, data, low1, low2, lr=0.1):
         dz[np.arange(BATCH), y] -= 1
         dz = (dz / BATCH).astype(np.float32)
         dzb = r2(dz)
-        g = {"fc2.bias": dz.sum(0), "fc2.weight": r2(dzb.T @ ab)}
-        dh = r2(dzb @ w2b) * (hb > 0)
-        dhb = r1(dh)
-        g["fc1.bias"] = dh.sum(0)
-        g["fc1.weight"] = r1(dhb.T @ xb)
+        g = {"fc2.bias": r2(dzb.sum(0)), "fc2.weight": r2(dzb.T @ ab)}
+        dh = r1(r2(dzb @ w2b)) * (hb > 0)
+        g["fc1.bias"] = r1(dh.sum(0))
+        g["fc1.weight"] = r1(dh.T @ xb)
         p = {k: (v - np.float32(lr) * g[k]).astype(np.float32) for k, v in p.items()}
     return np.array(losses)
 

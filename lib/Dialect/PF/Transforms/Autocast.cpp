@@ -34,6 +34,7 @@ enum class Rule {
   Low,    // a GEMM: float operands in the low type
   F32,    // computed in float32: low operands cast back
   Follow, // element-wise or layout: the type of its float operands
+  Bias,   // a GEMM's bias: in the GEMM result's low type (torch's addmm)
   Keep,   // anything else: operands in the type they had
 };
 
@@ -43,10 +44,12 @@ Rule ruleOf(Operation *op) {
   if (isa<SoftmaxOp, SoftmaxCrossEntropyOp, LayerNormOp, BatchNormOp,
           ReduceSumOp, GlobalAvgPoolOp>(op))
     return Rule::F32;
-  if (isa<AddOp, SubOp, MulOp, DivOp, BiasAddOp, ReluOp, ActivationOp,
-          MulScalarOp, DropoutOp, FlattenOp, ReshapeOp, TransposeOp,
-          BroadcastToOp, MaskedFillOp, SliceOp, PadOp, ConcatOp, WhereOp,
-          ToGlobalOp, MaxPool2DOp, AvgPool2DOp>(op))
+  if (isa<BiasAddOp>(op))
+    return Rule::Bias;
+  if (isa<AddOp, SubOp, MulOp, DivOp, ReluOp, ActivationOp, MulScalarOp,
+          DropoutOp, FlattenOp, ReshapeOp, TransposeOp, BroadcastToOp,
+          MaskedFillOp, SliceOp, PadOp, ConcatOp, WhereOp, ToGlobalOp,
+          MaxPool2DOp, AvgPool2DOp>(op))
     return Rule::Follow;
   return Rule::Keep;
 }
@@ -102,6 +105,18 @@ private:
     Type low = target(op);
     if (!low && (rule == Rule::Low || rule == Rule::F32))
       rule = Rule::Follow;
+    if (rule == Rule::Bias) {
+      // A linear layer is low as a whole, as torch's autocast runs addmm:
+      // the bias of a low product is cast to the product's type (one cast
+      // a step for a parameter), so the layer's output is stored low.
+      FloatType in = floatOf(op->getOperand(0));
+      if (in && isLow(in) && floatOf(op->getOperand(1))) {
+        OpOperand &bias = op->getOpOperand(1);
+        bias.set(castTo(bias.get(), in, op));
+        return retype(op);
+      }
+      rule = Rule::Follow;
+    }
     switch (rule) {
     case Rule::Low:
       return castFloatOperands(op, low);
@@ -119,6 +134,8 @@ private:
         return retype(op);
       return castFloatOperands(op, f32, /*onlyLow=*/true);
     }
+    case Rule::Bias:
+      llvm_unreachable("a bias is low or follows");
     case Rule::Keep:
       for (OpOperand &use : op->getOpOperands())
         if (auto it = original.find(use.get()); it != original.end())

@@ -1,7 +1,8 @@
 // RUN: pf-opt %s -pf-training-pipeline="autocast=bf16 optimizer=adam" | FileCheck %s
 
 // Mixed precision through pf-autodiff and pf-optimizer: the forward GEMM
-// reads bf16 casts of the input and the weight; the weight-gradient GEMM is
+// reads bf16 casts of the input and the weight, its bias is added in bf16
+// (the bias's gradient, a bf16 sum, is cast back to float32); the weight-gradient GEMM is
 // bf16 too and is cast back, so the gradient buffers, the Adam states and
 // the updates are float32 (master weights); the loss and its gradient are
 // float32.
@@ -15,11 +16,13 @@
 // CHECK: %[[W:.*]] = pf.read_param @w1 :
 // CHECK: %[[WL:.*]] = pf.cast %[[W]] : {{.*}} -> !pf.global<6x8xbf16
 // CHECK: %[[H:.*]] = pf.matmul %[[X]], %[[WL]] {transpose_b} : {{.*}} -> !pf.global<4x6xbf16
-// CHECK: %[[HF:.*]] = pf.cast %[[H]] : {{.*}} -> !pf.global<4x6xf32
-// CHECK: %[[HB:.*]] = pf.bias_add %[[HF]], %{{.*}} -> !pf.global<4x6xf32
-// CHECK: %[[LOSS:.*]] = pf.softmax_cross_entropy %[[HB]], {{.*}} -> !pf.global<f32
+// CHECK: %[[BL:.*]] = pf.cast %{{.*}} : !pf.global<6xf32, {{.*}} -> !pf.global<6xbf16
+// CHECK: %[[HB:.*]] = pf.bias_add %[[H]], %[[BL]] : {{.*}} -> !pf.global<4x6xbf16
+// CHECK: %[[HF:.*]] = pf.cast %[[HB]] : {{.*}} -> !pf.global<4x6xf32
+// CHECK: %[[LOSS:.*]] = pf.softmax_cross_entropy %[[HF]], {{.*}} -> !pf.global<f32
 // CHECK: %[[DH:.*]] = pf.softmax_cross_entropy_grad {{.*}} -> !pf.global<4x6xf32
 // CHECK: %[[DHL:.*]] = pf.cast %[[DH]] {pf.phase = "backward_input"} : {{.*}} -> !pf.global<4x6xbf16
+// CHECK: pf.cast %{{.*}} {pf.phase = "backward_weight"} : !pf.global<6xbf16, {{.*}} -> !pf.global<6xf32
 // CHECK: %[[DW:.*]] = pf.matmul %[[DHL]], %[[X]] {{.*}}transpose_a{{.*}} -> !pf.global<6x8xbf16
 // CHECK: %[[DWF:.*]] = pf.cast %[[DW]] {{.*}} -> !pf.global<6x8xf32
 // CHECK: %[[G:.*]] = pf.read_param @w1.grad

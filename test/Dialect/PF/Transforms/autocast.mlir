@@ -2,9 +2,10 @@
 // RUN: pf-opt %s -split-input-file -pf-autocast="dtype=f16" | FileCheck %s --check-prefix=F16
 // RUN: pf-opt %s -split-input-file -pf-autocast | FileCheck %s --check-prefix=NONE
 
-// The MLP: both GEMMs take bf16 operands and give bf16; the bias is added
-// in f32 (a bf16 product meets an f32 bias: a mix is f32), relu follows
-// its f32 input, the loss is f32. The signature is unchanged.
+// The MLP: both GEMMs take bf16 operands and give bf16; the bias of a bf16
+// product is cast to bf16 (a linear layer is low as a whole, as torch's
+// addmm), relu follows its bf16 input, the loss is f32. The signature is
+// unchanged.
 #P = #pf.placement<"cpu", [0]>
 !X = !pf.global<4x8xf32, #P, #pf.sbp<[B]>>
 !W1 = !pf.global<6x8xf32, #P, #pf.sbp<[B]>>
@@ -23,21 +24,21 @@ pf.param @w2 : !W2 = #pf.init<kaiming_uniform(6)>
 // CHECK: %[[W1:.*]] = pf.read_param @w1
 // CHECK: %[[W1L:.*]] = pf.cast %[[W1]] {pf.stage = 0 : i64} : {{.*}} -> !pf.global<6x8xbf16
 // CHECK: %[[H:.*]] = pf.matmul %[[XL]], %[[W1L]] {pf.stage = 0 : i64, transpose_b} : {{.*}} -> !pf.global<4x6xbf16,
-// CHECK: %[[HF:.*]] = pf.cast %[[H]] {{.*}} -> !pf.global<4x6xf32
 // CHECK: %[[B1:.*]] = pf.read_param @b1
-// CHECK: %[[HB:.*]] = pf.bias_add %[[HF]], %[[B1]] {{.*}} -> !pf.global<4x6xf32
-// CHECK: %[[R:.*]] = pf.relu %[[HB]] {{.*}} -> !pf.global<4x6xf32
-// CHECK: %[[RL:.*]] = pf.cast %[[R]] {{.*}} -> !pf.global<4x6xbf16
+// CHECK: %[[B1L:.*]] = pf.cast %[[B1]] {{.*}} -> !pf.global<6xbf16
+// CHECK: %[[HB:.*]] = pf.bias_add %[[H]], %[[B1L]] {{.*}} -> !pf.global<4x6xbf16
+// CHECK: %[[R:.*]] = pf.relu %[[HB]] {{.*}} -> !pf.global<4x6xbf16
+// CHECK-NOT: pf.cast %[[R]]
 // CHECK: %[[W2:.*]] = pf.read_param @w2
 // CHECK: %[[W2L:.*]] = pf.cast %[[W2]] {{.*}} -> !pf.global<3x6xbf16
-// CHECK: %[[O:.*]] = pf.matmul %[[RL]], %[[W2L]] {{.*}} -> !pf.global<4x3xbf16,
+// CHECK: %[[O:.*]] = pf.matmul %[[R]], %[[W2L]] {{.*}} -> !pf.global<4x3xbf16,
 // CHECK: %[[OF:.*]] = pf.cast %[[O]] {{.*}} -> !pf.global<4x3xf32
 // CHECK: %[[LOSS:.*]] = pf.softmax_cross_entropy %[[OF]], %{{.*}} {{.*}} -> !pf.global<f32,
 // CHECK: return %[[LOSS]]
 // F16-LABEL: func.func @mlp
 // F16: pf.cast {{.*}} -> !pf.global<4x8xf16
 // F16: pf.matmul {{.*}} -> !pf.global<4x6xf16,
-// F16: pf.bias_add {{.*}} -> !pf.global<4x6xf32
+// F16: pf.bias_add {{.*}} -> !pf.global<4x6xf16
 // F16: pf.matmul {{.*}} -> !pf.global<4x3xf16,
 // F16: pf.softmax_cross_entropy {{.*}} : (!pf.global<4x3xf32
 // F16-NOT: bf16
