@@ -76,6 +76,9 @@ def main():
     parser.add_argument("--bucket-mbytes", type=float, default=None,
                         help="gradient all-reduce bucket size in MiB (0: one all-reduce a "
                              "gradient; default: the compiler's 25)")
+    parser.add_argument("--amp", choices=["bf16", "f16"], default=None,
+                        help="mixed precision: GEMMs in bfloat16 or float16, float32 master "
+                             "weights (graph.config.enable_amp)")
     parser.add_argument("--compile-only", action="store_true")
     parser.add_argument("--checksum", action="store_true",
                         help="print a checksum of the trained weights (read back in logical form)")
@@ -181,6 +184,9 @@ def build_graph(model, args):
             self.model = model
             self.add_optimizer(optimizer)
             self.config.set_gradient_accumulation_steps(args.micro_batches)
+            if getattr(args, "amp", None):
+                low = {"bf16": flow.bfloat16, "f16": flow.float16}[args.amp]
+                self.config.enable_amp(True, dtype=low)
             if getattr(args, "bucket_mbytes", None) is not None:
                 self.config.set_gradient_bucket_mbytes(args.bucket_mbytes)
             if len(places) > 1:
