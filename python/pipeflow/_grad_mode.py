@@ -6,10 +6,10 @@ gradient-free, as torch's do (nanoGPT's ``@torch.no_grad() def generate``):
 context managers and decorators that change nothing.
 """
 
-import functools
+import contextlib
 
 
-class _GradMode:
+class _GradMode(contextlib.ContextDecorator):
     """A context manager that is also a decorator (``@flow.no_grad()``); it
     holds no state, so one object may be entered again and again."""
 
@@ -18,13 +18,6 @@ class _GradMode:
 
     def __exit__(self, *exc):
         return False
-
-    def __call__(self, func):
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            with self:
-                return func(*args, **kwargs)
-        return wrapper
 
 
 class no_grad(_GradMode):  # noqa: N801 (torch's names)

@@ -11,7 +11,7 @@ type of their operands. Parameters, their gradients and the optimizer's
 states stay float32.
 """
 
-import functools
+import contextlib
 
 from . import dtypes as dt
 
@@ -29,7 +29,7 @@ def low_dtype(dtype, device_type="cuda"):
     return dtype
 
 
-class autocast:  # noqa: N801 (torch's and OneFlow's name)
+class autocast(contextlib.ContextDecorator):  # noqa: N801 (torch's and OneFlow's name)
     """``with flow.autocast(device_type="cuda", dtype=flow.bfloat16):`` or
     ``@flow.autocast(...)``: the ops traced inside run in mixed precision."""
 
@@ -47,14 +47,10 @@ class autocast:  # noqa: N801 (torch's and OneFlow's name)
         _regions.pop()
         return False
 
-    def __call__(self, func):
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            with self:
-                return func(*args, **kwargs)
-        return wrapper
-
 
 def current():
     """The ``pf.autocast`` value of the ops traced now, or ``None``."""
     return _regions[-1] if _regions else None
+
+
+from ._grad_scaler import GradScaler, StaticGradScaler  # noqa: E402, F401 (flow.amp's names)

@@ -245,16 +245,20 @@ def test_traced_ir_uses_the_new_ops(verify):
 T, C, K = 4, 3, 3
 
 
-class MaskedAttention(nn.Module):
-    """Scores of a learned projection, masked by the graph's mask input
-    (``masked_fill(mask == 0, -inf)``, or ``~keep`` for a bool one), then
-    softmax and a head."""
+class ValuesModule(nn.Module):
+    """A module whose parameters are ``values`` (name -> array, in its
+    order)."""
 
     def __init__(self, values):
         super().__init__()
-        self.wq = nn.Parameter(flow.tensor(values["wq"]))
-        self.wk = nn.Parameter(flow.tensor(values["wk"]))
-        self.head = nn.Parameter(flow.tensor(values["head"]))
+        for name, value in values.items():
+            setattr(self, name, nn.Parameter(flow.tensor(value)))
+
+
+class MaskedAttention(ValuesModule):
+    """Scores of a learned projection, masked by the graph's mask input
+    (``masked_fill(mask == 0, -inf)``, or ``~keep`` for a bool one), then
+    softmax and a head."""
 
     def forward(self, x, mask):
         q, k = x @ self.wq, x @ self.wk
@@ -266,13 +270,16 @@ class MaskedAttention(nn.Module):
 
 
 class TrainGraph(nn.Graph):
+    """Trains ``model(x, aux)`` (``aux``: MaskedAttention's mask, Selector's
+    kept columns) by SGD at ``lr`` on the cross-entropy against ``labels``."""
+
     def __init__(self, model, lr):
         super().__init__()
         self.model = model
         self.add_optimizer(flow.optim.SGD(model.parameters(), lr=lr))
 
-    def build(self, x, mask, labels):
-        loss = nn.functional.cross_entropy(self.model(x, mask), labels)
+    def build(self, x, aux, labels):
+        loss = nn.functional.cross_entropy(self.model(x, aux), labels)
         loss.backward()
         return loss
 
@@ -330,16 +337,10 @@ def test_causal_mask_input_trains_like_numpy(dtype):
     train_against_numpy(graph, values, batches, attention_loss, lr=0.3)
 
 
-class Selector(nn.Module):
+class Selector(ValuesModule):
     """Two projections of the input, picked by comparisons (of the input and
     of a hidden value) with ``where``: the gradient reaches each projection
     where it was picked."""
-
-    def __init__(self, values):
-        super().__init__()
-        self.w1 = nn.Parameter(flow.tensor(values["w1"]))
-        self.w2 = nn.Parameter(flow.tensor(values["w2"]))
-        self.head = nn.Parameter(flow.tensor(values["head"]))
 
     def forward(self, x, keep):
         h1, h2 = x @ self.w1, x @ self.w2
@@ -347,18 +348,6 @@ class Selector(nn.Module):
         y = flow.where(h1 < h2, y, 0.5 * h1)          # tensor/tensor condition
         y = flow.where(keep, y, 0.0)                   # a bool input, broadcast
         return y @ self.head
-
-
-class SelectGraph(nn.Graph):
-    def __init__(self, model, lr):
-        super().__init__()
-        self.model = model
-        self.add_optimizer(flow.optim.SGD(model.parameters(), lr=lr))
-
-    def build(self, x, keep, labels):
-        loss = nn.functional.cross_entropy(self.model(x, keep), labels)
-        loss.backward()
-        return loss
 
 
 def select_loss(p, x, keep, labels):
@@ -379,7 +368,7 @@ def select_values(r, n=4):
 def test_gradients_through_where_match_numpy():
     r = rng()
     values = select_values(r)
-    graph = SelectGraph(Selector(values).to_global(P0, B), lr=0.2)
+    graph = TrainGraph(Selector(values).to_global(P0, B), lr=0.2)
     batches = [(rand(6, 4), r.random(4) < 0.7, r.integers(0, K, 6)) for _ in range(3)]
     train_against_numpy(graph, values, batches, select_loss, lr=0.2)
 
