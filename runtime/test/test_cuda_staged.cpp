@@ -108,6 +108,16 @@ void compareBoxing(const std::string &what, const std::vector<char> &in,
   expectSame(download(dout, outBytes), want, what);
 }
 
+/// compareBoxing of a twin and its host row that take the same arguments:
+/// (in, out, args...).
+template <typename Row, typename... Args>
+void compareRows(const std::string &what, const std::vector<char> &in,
+                 int64_t outBytes, Row *twin, Row *host, Args... args) {
+  compareBoxing(
+      what, in, outBytes, [&](const void *i, void *o) { twin(i, o, args...); },
+      [&](const void *i, void *o) { host(i, o, args...); });
+}
+
 void boxing() {
   // The world group, reversed: group positions differ from world ranks.
   std::vector<int64_t> group;
@@ -129,43 +139,21 @@ void boxing() {
         const int64_t *sh = shape.data();
         std::vector<char> in = randomBytes(bytes, uint64_t(gRank) + 1);
 
-        compareBoxing(
-            describe("box_all_gather", dtype, shape, axis), in, bytes * n,
-            [&](const void *i, void *o) {
-              pfrt_cuda_box_all_gather(i, o, dtype, ndim, sh, axis, g, n);
-            },
-            [&](const void *i, void *o) {
-              pfrt_box_all_gather(i, o, dtype, ndim, sh, axis, g, n);
-            });
-        compareBoxing(
-            describe("box_slice", dtype, shape, axis), in, bytes / n,
-            [&](const void *i, void *o) {
-              pfrt_cuda_box_slice(i, o, dtype, ndim, sh, axis, pos, n);
-            },
-            [&](const void *i, void *o) {
-              pfrt_box_slice(i, o, dtype, ndim, sh, axis, pos, n);
-            });
-        compareBoxing(
-            describe("box_unslice", dtype, shape, axis), in, bytes * n,
-            [&](const void *i, void *o) {
-              pfrt_cuda_box_unslice(i, o, dtype, ndim, sh, axis, pos, n);
-            },
-            [&](const void *i, void *o) {
-              pfrt_box_unslice(i, o, dtype, ndim, sh, axis, pos, n);
-            });
+        compareRows(describe("box_all_gather", dtype, shape, axis), in,
+                    bytes * n, pfrt_cuda_box_all_gather, pfrt_box_all_gather,
+                    dtype, ndim, sh, axis, g, n);
+        compareRows(describe("box_slice", dtype, shape, axis), in, bytes / n,
+                    pfrt_cuda_box_slice, pfrt_box_slice, dtype, ndim, sh, axis,
+                    pos, n);
+        compareRows(describe("box_unslice", dtype, shape, axis), in, bytes * n,
+                    pfrt_cuda_box_unslice, pfrt_box_unslice, dtype, ndim, sh,
+                    axis, pos, n);
         if (ndim >= 2) {
           int64_t concat = (axis + randint(1, ndim - 1)) % ndim;
-          compareBoxing(
-              describe("box_all_to_all", dtype, shape, axis) + " concat " +
-                  std::to_string(concat),
-              in, bytes,
-              [&](const void *i, void *o) {
-                pfrt_cuda_box_all_to_all(i, o, dtype, ndim, sh, axis, concat, g,
-                                         n);
-              },
-              [&](const void *i, void *o) {
-                pfrt_box_all_to_all(i, o, dtype, ndim, sh, axis, concat, g, n);
-              });
+          compareRows(describe("box_all_to_all", dtype, shape, axis) +
+                          " concat " + std::to_string(concat),
+                      in, bytes, pfrt_cuda_box_all_to_all, pfrt_box_all_to_all,
+                      dtype, ndim, sh, axis, concat, g, n);
         }
         if (dtype == PFRT_DTYPE_F32) {
           std::vector<float> x = uniform(bytes / 4, uint64_t(gRank) + 7);

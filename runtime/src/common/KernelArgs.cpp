@@ -200,6 +200,15 @@ int64_t checkSoftmaxArgs(const char *fn, int64_t outer, int64_t n,
   return total;
 }
 
+int64_t checkSoftmaxRowsArgs(const char *fn, int64_t rows, int64_t n,
+                             std::initializer_list<Buf> bufs) {
+  checkSize(fn, "rows", rows);
+  checkSize(fn, "n", n);
+  int64_t total = mulChecked(fn, rows, n);
+  checkBuffers(fn, total, bufs);
+  return total;
+}
+
 int64_t checkLayerNormArgs(const char *fn, int64_t rows, int64_t c, double eps,
                            std::initializer_list<Buf> perElement,
                            std::initializer_list<Buf> perChannel) {

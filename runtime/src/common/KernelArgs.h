@@ -115,6 +115,10 @@ MatmulSizes checkMatmulArgs(const char *fn, const void *a, const void *b,
 /// [outer, n, inner]. Returns the element count.
 int64_t checkSoftmaxArgs(const char *fn, int64_t outer, int64_t n,
                          int64_t inner, std::initializer_list<Buf> bufs);
+/// pfrt_k_softmax_masked and pfrt_k_softmax_grad_scaled: rows, n >= 0 and
+/// each buffer of [rows, n]. Returns the element count.
+int64_t checkSoftmaxRowsArgs(const char *fn, int64_t rows, int64_t n,
+                             std::initializer_list<Buf> bufs);
 /// pfrt_k_layer_norm and its gradients: rows, c >= 0, c >= 1 and eps > 0,
 /// then the [rows, c] buffers and the per-channel ones. Returns rows * c.
 int64_t checkLayerNormArgs(const char *fn, int64_t rows, int64_t c, double eps,

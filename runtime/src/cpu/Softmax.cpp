@@ -183,12 +183,7 @@ void pfrt_k_softmax_masked(const float *x, const void *mask, int32_t maskDtype,
                            int64_t mask_rows, double scale, double fill,
                            float *y, int64_t rows, int64_t n, int32_t log) {
   const char *fn = "pfrt_k_softmax_masked";
-  checkSize(fn, "rows", rows);
-  checkSize(fn, "n", n);
-  int64_t total = mulChecked(fn, rows, n);
-  checkPtr(fn, "x", x, total);
-  checkPtr(fn, "y", y, total);
-  if (total == 0)
+  if (checkSoftmaxRowsArgs(fn, rows, n, {{"x", x}, {"y", y}}) == 0)
     return;
   if (mask) {
     if (mask_rows < 1 || rows % mask_rows != 0)
@@ -224,12 +219,7 @@ void pfrt_k_softmax_grad_scaled(const float *y, const float *dy, float *dx,
                                 int64_t rows, int64_t n, int32_t log,
                                 double scale) {
   const char *fn = "pfrt_k_softmax_grad_scaled";
-  checkSize(fn, "rows", rows);
-  checkSize(fn, "n", n);
-  int64_t total = mulChecked(fn, rows, n);
-  checkPtr(fn, "y", y, total);
-  checkPtr(fn, "dy", dy, total);
-  checkPtr(fn, "dx", dx, total);
+  checkSoftmaxRowsArgs(fn, rows, n, {{"y", y}, {"dy", dy}, {"dx", dx}});
   softmaxGradRowsScaled(y, dy, dx, rows, n, log, float(scale));
 }
 

@@ -113,6 +113,20 @@ void sayOnRankZero(const std::string &what) {
   }
 }
 
+namespace {
+
+/// libnccl.so.2 cannot serve (`why`): fatal where PFRT_CUDA_COMM=nccl
+/// asked for it (`forcedWhy` after "but"), else the collectives stay
+/// host-staged.
+void withoutNccl(bool forced, const std::string &forcedWhy,
+                 const std::string &why) {
+  if (forced)
+    fatal("PFRT_CUDA_COMM=nccl, but %s", forcedWhy.c_str());
+  sayOnRankZero("host-staged (" + why + ")");
+}
+
+} // namespace
+
 void check(ncclResult_t r, const char *call, const char *fn) {
   if (r == ncclSuccess)
     return;
@@ -295,6 +309,16 @@ bool sharedDevice(const std::vector<int64_t> &keys, int64_t n, int64_t &p,
   return false;
 }
 
+/// Keeps the new group's state, saying how its collectives run (`note`,
+/// once, at its first member) when verbose.
+const Group &keepGroup(std::vector<int64_t> key, const Group &g,
+                       const std::string &note) {
+  if (verbose() && g.pos == 0)
+    std::fprintf(stderr, "pfrt: rank %d: CUDA collectives: %s\n", pfrt_rank(),
+                 note.c_str());
+  return gNccl.groups.emplace(std::move(key), g).first->second;
+}
+
 /// The group's state, creating its communicator on first use (see the
 
 } // namespace
@@ -325,12 +349,9 @@ const Group &groupFor(const int64_t *ranks, int64_t n, const char *fn) {
             "PFRT_CUDA_COMM=staged",
             fn, (long long)ranks[p], (long long)ranks[q],
             groupString(ranks, n).c_str());
-    if (verbose() && g.pos == 0)
-      std::fprintf(stderr,
-                   "pfrt: rank %d: CUDA collectives: ranks of group %s "
-                   "share a GPU: its collectives are host-staged\n",
-                   pfrt_rank(), groupString(ranks, n).c_str());
-    return gNccl.groups.emplace(std::move(key), g).first->second;
+    return keepGroup(std::move(key), g,
+                     "ranks of group " + groupString(ranks, n) +
+                         " share a GPU: its collectives are host-staged");
   }
   if (cuda::streamCapturing())
     fatal("%s: the NCCL communicator of group %s is made at the group's "
@@ -354,12 +375,9 @@ const Group &groupFor(const int64_t *ranks, int64_t n, const char *fn) {
         "ncclCommInitRank", fn);
   g.nccl = true;
   watch(g.comm, "group " + groupString(ranks, n));
-  if (verbose() && g.pos == 0)
-    std::fprintf(stderr,
-                 "pfrt: rank %d: CUDA collectives: NCCL communicator of group "
-                 "%s made\n",
-                 pfrt_rank(), groupString(ranks, n).c_str());
-  return gNccl.groups.emplace(std::move(key), g).first->second;
+  return keepGroup(std::move(key), g,
+                   "NCCL communicator of group " + groupString(ranks, n) +
+                       " made");
 }
 
 /// Which world ranks share a GPU: every rank's (host, device), gathered
@@ -471,19 +489,16 @@ void configureCollectives() {
   if (!library) {
     std::string why = "libnccl.so.2 not found in: " +
                       (tried.empty() ? std::string("nowhere") : tried);
-    if (s.forced)
-      fatal("PFRT_CUDA_COMM=nccl, but NCCL cannot be loaded (%s); set "
-            "PFRT_CUDA_LIB_DIR to its directory",
-            why.c_str());
-    sayOnRankZero("host-staged (" + why + ")");
+    withoutNccl(s.forced,
+                "NCCL cannot be loaded (" + why +
+                    "); set PFRT_CUDA_LIB_DIR to its directory",
+                why);
     return;
   }
   if (!resolveAll(library, missing)) {
-    if (s.forced)
-      fatal("PFRT_CUDA_COMM=nccl, but libnccl.so.2 lacks %s (too old an "
-            "NCCL?)",
-            missing.c_str());
-    sayOnRankZero("host-staged (libnccl.so.2 lacks " + missing + ")");
+    withoutNccl(s.forced,
+                "libnccl.so.2 lacks " + missing + " (too old an NCCL?)",
+                "libnccl.so.2 lacks " + missing);
     return;
   }
   s.available = true;

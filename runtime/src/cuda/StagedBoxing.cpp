@@ -73,6 +73,20 @@ int stagedBoxing(const void *in, int64_t inBytes, void *out, int64_t outBytes,
   return rc;
 }
 
+/// Enters `fn` and stages a boxing row along `axis` whose out is n times
+/// in (`gather`: all-gather, unslice) or one of in's n blocks along the axis
+/// (reduce-scatter, slice); in holds `es`-byte elements.
+template <typename Row>
+int stagedAlongAxis(const char *fn, const void *in, void *out, int64_t es,
+                    int64_t ndim, const int64_t *inShape, int64_t axis,
+                    int64_t n, bool gather, Row row) {
+  enter(fn);
+  int64_t inBytes = tensorBytes(ndim, inShape, es);
+  int64_t outBytes =
+      gather ? timesN(inBytes, n) : oneBlock(inBytes, ndim, inShape, axis, n);
+  return stagedBoxing(in, inBytes, out, outBytes, row);
+}
+
 /// n * c floats of logits, or -1 where the vocabulary cross-entropy rejects
 /// the sizes (n < 1, c < 1, more rows than one all-reduce takes) or they
 /// overflow.
@@ -92,23 +106,20 @@ extern "C" {
 int pfrt_cuda_box_all_gather(const void *in, void *out, int32_t dtype,
                              int64_t ndim, const int64_t *in_shape,
                              int64_t axis, const int64_t *ranks, int64_t n) {
-  enter("pfrt_cuda_box_all_gather");
-  int64_t inBytes = tensorBytes(ndim, in_shape, logical::dtypeBytes(dtype));
-  return stagedBoxing(in, inBytes, out, timesN(inBytes, n),
-                      [&](const void *hin, void *hout) {
-                        return pfrt_box_all_gather(hin, hout, dtype, ndim,
-                                                   in_shape, axis, ranks, n);
-                      });
+  return stagedAlongAxis("pfrt_cuda_box_all_gather", in, out,
+                         logical::dtypeBytes(dtype), ndim, in_shape, axis, n,
+                         /*gather=*/true, [&](const void *hin, void *hout) {
+                           return pfrt_box_all_gather(hin, hout, dtype, ndim,
+                                                      in_shape, axis, ranks, n);
+                         });
 }
 
 int pfrt_cuda_box_reduce_scatter(const float *in, float *out, int64_t ndim,
                                  const int64_t *in_shape, int64_t axis,
                                  const int64_t *ranks, int64_t n) {
-  enter("pfrt_cuda_box_reduce_scatter");
-  int64_t inBytes = tensorBytes(ndim, in_shape, int64_t(sizeof(float)));
-  return stagedBoxing(
-      in, inBytes, out, oneBlock(inBytes, ndim, in_shape, axis, n),
-      [&](const void *hin, void *hout) {
+  return stagedAlongAxis(
+      "pfrt_cuda_box_reduce_scatter", in, out, int64_t(sizeof(float)), ndim,
+      in_shape, axis, n, /*gather=*/false, [&](const void *hin, void *hout) {
         return pfrt_box_reduce_scatter(static_cast<const float *>(hin),
                                        static_cast<float *>(hout), ndim,
                                        in_shape, axis, ranks, n);
@@ -136,11 +147,9 @@ int pfrt_cuda_box_all_to_all(const void *in, void *out, int32_t dtype,
 int pfrt_cuda_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
                         const int64_t *in_shape, int64_t axis, int64_t index,
                         int64_t n) {
-  enter("pfrt_cuda_box_slice");
-  int64_t inBytes = tensorBytes(ndim, in_shape, logical::dtypeBytes(dtype));
-  return stagedBoxing(
-      in, inBytes, out, oneBlock(inBytes, ndim, in_shape, axis, n),
-      [&](const void *hin, void *hout) {
+  return stagedAlongAxis(
+      "pfrt_cuda_box_slice", in, out, logical::dtypeBytes(dtype), ndim,
+      in_shape, axis, n, /*gather=*/false, [&](const void *hin, void *hout) {
         return pfrt_box_slice(hin, hout, dtype, ndim, in_shape, axis, index, n);
       });
 }
@@ -148,13 +157,12 @@ int pfrt_cuda_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
 int pfrt_cuda_box_unslice(const void *in, void *out, int32_t dtype,
                           int64_t ndim, const int64_t *in_shape, int64_t axis,
                           int64_t index, int64_t n) {
-  enter("pfrt_cuda_box_unslice");
-  int64_t inBytes = tensorBytes(ndim, in_shape, logical::dtypeBytes(dtype));
-  return stagedBoxing(in, inBytes, out, timesN(inBytes, n),
-                      [&](const void *hin, void *hout) {
-                        return pfrt_box_unslice(hin, hout, dtype, ndim,
-                                                in_shape, axis, index, n);
-                      });
+  return stagedAlongAxis("pfrt_cuda_box_unslice", in, out,
+                         logical::dtypeBytes(dtype), ndim, in_shape, axis, n,
+                         /*gather=*/true, [&](const void *hin, void *hout) {
+                           return pfrt_box_unslice(hin, hout, dtype, ndim,
+                                                   in_shape, axis, index, n);
+                         });
 }
 
 // The whole loss on the host: the CPU's row statistics, all-reduces and

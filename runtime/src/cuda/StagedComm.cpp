@@ -70,6 +70,27 @@ int throughHost(const float *in, int64_t inCount, float *out, int64_t outCount,
   return rc;
 }
 
+/// The collectives that move blocks of `count` floats, one a group member
+/// (all-gather, reduce-scatter, all-to-all): NCCL's and the host rows.
+using BlockCollective = int (*)(const float *, float *, int64_t,
+                                const int64_t *, int64_t);
+
+/// A block collective over NCCL (`viaNccl`) where the group takes it, else
+/// entered as `stagedFn` and run by `hostRow` through host memory; in holds
+/// one block, or one a member where `inAll` (likewise out).
+int blockCollective(const char *hostFn, const char *stagedFn,
+                    BlockCollective viaNccl, BlockCollective hostRow,
+                    const float *in, bool inAll, float *out, bool outAll,
+                    int64_t count, const int64_t *ranks, int64_t n) {
+  if (nccl::useNccl(ranks, n, hostFn))
+    return viaNccl(in, out, count, ranks, n);
+  enter(stagedFn);
+  int64_t all = count * groupSize(n);
+  return throughHost(
+      in, inAll ? all : count, out, outAll ? all : count,
+      [&](const float *h, float *o) { return hostRow(h, o, count, ranks, n); });
+}
+
 } // namespace
 
 namespace {
@@ -331,35 +352,24 @@ int pfrt_cuda_all_reduce_wait(int64_t slot) {
 
 int pfrt_cuda_all_gather(const float *in, float *out, int64_t count,
                          const int64_t *ranks, int64_t n) {
-  if (nccl::useNccl(ranks, n, "pfrt_all_gather"))
-    return nccl::allGather(in, out, count, ranks, n);
-  enter("pfrt_cuda_all_gather");
-  return throughHost(in, count, out, count * groupSize(n),
-                     [&](const float *h, float *o) {
-                       return pfrt_all_gather(h, o, count, ranks, n);
-                     });
+  return blockCollective("pfrt_all_gather", "pfrt_cuda_all_gather",
+                         nccl::allGather, pfrt_all_gather, in, /*inAll=*/false,
+                         out, /*outAll=*/true, count, ranks, n);
 }
 
 int pfrt_cuda_reduce_scatter_sum(const float *in, float *out, int64_t count,
                                  const int64_t *ranks, int64_t n) {
-  if (nccl::useNccl(ranks, n, "pfrt_reduce_scatter_sum"))
-    return nccl::reduceScatterSum(in, out, count, ranks, n);
-  enter("pfrt_cuda_reduce_scatter_sum");
-  return throughHost(in, count * groupSize(n), out, count,
-                     [&](const float *h, float *o) {
-                       return pfrt_reduce_scatter_sum(h, o, count, ranks, n);
-                     });
+  return blockCollective("pfrt_reduce_scatter_sum",
+                         "pfrt_cuda_reduce_scatter_sum", nccl::reduceScatterSum,
+                         pfrt_reduce_scatter_sum, in, /*inAll=*/true, out,
+                         /*outAll=*/false, count, ranks, n);
 }
 
 int pfrt_cuda_all_to_all(const float *in, float *out, int64_t count,
                          const int64_t *ranks, int64_t n) {
-  if (nccl::useNccl(ranks, n, "pfrt_all_to_all"))
-    return nccl::allToAll(in, out, count, ranks, n);
-  enter("pfrt_cuda_all_to_all");
-  return throughHost(in, count * groupSize(n), out, count * groupSize(n),
-                     [&](const float *h, float *o) {
-                       return pfrt_all_to_all(h, o, count, ranks, n);
-                     });
+  return blockCollective("pfrt_all_to_all", "pfrt_cuda_all_to_all",
+                         nccl::allToAll, pfrt_all_to_all, in, /*inAll=*/true,
+                         out, /*outAll=*/true, count, ranks, n);
 }
 
 int pfrt_cuda_broadcast(float *buf, int64_t count, int64_t root,

@@ -102,6 +102,23 @@ ncclResult_t collective(ncclDataType_t type, ncclRedOp_t red, ncclComm_t comm,
   return r == CUDA_SUCCESS ? ncclSuccess : ncclInvalidUsage;
 }
 
+/// A libpfrt collective over a whole group: `count` floats of send into
+/// recv (all-reduce, all-gather and reduce-scatter).
+using GroupCollective = int (*)(const float *, float *, int64_t,
+                                const int64_t *, int64_t);
+
+/// `pfrtFn` over the communicator's ranks, as `collective` runs it.
+ncclResult_t groupCollective(GroupCollective pfrtFn, const void *send,
+                             void *recv, size_t count, ncclDataType_t type,
+                             ncclRedOp_t red, ncclComm_t comm,
+                             cudaStream_t stream) {
+  return collective(type, red, comm, stream, [=] {
+    const Comm &c = *asComm(comm);
+    pfrtFn(static_cast<const float *>(send), static_cast<float *>(recv),
+           int64_t(count), c.ranks.data(), int64_t(c.ranks.size()));
+  });
+}
+
 } // namespace
 
 void ncclNextGroup(const int64_t *ranks, int64_t n) {
@@ -240,34 +257,22 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
                            ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
-  return collective(type, op, comm, stream, [=] {
-    const Comm &c = *asComm(comm);
-    pfrt_all_reduce_sum(static_cast<const float *>(send),
-                        static_cast<float *>(recv), int64_t(count),
-                        c.ranks.data(), int64_t(c.ranks.size()));
-  });
+  return groupCollective(pfrt_all_reduce_sum, send, recv, count, type, op, comm,
+                         stream);
 }
 
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
                            ncclDataType_t type, ncclComm_t comm,
                            cudaStream_t stream) {
-  return collective(type, ncclSum, comm, stream, [=] {
-    const Comm &c = *asComm(comm);
-    pfrt_all_gather(static_cast<const float *>(send),
-                    static_cast<float *>(recv), int64_t(count), c.ranks.data(),
-                    int64_t(c.ranks.size()));
-  });
+  return groupCollective(pfrt_all_gather, send, recv, count, type, ncclSum,
+                         comm, stream);
 }
 
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
                                ncclDataType_t type, ncclRedOp_t op,
                                ncclComm_t comm, cudaStream_t stream) {
-  return collective(type, op, comm, stream, [=] {
-    const Comm &c = *asComm(comm);
-    pfrt_reduce_scatter_sum(static_cast<const float *>(send),
-                            static_cast<float *>(recv), int64_t(count),
-                            c.ranks.data(), int64_t(c.ranks.size()));
-  });
+  return groupCollective(pfrt_reduce_scatter_sum, send, recv, count, type, op,
+                         comm, stream);
 }
 
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
