@@ -13,19 +13,16 @@ import types
 
 import numpy as np
 import pytest
-import torch
 from conftest import mpiexec_available
 from test_examples import run
 from test_gpt import (
     EXAMPLES,
     data,
-    gpt,
     gpt_model,
+    pipeflow_losses,
     printed_losses,
-    torch_module,
+    torch_losses,
 )
-
-import pipeflow as flow
 
 needs_mpiexec = pytest.mark.skipif(not mpiexec_available(), reason="mpiexec (MPICH) is not installed")
 
@@ -63,41 +60,13 @@ def test_gpt_low_precision_tracks_float32_over_200_steps(pf_opt, tmp_path, amp):
     assert low[-1] < 0.8 * low[0], (seed, low[0], low[-1])
 
 
-def torch_losses(config, weights, batches, lr, autocast):
-    """gpt_model.py under torch, from ``weights``, AdamW; the forward under
-    ``torch.autocast("cpu", bfloat16)`` when ``autocast``."""
-    tg = torch_module()
-    model = tg.GPT(tg.GPTConfig(**config.__dict__))
-    state = model.state_dict()
-    for name, value in weights.items():
-        assert state[name].shape == value.shape, name
-        state[name] = torch.from_numpy(value)
-    model.load_state_dict(state)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1)
-    losses = []
-    for x, y in batches:
-        with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=autocast):
-            loss = model(torch.from_numpy(x), torch.from_numpy(y))
-        opt.zero_grad()
-        loss.float().backward()
-        opt.step()
-        losses.append(float(loss.float().item()))
-    return np.array(losses)
-
-
 def test_gpt_bf16_tracks_torch_cpu_autocast(pf_opt):
     seed = int(fresh_seed())
     args = types.SimpleNamespace(layout="one", schedule="1f1b", micro_batches=1, lr=1e-3,
                                  amp="bf16")
-    flow.manual_seed(seed)
     config = gpt_model.GPTConfig(block_size=16, n_layer=2, n_head=4, n_embd=32)
-    model = gpt_model.GPT(config)
-    graph, place = gpt.build_graph(model, args)
     batches = list(data(seed, 4, config.block_size, 40))
-    graph.compile(*place(flow.tensor(batches[0][0]), flow.tensor(batches[0][1])))
-    weights = {name: p.numpy().copy() for name, p in model.named_parameters()}
-    ours = np.array([float(graph(*place(flow.tensor(x), flow.tensor(y))).numpy().mean())
-                     for x, y in batches])
+    ours, weights = pipeflow_losses(seed, config, args, batches)
     theirs = torch_losses(config, weights, batches, args.lr, autocast=True)
     full = torch_losses(config, weights, batches, args.lr, autocast=False)
     # Both low-precision runs track float32 the same way, and each other.

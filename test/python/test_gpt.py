@@ -46,7 +46,9 @@ def data(seed, batch, block, steps):
         yield x, y
 
 
-def torch_losses(config, weights, batches, lr):
+def torch_losses(config, weights, batches, lr, autocast=False):
+    """gpt_model.py under torch from ``weights``, AdamW; the forward under
+    ``torch.autocast("cpu", bfloat16)`` with ``autocast``."""
     tg = torch_module()
     torch.manual_seed(0)
     model = tg.GPT(tg.GPTConfig(**config.__dict__))
@@ -58,28 +60,36 @@ def torch_losses(config, weights, batches, lr):
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1)
     losses = []
     for x, y in batches:
-        loss = model(torch.from_numpy(x), torch.from_numpy(y))
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = model(torch.from_numpy(x), torch.from_numpy(y))
         opt.zero_grad()
-        loss.backward()
+        loss.float().backward()
         opt.step()
-        losses.append(loss.item())
+        losses.append(float(loss.float().item()))
     return np.array(losses)
+
+
+def pipeflow_losses(seed, config, args, batches):
+    """The losses of gpt.py's graph for ``args`` on ``batches`` in one
+    process, and the initial weights it trained from."""
+    flow.manual_seed(seed)
+    model = gpt_model.GPT(config)
+    graph, place = gpt.build_graph(model, args)
+    # Traced, the parameters hold the compiled program's initial values.
+    graph.compile(*place(flow.tensor(batches[0][0]), flow.tensor(batches[0][1])))
+    weights = {name: p.numpy().copy() for name, p in model.named_parameters()}
+    ours = np.array([float(graph(*place(flow.tensor(x), flow.tensor(y))).numpy().mean())
+                     for x, y in batches])
+    return ours, weights
 
 
 @pytest.mark.parametrize("tie", [False, True])
 def test_gpt_losses_equal_eager_torch(pf_opt, tie):
     seed = int(np.random.default_rng().integers(1 << 30))
     args = types.SimpleNamespace(layout="one", schedule="1f1b", micro_batches=1, lr=1e-3)
-    flow.manual_seed(seed)
     config = gpt_model.GPTConfig(block_size=16, n_layer=2, n_head=4, n_embd=32, tie=tie)
-    model = gpt_model.GPT(config)
-    graph, place = gpt.build_graph(model, args)
     batches = list(data(seed, 4, config.block_size, 10))
-    # Traced, the parameters hold the compiled program's initial values.
-    graph.compile(*place(flow.tensor(batches[0][0]), flow.tensor(batches[0][1])))
-    weights = {name: p.numpy().copy() for name, p in model.named_parameters()}
-    ours = np.array([float(graph(*place(flow.tensor(x), flow.tensor(y))).numpy().mean())
-                     for x, y in batches])
+    ours, weights = pipeflow_losses(seed, config, args, batches)
     theirs = torch_losses(config, weights, batches, args.lr)
     err = np.abs(ours - theirs) / np.abs(theirs)
     assert err.max() < 1e-4, f"seed {seed}: losses {ours} vs torch {theirs}"
