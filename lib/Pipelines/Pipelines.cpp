@@ -45,6 +45,8 @@ void mlir::pf::buildTrainingPipeline(OpPassManager &pm,
                                      const TrainingPipelineOptions &options) {
   AutodiffPassOptions autodiff;
   autodiff.accumulationSteps = options.accumulationSteps;
+  if (options.gradScaler != "none")
+    autodiff.lossScale = "loss_scale";
   // Before autodiff: gradients and optimizer states copy the layouts.
   pm.addPass(createGroupFusedSplitsPass());
   pm.addPass(createDecomposeLossesPass());

@@ -36,6 +36,9 @@ from .tensor import Tensor
 
 # Optimizer states by the compiled name's suffix (torch.optim's state keys).
 OPTIMIZER_STATES = ("momentum_buffer", "exp_avg", "exp_avg_sq")
+# A dynamic grad scaler's flag of the last step (pf-optimizer): 0, or NaN
+# when a gradient was not finite. Not part of the graph's state dict.
+FOUND_INF = "pf.found_inf"
 
 
 class ProgramState:
@@ -69,6 +72,8 @@ class ProgramState:
                 self.problem = (f"some ranks of the job run no part of {self.graph_name}'s compiled "
                                 "program, so its state cannot be gathered")
                 self.names = sorted(self.local)
+        self.has_found_inf = FOUND_INF in self.names
+        self.names = [n for n in self.names if n != FOUND_INF]
         self.info = {name: self._describe(name) for name in self.names}
 
     # What a name is ---------------------------------------------------------------------
@@ -135,6 +140,14 @@ class ProgramState:
         self.cache[name] = (self.version, array)
         self._write_back(name, array)
         return array
+
+    def found_inf(self):
+        """Whether the last step found a non-finite gradient (a dynamic grad
+        scaler's flag; a collective over the job, as :meth:`gather_all`)."""
+        if not self.has_found_inf or self.problem is not None:
+            return False
+        flag = self.program.state_gather(FOUND_INF, (), np.dtype(np.float32))
+        return not bool(np.isfinite(flag).all())
 
     def gather_all(self, what):
         """Every tensor's logical value, read back on every process: a collective

@@ -53,7 +53,7 @@ state live in ``pipeflow.nn._graph``.
 import os
 from collections import OrderedDict
 
-from .. import _abi, _checkpoint, _random, _registry, compiler, env
+from .. import _abi, _checkpoint, _random, _registry, amp, compiler, env
 from .._errors import BackendUnavailable
 from .._source import user_location
 from ..optim.optimizer import Optimizer
@@ -79,6 +79,7 @@ class Graph:
         object.__setattr__(self, "_run", None)
         object.__setattr__(self, "_pending_state", OrderedDict())  # loaded before the first call
         object.__setattr__(self, "_pending_step", None)
+        object.__setattr__(self, "_grad_scaler", None)  # flow.amp.GradScaler (set_grad_scaler)
         object.__setattr__(self, "_debug", -1)
         object.__setattr__(self, "config", GraphConfig())
 
@@ -134,6 +135,15 @@ class Graph:
                 "metric the program measures, which the graph cannot supply",
                 ["step it after each call instead: loss = graph(...); scheduler.step(loss)"])
         self._optimizers.append((optim, lr_sch, user_location()))
+        _registry.module_changes.bump()
+
+    def set_grad_scaler(self, grad_scaler=None):
+        """Loss scaling (OneFlow's ``set_grad_scaler``): a ``flow.amp.GradScaler``
+        or ``StaticGradScaler`` (see pipeflow._grad_scaler); ``None``: none."""
+        if grad_scaler is not None and not isinstance(grad_scaler, amp.GradScaler):
+            raise TypeError("set_grad_scaler() expects a flow.amp.GradScaler or StaticGradScaler, "
+                            f"got {type(grad_scaler).__name__}")
+        object.__setattr__(self, "_grad_scaler", grad_scaler)
         _registry.module_changes.bump()
 
     def build(self, *args):
@@ -355,7 +365,8 @@ class Graph:
         path)``.
         """
         run = self._run
-        if run is None:
+        if run is None or self._grad_scaler is not None:
+            # With a grad scaler its state goes with the tensors (flow.save).
             _checkpoint.save(self.state_dict(), path)
             return
         run.state.save(os.fspath(path), f"{self.name}.save_checkpoint()")

@@ -56,8 +56,9 @@ void copyStage(Operation *from, Operation *to) {
 
 class FunctionDifferentiator {
 public:
-  FunctionDifferentiator(func::FuncOp func, int64_t steps, bool wrtInputs)
-      : func(func), steps(steps), wrtInputs(wrtInputs),
+  FunctionDifferentiator(func::FuncOp func, int64_t steps, bool wrtInputs,
+                         StringRef lossScale)
+      : func(func), steps(steps), wrtInputs(wrtInputs), lossScale(lossScale),
         phaseAttr(func.getContext()), checkpointAttr(func.getContext()),
         gradOfAttr(func.getContext()) {}
 
@@ -75,6 +76,8 @@ private:
   func::FuncOp func;
   int64_t steps;
   bool wrtInputs;
+  /// The run-time scalar that multiplies the seed (loss scaling); empty: none.
+  StringRef lossScale;
   PFDialect::PhaseAttrHelper phaseAttr;
   PFDialect::CheckpointAttrHelper checkpointAttr;
   PFDialect::GradOfAttrHelper gradOfAttr;
@@ -131,11 +134,30 @@ LogicalResult FunctionDifferentiator::run() {
   auto seedType = RankedTensorType::get({}, lossType.getElementType());
   auto seedValue = DenseElementsAttr::get(
       seedType, FloatAttr::get(lossType.getElementType(), 1.0 / steps));
-  auto seed =
+  Value seed =
       ConstantOp::create(b, loss.getLoc(), lossType.withSBP({}), seedValue);
+  if (!lossScale.empty()) {
+    // Loss scaling (a grad scaler): the seed times the run-time scale.
+    if (!lossType.getElementType().isF32())
+      return ret.emitOpError("loss scaling needs an f32 loss, got ")
+             << lossType;
+    PlacementAttr placement = lossType.getPlacement();
+    auto scalarType = GlobalType::get(
+        b.getContext(), {}, b.getF32Type(), placement,
+        SBPAttr::getBroadcast(b.getContext(), placement.getNumHierarchyDims()));
+    Value scale =
+        ScalarInputOp::create(b, loss.getLoc(), scalarType, lossScale);
+    Value constant = seed;
+    seed = ScaleByOp::create(b, loss.getLoc(), constant, scale);
+    for (Value v : {constant, scale}) {
+      if (Operation *def = loss.getDefiningOp())
+        copyStage(def, v.getDefiningOp());
+      setPhase(v.getDefiningOp(), kBackwardInput);
+    }
+  }
   if (Operation *def = loss.getDefiningOp())
-    copyStage(def, seed);
-  setPhase(seed, kBackwardInput);
+    copyStage(def, seed.getDefiningOp());
+  setPhase(seed.getDefiningOp(), kBackwardInput);
   grads[loss] = seed;
 
   SmallVector<Operation *> forward;
@@ -462,7 +484,8 @@ struct AutodiffPass : public pf::impl::AutodiffPassBase<AutodiffPass> {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal() || func.getNumResults() == 0)
         continue;
-      FunctionDifferentiator diff(func, accumulationSteps, wrtInputs);
+      FunctionDifferentiator diff(func, accumulationSteps, wrtInputs,
+                                  lossScale);
       if (failed(diff.run()))
         return signalPassFailure();
     }

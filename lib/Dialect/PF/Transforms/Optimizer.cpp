@@ -61,6 +61,16 @@ private:
   };
   /// Multiplies the gradients of each clipping group by its factor.
   LogicalResult clip(OpBuilder &b, MutableArrayRef<Entry> entries);
+  /// Loss scaling: every gradient times the run-time scalar inv_loss_scale;
+  /// with a dynamic scaler also the step's found-inf flag (`foundInf`).
+  void unscale(OpBuilder &b, SymbolTable &table,
+               MutableArrayRef<Entry> entries);
+  /// The parameter update of `e` (and its states), then its gradient
+  /// buffer cleared.
+  void update(OpBuilder &b, SymbolTable &table, Entry &e);
+  /// `newValue`, or `oldValue` when the step found a non-finite gradient.
+  Value guard(OpBuilder &b, Location loc, Value oldValue, Value newValue,
+              const Entry &e);
   /// Stage of `where`'s last gradient write, phase "update".
   void tag(Operation *op, const Entry &where);
   FailureOr<Settings> settingsFor(ParamOp param);
@@ -68,6 +78,12 @@ private:
 
   double decay = 0.0;
   DenseMap<std::pair<Attribute, Attribute>, Value> scalars;
+  /// The function's found-inf flag (0, or NaN when a gradient is not
+  /// finite) on the first updated parameter's placement; null without a
+  /// dynamic grad scaler.
+  Value foundInf;
+  /// `foundInf != foundInf` (i1) by placement.
+  DenseMap<Attribute, Value> skips;
   /// Scalars created since the last update was tagged with its stage.
   SmallVector<Operation *> newScalars;
 };
@@ -175,6 +191,11 @@ LogicalResult OptimizerPass::checkOptions() {
     return module.emitError()
            << "pf-optimizer: zero-stage must be 0, 1, 2 or 3, got "
            << static_cast<int64_t>(zeroStage);
+  if (gradScaler != "none" && gradScaler != "static" && gradScaler != "dynamic")
+    return module.emitError()
+           << "pf-optimizer: grad-scaler must be none, static or dynamic, "
+              "got '"
+           << static_cast<std::string>(gradScaler) << "'";
   if (zeroMinSize < 0)
     return module.emitError()
            << "pf-optimizer: zero-min-size must be >= 0, got "
@@ -259,6 +280,8 @@ void OptimizerPass::runOnOperation() {
     if (func.isExternal())
       continue;
     scalars.clear();
+    skips.clear();
+    foundInf = Value();
     auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
     OpBuilder b(ret);
     SmallVector<Entry> entries;
@@ -283,89 +306,205 @@ void OptimizerPass::runOnOperation() {
         return signalPassFailure();
       entries.push_back(Entry{gradBuffer, param, lastWrite, *set, Value()});
     }
+    unscale(b, table, entries);
     if (failed(clip(b, entries)))
       return signalPassFailure();
     for (Entry &e : entries) {
-      ParamOp param = e.param, gradBuffer = e.gradBuffer;
-      Location loc = param.getLoc();
-      GlobalType pType = param.getGlobalType();
-      PlacementAttr placement = pType.getPlacement();
-      GlobalType updated = pType.withSBP({});
-      SmallVector<Operation *> created;
-      auto track = [&](Operation *op) {
-        created.push_back(op);
-        return op;
-      };
-      auto read = [&](ParamOp p) -> Value {
-        return track(ReadParamOp::create(b, loc, p.getGlobalType(),
-                                         FlatSymbolRefAttr::get(p)))
-            ->getResult(0);
-      };
-      auto write = [&](Value v, ParamOp p) {
-        track(WriteParamOp::create(b, loc, v, FlatSymbolRefAttr::get(p)));
-      };
-      const Settings &o = e.settings;
-      Value w = read(param);
-      // A clipped gradient was read (and scaled) by clip().
-      Value g = e.grad ? e.grad : read(gradBuffer);
-      Value lr = getScalar(b, loc, o.lr, placement);
-
-      if (o.kind == OptimizerKind::SGD) {
-        Value buf, step;
-        Type bufType;
-        ParamOp state;
-        if (o.momentum != 0.0) {
-          state = getOrCreateState(table, param, "momentum_buffer");
-          e.states.push_back(state);
-          buf = read(state);
-          step = getScalar(b, loc, "step", placement);
-          bufType = updated;
-        }
-        auto update = SGDUpdateOp::create(
-            b, loc, updated, bufType, w, g, lr, buf, step,
-            b.getF64FloatAttr(o.momentum), b.getF64FloatAttr(o.dampening),
-            b.getF64FloatAttr(o.decay),
-            o.nesterov ? b.getUnitAttr() : UnitAttr());
-        track(update);
-        write(update.getNewParam(), param);
-        if (state)
-          write(update.getNewMomentumBuffer(), state);
-      } else {
-        ParamOp m = getOrCreateState(table, param, "exp_avg");
-        ParamOp v = getOrCreateState(table, param, "exp_avg_sq");
-        e.states.append({m, v});
-        Value step = getScalar(b, loc, "step", placement);
-        auto update = AdamUpdateOp::create(
-            b, loc, updated, updated, updated, w, g, read(m), read(v), lr, step,
-            b.getF64FloatAttr(o.beta1), b.getF64FloatAttr(o.beta2),
-            b.getF64FloatAttr(o.epsilon), b.getF64FloatAttr(o.decay),
-            o.kind == OptimizerKind::AdamW ? b.getUnitAttr() : UnitAttr(),
-            b.getBoolAttr(o.biasCorrection));
-        track(update);
-        write(update.getNewParam(), param);
-        write(update.getNewExpAvg(), m);
-        write(update.getNewExpAvgSq(), v);
-      }
-      created.append(newScalars.begin(), newScalars.end());
-      newScalars.clear();
-      // Clear the gradient for the next step's accumulation.
-      GlobalType gType = gradBuffer.getGlobalType();
-      auto zeroType =
-          RankedTensorType::get(gType.getShape(), gType.getElementType());
-      Value zero =
-          track(ConstantOp::create(
-                    b, loc, gType.withSBP({}),
-                    DenseElementsAttr::get(
-                        zeroType, FloatAttr::get(gType.getElementType(), 0.0))))
-              ->getResult(0);
-      write(zero, gradBuffer);
-      for (Operation *op : created)
-        tag(op, e);
-      if (seen.insert(param).second)
-        members.push_back(ZeroMember{param, gradBuffer, e.states});
+      update(b, table, e);
+      if (seen.insert(e.param).second)
+        members.push_back(ZeroMember{e.param, e.gradBuffer, e.states});
     }
   }
   shardOverReplicatedAxes(module, members, zeroStage, zeroMinSize);
+}
+
+void OptimizerPass::update(OpBuilder &b, SymbolTable &table, Entry &e) {
+  ParamOp param = e.param, gradBuffer = e.gradBuffer;
+  Location loc = param.getLoc();
+  GlobalType pType = param.getGlobalType();
+  PlacementAttr placement = pType.getPlacement();
+  GlobalType updated = pType.withSBP({});
+  SmallVector<Operation *> created;
+  auto track = [&](Operation *op) {
+    created.push_back(op);
+    return op;
+  };
+  auto read = [&](ParamOp p) -> Value {
+    return track(ReadParamOp::create(b, loc, p.getGlobalType(),
+                                     FlatSymbolRefAttr::get(p)))
+        ->getResult(0);
+  };
+  // `old` is the value read this step: a skipped step writes it back.
+  auto write = [&](Value v, Value old, ParamOp p) {
+    if (foundInf)
+      v = guard(b, loc, old, v, e);
+    track(WriteParamOp::create(b, loc, v, FlatSymbolRefAttr::get(p)));
+  };
+  const Settings &o = e.settings;
+  Value w = read(param);
+  // A clipped or unscaled gradient was read (and scaled) before.
+  Value g = e.grad ? e.grad : read(gradBuffer);
+  Value lr = getScalar(b, loc, o.lr, placement);
+
+  if (o.kind == OptimizerKind::SGD) {
+    Value buf, step;
+    Type bufType;
+    ParamOp state;
+    if (o.momentum != 0.0) {
+      state = getOrCreateState(table, param, "momentum_buffer");
+      e.states.push_back(state);
+      buf = read(state);
+      step = getScalar(b, loc, "step", placement);
+      bufType = updated;
+    }
+    auto sgd = SGDUpdateOp::create(
+        b, loc, updated, bufType, w, g, lr, buf, step,
+        b.getF64FloatAttr(o.momentum), b.getF64FloatAttr(o.dampening),
+        b.getF64FloatAttr(o.decay), o.nesterov ? b.getUnitAttr() : UnitAttr());
+    track(sgd);
+    write(sgd.getNewParam(), w, param);
+    if (state)
+      write(sgd.getNewMomentumBuffer(), buf, state);
+  } else {
+    ParamOp m = getOrCreateState(table, param, "exp_avg");
+    ParamOp v = getOrCreateState(table, param, "exp_avg_sq");
+    e.states.append({m, v});
+    Value step = getScalar(b, loc, "step", placement);
+    Value oldM = read(m), oldV = read(v);
+    auto adam = AdamUpdateOp::create(
+        b, loc, updated, updated, updated, w, g, oldM, oldV, lr, step,
+        b.getF64FloatAttr(o.beta1), b.getF64FloatAttr(o.beta2),
+        b.getF64FloatAttr(o.epsilon), b.getF64FloatAttr(o.decay),
+        o.kind == OptimizerKind::AdamW ? b.getUnitAttr() : UnitAttr(),
+        b.getBoolAttr(o.biasCorrection));
+    track(adam);
+    write(adam.getNewParam(), w, param);
+    write(adam.getNewExpAvg(), oldM, m);
+    write(adam.getNewExpAvgSq(), oldV, v);
+  }
+  created.append(newScalars.begin(), newScalars.end());
+  newScalars.clear();
+  // Clear the gradient for the next step's accumulation.
+  GlobalType gType = gradBuffer.getGlobalType();
+  auto zeroType =
+      RankedTensorType::get(gType.getShape(), gType.getElementType());
+  Value zero =
+      track(ConstantOp::create(
+                b, loc, gType.withSBP({}),
+                DenseElementsAttr::get(
+                    zeroType, FloatAttr::get(gType.getElementType(), 0.0))))
+          ->getResult(0);
+  track(WriteParamOp::create(b, loc, zero, FlatSymbolRefAttr::get(gradBuffer)));
+  for (Operation *op : created)
+    tag(op, e);
+}
+
+/// torch.cuda.amp.GradScaler's unscale_ and found-inf check, in the global
+/// view: each gradient times the run-time scalar inv_loss_scale; with a
+/// dynamic scaler each gradient's reduce_sum(g * 0) (0 if every element is
+/// finite, else NaN), moved to the first entry's placement and added there
+/// first, so that one reduction gives the step's flag on every rank. The
+/// flag is written to the state `pf.found_inf` (the host reads it to update
+/// the scale), and guard() keeps the old values where it is NaN.
+void OptimizerPass::unscale(OpBuilder &b, SymbolTable &table,
+                            MutableArrayRef<Entry> entries) {
+  if (gradScaler == "none" || entries.empty())
+    return;
+  MLIRContext *ctx = b.getContext();
+  Entry &home = entries.front();
+  PlacementAttr hp = home.param.getGlobalType().getPlacement();
+  for (Entry &e : entries) {
+    Location loc = e.param.getLoc();
+    auto read = ReadParamOp::create(b, loc, e.gradBuffer.getGlobalType(),
+                                    FlatSymbolRefAttr::get(e.gradBuffer));
+    auto type = cast<GlobalType>(read.getType());
+    Value inv = getScalar(b, loc, "inv_loss_scale", type.getPlacement());
+    auto scaled = ScaleByOp::create(b, loc, read.getResult(), inv);
+    e.grad = scaled.getResult();
+    SmallVector<Operation *> created = {read, scaled};
+    if (gradScaler == "dynamic") {
+      auto zeroed = MulScalarOp::create(b, loc, e.grad, b.getF64FloatAttr(0.0));
+      auto sum = ReduceSumOp::create(
+          b, loc, zeroed,
+          b.getDenseI64ArrayAttr(llvm::to_vector(
+              llvm::seq<int64_t>(0, static_cast<int64_t>(type.getRank())))));
+      created.append({zeroed, sum});
+      Value here = sum.getResult();
+      if (type.getPlacement() != hp) {
+        auto moved = ToGlobalOp::create(
+            b, loc,
+            GlobalType::get(
+                ctx, {}, b.getF32Type(), hp,
+                SBPAttr::getBroadcast(ctx, hp.getNumHierarchyDims())),
+            here);
+        PFDialect::PhaseAttrHelper(ctx).setAttr(moved,
+                                                StringAttr::get(ctx, "update"));
+        here = moved.getResult();
+      }
+      if (foundInf) {
+        auto add = AddOp::create(b, loc, foundInf, here);
+        tag(add, home);
+        here = add.getResult();
+      }
+      foundInf = here;
+    }
+    created.append(newScalars.begin(), newScalars.end());
+    newScalars.clear();
+    for (Operation *op : created)
+      tag(op, e);
+  }
+  if (!foundInf)
+    return;
+  ParamOp flag = table.lookup<ParamOp>("pf.found_inf");
+  if (!flag) {
+    OpBuilder mb(home.param);
+    auto flagType =
+        GlobalType::get(ctx, {}, b.getF32Type(), hp,
+                        SBPAttr::getBroadcast(ctx, hp.getNumHierarchyDims()));
+    flag = ParamOp::create(
+        mb, home.param.getLoc(), mb.getStringAttr("pf.found_inf"),
+        TypeAttr::get(flagType),
+        InitAttr::get(ctx, InitKind::Zeros, APFloat(0.0), APFloat(0.0)),
+        /*buffer=*/mb.getUnitAttr());
+    table.insert(flag);
+  }
+  auto write = WriteParamOp::create(b, home.param.getLoc(), foundInf,
+                                    FlatSymbolRefAttr::get(flag));
+  tag(write, home);
+}
+
+Value OptimizerPass::guard(OpBuilder &b, Location loc, Value oldValue,
+                           Value newValue, const Entry &e) {
+  auto type = cast<GlobalType>(oldValue.getType());
+  PlacementAttr placement = type.getPlacement();
+  Value skip = skips.lookup(placement);
+  if (!skip) {
+    MLIRContext *ctx = b.getContext();
+    Value flag = foundInf;
+    if (cast<GlobalType>(flag.getType()).getPlacement() != placement) {
+      auto moved = ToGlobalOp::create(
+          b, loc,
+          GlobalType::get(
+              ctx, {}, b.getF32Type(), placement,
+              SBPAttr::getBroadcast(ctx, placement.getNumHierarchyDims())),
+          flag);
+      PFDialect::PhaseAttrHelper(ctx).setAttr(moved,
+                                              StringAttr::get(ctx, "update"));
+      flag = moved.getResult();
+    }
+    auto ne = CompareOp::create(b, loc, flag, flag, "ne");
+    tag(ne, e);
+    skip = skips[placement] = ne.getResult();
+  }
+  if (type.getRank() > 0) {
+    auto shaped = BroadcastToOp::create(
+        b, loc, skip, b.getDenseI64ArrayAttr(type.getShape()));
+    tag(shaped, e);
+    skip = shaped.getResult();
+  }
+  auto where = WhereOp::create(b, loc, skip, oldValue, newValue);
+  tag(where, e);
+  return where.getResult();
 }
 
 void OptimizerPass::tag(Operation *op, const Entry &where) {
@@ -414,10 +553,12 @@ LogicalResult OptimizerPass::clip(OpBuilder &b,
                << "pf.optimizer: clip group " << id << " has max norms "
                << maxNorm << " and " << m->settings.clipMaxNorm;
       Location mloc = m->param.getLoc();
-      auto read = ReadParamOp::create(b, mloc, m->gradBuffer.getGlobalType(),
-                                      FlatSymbolRefAttr::get(m->gradBuffer));
-      tag(read, *m);
-      m->grad = read.getResult();
+      if (!m->grad) {
+        auto read = ReadParamOp::create(b, mloc, m->gradBuffer.getGlobalType(),
+                                        FlatSymbolRefAttr::get(m->gradBuffer));
+        tag(read, *m);
+        m->grad = read.getResult();
+      }
       auto sq = MulOp::create(b, mloc, m->grad, m->grad);
       tag(sq, *m);
       auto type = cast<GlobalType>(m->grad.getType());

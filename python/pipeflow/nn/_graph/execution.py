@@ -159,6 +159,7 @@ class Run:
         self.foreign = []  # the tensors another program owns, as sharing last found them
         self.extras = {}  # a training step's results besides the loss (outputs.collect_extras)
         self.m = graph.config.gradient_accumulation_steps
+        self.grad_scaler = graph._grad_scaler if traced.loss is not None else None
         self.rank = env.get_rank()
         self.world = world = env.get_world_size()
         self.job_world = world
@@ -345,6 +346,8 @@ class Run:
             return self._step_outside()
         scalars = {name: float(self.optimizers[i].param_groups[j]["lr"])
                    for name, i, j in self.traced.lr_scalars}
+        if self.grad_scaler is not None:
+            scalars.update(self.grad_scaler.scalars())
         sharing.pull(self)
         feeds = []
         for plan in self.plans:
@@ -359,6 +362,8 @@ class Run:
         self.steps += 1
         self.version += 1
         sharing.take(self, start)
+        if self.grad_scaler is not None:
+            self.grad_scaler.update(self.state.found_inf())
         if self.inference:
             return outputs.collect(self, losses)
         if self.has_extras:

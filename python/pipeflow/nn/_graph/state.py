@@ -13,7 +13,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ... import _checkpoint, _feed, _layout, _state
+from ... import _checkpoint, _feed, _grad_scaler, _layout, _state
 from ... import dtypes as dt
 from ..._errors import StateDictError
 from ...tensor import Tensor
@@ -45,6 +45,16 @@ def module_entries(graph):
 
 def state_dict(graph):
     """See ``Graph.state_dict``."""
+    out = _state_dict(graph)
+    scaler = graph._grad_scaler
+    if scaler is not None:
+        # The grad scaler's state (pipeflow._grad_scaler), as [1] tensors.
+        out[_grad_scaler.SCALE_KEY] = _local_tensor(np.array([scaler._scale], np.float64))
+        out[_grad_scaler.GROWTH_KEY] = _step_tensor(scaler._growth_tracker)
+    return out
+
+
+def _state_dict(graph):
     run = graph._run
     if run is None:
         out = OrderedDict((name, m.state_dict()) for name, m in graph._modules.items())
@@ -99,6 +109,7 @@ class _Loader:
         self.targets = OrderedDict()
         self.given, self.unexpected, self.errors = set(), [], []
         self.step = None
+        self.scaler = {}  # the grad scaler's entries (pipeflow._grad_scaler.KEYS)
 
     def _array(self, key, value):
         array = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
@@ -146,6 +157,12 @@ class _Loader:
         state, entries = self.state, self.entries
         if key == _checkpoint.STEP_KEY:
             self._step_entry(key, value)
+        elif key in _grad_scaler.KEYS and self.graph._grad_scaler is not None:
+            array = self._array(key, value)
+            if array is not None:
+                self.scaler[key] = array.reshape(-1)[0]
+        elif key == _state.FOUND_INF:
+            pass  # the last step's flag (a checkpoint of the runtime's): not state
         elif key in self.graph._modules and isinstance(value, dict):
             for sub, v in value.items():
                 flat = f"{key}.{sub}"
@@ -197,6 +214,11 @@ class _Loader:
     def apply(self):
         """Loads the checked values: into the program after the first call,
         else into the modules and the graph's queue for the first call."""
+        scaler = self.graph._grad_scaler
+        if _grad_scaler.SCALE_KEY in self.scaler:
+            scaler._scale = float(self.scaler[_grad_scaler.SCALE_KEY])
+        if _grad_scaler.GROWTH_KEY in self.scaler:
+            scaler._growth_tracker = int(self.scaler[_grad_scaler.GROWTH_KEY])
         if self.run is None:
             for kind, target, array in self.targets.values():
                 if kind == "module":

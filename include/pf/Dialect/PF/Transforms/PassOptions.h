@@ -103,6 +103,15 @@ public:
       *this, "zero-min-size",
       llvm::cl::desc("ZeRO: parameters of fewer elements stay replicated"),
       llvm::cl::init(1024)};
+  Opt<std::string> gradScaler{
+      *this, "grad-scaler",
+      llvm::cl::desc("loss scaling (flow.amp.GradScaler): none; static (the "
+                     "loss gradient times the run-time scalar loss_scale, "
+                     "the gradients times inv_loss_scale before clipping "
+                     "and the update); dynamic (also: a step with a "
+                     "non-finite gradient updates nothing, and the flag is "
+                     "written to the state pf.found_inf)"),
+      llvm::cl::init("none")};
 
   /// Takes the values of the same options registered elsewhere: a pipeline
   /// hands its options to the pf-optimizer it builds this way.
@@ -120,6 +129,7 @@ public:
     biasCorrection = other.biasCorrection;
     zeroStage = other.zeroStage;
     zeroMinSize = other.zeroMinSize;
+    gradScaler = other.gradScaler;
   }
 };
 

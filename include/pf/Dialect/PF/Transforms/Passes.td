@@ -129,7 +129,10 @@ def AutodiffPass : Pass<"pf-autodiff", "::mlir::ModuleOp"> {
     Option<"accumulationSteps", "accumulation-steps", "int64_t", "1",
            "micro-batches per step: the loss gradient is seeded with 1/m">,
     Option<"wrtInputs", "wrt-inputs", "bool", "false",
-           "also return the gradients w.r.t. the function's inputs">
+           "also return the gradients w.r.t. the function's inputs">,
+    Option<"lossScale", "loss-scale", "std::string", "\"\"",
+           "loss scaling: the seed is multiplied by this run-time scalar "
+           "(pf.scalar_input); empty: none">
   ];
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
