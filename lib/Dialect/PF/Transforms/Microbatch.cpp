@@ -122,6 +122,43 @@ LogicalResult retype(Operation *orig, Operation *copy, int64_t m,
   return success();
 }
 
+/// The forward and backward ops (`ops`, in block order) that compute the
+/// same value in every micro-batch, to run once per step: a pure op other
+/// than a constant (one serves every copy anyway, see unrollFunction) whose
+/// operands all are such values, and the read of a parameter that no
+/// forward or backward op writes (not a gradient buffer) feeding one. A
+/// weight's pf.cast to bf16/f16 is one: cast once a step, not once per
+/// micro-batch (as torch's autocast cache within a step).
+llvm::DenseSet<Operation *> stepInvariantOps(ArrayRef<Operation *> ops) {
+  llvm::DenseSet<StringAttr> written;
+  for (Operation *op : ops)
+    if (auto write = dyn_cast<WriteParamOp>(op))
+      written.insert(write.getParamAttr().getAttr());
+  llvm::DenseSet<Operation *> invariant, hoisted;
+  for (Operation *op : ops) {
+    if (auto read = dyn_cast<ReadParamOp>(op)) {
+      if (!written.contains(read.getParamAttr().getAttr()))
+        invariant.insert(op);
+      continue;
+    }
+    if (op->getNumOperands() == 0 || op->getNumRegions() != 0 ||
+        op->hasTrait<OpTrait::ConstantLike>() || !isMemoryEffectFree(op) ||
+        isa<SendOp, RecvOp, BroadcastOp, ReduceOp>(op))
+      continue;
+    bool fromInvariant = llvm::all_of(op->getOperands(), [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      return def && invariant.contains(def);
+    });
+    if (!fromInvariant)
+      continue;
+    invariant.insert(op);
+    hoisted.insert(op);
+    for (Value v : op->getOperands())
+      hoisted.insert(v.getDefiningOp());
+  }
+  return hoisted;
+}
+
 /// Replaces the forward and backward ops of `func` by one copy that runs on
 /// one micro-batch (`pf.microbatch = 0`, inputs cut by `pf.microbatch`
 /// index 0), moves the update after it, and returns each forward or
@@ -181,10 +218,29 @@ LogicalResult makeTemplate(func::FuncOp func, int64_t m) {
     }
   }
 
-  // Forward, then backward, then the update.
+  // Forward, then backward, then the update. A step-invariant op runs once
+  // for every micro-batch, unmarked, where its first use is: after the
+  // unrolling, before every micro-batch's use (pf-apply-schedule keeps an
+  // unmarked op outside the update in the step's prologue). A parameter
+  // read other ops use too is read again there, in the micro-batch.
+  SmallVector<Operation *> ordered(forward);
+  llvm::append_range(ordered, backward);
+  llvm::DenseSet<Operation *> once = stepInvariantOps(ordered);
+  IRMapping onceMap;
   b.setInsertionPoint(ret);
   for (ArrayRef<Operation *> ops : {ArrayRef(forward), ArrayRef(backward)})
     for (Operation *op : ops) {
+      if (once.contains(op)) {
+        Operation *single = b.clone(*op, onceMap);
+        bool perMicrobatchUse =
+            isa<ReadParamOp>(op) &&
+            llvm::any_of(op->getUsers(),
+                         [&](Operation *user) { return !once.contains(user); });
+        if (!perMicrobatchUse) {
+          map.map(op->getResults(), single->getResults());
+          continue;
+        }
+      }
       Operation *copy = b.clone(*op, map);
       microbatchAttr.setAttr(copy, b.getI64IntegerAttr(0));
       if (failed(retype(op, copy, m, batchSizes)))
