@@ -144,9 +144,9 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
     return require(isa<UnitAttr>(value), "a unit attribute");
   if (name == getAutocastAttrHelper().getName()) {
     auto dtype = dyn_cast<StringAttr>(value);
-    return require(dtype && llvm::is_contained({"bf16", "f16", "f32"},
-                                               dtype.getValue()),
-                   "one of \"bf16\", \"f16\", \"f32\"");
+    return require(
+        dtype && llvm::is_contained({"bf16", "f16", "f32"}, dtype.getValue()),
+        "one of \"bf16\", \"f16\", \"f32\"");
   }
   if (name == getPhaseAttrHelper().getName()) {
     auto phase = dyn_cast<StringAttr>(value);
