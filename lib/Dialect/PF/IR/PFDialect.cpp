@@ -146,7 +146,7 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
     auto dtype = dyn_cast<StringAttr>(value);
     return require(
         dtype && llvm::is_contained({"bf16", "f16", "f32"}, dtype.getValue()),
-        "one of \"bf16\", \"f16\", \"f32\"");
+        R"(one of "bf16", "f16", "f32")");
   }
   if (name == getPhaseAttrHelper().getName()) {
     auto phase = dyn_cast<StringAttr>(value);
