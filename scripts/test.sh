@@ -7,6 +7,8 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${PF_BUILD_DIR:-$root/build}
 "$root/scripts/setup.sh" || { echo "tests: 0 passed, 1 failed"; exit 1; }
+echo "== setup and build: ${SECONDS}s"
+last=$SECONDS
 
 passed=0 failed=0
 log=$(mktemp -d)
@@ -20,7 +22,8 @@ detail() { # title file lines
 }
 
 count() { # name passed failed
-  echo "== $1: $2 passed, $3 failed"
+  echo "== $1: $2 passed, $3 failed ($((SECONDS - last))s)"
+  last=$SECONDS
   passed=$((passed + $2)) failed=$((failed + $3))
 }
 
