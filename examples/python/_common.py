@@ -22,3 +22,15 @@ def print_verified_ir(graph, *inputs, notes=None):
     if notes is not None:
         print("// " + notes().rstrip().replace("\n", "\n// "))
     print(f"// verified by pf-opt; cached in {compiled.directory}")
+
+
+def train_or_print_ir(args, graph, *inputs, steps=20):
+    """The end of the seeds' pipelines: with ``--compile-only``
+    ``print_verified_ir``, else ``steps`` steps on the one batch ``inputs``,
+    each printing ``loss.to_local()``."""
+    if args.compile_only:
+        print_verified_ir(graph, *inputs)
+        return
+    for _ in range(steps):
+        loss = graph(*inputs)
+        print(loss.to_local())

@@ -15,7 +15,8 @@ import pipeflow as flow
 from pipeflow import compiler, config, nn
 
 HERE = os.path.abspath(__file__)
-SEED = os.path.abspath(seed_pipeline.__file__)
+# where the seed's model and graph are written (the examples' _quickstart.py)
+SEED = seed_pipeline.QUICKSTART
 
 
 def seed_inputs(batch=16, p0=P0, p1=P1):
