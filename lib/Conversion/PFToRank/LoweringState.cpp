@@ -179,6 +179,7 @@ void mlir::pf::populateRankLoweringPatterns(const TypeConverter &converter,
   populatePFToCPUConvPoolPatterns(converter, patterns, state);
   populatePFToCPUTensorPatterns(converter, patterns, state);
   populateRankLogicalPatterns(converter, patterns, state);
+  populateRankAttentionPatterns(converter, patterns, state);
   populatePFToCPUCommPatterns(converter, patterns, state);
   populatePFToCPUOptimizerPatterns(converter, patterns, state);
   populatePFToCPUControlPatterns(converter, patterns, state);

@@ -1386,7 +1386,7 @@ func.func @vocab_group_negative(%l: !pf.global<4x8xf32, #pf.placement<"cpu", [0]
 // -----
 
 func.func @shard_offset_on_relu(%x: !pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) {
-  // expected-error @+1 {{'pf.shard_offset' must be an i64 array on a pf.param, pf.dropout, embedding or cross-entropy op}}
+  // expected-error @+1 {{'pf.shard_offset' must be an i64 array on a pf.param, pf.dropout, embedding, cross-entropy or attention op}}
   %r = pf.relu %x {pf.shard_offset = array<i64: 0>} : (!pf.global<4xf32, #pf.placement<"cpu", [0]>, #pf.sbp<[B]>>) -> !pf.global<4xf32, #pf.placement<"cpu", [0]>>
   return
 }

@@ -290,9 +290,17 @@ using EmitIntoFn = void(RankLoweringState &state, OpTy op,
                         RankAdaptor<OpTy> adaptor, ConversionPatternRewriter &b,
                         Value out);
 
-/// The pattern of an op that lowers to `Emit` into its result's buffer and
-/// nothing else (no fusion or view to check first).
-template <typename OpTy, EmitIntoFn<OpTy> *Emit>
+/// What lowers an op of several results into their buffers `outs`
+/// (RankPattern::emitIntoAll): the runtime calls of one kernel.
+template <typename OpTy>
+using EmitIntoAllFn = void(RankLoweringState &state, OpTy op,
+                           RankAdaptor<OpTy> adaptor,
+                           ConversionPatternRewriter &b, ArrayRef<Value> outs);
+
+/// The pattern of an op that lowers to `Emit` into its results' buffers and
+/// nothing else (no fusion or view to check first): an EmitIntoFn writes
+/// the one result's, an EmitIntoAllFn every result's.
+template <typename OpTy, auto *Emit>
 class EmitIntoPattern : public RankPattern<OpTy> {
 public:
   using RankPattern<OpTy>::RankPattern;
@@ -300,22 +308,29 @@ public:
 protected:
   LogicalResult lower(OpTy op, RankAdaptor<OpTy> adaptor,
                       ConversionPatternRewriter &b) const override {
-    return this->emitInto(
-        op, b, [&](Value out) { Emit(this->state, op, adaptor, b, out); });
+    if constexpr (std::is_same_v<decltype(Emit), EmitIntoAllFn<OpTy> *>)
+      return this->emitIntoAll(op, b, [&](ArrayRef<Value> outs) {
+        Emit(this->state, op, adaptor, b, outs);
+      });
+    else
+      return this->emitInto(
+          op, b, [&](Value out) { Emit(this->state, op, adaptor, b, out); });
   }
 };
 
 /// Adds one family of the lowering patterns (each family in its own file:
 /// ComputePatterns.cpp, ConvPoolPatterns.cpp, CommPatterns.cpp,
 /// OptimizerPatterns.cpp, TensorPatterns.cpp, ControlPatterns.cpp, and
-/// LogicalPatterns.cpp for comparisons, logical ops, pf.where and pf.cast).
+/// LogicalPatterns.cpp for comparisons, logical ops, pf.where and pf.cast,
+/// AttentionPatterns.cpp for the fused attention ops).
 using PopulateRankPatterns = void(const TypeConverter &converter,
                                   RewritePatternSet &patterns,
                                   RankLoweringState &state);
 PopulateRankPatterns populatePFToCPUComputePatterns,
     populatePFToCPUConvPoolPatterns, populatePFToCPUCommPatterns,
     populatePFToCPUOptimizerPatterns, populatePFToCPUTensorPatterns,
-    populatePFToCPUControlPatterns, populateRankLogicalPatterns;
+    populatePFToCPUControlPatterns, populateRankLogicalPatterns,
+    populateRankAttentionPatterns;
 
 /// All of the above.
 PopulateRankPatterns populateRankLoweringPatterns;

@@ -186,9 +186,10 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
     return require(
         isa<DenseI64ArrayAttr>(value) &&
             isa<ParamOp, DropoutOp, EmbeddingOp, EmbeddingGradOp,
-                SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp>(op),
-        "an i64 array on a pf.param, pf.dropout, embedding or cross-entropy "
-        "op");
+                SoftmaxCrossEntropyOp, SoftmaxCrossEntropyGradOp, AttentionOp,
+                AttentionGradOp>(op),
+        "an i64 array on a pf.param, pf.dropout, embedding, cross-entropy or "
+        "attention op");
   if (name == getAsyncSlotAttrHelper().getName()) {
     auto slot = dyn_cast<IntegerAttr>(value);
     return require(slot && slot.getInt() >= 0 &&

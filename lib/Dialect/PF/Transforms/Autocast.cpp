@@ -1,6 +1,6 @@
 //===- Autocast.cpp - mixed precision as torch's autocast -----------------===//
 //
-// GEMMs in bf16 or f16, softmax, norms, reductions and the loss in f32,
+// GEMMs and attention in bf16 or f16, softmax, norms, reductions and the loss in f32,
 // element-wise ops in the type of their operands (see Passes.td). The
 // program is rewritten in place, op by op in program order: an op's
 // operands are final when it is reached, its results are inferred again,
@@ -39,7 +39,7 @@ enum class Rule {
 };
 
 Rule ruleOf(Operation *op) {
-  if (isa<MatmulOp, Conv2DOp>(op))
+  if (isa<MatmulOp, Conv2DOp, AttentionOp>(op))
     return Rule::Low;
   if (isa<SoftmaxOp, SoftmaxCrossEntropyOp, LayerNormOp, BatchNormOp,
           ReduceSumOp, GlobalAvgPoolOp>(op))

@@ -612,14 +612,17 @@ LogicalResult RankPartitioner::run() {
       dialect->getZeroInitAttrHelper().setAttr(param, b.getUnitAttr());
     param.setTypeAttr(TypeAttr::get(localize(g)));
   }
-  // Dropout draws its mask at logical indices: record where this rank's
-  // box of the operand sits.
-  WalkResult walk = module.walk([&](DropoutOp op) -> WalkResult {
-    auto g = cast<GlobalType>(op.getInput().getType());
+  // Dropout draws its mask at logical indices, and causal attention masks
+  // by them: record where this rank's box of the operand (the queries)
+  // sits.
+  WalkResult walk = module.walk([&](Operation *op) -> WalkResult {
+    if (!isa<DropoutOp, AttentionOp, AttentionGradOp>(op))
+      return WalkResult::advance();
+    auto g = cast<GlobalType>(op->getOperand(0).getType());
     if (!g.getPlacement().contains(rank))
       return WalkResult::advance();
     if (!g.hasSBP()) {
-      op.emitOpError("pf-partition-ranks: layout not inferred");
+      op->emitOpError("pf-partition-ranks: layout not inferred");
       return WalkResult::interrupt();
     }
     dialect->getLogicalShapeAttrHelper().setAttr(

@@ -516,6 +516,7 @@ def PF_BatchNormOp : PF_DiffOp<"batch_norm"> {
 include "pf/Dialect/PF/IR/PFTensorOps.td"
 include "pf/Dialect/PF/IR/PFLogicalOps.td"
 include "pf/Dialect/PF/IR/PFGradOps.td"
+include "pf/Dialect/PF/IR/PFAttentionOps.td"
 include "pf/Dialect/PF/IR/PFOptimOps.td"
 include "pf/Dialect/PF/IR/PFCommOps.td"
 include "pf/Dialect/PF/IR/PFBoxingOps.td"
