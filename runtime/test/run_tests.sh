@@ -293,6 +293,23 @@ for what in predicate dtype kind b mask_dtype; do
   run_fail kernel_error_logical_$what 20 "$msg" \
     "$BIN/pfrt-test-k-logical" "$WORK/k-logical-$what" "$what"
 done
+# Flash-style attention (forward and gradient) against a float64 reference
+# computed in the test, and its argument errors (CPU and device twin alike).
+run_ok kernels_attention 120 "$BIN/pfrt-test-k-attention"
+attention_error() { # case message
+  run_fail kernel_error_attention_$1 20 "pfrt_k_attention: $2" \
+    "$BIN/pfrt-test-k-attention" bad "$1"
+  if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
+    run_fail cuda_twin_error_attention_$1 20 "pfrt_cuda_k_attention: $2" \
+      env PFRT_CUDA_FAKE=1 "$BIN/pfrt-test-k-attention" bad-twin "$1"
+  fi
+}
+attention_error null_q "q is NULL"
+attention_error negative_dims "T = -3 is negative"
+attention_error d_zero "D = 0: the query and key rows need at least one element"
+attention_error dropout_one "dropoutP 1 is not in [0, 1)"
+attention_error dropout_negative "dropoutP -0.1 is not in [0, 1)"
+attention_error mask_dtype "maskDtype 1 is neither 0 (f32, additive) nor 3 (bool)"
 run_fail kernel_error_label 20 \
   "pfrt_k_softmax_xent: label 7 at row 2 is outside [0, 5)" "$E" xent_label
 run_fail kernel_error_softmax_mask_rows 20 \
@@ -412,6 +429,7 @@ if [ $cuda_rc -eq 77 ]; then
 else
   report cuda_twins $([ $cuda_rc -eq 0 ] && echo 1 || echo 0)
   run_ok cuda_logical_twins 60 "$BIN/pfrt-test-cuda-logical" twins
+  run_ok cuda_attention_twins 120 "$BIN/pfrt-test-k-attention" twins
   run_fail cuda_twins_bad_label 60 \
     "pfrt_cuda_k_softmax_xent: label 7 at row 2 is outside [0, 5)" \
     "$BIN/pfrt-test-cuda-twins" "$WORK/cuda_twins_bad" bad_label
@@ -427,6 +445,8 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
     "$BIN/pfrt-test-cuda-twins" "$WORK/cuda_twins_fake"
   run_ok cuda_logical_twins_emulated 60 env PFRT_CUDA_FAKE=1 \
     "$BIN/pfrt-test-cuda-logical" twins
+  run_ok cuda_attention_twins_emulated 120 env PFRT_CUDA_FAKE=1 \
+    "$BIN/pfrt-test-k-attention" twins
   run_ok cuda_twins_emulated_no_bgradb 60 env PFRT_CUDA_FAKE=1 \
     PFRT_CUDA_FAKE_NO_BGRADB=1 "$BIN/pfrt-test-cuda-twins" \
     "$WORK/cuda_twins_fake3" bgrad

@@ -703,6 +703,53 @@ void pfrt_k_softmax_masked(const float *x, const void *mask, int32_t maskDtype,
 void pfrt_k_softmax_grad_scaled(const float *y, const float *dy, float *dx,
                                 int64_t rows, int64_t n, int32_t log,
                                 double scale);
+/* Scaled dot-product attention without a [T, S] buffer (tiled, online
+ * softmax). Local blocks, row-major: q [B, H, T, D], k [B, H, S, D],
+ * v [B, H, S, Dv], out [B, H, T, Dv], lse [B, H, T] (float32: the
+ * log-sum-exp of each query row's scaled, masked scores; the backward reads
+ * it). dims = {B, H, T, S, D, Dv} (D >= 1, the others >= 0).
+ * score(t, s) = scale * q[t] . k[s] (+ mask if additive); key s takes part
+ * in query t's row unless causal and s > t0 + t (torch's is_causal: the
+ * lower triangle of an [L, S] ones matrix, top-left aligned), or a bool
+ * mask is 0 there.
+ * mask: null, or of maskDtype PFRT_DTYPE_F32 (added to the scores; -inf
+ * excludes) or PFRT_DTYPE_BOOL (one byte, nonzero = takes part, as torch's
+ * bool attn_mask); element (b, h, t, s) at
+ * mask[b*ms[0] + h*ms[1] + t*ms[2] + s*ms[3]] with maskStrides ms (a stride
+ * 0 broadcasts that axis).
+ * Dropout (dropoutP > 0): the probability p(t, s) is kept iff u >= dropoutP
+ * and then divided by (1 - dropoutP), u being the runtime's Philox uniform
+ * at the logical index (b0 + b, h0 + h, t0 + t, s) of a tensor of logical
+ * shape {LB, LH, LT, S}, under `seed` and the sub-stream
+ * pfrt_stream_for_step(pfrt_stream_for_step(stream, data step), microbatch)
+ * exactly as pfrt_k_dropout draws it (float(dropoutP) the threshold,
+ * float(1 / (1 - dropoutP)) the factor): so fused attention with dropout
+ * equals pf.dropout applied to the materialised probabilities
+ * [LB, LH, LT, S], bit for bit in the mask.
+ * logical = {LB, LH, LT, S, b0, h0, t0, 0} (null: the local block is the
+ * whole tensor, offsets 0).
+ * A query row in which no key takes part gives out = 0 and lse = -inf.
+ * Returns 0, or a clear fatal error on bad arguments (the checks shared
+ * with the device twin). Float32 products (BLAS tiles) and accumulators,
+ * the running sums in double; deterministic. */
+int pfrt_k_attention(const float *q, const float *k, const float *v,
+                     const void *mask, int32_t maskDtype,
+                     const int64_t *maskStrides, float *out, float *lse,
+                     const int64_t *dims, double scale, int32_t causal,
+                     double dropoutP, uint64_t seed, uint64_t stream,
+                     int64_t microbatch, const int64_t *logical);
+/* Its gradient (flash-attention backward: probabilities recomputed from q,
+ * k and lse tile by tile; delta = rowsum(dout * out)). Writes dq [B,H,T,D],
+ * dk [B,H,S,D], dv [B,H,S,Dv] (overwrites, does not accumulate). Same mask,
+ * dropout (same u, same keep set) and causal rules as the forward. */
+int pfrt_k_attention_grad(const float *q, const float *k, const float *v,
+                          const void *mask, int32_t maskDtype,
+                          const int64_t *maskStrides, const float *out,
+                          const float *lse, const float *dout, float *dq,
+                          float *dk, float *dv, const int64_t *dims,
+                          double scale, int32_t causal, double dropoutP,
+                          uint64_t seed, uint64_t stream, int64_t microbatch,
+                          const int64_t *logical);
 void pfrt_k_activation_grad(int32_t kind, const float *x, const float *dy,
                             float *dx, int64_t n);
 

@@ -411,6 +411,27 @@ int pfrt_cuda_k_dropout(const float *x, float *y, int64_t n, double p,
                         uint64_t seed, uint64_t stream, int64_t microbatch,
                         int64_t rank_ndim, const int64_t *logical_shape,
                         const int64_t *offset, const int64_t *shape);
+/* Attention and its gradient (pfrt_k_attention(_grad)): the same checks,
+ * mask, causal and dropout rules (dropout's mask drawn on the device from
+ * the same Philox stream, the data step read when the kernel runs);
+ * maskStrides, dims and logical stay host arrays. One thread block per
+ * (b, h, tile of query rows), one thread a row, an online softmax over
+ * tiles of keys; the gradient in three passes (delta, dK and dV a thread
+ * per key row, dQ a thread per query row): fixed orders, no atomics. */
+int pfrt_cuda_k_attention(const float *q, const float *k, const float *v,
+                          const void *mask, int32_t maskDtype,
+                          const int64_t *maskStrides, float *out, float *lse,
+                          const int64_t *dims, double scale, int32_t causal,
+                          double dropoutP, uint64_t seed, uint64_t stream,
+                          int64_t microbatch, const int64_t *logical);
+int pfrt_cuda_k_attention_grad(const float *q, const float *k, const float *v,
+                               const void *mask, int32_t maskDtype,
+                               const int64_t *maskStrides, const float *out,
+                               const float *lse, const float *dout, float *dq,
+                               float *dk, float *dv, const int64_t *dims,
+                               double scale, int32_t causal, double dropoutP,
+                               uint64_t seed, uint64_t stream,
+                               int64_t microbatch, const int64_t *logical);
 /* Unlike pfrt_k_sgd, buf must not be NULL when momentum != 0, even at step
  * 1 (whether a step is the first is only known on the device). */
 void pfrt_cuda_k_sgd(const float *p, const float *g, const float *lr,

@@ -100,6 +100,14 @@ template <typename Fn> void forEachRun(const ShardSpec &s, Fn &&fn);
 
 std::string shapeToString(int64_t ndim, const int64_t *shape);
 
+/// The uniform initialiser's values in [0, 1) (pfrt_init_param's
+/// PFRT_INIT_UNIFORM with a = 0, b = 1, bit for bit) of `rows` runs of
+/// `cols` consecutive logical elements, without the rest of the tensor:
+/// u[r * ldu + c] is the value at logical index first + r * rowStride + c
+/// (Random.cpp; dropout's tiles in src/cpu/Attention.cpp).
+void uniformBlock(float *u, int64_t ldu, uint64_t seed, uint64_t stream,
+                  int64_t first, int64_t rowStride, int64_t rows, int64_t cols);
+
 /// The shape in a .npy file's header; fatal (naming fn and path) if the file
 /// cannot be opened or its header is malformed.
 std::vector<int64_t> npyShape(const char *path, const char *fn);

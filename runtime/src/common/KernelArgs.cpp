@@ -9,8 +9,10 @@
 
 #include "Internal.h"
 #include "LogicalMath.h"
+#include "pfrt/pfrt.h"
 
 #include <climits>
+#include <cmath>
 
 namespace pfrt {
 namespace kern {
@@ -517,6 +519,94 @@ void checkBatchNormRunning(const char *fn, const void *rmean, const void *rvar,
     fatal("%s: rmean/new_mean and rvar/new_var must both be given or both "
           "be NULL",
           fn);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// The logical block of an attention call: where [B, H, T, S] lies in
+/// [LB, LH, LT, S] (null: the whole tensor).
+static void checkAttentionLogical(const char *fn, const int64_t *logical,
+                                  AttentionSizes &a) {
+  const int64_t local[4] = {a.B, a.H, a.T, a.S};
+  if (!logical) {
+    a.LB = a.B;
+    a.LH = a.H;
+    a.LT = a.T;
+    a.b0 = a.h0 = a.t0 = 0;
+    return;
+  }
+  if (logical[3] != a.S || logical[7] != 0)
+    fatal("%s: logical block {S = %lld, s0 = %lld}: the keys must not be "
+          "sharded (S = %lld, s0 = 0)",
+          fn, (long long)logical[3], (long long)logical[7], (long long)a.S);
+  makeShard(fn, 4, logical, logical + 4, local);
+  a.LB = logical[0];
+  a.LH = logical[1];
+  a.LT = logical[2];
+  a.b0 = logical[4];
+  a.h0 = logical[5];
+  a.t0 = logical[6];
+}
+
+AttentionSizes checkAttentionArgs(const char *fn, const int64_t *dims,
+                                  const void *mask, int32_t maskDtype,
+                                  const int64_t *maskStrides, double scale,
+                                  double dropoutP, const int64_t *logical,
+                                  std::initializer_list<AttentionBuf> bufs) {
+  if (!dims)
+    fatal("%s: dims is NULL", fn);
+  AttentionSizes a;
+  const char *names[6] = {"B", "H", "T", "S", "D", "Dv"};
+  for (int i = 0; i < 6; ++i)
+    checkSize(fn, names[i], dims[i]);
+  a.B = dims[0];
+  a.H = dims[1];
+  a.T = dims[2];
+  a.S = dims[3];
+  a.D = dims[4];
+  a.Dv = dims[5];
+  if (a.D < 1)
+    fatal("%s: D = %lld: the query and key rows need at least one element", fn,
+          (long long)a.D);
+  if (!std::isfinite(scale))
+    fatal("%s: scale %g is not finite", fn, scale);
+  if (!(dropoutP >= 0.0 && dropoutP < 1.0))
+    fatal("%s: dropoutP %g is not in [0, 1)", fn, dropoutP);
+  a.hasMask = mask != nullptr;
+  if (a.hasMask) {
+    if (maskDtype != PFRT_DTYPE_F32 && maskDtype != PFRT_DTYPE_BOOL)
+      fatal("%s: maskDtype %d is neither %d (f32, additive) nor %d (bool)", fn,
+            maskDtype, PFRT_DTYPE_F32, PFRT_DTYPE_BOOL);
+    if (!maskStrides)
+      fatal("%s: a mask without maskStrides", fn);
+    for (int i = 0; i < 4; ++i)
+      if (maskStrides[i] < 0)
+        fatal("%s: maskStrides[%d] = %lld is negative", fn, i,
+              (long long)maskStrides[i]);
+  }
+  const int64_t bh = mulChecked(fn, a.B, a.H);
+  a.rows = mulChecked(fn, bh, a.T);
+  const int64_t keys = mulChecked(fn, bh, a.S);
+  a.qElems = mulChecked(fn, a.rows, a.D);
+  a.kElems = mulChecked(fn, keys, a.D);
+  a.vElems = mulChecked(fn, keys, a.Dv);
+  a.outElems = mulChecked(fn, a.rows, a.Dv);
+  a.scores = mulChecked(fn, a.rows, a.S);
+  checkAttentionLogical(fn, logical, a);
+  a.dropout = dropoutP > 0.0;
+  a.threshold = float(dropoutP);
+  a.keepScale = float(1.0 / (1.0 - dropoutP));
+  for (const AttentionBuf &b : bufs) {
+    int64_t n = b.kind == AttentionTensor::Q     ? a.qElems
+                : b.kind == AttentionTensor::K   ? a.kElems
+                : b.kind == AttentionTensor::V   ? a.vElems
+                : b.kind == AttentionTensor::Out ? a.outElems
+                                                 : a.rows;
+    checkPtr(fn, b.name, b.ptr, n);
+  }
+  return a;
 }
 
 //===----------------------------------------------------------------------===//

@@ -260,6 +260,37 @@ void checkBatchNormRunning(const char *fn, const void *rmean, const void *rvar,
                            const void *newMean, const void *newVar);
 
 //===----------------------------------------------------------------------===//
+// Attention (src/cpu/Attention.cpp)
+//===----------------------------------------------------------------------===//
+
+/// What pfrt_k_attention(_grad) derive from their arguments: the local
+/// dims, element counts, where the block lies in the logical [LB, LH, LT,
+/// S] tensor (dropout's indices, causal's query offset t0) and dropout's
+/// float32 threshold and keep scale (pfrt_k_dropout's).
+struct AttentionSizes {
+  int64_t B, H, T, S, D, Dv;
+  int64_t qElems, kElems, vElems, outElems;
+  int64_t rows, scores; // B * H * T, and rows * S
+  int64_t LB, LH, LT, b0, h0, t0;
+  bool hasMask, dropout;
+  float threshold, keepScale;
+};
+/// A tensor of an attention call: q, k, v, out (and dout), lse; the
+/// gradients dq, dk, dv are of q's, k's and v's shapes.
+enum class AttentionTensor { Q, K, V, Out, Lse };
+using AttentionBuf = WindowBuf<AttentionTensor>;
+/// The checks pfrt_k_attention(_grad) and their device twins share: dims
+/// (B, H, T, S, Dv >= 0, D >= 1, no overflow), a finite scale, dropoutP in
+/// [0, 1), the mask's dtype (F32 or BOOL) and strides (given, >= 0) when a
+/// mask is given, the logical block (null: the local block is the whole
+/// tensor) with logical[3] == S and no key offset, then each buffer.
+AttentionSizes checkAttentionArgs(const char *fn, const int64_t *dims,
+                                  const void *mask, int32_t maskDtype,
+                                  const int64_t *maskStrides, double scale,
+                                  double dropoutP, const int64_t *logical,
+                                  std::initializer_list<AttentionBuf> bufs);
+
+//===----------------------------------------------------------------------===//
 // Dropout (src/common/Inputs.cpp)
 //===----------------------------------------------------------------------===//
 

@@ -60,6 +60,17 @@ void checkFinite(double v, const char *what, const char *fn) {
 
 } // namespace
 
+void pfrt::uniformBlock(float *u, int64_t ldu, uint64_t seed, uint64_t stream,
+                        int64_t first, int64_t rowStride, int64_t rows,
+                        int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float *dst = u + r * ldu;
+    const int64_t start = first + r * rowStride;
+    for (int64_t c = 0; c < cols; ++c)
+      dst[c] = uniformValue(philoxAt(seed, stream, start + c), 0.0, 1.0);
+  }
+}
+
 extern "C" {
 
 int pfrt_philox4x32_10(const uint32_t counter[4], const uint32_t key[2],

@@ -352,6 +352,20 @@ int pfrt_cuda_k_dropout(const float *, float *, int64_t, double, uint64_t,
                         const int64_t *, const int64_t *) {
   noCuda("pfrt_cuda_k_dropout");
 }
+int pfrt_cuda_k_attention(const float *, const float *, const float *,
+                          const void *, int32_t, const int64_t *, float *,
+                          float *, const int64_t *, double, int32_t, double,
+                          uint64_t, uint64_t, int64_t, const int64_t *) {
+  noCuda("pfrt_cuda_k_attention");
+}
+int pfrt_cuda_k_attention_grad(const float *, const float *, const float *,
+                               const void *, int32_t, const int64_t *,
+                               const float *, const float *, const float *,
+                               float *, float *, float *, const int64_t *,
+                               double, int32_t, double, uint64_t, uint64_t,
+                               int64_t, const int64_t *) {
+  noCuda("pfrt_cuda_k_attention_grad");
+}
 void pfrt_cuda_k_sgd(const float *, const float *, const float *, const float *,
                      const float *, float *, float *, int64_t, double, double,
                      double, int32_t) {

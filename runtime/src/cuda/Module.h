@@ -85,6 +85,10 @@ namespace twin {
   X(XentGradIgnore, "pfrt_cuda_xent_grad_ignore")                              \
   X(CountKept, "pfrt_cuda_count_kept")                                         \
   X(Dropout, "pfrt_cuda_dropout")                                              \
+  X(Attention, "pfrt_cuda_attention")                                          \
+  X(AttentionDelta, "pfrt_cuda_attention_delta")                               \
+  X(AttentionGradKV, "pfrt_cuda_attention_grad_kv")                            \
+  X(AttentionGradQ, "pfrt_cuda_attention_grad_q")                              \
   X(Compare, "pfrt_cuda_compare")                                              \
   X(Logical, "pfrt_cuda_logical")                                              \
   X(Where, "pfrt_cuda_where")                                                  \

@@ -92,6 +92,10 @@ using pfrt::fake::threadIdx;
 #define pfrt_cuda_xent_grad_ignore pfrt_fake_xent_grad_ignore
 #define pfrt_cuda_count_kept pfrt_fake_count_kept
 #define pfrt_cuda_dropout pfrt_fake_dropout
+#define pfrt_cuda_attention pfrt_fake_attention
+#define pfrt_cuda_attention_delta pfrt_fake_attention_delta
+#define pfrt_cuda_attention_grad_kv pfrt_fake_attention_grad_kv
+#define pfrt_cuda_attention_grad_q pfrt_fake_attention_grad_q
 
 #include "../kernels/Kernels.cu"
 
@@ -183,6 +187,10 @@ const HostKernel kHostKernels[] = {
     {"pfrt_cuda_xent_grad_ignore", hostKernel(pfrt_cuda_xent_grad_ignore)},
     {"pfrt_cuda_count_kept", hostKernel(pfrt_cuda_count_kept)},
     {"pfrt_cuda_dropout", hostKernel(pfrt_cuda_dropout)},
+    {"pfrt_cuda_attention", hostKernel(pfrt_cuda_attention)},
+    {"pfrt_cuda_attention_delta", hostKernel(pfrt_cuda_attention_delta)},
+    {"pfrt_cuda_attention_grad_kv", hostKernel(pfrt_cuda_attention_grad_kv)},
+    {"pfrt_cuda_attention_grad_q", hostKernel(pfrt_cuda_attention_grad_q)},
     {"pfrt_cuda_compare", hostKernel(pfrt_cuda_compare)},
     {"pfrt_cuda_logical", hostKernel(pfrt_cuda_logical)},
     {"pfrt_cuda_where", hostKernel(pfrt_cuda_where)},

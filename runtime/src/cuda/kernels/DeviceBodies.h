@@ -21,6 +21,7 @@
 #ifndef PFRT_SRC_CUDA_KERNELS_DEVICEBODIES_H
 #define PFRT_SRC_CUDA_KERNELS_DEVICEBODIES_H
 
+#include "AttentionBodies.h"
 #include "CommonBodies.h"
 #include "ConvBodies.h"
 #include "ElementwiseBodies.h"

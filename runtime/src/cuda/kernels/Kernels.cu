@@ -645,6 +645,45 @@ __global__ void pfrt_cuda_dropout(const float *x, float *y, DropoutParams q,
   PFRT_FOR_EACH(i, m.total) dropoutAt(x, y, q, m, sub, i);
 }
 
+/// Attention (AttentionBodies.h): a block per (plane, kBlock rows), a
+/// thread a query row (the forward, dQ) or key row (dK, dV); delta one
+/// thread a row. The data step as dropout's.
+__global__ void pfrt_cuda_attention(const float *q, const float *k,
+                                    const float *v, const void *mask,
+                                    float *out, float *lse, AttnParams p,
+                                    const int64_t *stepSlot, int64_t step) {
+  int64_t bh, t;
+  if (attnRowOf(blockIdx.x, threadIdx.x, p.T, &bh, &t))
+    attnForwardRow(p, q, k, v, mask, out, lse,
+                   dropoutStream(p.drop, stepSlot ? *stepSlot : step), bh, t);
+}
+
+__global__ void pfrt_cuda_attention_delta(const float *out, const float *dout,
+                                          float *delta, int64_t dv,
+                                          int64_t rows) {
+  PFRT_FOR_EACH(r, rows) attnDeltaRow(out, dout, delta, dv, r);
+}
+
+__global__ void pfrt_cuda_attention_grad_kv(
+    const float *q, const float *k, const float *v, const void *mask,
+    const float *lse, const float *dout, const float *delta, float *dk,
+    float *dv, AttnParams p, const int64_t *stepSlot, int64_t step) {
+  int64_t bh, s;
+  if (attnRowOf(blockIdx.x, threadIdx.x, p.S, &bh, &s))
+    attnGradKeyRow(p, q, k, v, mask, lse, dout, delta, dk, dv,
+                   dropoutStream(p.drop, stepSlot ? *stepSlot : step), bh, s);
+}
+
+__global__ void pfrt_cuda_attention_grad_q(
+    const float *q, const float *k, const float *v, const void *mask,
+    const float *lse, const float *dout, const float *delta, float *dq,
+    AttnParams p, const int64_t *stepSlot, int64_t step) {
+  int64_t bh, t;
+  if (attnRowOf(blockIdx.x, threadIdx.x, p.T, &bh, &t))
+    attnGradQueryRow(p, q, k, v, mask, lse, dout, delta, dq,
+                     dropoutStream(p.drop, stepSlot ? *stepSlot : step), bh, t);
+}
+
 /// One thread: a run-time scalar's value, passed at launch (the value when
 /// the launch was enqueued, whatever the host does with it afterwards).
 __global__ void pfrt_cuda_set_scalar(float *slot, float value) {

@@ -1,0 +1,150 @@
+//===- Attention.cpp - device twins of flash-style attention --------------===//
+//
+// pfrt_cuda_k_attention(_grad): the CPU kernels' checks
+// (checkAttentionArgs), then AttentionBodies.h's rows: the forward a thread
+// per query row; the gradient as delta (a thread a row, into device
+// scratch), dK and dV (a thread per key row) and dQ (a thread per query
+// row). Dropout's data step is read when the kernels run, as
+// pfrt_cuda_k_dropout reads it (a device slot in a captured step).
+//
+//===----------------------------------------------------------------------===//
+
+#include "../Graph.h"
+#include "AttentionBodies.h"
+#include "Twin.h"
+
+#include "pfrt/pfrt.h"
+#include "pfrt/pfrt_cuda.h"
+
+using namespace pfrt;
+using namespace pfrt::kern;
+using namespace pfrt::twin;
+
+namespace {
+
+/// The kernels' parameters of a checked call.
+dev::AttnParams attnParams(const AttentionSizes &a, int32_t maskDtype,
+                           const int64_t *maskStrides, double scale,
+                           int32_t causal, uint64_t seed, uint64_t stream,
+                           int64_t microbatch) {
+  dev::AttnParams p;
+  p.B = a.B;
+  p.H = a.H;
+  p.T = a.T;
+  p.S = a.S;
+  p.D = a.D;
+  p.Dv = a.Dv;
+  p.maskKind = !a.hasMask ? 0 : maskDtype == PFRT_DTYPE_F32 ? 1 : 2;
+  for (int i = 0; i < 4; ++i)
+    p.ms[i] = a.hasMask ? maskStrides[i] : 0;
+  p.causal = causal != 0;
+  p.dropout = a.dropout;
+  p.scale = float(scale);
+  p.drop.seed = seed;
+  p.drop.stream = stream;
+  p.drop.microbatch = microbatch;
+  p.drop.scale = a.keepScale;
+  p.drop.threshold = a.threshold;
+  p.LH = a.LH;
+  p.LT = a.LT;
+  p.b0 = a.b0;
+  p.h0 = a.h0;
+  p.t0 = a.t0;
+  return p;
+}
+
+/// The data step the kernels draw dropout for: *slot (a device slot,
+/// refreshed before each replay) in a captured step, else `step`.
+const int64_t *dataStepSlot(const char *fn, int64_t *step) {
+  *step = currentDataStep();
+  if (!cuda::streamCapturing())
+    return nullptr;
+  Module &mod = kernels(fn);
+  static bool registered = false;
+  if (!registered) {
+    int64_t *host = mod.dataStepHost;
+    beforeEachReplay([host] { *host = currentDataStep(); });
+    registered = true;
+  }
+  *mod.dataStepHost = *step;
+  pfrt_cuda_h2d(mod.dataStep, mod.dataStepHost, sizeof(int64_t));
+  return mod.dataStep;
+}
+
+/// Blocks of kBlock rows over B * H planes of `rows` rows.
+int64_t rowBlocks(const AttentionSizes &a, int64_t rows) {
+  return a.B * a.H * ((rows + dev::kBlock - 1) / dev::kBlock);
+}
+
+} // namespace
+
+extern "C" {
+
+int pfrt_cuda_k_attention(const float *q, const float *k, const float *v,
+                          const void *mask, int32_t maskDtype,
+                          const int64_t *maskStrides, float *out, float *lse,
+                          const int64_t *dims, double scale, int32_t causal,
+                          double dropoutP, uint64_t seed, uint64_t stream,
+                          int64_t microbatch, const int64_t *logical) {
+  const char *fn = "pfrt_cuda_k_attention";
+  using T = AttentionTensor;
+  const AttentionSizes a = checkAttentionArgs(
+      fn, dims, mask, maskDtype, maskStrides, scale, dropoutP, logical,
+      {{"q", q, T::Q},
+       {"k", k, T::K},
+       {"v", v, T::V},
+       {"out", out, T::Out},
+       {"lse", lse, T::Lse}});
+  if (a.rows == 0)
+    return 0;
+  dev::AttnParams p = attnParams(a, maskDtype, maskStrides, scale, causal, seed,
+                                 stream, microbatch);
+  int64_t step;
+  const int64_t *slot = dataStepSlot(fn, &step);
+  void *args[] = {&q, &k, &v, &mask, &out, &lse, &p, &slot, &step};
+  launchBlocks(kAttention, rowBlocks(a, a.T), args, fn);
+  return 0;
+}
+
+int pfrt_cuda_k_attention_grad(const float *q, const float *k, const float *v,
+                               const void *mask, int32_t maskDtype,
+                               const int64_t *maskStrides, const float *out,
+                               const float *lse, const float *dout, float *dq,
+                               float *dk, float *dv, const int64_t *dims,
+                               double scale, int32_t causal, double dropoutP,
+                               uint64_t seed, uint64_t stream,
+                               int64_t microbatch, const int64_t *logical) {
+  const char *fn = "pfrt_cuda_k_attention_grad";
+  using T = AttentionTensor;
+  const AttentionSizes a = checkAttentionArgs(
+      fn, dims, mask, maskDtype, maskStrides, scale, dropoutP, logical,
+      {{"q", q, T::Q},
+       {"k", k, T::K},
+       {"v", v, T::V},
+       {"out", out, T::Out},
+       {"lse", lse, T::Lse},
+       {"dout", dout, T::Out},
+       {"dq", dq, T::Q},
+       {"dk", dk, T::K},
+       {"dv", dv, T::V}});
+  if (a.rows == 0 && a.B * a.H * a.S == 0)
+    return 0;
+  dev::AttnParams p = attnParams(a, maskDtype, maskStrides, scale, causal, seed,
+                                 stream, microbatch);
+  int64_t step;
+  const int64_t *slot = dataStepSlot(fn, &step);
+  auto *delta = static_cast<float *>(
+      scratch((a.rows > 0 ? a.rows : 1) * int64_t(sizeof(float)), fn));
+  int64_t dvw = a.Dv, rows = a.rows;
+  void *dargs[] = {&out, &dout, &delta, &dvw, &rows};
+  launch(kAttentionDelta, a.rows, dargs, fn);
+  void *kvArgs[] = {&q,     &k,  &v,  &mask, &lse,  &dout,
+                    &delta, &dk, &dv, &p,    &slot, &step};
+  launchBlocks(kAttentionGradKV, rowBlocks(a, a.S), kvArgs, fn);
+  void *qArgs[] = {&q,     &k,  &v, &mask, &lse, &dout,
+                   &delta, &dq, &p, &slot, &step};
+  launchBlocks(kAttentionGradQ, rowBlocks(a, a.T), qArgs, fn);
+  return 0;
+}
+
+} // extern "C"
