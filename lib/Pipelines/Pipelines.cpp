@@ -48,6 +48,8 @@ void mlir::pf::buildTrainingPipeline(OpPassManager &pm,
   if (options.gradScaler != "none")
     autodiff.lossScale = "loss_scale";
   // Before autodiff: gradients and optimizer states copy the layouts.
+  if (options.fuseAttention)
+    pm.addPass(createFuseAttentionPass());
   pm.addPass(createGroupFusedSplitsPass());
   pm.addPass(createDecomposeLossesPass());
   // The forward in mixed precision; autodiff differentiates the casts.
@@ -97,6 +99,8 @@ static void buildCompilePipeline(OpPassManager &pm,
     buildTrainingPipeline(pm, options);
   } else {
     // As in training: fused splits grouped before casts hide their GEMMs.
+    if (options.fuseAttention)
+      pm.addPass(createFuseAttentionPass());
     pm.addPass(createGroupFusedSplitsPass());
     pm.addPass(createAutocastPass(AutocastPassOptions{options.autocast}));
     pm.addPass(createCanonicalizerPass());

@@ -36,6 +36,11 @@ struct TrainingPipelineOptions
       llvm::cl::desc("mixed precision (pf-autocast): GEMMs in bf16 or f16; "
                      "none: only the ops marked pf.autocast"),
       llvm::cl::init(AutocastDtype::None), enumOptionValues<AutocastDtype>()};
+  Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("rewrite the unfused attention spelling as pf.attention "
+                     "(pf-fuse-attention)"),
+      llvm::cl::init(true)};
 };
 
 /// How a pipeline stages the program: cut into stages by pf-auto-stages

@@ -5,6 +5,7 @@ import math
 import numpy as np
 
 from .. import _activations, _ops, _ops_logical, _trace
+from .. import ir as _ir
 from ..tensor import Tensor
 from .layers import Dropout
 from .normalization import layer_norm as layer_norm  # re-exported: F.layer_norm
@@ -53,21 +54,37 @@ def dropout(x, p=0.5, training=True):
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None):
     """torch's ``scaled_dot_product_attention`` ([..., L, E] queries, [..., S, E]
-    keys, [..., S, Ev] values), composed of the traced ops: ``softmax(q @ k^T *
-    scale + mask) @ v`` with ``scale`` ``1/sqrt(E)`` by default. ``is_causal``
-    masks with the lower triangle of an [L, S] matrix of ones (a host
-    constant, ``masked_fill`` with -inf); ``attn_mask`` is a bool mask (True
-    takes part; a host or traced tensor) or a float mask added to the scores;
-    ``dropout_p`` drops attention weights (``pf.dropout`` in a graph; eager
-    dropout is not supported), whatever the module's mode, as torch's.
-    A fused attention op will replace the composition."""
+    keys, [..., S, Ev] values): ``softmax(q @ k^T * scale + mask) @ v`` with
+    ``scale`` ``1/sqrt(E)`` by default. ``is_causal`` keeps the lower triangle
+    of an [L, S] matrix of ones; ``attn_mask`` is a bool mask (True takes
+    part) or a float mask added to the scores, broadcast to [..., L, S];
+    ``dropout_p`` drops attention weights whatever the module's mode, as
+    torch's.
+
+    In a graph this is one fused op (``pf.attention``: tiled kernels, no
+    [L, S] tensor, the backward recomputing the probabilities), unless the
+    mask is a traced float tensor (it may need a gradient, which the fused
+    op does not give): then it is the composition of the traced ops. Eager
+    calls compute the composition with numpy (no dropout)."""
     if is_causal and attn_mask is not None:
         raise ValueError("scaled_dot_product_attention: give either attn_mask or is_causal, not both")
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
         _trace.fail(f"scaled_dot_product_attention needs [..., L, E] operands, got shapes "
                     f"{list(query.shape)}, {list(key.shape)} and {list(value.shape)}")
-    L, S = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    tracer = _trace.current()
+    traced_float_mask = (attn_mask is not None and attn_mask.dtype.is_floating_point
+                         and tracer is not None and tracer.is_traced(attn_mask))
+    if _ops._is_lazy(query, key, value) and not traced_float_mask:
+        out = _fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
+        if out is not None:
+            return out
+    return _composed_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
+
+
+def _composed_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
+    """``softmax(q @ k^T * scale + mask) @ v`` from the traced (or eager) ops."""
+    L, S = query.shape[-2], key.shape[-2]
     att = _ops.matmul(query, key, transpose_b=True) * scale
     if is_causal:
         attn_mask = Tensor._from_array(np.tril(np.ones((L, S), dtype=bool)))
@@ -80,3 +97,65 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if dropout_p:
         att = dropout(att, dropout_p, training=True)
     return _ops.matmul(att, value)
+
+
+def _as_rank4(x):
+    """``x`` [..., N, E] as [B, H, N, E]: a rank-3 tensor is one head, a
+    rank-2 one a batch of one; more leading axes fold into the batch."""
+    shape = tuple(x.shape)
+    if len(shape) == 4:
+        return x
+    if len(shape) > 4:
+        return _ops.reshape(x, (int(np.prod(shape[:-3])),) + shape[-3:])
+    return _ops.reshape(x, (1,) * (4 - len(shape)) + shape)
+
+
+def _fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
+    """One ``pf.attention`` over [B, H, L, E] views of the operands (None
+    when the mask's leading axes cannot fold as theirs do)."""
+    L, S = query.shape[-2], key.shape[-2]
+    lead = tuple(query.shape[:-2])
+    if tuple(key.shape[:-2]) != lead or tuple(value.shape[:-2]) != lead:
+        _trace.fail(f"scaled_dot_product_attention: query, key and value must share their "
+                    f"leading axes, got shapes {list(query.shape)}, {list(key.shape)} and "
+                    f"{list(value.shape)}")
+    if key.shape[-1] != query.shape[-1] or value.shape[-2] != S:
+        _trace.fail(f"scaled_dot_product_attention expects query [..., L, E], key [..., S, E] "
+                    f"and value [..., S, Ev], got shapes {list(query.shape)}, "
+                    f"{list(key.shape)} and {list(value.shape)}")
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1), got {dropout_p}")
+    operands = []
+    if attn_mask is not None:
+        try:
+            full = np.broadcast_shapes(tuple(attn_mask.shape), lead + (L, S))
+        except ValueError:
+            full = None
+        if full != lead + (L, S):
+            _trace.fail(f"scaled_dot_product_attention: a mask of shape {list(attn_mask.shape)} "
+                        f"does not broadcast to the scores {list(lead + (L, S))}")
+        padded = (1,) * (len(lead) + 2 - attn_mask.ndim) + tuple(attn_mask.shape)
+        # Leading axes fold into the batch as the operands' do: the mask's
+        # must be all broadcast or all full.
+        folded = padded[:-3]
+        if any(d == 1 for d in folded) and any(d != 1 for d in folded):
+            return None
+        m = attn_mask if padded == tuple(attn_mask.shape) else _ops.reshape(attn_mask, padded)
+        operands.append(_as_rank4(m))
+    q, k, v = (_as_rank4(t) for t in (query, key, value))
+    operands[:0] = [q, k, v]
+    scores = tuple(q.shape[:3]) + (S,)
+    tracer, values = _ops._operands("scaled_dot_product_attention", *operands)
+    attrs = {"scale": _ir.F64(scale)}
+    if is_causal:
+        attrs["causal"] = _ir.UNIT
+    if dropout_p:
+        tracer.dropout_streams = getattr(tracer, "dropout_streams", 0) + 1
+        attrs["dropout_p"] = _ir.F64(dropout_p)
+        attrs["stream"] = tracer.dropout_streams
+    qv = values[0]
+    out_type = qv.type.with_shape(tuple(q.shape[:3]) + (v.shape[-1],))
+    lse_type = _ir.GlobalType(scores[:3], "f32", qv.type.placement)
+    op = tracer.emit("pf.attention", values, [out_type, lse_type], attrs)
+    out = _ops._result(tracer, op, query)
+    return _ops.reshape(out, lead + (L, value.shape[-1])) if len(lead) != 2 else out

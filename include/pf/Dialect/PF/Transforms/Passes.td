@@ -404,6 +404,35 @@ def DecomposeLossesPass : Pass<"pf-decompose-losses", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
+def FuseAttentionPass : Pass<"pf-fuse-attention", "::mlir::ModuleOp"> {
+  let summary = "rewrites the unfused attention spelling as pf.attention";
+  let description = [{
+    nanoGPT without flash attention writes
+    `softmax(masked_fill(q @ k^T * s, mask, -inf)) @ v` (optionally with a
+    dropout of the probabilities); this pass replaces such a chain by one
+    `pf.attention`, whose kernels never store the `[T, S]` scores and whose
+    gradient recomputes them.
+
+    It matches, from the final `pf.matmul %p, %v` (rank 4, no transposes):
+    an optional `pf.dropout` (its `p` and stream carry over, so the same
+    elements drop), a `pf.softmax` over the last axis (not log), optionally
+    a `pf.masked_fill` with `-inf` and an `i1` mask or a `pf.add` of a
+    rank-4 float mask, an optional `pf.mul_scalar` (the scale), and
+    `pf.matmul %q, %k {transpose_b}` or `pf.matmul %q, %kT` with `%kT` a
+    `pf.transpose` of `%k` by `[0, 1, 3, 2]`. Every intermediate must have
+    no other use (a probability tensor that is also returned or reused stays
+    unfused). A `pf.broadcast_to` of the mask is looked through; a constant
+    mask that fills the upper triangle becomes `causal`, any other constant
+    is inverted (attention keeps keys where its mask holds), and a computed
+    one goes through `pf.logical_not`. Discardable attributes (stage,
+    checkpointing, autocast) are those of the final matmul.
+
+    Run before `pf-autocast` and `pf-autodiff`; the compile pipelines do
+    (option `fuse-attention`, default on).
+  }];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 def GroupFusedSplitsPass : Pass<"pf-group-fused-splits", "::mlir::ModuleOp"> {
   let summary = "lays out a split fused projection so that its blocks stay split";
   let description = [{
