@@ -25,6 +25,12 @@ std::pair<ArrayRef<int64_t>, int64_t> groupOf(ArrayAttr groups, int64_t rank) {
   return {ArrayRef<int64_t>(), -1};
 }
 
+/// Base of the patterns of communication ops: traced as "comm".
+template <typename OpTy> struct CommPattern : RankPattern<OpTy> {
+  CommPattern(const TypeConverter &converter, RankLoweringState &state)
+      : RankPattern<OpTy>(converter, state, RankPattern<OpTy>::Trace::Comm) {}
+};
+
 /// all_reduce, all_gather, reduce_scatter, all_to_all and shard (a local
 /// slice by group position): the runtime's boxing helpers over one group.
 template <typename OpTy> struct GroupOpLowering : RankPattern<OpTy> {
@@ -90,10 +96,8 @@ template <typename OpTy> struct GroupOpLowering : RankPattern<OpTy> {
 };
 
 /// The end of a split all-reduce: its sum is the started buffer.
-struct AllReduceWaitLowering : RankPattern<AllReduceWaitOp> {
-  AllReduceWaitLowering(const TypeConverter &converter,
-                        RankLoweringState &state)
-      : RankPattern(converter, state, Trace::Comm) {}
+struct AllReduceWaitLowering : CommPattern<AllReduceWaitOp> {
+  using CommPattern::CommPattern;
   LogicalResult lower(AllReduceWaitOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     state.rt.pfrt_all_reduce_wait(b, op.getLoc(), int64_t(op.getSlot()));
@@ -102,9 +106,8 @@ struct AllReduceWaitLowering : RankPattern<AllReduceWaitOp> {
   }
 };
 
-struct BroadcastLowering : RankPattern<BroadcastOp> {
-  BroadcastLowering(const TypeConverter &converter, RankLoweringState &state)
-      : RankPattern(converter, state, Trace::Comm) {}
+struct BroadcastLowering : CommPattern<BroadcastOp> {
+  using CommPattern::CommPattern;
   LogicalResult lower(BroadcastOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     return emitInto(op, b, [&](Value out) {
@@ -127,9 +130,8 @@ struct BroadcastLowering : RankPattern<BroadcastOp> {
   }
 };
 
-struct ReduceLowering : RankPattern<ReduceOp> {
-  ReduceLowering(const TypeConverter &converter, RankLoweringState &state)
-      : RankPattern(converter, state, Trace::Comm) {}
+struct ReduceLowering : CommPattern<ReduceOp> {
+  using CommPattern::CommPattern;
   LogicalResult lower(ReduceOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
@@ -156,38 +158,21 @@ struct ReduceLowering : RankPattern<ReduceOp> {
 void extractBox(RankLoweringState &state, ExtractBoxOp op,
                 RankAdaptor<ExtractBoxOp> adaptor, ConversionPatternRewriter &b,
                 Value out) {
-  Location loc = op.getLoc();
-  rt::RuntimeABI &rt = state.rt;
-  ArrayRef<int64_t> outShape = localShape(op.getResult());
-  rt.pfrt_copy_box(
-      b, loc, adaptor.getInput(),
-      rt.i64Array(b, loc, localShape(op.getInput())),
-      rt.i64Array(b, loc, op.getOffsets()), out, rt.i64Array(b, loc, outShape),
-      rt.nullPtr(b, loc), rt.i64Array(b, loc, outShape),
-      static_cast<int64_t>(outShape.size()), dtypeCode(op.getInput()));
+  copyBox(state, b, op.getLoc(), adaptor.getInput(), op.getInput(),
+          op.getOffsets(), out, op.getResult(), {}, localShape(op.getResult()));
 }
 
 void assemble(RankLoweringState &state, AssembleOp op,
               RankAdaptor<AssembleOp> adaptor, ConversionPatternRewriter &b,
               Value out) {
-  Location loc = op.getLoc();
-  rt::RuntimeABI &rt = state.rt;
-  ArrayRef<int64_t> outShape = localShape(op.getResult());
   for (auto [piece, buffer, off] :
-       llvm::zip(op.getPieces(), adaptor.getPieces(), op.getOffsets())) {
-    ArrayRef<int64_t> ps = localShape(piece);
-    rt.pfrt_copy_box(
-        b, loc, buffer, rt.i64Array(b, loc, ps), rt.nullPtr(b, loc), out,
-        rt.i64Array(b, loc, outShape),
-        rt.i64Array(b, loc, cast<DenseI64ArrayAttr>(off).asArrayRef()),
-        rt.i64Array(b, loc, ps), static_cast<int64_t>(outShape.size()),
-        dtypeCode(piece));
-  }
+       llvm::zip(op.getPieces(), adaptor.getPieces(), op.getOffsets()))
+    copyBox(state, b, op.getLoc(), buffer, piece, {}, out, op.getResult(),
+            cast<DenseI64ArrayAttr>(off).asArrayRef(), localShape(piece));
 }
 
-struct SendLowering : RankPattern<SendOp> {
-  SendLowering(const TypeConverter &converter, RankLoweringState &state)
-      : RankPattern(converter, state, Trace::Comm) {}
+struct SendLowering : CommPattern<SendOp> {
+  using CommPattern::CommPattern;
   LogicalResult lower(SendOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     if (failed(elementBytes(op, op.getValue().getType())))
@@ -220,9 +205,8 @@ struct SendLowering : RankPattern<SendOp> {
   }
 };
 
-struct RecvLowering : RankPattern<RecvOp> {
-  RecvLowering(const TypeConverter &converter, RankLoweringState &state)
-      : RankPattern(converter, state, Trace::Comm) {}
+struct RecvLowering : CommPattern<RecvOp> {
+  using CommPattern::CommPattern;
   LogicalResult lower(RecvOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     if (failed(elementBytes(op, op.getType())))

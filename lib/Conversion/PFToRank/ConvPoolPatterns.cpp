@@ -123,32 +123,26 @@ std::tuple<int64_t, int64_t, int64_t> bnDims(Value input) {
   return {s[0], s[1], s.size() == 4 ? s[2] * s[3] : 1};
 }
 
-struct BatchNormLowering : RankPattern<BatchNormOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(BatchNormOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitIntoAll(op, b, [&](ArrayRef<Value> outs) {
-      auto [n, c, hw] = bnDims(op.getInput());
-      Value y = outs[0], m = outs[1], v = outs[2];
-      if (op.getInference()) {
-        // The statistics come back unchanged.
-        state.rt.pfrt_k_batch_norm_eval(b, op.getLoc(), adaptor.getInput(),
-                                        adaptor.getGamma(), adaptor.getBeta(),
-                                        adaptor.getRunningMean(),
-                                        adaptor.getRunningVar(), y, n, c, hw,
-                                        op.getEpsilon().convertToDouble());
-        state.rt.pfrt_k_copy(b, op.getLoc(), adaptor.getRunningMean(), m, c);
-        state.rt.pfrt_k_copy(b, op.getLoc(), adaptor.getRunningVar(), v, c);
-        return;
-      }
-      state.rt.pfrt_k_batch_norm(
-          b, op.getLoc(), adaptor.getInput(), adaptor.getGamma(),
-          adaptor.getBeta(), adaptor.getRunningMean(), adaptor.getRunningVar(),
-          y, m, v, n, c, hw, op.getEpsilon().convertToDouble(),
-          op.getMomentum().convertToDouble());
-    });
+void batchNorm(RankLoweringState &state, BatchNormOp op,
+               RankAdaptor<BatchNormOp> adaptor, ConversionPatternRewriter &b,
+               ArrayRef<Value> outs) {
+  auto [n, c, hw] = bnDims(op.getInput());
+  Value y = outs[0], m = outs[1], v = outs[2];
+  if (op.getInference()) {
+    // The statistics come back unchanged.
+    state.rt.pfrt_k_batch_norm_eval(
+        b, op.getLoc(), adaptor.getInput(), adaptor.getGamma(),
+        adaptor.getBeta(), adaptor.getRunningMean(), adaptor.getRunningVar(), y,
+        n, c, hw, op.getEpsilon().convertToDouble());
+    state.rt.pfrt_k_copy(b, op.getLoc(), adaptor.getRunningMean(), m, c);
+    state.rt.pfrt_k_copy(b, op.getLoc(), adaptor.getRunningVar(), v, c);
+    return;
   }
-};
+  state.rt.pfrt_k_batch_norm(
+      b, op.getLoc(), adaptor.getInput(), adaptor.getGamma(), adaptor.getBeta(),
+      adaptor.getRunningMean(), adaptor.getRunningVar(), y, m, v, n, c, hw,
+      op.getEpsilon().convertToDouble(), op.getMomentum().convertToDouble());
+}
 
 void batchNormGradInput(RankLoweringState &state, BatchNormGradInputOp op,
                         RankAdaptor<BatchNormGradInputOp> adaptor,
@@ -160,18 +154,14 @@ void batchNormGradInput(RankLoweringState &state, BatchNormGradInputOp op,
                                         op.getEpsilon().convertToDouble());
 }
 
-struct BatchNormGradParamsLowering : RankPattern<BatchNormGradParamsOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(BatchNormGradParamsOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitIntoAll(op, b, [&](ArrayRef<Value> outs) {
-      auto [n, c, hw] = bnDims(op.getInput());
-      state.rt.pfrt_k_batch_norm_grad_params(
-          b, op.getLoc(), adaptor.getInput(), adaptor.getResultGrad(), outs[0],
-          outs[1], n, c, hw, op.getEpsilon().convertToDouble());
-    });
-  }
-};
+void batchNormGradParams(RankLoweringState &state, BatchNormGradParamsOp op,
+                         RankAdaptor<BatchNormGradParamsOp> adaptor,
+                         ConversionPatternRewriter &b, ArrayRef<Value> outs) {
+  auto [n, c, hw] = bnDims(op.getInput());
+  state.rt.pfrt_k_batch_norm_grad_params(
+      b, op.getLoc(), adaptor.getInput(), adaptor.getResultGrad(), outs[0],
+      outs[1], n, c, hw, op.getEpsilon().convertToDouble());
+}
 
 /// [rows, C] of a layer-norm input (C the last axis).
 std::pair<int64_t, int64_t> lnDims(Value input) {
@@ -201,35 +191,32 @@ void layerNormGradInput(RankLoweringState &state, LayerNormGradInputOp op,
       op.getEpsilon().convertToDouble());
 }
 
-struct LayerNormGradParamsLowering : RankPattern<LayerNormGradParamsOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(LayerNormGradParamsOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitIntoAll(op, b, [&](ArrayRef<Value> outs) {
-      auto [rows, channels] = lnDims(op.getInput());
-      state.rt.pfrt_k_layer_norm_grad_params(
-          b, op.getLoc(), adaptor.getInput(), adaptor.getResultGrad(), outs[0],
-          outs[1], rows, channels, op.getEpsilon().convertToDouble());
-    });
-  }
-};
+void layerNormGradParams(RankLoweringState &state, LayerNormGradParamsOp op,
+                         RankAdaptor<LayerNormGradParamsOp> adaptor,
+                         ConversionPatternRewriter &b, ArrayRef<Value> outs) {
+  auto [rows, channels] = lnDims(op.getInput());
+  state.rt.pfrt_k_layer_norm_grad_params(
+      b, op.getLoc(), adaptor.getInput(), adaptor.getResultGrad(), outs[0],
+      outs[1], rows, channels, op.getEpsilon().convertToDouble());
+}
 
 } // namespace
 
 void mlir::pf::populatePFToCPUConvPoolPatterns(const TypeConverter &converter,
                                                RewritePatternSet &patterns,
                                                RankLoweringState &state) {
-  patterns
-      .add<EmitIntoPattern<Conv2DOp, conv2D>,
-           EmitIntoPattern<Conv2DGradInputOp, conv2DGradInput>,
-           EmitIntoPattern<Conv2DGradWeightOp, conv2DGradWeight>,
-           PoolLowering<MaxPool2DOp>, PoolLowering<AvgPool2DOp>,
-           PoolLowering<MaxPool2DGradOp>, PoolLowering<AvgPool2DGradOp>,
-           EmitIntoPattern<GlobalAvgPoolOp, globalAvgPool>,
-           EmitIntoPattern<GlobalAvgPoolGradOp, globalAvgPoolGrad>,
-           BatchNormLowering,
-           EmitIntoPattern<BatchNormGradInputOp, batchNormGradInput>,
-           BatchNormGradParamsLowering, EmitIntoPattern<LayerNormOp, layerNorm>,
-           EmitIntoPattern<LayerNormGradInputOp, layerNormGradInput>,
-           LayerNormGradParamsLowering>(converter, state);
+  patterns.add<EmitIntoPattern<Conv2DOp, conv2D>,
+               EmitIntoPattern<Conv2DGradInputOp, conv2DGradInput>,
+               EmitIntoPattern<Conv2DGradWeightOp, conv2DGradWeight>,
+               PoolLowering<MaxPool2DOp>, PoolLowering<AvgPool2DOp>,
+               PoolLowering<MaxPool2DGradOp>, PoolLowering<AvgPool2DGradOp>,
+               EmitIntoPattern<GlobalAvgPoolOp, globalAvgPool>,
+               EmitIntoPattern<GlobalAvgPoolGradOp, globalAvgPoolGrad>,
+               EmitIntoPattern<BatchNormOp, batchNorm>,
+               EmitIntoPattern<BatchNormGradInputOp, batchNormGradInput>,
+               EmitIntoPattern<BatchNormGradParamsOp, batchNormGradParams>,
+               EmitIntoPattern<LayerNormOp, layerNorm>,
+               EmitIntoPattern<LayerNormGradInputOp, layerNormGradInput>,
+               EmitIntoPattern<LayerNormGradParamsOp, layerNormGradParams>>(
+      converter, state);
 }

@@ -37,34 +37,22 @@ template <> constexpr int32_t kLogicalKind<LogicalOrOp> = 1;
 template <> constexpr int32_t kLogicalKind<LogicalXorOp> = 2;
 template <> constexpr int32_t kLogicalKind<LogicalNotOp> = 3;
 
-template <typename OpTy> struct LogicalLowering : RankPattern<OpTy> {
-  using RankPattern<OpTy>::RankPattern;
-  using typename RankPattern<OpTy>::OpAdaptor;
-  LogicalResult lower(OpTy op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return this->emitInto(op, b, [&](Value out) {
-      rt::RuntimeABI &rt = this->state.rt;
-      Location loc = op.getLoc();
-      ValueRange in = adaptor.getOperands();
-      rt.pfrt_k_logical(b, loc, in[0],
-                        in.size() > 1 ? in[1] : rt.nullPtr(b, loc), out,
-                        localCount(op.getResult()), kLogicalKind<OpTy>);
-    });
-  }
-};
+template <typename OpTy>
+void logical(RankLoweringState &state, OpTy op, RankAdaptor<OpTy> adaptor,
+             ConversionPatternRewriter &b, Value out) {
+  Location loc = op.getLoc();
+  ValueRange in = adaptor.getOperands();
+  state.rt.pfrt_k_logical(b, loc, in[0],
+                          in.size() > 1 ? in[1] : state.rt.nullPtr(b, loc), out,
+                          localCount(op.getResult()), kLogicalKind<OpTy>);
+}
 
-struct WhereLowering : RankPattern<WhereOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(WhereOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return emitInto(op, b, [&](Value out) {
-      state.rt.pfrt_k_where(b, op.getLoc(), adaptor.getCondition(),
-                            adaptor.getTrueValue(), adaptor.getFalseValue(),
-                            out, localCount(op.getResult()),
-                            dtypeCode(op.getResult()));
-    });
-  }
-};
+void where(RankLoweringState &state, WhereOp op, RankAdaptor<WhereOp> adaptor,
+           ConversionPatternRewriter &b, Value out) {
+  state.rt.pfrt_k_where(b, op.getLoc(), adaptor.getCondition(),
+                        adaptor.getTrueValue(), adaptor.getFalseValue(), out,
+                        localCount(op.getResult()), dtypeCode(op.getResult()));
+}
 
 struct CastLowering : RankPattern<CastOp> {
   using RankPattern::RankPattern;
@@ -90,8 +78,10 @@ struct CastLowering : RankPattern<CastOp> {
 void mlir::pf::populateRankLogicalPatterns(const TypeConverter &converter,
                                            RewritePatternSet &patterns,
                                            RankLoweringState &state) {
-  patterns.add<CompareLowering, LogicalLowering<LogicalAndOp>,
-               LogicalLowering<LogicalOrOp>, LogicalLowering<LogicalXorOp>,
-               LogicalLowering<LogicalNotOp>, WhereLowering, CastLowering>(
-      converter, state);
+  patterns.add<CompareLowering,
+               EmitIntoPattern<LogicalAndOp, logical<LogicalAndOp>>,
+               EmitIntoPattern<LogicalOrOp, logical<LogicalOrOp>>,
+               EmitIntoPattern<LogicalXorOp, logical<LogicalXorOp>>,
+               EmitIntoPattern<LogicalNotOp, logical<LogicalNotOp>>,
+               EmitIntoPattern<WhereOp, where>, CastLowering>(converter, state);
 }

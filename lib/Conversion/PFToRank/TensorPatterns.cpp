@@ -5,73 +5,10 @@
 using namespace mlir;
 using namespace mlir::pf;
 
-namespace {
-
-template <typename OpTy> struct BinaryLowering : RankPattern<OpTy> {
-  using RankPattern<OpTy>::RankPattern;
-  using typename RankPattern<OpTy>::OpAdaptor;
-  LogicalResult lower(OpTy op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    return this->emitInto(op, b, [&](Value out) {
-      rt::RuntimeABI &rt = this->state.rt;
-      int64_t n = localCount(op.getResult());
-      if (std::is_same_v<OpTy, SubOp>)
-        rt.pfrt_k_sub(b, op.getLoc(), adaptor.getLhs(), adaptor.getRhs(), out,
-                      n);
-      else
-        rt.pfrt_k_div(b, op.getLoc(), adaptor.getLhs(), adaptor.getRhs(), out,
-                      n);
-    });
-  }
-};
-
-struct BroadcastToLowering : RankPattern<BroadcastToOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(BroadcastToOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    if (state.buffers.isInSoftmaxPrologue(op)) { // a mask the softmax reads
-      b.replaceOp(op, adaptor.getInput());
-      return success();
-    }
-    return emitInto(op, b, [&](Value out) {
-      Location loc = op.getLoc();
-      ArrayRef<int64_t> outShape = localShape(op.getResult());
-      ArrayRef<int64_t> inShape = localShape(op.getInput());
-      // The input's axes padded with leading 1s to the output's rank.
-      SmallVector<int64_t> padded(outShape.size() - inShape.size(), 1);
-      llvm::append_range(padded, inShape);
-      state.rt.pfrt_k_broadcast(b, loc, adaptor.getInput(), out,
-                                static_cast<int64_t>(outShape.size()),
-                                state.rt.i64Array(b, loc, padded),
-                                state.rt.i64Array(b, loc, outShape),
-                                dtypeBytes(op.getInput()));
-    });
-  }
-};
-
-struct MaskedFillLowering : RankPattern<MaskedFillOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(MaskedFillOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    if (state.buffers.isInSoftmaxPrologue(op)) { // computed by the softmax
-      b.replaceOp(op, adaptor.getInput());
-      return success();
-    }
-    return emitInto(op, b, [&](Value out) {
-      state.rt.pfrt_k_masked_fill(
-          b, op.getLoc(), adaptor.getInput(), adaptor.getMask(), out,
-          localCount(op.getResult()), dtypeCode(op.getMask()),
-          op.getValue().convertToDouble());
-    });
-  }
-};
-
-/// Copies the box `sizes` of `in` at `inOffsets` to `out` at `outOffsets`
-/// (local shapes; offsets on split axes are 0 by the ops' SBP rules).
-void copyBox(RankLoweringState &state, OpBuilder &b, Location loc, Value in,
-             Value inValue, ArrayRef<int64_t> inOffsets, Value out,
-             Value outValue, ArrayRef<int64_t> outOffsets,
-             ArrayRef<int64_t> sizes) {
+void mlir::pf::copyBox(RankLoweringState &state, OpBuilder &b, Location loc,
+                       Value in, Value inValue, ArrayRef<int64_t> inOffsets,
+                       Value out, Value outValue, ArrayRef<int64_t> outOffsets,
+                       ArrayRef<int64_t> sizes) {
   rt::RuntimeABI &rt = state.rt;
   rt.pfrt_copy_box(
       b, loc, in, rt.i64Array(b, loc, localShape(inValue)),
@@ -81,6 +18,64 @@ void copyBox(RankLoweringState &state, OpBuilder &b, Location loc, Value in,
       rt.i64Array(b, loc, sizes), static_cast<int64_t>(sizes.size()),
       dtypeCode(inValue));
 }
+
+namespace {
+
+/// pf.sub and pf.div: their kernel over the local elements.
+template <typename OpTy>
+void binary(RankLoweringState &state, OpTy op, RankAdaptor<OpTy> adaptor,
+            ConversionPatternRewriter &b, Value out) {
+  int64_t n = localCount(op.getResult());
+  if constexpr (std::is_same_v<OpTy, SubOp>)
+    state.rt.pfrt_k_sub(b, op.getLoc(), adaptor.getLhs(), adaptor.getRhs(), out,
+                        n);
+  else
+    state.rt.pfrt_k_div(b, op.getLoc(), adaptor.getLhs(), adaptor.getRhs(), out,
+                        n);
+}
+
+void broadcastTo(RankLoweringState &state, BroadcastToOp op,
+                 RankAdaptor<BroadcastToOp> adaptor,
+                 ConversionPatternRewriter &b, Value out) {
+  Location loc = op.getLoc();
+  ArrayRef<int64_t> outShape = localShape(op.getResult());
+  ArrayRef<int64_t> inShape = localShape(op.getInput());
+  // The input's axes padded with leading 1s to the output's rank.
+  SmallVector<int64_t> padded(outShape.size() - inShape.size(), 1);
+  llvm::append_range(padded, inShape);
+  state.rt.pfrt_k_broadcast(
+      b, loc, adaptor.getInput(), out, static_cast<int64_t>(outShape.size()),
+      state.rt.i64Array(b, loc, padded), state.rt.i64Array(b, loc, outShape),
+      dtypeBytes(op.getInput()));
+}
+
+void maskedFill(RankLoweringState &state, MaskedFillOp op,
+                RankAdaptor<MaskedFillOp> adaptor, ConversionPatternRewriter &b,
+                Value out) {
+  state.rt.pfrt_k_masked_fill(
+      b, op.getLoc(), adaptor.getInput(), adaptor.getMask(), out,
+      localCount(op.getResult()), dtypeCode(op.getMask()),
+      op.getValue().convertToDouble());
+}
+
+/// The pattern of a mask op (pf.broadcast_to, pf.masked_fill): in the
+/// prologue of the softmax that reads it, the softmax computes the mask and
+/// the op forwards its input; elsewhere `Emit` writes its buffer.
+template <typename OpTy, EmitIntoFn<OpTy> *Emit>
+class MaskLowering : public EmitIntoPattern<OpTy, Emit> {
+public:
+  using EmitIntoPattern<OpTy, Emit>::EmitIntoPattern;
+
+protected:
+  LogicalResult lower(OpTy op, RankAdaptor<OpTy> adaptor,
+                      ConversionPatternRewriter &b) const override {
+    if (this->state.buffers.isInSoftmaxPrologue(op)) {
+      b.replaceOp(op, adaptor.getInput());
+      return success();
+    }
+    return EmitIntoPattern<OpTy, Emit>::lower(op, adaptor, b);
+  }
+};
 
 /// Zeros (0.0f is four zero bytes, whatever the element type).
 void zero(RankLoweringState &state, OpBuilder &b, Location loc, Value out,
@@ -145,7 +140,9 @@ struct ConcatLowering : RankPattern<ConcatOp> {
 void mlir::pf::populatePFToCPUTensorPatterns(const TypeConverter &converter,
                                              RewritePatternSet &patterns,
                                              RankLoweringState &state) {
-  patterns.add<BinaryLowering<SubOp>, BinaryLowering<DivOp>,
-               BroadcastToLowering, MaskedFillLowering, BoxLowering<SliceOp>,
+  patterns.add<EmitIntoPattern<SubOp, binary<SubOp>>,
+               EmitIntoPattern<DivOp, binary<DivOp>>,
+               MaskLowering<BroadcastToOp, broadcastTo>,
+               MaskLowering<MaskedFillOp, maskedFill>, BoxLowering<SliceOp>,
                BoxLowering<PadOp>, ConcatLowering>(converter, state);
 }

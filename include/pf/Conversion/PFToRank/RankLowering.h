@@ -283,6 +283,14 @@ private:
 template <typename OpTy>
 using RankAdaptor = typename RankPattern<OpTy>::OpAdaptor;
 
+/// Copies the box `sizes` of `in` (the buffer of `inValue`) at `inOffsets`
+/// to `out` (of `outValue`) at `outOffsets` (local shapes; no offsets: at 0;
+/// offsets on split axes are 0 by the ops' SBP rules).
+void copyBox(RankLoweringState &state, OpBuilder &b, Location loc, Value in,
+             Value inValue, ArrayRef<int64_t> inOffsets, Value out,
+             Value outValue, ArrayRef<int64_t> outOffsets,
+             ArrayRef<int64_t> sizes);
+
 /// What lowers a one-result op into its buffer `out` (RankPattern::emitInto):
 /// the runtime calls of one kernel.
 template <typename OpTy>
