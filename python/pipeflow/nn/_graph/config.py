@@ -36,6 +36,7 @@ class GraphConfig:
     _schedule, _num_chunks, _schedule_loc = "1f1b", 1, None
     _num_stages, _balance, _stages_loc = None, None, None
     _generated_kernels = False
+    _fuse_attention = True
     _bucket_mbytes = None
     _zero_stage, _zero_min_size = 0, 1024
     _amp = None
@@ -63,6 +64,15 @@ class GraphConfig:
         self._generated_kernels = bool(mode)
 
     generated_kernels = setting("_generated_kernels")
+
+    def enable_fuse_attention(self, mode=True):
+        """Rewrites attention written as ``softmax(q @ k^T * s) @ v`` (with
+        a causal or other mask, and dropout) as one fused op, as
+        ``F.scaled_dot_product_attention`` traces it: no [T, S] scores in
+        memory (the compiler's ``pf-fuse-attention``). On by default."""
+        self._fuse_attention = bool(mode)
+
+    fuse_attention = setting("_fuse_attention")
 
     def enable_zero(self, mode=True, *, stage=1, shard_min_size=1024, shard_restore_level=1):
         """ZeRO over the data-parallel axes (OneFlow's spelling): on every

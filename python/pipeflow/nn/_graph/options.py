@@ -198,6 +198,8 @@ def pipeline(graph, traced, loc):
         options.append(f"auto-stages={cfg.pipeline_stages} balance={cfg.balance}")
     if cfg.generated_kernels:
         options.append("generated-kernels=true")
+    if not cfg.fuse_attention:
+        options.append("fuse-attention=false")
     if cfg.gradient_bucket_bytes is not None:
         options.append(f"bucket-bytes={cfg.gradient_bucket_bytes}")
     if cfg.zero_stage:
@@ -241,6 +243,8 @@ def inference_pipeline(graph, traced, loc):
         options.append(f"auto-stages={cfg.pipeline_stages} balance={cfg.balance}")
     if cfg.generated_kernels:
         options.append("generated-kernels=true")
+    if not cfg.fuse_attention:
+        options.append("fuse-attention=false")
     if cfg.amp_dtype:
         options.append(f"autocast={cfg.amp_dtype}")
     return " ".join(options)
