@@ -224,6 +224,46 @@ void gptOps(Bench &b) {
   });
 }
 
+/// Attention's forward and backward at B=4, H=12, T=S=1024, D=64, no mask:
+/// the flash kernels (pfrt_k_attention(_grad), no [T, S] buffer) against
+/// the materialised path (batched GEMMs around pfrt_k_softmax_masked and
+/// pfrt_k_softmax_grad_scaled through [T, S] scores, probabilities and
+/// their gradients). A step is 12 B H T S D flops (4 forward, 8 backward;
+/// the flash backward's recomputed scores not counted); the causal flash
+/// step skips the key tiles above the diagonal.
+void attentionOps(Bench &b) {
+  const int64_t nb = 4, nh = 12, nt = 1024, ns = 1024, nd = 64, bh = nb * nh;
+  const double scale = 0.125;
+  const int64_t dims[6] = {nb, nh, nt, ns, nd, nd};
+  auto q = rnd(bh * nt * nd, 40), k = rnd(bh * ns * nd, 41),
+       v = rnd(bh * ns * nd, 42), dout = rnd(bh * nt * nd, 43);
+  std::vector<float> out(q.size()), lse(bh * nt), dq(q.size()), dk(k.size()),
+      dv(v.size());
+  for (int32_t causal = 0; causal < 2; ++causal)
+    b.run(causal ? "attn.flash_causal.fwd+bwd" : "attn.flash.fwd+bwd", [&] {
+      pfrt_k_attention(q.data(), k.data(), v.data(), nullptr, 0, nullptr,
+                       out.data(), lse.data(), dims, scale, causal, 0.0, 0, 0,
+                       0, nullptr);
+      pfrt_k_attention_grad(q.data(), k.data(), v.data(), nullptr, 0, nullptr,
+                            out.data(), lse.data(), dout.data(), dq.data(),
+                            dk.data(), dv.data(), dims, scale, causal, 0.0, 0,
+                            0, 0, nullptr);
+    });
+  std::vector<float> sc(bh * nt * ns), pr(bh * nt * ns), ds(bh * nt * ns);
+  b.run("attn.materialised.fwd+bwd", [&] {
+    pfrt_k_matmul(q.data(), k.data(), sc.data(), bh, bh, nt, ns, nd, 0, 1);
+    pfrt_k_softmax_masked(sc.data(), nullptr, 0, 1, scale, 0.0, pr.data(),
+                          bh * nt, ns, 0);
+    pfrt_k_matmul(pr.data(), v.data(), out.data(), bh, bh, nt, nd, ns, 0, 0);
+    pfrt_k_matmul(dout.data(), v.data(), sc.data(), bh, bh, nt, ns, nd, 0, 1);
+    pfrt_k_matmul(pr.data(), dout.data(), dv.data(), bh, bh, ns, nd, nt, 1, 0);
+    pfrt_k_softmax_grad_scaled(pr.data(), sc.data(), ds.data(), bh * nt, ns, 0,
+                               scale);
+    pfrt_k_matmul(ds.data(), k.data(), dq.data(), bh, bh, nt, nd, ns, 0, 0);
+    pfrt_k_matmul(ds.data(), q.data(), dk.data(), bh, bh, ns, nd, nt, 1, 0);
+  });
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -236,6 +276,7 @@ int main(int argc, char **argv) {
   cnnConvs(b);
   cnnOps(b);
   gptOps(b);
+  attentionOps(b);
   pfrt_finalize();
   return 0;
 }

@@ -56,12 +56,13 @@ std::vector<float> uniform(int64_t n, float lo, float hi) {
 /// in the logical tensor (LB == 0: no logical block, the call passes null).
 struct Case {
   std::string name;
-  int64_t B, H, T, S, D, Dv;
+  int64_t batch, heads, queries, keys, dim, dimV; // B, H, T, S, D, Dv
   int32_t causal = 0;
   int maskKind = 0; // 0 none, 1 float broadcast over b and h, 2 bool
   double p = 0.0;
-  int64_t LB = 0, LH = 0, LT = 0, b0 = 0, h0 = 0, t0 = 0;
-  double scale() const { return 1.0 / std::sqrt(double(D)); }
+  int64_t logicalBatch = 0, logicalHeads = 0, logicalQueries = 0;
+  int64_t b0 = 0, h0 = 0, t0 = 0;
+  double scale() const { return 1.0 / std::sqrt(double(dim)); }
 };
 
 /// A case's inputs.
@@ -70,12 +71,14 @@ struct Inputs {
   std::vector<uint8_t> bmask;
   int64_t ms[4] = {0, 0, 0, 0};
   const void *mask() const {
-    return fmask.size()   ? static_cast<const void *>(fmask.data())
-           : bmask.size() ? static_cast<const void *>(bmask.data())
-                          : nullptr;
+    if (!fmask.empty())
+      return fmask.data();
+    if (!bmask.empty())
+      return bmask.data();
+    return nullptr;
   }
   int32_t maskDtype() const {
-    return bmask.size() ? PFRT_DTYPE_BOOL : PFRT_DTYPE_F32;
+    return bmask.empty() ? PFRT_DTYPE_F32 : PFRT_DTYPE_BOOL;
   }
 };
 
@@ -86,29 +89,29 @@ struct Outputs {
 
 Inputs makeInputs(const Case &c) {
   Inputs in;
-  const int64_t bh = c.B * c.H;
-  in.q = uniform(bh * c.T * c.D, -2.0f, 2.0f);
-  in.k = uniform(bh * c.S * c.D, -2.0f, 2.0f);
-  in.v = uniform(bh * c.S * c.Dv, -1.0f, 1.0f);
-  in.dout = uniform(bh * c.T * c.Dv, -1.0f, 1.0f);
+  const int64_t bh = c.batch * c.heads;
+  in.q = uniform(bh * c.queries * c.dim, -2.0f, 2.0f);
+  in.k = uniform(bh * c.keys * c.dim, -2.0f, 2.0f);
+  in.v = uniform(bh * c.keys * c.dimV, -1.0f, 1.0f);
+  in.dout = uniform(bh * c.queries * c.dimV, -1.0f, 1.0f);
   if (c.maskKind == 1) { // [T, S], 1 in 8 -inf, broadcast over b and h
-    in.fmask = uniform(c.T * c.S, -2.0f, 2.0f);
-    std::vector<float> u = uniform(c.T * c.S, 0.0f, 1.0f);
+    in.fmask = uniform(c.queries * c.keys, -2.0f, 2.0f);
+    std::vector<float> u = uniform(c.queries * c.keys, 0.0f, 1.0f);
     for (size_t i = 0; i < u.size(); ++i)
       if (u[i] < 0.125f)
         in.fmask[i] = -std::numeric_limits<float>::infinity();
-    in.ms[2] = c.S;
+    in.ms[2] = c.keys;
     in.ms[3] = 1;
   } else if (c.maskKind == 2) { // [B, H, T, S]; rows t % 7 == 3 all out
-    std::vector<float> u = uniform(bh * c.T * c.S, 0.0f, 1.0f);
+    std::vector<float> u = uniform(bh * c.queries * c.keys, 0.0f, 1.0f);
     in.bmask.resize(u.size());
     for (size_t i = 0; i < u.size(); ++i) {
-      int64_t t = int64_t(i) / c.S % c.T;
+      int64_t t = int64_t(i) / c.keys % c.queries;
       in.bmask[i] = t % 7 == 3 ? 0 : u[i] < 0.7f ? uint8_t(1 + (i % 3)) : 0;
     }
-    in.ms[0] = c.H * c.T * c.S;
-    in.ms[1] = c.T * c.S;
-    in.ms[2] = c.S;
+    in.ms[0] = c.heads * c.queries * c.keys;
+    in.ms[1] = c.queries * c.keys;
+    in.ms[2] = c.keys;
     in.ms[3] = 1;
   }
   return in;
@@ -117,10 +120,13 @@ Inputs makeInputs(const Case &c) {
 /// The logical block argument of a case (null without one).
 struct Logical {
   int64_t v[8];
-  const int64_t *get(const Case &c) const { return c.LB ? v : nullptr; }
+  const int64_t *get(const Case &c) const {
+    return c.logicalBatch ? v : nullptr;
+  }
 };
 Logical logicalOf(const Case &c) {
-  return {{c.LB, c.LH, c.LT, c.S, c.b0, c.h0, c.t0, 0}};
+  return {{c.logicalBatch, c.logicalHeads, c.logicalQueries, c.keys, c.b0, c.h0,
+           c.t0, 0}};
 }
 
 /// The keep set of the case's block, [B, H, T, S] (empty without dropout):
@@ -130,34 +136,39 @@ Logical logicalOf(const Case &c) {
 std::vector<uint8_t> keepSet(const Case &c) {
   if (c.p == 0.0)
     return {};
-  const int64_t LB = c.LB ? c.LB : c.B, LH = c.LB ? c.LH : c.H,
-                LT = c.LB ? c.LT : c.T;
-  const int64_t logical[4] = {LB, LH, LT, c.S};
-  std::vector<float> u(size_t(LB * LH * LT * c.S));
+  const bool whole = c.logicalBatch == 0;
+  const int64_t lb = whole ? c.batch : c.logicalBatch;
+  const int64_t lh = whole ? c.heads : c.logicalHeads;
+  const int64_t lt = whole ? c.queries : c.logicalQueries;
+  const int64_t logical[4] = {lb, lh, lt, c.keys};
+  std::vector<float> u(size_t(lb * lh * lt * c.keys));
   const uint64_t sub = pfrt_stream_for_step(
       pfrt_stream_for_step(kStream, uint64_t(kDataStep)), kMicrobatch);
   pfrt_init_param(u.data(), PFRT_INIT_UNIFORM, 0.0, 1.0, 1234, sub, 4, logical,
                   nullptr, nullptr);
-  const int64_t off[4] = {c.b0, c.h0, c.t0, 0}, shape[4] = {c.B, c.H, c.T, c.S};
-  const int64_t n = c.B * c.H * c.T * c.S;
+  const int64_t off[4] = {c.b0, c.h0, c.t0, 0},
+                shape[4] = {c.batch, c.heads, c.queries, c.keys};
+  const int64_t n = c.batch * c.heads * c.queries * c.keys;
   std::vector<float> ones(size_t(n), 1.0f), y(static_cast<size_t>(n));
   pfrt_k_dropout(ones.data(), y.data(), n, c.p, 1234, kStream, kMicrobatch, 4,
                  logical, off, shape);
   std::vector<uint8_t> keep(static_cast<size_t>(n));
   int64_t i = 0, kept = 0;
-  for (int64_t b = 0; b < c.B; ++b)
-    for (int64_t h = 0; h < c.H; ++h)
-      for (int64_t t = 0; t < c.T; ++t)
-        for (int64_t s = 0; s < c.S; ++s, ++i) {
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t h = 0; h < c.heads; ++h)
+      for (int64_t t = 0; t < c.queries; ++t)
+        for (int64_t s = 0; s < c.keys; ++s, ++i) {
           float x = u[size_t(
-              (((c.b0 + b) * LH + c.h0 + h) * LT + c.t0 + t) * c.S + s)];
+              (((c.b0 + b) * lh + c.h0 + h) * lt + c.t0 + t) * c.keys + s)];
           keep[size_t(i)] = x >= float(c.p);
           CHECK(keep[size_t(i)] == (y[size_t(i)] != 0.0f),
                 "%s: pfrt_k_dropout keeps another set", c.name.c_str());
           kept += keep[size_t(i)];
         }
-  CHECK(n < 1000 || std::fabs(double(kept) / double(n) - (1.0 - c.p)) < 0.05,
-        "%s: kept %lld of %lld", c.name.c_str(), (long long)kept, (long long)n);
+  const bool rateOk =
+      n < 1000 || std::fabs(double(kept) / double(n) - (1.0 - c.p)) < 0.05;
+  CHECK(rateOk, "%s: kept %lld of %lld", c.name.c_str(), (long long)kept,
+        (long long)n);
   return keep;
 }
 
@@ -171,11 +182,11 @@ bool refScore(const Case &c, const Inputs &in, int64_t b, int64_t h, int64_t t,
               int64_t s, double *score) {
   if (c.causal && s > c.t0 + t)
     return false;
-  const int64_t bh = b * c.H + h;
+  const int64_t bh = b * c.heads + h;
   double dot = 0.0;
-  for (int64_t d = 0; d < c.D; ++d)
-    dot += double(in.q[size_t((bh * c.T + t) * c.D + d)]) *
-           double(in.k[size_t((bh * c.S + s) * c.D + d)]);
+  for (int64_t d = 0; d < c.dim; ++d)
+    dot += double(in.q[size_t((bh * c.queries + t) * c.dim + d)]) *
+           double(in.k[size_t((bh * c.keys + s) * c.dim + d)]);
   *score = double(float(c.scale())) * dot;
   const int64_t at = b * in.ms[0] + h * in.ms[1] + t * in.ms[2] + s * in.ms[3];
   if (!in.bmask.empty() && !in.bmask[size_t(at)])
@@ -191,58 +202,59 @@ bool refScore(const Case &c, const Inputs &in, int64_t b, int64_t h, int64_t t,
 Reference reference(const Case &c, const Inputs &in,
                     const std::vector<uint8_t> &keep) {
   Reference r;
-  const int64_t bh = c.B * c.H;
-  r.out.assign(size_t(bh * c.T * c.Dv), 0.0);
-  r.lse.assign(size_t(bh * c.T), -std::numeric_limits<double>::infinity());
-  r.dq.assign(size_t(bh * c.T * c.D), 0.0);
-  r.dk.assign(size_t(bh * c.S * c.D), 0.0);
-  r.dv.assign(size_t(bh * c.S * c.Dv), 0.0);
+  const int64_t bh = c.batch * c.heads;
+  r.out.assign(size_t(bh * c.queries * c.dimV), 0.0);
+  r.lse.assign(size_t(bh * c.queries),
+               -std::numeric_limits<double>::infinity());
+  r.dq.assign(size_t(bh * c.queries * c.dim), 0.0);
+  r.dk.assign(size_t(bh * c.keys * c.dim), 0.0);
+  r.dv.assign(size_t(bh * c.keys * c.dimV), 0.0);
   const double f = c.p > 0 ? double(float(1.0 / (1.0 - c.p))) : 1.0;
   const double sc = double(float(c.scale()));
-  std::vector<double> p(size_t(c.S)), dp(size_t(c.S));
-  std::vector<uint8_t> in_(size_t(c.S));
-  for (int64_t b = 0; b < c.B; ++b)
-    for (int64_t h = 0; h < c.H; ++h)
-      for (int64_t t = 0; t < c.T; ++t) {
-        const int64_t plane = b * c.H + h, row = plane * c.T + t;
+  std::vector<double> p(size_t(c.keys)), dp(size_t(c.keys));
+  std::vector<uint8_t> takes(size_t(c.keys));
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t h = 0; h < c.heads; ++h)
+      for (int64_t t = 0; t < c.queries; ++t) {
+        const int64_t plane = b * c.heads + h, row = plane * c.queries + t;
         double mx = -std::numeric_limits<double>::infinity(), sum = 0.0;
-        for (int64_t s = 0; s < c.S; ++s) {
-          in_[size_t(s)] = refScore(c, in, b, h, t, s, &p[size_t(s)]);
-          if (in_[size_t(s)])
+        for (int64_t s = 0; s < c.keys; ++s) {
+          takes[size_t(s)] = refScore(c, in, b, h, t, s, &p[size_t(s)]);
+          if (takes[size_t(s)])
             mx = std::max(mx, p[size_t(s)]);
         }
         if (std::isinf(mx))
           continue; // no key: out 0, lse -inf, no gradient
-        for (int64_t s = 0; s < c.S; ++s) {
-          p[size_t(s)] = in_[size_t(s)] ? std::exp(p[size_t(s)] - mx) : 0.0;
+        for (int64_t s = 0; s < c.keys; ++s) {
+          p[size_t(s)] = takes[size_t(s)] ? std::exp(p[size_t(s)] - mx) : 0.0;
           sum += p[size_t(s)];
         }
         r.lse[size_t(row)] = mx + std::log(sum);
-        const float *g = &in.dout[size_t(row * c.Dv)];
+        const float *g = &in.dout[size_t(row * c.dimV)];
         double delta = 0.0;
-        for (int64_t s = 0; s < c.S; ++s) {
+        for (int64_t s = 0; s < c.keys; ++s) {
           p[size_t(s)] /= sum;
-          const double z = keep.empty()                  ? 1.0
-                           : keep[size_t(row * c.S + s)] ? f
-                                                         : 0.0;
-          const float *vs = &in.v[size_t((plane * c.S + s) * c.Dv)];
+          const double z = keep.empty()                     ? 1.0
+                           : keep[size_t(row * c.keys + s)] ? f
+                                                            : 0.0;
+          const float *vs = &in.v[size_t((plane * c.keys + s) * c.dimV)];
           double gv = 0.0;
-          for (int64_t d = 0; d < c.Dv; ++d) {
-            r.out[size_t(row * c.Dv + d)] += p[size_t(s)] * z * double(vs[d]);
-            r.dv[size_t((plane * c.S + s) * c.Dv + d)] +=
+          for (int64_t d = 0; d < c.dimV; ++d) {
+            r.out[size_t(row * c.dimV + d)] += p[size_t(s)] * z * double(vs[d]);
+            r.dv[size_t((plane * c.keys + s) * c.dimV + d)] +=
                 p[size_t(s)] * z * double(g[d]);
             gv += double(g[d]) * double(vs[d]);
           }
           dp[size_t(s)] = z * gv; // dL/dP through the dropout
           delta += p[size_t(s)] * dp[size_t(s)];
         }
-        for (int64_t s = 0; s < c.S; ++s) {
+        for (int64_t s = 0; s < c.keys; ++s) {
           const double ds = p[size_t(s)] * (dp[size_t(s)] - delta) * sc;
-          for (int64_t d = 0; d < c.D; ++d) {
-            r.dq[size_t(row * c.D + d)] +=
-                ds * double(in.k[size_t((plane * c.S + s) * c.D + d)]);
-            r.dk[size_t((plane * c.S + s) * c.D + d)] +=
-                ds * double(in.q[size_t(row * c.D + d)]);
+          for (int64_t d = 0; d < c.dim; ++d) {
+            r.dq[size_t(row * c.dim + d)] +=
+                ds * double(in.k[size_t((plane * c.keys + s) * c.dim + d)]);
+            r.dk[size_t((plane * c.keys + s) * c.dim + d)] +=
+                ds * double(in.q[size_t(row * c.dim + d)]);
           }
         }
       }
@@ -281,20 +293,21 @@ void expectClose(const Case &c, const char *what, const std::vector<float> &got,
 /// The same bits (two runs, or a shard and the whole).
 void expectSame(const Case &c, const char *what, const std::vector<float> &a,
                 const std::vector<float> &b) {
-  CHECK(a.size() == b.size() &&
-            pt_bits_equal(a.data(), b.data(), int64_t(a.size())),
-        "%s%s: %s differs (bits)", gDevice ? "twin " : "", c.name.c_str(),
+  const bool same = a.size() == b.size() &&
+                    pt_bits_equal(a.data(), b.data(), int64_t(a.size()));
+  CHECK(same, "%s%s: %s differs (bits)", gDevice ? "twin " : "", c.name.c_str(),
         what);
   ++gChecks;
 }
 
 /// The forward and gradient of a case on the CPU, or through the twins.
 Outputs run(const Case &c, const Inputs &in) {
-  const int64_t bh = c.B * c.H, dims[6] = {c.B, c.H, c.T, c.S, c.D, c.Dv};
+  const int64_t bh = c.batch * c.heads,
+                dims[6] = {c.batch, c.heads, c.queries, c.keys, c.dim, c.dimV};
   const Logical lg = logicalOf(c);
   Outputs o;
-  o.out.resize(size_t(bh * c.T * c.Dv));
-  o.lse.resize(size_t(bh * c.T));
+  o.out.resize(size_t(bh * c.queries * c.dimV));
+  o.lse.resize(size_t(bh * c.queries));
   o.dq.resize(in.q.size());
   o.dk.resize(in.k.size());
   o.dv.resize(in.v.size());
@@ -363,17 +376,18 @@ Outputs check(const Case &c, const Inputs &in) {
     if (!std::isinf(ref.lse[r]))
       continue;
     ++empty;
-    CHECK(std::isinf(a.lse[r]) && a.lse[r] < 0, "%s: row %zu's lse is %g",
-          c.name.c_str(), r, double(a.lse[r]));
-    for (int64_t d = 0; d < c.Dv; ++d)
-      CHECK(a.out[r * size_t(c.Dv) + size_t(d)] == 0.0f,
+    const bool negInf = std::isinf(a.lse[r]) && a.lse[r] < 0;
+    CHECK(negInf, "%s: row %zu's lse is %g", c.name.c_str(), r,
+          double(a.lse[r]));
+    for (int64_t d = 0; d < c.dimV; ++d)
+      CHECK(a.out[r * size_t(c.dimV) + size_t(d)] == 0.0f,
             "%s: empty row %zu: out is not 0", c.name.c_str(), r);
-    for (int64_t d = 0; d < c.D; ++d)
-      CHECK(a.dq[r * size_t(c.D) + size_t(d)] == 0.0f,
+    for (int64_t d = 0; d < c.dim; ++d)
+      CHECK(a.dq[r * size_t(c.dim) + size_t(d)] == 0.0f,
             "%s: empty row %zu: dq is not 0", c.name.c_str(), r);
   }
-  CHECK(c.maskKind != 2 || empty > 0, "%s: no fully masked row",
-        c.name.c_str());
+  const bool emptyRows = c.maskKind != 2 || empty > 0;
+  CHECK(emptyRows, "%s: no fully masked row", c.name.c_str());
   printf("  %s%s: ok (%lld empty rows)\n", gDevice ? "twin " : "",
          c.name.c_str(), (long long)empty);
   return a;
@@ -384,10 +398,12 @@ Outputs check(const Case &c, const Inputs &in) {
 std::vector<float> slice(const std::vector<float> &x, const Case &c,
                          int64_t n) {
   std::vector<float> y;
-  for (int64_t b = 0; b < c.B; ++b)
-    for (int64_t h = 0; h < c.H; ++h)
-      for (int64_t t = 0; t < c.T; ++t) {
-        const int64_t row = ((c.b0 + b) * c.LH + c.h0 + h) * c.LT + c.t0 + t;
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t h = 0; h < c.heads; ++h)
+      for (int64_t t = 0; t < c.queries; ++t) {
+        const int64_t row =
+            ((c.b0 + b) * c.logicalHeads + c.h0 + h) * c.logicalQueries + c.t0 +
+            t;
         y.insert(y.end(), x.begin() + row * n, x.begin() + (row + 1) * n);
       }
   return y;
@@ -399,19 +415,19 @@ std::vector<float> slice(const std::vector<float> &x, const Case &c,
 /// bit for bit on the device (a thread a row), to float32 rounding on the
 /// CPU (OpenBLAS's products of a row may depend on the product's row count).
 void shardCase(const Case &whole, const Inputs &in, const Outputs &all,
-               Case part) {
+               const Case &part) {
   Inputs pin;
-  pin.q = slice(in.q, part, part.D);
-  pin.dout = slice(in.dout, part, part.Dv);
+  pin.q = slice(in.q, part, part.dim);
+  pin.dout = slice(in.dout, part, part.dimV);
   Case keys = part; // the keys: all S rows of the shard's heads
-  keys.T = keys.LT = whole.S;
+  keys.queries = keys.logicalQueries = whole.keys;
   keys.t0 = 0;
-  pin.k = slice(in.k, keys, part.D);
-  pin.v = slice(in.v, keys, part.Dv);
+  pin.k = slice(in.k, keys, part.dim);
+  pin.v = slice(in.v, keys, part.dimV);
   Outputs got = check(part, pin);
-  std::vector<float> out = slice(all.out, part, part.Dv);
+  std::vector<float> out = slice(all.out, part, part.dimV);
   std::vector<float> lse = slice(all.lse, part, 1);
-  if (part.T == whole.T || gDevice) {
+  if (part.queries == whole.queries || gDevice) {
     expectSame(part, "out (the whole's rows)", got.out, out);
     expectSame(part, "lse (the whole's rows)", got.lse, lse);
     return;
@@ -424,23 +440,79 @@ void shardCase(const Case &whole, const Inputs &in, const Outputs &all,
 
 void shardCases() {
   Case whole{"whole [2, 4, 48, 40]", 2, 4, 48, 40, 16, 16, 1, 0, 0.3};
-  whole.LB = 2;
-  whole.LH = 4;
-  whole.LT = 48;
+  whole.logicalBatch = 2;
+  whole.logicalHeads = 4;
+  whole.logicalQueries = 48;
   Inputs in = makeInputs(whole);
   Outputs all = check(whole, in);
   Case heads = whole;
   heads.name = "head shard b0=1 h0=2";
-  heads.B = 1;
-  heads.H = 2;
+  heads.batch = 1;
+  heads.heads = 2;
   heads.b0 = 1;
   heads.h0 = 2;
   shardCase(whole, in, all, heads);
   Case rows = heads;
   rows.name = "query shard b0=1 h0=2 t0=16";
-  rows.T = 24;
+  rows.queries = 24;
   rows.t0 = 16;
   shardCase(whole, in, all, rows);
+}
+
+/// The twins under pfrt_cuda_run_step (step 1 captured as a graph, steps
+/// 2-3 replayed): each step draws its own data step's dropout mask, the
+/// bits of the uncaptured twins at that step.
+struct StepBuffers {
+  const float *q, *k, *v;
+  float *out, *lse, *dq, *dk, *dv;
+};
+StepBuffers gStep;
+constexpr int64_t kStepDims[6] = {1, 2, 40, 48, 16, 16};
+
+void attentionStep(int64_t) {
+  const StepBuffers &b = gStep;
+  pfrt_cuda_k_attention(b.q, b.k, b.v, nullptr, 0, nullptr, b.out, b.lse,
+                        kStepDims, 0.25, 1, 0.3, 99, kStream, 1, nullptr);
+  pfrt_cuda_k_attention_grad(b.q, b.k, b.v, nullptr, 0, nullptr, b.out, b.lse,
+                             b.q, b.dq, b.dk, b.dv, kStepDims, 0.25, 1, 0.3, 99,
+                             kStream, 1, nullptr);
+}
+
+void capturedSteps() {
+  const int64_t rows = 2 * 40, keys = 2 * 48;
+  pt::DeviceArena arena(int64_t(16) << 20);
+  std::vector<float> q = uniform(rows * 16, -2, 2),
+                     k = uniform(keys * 16, -2, 2),
+                     v = uniform(keys * 16, -1, 1);
+  gStep = {arena.upload(q.data(), rows * 16),
+           arena.upload(k.data(), keys * 16),
+           arena.upload(v.data(), keys * 16),
+           static_cast<float *>(arena.alloc(rows * 16 * 4)),
+           static_cast<float *>(arena.alloc(rows * 4)),
+           static_cast<float *>(arena.alloc(rows * 16 * 4)),
+           static_cast<float *>(arena.alloc(keys * 16 * 4)),
+           static_cast<float *>(arena.alloc(keys * 16 * 4))};
+  Case c{"captured step", 1, 2, 40, 48, 16, 16, 1, 0, 0.3};
+  std::vector<float> previous;
+  for (int64_t step = 0; step < 4; ++step) {
+    pfrt_begin_step(step);
+    pfrt_cuda_run_step(attentionStep, step);
+    pfrt_end_step();
+    std::vector<float> outs[2], dks[2];
+    for (int i = 0; i < 2; ++i) {
+      if (i == 1) // uncaptured, the same data step
+        attentionStep(step);
+      outs[i] = pt::download(gStep.out, rows * 16);
+      dks[i] = pt::download(gStep.dk, keys * 16);
+    }
+    expectSame(c, "out (captured and not)", outs[0], outs[1]);
+    expectSame(c, "dk (captured and not)", dks[0], dks[1]);
+    const bool fresh = previous.empty() || previous != outs[0];
+    CHECK(fresh, "step %lld drew the previous step's dropout mask",
+          (long long)step);
+    previous = outs[0];
+  }
+  printf("  twin captured steps: ok\n");
 }
 
 /// uniformBlock against pfrt_init_param's values at a sub-block.
@@ -474,7 +546,7 @@ void cases() {
       {"big", 2, 4, 512, 512, 64, 64, 1},
   };
   Case t0{"causal t0 = 20", 1, 2, 30, 64, 16, 16, 1, 0, 0.5};
-  t0.LB = 1, t0.LH = 2, t0.LT = 64, t0.t0 = 20;
+  t0.logicalBatch = 1, t0.logicalHeads = 2, t0.logicalQueries = 64, t0.t0 = 20;
   list.push_back(t0);
   for (const Case &c : list)
     check(c, makeInputs(c));
@@ -531,6 +603,7 @@ int main(int argc, char **argv) {
     uniformBlockCase();
   cases();
   if (gDevice) {
+    capturedSteps();
     pfrt_cuda_synchronize();
     pfrt_cuda_finalize();
   }

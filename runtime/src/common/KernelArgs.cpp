@@ -529,22 +529,22 @@ void checkBatchNormRunning(const char *fn, const void *rmean, const void *rvar,
 /// [LB, LH, LT, S] (null: the whole tensor).
 static void checkAttentionLogical(const char *fn, const int64_t *logical,
                                   AttentionSizes &a) {
-  const int64_t local[4] = {a.B, a.H, a.T, a.S};
+  const int64_t local[4] = {a.batch, a.heads, a.queries, a.keys};
   if (!logical) {
-    a.LB = a.B;
-    a.LH = a.H;
-    a.LT = a.T;
+    a.logicalBatch = a.batch;
+    a.logicalHeads = a.heads;
+    a.logicalQueries = a.queries;
     a.b0 = a.h0 = a.t0 = 0;
     return;
   }
-  if (logical[3] != a.S || logical[7] != 0)
+  if (logical[3] != a.keys || logical[7] != 0)
     fatal("%s: logical block {S = %lld, s0 = %lld}: the keys must not be "
           "sharded (S = %lld, s0 = 0)",
-          fn, (long long)logical[3], (long long)logical[7], (long long)a.S);
+          fn, (long long)logical[3], (long long)logical[7], (long long)a.keys);
   makeShard(fn, 4, logical, logical + 4, local);
-  a.LB = logical[0];
-  a.LH = logical[1];
-  a.LT = logical[2];
+  a.logicalBatch = logical[0];
+  a.logicalHeads = logical[1];
+  a.logicalQueries = logical[2];
   a.b0 = logical[4];
   a.h0 = logical[5];
   a.t0 = logical[6];
@@ -561,18 +561,19 @@ AttentionSizes checkAttentionArgs(const char *fn, const int64_t *dims,
   const char *names[6] = {"B", "H", "T", "S", "D", "Dv"};
   for (int i = 0; i < 6; ++i)
     checkSize(fn, names[i], dims[i]);
-  a.B = dims[0];
-  a.H = dims[1];
-  a.T = dims[2];
-  a.S = dims[3];
-  a.D = dims[4];
-  a.Dv = dims[5];
-  if (a.D < 1)
+  a.batch = dims[0];
+  a.heads = dims[1];
+  a.queries = dims[2];
+  a.keys = dims[3];
+  a.dim = dims[4];
+  a.dimV = dims[5];
+  if (a.dim < 1)
     fatal("%s: D = %lld: the query and key rows need at least one element", fn,
-          (long long)a.D);
+          (long long)a.dim);
   if (!std::isfinite(scale))
     fatal("%s: scale %g is not finite", fn, scale);
-  if (!(dropoutP >= 0.0 && dropoutP < 1.0))
+  const bool dropoutOk = dropoutP >= 0.0 && dropoutP < 1.0; // NaN fails
+  if (!dropoutOk)
     fatal("%s: dropoutP %g is not in [0, 1)", fn, dropoutP);
   a.hasMask = mask != nullptr;
   if (a.hasMask) {
@@ -586,14 +587,14 @@ AttentionSizes checkAttentionArgs(const char *fn, const int64_t *dims,
         fatal("%s: maskStrides[%d] = %lld is negative", fn, i,
               (long long)maskStrides[i]);
   }
-  const int64_t bh = mulChecked(fn, a.B, a.H);
-  a.rows = mulChecked(fn, bh, a.T);
-  const int64_t keys = mulChecked(fn, bh, a.S);
-  a.qElems = mulChecked(fn, a.rows, a.D);
-  a.kElems = mulChecked(fn, keys, a.D);
-  a.vElems = mulChecked(fn, keys, a.Dv);
-  a.outElems = mulChecked(fn, a.rows, a.Dv);
-  a.scores = mulChecked(fn, a.rows, a.S);
+  const int64_t bh = mulChecked(fn, a.batch, a.heads);
+  a.rows = mulChecked(fn, bh, a.queries);
+  const int64_t keys = mulChecked(fn, bh, a.keys);
+  a.qElems = mulChecked(fn, a.rows, a.dim);
+  a.kElems = mulChecked(fn, keys, a.dim);
+  a.vElems = mulChecked(fn, keys, a.dimV);
+  a.outElems = mulChecked(fn, a.rows, a.dimV);
+  a.scores = mulChecked(fn, a.rows, a.keys);
   checkAttentionLogical(fn, logical, a);
   a.dropout = dropoutP > 0.0;
   a.threshold = float(dropoutP);

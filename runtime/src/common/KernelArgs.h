@@ -268,10 +268,11 @@ void checkBatchNormRunning(const char *fn, const void *rmean, const void *rvar,
 /// S] tensor (dropout's indices, causal's query offset t0) and dropout's
 /// float32 threshold and keep scale (pfrt_k_dropout's).
 struct AttentionSizes {
-  int64_t B, H, T, S, D, Dv;
+  int64_t batch, heads, queries, keys, dim, dimV; // B, H, T, S, D, Dv
   int64_t qElems, kElems, vElems, outElems;
-  int64_t rows, scores; // B * H * T, and rows * S
-  int64_t LB, LH, LT, b0, h0, t0;
+  int64_t rows, scores;                               // B * H * T, and rows * S
+  int64_t logicalBatch, logicalHeads, logicalQueries; // LB, LH, LT
+  int64_t b0, h0, t0;
   bool hasMask, dropout;
   float threshold, keepScale;
 };

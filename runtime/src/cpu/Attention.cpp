@@ -45,7 +45,7 @@ struct Plane {
 
   /// The plane's element offset into a [B, H, rows, width] tensor.
   int64_t at(int64_t rows, int64_t width) const {
-    return (b * a->H + h) * rows * width;
+    return (b * a->heads + h) * rows * width;
   }
 };
 
@@ -55,8 +55,8 @@ struct Plane {
 void scoresTile(const Plane &p, const float *q, const float *k, int64_t i0,
                 int64_t rows, int64_t j0, int64_t cols, float *sc) {
   const AttentionSizes &a = *p.a;
-  pfrt_sgemm(0, 1, rows, cols, a.D, p.scale, q + i0 * a.D, a.D, k + j0 * a.D,
-             a.D, 0.0f, sc, kKeyTile);
+  pfrt_sgemm(0, 1, rows, cols, a.dim, p.scale, q + i0 * a.dim, a.dim,
+             k + j0 * a.dim, a.dim, 0.0f, sc, kKeyTile);
   for (int64_t r = 0; r < rows; ++r) {
     float *row = sc + r * kKeyTile;
     const int64_t t = i0 + r;
@@ -85,16 +85,19 @@ void uniformsTile(const Plane &p, int64_t i0, int64_t rows, int64_t j0,
                   int64_t cols, float *u) {
   const AttentionSizes &a = *p.a;
   const int64_t first =
-      (((a.b0 + p.b) * a.LH + (a.h0 + p.h)) * a.LT + (a.t0 + i0)) * a.S + j0;
-  uniformBlock(u, kKeyTile, p.seed, p.sub, first, a.S, rows, cols);
+      (((a.b0 + p.b) * a.logicalHeads + (a.h0 + p.h)) * a.logicalQueries +
+       (a.t0 + i0)) *
+          a.keys +
+      j0;
+  uniformBlock(u, kKeyTile, p.seed, p.sub, first, a.keys, rows, cols);
 }
 
 /// The keys a query tile [i0, i0 + rows) meets: all, or under causal those
 /// up to its last row's t0 + t.
 int64_t keyEnd(const Plane &p, int64_t i0, int64_t rows) {
   if (!p.causal)
-    return p.a->S;
-  return std::min(p.a->S, std::max<int64_t>(p.a->t0 + i0 + rows, 0));
+    return p.a->keys;
+  return std::min(p.a->keys, std::max<int64_t>(p.a->t0 + i0 + rows, 0));
 }
 
 /// Scratch of the forward's query tile.
@@ -108,7 +111,7 @@ void forwardTile(const Plane &p, const float *q, const float *k, const float *v,
                  float *out, float *lse, int64_t i0, int64_t rows,
                  const ForwardScratch &w) {
   const AttentionSizes &a = *p.a;
-  const int64_t dv = a.Dv;
+  const int64_t dv = a.dimV;
   std::fill(w.m, w.m + rows, kNegInf);
   std::fill(w.l, w.l + rows, 0.0);
   std::fill(w.acc, w.acc + rows * dv, 0.0f);
@@ -173,7 +176,7 @@ void gradTile(const Plane &p, const float *q, const float *k, const float *v,
               float *dv, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
               const GradScratch &w) {
   const AttentionSizes &a = *p.a;
-  const int64_t d = a.D, e = a.Dv;
+  const int64_t d = a.dim, e = a.dimV;
   const int64_t lde = std::max<int64_t>(e, 1); // BLAS wants ld >= 1
   scoresTile(p, q, k, i0, rows, j0, cols, w.sc);
   if (a.dropout)
@@ -262,7 +265,7 @@ int pfrt_k_attention(const float *q, const float *k, const float *v,
   Plane p = makePlane(a, mask, maskDtype, maskStrides, scale, causal, seed,
                       stream, microbatch);
   const int64_t tile = kQueryTile * kKeyTile;
-  const int64_t accBytes = kQueryTile * a.Dv * int64_t(sizeof(float));
+  const int64_t accBytes = kQueryTile * a.dimV * int64_t(sizeof(float));
   auto *base = static_cast<char *>(
       scratch(0, (2 * tile + 2 * kQueryTile) * int64_t(sizeof(float)) +
                      accBytes + kQueryTile * int64_t(sizeof(double))));
@@ -272,14 +275,15 @@ int pfrt_k_attention(const float *q, const float *k, const float *v,
   w.u = w.sc + tile;
   w.m = w.u + tile;
   w.acc = w.m + kQueryTile;
-  for (p.b = 0; p.b < a.B; ++p.b)
-    for (p.h = 0; p.h < a.H; ++p.h) {
-      const float *qp = q + p.at(a.T, a.D), *kp = k + p.at(a.S, a.D);
-      const float *vp = v + p.at(a.S, a.Dv);
-      float *op = out + p.at(a.T, a.Dv), *lp = lse + p.at(a.T, 1);
-      for (int64_t i0 = 0; i0 < a.T; i0 += kQueryTile)
-        forwardTile(p, qp, kp, vp, op, lp, i0, std::min(kQueryTile, a.T - i0),
-                    w);
+  for (p.b = 0; p.b < a.batch; ++p.b)
+    for (p.h = 0; p.h < a.heads; ++p.h) {
+      const float *qp = q + p.at(a.queries, a.dim),
+                  *kp = k + p.at(a.keys, a.dim);
+      const float *vp = v + p.at(a.keys, a.dimV);
+      float *op = out + p.at(a.queries, a.dimV), *lp = lse + p.at(a.queries, 1);
+      for (int64_t i0 = 0; i0 < a.queries; i0 += kQueryTile)
+        forwardTile(p, qp, kp, vp, op, lp, i0,
+                    std::min(kQueryTile, a.queries - i0), w);
     }
   return 0;
 }
@@ -308,35 +312,38 @@ int pfrt_k_attention_grad(const float *q, const float *k, const float *v,
   std::fill(dq, dq + a.qElems, 0.0f);
   std::fill(dk, dk + a.kElems, 0.0f);
   std::fill(dv, dv + a.vElems, 0.0f);
-  if (a.rows == 0 || a.S == 0)
+  if (a.rows == 0 || a.keys == 0)
     return 0;
   Plane p = makePlane(a, mask, maskDtype, maskStrides, scale, causal, seed,
                       stream, microbatch);
   const int64_t tile = kQueryTile * kKeyTile;
   GradScratch w;
-  w.sc = scratchOf<float>(0, 4 * tile + a.T);
+  w.sc = scratchOf<float>(0, 4 * tile + a.queries);
   w.u = w.sc + tile;
   w.pd = w.u + tile;
   w.dp = w.pd + tile;
   w.delta = w.dp + tile;
-  for (p.b = 0; p.b < a.B; ++p.b)
-    for (p.h = 0; p.h < a.H; ++p.h) {
-      const float *qp = q + p.at(a.T, a.D), *kp = k + p.at(a.S, a.D);
-      const float *vp = v + p.at(a.S, a.Dv), *lp = lse + p.at(a.T, 1);
-      const float *op = out + p.at(a.T, a.Dv), *gp = dout + p.at(a.T, a.Dv);
-      float *dqp = dq + p.at(a.T, a.D), *dkp = dk + p.at(a.S, a.D);
-      float *dvp = dv + p.at(a.S, a.Dv);
+  for (p.b = 0; p.b < a.batch; ++p.b)
+    for (p.h = 0; p.h < a.heads; ++p.h) {
+      const float *qp = q + p.at(a.queries, a.dim),
+                  *kp = k + p.at(a.keys, a.dim);
+      const float *vp = v + p.at(a.keys, a.dimV),
+                  *lp = lse + p.at(a.queries, 1);
+      const float *op = out + p.at(a.queries, a.dimV),
+                  *gp = dout + p.at(a.queries, a.dimV);
+      float *dqp = dq + p.at(a.queries, a.dim), *dkp = dk + p.at(a.keys, a.dim);
+      float *dvp = dv + p.at(a.keys, a.dimV);
       // delta_t = sum(dout * out) over the row, in float64.
-      for (int64_t t = 0; t < a.T; ++t) {
+      for (int64_t t = 0; t < a.queries; ++t) {
         double s = 0.0;
-        for (int64_t d = 0; d < a.Dv; ++d)
-          s += double(gp[t * a.Dv + d]) * double(op[t * a.Dv + d]);
+        for (int64_t d = 0; d < a.dimV; ++d)
+          s += double(gp[t * a.dimV + d]) * double(op[t * a.dimV + d]);
         w.delta[t] = float(s);
       }
-      for (int64_t j0 = 0; j0 < a.S; j0 += kKeyTile) {
-        const int64_t cols = std::min(kKeyTile, a.S - j0);
-        for (int64_t i0 = 0; i0 < a.T; i0 += kQueryTile) {
-          const int64_t rows = std::min(kQueryTile, a.T - i0);
+      for (int64_t j0 = 0; j0 < a.keys; j0 += kKeyTile) {
+        const int64_t cols = std::min(kKeyTile, a.keys - j0);
+        for (int64_t i0 = 0; i0 < a.queries; i0 += kQueryTile) {
+          const int64_t rows = std::min(kQueryTile, a.queries - i0);
           if (keyEnd(p, i0, rows) <= j0)
             continue; // causal: no key of this tile takes part
           gradTile(p, qp, kp, vp, lp, gp, dqp, dkp, dvp, i0, rows, j0, cols, w);

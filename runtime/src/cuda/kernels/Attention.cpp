@@ -28,12 +28,12 @@ dev::AttnParams attnParams(const AttentionSizes &a, int32_t maskDtype,
                            int32_t causal, uint64_t seed, uint64_t stream,
                            int64_t microbatch) {
   dev::AttnParams p;
-  p.B = a.B;
-  p.H = a.H;
-  p.T = a.T;
-  p.S = a.S;
-  p.D = a.D;
-  p.Dv = a.Dv;
+  p.batch = a.batch;
+  p.heads = a.heads;
+  p.queries = a.queries;
+  p.keys = a.keys;
+  p.dim = a.dim;
+  p.dimV = a.dimV;
   p.maskKind = !a.hasMask ? 0 : maskDtype == PFRT_DTYPE_F32 ? 1 : 2;
   for (int i = 0; i < 4; ++i)
     p.ms[i] = a.hasMask ? maskStrides[i] : 0;
@@ -45,8 +45,8 @@ dev::AttnParams attnParams(const AttentionSizes &a, int32_t maskDtype,
   p.drop.microbatch = microbatch;
   p.drop.scale = a.keepScale;
   p.drop.threshold = a.threshold;
-  p.LH = a.LH;
-  p.LT = a.LT;
+  p.logicalHeads = a.logicalHeads;
+  p.logicalQueries = a.logicalQueries;
   p.b0 = a.b0;
   p.h0 = a.h0;
   p.t0 = a.t0;
@@ -54,10 +54,11 @@ dev::AttnParams attnParams(const AttentionSizes &a, int32_t maskDtype,
 }
 
 /// The data step the kernels draw dropout for: *slot (a device slot,
-/// refreshed before each replay) in a captured step, else `step`.
-const int64_t *dataStepSlot(const char *fn, int64_t *step) {
+/// refreshed before each replay) in a captured step, else `step` (unused
+/// without dropout).
+const int64_t *dataStepSlot(const char *fn, bool dropout, int64_t *step) {
   *step = currentDataStep();
-  if (!cuda::streamCapturing())
+  if (!dropout || !cuda::streamCapturing())
     return nullptr;
   Module &mod = kernels(fn);
   static bool registered = false;
@@ -73,7 +74,7 @@ const int64_t *dataStepSlot(const char *fn, int64_t *step) {
 
 /// Blocks of kBlock rows over B * H planes of `rows` rows.
 int64_t rowBlocks(const AttentionSizes &a, int64_t rows) {
-  return a.B * a.H * ((rows + dev::kBlock - 1) / dev::kBlock);
+  return a.batch * a.heads * ((rows + dev::kBlock - 1) / dev::kBlock);
 }
 
 } // namespace
@@ -100,9 +101,9 @@ int pfrt_cuda_k_attention(const float *q, const float *k, const float *v,
   dev::AttnParams p = attnParams(a, maskDtype, maskStrides, scale, causal, seed,
                                  stream, microbatch);
   int64_t step;
-  const int64_t *slot = dataStepSlot(fn, &step);
+  const int64_t *slot = dataStepSlot(fn, a.dropout, &step);
   void *args[] = {&q, &k, &v, &mask, &out, &lse, &p, &slot, &step};
-  launchBlocks(kAttention, rowBlocks(a, a.T), args, fn);
+  launchBlocks(kAttention, rowBlocks(a, a.queries), args, fn);
   return 0;
 }
 
@@ -127,23 +128,23 @@ int pfrt_cuda_k_attention_grad(const float *q, const float *k, const float *v,
        {"dq", dq, T::Q},
        {"dk", dk, T::K},
        {"dv", dv, T::V}});
-  if (a.rows == 0 && a.B * a.H * a.S == 0)
+  if (a.rows == 0 && a.batch * a.heads * a.keys == 0)
     return 0;
   dev::AttnParams p = attnParams(a, maskDtype, maskStrides, scale, causal, seed,
                                  stream, microbatch);
   int64_t step;
-  const int64_t *slot = dataStepSlot(fn, &step);
+  const int64_t *slot = dataStepSlot(fn, a.dropout, &step);
   auto *delta = static_cast<float *>(
       scratch((a.rows > 0 ? a.rows : 1) * int64_t(sizeof(float)), fn));
-  int64_t dvw = a.Dv, rows = a.rows;
+  int64_t dvw = a.dimV, rows = a.rows;
   void *dargs[] = {&out, &dout, &delta, &dvw, &rows};
   launch(kAttentionDelta, a.rows, dargs, fn);
   void *kvArgs[] = {&q,     &k,  &v,  &mask, &lse,  &dout,
                     &delta, &dk, &dv, &p,    &slot, &step};
-  launchBlocks(kAttentionGradKV, rowBlocks(a, a.S), kvArgs, fn);
+  launchBlocks(kAttentionGradKV, rowBlocks(a, a.keys), kvArgs, fn);
   void *qArgs[] = {&q,     &k,  &v, &mask, &lse, &dout,
                    &delta, &dq, &p, &slot, &step};
-  launchBlocks(kAttentionGradQ, rowBlocks(a, a.T), qArgs, fn);
+  launchBlocks(kAttentionGradQ, rowBlocks(a, a.queries), qArgs, fn);
   return 0;
 }
 

@@ -30,14 +30,14 @@ constexpr int kAttnKeys = 32;
 /// What an attention call fixes on the host (the data step is read at run
 /// time, as dropout's).
 struct AttnParams {
-  int64_t B, H, T, S, D, Dv;
-  int64_t ms[4];              // the mask's strides
-  int32_t maskKind;           // 0 none, 1 additive float32, 2 bool
-  int32_t causal;             // keys s > t0 + t are out
-  int32_t dropout;            // p > 0
-  float scale;                // float(scale)
-  DropoutParams drop;         // seed, stream, microbatch, keep scale, threshold
-  int64_t LH, LT, b0, h0, t0; // the logical block (dropout, causal)
+  int64_t batch, heads, queries, keys, dim, dimV; // B, H, T, S, D, Dv
+  int64_t ms[4];                                  // the mask's strides
+  int32_t maskKind;   // 0 none, 1 additive float32, 2 bool
+  int32_t causal;     // keys s > t0 + t are out
+  int32_t dropout;    // p > 0
+  float scale;        // float(scale)
+  DropoutParams drop; // seed, stream, microbatch, keep scale, threshold
+  int64_t logicalHeads, logicalQueries, b0, h0, t0; // dropout, causal
 };
 
 /// The score of query t and key s of plane bh (= b * H + h), or -inf when
@@ -50,7 +50,7 @@ PFRT_HD inline float attnScore(const AttnParams &p, const float *q,
     return negInf();
   float v = 0.0f;
   if (p.maskKind) {
-    const int64_t b = bh / p.H, h = bh - b * p.H;
+    const int64_t b = bh / p.heads, h = bh - b * p.heads;
     const int64_t at = b * p.ms[0] + h * p.ms[1] + t * p.ms[2] + s * p.ms[3];
     if (p.maskKind == 2) {
       if (!static_cast<const uint8_t *>(mask)[at])
@@ -59,10 +59,10 @@ PFRT_HD inline float attnScore(const AttnParams &p, const float *q,
       v = static_cast<const float *>(mask)[at];
     }
   }
-  const float *qr = q + (bh * p.T + t) * p.D;
-  const float *kr = k + (bh * p.S + s) * p.D;
+  const float *qr = q + (bh * p.queries + t) * p.dim;
+  const float *kr = k + (bh * p.keys + s) * p.dim;
   float dot = 0.0f;
-  for (int64_t d = 0; d < p.D; ++d)
+  for (int64_t d = 0; d < p.dim; ++d)
     dot += qr[d] * kr[d];
   return p.scale * dot + v;
 }
@@ -71,17 +71,20 @@ PFRT_HD inline float attnScore(const AttnParams &p, const float *q,
 /// index on sub-stream `sub` (pfrt_k_dropout's test).
 PFRT_HD inline bool attnKeep(const AttnParams &p, int64_t bh, int64_t t,
                              int64_t s, uint64_t sub) {
-  const int64_t b = bh / p.H, h = bh - b * p.H;
+  const int64_t b = bh / p.heads, h = bh - b * p.heads;
   const int64_t li =
-      (((p.b0 + b) * p.LH + (p.h0 + h)) * p.LT + (p.t0 + t)) * p.S + s;
+      (((p.b0 + b) * p.logicalHeads + (p.h0 + h)) * p.logicalQueries +
+       (p.t0 + t)) *
+          p.keys +
+      s;
   return uniformAt(p.drop.seed, sub, li) >= p.drop.threshold;
 }
 
 /// The keys query t meets: all, or up to t0 + t under causal.
 PFRT_HD inline int64_t attnKeyEnd(const AttnParams &p, int64_t t) {
   if (!p.causal)
-    return p.S;
-  return p.t0 + t + 1 < p.S ? p.t0 + t + 1 : p.S;
+    return p.keys;
+  return p.t0 + t + 1 < p.keys ? p.t0 + t + 1 : p.keys;
 }
 
 /// The forward of query row t of plane bh: out's row and lse.
@@ -89,8 +92,8 @@ PFRT_HD inline void attnForwardRow(const AttnParams &p, const float *q,
                                    const float *k, const float *v,
                                    const void *mask, float *out, float *lse,
                                    uint64_t sub, int64_t bh, int64_t t) {
-  float *o = out + (bh * p.T + t) * p.Dv;
-  for (int64_t d = 0; d < p.Dv; ++d)
+  float *o = out + (bh * p.queries + t) * p.dimV;
+  for (int64_t d = 0; d < p.dimV; ++d)
     o[d] = 0.0f;
   float m = negInf();
   double l = 0.0;
@@ -114,17 +117,17 @@ PFRT_HD inline void attnForwardRow(const AttnParams &p, const float *q,
       if (p.dropout)
         pr[c] = attnKeep(p, bh, t, j0 + c, sub) ? pr[c] * p.drop.scale : 0.0f;
     }
-    const float *vt = v + (bh * p.S + j0) * p.Dv;
-    for (int64_t d = 0; d < p.Dv; ++d) {
+    const float *vt = v + (bh * p.keys + j0) * p.dimV;
+    for (int64_t d = 0; d < p.dimV; ++d) {
       float acc = 0.0f;
       for (int c = 0; c < cols; ++c)
-        acc += pr[c] * vt[c * p.Dv + d];
+        acc += pr[c] * vt[c * p.dimV + d];
       o[d] = o[d] * alpha + acc;
     }
   }
-  for (int64_t d = 0; d < p.Dv; ++d)
+  for (int64_t d = 0; d < p.dimV; ++d)
     o[d] = l > 0.0 ? float(double(o[d]) / l) : 0.0f;
-  lse[bh * p.T + t] = l > 0.0 ? float(double(m) + log(l)) : negInf();
+  lse[bh * p.queries + t] = l > 0.0 ? float(double(m) + log(l)) : negInf();
 }
 
 /// delta of row r: sum(dout * out) over the row in float64.
@@ -144,21 +147,21 @@ PFRT_HD inline float attnGradTerms(const AttnParams &p, const float *q,
                                    const float *dout, const float *delta,
                                    uint64_t sub, int64_t bh, int64_t t,
                                    int64_t s, float *pd) {
-  const float l = lse[bh * p.T + t];
+  const float l = lse[bh * p.queries + t];
   const float sc = attnScore(p, q, k, mask, bh, t, s);
   *pd = 0.0f;
   if (sc == negInf() || l == negInf())
     return 0.0f;
   const float pr = expf(sc - l);
-  const float *g = dout + (bh * p.T + t) * p.Dv;
-  const float *vr = v + (bh * p.S + s) * p.Dv;
+  const float *g = dout + (bh * p.queries + t) * p.dimV;
+  const float *vr = v + (bh * p.keys + s) * p.dimV;
   float dp = 0.0f;
-  for (int64_t d = 0; d < p.Dv; ++d)
+  for (int64_t d = 0; d < p.dimV; ++d)
     dp += g[d] * vr[d];
   const bool keep = !p.dropout || attnKeep(p, bh, t, s, sub);
   const float f = p.dropout ? p.drop.scale : 1.0f;
   *pd = keep ? pr * f : 0.0f;
-  return pr * ((keep ? dp * f : 0.0f) - delta[bh * p.T + t]);
+  return pr * ((keep ? dp * f : 0.0f) - delta[bh * p.queries + t]);
 }
 
 /// dK and dV of key row s of plane bh, over tiles of kAttnKeys queries.
@@ -168,32 +171,33 @@ PFRT_HD inline void attnGradKeyRow(const AttnParams &p, const float *q,
                                    const float *dout, const float *delta,
                                    float *dk, float *dv, uint64_t sub,
                                    int64_t bh, int64_t s) {
-  float *gk = dk + (bh * p.S + s) * p.D;
-  float *gv = dv + (bh * p.S + s) * p.Dv;
-  for (int64_t d = 0; d < p.D; ++d)
+  float *gk = dk + (bh * p.keys + s) * p.dim;
+  float *gv = dv + (bh * p.keys + s) * p.dimV;
+  for (int64_t d = 0; d < p.dim; ++d)
     gk[d] = 0.0f;
-  for (int64_t d = 0; d < p.Dv; ++d)
+  for (int64_t d = 0; d < p.dimV; ++d)
     gv[d] = 0.0f;
   // Under causal the queries t >= s - t0 meet key s.
   int64_t first = p.causal && s - p.t0 > 0 ? s - p.t0 : 0;
   float pd[kAttnKeys], ds[kAttnKeys];
-  for (int64_t i0 = first; i0 < p.T; i0 += kAttnKeys) {
-    const int rows = int(p.T - i0 < kAttnKeys ? p.T - i0 : kAttnKeys);
+  for (int64_t i0 = first; i0 < p.queries; i0 += kAttnKeys) {
+    const int rows =
+        int(p.queries - i0 < kAttnKeys ? p.queries - i0 : kAttnKeys);
     for (int r = 0; r < rows; ++r)
       ds[r] = attnGradTerms(p, q, k, v, mask, lse, dout, delta, sub, bh, i0 + r,
                             s, &pd[r]);
-    const float *g = dout + (bh * p.T + i0) * p.Dv;
-    for (int64_t d = 0; d < p.Dv; ++d) {
+    const float *g = dout + (bh * p.queries + i0) * p.dimV;
+    for (int64_t d = 0; d < p.dimV; ++d) {
       float acc = 0.0f;
       for (int r = 0; r < rows; ++r)
-        acc += pd[r] * g[r * p.Dv + d];
+        acc += pd[r] * g[r * p.dimV + d];
       gv[d] += acc;
     }
-    const float *qt = q + (bh * p.T + i0) * p.D;
-    for (int64_t d = 0; d < p.D; ++d) {
+    const float *qt = q + (bh * p.queries + i0) * p.dim;
+    for (int64_t d = 0; d < p.dim; ++d) {
       float acc = 0.0f;
       for (int r = 0; r < rows; ++r)
-        acc += ds[r] * qt[r * p.D + d];
+        acc += ds[r] * qt[r * p.dim + d];
       gk[d] += p.scale * acc;
     }
   }
@@ -206,8 +210,8 @@ PFRT_HD inline void attnGradQueryRow(const AttnParams &p, const float *q,
                                      const float *dout, const float *delta,
                                      float *dq, uint64_t sub, int64_t bh,
                                      int64_t t) {
-  float *gq = dq + (bh * p.T + t) * p.D;
-  for (int64_t d = 0; d < p.D; ++d)
+  float *gq = dq + (bh * p.queries + t) * p.dim;
+  for (int64_t d = 0; d < p.dim; ++d)
     gq[d] = 0.0f;
   const int64_t end = attnKeyEnd(p, t);
   float pd[kAttnKeys], ds[kAttnKeys];
@@ -216,11 +220,11 @@ PFRT_HD inline void attnGradQueryRow(const AttnParams &p, const float *q,
     for (int c = 0; c < cols; ++c)
       ds[c] = attnGradTerms(p, q, k, v, mask, lse, dout, delta, sub, bh, t,
                             j0 + c, &pd[c]);
-    const float *kt = k + (bh * p.S + j0) * p.D;
-    for (int64_t d = 0; d < p.D; ++d) {
+    const float *kt = k + (bh * p.keys + j0) * p.dim;
+    for (int64_t d = 0; d < p.dim; ++d) {
       float acc = 0.0f;
       for (int c = 0; c < cols; ++c)
-        acc += ds[c] * kt[c * p.D + d];
+        acc += ds[c] * kt[c * p.dim + d];
       gq[d] += p.scale * acc;
     }
   }

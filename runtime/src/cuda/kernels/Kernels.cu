@@ -653,7 +653,7 @@ __global__ void pfrt_cuda_attention(const float *q, const float *k,
                                     float *out, float *lse, AttnParams p,
                                     const int64_t *stepSlot, int64_t step) {
   int64_t bh, t;
-  if (attnRowOf(blockIdx.x, threadIdx.x, p.T, &bh, &t))
+  if (attnRowOf(blockIdx.x, threadIdx.x, p.queries, &bh, &t))
     attnForwardRow(p, q, k, v, mask, out, lse,
                    dropoutStream(p.drop, stepSlot ? *stepSlot : step), bh, t);
 }
@@ -669,7 +669,7 @@ __global__ void pfrt_cuda_attention_grad_kv(
     const float *lse, const float *dout, const float *delta, float *dk,
     float *dv, AttnParams p, const int64_t *stepSlot, int64_t step) {
   int64_t bh, s;
-  if (attnRowOf(blockIdx.x, threadIdx.x, p.S, &bh, &s))
+  if (attnRowOf(blockIdx.x, threadIdx.x, p.keys, &bh, &s))
     attnGradKeyRow(p, q, k, v, mask, lse, dout, delta, dk, dv,
                    dropoutStream(p.drop, stepSlot ? *stepSlot : step), bh, s);
 }
@@ -679,7 +679,7 @@ __global__ void pfrt_cuda_attention_grad_q(
     const float *lse, const float *dout, const float *delta, float *dq,
     AttnParams p, const int64_t *stepSlot, int64_t step) {
   int64_t bh, t;
-  if (attnRowOf(blockIdx.x, threadIdx.x, p.T, &bh, &t))
+  if (attnRowOf(blockIdx.x, threadIdx.x, p.queries, &bh, &t))
     attnGradQueryRow(p, q, k, v, mask, lse, dout, delta, dq,
                      dropoutStream(p.drop, stepSlot ? *stepSlot : step), bh, t);
 }
