@@ -28,7 +28,7 @@ using namespace pfrt::kern;
 
 namespace {
 
-constexpr int64_t kQueryTile = 64;
+constexpr int64_t kQueryTile = 128;
 constexpr int64_t kKeyTile = 128;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -131,19 +131,18 @@ void forwardTile(const Plane &p, const float *q, const float *k, const float *v,
         continue;
       }
       if (mx != w.m[r]) {
-        const float alpha = std::exp(w.m[r] - mx); // 0 from -inf
+        const float alpha = w.m[r] == kNegInf ? 0.0f : expFloat(w.m[r] - mx);
         w.l[r] *= double(alpha);
         float *acc = w.acc + r * dv;
         for (int64_t d = 0; d < dv; ++d)
           acc[d] *= alpha;
         w.m[r] = mx;
       }
+      for (int64_t c = 0; c < cols; ++c) // vectorized, branch-free
+        row[c] = row[c] == kNegInf ? 0.0f : expFloat(row[c] - mx);
       double sum = 0.0;
-      for (int64_t c = 0; c < cols; ++c) {
-        const float e = row[c] == kNegInf ? 0.0f : std::exp(row[c] - mx);
-        sum += double(e);
-        row[c] = e;
-      }
+      for (int64_t c = 0; c < cols; ++c)
+        sum += double(row[c]);
       w.l[r] += sum;
       if (a.dropout) {
         const float *u = w.u + r * kKeyTile;
@@ -187,8 +186,12 @@ void gradTile(const Plane &p, const float *q, const float *k, const float *v,
     float *row = w.sc + r * kKeyTile;
     float *pd = w.pd + r * kKeyTile;
     const float l = lse[i0 + r];
-    for (int64_t c = 0; c < cols; ++c)
-      row[c] = row[c] == kNegInf || l == kNegInf ? 0.0f : std::exp(row[c] - l);
+    if (l == kNegInf) { // no key takes part in this row
+      std::fill(row, row + cols, 0.0f);
+    } else {
+      for (int64_t c = 0; c < cols; ++c)
+        row[c] = row[c] == kNegInf ? 0.0f : expFloat(row[c] - l);
+    }
     if (a.dropout) {
       const float *u = w.u + r * kKeyTile;
       for (int64_t c = 0; c < cols; ++c)
