@@ -10,6 +10,8 @@
 
 #include "pf/Conversion/PFToRank/RankLowering.h"
 
+#include <type_traits>
+
 using namespace mlir;
 using namespace mlir::pf;
 
@@ -79,50 +81,46 @@ LogicalResult checkF32(Operation *op) {
   return success();
 }
 
-struct AttentionLowering : RankPattern<AttentionOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(AttentionOp op, OpAdaptor adaptor,
+/// pf.attention and pf.attention_grad: the checks and arguments they share,
+/// then their kernel.
+template <typename OpTy> struct AttentionLowering : RankPattern<OpTy> {
+  using RankPattern<OpTy>::RankPattern;
+  using Adaptor = RankAdaptor<OpTy>;
+  LogicalResult lower(OpTy op, Adaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     if (failed(checkF32(op)))
       return failure();
     FailureOr<AttentionArgs> args =
-        attentionArgs(state, op, adaptor.getMask(), b);
+        attentionArgs(this->state, op, adaptor.getMask(), b);
     if (failed(args))
       return failure();
-    return emitIntoAll(op, b, [&](ArrayRef<Value> outs) {
-      Location loc = op.getLoc();
-      state.rt.pfrt_k_attention(
-          b, loc, adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
-          args->maskPtr, args->maskDtype, args->maskStrides, outs[0], outs[1],
-          args->dims, op.getScale().convertToDouble(),
-          static_cast<int32_t>(op.getCausal()),
-          op.getDropoutP().convertToDouble(), state.seed(b, loc),
-          op.getStream(), args->microbatch, args->logical);
+    return this->emitIntoAll(op, b, [&](ArrayRef<Value> outs) {
+      call(op, adaptor, *args, outs, b);
     });
   }
-};
 
-struct AttentionGradLowering : RankPattern<AttentionGradOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(AttentionGradOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    if (failed(checkF32(op)))
-      return failure();
-    FailureOr<AttentionArgs> args =
-        attentionArgs(state, op, adaptor.getMask(), b);
-    if (failed(args))
-      return failure();
-    return emitIntoAll(op, b, [&](ArrayRef<Value> outs) {
-      Location loc = op.getLoc();
-      state.rt.pfrt_k_attention_grad(
+private:
+  void call(OpTy op, Adaptor adaptor, const AttentionArgs &args,
+            ArrayRef<Value> outs, ConversionPatternRewriter &b) const {
+    Location loc = op.getLoc();
+    rt::RuntimeABI &rt = this->state.rt;
+    double scale = op.getScale().convertToDouble();
+    double dropout = op.getDropoutP().convertToDouble();
+    auto causal = static_cast<int32_t>(op.getCausal());
+    Value seed = this->state.seed(b, loc);
+    if constexpr (std::is_same_v<OpTy, AttentionOp>)
+      rt.pfrt_k_attention(b, loc, adaptor.getQuery(), adaptor.getKey(),
+                          adaptor.getValue(), args.maskPtr, args.maskDtype,
+                          args.maskStrides, outs[0], outs[1], args.dims, scale,
+                          causal, dropout, seed, op.getStream(),
+                          args.microbatch, args.logical);
+    else
+      rt.pfrt_k_attention_grad(
           b, loc, adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
-          args->maskPtr, args->maskDtype, args->maskStrides,
-          adaptor.getOutput(), adaptor.getLse(), adaptor.getResultGrad(),
-          outs[0], outs[1], outs[2], args->dims,
-          op.getScale().convertToDouble(), static_cast<int32_t>(op.getCausal()),
-          op.getDropoutP().convertToDouble(), state.seed(b, loc),
-          op.getStream(), args->microbatch, args->logical);
-    });
+          args.maskPtr, args.maskDtype, args.maskStrides, adaptor.getOutput(),
+          adaptor.getLse(), adaptor.getResultGrad(), outs[0], outs[1], outs[2],
+          args.dims, scale, causal, dropout, seed, op.getStream(),
+          args.microbatch, args.logical);
   }
 };
 
@@ -131,5 +129,6 @@ struct AttentionGradLowering : RankPattern<AttentionGradOp> {
 void mlir::pf::populateRankAttentionPatterns(const TypeConverter &converter,
                                              RewritePatternSet &patterns,
                                              RankLoweringState &state) {
-  patterns.add<AttentionLowering, AttentionGradLowering>(converter, state);
+  patterns.add<AttentionLowering<AttentionOp>, AttentionLowering<AttentionGradOp>>(
+      converter, state);
 }

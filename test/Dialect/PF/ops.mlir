@@ -416,3 +416,23 @@ func.func @logical_ops(%a: !pf.global<4x8xf32, #P>, %b: !pf.global<4x8xf32, #P>,
   %k = pf.constant dense<[true, false]> : tensor<2xi1> : !pf.global<2xi1, #P>
   return
 }
+
+// -----
+
+// Fused attention and its gradient: the optional mask, causal, dropout.
+#P = #pf.placement<"cpu", [0]>
+!Q = !pf.global<2x4x8x16xf32, #P>
+!K = !pf.global<2x4x6x16xf32, #P>
+!V = !pf.global<2x4x6x8xf32, #P>
+!O = !pf.global<2x4x8x8xf32, #P>
+!L = !pf.global<2x4x8xf32, #P>
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: !Q, %k: !K, %v: !V, %m: !pf.global<1x4x8x6xi1, #P>) {
+  // CHECK: pf.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, dropout_p = 1.000000e-01 : f64, scale = 2.500000e-01 : f64, stream = 3 : i64} : {{.*}} -> (!pf.global<2x4x8x8xf32{{.*}}, !pf.global<2x4x8xf32
+  %o, %l = pf.attention %q, %k, %v {scale = 0.25 : f64, causal, dropout_p = 0.1 : f64, stream = 3 : i64} : (!Q, !K, !V) -> (!O, !L)
+  // CHECK: pf.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 2.500000e-01 : f64} : ({{.*}}, !pf.global<1x4x8x6xi1
+  %o2, %l2 = pf.attention %q, %k, %v, %m {scale = 0.25 : f64} : (!Q, !K, !V, !pf.global<1x4x8x6xi1, #P>) -> (!O, !L)
+  // CHECK: pf.attention_grad {{.*}} {causal, scale = 2.500000e-01 : f64} : {{.*}} -> (!pf.global<2x4x8x16xf32{{.*}}, !pf.global<2x4x6x16xf32{{.*}}, !pf.global<2x4x6x8xf32
+  %dq, %dk, %dv = pf.attention_grad %q, %k, %v, %o, %l, %o {scale = 0.25 : f64, causal} : (!Q, !K, !V, !O, !L, !O) -> (!Q, !K, !V)
+  return
+}

@@ -83,14 +83,21 @@ SBPDim maskSBP(Value mask, int64_t axis) {
 }
 } // namespace
 
+/// The checked operand types of `op` (either attention op), or failure.
+template <typename Adaptor>
+static FailureOr<std::array<GlobalType, 3>>
+attentionTypes(std::optional<Location> loc, StringRef name, Adaptor adaptor) {
+  Inference inf(loc, name.drop_front(3));
+  return checkAttention(inf, adaptor.getQuery(), adaptor.getKey(),
+                        adaptor.getValue(), adaptor.getMask());
+}
+
 LogicalResult
 AttentionOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                               Adaptor adaptor,
                               SmallVectorImpl<Type> &inferredReturnTypes) {
-  Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<std::array<GlobalType, 3>> types =
-      checkAttention(inf, adaptor.getQuery(), adaptor.getKey(),
-                     adaptor.getValue(), adaptor.getMask());
+      attentionTypes(loc, getOperationName(), adaptor);
   if (failed(types))
     return failure();
   auto [q, k, v] = *types;
@@ -111,13 +118,12 @@ LogicalResult AttentionOp::verify() {
 LogicalResult AttentionGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferredReturnTypes) {
-  Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<std::array<GlobalType, 3>> types =
-      checkAttention(inf, adaptor.getQuery(), adaptor.getKey(),
-                     adaptor.getValue(), adaptor.getMask());
+      attentionTypes(loc, getOperationName(), adaptor);
   if (failed(types))
     return failure();
   auto [q, k, v] = *types;
+  Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<std::array<GlobalType, 3>> rest =
       inf.globals({{adaptor.getOutput(), "output"},
                    {adaptor.getLse(), "lse"},
