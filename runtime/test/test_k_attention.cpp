@@ -10,11 +10,13 @@
 // mask broadcast over batch and heads, a bool mask with fully masked rows
 // (out 0, lse -inf, dq 0), dropout p = 0.1 and 0.5 (the keep set from
 // pfrt_init_param's uniforms over the whole logical tensor, as
-// pfrt_k_dropout draws them, and pfrt_k_dropout itself), a head shard of a
-// bigger logical tensor (the rows of the whole one, bit for bit), D != Dv,
-// sizes off the tiles and a bigger case. Every case runs twice: the same
-// bits. `bad CASE` / `bad-twin CASE` make one bad call, which must be
-// fatal (run_tests.sh matches the message).
+// pfrt_k_dropout draws them, and pfrt_k_dropout itself), head and query
+// shards of a bigger logical tensor (the rows of the whole one), D != Dv,
+// sizes off the tiles, S = 0, Dv = 0 and a bigger case. Every case runs
+// twice: the same bits. The twins also run under pfrt_cuda_run_step (a
+// captured step replayed: each step's own dropout mask). `bad CASE` /
+// `bad-twin CASE` make one bad call, which must be fatal (run_tests.sh
+// matches the message).
 //
 //===----------------------------------------------------------------------===//
 
@@ -544,6 +546,8 @@ void cases() {
       {"D != Dv", 2, 2, 35, 47, 24, 40},
       {"off the tiles", 1, 2, 77, 131, 24, 24, 0, 0, 0.1},
       {"big", 2, 4, 512, 512, 64, 64, 1},
+      {"no keys", 1, 2, 5, 0, 8, 8},
+      {"Dv = 0", 1, 2, 10, 12, 8, 0},
   };
   Case t0{"causal t0 = 20", 1, 2, 30, 64, 16, 16, 1, 0, 0.5};
   t0.logicalBatch = 1, t0.logicalHeads = 2, t0.logicalQueries = 64, t0.t0 = 20;
