@@ -365,19 +365,23 @@ class AttendGraph(nn.Graph):
         return loss
 
 
-@pytest.mark.parametrize("kwargs,ops", [
-    ({"is_causal": True, "dropout_p": 0.1}, ["pf.masked_fill", "pf.softmax", "pf.dropout"]),
-    ({"attn_mask": flow.tensor(np.zeros((5, 5), np.float32))}, ["pf.add", "pf.softmax"])])
-def test_scaled_dot_product_attention_traces_existing_ops(pf_opt, kwargs, ops):
-    """Traced, attention is the composition: matmul (transpose_b), scale,
-    the mask (a host constant), softmax, dropout, matmul; pf-opt verifies
-    the training step."""
+@pytest.mark.parametrize("kwargs,attrs", [
+    ({"is_causal": True, "dropout_p": 0.1}, ["causal", "dropout_p = 0.1 : f64", "stream = 1"]),
+    ({"attn_mask": flow.tensor(np.zeros((5, 5), np.float32))}, ["scale = 0.3535533905932"])])
+def test_scaled_dot_product_attention_traces_the_fused_op(pf_opt, kwargs, attrs):
+    """Traced, attention is one pf.attention (a float host mask as a rank-4
+    constant operand), no [T, T] softmax; pf-opt verifies the training
+    step."""
     graph = AttendGraph(Attend(**kwargs))
     compiled = graph.compile(flow.randn(2, 5, 8))
     text = graph.ir()
-    assert "transpose_b" in text and "pf.mul_scalar" in text
-    for op in ops:
-        assert op in text, (op, text)
+    assert "pf.attention" in text and "pf.softmax" not in text
+    assert text.count("pf.matmul") == 1  # the projection's
+    line = next(x for x in text.splitlines() if "pf.attention" in x)
+    for attr in attrs:
+        assert attr in line, (attr, line)
+    if "attn_mask" in kwargs:
+        assert "tensor<1x1x5x5xf32>" in text
     assert compiled.verified_ir
 
 

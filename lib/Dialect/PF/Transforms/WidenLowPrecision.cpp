@@ -41,10 +41,15 @@ Type widened(Type t) {
 }
 
 /// Copies `from`'s discardable attributes (stage, phase, micro-batch tags)
-/// onto `to`, so the casts belong to the op's action.
+/// onto `to`, so the casts belong to the op's action; not where the op's
+/// box sits in its logical tensor (pf-partition-ranks records it for the
+/// op itself: dropout draws, causal rows).
 void copyTags(Operation *from, Operation *to) {
   for (NamedAttribute a : from->getDiscardableAttrs())
-    to->setAttr(a.getName(), a.getValue());
+    if (!isa<CastOp>(to) ||
+        (a.getName() != PFDialect::LogicalShapeAttrHelper::getNameStr() &&
+         a.getName() != PFDialect::ShardOffsetAttrHelper::getNameStr()))
+      to->setAttr(a.getName(), a.getValue());
 }
 
 struct WidenLowPrecisionPass
