@@ -7,7 +7,9 @@ with a fresh random ``G``, so one SGD step at learning rate 1 reveals every
 gradient (``old - new``). Each case checks the loss and dq, dk, dv."""
 
 import math
+import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -16,6 +18,9 @@ import pipeflow as flow
 from pipeflow import nn
 from pipeflow.nn import functional as F
 
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "examples", "python")
+sys.path[:0] = [EXAMPLES, os.path.join(EXAMPLES, "models")]
 P0 = flow.placement("cpu", ranks=[0])
 B = [flow.sbp.broadcast]
 
@@ -178,3 +183,78 @@ def test_a_traced_float_mask_keeps_the_composition(backend):
     graph = AttentionLoss(QKV(q, k, v), attend)
     text = graph.ir(flow.tensor(g))
     assert "pf.softmax" in text and "pf.attention" not in text
+
+
+def gpt_plan(block, fuse, n_layer=2):
+    """The one-rank memory plan of examples/python/models/gpt_model.py's GPT
+    (AdamW), compiled only."""
+    import types
+
+    import gpt
+    import gpt_model
+    flow.manual_seed(0)
+    config = gpt_model.GPTConfig(block_size=block, n_layer=n_layer, n_head=4, n_embd=256, vocab_size=1024)
+    graph, place = gpt.build_graph(gpt_model.GPT(config), types.SimpleNamespace(
+        layout="one", schedule="1f1b", micro_batches=1, lr=1e-3, amp=None))
+    graph.config.enable_fuse_attention(fuse)
+    x = np.random.default_rng().integers(0, 1024, (2, block))
+    return graph, place, x
+
+
+def test_gpt_attention_is_fused_and_its_memory_is_linear_in_the_sequence(backend):
+    """nanoGPT's attention in gpt_model.py becomes one pf.attention a layer;
+    the planned step peak at sequence 2048 is at most 2.2x that at 1024
+    (no [T, T] tensor), where the unfused program's grows with T^2."""
+    graph, place, x = gpt_plan(64, True, n_layer=3)
+    traced = graph.ir(*place(flow.tensor(x), flow.tensor(x)))
+    fused = subprocess.run([backend, "-", "-pf-fuse-attention"], input=traced, capture_output=True,
+                           text=True, check=True).stdout
+    assert traced.count("pf.softmax ") == 3 and fused.count("pf.attention ") == 3
+    assert "pf.softmax " not in fused and "causal" in fused
+
+    def peak(block, fuse):
+        graph, place, x = gpt_plan(block, fuse)
+        return graph.memory_report(*place(flow.tensor(x), flow.tensor(x)))[0]["step_peak_bytes"]
+
+    fused_ratio = peak(2048, True) / peak(1024, True)
+    unfused_ratio = peak(2048, False) / peak(1024, False)
+    assert fused_ratio <= 2.2, fused_ratio
+    assert unfused_ratio > 3.0, unfused_ratio
+
+
+def to_bf16(a):
+    """float32 values rounded to bfloat16 (nearest even), as float32."""
+    bits = a.astype(np.float32).view(np.uint32)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(np.float32)
+
+
+@pytest.mark.parametrize("case", ["causal", "bool_mask"])
+def test_fused_attention_in_bf16_is_within_bf16_tolerance(backend, case):
+    """Under enable_amp(bfloat16) attention reads bf16 q, k, v (stored 2
+    bytes, computed in float32); against the float64 reference of the
+    rounded operands within torch.testing's bf16 tolerance (rtol 1.6e-2)."""
+    rng = np.random.default_rng()
+    Bn, H, T, D = 2, 2, 32, 16
+    q, k, v, g = (rand(Bn, H, T, D, rng=rng) for _ in range(4))
+    mask = rng.random((1, 1, T, T)) < 0.7 if case == "bool_mask" else None
+    if mask is not None:
+        mask[..., 0] = True
+
+    def attend(q_, k_, v_):
+        m = None if mask is None else flow.tensor(mask)
+        return F.scaled_dot_product_attention(q_, k_, v_, attn_mask=m, is_causal=case == "causal")
+
+    model = QKV(q, k, v)
+    graph = AttentionLoss(model, attend)
+    graph.config.enable_amp(True, dtype=flow.bfloat16)
+    loss = float(graph(flow.tensor(g)).numpy())
+    trained = graph.state_dict()["model"]
+    grads = [a - trained[n].numpy() for a, n in ((q, "q"), (k, "k"), (v, "v"))]
+    out, want = reference(to_bf16(q), to_bf16(k), to_bf16(v), g, 1 / math.sqrt(D), case == "causal", mask)
+    close(np.float64(loss), (to_bf16(out) * g).sum(), "loss", rtol=1.6e-2)
+    for name, got, w in zip("qkv", grads, want):
+        close(got, w, "d" + name, rtol=1.6e-2)
+    # Not float32: bf16 rounding shows.
+    out32, _ = reference(q, k, v, g, 1 / math.sqrt(D), case == "causal", mask)
+    assert abs(loss - (out32 * g).sum()) > 1e-6 * abs((out32 * g).sum())
