@@ -67,6 +67,8 @@ void mlir::pf::buildSPMDPipeline(OpPassManager &pm,
   pm.addPass(createInferSBPPass());
   pm.addPass(createInsertBoxingPass());
   pm.addPass(createCSEPass());
+  // Before the lowering, so that the boxing report counts 2-byte elements.
+  pm.addPass(createLowPrecisionGradientsPass(options.gradientDtype));
   LowerBoxingPassOptions lower;
   if (!options.boxingReport.empty()) {
     lower.report = true;

@@ -131,6 +131,12 @@ run_ok pid_files_failed 30 bash -c "$(declare -f pidfiles_check)
 for n in 1 2 3 4; do
   run_ok collectives_n$n 60 "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-collectives"
 done
+# bf16/f16 all-reduce (gradient-dtype): exact round(a + b) on two ranks.
+for n in 1 2 3 4; do
+  run_ok half_reduce_n$n 60 "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-half-reduce"
+done
+run_ok half_reduce_chunked_n4 60 env PFRT_MAX_MSG_ELEMS=300 \
+  "${MPIEXEC[@]}" -n 4 "$BIN/pfrt-test-half-reduce"
 # Small message cap: the chunked and derived-datatype paths.
 run_ok collectives_chunked_n4 60 env PFRT_MAX_MSG_ELEMS=600 \
   "${MPIEXEC[@]}" -n 4 "$BIN/pfrt-test-collectives"

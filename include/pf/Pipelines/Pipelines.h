@@ -8,6 +8,7 @@
 #ifndef PF_PIPELINES_PIPELINES_H
 #define PF_PIPELINES_PIPELINES_H
 
+#include "pf/Dialect/PF/Transforms/LowPrecisionGradients.h"
 #include "pf/Dialect/PF/Transforms/PassOptions.h"
 
 #include "mlir/Pass/PassOptions.h"
@@ -72,6 +73,19 @@ struct SPMDPipelineOptions : public PassPipelineOptions<SPMDPipelineOptions> {
       *this, "boxing-report",
       llvm::cl::desc("write the boxing report to this file ('-' = stdout)"),
       llvm::cl::init("")};
+  Option<GradientDtype> gradientDtype{
+      *this, "gradient-dtype",
+      llvm::cl::desc("the type the data-parallel gradient all-reduces move "
+                     "(graph.config.set_gradient_dtype); the gradients and "
+                     "their buffers stay f32"),
+      llvm::cl::init(GradientDtype::F32),
+      llvm::cl::values(
+          clEnumValN(GradientDtype::F32, "f32", "float32 (the default)"),
+          clEnumValN(GradientDtype::BF16, "bf16",
+                     "rounded to bfloat16, summed in bfloat16 (each "
+                     "pairwise sum in f32, rounded to nearest even)"),
+          clEnumValN(GradientDtype::F16, "f16",
+                     "rounded to float16, summed in float16 (as bf16)"))};
 };
 
 /// pf IR (forward + loss) -> per-rank LLVM-dialect modules for CPU ranks.

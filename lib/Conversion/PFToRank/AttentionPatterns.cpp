@@ -26,7 +26,8 @@ struct AttentionArgs {
 
 template <typename OpTy>
 FailureOr<AttentionArgs> attentionArgs(RankLoweringState &state, OpTy op,
-                                       Value mask, ConversionPatternRewriter &b) {
+                                       Value mask,
+                                       ConversionPatternRewriter &b) {
   Location loc = op.getLoc();
   rt::RuntimeABI &rt = state.rt;
   ArrayRef<int64_t> q = localShape(op.getQuery());
@@ -76,8 +77,7 @@ LogicalResult checkF32(Operation *op) {
     if (auto g = dyn_cast<GlobalType>(t);
         g && isa<FloatType>(g.getElementType()) && !g.getElementType().isF32())
       return op->emitOpError("the attention kernels compute in f32, got ")
-             << g.getElementType()
-             << " (run pf-widen-low-precision first)";
+             << g.getElementType() << " (run pf-widen-low-precision first)";
   return success();
 }
 
@@ -129,6 +129,7 @@ private:
 void mlir::pf::populateRankAttentionPatterns(const TypeConverter &converter,
                                              RewritePatternSet &patterns,
                                              RankLoweringState &state) {
-  patterns.add<AttentionLowering<AttentionOp>, AttentionLowering<AttentionGradOp>>(
-      converter, state);
+  patterns
+      .add<AttentionLowering<AttentionOp>, AttentionLowering<AttentionGradOp>>(
+          converter, state);
 }

@@ -52,9 +52,11 @@ template <typename OpTy> struct GroupOpLowering : RankPattern<OpTy> {
       return op.emitOpError("rank ")
              << state.rankId << " is in none of the op's groups";
     Value source = op.getInput();
-    if constexpr (std::is_same_v<OpTy, AllReduceOp>)
-      if (!cast<GlobalType>(source.getType()).getElementType().isF32())
-        return op.emitOpError("sums f32 tensors only");
+    if constexpr (std::is_same_v<OpTy, AllReduceOp>) {
+      Type element = cast<GlobalType>(source.getType()).getElementType();
+      if (!element.isF32() && !element.isBF16() && !element.isF16())
+        return op.emitOpError("sums f32, bf16 or f16 tensors only");
+    }
     return this->emitInto(op, b, [&](Value out) {
       Location loc = op.getLoc();
       rt::RuntimeABI &rt = state.rt;
@@ -68,13 +70,22 @@ template <typename OpTy> struct GroupOpLowering : RankPattern<OpTy> {
       if constexpr (std::is_same_v<OpTy, AllReduceOp>) {
         // Started only (pf-bucket-gradients{overlap}): pf.all_reduce_wait
         // ends it.
-        if (IntegerAttr slot =
-                PFDialect::AsyncSlotAttrHelper(op.getContext()).getAttr(op))
+        // bf16/f16 (gradient-dtype): the runtime's sum in that type.
+        bool f32 = cast<GlobalType>(source.getType()).getElementType().isF32();
+        IntegerAttr slot =
+            PFDialect::AsyncSlotAttrHelper(op.getContext()).getAttr(op);
+        if (slot && f32)
           rt.pfrt_all_reduce_start(b, loc, in, out, localCount(source),
                                    ranksPtr, n, slot.getInt());
-        else
+        else if (slot)
+          rt.pfrt_all_reduce_start_dtype(b, loc, in, out, localCount(source),
+                                         dtype, ranksPtr, n, slot.getInt());
+        else if (f32)
           rt.pfrt_all_reduce_sum(b, loc, in, out, localCount(source), ranksPtr,
                                  n);
+        else
+          rt.pfrt_all_reduce_sum_dtype(b, loc, in, out, localCount(source),
+                                       dtype, ranksPtr, n);
       } else if constexpr (std::is_same_v<OpTy, AllGatherOp>)
         rt.pfrt_box_all_gather(b, loc, in, out, dtype, ndim, shapePtr,
                                op.getAxis(), ranksPtr, n);

@@ -126,6 +126,22 @@ int pfrt_all_reduce_start(const float *in, float *out, int64_t count,
                           const int64_t *ranks, int64_t n, int64_t slot);
 int pfrt_all_reduce_wait(int64_t slot);
 
+/* pfrt_all_reduce_sum and _start of `dtype` elements: PFRT_DTYPE_F32 (the
+ * same as those), PFRT_DTYPE_BF16 or PFRT_DTYPE_F16 (the gradient
+ * all-reduces of gradient-dtype=bf16|f16: 2 bytes an element on the wire;
+ * other dtypes are fatal). The low types are summed in their own type:
+ * MPI has no bf16, so a user-defined MPI_Op over the uint16 payloads adds
+ * each pair of elements in float32 (exact unless their exponents are far
+ * apart) and rounds the sum to nearest even (HalfMath.h; f16 overflows to
+ * +-inf). Two members give round(a + b); more round at each pairwise step
+ * of MPI's reduction tree (with MPICH every member gets the same bits, as
+ * for float32). pfrt_all_reduce_wait ends a started one. */
+int pfrt_all_reduce_sum_dtype(const void *in, void *out, int64_t count,
+                              int32_t dtype, const int64_t *ranks, int64_t n);
+int pfrt_all_reduce_start_dtype(const void *in, void *out, int64_t count,
+                                int32_t dtype, const int64_t *ranks, int64_t n,
+                                int64_t slot);
+
 /* Each member contributes `count` elements; out holds n*count elements,
  * block p (elements [p*count, (p+1)*count)) coming from group position p.
  * in and out must not overlap. */

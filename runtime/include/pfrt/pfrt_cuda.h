@@ -184,6 +184,17 @@ int pfrt_cuda_all_reduce_sum(const float *in, float *out, int64_t count,
 int pfrt_cuda_all_reduce_start(const float *in, float *out, int64_t count,
                                const int64_t *ranks, int64_t n, int64_t slot);
 int pfrt_cuda_all_reduce_wait(int64_t slot);
+/* pfrt_all_reduce_sum_dtype and _start_dtype (pfrt.h) of device data: over
+ * NCCL, ncclBfloat16/ncclFloat16 (NCCL's own sum, in its order); host-staged,
+ * the host row's sum, the start running the whole staged all-reduce (the
+ * wait only checks the slot). PFRT_DTYPE_F32 is pfrt_cuda_all_reduce_sum's
+ * and _start's. */
+int pfrt_cuda_all_reduce_sum_dtype(const void *in, void *out, int64_t count,
+                                   int32_t dtype, const int64_t *ranks,
+                                   int64_t n);
+int pfrt_cuda_all_reduce_start_dtype(const void *in, void *out, int64_t count,
+                                     int32_t dtype, const int64_t *ranks,
+                                     int64_t n, int64_t slot);
 int pfrt_cuda_all_gather(const float *in, float *out, int64_t count,
                          const int64_t *ranks, int64_t n);
 int pfrt_cuda_reduce_scatter_sum(const float *in, float *out, int64_t count,

@@ -69,6 +69,14 @@ int pfrt_cuda_all_reduce_start(const float *, float *, int64_t, const int64_t *,
   noCuda("pfrt_cuda_all_reduce_start");
 }
 int pfrt_cuda_all_reduce_wait(int64_t) { noCuda("pfrt_cuda_all_reduce_wait"); }
+int pfrt_cuda_all_reduce_sum_dtype(const void *, void *, int64_t, int32_t,
+                                   const int64_t *, int64_t) {
+  noCuda("pfrt_cuda_all_reduce_sum_dtype");
+}
+int pfrt_cuda_all_reduce_start_dtype(const void *, void *, int64_t, int32_t,
+                                     const int64_t *, int64_t, int64_t) {
+  noCuda("pfrt_cuda_all_reduce_start_dtype");
+}
 int pfrt_cuda_all_gather(const float *, float *, int64_t, const int64_t *,
                          int64_t) {
   noCuda("pfrt_cuda_all_gather");

@@ -59,17 +59,37 @@ int enqueue(const Group &g, int64_t count, const char *what, const char *fn,
 }
 } // namespace
 
-int allReduceSum(const float *in, float *out, int64_t count,
-                 const int64_t *ranks, int64_t n) {
-  const char *fn = "pfrt_all_reduce_sum";
-  const Group &g = allReduceGroup(in, out, count, ranks, n, fn);
+namespace {
+/// The group of an all-reduce of `elemSize`-byte elements (the low types).
+const Group &allReduceGroupOf(const void *in, const void *out, int64_t count,
+                              int64_t elemSize, const int64_t *ranks, int64_t n,
+                              const char *fn) {
+  const Group &g = groupFor(ranks, n, fn);
+  checkCount(count, fn);
+  checkBuf(in, count, "in", fn);
+  checkBuf(out, count, "out", fn);
+  if (in != out)
+    comm::checkNoOverlap(in, count, out, count, fn, elemSize);
+  return g;
+}
+
+/// NCCL's type of a PFRT_DTYPE_BF16 or PFRT_DTYPE_F16 all-reduce.
+ncclDataType_t halvesType(int32_t dtype, const char *fn) {
+  if (dtype == PFRT_DTYPE_BF16)
+    return ncclBfloat16;
+  if (dtype == PFRT_DTYPE_F16)
+    return ncclFloat16;
+  fatal("%s: dtype %d is not summed (f32, bf16 or f16)", fn, int(dtype));
+}
+
+int sumOf(const Group &g, const void *in, void *out, int64_t count,
+          ncclDataType_t type, const char *fn) {
   return enqueue(g, count, "ncclAllReduce", fn, [&] {
-    return gNccl.api.ncclAllReduce(in, out, size_t(count), ncclFloat32, ncclSum,
+    return gNccl.api.ncclAllReduce(in, out, size_t(count), type, ncclSum,
                                    g.comm, stream());
   });
 }
 
-namespace {
 /// The stream the split all-reduces run on, the event that forks it from
 /// the compute stream, and each slot's completion event (made at first
 /// use: the first step runs uncaptured).
@@ -78,12 +98,10 @@ struct AsyncReduces {
   void *fork = nullptr;
   void *done[PFRT_MAX_ASYNC_SLOTS] = {};
 } gAsyncReduces;
-} // namespace
 
-int allReduceStart(const float *in, float *out, int64_t count,
-                   const int64_t *ranks, int64_t n, int64_t slot) {
-  const char *fn = "pfrt_all_reduce_start";
-  const Group &g = allReduceGroup(in, out, count, ranks, n, fn);
+int startOf(const Group &g, const void *in, void *out, int64_t count,
+            ncclDataType_t type, int64_t elemSize, int64_t n, int64_t slot,
+            const char *fn) {
   AsyncReduces &a = gAsyncReduces;
   if (!a.stream) {
     a.stream = cuda::newStream("the all-reduce stream");
@@ -94,15 +112,47 @@ int allReduceStart(const float *in, float *out, int64_t count,
   cuda::recordEvent(a.fork, cuda::computeStream());
   cuda::streamWaitEvent(a.stream, a.fork);
   if (count > 0) {
-    cuda::DeviceCommScope trace("all_reduce_nccl", a.stream,
-                                count * int64_t(sizeof(float)), n);
-    check(gNccl.api.ncclAllReduce(in, out, size_t(count), ncclFloat32, ncclSum,
-                                  g.comm, static_cast<cudaStream_t>(a.stream)),
+    cuda::DeviceCommScope trace("all_reduce_nccl", a.stream, count * elemSize,
+                                n);
+    check(gNccl.api.ncclAllReduce(in, out, size_t(count), type, ncclSum, g.comm,
+                                  static_cast<cudaStream_t>(a.stream)),
           "ncclAllReduce", fn);
     pollAsync(g, fn);
   }
   cuda::recordEvent(a.done[slot], a.stream);
   return 0;
+}
+} // namespace
+
+int allReduceSum(const float *in, float *out, int64_t count,
+                 const int64_t *ranks, int64_t n) {
+  const char *fn = "pfrt_all_reduce_sum";
+  const Group &g = allReduceGroup(in, out, count, ranks, n, fn);
+  return sumOf(g, in, out, count, ncclFloat32, fn);
+}
+
+int allReduceSumHalves(const void *in, void *out, int64_t count, int32_t dtype,
+                       const int64_t *ranks, int64_t n) {
+  const char *fn = "pfrt_all_reduce_sum";
+  ncclDataType_t type = halvesType(dtype, fn);
+  const Group &g = allReduceGroupOf(in, out, count, 2, ranks, n, fn);
+  return sumOf(g, in, out, count, type, fn);
+}
+
+int allReduceStart(const float *in, float *out, int64_t count,
+                   const int64_t *ranks, int64_t n, int64_t slot) {
+  const char *fn = "pfrt_all_reduce_start";
+  const Group &g = allReduceGroup(in, out, count, ranks, n, fn);
+  return startOf(g, in, out, count, ncclFloat32, sizeof(float), n, slot, fn);
+}
+
+int allReduceStartHalves(const void *in, void *out, int64_t count,
+                         int32_t dtype, const int64_t *ranks, int64_t n,
+                         int64_t slot) {
+  const char *fn = "pfrt_all_reduce_start";
+  ncclDataType_t type = halvesType(dtype, fn);
+  const Group &g = allReduceGroupOf(in, out, count, 2, ranks, n, fn);
+  return startOf(g, in, out, count, type, 2, n, slot, fn);
 }
 
 void allReduceWait(int64_t slot) {

@@ -45,6 +45,13 @@ int allReduceSum(const float *in, float *out, int64_t count,
 int allReduceStart(const float *in, float *out, int64_t count,
                    const int64_t *ranks, int64_t n, int64_t slot);
 void allReduceWait(int64_t slot);
+/// allReduceSum and allReduceStart of PFRT_DTYPE_BF16 or PFRT_DTYPE_F16
+/// elements (ncclBfloat16, ncclFloat16).
+int allReduceSumHalves(const void *in, void *out, int64_t count, int32_t dtype,
+                       const int64_t *ranks, int64_t n);
+int allReduceStartHalves(const void *in, void *out, int64_t count,
+                         int32_t dtype, const int64_t *ranks, int64_t n,
+                         int64_t slot);
 int allGather(const float *in, float *out, int64_t count, const int64_t *ranks,
               int64_t n);
 int reduceScatterSum(const float *in, float *out, int64_t count,

@@ -38,6 +38,14 @@ int allReduceStart(const float *, float *, int64_t, const int64_t *, int64_t,
   fatal("internal: NCCL all-reduce without NCCL");
 }
 void allReduceWait(int64_t) { fatal("internal: NCCL all-reduce without NCCL"); }
+int allReduceSumHalves(const void *, void *, int64_t, int32_t, const int64_t *,
+                       int64_t) {
+  fatal("internal: NCCL all-reduce without NCCL");
+}
+int allReduceStartHalves(const void *, void *, int64_t, int32_t,
+                         const int64_t *, int64_t, int64_t) {
+  fatal("internal: NCCL all-reduce without NCCL");
+}
 int allGather(const float *, float *, int64_t, const int64_t *, int64_t) {
   fatal("internal: NCCL all-gather without NCCL");
 }

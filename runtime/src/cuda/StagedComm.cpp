@@ -129,7 +129,8 @@ int64_t pfrt::staged::groupSize(int64_t n) {
 namespace {
 
 /// Where each split all-reduce's slot stands (pfrt_cuda_all_reduce_start).
-enum class AsyncSlot { Idle, Staged, Nccl };
+/// Done: a host-staged bf16/f16 start, finished at the start.
+enum class AsyncSlot { Idle, Staged, Nccl, Done };
 AsyncSlot gAsyncSlots[PFRT_MAX_ASYNC_SLOTS] = {};
 
 /// A host-staged split all-reduce: started (its data copied to `host` on
@@ -340,7 +341,7 @@ int pfrt_cuda_all_reduce_wait(int64_t slot) {
     fatal("%s: slot %lld has no all-reduce in flight", fn, (long long)slot);
   if (s == AsyncSlot::Nccl) {
     nccl::allReduceWait(slot);
-  } else {
+  } else if (s == AsyncSlot::Staged) {
     StagedReduce &r = gStagedReduces[slot];
     if (r.pending)
       finishStagedReducesUpTo(r.order);
@@ -348,6 +349,60 @@ int pfrt_cuda_all_reduce_wait(int64_t slot) {
   }
   s = AsyncSlot::Idle;
   return 0;
+}
+
+namespace {
+/// A bf16/f16 all-reduce through host memory (the host row's sum).
+int halvesThroughHost(const void *in, void *out, int64_t count, int32_t dtype,
+                      const int64_t *ranks, int64_t n, const char *fn) {
+  enter(fn);
+  std::vector<uint16_t> h(size_t(count > 0 ? count : 0));
+  if (count > 0)
+    pfrt_cuda_d2h(h.data(), in, count * 2);
+  int rc =
+      pfrt_all_reduce_sum_dtype(h.data(), h.data(), count, dtype, ranks, n);
+  if (count > 0) {
+    pfrt_cuda_h2d(out, h.data(), count * 2);
+    pfrt_cuda_synchronize();
+  }
+  return rc;
+}
+} // namespace
+
+int pfrt_cuda_all_reduce_sum_dtype(const void *in, void *out, int64_t count,
+                                   int32_t dtype, const int64_t *ranks,
+                                   int64_t n) {
+  if (dtype == PFRT_DTYPE_F32)
+    return pfrt_cuda_all_reduce_sum(static_cast<const float *>(in),
+                                    static_cast<float *>(out), count, ranks, n);
+  if (nccl::useNccl(ranks, n, "pfrt_all_reduce_sum"))
+    return nccl::allReduceSumHalves(in, out, count, dtype, ranks, n);
+  return halvesThroughHost(in, out, count, dtype, ranks, n,
+                           "pfrt_cuda_all_reduce_sum_dtype");
+}
+
+int pfrt_cuda_all_reduce_start_dtype(const void *in, void *out, int64_t count,
+                                     int32_t dtype, const int64_t *ranks,
+                                     int64_t n, int64_t slot) {
+  if (dtype == PFRT_DTYPE_F32)
+    return pfrt_cuda_all_reduce_start(static_cast<const float *>(in),
+                                      static_cast<float *>(out), count, ranks,
+                                      n, slot);
+  const char *fn = "pfrt_all_reduce_start";
+  AsyncSlot &s = asyncSlot(slot, fn);
+  if (s != AsyncSlot::Idle)
+    fatal("%s: slot %lld is in flight (started and not waited for)", fn,
+          (long long)slot);
+  if (nccl::useNccl(ranks, n, fn)) {
+    int rc = nccl::allReduceStartHalves(in, out, count, dtype, ranks, n, slot);
+    s = AsyncSlot::Nccl;
+    return rc;
+  }
+  // Host-staged: the whole sum now (the wait only checks the slot).
+  int rc = halvesThroughHost(in, out, count, dtype, ranks, n,
+                             "pfrt_cuda_all_reduce_start_dtype");
+  s = AsyncSlot::Done;
+  return rc;
 }
 
 int pfrt_cuda_all_gather(const float *in, float *out, int64_t count,

@@ -1,6 +1,7 @@
 //===- Collectives.cpp - Group communicators and collectives over MPI -----===//
 
 #include "../common/CommChecks.h"
+#include "../common/HalfMath.h"
 #include "../common/Internal.h"
 #include "MpiInternal.h"
 #include "pfrt/pfrt.h"
@@ -166,11 +167,56 @@ AsyncReduce gAsync[PFRT_MAX_ASYNC_SLOTS];
 
 /// The group of an all-reduce (blocking or split) after its argument
 /// checks: in == out is in place, other overlap is an error.
-const Group &allReduceArgs(const float *in, const float *out, int64_t count,
-                           const int64_t *ranks, int64_t n, const char *fn) {
+const Group &allReduceArgs(const void *in, const void *out, int64_t count,
+                           int64_t elemSize, const int64_t *ranks, int64_t n,
+                           const char *fn) {
   const Group &g = getGroup(ranks, n, fn);
-  comm::checkAllReduceBuffers(in, out, count, fn);
+  checkCount(count, fn);
+  checkBuf(in, count, "in", fn);
+  checkBuf(out, count, "out", fn);
+  if (in != out)
+    comm::checkNoOverlap(in, count, out, count, fn, elemSize);
   return g;
+}
+
+/// inout[i] = round(in[i] + inout[i]) over bf16 (ToF = bf16ToFloat) or f16
+/// payloads: the float32 sum of the two (exact unless their exponents are
+/// far apart), rounded to nearest even (HalfMath.h).
+template <float (*ToF)(uint16_t), uint16_t (*FromF)(float)>
+void sumHalves(void *in, void *inout, int *len, MPI_Datatype * /*type*/) {
+  const auto *a = static_cast<const uint16_t *>(in);
+  auto *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *len; ++i)
+    b[i] = FromF(ToF(a[i]) + ToF(b[i]));
+}
+
+/// The MPI type, sum and element size of an all-reduce of `dtype`: MPI's
+/// own float sum, or for bf16/f16 (MPI has neither) a user op over their
+/// uint16 bits, made at first use (after pfrt_init's MPI_Init).
+struct ReduceType {
+  MPI_Datatype type;
+  MPI_Op op;
+  int64_t elemSize;
+};
+ReduceType reduceTypeOf(int32_t dtype, const char *fn) {
+  static MPI_Op bf16Sum = MPI_OP_NULL, f16Sum = MPI_OP_NULL;
+  switch (dtype) {
+  case PFRT_DTYPE_F32:
+    return {MPI_FLOAT, MPI_SUM, sizeof(float)};
+  case PFRT_DTYPE_BF16:
+    if (bf16Sum == MPI_OP_NULL)
+      PFRT_MPI_AS(
+          fn, MPI_Op_create,
+          (&sumHalves<half::bf16ToFloat, half::floatToBf16>, 1, &bf16Sum));
+    return {MPI_UINT16_T, bf16Sum, 2};
+  case PFRT_DTYPE_F16:
+    if (f16Sum == MPI_OP_NULL)
+      PFRT_MPI_AS(fn, MPI_Op_create,
+                  (&sumHalves<half::f16ToFloat, half::floatToF16>, 1, &f16Sum));
+    return {MPI_UINT16_T, f16Sum, 2};
+  default:
+    fatal("%s: dtype %d is not summed (f32, bf16 or f16)", fn, int(dtype));
+  }
 }
 
 AsyncReduce &asyncSlot(int64_t slot, const char *fn) {
@@ -268,40 +314,58 @@ void allToAll(const void *in, void *out, int64_t count, MPI_Datatype type,
 
 extern "C" {
 
-int pfrt_all_reduce_sum(const float *in, float *out, int64_t count,
-                        const int64_t *ranks, int64_t n) {
+int pfrt_all_reduce_sum_dtype(const void *in, void *out, int64_t count,
+                              int32_t dtype, const int64_t *ranks, int64_t n) {
   const char *fn = "pfrt_all_reduce_sum";
-  const Group &g = allReduceArgs(in, out, count, ranks, n, fn);
+  ReduceType rt = reduceTypeOf(dtype, fn);
+  const Group &g = allReduceArgs(in, out, count, rt.elemSize, ranks, n, fn);
   bool inPlace = in == out;
-  CommScope trace("all_reduce_sum", bytesOf(count), n, -1);
+  CommScope trace("all_reduce_sum", bytesOf(count, rt.elemSize), n, -1);
   chunked(count, [&](int64_t off, int64_t c) {
-    const void *send = inPlace ? MPI_IN_PLACE : (const void *)(in + off);
-    PFRT_MPI(MPI_Allreduce,
-             (send, out + off, int(c), MPI_FLOAT, MPI_SUM, g.comm));
+    const void *send =
+        inPlace ? MPI_IN_PLACE
+                : (const void *)((const char *)in + off * rt.elemSize);
+    PFRT_MPI(MPI_Allreduce, (send, (char *)out + off * rt.elemSize, int(c),
+                             rt.type, rt.op, g.comm));
   });
   return 0;
 }
 
-int pfrt_all_reduce_start(const float *in, float *out, int64_t count,
-                          const int64_t *ranks, int64_t n, int64_t slot) {
+int pfrt_all_reduce_sum(const float *in, float *out, int64_t count,
+                        const int64_t *ranks, int64_t n) {
+  return pfrt_all_reduce_sum_dtype(in, out, count, PFRT_DTYPE_F32, ranks, n);
+}
+
+int pfrt_all_reduce_start_dtype(const void *in, void *out, int64_t count,
+                                int32_t dtype, const int64_t *ranks, int64_t n,
+                                int64_t slot) {
   const char *fn = "pfrt_all_reduce_start";
-  const Group &g = allReduceArgs(in, out, count, ranks, n, fn);
+  ReduceType rt = reduceTypeOf(dtype, fn);
+  const Group &g = allReduceArgs(in, out, count, rt.elemSize, ranks, n, fn);
   bool inPlace = in == out;
   AsyncReduce &a = asyncSlot(slot, fn);
   if (a.active)
     fatal("%s: slot %lld is in flight (started and not waited for)", fn,
           (long long)slot);
-  CommScope trace("all_reduce_start", bytesOf(count), n, -1);
+  CommScope trace("all_reduce_start", bytesOf(count, rt.elemSize), n, -1);
   a.requests.clear();
   chunked(count, [&](int64_t off, int64_t c) {
-    const void *send = inPlace ? MPI_IN_PLACE : (const void *)(in + off);
+    const void *send =
+        inPlace ? MPI_IN_PLACE
+                : (const void *)((const char *)in + off * rt.elemSize);
     MPI_Request r;
-    PFRT_MPI(MPI_Iallreduce,
-             (send, out + off, int(c), MPI_FLOAT, MPI_SUM, g.comm, &r));
+    PFRT_MPI(MPI_Iallreduce, (send, (char *)out + off * rt.elemSize, int(c),
+                              rt.type, rt.op, g.comm, &r));
     a.requests.push_back(r);
   });
   a.active = true;
   return 0;
+}
+
+int pfrt_all_reduce_start(const float *in, float *out, int64_t count,
+                          const int64_t *ranks, int64_t n, int64_t slot) {
+  return pfrt_all_reduce_start_dtype(in, out, count, PFRT_DTYPE_F32, ranks, n,
+                                     slot);
 }
 
 int pfrt_all_reduce_wait(int64_t slot) {

@@ -22,9 +22,8 @@ namespace {
 /// The checked operand types of an attention op: q [B, H, T, D],
 /// k [B, H, S, D], v [B, H, S, Dv] of one float type, and the optional mask
 /// (rank 4, each axis 1 or the scores' size; the queries' float type or i1).
-FailureOr<std::array<GlobalType, 3>> checkAttention(Inference &inf, Value q,
-                                                    Value k, Value v,
-                                                    Value mask) {
+FailureOr<std::array<GlobalType, 3>>
+checkAttention(Inference &inf, Value q, Value k, Value v, Value mask) {
   FailureOr<std::array<GlobalType, 3>> types =
       inf.floatGlobals({{q, "query"}, {k, "key"}, {v, "value"}});
   if (failed(types))
@@ -33,8 +32,7 @@ FailureOr<std::array<GlobalType, 3>> checkAttention(Inference &inf, Value q,
   for (auto [t, what] : {std::pair{tq, "query"}, {tk, "key"}, {tv, "value"}})
     if (failed(inf.hasRank(t, 4, what)))
       return failure();
-  ArrayRef<int64_t> sq = tq.getShape(), sk = tk.getShape(),
-                    sv = tv.getShape();
+  ArrayRef<int64_t> sq = tq.getShape(), sk = tk.getShape(), sv = tv.getShape();
   if (sk[0] != sq[0] || sk[1] != sq[1] || sk[3] != sq[3] || sv[0] != sq[0] ||
       sv[1] != sq[1] || sv[2] != sk[2])
     return inf.error() << "expects query [B, H, T, D], key [B, H, S, D] and "
@@ -55,7 +53,8 @@ FailureOr<std::array<GlobalType, 3>> checkAttention(Inference &inf, Value q,
   for (int64_t i = 0; fits && i < 4; ++i)
     fits = tm->getShape()[i] == 1 || tm->getShape()[i] == scores[i];
   if (!fits)
-    return inf.error() << "mask of shape " << Inference::shapeStr(tm->getShape())
+    return inf.error() << "mask of shape "
+                       << Inference::shapeStr(tm->getShape())
                        << " does not broadcast to the scores "
                        << Inference::shapeStr(scores)
                        << " (rank 4, each axis 1 or the scores' size)";
@@ -67,8 +66,7 @@ LogicalResult verifyAttentionAttrs(Operation *op, double scale,
   if (!std::isfinite(scale))
     return op->emitOpError() << "scale must be finite, got " << scale;
   if (!(dropoutP >= 0.0 && dropoutP < 1.0))
-    return op->emitOpError()
-           << "dropout_p must be in [0, 1), got " << dropoutP;
+    return op->emitOpError() << "dropout_p must be in [0, 1), got " << dropoutP;
   return success();
 }
 
@@ -115,9 +113,10 @@ LogicalResult AttentionOp::verify() {
                               getDropoutP().convertToDouble());
 }
 
-LogicalResult AttentionGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferredReturnTypes) {
+LogicalResult
+AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferredReturnTypes) {
   FailureOr<std::array<GlobalType, 3>> types =
       attentionTypes(loc, getOperationName(), adaptor);
   if (failed(types))
@@ -158,7 +157,8 @@ void AttentionOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   // communication inside attention), or the queries split with every key.
   Value mask = getMask();
   for (int64_t axis = 0; axis < 3; ++axis) {
-    SmallVector<SBPDim> operands = {S(axis), axis < 2 ? S(axis) : SBPDim::broadcast(),
+    SmallVector<SBPDim> operands = {S(axis),
+                                    axis < 2 ? S(axis) : SBPDim::broadcast(),
                                     axis < 2 ? S(axis) : SBPDim::broadcast()};
     if (mask)
       operands.push_back(maskSBP(mask, axis));
@@ -170,8 +170,7 @@ void AttentionGradOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   Value mask = getMask();
   for (int64_t axis = 0; axis < 3; ++axis) {
     SBPDim kv = axis < 2 ? S(axis) : SBPDim::broadcast();
-    SmallVector<SBPDim> operands = {S(axis), kv,      kv,
-                                    S(axis), S(axis), S(axis)};
+    SmallVector<SBPDim> operands = {S(axis), kv, kv, S(axis), S(axis), S(axis)};
     if (mask)
       operands.push_back(maskSBP(mask, axis));
     // Split queries: each rank's rows give an addend of dk and dv.
@@ -186,9 +185,9 @@ void AttentionGradOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
   sigs.push_back({operands, {p, p, p}});
 }
 
-LogicalResult
-AttentionOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
-                           SmallVectorImpl<Value> &operandGrads) {
+LogicalResult AttentionOp::buildGradient(OpBuilder &b,
+                                         ArrayRef<Value> resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
   if (resultGrads.size() > 1 && resultGrads[1])
     return emitOpError("has no gradient rule for its lse result (only the "
                        "attention output is differentiable)");
@@ -200,8 +199,8 @@ AttentionOp::buildGradient(OpBuilder &b, ArrayRef<Value> resultGrads,
       TypeRange{gradType(getQuery()), gradType(getKey()), gradType(getValue())},
       getQuery(), getKey(), getValue(), getResult(), getLse(), dout, getMask(),
       getScaleAttr(), getCausalAttr(), getDropoutPAttr(), getStreamAttr());
-  operandGrads.append({grads.getQueryGrad(), grads.getKeyGrad(),
-                       grads.getValueGrad()});
+  operandGrads.append(
+      {grads.getQueryGrad(), grads.getKeyGrad(), grads.getValueGrad()});
   // The mask takes no gradient (the front end keeps a mask that needs one
   // on the unfused ops).
   if (getMask())

@@ -1,7 +1,7 @@
 //===- Autocast.cpp - mixed precision as torch's autocast -----------------===//
 //
-// GEMMs and attention in bf16 or f16, softmax, norms, reductions and the loss in f32,
-// element-wise ops in the type of their operands (see Passes.td). The
+// GEMMs and attention in bf16 or f16, softmax, norms, reductions and the loss
+// in f32, element-wise ops in the type of their operands (see Passes.td). The
 // program is rewritten in place, op by op in program order: an op's
 // operands are final when it is reached, its results are inferred again,
 // and every value remembers the type it had so that an op the rules do not

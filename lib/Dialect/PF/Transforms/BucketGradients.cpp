@@ -96,6 +96,78 @@ Operation *readyOp(Value v, Operation *use) {
   return partner ? partner : def;
 }
 
+/// gradient-dtype=bf16|f16 (pf-lower-boxing's all-reduces of f32 gradients
+/// cast down, their sums cast back up): each member's f32 gradient and the
+/// cast of its sum to f32, so that a bucket packs the f32 gradients, casts
+/// the bucket down once and its sum up once (the same roundings element by
+/// element). Empty unless every member has that form.
+struct LowBucket {
+  SmallVector<Value> gradients;
+  SmallVector<CastOp> sums;
+};
+LowBucket lowBucket(ArrayRef<AllReduceOp> bucket) {
+  LowBucket low;
+  for (AllReduceOp op : bucket) {
+    auto type = cast<GlobalType>(op.getInput().getType());
+    auto down = op.getInput().getDefiningOp<CastOp>();
+    if (type.getElementType().isF32() || !down ||
+        !cast<GlobalType>(down.getInput().getType()).getElementType().isF32() ||
+        !op.getResult().hasOneUse())
+      return {};
+    auto up = dyn_cast<CastOp>(*op.getResult().getUsers().begin());
+    if (!up || !cast<GlobalType>(up.getType()).getElementType().isF32())
+      return {};
+    low.gradients.push_back(down.getInput());
+    low.sums.push_back(up);
+  }
+  return low;
+}
+
+/// Slices the bucket's sum `sum` apart for its members (`first` the one
+/// first in the program); with `low`, the sum cast to f32 once and sliced
+/// for the members' casts to f32.
+void unpack(ArrayRef<AllReduceOp> bucket, AllReduceOp first, Value sum,
+            LowBucket &low) {
+  if (!low.sums.empty()) {
+    OpBuilder ub(first);
+    auto lowType = cast<GlobalType>(sum.getType());
+    auto up = CastOp::create(ub, first.getLoc(),
+                             cast<GlobalType>(low.sums.front().getType())
+                                 .withShape(lowType.getShape()),
+                             sum);
+    copyAttrs(first, up);
+    sum = up.getResult();
+  }
+  int64_t at = 0;
+  for (auto [i, member] : llvm::enumerate(bucket)) {
+    AllReduceOp op = member;
+    Value result = low.sums.empty() ? op.getResult() : low.sums[i].getResult();
+    auto type = cast<GlobalType>(result.getType());
+    int64_t n = type.getNumElements();
+    OpBuilder ob(op);
+    auto slice = SliceOp::create(ob, op.getLoc(), type.withShape({n}), sum,
+                                 ob.getDenseI64ArrayAttr({at}),
+                                 ob.getDenseI64ArrayAttr({n}));
+    Value back = slice;
+    if (type.getRank() != 1)
+      back = ReshapeOp::create(ob, op.getLoc(), type, slice);
+    for (Operation *made : {slice.getOperation(), back.getDefiningOp()})
+      copyAttrs(op, made);
+    result.replaceAllUsesWith(back);
+    at += n;
+  }
+  for (CastOp up : low.sums)
+    up->erase();
+  SmallVector<Operation *> downs;
+  for (AllReduceOp op : bucket) {
+    if (!low.sums.empty())
+      downs.push_back(op.getInput().getDefiningOp());
+    op->erase();
+  }
+  for (Operation *down : downs)
+    down->erase();
+}
+
 /// Replaces the bucket's all-reduces by one, at the first one's place; or,
 /// when `slot` is given (overlap), starts it right after the last of the
 /// bucket's gradients is computed and waits for it at the first one's
@@ -134,6 +206,7 @@ void pack(ArrayRef<AllReduceOp> bucket, std::optional<int64_t> slot,
   waitAttrs.append(first->getDiscardableAttrs().begin(),
                    first->getDiscardableAttrs().end());
   AllReduceOp reduced;
+  LowBucket low = bucket.size() > 1 ? lowBucket(bucket) : LowBucket();
   if (bucket.size() == 1) {
     reduced = first;
     waitAt = first->getNextNode();
@@ -149,24 +222,33 @@ void pack(ArrayRef<AllReduceOp> bucket, std::optional<int64_t> slot,
     auto firstType = cast<GlobalType>(first.getInput().getType());
     SmallVector<Value> flat;
     int64_t total = 0;
-    for (AllReduceOp op : bucket) {
-      auto type = cast<GlobalType>(op.getInput().getType());
+    for (auto [i, member] : llvm::enumerate(bucket)) {
+      AllReduceOp op = member;
+      Value input = low.sums.empty() ? op.getInput() : low.gradients[i];
+      auto type = cast<GlobalType>(input.getType());
       int64_t n = type.getNumElements();
-      flat.push_back(type.getRank() == 1
-                         ? op.getInput()
-                         : ReshapeOp::create(b, op.getLoc(),
-                                             type.withShape({n}), op.getInput())
-                               .getResult());
+      flat.push_back(
+          type.getRank() == 1
+              ? input
+              : ReshapeOp::create(b, op.getLoc(), type.withShape({n}), input)
+                    .getResult());
       total += n;
     }
     GlobalType packedType = firstType.withShape({total});
-    auto concat =
-        ConcatOp::create(b, loc, packedType, flat, b.getI64IntegerAttr(0));
+    Value packed = ConcatOp::create(
+        b, loc, cast<GlobalType>(flat.front().getType()).withShape({total}),
+        flat, b.getI64IntegerAttr(0));
+    SmallVector<Operation *> made = {packed.getDefiningOp()};
+    if (!low.sums.empty()) {
+      packed = CastOp::create(b, loc, packedType, packed);
+      made.push_back(packed.getDefiningOp());
+    }
     reduced =
-        AllReduceOp::create(b, loc, packedType, concat, first.getGroupsAttr());
+        AllReduceOp::create(b, loc, packedType, packed, first.getGroupsAttr());
+    made.push_back(reduced);
     // The attributes of where they run: the update's, or (started early)
     // those of the op computing the last gradient.
-    for (Operation *op : {concat.getOperation(), reduced.getOperation()})
+    for (Operation *op : made)
       copyAttrs(anchor ? anchor : first.getOperation(), op);
     if (anchor)
       startedAfter[anchor] = reduced;
@@ -189,24 +271,7 @@ void pack(ArrayRef<AllReduceOp> bucket, std::optional<int64_t> slot,
   }
   if (bucket.size() == 1)
     return;
-  int64_t at = 0;
-  for (AllReduceOp op : bucket) {
-    auto type = cast<GlobalType>(op.getInput().getType());
-    int64_t n = type.getNumElements();
-    OpBuilder ob(op);
-    auto slice = SliceOp::create(ob, op.getLoc(), type.withShape({n}), sum,
-                                 ob.getDenseI64ArrayAttr({at}),
-                                 ob.getDenseI64ArrayAttr({n}));
-    Value back = slice;
-    if (type.getRank() != 1)
-      back = ReshapeOp::create(ob, op.getLoc(), type, slice);
-    for (Operation *made : {slice.getOperation(), back.getDefiningOp()})
-      copyAttrs(op, made);
-    op.getResult().replaceAllUsesWith(back);
-    at += n;
-  }
-  for (Operation *op : bucket)
-    op->erase();
+  unpack(bucket, first, sum, low);
 }
 
 /// Position in its block of the op after which `reduce`'s gradient is made
@@ -218,7 +283,27 @@ int64_t readyAt(AllReduceOp reduce,
   return def ? pos.lookup(def) : 0;
 }
 
+/// Each gradient's cast to bf16/f16 (gradient-dtype; made at the update)
+/// moves up to where its gradient is made (readyOp), so that its
+/// all-reduce may join a bucket and, with overlap, start there.
+void hoistGradientCasts(Block &block) {
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    auto reduce = dyn_cast<AllReduceOp>(op);
+    if (!reduce || !isGradientReduction(reduce))
+      continue;
+    auto down = reduce.getInput().getDefiningOp<CastOp>();
+    if (!down || down->getBlock() != &block || !down->hasOneUse())
+      continue;
+    Operation *at = readyOp(down.getInput(), reduce);
+    if (at && at->getBlock() == &block && at->isBeforeInBlock(down)) {
+      down->moveAfter(at);
+      copyAttrs(at, down);
+    }
+  }
+}
+
 void bucketBlock(Block &block, int64_t limit, bool overlap) {
+  hoistGradientCasts(block);
   llvm::DenseMap<Operation *, int64_t> pos;
   for (Operation &op : block)
     pos[&op] = int64_t(pos.size()) + 1;

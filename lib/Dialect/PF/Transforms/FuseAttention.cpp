@@ -161,8 +161,8 @@ void rewrite(Chain &c) {
           scores[3] == cast<GlobalType>(c.k.getType()).getShape()[2])
         causal = true;
       else
-        mask = ConstantOp::create(b, constant.getLoc(), fill.getType(),
-                                  keepAttr);
+        mask =
+            ConstantOp::create(b, constant.getLoc(), fill.getType(), keepAttr);
     } else {
       mask = LogicalNotOp::create(b, c.fill.getLoc(), fill.getType(), fill);
     }
@@ -181,8 +181,8 @@ void rewrite(Chain &c) {
   for (NamedAttribute a : c.pv->getDiscardableAttrs())
     att->setAttr(a.getName(), a.getValue());
   c.pv.getResult().replaceAllUsesWith(att.getResult());
-  Operation *dead[] = {c.pv,   c.dropout, c.softmax, c.fill,
-                       c.add,  c.scale,   c.qk};
+  Operation *dead[] = {c.pv,  c.dropout, c.softmax, c.fill,
+                       c.add, c.scale,   c.qk};
   for (Operation *op : dead)
     if (op && op->use_empty())
       op->erase();

@@ -5,6 +5,7 @@ import numbers
 import operator
 
 from ... import amp
+from ... import dtypes as dt
 from ..._source import user_location
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "zb-h1")
@@ -40,6 +41,7 @@ class GraphConfig:
     _bucket_mbytes = None
     _zero_stage, _zero_min_size = 0, 1024
     _amp = None
+    _gradient_dtype = "f32"
     _device_memory, _device_memory_loc = None, None
 
     def set_gradient_bucket_mbytes(self, mbytes):
@@ -109,6 +111,22 @@ class GraphConfig:
         return self._amp
     zero_min_size = setting("_zero_min_size")
 
+    def set_gradient_dtype(self, dtype):
+        """The type the data-parallel gradient all-reduces move:
+        ``flow.float32`` (the default), or ``flow.bfloat16`` /
+        ``flow.float16`` (half the bytes): each rank rounds its float32
+        gradient to that type, the ranks sum in it (each pairwise sum in
+        float32, rounded to nearest even) and the sum is widened back;
+        gradients, their buffers and optimizer states stay float32 (the
+        compile pipeline's ``gradient-dtype``)."""
+        dtype = dt.as_dtype(dtype)
+        if dtype not in dt.LOW + (dt.float32,):
+            raise ValueError("gradients are all-reduced in flow.float32, flow.bfloat16 or "
+                             f"flow.float16, not {dtype}")
+        self._gradient_dtype = dtype.mlir
+
+    gradient_dtype = setting("_gradient_dtype", 'The gradient all-reduces\' type: "f32", "bf16" or "f16".')
+
     def set_device_memory(self, nbytes):
         """The memory of each rank's device in bytes: compiling a program
         whose memory plan needs more on some rank is a CompileError naming
@@ -167,4 +185,5 @@ class GraphConfig:
         return (f"GraphConfig(gradient_accumulation_steps={self._accumulation}, "
                 f"schedule={self._schedule!r}, num_chunks={self._num_chunks}, "
                 f"pipeline_stages={self._num_stages}, balance={self._balance!r}, "
-                f"zero_stage={self._zero_stage}, amp={self._amp!r})")
+                f"zero_stage={self._zero_stage}, amp={self._amp!r}, "
+                f"gradient_dtype={self._gradient_dtype!r})")

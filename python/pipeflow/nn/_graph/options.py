@@ -86,6 +86,7 @@ def compile_options(graph, tracer, func):
         "gradient_bucket_bytes": cfg.gradient_bucket_bytes,
         "generated_kernels": cfg.generated_kernels,
         "amp": cfg.amp_dtype,
+        "gradient_dtype": cfg.gradient_dtype,
         "grad_scaler": graph._grad_scaler.kind if graph._grad_scaler is not None else None,
     }
 
@@ -206,6 +207,8 @@ def pipeline(graph, traced, loc):
         options.append(f"zero-stage={cfg.zero_stage} zero-min-size={cfg.zero_min_size}")
     if cfg.amp_dtype:
         options.append(f"autocast={cfg.amp_dtype}")
+    if cfg.gradient_dtype != "f32":
+        options.append(f"gradient-dtype={cfg.gradient_dtype}")
     if graph._grad_scaler is not None:
         options.append(f"grad-scaler={graph._grad_scaler.kind}")
     return optimizer, lr_scheduler, " ".join(options)

@@ -257,6 +257,15 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
                            ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
+  // bf16/f16: the host row's sum in that type (not NCCL's order).
+  if (type == ncclBfloat16 || type == ncclFloat16) {
+    int32_t dtype = type == ncclBfloat16 ? PFRT_DTYPE_BF16 : PFRT_DTYPE_F16;
+    return collective(ncclFloat32, op, comm, stream, [=] {
+      const Comm &c = *asComm(comm);
+      pfrt_all_reduce_sum_dtype(send, recv, int64_t(count), dtype,
+                                c.ranks.data(), int64_t(c.ranks.size()));
+    });
+  }
   return groupCollective(pfrt_all_reduce_sum, send, recv, count, type, op, comm,
                          stream);
 }

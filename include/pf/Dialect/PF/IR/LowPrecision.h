@@ -30,12 +30,21 @@ inline bool touchesLowPrecision(Operation *op) {
 
 /// Ops that keep bf16/f16 values after pf-widen-low-precision: the casts
 /// (the only conversion), the point-to-point transfers and the micro-batch
-/// views and packs (their bytes move unchanged), and ops of other dialects
-/// (func.return: the step's results keep their type).
+/// views and packs (their bytes move unchanged), the gradient all-reduces
+/// of `gradient-dtype=bf16|f16` (the update's, or started early by
+/// pf-bucket-gradients: summed by the runtime in the low type) and their
+/// waits, and ops of other dialects (func.return: the step's results keep
+/// their type).
 inline bool keepsLowPrecision(Operation *op) {
   if (!isa<PFDialect>(op->getDialect()))
     return true;
-  return isa<CastOp, SendOp, RecvOp, MicrobatchOp, PackOp>(op);
+  if (isa<AllReduceOp>(op)) {
+    MLIRContext *ctx = op->getContext();
+    StringAttr phase = PFDialect::PhaseAttrHelper(ctx).getAttr(op);
+    return (phase && phase.getValue() == "update") ||
+           PFDialect::AsyncSlotAttrHelper(ctx).isAttrPresent(op);
+  }
+  return isa<CastOp, SendOp, RecvOp, MicrobatchOp, PackOp, AllReduceWaitOp>(op);
 }
 
 } // namespace mlir::pf
