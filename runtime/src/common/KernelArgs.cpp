@@ -554,19 +554,23 @@ AttentionSizes checkAttentionArgs(const char *fn, const int64_t *dims,
                                   const void *mask, int32_t maskDtype,
                                   const int64_t *maskStrides, double scale,
                                   double dropoutP, const int64_t *logical,
-                                  std::initializer_list<AttentionBuf> bufs) {
+                                  std::initializer_list<const void *> bufs) {
   if (!dims)
     fatal("%s: dims is NULL", fn);
+  using S = AttentionSizes;
+  struct Named {
+    const char *name;
+    int64_t S::*field;
+  };
+  // dims in their order: name and field.
+  static const Named kDims[6] = {{"B", &S::batch},   {"H", &S::heads},
+                                 {"T", &S::queries}, {"S", &S::keys},
+                                 {"D", &S::dim},     {"Dv", &S::dimV}};
   AttentionSizes a;
-  const char *names[6] = {"B", "H", "T", "S", "D", "Dv"};
-  for (int i = 0; i < 6; ++i)
-    checkSize(fn, names[i], dims[i]);
-  a.batch = dims[0];
-  a.heads = dims[1];
-  a.queries = dims[2];
-  a.keys = dims[3];
-  a.dim = dims[4];
-  a.dimV = dims[5];
+  for (int i = 0; i < 6; ++i) {
+    checkSize(fn, kDims[i].name, dims[i]);
+    a.*kDims[i].field = dims[i];
+  }
   if (a.dim < 1)
     fatal("%s: D = %lld: the query and key rows need at least one element", fn,
           (long long)a.dim);
@@ -599,13 +603,15 @@ AttentionSizes checkAttentionArgs(const char *fn, const int64_t *dims,
   a.dropout = dropoutP > 0.0;
   a.threshold = float(dropoutP);
   a.keepScale = float(1.0 / (1.0 - dropoutP));
-  for (const AttentionBuf &b : bufs) {
-    int64_t n = b.kind == AttentionTensor::Q     ? a.qElems
-                : b.kind == AttentionTensor::K   ? a.kElems
-                : b.kind == AttentionTensor::V   ? a.vElems
-                : b.kind == AttentionTensor::Out ? a.outElems
-                                                 : a.rows;
-    checkPtr(fn, b.name, b.ptr, n);
+  // The buffers in their order: name and element count.
+  static const Named kBufs[] = {
+      {"q", &S::qElems},     {"k", &S::kElems},  {"v", &S::vElems},
+      {"out", &S::outElems}, {"lse", &S::rows},  {"dout", &S::outElems},
+      {"dq", &S::qElems},    {"dk", &S::kElems}, {"dv", &S::vElems}};
+  size_t i = 0;
+  for (const void *ptr : bufs) {
+    checkPtr(fn, kBufs[i].name, ptr, a.*kBufs[i].field);
+    ++i;
   }
   return a;
 }

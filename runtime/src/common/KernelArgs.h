@@ -276,20 +276,18 @@ struct AttentionSizes {
   bool hasMask, dropout;
   float threshold, keepScale;
 };
-/// A tensor of an attention call: q, k, v, out (and dout), lse; the
-/// gradients dq, dk, dv are of q's, k's and v's shapes.
-enum class AttentionTensor { Q, K, V, Out, Lse };
-using AttentionBuf = WindowBuf<AttentionTensor>;
 /// The checks pfrt_k_attention(_grad) and their device twins share: dims
 /// (B, H, T, S, Dv >= 0, D >= 1, no overflow), a finite scale, dropoutP in
 /// [0, 1), the mask's dtype (F32 or BOOL) and strides (given, >= 0) when a
 /// mask is given, the logical block (null: the local block is the whole
-/// tensor) with logical[3] == S and no key offset, then each buffer.
+/// tensor) with logical[3] == S and no key offset, then each buffer: the
+/// forward's {q, k, v, out, lse}, the gradient's {q, k, v, out, lse, dout,
+/// dq, dk, dv} (dout of out's shape; dq, dk, dv of q's, k's and v's).
 AttentionSizes checkAttentionArgs(const char *fn, const int64_t *dims,
                                   const void *mask, int32_t maskDtype,
                                   const int64_t *maskStrides, double scale,
                                   double dropoutP, const int64_t *logical,
-                                  std::initializer_list<AttentionBuf> bufs);
+                                  std::initializer_list<const void *> bufs);
 
 //===----------------------------------------------------------------------===//
 // Dropout (src/common/Inputs.cpp)

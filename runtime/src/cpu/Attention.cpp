@@ -244,6 +244,18 @@ Plane makePlane(const AttentionSizes &a, const void *mask, int32_t maskDtype,
   return p;
 }
 
+/// Runs body(q, k, v of the plane) on each (b, h) plane in order, p.b and
+/// p.h set to it.
+template <typename Body>
+void forEachPlane(Plane &p, const float *q, const float *k, const float *v,
+                  Body &&body) {
+  const AttentionSizes &a = *p.a;
+  for (p.b = 0; p.b < a.batch; ++p.b)
+    for (p.h = 0; p.h < a.heads; ++p.h)
+      body(q + p.at(a.queries, a.dim), k + p.at(a.keys, a.dim),
+           v + p.at(a.keys, a.dimV));
+}
+
 } // namespace
 
 extern "C" {
@@ -254,15 +266,9 @@ int pfrt_k_attention(const float *q, const float *k, const float *v,
                      const int64_t *dims, double scale, int32_t causal,
                      double dropoutP, uint64_t seed, uint64_t stream,
                      int64_t microbatch, const int64_t *logical) {
-  using T = AttentionTensor;
   const AttentionSizes a =
       checkAttentionArgs("pfrt_k_attention", dims, mask, maskDtype, maskStrides,
-                         scale, dropoutP, logical,
-                         {{"q", q, T::Q},
-                          {"k", k, T::K},
-                          {"v", v, T::V},
-                          {"out", out, T::Out},
-                          {"lse", lse, T::Lse}});
+                         scale, dropoutP, logical, {q, k, v, out, lse});
   if (a.rows == 0)
     return 0;
   Plane p = makePlane(a, mask, maskDtype, maskStrides, scale, causal, seed,
@@ -278,16 +284,14 @@ int pfrt_k_attention(const float *q, const float *k, const float *v,
   w.u = w.sc + tile;
   w.m = w.u + tile;
   w.acc = w.m + kQueryTile;
-  for (p.b = 0; p.b < a.batch; ++p.b)
-    for (p.h = 0; p.h < a.heads; ++p.h) {
-      const float *qp = q + p.at(a.queries, a.dim),
-                  *kp = k + p.at(a.keys, a.dim);
-      const float *vp = v + p.at(a.keys, a.dimV);
-      float *op = out + p.at(a.queries, a.dimV), *lp = lse + p.at(a.queries, 1);
-      for (int64_t i0 = 0; i0 < a.queries; i0 += kQueryTile)
-        forwardTile(p, qp, kp, vp, op, lp, i0,
-                    std::min(kQueryTile, a.queries - i0), w);
-    }
+  forEachPlane(p, q, k, v,
+               [&](const float *qp, const float *kp, const float *vp) {
+                 float *op = out + p.at(a.queries, a.dimV),
+                       *lp = lse + p.at(a.queries, 1);
+                 for (int64_t i0 = 0; i0 < a.queries; i0 += kQueryTile)
+                   forwardTile(p, qp, kp, vp, op, lp, i0,
+                               std::min(kQueryTile, a.queries - i0), w);
+               });
   return 0;
 }
 
@@ -299,19 +303,9 @@ int pfrt_k_attention_grad(const float *q, const float *k, const float *v,
                           double scale, int32_t causal, double dropoutP,
                           uint64_t seed, uint64_t stream, int64_t microbatch,
                           const int64_t *logical) {
-  using T = AttentionTensor;
-  const AttentionSizes a =
-      checkAttentionArgs("pfrt_k_attention_grad", dims, mask, maskDtype,
-                         maskStrides, scale, dropoutP, logical,
-                         {{"q", q, T::Q},
-                          {"k", k, T::K},
-                          {"v", v, T::V},
-                          {"out", out, T::Out},
-                          {"lse", lse, T::Lse},
-                          {"dout", dout, T::Out},
-                          {"dq", dq, T::Q},
-                          {"dk", dk, T::K},
-                          {"dv", dv, T::V}});
+  const AttentionSizes a = checkAttentionArgs(
+      "pfrt_k_attention_grad", dims, mask, maskDtype, maskStrides, scale,
+      dropoutP, logical, {q, k, v, out, lse, dout, dq, dk, dv});
   std::fill(dq, dq + a.qElems, 0.0f);
   std::fill(dk, dk + a.kElems, 0.0f);
   std::fill(dv, dv + a.vElems, 0.0f);
@@ -326,33 +320,32 @@ int pfrt_k_attention_grad(const float *q, const float *k, const float *v,
   w.pd = w.u + tile;
   w.dp = w.pd + tile;
   w.delta = w.dp + tile;
-  for (p.b = 0; p.b < a.batch; ++p.b)
-    for (p.h = 0; p.h < a.heads; ++p.h) {
-      const float *qp = q + p.at(a.queries, a.dim),
-                  *kp = k + p.at(a.keys, a.dim);
-      const float *vp = v + p.at(a.keys, a.dimV),
-                  *lp = lse + p.at(a.queries, 1);
-      const float *op = out + p.at(a.queries, a.dimV),
-                  *gp = dout + p.at(a.queries, a.dimV);
-      float *dqp = dq + p.at(a.queries, a.dim), *dkp = dk + p.at(a.keys, a.dim);
-      float *dvp = dv + p.at(a.keys, a.dimV);
-      // delta_t = sum(dout * out) over the row, in float64.
-      for (int64_t t = 0; t < a.queries; ++t) {
-        double s = 0.0;
-        for (int64_t d = 0; d < a.dimV; ++d)
-          s += double(gp[t * a.dimV + d]) * double(op[t * a.dimV + d]);
-        w.delta[t] = float(s);
-      }
-      for (int64_t j0 = 0; j0 < a.keys; j0 += kKeyTile) {
-        const int64_t cols = std::min(kKeyTile, a.keys - j0);
-        for (int64_t i0 = 0; i0 < a.queries; i0 += kQueryTile) {
-          const int64_t rows = std::min(kQueryTile, a.queries - i0);
-          if (keyEnd(p, i0, rows) <= j0)
-            continue; // causal: no key of this tile takes part
-          gradTile(p, qp, kp, vp, lp, gp, dqp, dkp, dvp, i0, rows, j0, cols, w);
+  forEachPlane(
+      p, q, k, v, [&](const float *qp, const float *kp, const float *vp) {
+        const float *lp = lse + p.at(a.queries, 1),
+                    *op = out + p.at(a.queries, a.dimV),
+                    *gp = dout + p.at(a.queries, a.dimV);
+        float *dqp = dq + p.at(a.queries, a.dim),
+              *dkp = dk + p.at(a.keys, a.dim);
+        float *dvp = dv + p.at(a.keys, a.dimV);
+        // delta_t = sum(dout * out) over the row, in float64.
+        for (int64_t t = 0; t < a.queries; ++t) {
+          double s = 0.0;
+          for (int64_t d = 0; d < a.dimV; ++d)
+            s += double(gp[t * a.dimV + d]) * double(op[t * a.dimV + d]);
+          w.delta[t] = float(s);
         }
-      }
-    }
+        for (int64_t j0 = 0; j0 < a.keys; j0 += kKeyTile) {
+          const int64_t cols = std::min(kKeyTile, a.keys - j0);
+          for (int64_t i0 = 0; i0 < a.queries; i0 += kQueryTile) {
+            const int64_t rows = std::min(kQueryTile, a.queries - i0);
+            if (keyEnd(p, i0, rows) <= j0)
+              continue; // causal: no key of this tile takes part
+            gradTile(p, qp, kp, vp, lp, gp, dqp, dkp, dvp, i0, rows, j0, cols,
+                     w);
+          }
+        }
+      });
   return 0;
 }
 

@@ -22,12 +22,21 @@ using namespace pfrt::twin;
 
 namespace {
 
-/// The kernels' parameters of a checked call.
-dev::AttnParams attnParams(const AttentionSizes &a, int32_t maskDtype,
-                           const int64_t *maskStrides, double scale,
-                           int32_t causal, uint64_t seed, uint64_t stream,
-                           int64_t microbatch) {
+/// What the kernels of a checked call take besides their tensors: the
+/// parameters, and the data step they draw dropout for (dataStepSlot).
+struct AttnLaunch {
   dev::AttnParams p;
+  int64_t step;
+  const int64_t *slot;
+};
+
+/// The AttnLaunch of a checked call.
+AttnLaunch attnLaunch(const char *fn, const AttentionSizes &a,
+                      int32_t maskDtype, const int64_t *maskStrides,
+                      double scale, int32_t causal, uint64_t seed,
+                      uint64_t stream, int64_t microbatch) {
+  AttnLaunch l;
+  dev::AttnParams &p = l.p;
   p.batch = a.batch;
   p.heads = a.heads;
   p.queries = a.queries;
@@ -50,26 +59,8 @@ dev::AttnParams attnParams(const AttentionSizes &a, int32_t maskDtype,
   p.b0 = a.b0;
   p.h0 = a.h0;
   p.t0 = a.t0;
-  return p;
-}
-
-/// The data step the kernels draw dropout for: *slot (a device slot,
-/// refreshed before each replay) in a captured step, else `step` (unused
-/// without dropout).
-const int64_t *dataStepSlot(const char *fn, bool dropout, int64_t *step) {
-  *step = currentDataStep();
-  if (!dropout || !cuda::streamCapturing())
-    return nullptr;
-  Module &mod = kernels(fn);
-  static bool registered = false;
-  if (!registered) {
-    int64_t *host = mod.dataStepHost;
-    beforeEachReplay([host] { *host = currentDataStep(); });
-    registered = true;
-  }
-  *mod.dataStepHost = *step;
-  pfrt_cuda_h2d(mod.dataStep, mod.dataStepHost, sizeof(int64_t));
-  return mod.dataStep;
+  l.slot = dataStepSlot(fn, a.dropout, &l.step);
+  return l;
 }
 
 /// Blocks of kBlock rows over B * H planes of `rows` rows.
@@ -88,21 +79,14 @@ int pfrt_cuda_k_attention(const float *q, const float *k, const float *v,
                           double dropoutP, uint64_t seed, uint64_t stream,
                           int64_t microbatch, const int64_t *logical) {
   const char *fn = "pfrt_cuda_k_attention";
-  using T = AttentionTensor;
-  const AttentionSizes a = checkAttentionArgs(
-      fn, dims, mask, maskDtype, maskStrides, scale, dropoutP, logical,
-      {{"q", q, T::Q},
-       {"k", k, T::K},
-       {"v", v, T::V},
-       {"out", out, T::Out},
-       {"lse", lse, T::Lse}});
+  const AttentionSizes a =
+      checkAttentionArgs(fn, dims, mask, maskDtype, maskStrides, scale,
+                         dropoutP, logical, {q, k, v, out, lse});
   if (a.rows == 0)
     return 0;
-  dev::AttnParams p = attnParams(a, maskDtype, maskStrides, scale, causal, seed,
-                                 stream, microbatch);
-  int64_t step;
-  const int64_t *slot = dataStepSlot(fn, a.dropout, &step);
-  void *args[] = {&q, &k, &v, &mask, &out, &lse, &p, &slot, &step};
+  AttnLaunch l = attnLaunch(fn, a, maskDtype, maskStrides, scale, causal, seed,
+                            stream, microbatch);
+  void *args[] = {&q, &k, &v, &mask, &out, &lse, &l.p, &l.slot, &l.step};
   launchBlocks(kAttention, rowBlocks(a, a.queries), args, fn);
   return 0;
 }
@@ -116,34 +100,23 @@ int pfrt_cuda_k_attention_grad(const float *q, const float *k, const float *v,
                                uint64_t seed, uint64_t stream,
                                int64_t microbatch, const int64_t *logical) {
   const char *fn = "pfrt_cuda_k_attention_grad";
-  using T = AttentionTensor;
   const AttentionSizes a = checkAttentionArgs(
       fn, dims, mask, maskDtype, maskStrides, scale, dropoutP, logical,
-      {{"q", q, T::Q},
-       {"k", k, T::K},
-       {"v", v, T::V},
-       {"out", out, T::Out},
-       {"lse", lse, T::Lse},
-       {"dout", dout, T::Out},
-       {"dq", dq, T::Q},
-       {"dk", dk, T::K},
-       {"dv", dv, T::V}});
+      {q, k, v, out, lse, dout, dq, dk, dv});
   if (a.rows == 0 && a.batch * a.heads * a.keys == 0)
     return 0;
-  dev::AttnParams p = attnParams(a, maskDtype, maskStrides, scale, causal, seed,
-                                 stream, microbatch);
-  int64_t step;
-  const int64_t *slot = dataStepSlot(fn, a.dropout, &step);
+  AttnLaunch l = attnLaunch(fn, a, maskDtype, maskStrides, scale, causal, seed,
+                            stream, microbatch);
   auto *delta = static_cast<float *>(
       scratch((a.rows > 0 ? a.rows : 1) * int64_t(sizeof(float)), fn));
   int64_t dvw = a.dimV, rows = a.rows;
   void *dargs[] = {&out, &dout, &delta, &dvw, &rows};
   launch(kAttentionDelta, a.rows, dargs, fn);
-  void *kvArgs[] = {&q,     &k,  &v,  &mask, &lse,  &dout,
-                    &delta, &dk, &dv, &p,    &slot, &step};
+  void *kvArgs[] = {&q,     &k,  &v,  &mask, &lse,    &dout,
+                    &delta, &dk, &dv, &l.p,  &l.slot, &l.step};
   launchBlocks(kAttentionGradKV, rowBlocks(a, a.keys), kvArgs, fn);
-  void *qArgs[] = {&q,     &k,  &v, &mask, &lse, &dout,
-                   &delta, &dq, &p, &slot, &step};
+  void *qArgs[] = {&q,     &k,  &v,   &mask,   &lse,   &dout,
+                   &delta, &dq, &l.p, &l.slot, &l.step};
   launchBlocks(kAttentionGradQ, rowBlocks(a, a.queries), qArgs, fn);
   return 0;
 }

@@ -87,6 +87,16 @@ PFRT_HD inline int64_t attnKeyEnd(const AttnParams &p, int64_t t) {
   return p.t0 + t + 1 < p.keys ? p.t0 + t + 1 : p.keys;
 }
 
+/// Column d of the row vector w times n rows of x (of `width` floats):
+/// sum(w[i] * x[i][d]) in float32, i in order.
+PFRT_HD inline float attnColumn(const float *w, const float *x, int n,
+                                int64_t width, int64_t d) {
+  float acc = 0.0f;
+  for (int i = 0; i < n; ++i)
+    acc += w[i] * x[i * width + d];
+  return acc;
+}
+
 /// The forward of query row t of plane bh: out's row and lse.
 PFRT_HD inline void attnForwardRow(const AttnParams &p, const float *q,
                                    const float *k, const float *v,
@@ -118,12 +128,8 @@ PFRT_HD inline void attnForwardRow(const AttnParams &p, const float *q,
         pr[c] = attnKeep(p, bh, t, j0 + c, sub) ? pr[c] * p.drop.scale : 0.0f;
     }
     const float *vt = v + (bh * p.keys + j0) * p.dimV;
-    for (int64_t d = 0; d < p.dimV; ++d) {
-      float acc = 0.0f;
-      for (int c = 0; c < cols; ++c)
-        acc += pr[c] * vt[c * p.dimV + d];
-      o[d] = o[d] * alpha + acc;
-    }
+    for (int64_t d = 0; d < p.dimV; ++d)
+      o[d] = o[d] * alpha + attnColumn(pr, vt, cols, p.dimV, d);
   }
   for (int64_t d = 0; d < p.dimV; ++d)
     o[d] = l > 0.0 ? float(double(o[d]) / l) : 0.0f;
@@ -187,19 +193,11 @@ PFRT_HD inline void attnGradKeyRow(const AttnParams &p, const float *q,
       ds[r] = attnGradTerms(p, q, k, v, mask, lse, dout, delta, sub, bh, i0 + r,
                             s, &pd[r]);
     const float *g = dout + (bh * p.queries + i0) * p.dimV;
-    for (int64_t d = 0; d < p.dimV; ++d) {
-      float acc = 0.0f;
-      for (int r = 0; r < rows; ++r)
-        acc += pd[r] * g[r * p.dimV + d];
-      gv[d] += acc;
-    }
+    for (int64_t d = 0; d < p.dimV; ++d)
+      gv[d] += attnColumn(pd, g, rows, p.dimV, d);
     const float *qt = q + (bh * p.queries + i0) * p.dim;
-    for (int64_t d = 0; d < p.dim; ++d) {
-      float acc = 0.0f;
-      for (int r = 0; r < rows; ++r)
-        acc += ds[r] * qt[r * p.dim + d];
-      gk[d] += p.scale * acc;
-    }
+    for (int64_t d = 0; d < p.dim; ++d)
+      gk[d] += p.scale * attnColumn(ds, qt, rows, p.dim, d);
   }
 }
 
@@ -221,12 +219,8 @@ PFRT_HD inline void attnGradQueryRow(const AttnParams &p, const float *q,
       ds[c] = attnGradTerms(p, q, k, v, mask, lse, dout, delta, sub, bh, t,
                             j0 + c, &pd[c]);
     const float *kt = k + (bh * p.keys + j0) * p.dim;
-    for (int64_t d = 0; d < p.dim; ++d) {
-      float acc = 0.0f;
-      for (int c = 0; c < cols; ++c)
-        acc += ds[c] * kt[c * p.dim + d];
-      gq[d] += p.scale * acc;
-    }
+    for (int64_t d = 0; d < p.dim; ++d)
+      gq[d] += p.scale * attnColumn(ds, kt, cols, p.dim, d);
   }
 }
 

@@ -18,6 +18,23 @@ using namespace pfrt;
 using namespace pfrt::kern;
 using namespace pfrt::twin;
 
+const int64_t *pfrt::twin::dataStepSlot(const char *fn, bool draws,
+                                        int64_t *step) {
+  *step = currentDataStep();
+  if (!draws || !cuda::streamCapturing())
+    return nullptr;
+  Module &mod = kernels(fn);
+  static bool registered = false;
+  if (!registered) {
+    int64_t *host = mod.dataStepHost;
+    beforeEachReplay([host] { *host = currentDataStep(); });
+    registered = true;
+  }
+  *mod.dataStepHost = *step;
+  pfrt_cuda_h2d(mod.dataStep, mod.dataStepHost, sizeof(int64_t));
+  return mod.dataStep;
+}
+
 extern "C" {
 
 void pfrt_cuda_k_transpose(const float *x, float *y, int64_t rank,
@@ -68,10 +85,7 @@ int pfrt_cuda_copy_box(const void *src, const int64_t *src_shape,
 /// The mask of pfrt_k_dropout, drawn on the device from the same Philox
 /// stream (the uniform initialiser at each element's logical index, on the
 /// sub-stream of the data step and micro-batch): the same bits. The data
-/// step is read when the kernel runs: uncaptured it is the current one,
-/// passed at launch; in a captured step a device slot holds it, copied
-/// before each replay from a page-locked host value the replay's host work
-/// sets.
+/// step is read when the kernel runs (dataStepSlot).
 int pfrt_cuda_k_dropout(const float *x, float *y, int64_t n, double p,
                         uint64_t seed, uint64_t stream, int64_t microbatch,
                         int64_t rank_ndim, const int64_t *logical_shape,
@@ -80,7 +94,6 @@ int pfrt_cuda_k_dropout(const float *x, float *y, int64_t n, double p,
   checkDropoutArgs(fn, x, y, n, p, rank_ndim, logical_shape, offset, shape);
   if (n == 0)
     return 0;
-  Module &mod = kernels(fn);
   dev::DropoutParams q;
   q.seed = seed;
   q.stream = stream;
@@ -89,19 +102,8 @@ int pfrt_cuda_k_dropout(const float *x, float *y, int64_t n, double p,
   q.threshold = float(p);
   dev::BoxMap m;
   dev::makeShardMap(rank_ndim, logical_shape, offset, shape, &m);
-  const int64_t *slot = nullptr;
-  int64_t step = currentDataStep();
-  if (cuda::streamCapturing()) {
-    static bool registered = false;
-    if (!registered) {
-      int64_t *host = mod.dataStepHost;
-      beforeEachReplay([host] { *host = currentDataStep(); });
-      registered = true;
-    }
-    *mod.dataStepHost = step;
-    pfrt_cuda_h2d(mod.dataStep, mod.dataStepHost, sizeof(int64_t));
-    slot = mod.dataStep;
-  }
+  int64_t step;
+  const int64_t *slot = dataStepSlot(fn, /*draws=*/true, &step);
   void *args[] = {&x, &y, &q, &m, &slot, &step};
   launch(kDropout, n, args, fn);
   return 0;

@@ -115,6 +115,17 @@ template <typename T> T *scratchAt(void *base, int64_t offset) {
   return reinterpret_cast<T *>(static_cast<char *>(base) + offset);
 }
 
+//===----------------------------------------------------------------------===//
+// Dropout's data step (Tensor.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The data step a kernel drawing dropout reads when it runs: *step is the
+/// current one (passed at launch); in a captured step the result is a
+/// device slot holding it, copied before each replay from a page-locked
+/// host value the replay's host work sets, else null. Without `draws` (no
+/// dropout in this call) the slot is null too.
+const int64_t *dataStepSlot(const char *fn, bool draws, int64_t *step);
+
 } // namespace twin
 } // namespace pfrt
 
