@@ -101,12 +101,19 @@ static int64_t timesDim(const char *fn, int64_t total, int64_t rank,
   return mulChecked(fn, total, shape[d]);
 }
 
+/// The opening of a kernel's checks over a shape of `rank` axes with one
+/// more array of an entry an axis (`what`): the rank, then both arrays.
+static void checkShapeAnd(const char *fn, int64_t rank, const int64_t *shape,
+                          const char *what, const void *perAxis) {
+  checkRank(fn, rank);
+  checkPtr(fn, "shape", shape, rank);
+  checkPtr(fn, what, perAxis, rank);
+}
+
 ReduceSizes checkReduceSumArgs(const char *fn, const void *x, const void *y,
                                int64_t rank, const int64_t *shape,
                                const int8_t *reduce) {
-  checkRank(fn, rank);
-  checkPtr(fn, "shape", shape, rank);
-  checkPtr(fn, "reduce", reduce, rank);
+  checkShapeAnd(fn, rank, shape, "reduce", reduce);
   ReduceSizes s{1, 1};
   for (int64_t d = 0; d < rank; ++d) {
     s.total = timesDim(fn, s.total, rank, shape, d);
@@ -121,9 +128,7 @@ ReduceSizes checkReduceSumArgs(const char *fn, const void *x, const void *y,
 int64_t checkTransposeArgs(const char *fn, const void *x, const void *y,
                            int64_t rank, const int64_t *shape,
                            const int64_t *perm) {
-  checkRank(fn, rank);
-  checkPtr(fn, "shape", shape, rank);
-  checkPtr(fn, "perm", perm, rank);
+  checkShapeAnd(fn, rank, shape, "perm", perm);
   bool seen[kMaxRank] = {false};
   int64_t total = 1;
   for (int64_t d = 0; d < rank; ++d) {
@@ -133,8 +138,7 @@ int64_t checkTransposeArgs(const char *fn, const void *x, const void *y,
             shapeToString(rank, perm).c_str(), (long long)rank - 1);
     seen[perm[d]] = true;
   }
-  checkPtr(fn, "x", x, total);
-  checkPtr(fn, "y", y, total);
+  checkBuffers(fn, total, {{"x", x}, {"y", y}});
   return total;
 }
 
