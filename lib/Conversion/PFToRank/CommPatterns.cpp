@@ -220,9 +220,7 @@ struct RecvLowering : CommPattern<RecvOp> {
   using CommPattern::CommPattern;
   LogicalResult lower(RecvOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    if (failed(elementBytes(op, op.getType())))
-      return failure();
-    return emitInto(op, b, [&](Value out) {
+    return emitSizedInto(op, op.getType(), b, [&](Value out) {
       state.rt.pfrt_recv(b, op.getLoc(), out, localWords(op.getResult()),
                          static_cast<int32_t>(op.getPeer()),
                          static_cast<int32_t>(op.getTag()));

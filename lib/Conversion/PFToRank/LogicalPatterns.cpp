@@ -18,12 +18,10 @@ struct CompareLowering : RankPattern<CompareOp> {
   using RankPattern::RankPattern;
   LogicalResult lower(CompareOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    if (failed(elementBytes(op, op.getLhs().getType())))
-      return failure();
-    // The verifier accepted the predicate's name.
-    auto predicate =
-        static_cast<int32_t>(*symbolizeComparePredicate(op.getPredicate()));
-    return emitInto(op, b, [&](Value out) {
+    return emitSizedInto(op, op.getLhs().getType(), b, [&](Value out) {
+      // The verifier accepted the predicate's name.
+      auto predicate =
+          static_cast<int32_t>(*symbolizeComparePredicate(op.getPredicate()));
       state.rt.pfrt_k_compare(b, op.getLoc(), adaptor.getLhs(),
                               adaptor.getRhs(), out, localCount(op.getResult()),
                               dtypeCode(op.getLhs()), predicate);
@@ -58,18 +56,17 @@ struct CastLowering : RankPattern<CastOp> {
   using RankPattern::RankPattern;
   LogicalResult lower(CastOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    if (failed(elementBytes(op, op.getInput().getType())))
+    GlobalType in = op.getInput().getType();
+    if (in.getElementType() != op.getType().getElementType())
+      return emitSizedInto(op, in, b, [&](Value out) {
+        state.rt.pfrt_k_cast(
+            b, op.getLoc(), adaptor.getInput(), dtypeCode(op.getInput()), out,
+            dtypeCode(op.getResult()), localCount(op.getResult()));
+      });
+    if (failed(elementBytes(op, in)))
       return failure();
-    if (op.getInput().getType().getElementType() ==
-        op.getType().getElementType()) { // the same bytes
-      b.replaceOp(op, adaptor.getInput());
-      return success();
-    }
-    return emitInto(op, b, [&](Value out) {
-      state.rt.pfrt_k_cast(
-          b, op.getLoc(), adaptor.getInput(), dtypeCode(op.getInput()), out,
-          dtypeCode(op.getResult()), localCount(op.getResult()));
-    });
+    b.replaceOp(op, adaptor.getInput()); // the same bytes
+    return success();
   }
 };
 

@@ -256,6 +256,16 @@ protected:
     return success();
   }
 
+  /// emitInto of an op whose kernel moves elements of `type` (its data):
+  /// first the check that elementBytes knows their size.
+  template <typename Fn>
+  LogicalResult emitSizedInto(OpTy op, Type type, ConversionPatternRewriter &b,
+                              Fn &&emit) const {
+    if (failed(elementBytes(op, type)))
+      return failure();
+    return emitInto(op, b, std::forward<Fn>(emit));
+  }
+
   /// The same for an op of several results: their buffers, `emit(outs)`
   /// writing into them, and the op replaced by them.
   template <typename Fn>
