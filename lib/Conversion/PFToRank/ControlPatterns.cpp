@@ -9,9 +9,8 @@ using namespace mlir::pf;
 
 namespace {
 
-struct ConstantLowering : RankPattern<ConstantOp> {
-  ConstantLowering(const TypeConverter &converter, RankLoweringState &state)
-      : RankPattern(converter, state, Trace::None) {}
+struct ConstantLowering : UntracedPattern<ConstantOp> {
+  using UntracedPattern::UntracedPattern;
 
   /// Any other value (f32, i64, i32 or bool): a private module constant
   /// copied into the buffer (this rank's box: pf-partition-ranks sliced the
@@ -75,9 +74,8 @@ struct ConstantLowering : RankPattern<ConstantOp> {
 
 /// Micro-batch k is a contiguous block of rows: a view, no copy; or, of an
 /// input loaded by parts, part k loaded into its own buffer.
-struct MicrobatchLowering : RankPattern<MicrobatchOp> {
-  MicrobatchLowering(const TypeConverter &converter, RankLoweringState &state)
-      : RankPattern(converter, state, Trace::None) {}
+struct MicrobatchLowering : UntracedPattern<MicrobatchOp> {
+  using UntracedPattern::UntracedPattern;
 
   LogicalResult loadPart(MicrobatchOp op, const PartInput &part,
                          int64_t elementBytes,
@@ -158,10 +156,9 @@ struct PackLowering : RankPattern<PackOp> {
 };
 
 /// Same local data, another view of it.
-template <typename OpTy> struct ViewLowering : RankPattern<OpTy> {
-  using Base = RankPattern<OpTy>;
-  ViewLowering(const TypeConverter &converter, RankLoweringState &state)
-      : Base(converter, state, Base::Trace::None) {}
+template <typename OpTy> struct ViewLowering : UntracedPattern<OpTy> {
+  using Base = UntracedPattern<OpTy>;
+  using Base::Base;
   LogicalResult lower(OpTy op, typename Base::OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     b.replaceOp(op, adaptor.getOperands()[0]);
@@ -172,9 +169,8 @@ template <typename OpTy> struct ViewLowering : RankPattern<OpTy> {
 /// The end of the step: pending sends complete, and the loss (one value
 /// per micro-batch when packed) goes to the runtime unless another rank
 /// holding it reports it.
-struct ReturnLowering : RankPattern<func::ReturnOp> {
-  ReturnLowering(const TypeConverter &converter, RankLoweringState &state)
-      : RankPattern(converter, state, Trace::None) {}
+struct ReturnLowering : UntracedPattern<func::ReturnOp> {
+  using UntracedPattern::UntracedPattern;
   LogicalResult lower(func::ReturnOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();

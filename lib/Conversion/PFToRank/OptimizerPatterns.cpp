@@ -14,9 +14,8 @@ using namespace mlir::pf;
 
 namespace {
 
-struct ReadParamLowering : RankPattern<ReadParamOp> {
-  ReadParamLowering(const TypeConverter &converter, RankLoweringState &state)
-      : RankPattern(converter, state, Trace::None) {}
+struct ReadParamLowering : UntracedPattern<ReadParamOp> {
+  using UntracedPattern::UntracedPattern;
   LogicalResult lower(ReadParamOp op, OpAdaptor,
                       ConversionPatternRewriter &b) const override {
     if (!state.paramGlobals.count(op.getParam()))
@@ -62,9 +61,8 @@ struct WriteParamLowering : RankPattern<WriteParamOp> {
   }
 };
 
-struct ScalarInputLowering : RankPattern<ScalarInputOp> {
-  ScalarInputLowering(const TypeConverter &converter, RankLoweringState &state)
-      : RankPattern(converter, state, Trace::None) {}
+struct ScalarInputLowering : UntracedPattern<ScalarInputOp> {
+  using UntracedPattern::UntracedPattern;
   LogicalResult lower(ScalarInputOp op, OpAdaptor,
                       ConversionPatternRewriter &b) const override {
     b.replaceOp(

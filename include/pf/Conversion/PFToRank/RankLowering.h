@@ -289,6 +289,13 @@ private:
   Trace trace;
 };
 
+/// Base of the patterns whose ops get no trace event (constants, views,
+/// parameter reads, run-time scalars, micro-batch markers, the return).
+template <typename OpTy> struct UntracedPattern : RankPattern<OpTy> {
+  UntracedPattern(const TypeConverter &converter, RankLoweringState &state)
+      : RankPattern<OpTy>(converter, state, RankPattern<OpTy>::Trace::None) {}
+};
+
 /// An op's converted operands (the buffers), as its patterns see them.
 template <typename OpTy>
 using RankAdaptor = typename RankPattern<OpTy>::OpAdaptor;
