@@ -67,6 +67,18 @@ public:
     return types;
   }
 
+  /// globals() of which the one at `floatAt` (the data, beside labels, ids
+  /// or a mask) must have a float element type.
+  template <size_t N>
+  FailureOr<std::array<GlobalType, N>>
+  globals(const std::pair<Value, StringRef> (&named)[N], size_t floatAt) {
+    FailureOr<std::array<GlobalType, N>> types = globals(named);
+    if (failed(types) ||
+        failed(isFloat((*types)[floatAt], named[floatAt].second)))
+      return failure();
+    return types;
+  }
+
   /// globals() of operands of one float element type (named by the first).
   template <size_t N>
   FailureOr<std::array<GlobalType, N>>

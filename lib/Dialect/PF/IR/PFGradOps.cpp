@@ -55,12 +55,12 @@ LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
   FailureOr<std::array<GlobalType, 3>> types =
       inf.globals({{adaptor.getLogits(), "logits"},
                    {adaptor.getLabels(), "labels"},
-                   {adaptor.getLossGrad(), "loss_grad"}});
+                   {adaptor.getLossGrad(), "loss_grad"}},
+                  /*floatAt=*/0);
   if (failed(types))
     return failure();
   auto [logits, labels, dloss] = *types;
-  if (failed(inf.isFloat(logits, "logits")) ||
-      failed(inf.hasRank(logits, 2, "logits")) ||
+  if (failed(inf.hasRank(logits, 2, "logits")) ||
       failed(inf.hasRank(labels, 1, "labels")) ||
       failed(inf.hasRank(dloss, 0, "loss_grad")) ||
       failed(inf.sameElementType(logits, dloss, "logits and loss_grad")))
@@ -428,12 +428,11 @@ LogicalResult LayerNormGradInputOp::inferReturnTypes(
   FailureOr<std::array<GlobalType, 3>> types =
       inf.globals({{adaptor.getInput(), "input"},
                    {adaptor.getGamma(), "gamma"},
-                   {adaptor.getResultGrad(), "result_grad"}});
+                   {adaptor.getResultGrad(), "result_grad"}},
+                  /*floatAt=*/0);
   if (failed(types))
     return failure();
   auto [x, g, dy] = *types;
-  if (failed(inf.isFloat(x, "input")))
-    return failure();
   if (x.getRank() < 1 || dy.getShape() != x.getShape() ||
       g.getShape() != ArrayRef<int64_t>{x.getShape().back()})
     return inf.error() << "expects input and result_grad of one shape [..., C] "
@@ -449,14 +448,12 @@ LogicalResult LayerNormGradParamsOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, shortName(getOperationName()));
-  FailureOr<std::array<GlobalType, 2>> types =
-      inf.globals({{adaptor.getInput(), "input"},
-                   {adaptor.getResultGrad(), "result_grad"}});
+  FailureOr<std::array<GlobalType, 2>> types = inf.globals(
+      {{adaptor.getInput(), "input"}, {adaptor.getResultGrad(), "result_grad"}},
+      /*floatAt=*/0);
   if (failed(types))
     return failure();
   auto [x, dy] = *types;
-  if (failed(inf.isFloat(x, "input")))
-    return failure();
   if (x.getRank() < 1 || dy.getShape() != x.getShape())
     return inf.error() << "expects input and result_grad of one shape, got "
                        << Inference::shapeStr(x.getShape()) << " and "
@@ -473,12 +470,11 @@ EmbeddingGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                   SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, shortName(getOperationName()));
   FailureOr<std::array<GlobalType, 2>> types = inf.globals(
-      {{adaptor.getIds(), "ids"}, {adaptor.getResultGrad(), "result_grad"}});
+      {{adaptor.getIds(), "ids"}, {adaptor.getResultGrad(), "result_grad"}},
+      /*floatAt=*/1);
   if (failed(types))
     return failure();
   auto [ids, dy] = *types;
-  if (failed(inf.isFloat(dy, "result_grad")))
-    return failure();
   if (dy.getRank() != ids.getRank() + 1 ||
       dy.getShape().drop_back() != ids.getShape())
     return inf.error() << "result_grad must be ids' shape + [D], got "

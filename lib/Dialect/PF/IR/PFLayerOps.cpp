@@ -22,12 +22,12 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
     SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<std::array<GlobalType, 2>> types = inf.globals(
-      {{adaptor.getLogits(), "logits"}, {adaptor.getLabels(), "labels"}});
+      {{adaptor.getLogits(), "logits"}, {adaptor.getLabels(), "labels"}},
+      /*floatAt=*/0);
   if (failed(types))
     return failure();
   auto [logits, labels] = *types;
-  if (failed(inf.isFloat(logits, "logits")) ||
-      failed(inf.hasRank(logits, 2, "logits")) ||
+  if (failed(inf.hasRank(logits, 2, "logits")) ||
       failed(inf.hasRank(labels, 1, "labels")) ||
       failed(inf.labelsFor(logits, labels)))
     return failure();
@@ -184,12 +184,11 @@ EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                               SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, getOperationName().drop_front(3));
   FailureOr<std::array<GlobalType, 2>> types =
-      inf.globals({{adaptor.getTable(), "table"}, {adaptor.getIds(), "ids"}});
+      inf.globals({{adaptor.getTable(), "table"}, {adaptor.getIds(), "ids"}},
+                  /*floatAt=*/0);
   if (failed(types))
     return failure();
   auto [table, ids] = *types;
-  if (failed(inf.isFloat(table, "table")))
-    return failure();
   if (table.getRank() != 2)
     return inf.error() << "table must be [V, D], got shape "
                        << Inference::shapeStr(table.getShape());

@@ -135,12 +135,11 @@ MaskedFillOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                SmallVectorImpl<Type> &inferredReturnTypes) {
   Inference inf(loc, nameOf(getOperationName()));
   FailureOr<std::array<GlobalType, 2>> types =
-      inf.globals({{adaptor.getInput(), "input"}, {adaptor.getMask(), "mask"}});
+      inf.globals({{adaptor.getInput(), "input"}, {adaptor.getMask(), "mask"}},
+                  /*floatAt=*/0);
   if (failed(types))
     return failure();
   auto [x, m] = *types;
-  if (failed(inf.isFloat(x, "input")))
-    return failure();
   if (x.getShape() != m.getShape())
     return inf.error() << "mask shape " << Inference::shapeStr(m.getShape())
                        << " differs from input shape "
