@@ -169,12 +169,27 @@ LogicalResult lowerGroupedUpdate(RankLoweringState &state,
   return success();
 }
 
-struct SGDUpdateLowering : RankPattern<SGDUpdateOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(SGDUpdateOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    if (const UpdateGroup *group = state.buffers.updateGroupOf(op))
-      return lowerGroupedUpdate(state, b, op, *group);
+/// Base of the optimizer updates: one of a multi-tensor group lowers with
+/// its group (lowerGroupedUpdate), any other by lowerOne.
+template <typename OpTy> struct UpdatePattern : RankPattern<OpTy> {
+  using RankPattern<OpTy>::RankPattern;
+  using typename RankPattern<OpTy>::OpAdaptor;
+
+protected:
+  LogicalResult lower(OpTy op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &b) const final {
+    if (const UpdateGroup *group = this->state.buffers.updateGroupOf(op))
+      return lowerGroupedUpdate(this->state, b, op, *group);
+    return lowerOne(op, adaptor, b);
+  }
+  virtual LogicalResult lowerOne(OpTy op, OpAdaptor adaptor,
+                                 ConversionPatternRewriter &b) const = 0;
+};
+
+struct SGDUpdateLowering : UpdatePattern<SGDUpdateOp> {
+  using UpdatePattern::UpdatePattern;
+  LogicalResult lowerOne(SGDUpdateOp op, OpAdaptor adaptor,
+                         ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
     FailureOr<Value> p = state.result(b, op, 0);
     if (failed(p))
@@ -200,12 +215,10 @@ struct SGDUpdateLowering : RankPattern<SGDUpdateOp> {
   }
 };
 
-struct AdamUpdateLowering : RankPattern<AdamUpdateOp> {
-  using RankPattern::RankPattern;
-  LogicalResult lower(AdamUpdateOp op, OpAdaptor adaptor,
-                      ConversionPatternRewriter &b) const override {
-    if (const UpdateGroup *group = state.buffers.updateGroupOf(op))
-      return lowerGroupedUpdate(state, b, op, *group);
+struct AdamUpdateLowering : UpdatePattern<AdamUpdateOp> {
+  using UpdatePattern::UpdatePattern;
+  LogicalResult lowerOne(AdamUpdateOp op, OpAdaptor adaptor,
+                         ConversionPatternRewriter &b) const override {
     return emitIntoAll(op, b, [&](ArrayRef<Value> outs) {
       state.rt.pfrt_k_adam(
           b, op.getLoc(), adaptor.getParam(), adaptor.getGrad(),
