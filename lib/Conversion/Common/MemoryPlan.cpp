@@ -132,7 +132,8 @@ int64_t lowerBound(ArrayRef<Interval> buffers) {
 }
 
 /// Activations in flight: forward-defined buffers whose last reader is a
-/// backward op, counted per micro-batch over the step. Returns the most
+/// backward op (or a recomputation for one: checkpointing, widened casts),
+/// counted per micro-batch over the step. Returns the most
 /// micro-batches with such buffers live at once and the most bytes.
 std::pair<int64_t, int64_t> countActivationsInFlight(
     ArrayRef<Interval> classes,
@@ -147,7 +148,8 @@ std::pair<int64_t, int64_t> countActivationsInFlight(
       continue;
     auto phase = opAt[c.end]->getAttrOfType<StringAttr>(
         PFDialect::PhaseAttrHelper::getNameStr());
-    if (!phase || !phase.getValue().starts_with("backward"))
+    if (!phase || !(phase.getValue().starts_with("backward") ||
+                    phase.getValue() == "recompute"))
       continue;
     events.push_back({c.start, 1, i});
     events.push_back({c.end + 1, -1, i});

@@ -183,9 +183,21 @@ LogicalResult FunctionDifferentiator::run() {
   return success();
 }
 
+/// Whether `def` widens a bf16/f16 value to float32 (pf-autocast's cast
+/// before a float32 op). The backward recomputes it rather than keeping the
+/// 4-byte copy alive from the forward: the 2-byte value is saved instead.
+static bool widensLowPrecision(Operation *def) {
+  auto castOp = dyn_cast<CastOp>(def);
+  if (!castOp)
+    return false;
+  Type from = cast<GlobalType>(castOp.getInput().getType()).getElementType();
+  Type to = cast<GlobalType>(castOp.getType()).getElementType();
+  return (from.isBF16() || from.isF16()) && to.isF32();
+}
+
 Value FunctionDifferentiator::recompute(Value v, OpBuilder &b) {
   Operation *def = v.getDefiningOp();
-  if (!def || !checkpointAttr.isAttrPresent(def))
+  if (!def || (!checkpointAttr.isAttrPresent(def) && !widensLowPrecision(def)))
     return v;
   if (Value done = recomputed.lookup(v))
     return done;
