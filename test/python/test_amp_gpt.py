@@ -91,3 +91,26 @@ def test_gpt_bf16_layouts_stay_within_one_percent_of_one_rank(pf_opt, tmp_path, 
     assert len(one) == len(many) == 20
     err = rel(many, one)
     assert err.max() < 0.01, (seed, layout, schedule, err.max())
+
+
+def test_bf16_gpt_plans_at_most_0_6_of_float32s_activations(backend):
+    """Issue 36's memory target on the plan (compiled only): the bytes the
+    forward saves for the backward (activation_peak_bytes, two micro-batches)
+    in bf16 are at most 0.6 of float32's, with fused attention and the
+    widening casts recomputed in the backward."""
+    import gpt
+
+    import pipeflow as flow
+
+    def plan(amp):
+        flow.manual_seed(0)
+        config = gpt_model.GPTConfig(block_size=128, n_layer=2, n_head=4, n_embd=256, vocab_size=2048)
+        graph, place = gpt.build_graph(gpt_model.GPT(config), types.SimpleNamespace(
+            layout="one", schedule="1f1b", micro_batches=2, lr=1e-3, amp=amp))
+        x = np.random.default_rng().integers(0, 2048, (4, 128))
+        return graph.memory_report(*place(flow.tensor(x), flow.tensor(x)))[0]
+
+    f32, bf16 = plan(None), plan("bf16")
+    ratio = bf16["activation_peak_bytes"] / f32["activation_peak_bytes"]
+    assert f32["activation_peak_bytes"] > 0 and ratio <= 0.6, (ratio, f32, bf16)
+    print(f"bf16 activations {ratio:.3f} of float32")
