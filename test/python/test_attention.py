@@ -122,7 +122,7 @@ def test_fused_attention_trains_as_float64(backend, case):
     assert "pf.attention" in graph.ir(flow.tensor(g)) and "pf.softmax" not in graph.ir(flow.tensor(g))
     out, want = reference(q, k, v, g, scale, c["is_causal"], mask)
     close(np.float64(loss), (out * g).sum(), "loss", rtol=1e-4)
-    for name, got, w in zip("qkv", grads, want):
+    for name, got, w in zip("qkv", grads, want, strict=True):
         close(got, w, "d" + name)
 
 
@@ -145,7 +145,7 @@ def test_the_unfused_spelling_is_fused_and_trains_alike(backend, fuse):
     assert "pf.softmax" in text  # the traced program is the user's
     out, want = reference(q, k, v, g, 1.0 / math.sqrt(8), causal=True)
     close(np.float64(loss), (out * g).sum(), "loss", rtol=1e-4)
-    for name, got, w in zip("qkv", grads, want):
+    for name, got, w in zip("qkv", grads, want, strict=True):
         close(got, w, "d" + name)
 
 
@@ -167,7 +167,7 @@ def test_fused_dropout_drops_what_pf_dropout_drops(backend):
     close(np.float64(fused[0]), np.float64(composed[0]), "loss")
     no_dropout, _ = reference(q, k, v, g, 0.25, causal=True)
     assert abs(fused[0] - (no_dropout * g).sum()) > 1e-3 * abs((no_dropout * g).sum())
-    for name, a, b in zip("qkv", fused[1], composed[1]):
+    for name, a, b in zip("qkv", fused[1], composed[1], strict=True):
         close(a, b, "d" + name)
 
 
@@ -253,7 +253,7 @@ def test_fused_attention_in_bf16_is_within_bf16_tolerance(backend, case):
     grads = [a - trained[n].numpy() for a, n in ((q, "q"), (k, "k"), (v, "v"))]
     out, want = reference(to_bf16(q), to_bf16(k), to_bf16(v), g, 1 / math.sqrt(D), case == "causal", mask)
     close(np.float64(loss), (to_bf16(out) * g).sum(), "loss", rtol=1.6e-2)
-    for name, got, w in zip("qkv", grads, want):
+    for name, got, w in zip("qkv", grads, want, strict=True):
         close(got, w, "d" + name, rtol=1.6e-2)
     # Not float32: bf16 rounding shows.
     out32, _ = reference(q, k, v, g, 1 / math.sqrt(D), case == "causal", mask)
