@@ -73,6 +73,8 @@ def main():
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tie", action="store_true")
+    parser.add_argument("--dropout", type=float, default=0.0,
+                        help="attention, residual and embedding dropout (nanoGPT's)")
     parser.add_argument("--bucket-mbytes", type=float, default=None,
                         help="gradient all-reduce bucket size in MiB (0: one all-reduce a "
                              "gradient; default: the compiler's 25)")
@@ -84,7 +86,8 @@ def main():
                         help="print a checksum of the trained weights (read back in logical form)")
     args = parser.parse_args()
     flow.manual_seed(args.seed)
-    config = GPTConfig(block_size=args.block, n_layer=args.layers, tie=args.tie)
+    config = GPTConfig(block_size=args.block, n_layer=args.layers, tie=args.tie,
+                       dropout=args.dropout)
     model = GPT(config)
     graph, place_inputs = build_graph(model, args)
     times = []

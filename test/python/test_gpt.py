@@ -157,6 +157,29 @@ def test_gpt_layouts_equal_one_rank(pf_opt, tmp_path, layout, ranks, schedule):
     assert len(sums) == ranks and all(abs(v - ref) <= 1e-5 * abs(ref) for v in sums), (seed, sums, ref)
 
 
+@needs_mpiexec
+@pytest.mark.parametrize("layout,ranks", [("tp", 2), ("pp", 2), ("pp_tp", 4)])
+def test_gpt_with_dropout_layouts_equal_one_rank(pf_opt, tmp_path, layout, ranks):
+    """Dropout 0.2 (attention probabilities inside the fused pf.attention,
+    residual and embedding): every layout draws the same logical elements
+    (heads split, two stages with 2 micro-batches, both), so the losses
+    equal the one-rank run's within 1e-5. (gpt.py's data-parallel layouts
+    give every rank the one-rank batch, a logical batch twice as large, so
+    their dropout draws differ by design.)"""
+    seed = str(np.random.default_rng().integers(2**31))
+    args = ("--seed", seed, "--steps", "2", "--layers", "2", "--micro-batches", "2",
+            "--batch", "8", "--block", "16", "--dropout", "0.2")
+    path = os.path.join(EXAMPLES, "gpt.py")
+    many = run(path, *args, "--layout", layout, cache=tmp_path, ranks=ranks)
+    one = run(path, *args, cache=tmp_path)
+    plain = run(path, *args[:-2], cache=tmp_path)
+    assert many.returncode == 0 and one.returncode == 0, many.stderr + one.stderr
+    got, want, off = (printed_losses(r.stdout) for r in (many, one, plain))
+    err = max(abs(got[k] - want[k]) / abs(want[k]) for k in want)
+    assert sorted(got) == sorted(want) == [0, 1] and err < 1e-5, (seed, got, want)
+    assert abs(want[0] - off[0]) > 1e-4 * abs(off[0]), (want, off)  # dropout acts
+
+
 def test_gpt_tensor_parallel_boxing_is_megatrons(pf_opt):
     """The TP2 GPT's boxing report (Megatron's weight layouts, nothing else
     given): per block one all-reduce of the [batch, block, n_embd]
