@@ -97,7 +97,8 @@ def test_bf16_gpt_plans_at_most_0_6_of_float32s_activations(backend):
     """Issue 36's memory target on the plan (compiled only): the bytes the
     forward saves for the backward (activation_peak_bytes, two micro-batches)
     in bf16 are at most 0.6 of float32's, with fused attention and the
-    widening casts recomputed in the backward."""
+    widening casts recomputed in the backward; the plan's live bytes by
+    dtype."""
     import gpt
 
     import pipeflow as flow
@@ -114,3 +115,9 @@ def test_bf16_gpt_plans_at_most_0_6_of_float32s_activations(backend):
     ratio = bf16["activation_peak_bytes"] / f32["activation_peak_bytes"]
     assert f32["activation_peak_bytes"] > 0 and ratio <= 0.6, (ratio, f32, bf16)
     print(f"bf16 activations {ratio:.3f} of float32")
+    # The plan's bytes by dtype where the most are live add up to its
+    # lower bound; float32's plan holds no bf16.
+    for p in (f32, bf16):
+        parts = {k: v for k, v in p.items() if k.startswith("step_lower_bound_") and k.count("_") == 4}
+        assert sum(parts.values()) == p["step_lower_bound_bytes"], p
+    assert bf16["step_lower_bound_bf16_bytes"] > 0 and "step_lower_bound_bf16_bytes" not in f32

@@ -29,11 +29,30 @@ FailureOr<int64_t> bytesOfType(Location loc, Type type) {
   return roundUp(width * global.getNumElements());
 }
 
+/// The short name of an element type, as the IR prints it.
+StringRef dtypeName(Type t) {
+  if (t.isF32())
+    return "f32";
+  if (t.isBF16())
+    return "bf16";
+  if (t.isF16())
+    return "f16";
+  if (t.isInteger(64))
+    return "i64";
+  if (t.isInteger(32))
+    return "i32";
+  if (t.isInteger(1))
+    return "i1";
+  return "other";
+}
+
 /// One buffer: an alias class of values and its lifetime in op positions
 /// (inputs are defined at 0, ops count from 1; kEnd = after the last op).
 struct Interval {
   int64_t bytes = 0;
   int64_t start = 0, end = 0;
+  /// Its element type's name (f32, bf16, i64, ...).
+  StringRef dtype;
   /// The micro-batch whose forward defined it (-1: none).
   int64_t microbatch = -1;
   bool external = false; // a parameter, a run-time scalar, or nothing
@@ -109,6 +128,30 @@ int64_t allocate(SmallVectorImpl<Interval> &buffers,
     peak = std::max(peak, top);
   }
   return peak;
+}
+
+/// The bytes of each element type live where the most bytes are live (they
+/// add up to lowerBound).
+llvm::StringMap<int64_t> liveByDtypeAtPeak(ArrayRef<Interval> buffers) {
+  SmallVector<std::tuple<int64_t, int64_t, unsigned>> events; // at, +-, idx
+  for (auto [i, b] : llvm::enumerate(buffers))
+    if (!b.external) {
+      events.push_back({b.start, b.bytes, i});
+      if (b.end != kEnd)
+        events.push_back({b.end + 1, -b.bytes, i});
+    }
+  llvm::sort(events);
+  llvm::StringMap<int64_t> live, atPeak;
+  int64_t total = 0, most = 0;
+  for (auto [at, delta, i] : events) {
+    live[buffers[i].dtype] += delta;
+    total += delta;
+    if (total > most) {
+      most = total;
+      atPeak = live;
+    }
+  }
+  return atPeak;
 }
 
 /// The most bytes live at any position.
@@ -245,6 +288,7 @@ LogicalResult MemoryPlan::Planner::newClass(Value v, int64_t start,
     if (failed(bytes))
       return failure();
     c.bytes = *bytes;
+    c.dtype = dtypeName(cast<GlobalType>(v.getType()).getElementType());
   }
   plan.classOf[v] = classes.size();
   classes.push_back(c);
@@ -396,6 +440,10 @@ MemoryPlan MemoryPlan::Planner::finish() {
   SmallVector<int64_t> offsets(classes.size(), -1);
   plan.stepPeakBytes = allocate(classes, offsets);
   plan.lowerBoundBytes = lowerBound(classes);
+  for (auto &[dtype, bytes] : liveByDtypeAtPeak(classes))
+    if (bytes > 0)
+      plan.peakLiveBytesByDtype.push_back({dtype.str(), bytes});
+  llvm::sort(plan.peakLiveBytesByDtype);
   for (auto [i, c] : llvm::enumerate(classes)) {
     plan.classOffset.push_back(c.external ? -1
                                           : plan.persistentBytes + offsets[i]);
@@ -433,7 +481,10 @@ DictionaryAttr MemoryPlan::toAttr(MLIRContext *ctx) const {
   auto entry = [&](StringRef name, int64_t v) {
     return b.getNamedAttr(name, b.getI64IntegerAttr(v));
   };
-  return b.getDictionaryAttr(
+  SmallVector<NamedAttribute> byDtype;
+  for (const auto &[dtype, bytes] : peakLiveBytesByDtype)
+    byDtype.push_back(entry("step_lower_bound_" + dtype + "_bytes", bytes));
+  SmallVector<NamedAttribute> entries(
       {entry("arena_bytes", arenaBytes),
        entry("persistent_bytes", persistentBytes),
        entry("parameter_bytes", parameterBytes),
@@ -444,4 +495,6 @@ DictionaryAttr MemoryPlan::toAttr(MLIRContext *ctx) const {
        entry("step_buffers", numBuffers),
        entry("activations_in_flight", activationsInFlight),
        entry("activation_peak_bytes", activationPeakBytes)});
+  entries.append(byDtype);
+  return b.getDictionaryAttr(entries);
 }

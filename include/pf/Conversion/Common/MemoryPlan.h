@@ -75,6 +75,10 @@ public:
   /// their backward at once (what the schedule simulation calls in flight),
   /// and the most bytes those activations take at once.
   int64_t activationsInFlight = 0, activationPeakBytes = 0;
+  /// Where the most step bytes are live (lowerBoundBytes): those bytes by
+  /// element type ("f32", "bf16", ...), sorted by name; in the report as
+  /// step_lower_bound_<dtype>_bytes.
+  SmallVector<std::pair<std::string, int64_t>> peakLiveBytesByDtype;
 
   /// The report as a dictionary (for the manifest and `memory-report`).
   DictionaryAttr toAttr(MLIRContext *ctx) const;
