@@ -4,7 +4,7 @@
 // then the step's buffers. %a and %b overlap in time (b reads a) and get
 // different offsets; %c is defined after %a's last reader, so it reuses
 // %a's block; %d reuses %b's. The peak is two buffers: 64 + 2 * 64.
-// CHECK: pfrt.memory = {{{.*}}arena_bytes = 192 : i64, {{.*}}parameter_bytes = 64 : i64, persistent_bytes = 64 : i64, {{.*}}step_lower_bound_bytes = 128 : i64, step_peak_bytes = 128 : i64}
+// CHECK: pfrt.memory = {{{.*}}arena_bytes = 192 : i64, {{.*}}parameter_bytes = 64 : i64, persistent_bytes = 64 : i64, {{.*}}step_lower_bound_bytes = 128 : i64, step_lower_bound_f32_bytes = 128 : i64, step_peak_bytes = 128 : i64}
 // CHECK-LABEL: llvm.func @pf_init_params
 // CHECK: %[[SIZE:.+]] = llvm.mlir.constant(192 : i64)
 // CHECK: llvm.call @pfrt_arena_plan(%[[SIZE]])

@@ -10,6 +10,7 @@
 #include "OpUtils.h"
 
 #include <cmath>
+#include <type_traits>
 
 using namespace mlir;
 using namespace mlir::pf;
@@ -82,69 +83,59 @@ SBPDim maskSBP(Value mask, int64_t axis) {
 } // namespace
 
 /// The checked operand types of `op` (either attention op), or failure.
-template <typename Adaptor>
-static FailureOr<std::array<GlobalType, 3>>
-attentionTypes(std::optional<Location> loc, StringRef name, Adaptor adaptor) {
-  Inference inf(loc, name.drop_front(3));
-  return checkAttention(inf, adaptor.getQuery(), adaptor.getKey(),
-                        adaptor.getValue(), adaptor.getMask());
-}
-
-LogicalResult
-AttentionOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
-                              Adaptor adaptor,
-                              SmallVectorImpl<Type> &inferredReturnTypes) {
+/// The result types of either attention op: the forward's output and
+/// log-sum-exp, or the gradient's dq, dk and dv (after checking its
+/// output, lse and result_grad against the forward's shapes).
+template <typename OpTy>
+static LogicalResult
+inferAttention(std::optional<Location> loc, StringRef opName,
+               typename OpTy::Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  Inference inf(loc, opName);
   FailureOr<std::array<GlobalType, 3>> types =
-      attentionTypes(loc, getOperationName(), adaptor);
+      checkAttention(inf, adaptor.getQuery(), adaptor.getKey(),
+                     adaptor.getValue(), adaptor.getMask());
   if (failed(types))
     return failure();
   auto [q, k, v] = *types;
   ArrayRef<int64_t> sq = q.getShape();
-  inferredReturnTypes.push_back(
-      resultLike(q, {sq[0], sq[1], sq[2], v.getShape()[3]}));
-  inferredReturnTypes.push_back(GlobalType::get(ctx, {sq[0], sq[1], sq[2]},
-                                                Float32Type::get(ctx),
-                                                q.getPlacement(), SBPAttr()));
-  return success();
+  SmallVector<int64_t> outShape = {sq[0], sq[1], sq[2], v.getShape()[3]};
+  if constexpr (std::is_same_v<OpTy, AttentionOp>) {
+    MLIRContext *ctx = q.getContext();
+    results.push_back(resultLike(q, outShape));
+    results.push_back(GlobalType::get(ctx, sq.take_front(3),
+                                      Float32Type::get(ctx), q.getPlacement(),
+                                      SBPAttr()));
+    return success();
+  } else {
+    FailureOr<std::array<GlobalType, 3>> rest =
+        inf.globals({{adaptor.getOutput(), "output"},
+                     {adaptor.getLse(), "lse"},
+                     {adaptor.getResultGrad(), "result_grad"}});
+    if (failed(rest))
+      return failure();
+    auto [o, lse, dout] = *rest;
+    if (o.getShape() != ArrayRef(outShape) ||
+        dout.getShape() != ArrayRef(outShape) ||
+        lse.getShape() != sq.take_front(3))
+      return inf.error() << "expects output and result_grad of shape "
+                         << Inference::shapeStr(outShape) << " and lse of "
+                         << Inference::shapeStr(sq.take_front(3)) << ", got "
+                         << Inference::shapeStr(o.getShape()) << ", "
+                         << Inference::shapeStr(dout.getShape()) << " and "
+                         << Inference::shapeStr(lse.getShape());
+    results.push_back(resultLike(q, q.getShape()));
+    results.push_back(resultLike(q, k.getShape()));
+    results.push_back(resultLike(q, v.getShape()));
+    return success();
+  }
 }
+
+PF_INFER_RETURN_TYPES(AttentionOp, inferAttention<AttentionOp>, adaptor)
+PF_INFER_RETURN_TYPES(AttentionGradOp, inferAttention<AttentionGradOp>, adaptor)
 
 LogicalResult AttentionOp::verify() {
   return verifyAttentionAttrs(*this, getScale().convertToDouble(),
                               getDropoutP().convertToDouble());
-}
-
-LogicalResult
-AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                  Adaptor adaptor,
-                                  SmallVectorImpl<Type> &inferredReturnTypes) {
-  FailureOr<std::array<GlobalType, 3>> types =
-      attentionTypes(loc, getOperationName(), adaptor);
-  if (failed(types))
-    return failure();
-  auto [q, k, v] = *types;
-  Inference inf(loc, getOperationName().drop_front(3));
-  FailureOr<std::array<GlobalType, 3>> rest =
-      inf.globals({{adaptor.getOutput(), "output"},
-                   {adaptor.getLse(), "lse"},
-                   {adaptor.getResultGrad(), "result_grad"}});
-  if (failed(rest))
-    return failure();
-  auto [o, lse, dout] = *rest;
-  ArrayRef<int64_t> sq = q.getShape();
-  SmallVector<int64_t> outShape = {sq[0], sq[1], sq[2], v.getShape()[3]};
-  if (o.getShape() != ArrayRef(outShape) ||
-      dout.getShape() != ArrayRef(outShape) ||
-      lse.getShape() != sq.take_front(3))
-    return inf.error() << "expects output and result_grad of shape "
-                       << Inference::shapeStr(outShape) << " and lse of "
-                       << Inference::shapeStr(sq.take_front(3)) << ", got "
-                       << Inference::shapeStr(o.getShape()) << ", "
-                       << Inference::shapeStr(dout.getShape()) << " and "
-                       << Inference::shapeStr(lse.getShape());
-  inferredReturnTypes.push_back(resultLike(q, q.getShape()));
-  inferredReturnTypes.push_back(resultLike(q, k.getShape()));
-  inferredReturnTypes.push_back(resultLike(q, v.getShape()));
-  return success();
 }
 
 LogicalResult AttentionGradOp::verify() {
