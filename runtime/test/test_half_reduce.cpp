@@ -127,9 +127,9 @@ void checkSum(const Kind &k, const Halves &out, const Group &g, uint64_t call,
     if (n <= 2) {
       double exact = valueOf(k, in[0][i]) + (n == 2 ? valueOf(k, in[1][i]) : 0);
       double ref = round(k, exact);
-      CHECK(got == ref || (std::isnan(got) && std::isnan(ref)),
-            "%s %s n=%lld element %lld: got %.9g, round(a + b) = %.9g", what,
-            k.name, (long long)n, (long long)i, got, ref);
+      bool same = got == ref || (std::isnan(got) && std::isnan(ref));
+      CHECK(same, "%s %s n=%lld element %lld: got %.9g, round(a + b) = %.9g",
+            what, k.name, (long long)n, (long long)i, got, ref);
       continue;
     }
     double sum = 0, abs = 0;
@@ -181,8 +181,9 @@ void testEdges(const Group &g) {
   Halves hb = {bitsOf(kBF16, mineB[0]), bitsOf(kBF16, mineB[1])}, ob(2);
   pfrt_all_reduce_sum_dtype(hb.data(), ob.data(), 2, PFRT_DTYPE_BF16, g.data(),
                             n);
-  CHECK(valueOf(kBF16, ob[0]) == 1.0 && valueOf(kBF16, ob[1]) == 1.0 + 0x1p-6,
-        "bf16 ties: got %.9g %.9g", valueOf(kBF16, ob[0]),
+  bool ties =
+      valueOf(kBF16, ob[0]) == 1.0 && valueOf(kBF16, ob[1]) == 1.0 + 0x1p-6;
+  CHECK(ties, "bf16 ties: got %.9g %.9g", valueOf(kBF16, ob[0]),
         valueOf(kBF16, ob[1]));
   // f16: 65504 + 65504 overflows; 60000 + -60000 is 0.
   float mineH[2] = {65504.0f, gRank == g[0] ? 60000.0f : -60000.0f};
@@ -191,8 +192,9 @@ void testEdges(const Group &g) {
          oh(2);
   pfrt_all_reduce_sum_dtype(hh.data(), oh.data(), 2, PFRT_DTYPE_F16, g.data(),
                             n);
-  CHECK(std::isinf(valueOf(kF16, oh[0])) && valueOf(kF16, oh[1]) == 0.0,
-        "f16 edges: got %.9g %.9g", valueOf(kF16, oh[0]), valueOf(kF16, oh[1]));
+  bool edges = std::isinf(valueOf(kF16, oh[0])) && valueOf(kF16, oh[1]) == 0.0;
+  CHECK(edges, "f16 edges: got %.9g %.9g", valueOf(kF16, oh[0]),
+        valueOf(kF16, oh[1]));
 }
 
 /// dtype F32 through the dtype row: pfrt_all_reduce_sum's bits.

@@ -66,19 +66,19 @@ LogicalResult verifyAttentionAttrs(Operation *op, double scale,
                                    double dropoutP) {
   if (!std::isfinite(scale))
     return op->emitOpError() << "scale must be finite, got " << scale;
-  if (!(dropoutP >= 0.0 && dropoutP < 1.0))
+  if (std::isnan(dropoutP) || dropoutP < 0.0 || dropoutP >= 1.0)
     return op->emitOpError() << "dropout_p must be in [0, 1), got " << dropoutP;
   return success();
 }
 
-SBPDim S(int64_t axis) { return SBPDim::split(axis); }
+SBPDim split(int64_t axis) { return SBPDim::split(axis); }
 
 /// The mask's SBP when the scores are split along `axis`: split alike where
 /// it has that axis, broadcast where it is broadcast along it.
 SBPDim maskSBP(Value mask, int64_t axis) {
   return cast<GlobalType>(mask.getType()).getShape()[axis] == 1
              ? SBPDim::broadcast()
-             : S(axis);
+             : split(axis);
 }
 } // namespace
 
@@ -143,37 +143,39 @@ LogicalResult AttentionGradOp::verify() {
                               getDropoutP().convertToDouble());
 }
 
-void AttentionOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+void AttentionOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &signatures) {
   // Batch or heads split (Megatron's head-split tensor parallelism: no
   // communication inside attention), or the queries split with every key.
   Value mask = getMask();
   for (int64_t axis = 0; axis < 3; ++axis) {
-    SmallVector<SBPDim> operands = {S(axis),
-                                    axis < 2 ? S(axis) : SBPDim::broadcast(),
-                                    axis < 2 ? S(axis) : SBPDim::broadcast()};
+    SmallVector<SBPDim> operands = {
+        split(axis), axis < 2 ? split(axis) : SBPDim::broadcast(),
+        axis < 2 ? split(axis) : SBPDim::broadcast()};
     if (mask)
       operands.push_back(maskSBP(mask, axis));
-    sigs.push_back({operands, {S(axis), S(axis)}});
+    signatures.push_back({operands, {split(axis), split(axis)}});
   }
 }
 
-void AttentionGradOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &sigs) {
+void AttentionGradOp::getSBPSignatures(
+    SmallVectorImpl<SBPSignature> &signatures) {
   Value mask = getMask();
   for (int64_t axis = 0; axis < 3; ++axis) {
-    SBPDim kv = axis < 2 ? S(axis) : SBPDim::broadcast();
-    SmallVector<SBPDim> operands = {S(axis), kv, kv, S(axis), S(axis), S(axis)};
+    SBPDim kv = axis < 2 ? split(axis) : SBPDim::broadcast();
+    SmallVector<SBPDim> operands = {split(axis), kv,          kv,
+                                    split(axis), split(axis), split(axis)};
     if (mask)
       operands.push_back(maskSBP(mask, axis));
     // Split queries: each rank's rows give an addend of dk and dv.
-    SBPDim dkv = axis < 2 ? S(axis) : SBPDim::partial();
-    sigs.push_back({operands, {S(axis), dkv, dkv}});
+    SBPDim dkv = axis < 2 ? split(axis) : SBPDim::partial();
+    signatures.push_back({operands, {split(axis), dkv, dkv}});
   }
   // Linear in dout (delta = rowsum(dout * out) is too, out and lse fixed).
   SBPDim b = SBPDim::broadcast(), p = SBPDim::partial();
   SmallVector<SBPDim> operands = {b, b, b, b, b, p};
   if (mask)
     operands.push_back(b);
-  sigs.push_back({operands, {p, p, p}});
+  signatures.push_back({operands, {p, p, p}});
 }
 
 LogicalResult AttentionOp::buildGradient(OpBuilder &b,

@@ -95,7 +95,7 @@ FailureOr<Chain> match(MatmulOp pv) {
   if ((c.fill = soleUse<MaskedFillOp>(scores))) {
     double fill = c.fill.getValue().convertToDouble();
     auto maskType = cast<GlobalType>(c.fill.getMask().getType());
-    if (!(std::isinf(fill) && fill < 0) ||
+    if (!std::isinf(fill) || fill > 0 ||
         !maskType.getElementType().isInteger(1))
       return failure();
     scores = c.fill.getInput();
