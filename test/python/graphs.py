@@ -46,12 +46,15 @@ class Train(nn.Graph):
     """Trains ``model`` with ``optimizer`` (plain SGD at ``lr`` when none is
     given) and ``lr_sch``; ``m`` micro-batches, ``stages`` automatic pipeline
     stages balanced by ``balance``, ``chunks`` virtual stages per rank
-    (interleaved 1F1B) where given."""
+    (interleaved 1F1B) where given; gradient all-reduces in
+    ``gradient_dtype`` where given."""
 
     def __init__(self, model, optimizer=None, lr=None, lr_sch=None, m=None, stages=None, balance="flops",
-                 chunks=1, generated=False):
+                 chunks=1, generated=False, gradient_dtype=None):
         super().__init__()
         self.config.enable_generated_kernels(generated)
+        if gradient_dtype is not None:
+            self.config.set_gradient_dtype(gradient_dtype)
         self.model = model
         self.loss_fn = nn.CrossEntropyLoss()
         if m is not None:

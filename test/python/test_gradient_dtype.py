@@ -16,11 +16,12 @@ import re
 import numpy as np
 import pytest
 from conftest import mpiexec_available
+from graphs import MLP, Train
 from jobs import run_script
 from test_run import fresh_seeds
 
 import pipeflow as flow
-from pipeflow import dtypes, nn
+from pipeflow import dtypes
 
 needs_mpiexec = pytest.mark.skipif(not mpiexec_available(), reason="needs mpiexec (MPICH)")
 IN, HID, OUT, BATCH, STEPS, LR = 16, 32, 4, 8, 6, 0.1
@@ -43,34 +44,14 @@ PL = flow.placement("cpu", ranks=[0, 1])
 B, S0 = flow.sbp.broadcast, flow.sbp.split(0)
 
 
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1, self.fc2 = nn.Linear(IN, HID), nn.Linear(HID, OUT)
-
-    def forward(self, x):
-        return self.fc2(flow.relu(self.fc1(x)))
-
-
-class Train(nn.Graph):
-    def __init__(self, model):
-        super().__init__()
-        self.model, self.loss_fn = model, nn.CrossEntropyLoss()
-        self.add_optimizer(flow.optim.SGD(model.parameters(), lr=LR))
-        self.config.set_gradient_dtype({"bf16": flow.bfloat16, "f16": flow.float16,
-                                        "f32": flow.float32}[dtype])
-
-    def build(self, x, y):
-        loss = self.loss_fn(self.model(x), y)
-        loss.backward()
-        return loss
-
+from graphs import MLP, Train
 
 flow.manual_seed(pseed)
-model = MLP()
+model = MLP(IN, HID, OUT)
 init = {k: v.numpy().tolist() for k, v in model.state_dict().items()}
 model.to_global(PL, [B])
-graph = Train(model)
+graph = Train(model, lr=LR, gradient_dtype={"bf16": flow.bfloat16, "f16": flow.float16,
+                                           "f32": flow.float32}[dtype])
 rng = np.random.default_rng(dseed)
 losses = []
 for _ in range(STEPS):
@@ -148,40 +129,17 @@ def test_dp2_low_gradient_all_reduce_equals_numpy(backend, tmp_path, low):
     assert got[0]["final"] != f32[0]["final"], where
 
 
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1, self.fc2 = nn.Linear(IN, HID), nn.Linear(HID, OUT)
-
-    def forward(self, x):
-        return self.fc2(flow.relu(self.fc1(x)))
-
-
-class Train(nn.Graph):
-    def __init__(self, model, dtype):
-        super().__init__()
-        self.model, self.loss_fn = model, nn.CrossEntropyLoss()
-        self.add_optimizer(flow.optim.SGD(model.parameters(), lr=LR))
-        if dtype is not None:
-            self.config.set_gradient_dtype(dtype)
-
-    def build(self, x, y):
-        loss = self.loss_fn(self.model(x), y)
-        loss.backward()
-        return loss
-
-
 LINE = re.compile(r"^\s*all_reduce (\S+) .*: (\d+) bytes/rank")
 
 
 def report(dtype):
     pl = flow.placement("cpu", ranks=[0, 1])
     flow.manual_seed(0)
-    model = MLP()
+    model = MLP(IN, HID, OUT)
     model.to_global(pl, [flow.sbp.broadcast])
     x = flow.tensor(np.zeros((BATCH, IN), np.float32), placement=pl, sbp=[flow.sbp.split(0)])
     y = flow.tensor(np.zeros(BATCH, np.int64), placement=pl, sbp=[flow.sbp.split(0)])
-    text = Train(model, dtype).debug_report(x, y)
+    text = Train(model, lr=LR, gradient_dtype=dtype).debug_report(x, y)
     return {m[1]: int(m[2]) for m in map(LINE.match, text.splitlines()) if m}, text
 
 
@@ -197,7 +155,7 @@ def test_boxing_report_counts_two_bytes_an_element(backend, dtype, name):
 
 
 def test_gradient_dtype_is_checked():
-    cfg = Train(MLP(), None).config
+    cfg = Train(MLP(IN, HID, OUT), lr=LR).config
     assert cfg.gradient_dtype == "f32"
     cfg.set_gradient_dtype(flow.bfloat16)
     assert cfg.gradient_dtype == "bf16"

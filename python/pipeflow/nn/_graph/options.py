@@ -195,18 +195,11 @@ def pipeline(graph, traced, loc):
     cfg = graph.config
     options.append(f"accumulation-steps={cfg.gradient_accumulation_steps}")
     options += schedule_options(graph, traced)
-    if traced.options["pipeline"].get("auto_stages"):
-        options.append(f"auto-stages={cfg.pipeline_stages} balance={cfg.balance}")
-    if cfg.generated_kernels:
-        options.append("generated-kernels=true")
-    if not cfg.fuse_attention:
-        options.append("fuse-attention=false")
+    options += forward_options(cfg, traced)
     if cfg.gradient_bucket_bytes is not None:
         options.append(f"bucket-bytes={cfg.gradient_bucket_bytes}")
     if cfg.zero_stage:
         options.append(f"zero-stage={cfg.zero_stage} zero-min-size={cfg.zero_min_size}")
-    if cfg.amp_dtype:
-        options.append(f"autocast={cfg.amp_dtype}")
     if cfg.gradient_dtype != "f32":
         options.append(f"gradient-dtype={cfg.gradient_dtype}")
     if graph._grad_scaler is not None:
@@ -241,7 +234,13 @@ def inference_pipeline(graph, traced, loc):
             f"{graph.name} is an inference graph (build() never calls backward()): it has no "
             f"gradients to accumulate over {cfg.gradient_accumulation_steps} micro-batches",
             ["leave set_gradient_accumulation_steps unset in inference graphs"])
-    options = ["training=false", "accumulation-steps=1"]
+    return " ".join(["training=false", "accumulation-steps=1"] + forward_options(cfg, traced))
+
+
+def forward_options(cfg, traced):
+    """The options training and inference graphs share: automatic stages,
+    generated kernels, attention fusion and mixed precision."""
+    options = []
     if traced.options["pipeline"].get("auto_stages"):
         options.append(f"auto-stages={cfg.pipeline_stages} balance={cfg.balance}")
     if cfg.generated_kernels:
@@ -250,7 +249,7 @@ def inference_pipeline(graph, traced, loc):
         options.append("fuse-attention=false")
     if cfg.amp_dtype:
         options.append(f"autocast={cfg.amp_dtype}")
-    return " ".join(options)
+    return options
 
 
 def schedule_options(graph, traced):
