@@ -31,8 +31,9 @@ itself (which would copy the front end's pipeline options).
   this width (with or without ZeRO), a CompileError.
 - DP8 without ZeRO at 128 sequences a rank (the CI model's activations are
   about 0.8 GiB a sequence with fused attention, 1.3 without):
-  set_device_memory(80 GiB) refuses it with a CompileError at the setting's line naming the rank and its bytes, which
-  the same graph's plan without the limit confirms. (At 48 layers and one
+  set_device_memory(80 GiB) refuses it with a CompileError at the
+  setting's line naming the rank and its bytes, which the same graph's
+  plan without the limit confirms. (At 48 layers and one
   sequence a rank DP8 without ZeRO plans 27.5 GiB a rank: it fits.)
 
 Each within 5% of the closed form; the compile times are printed (-s).
