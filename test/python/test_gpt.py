@@ -177,7 +177,9 @@ def test_gpt_with_dropout_layouts_equal_one_rank(pf_opt, tmp_path, layout, ranks
     got, want, off = (printed_losses(r.stdout) for r in (many, one, plain))
     err = max(abs(got[k] - want[k]) / abs(want[k]) for k in want)
     assert sorted(got) == sorted(want) == [0, 1] and err < 1e-5, (seed, got, want)
-    assert abs(want[0] - off[0]) > 1e-4 * abs(off[0]), (want, off)  # dropout acts
+    # Dropout acts (at initialisation every loss is near log(vocab), so the
+    # second step shows it).
+    assert abs(want[1] - off[1]) > 1e-4 * abs(off[1]), (want, off)
 
 
 def test_gpt_tensor_parallel_boxing_is_megatrons(pf_opt):
