@@ -22,7 +22,8 @@ ranks each, 4 ranks), ``tp`` (Megatron's tensor parallelism on ranks 0
 and 1: ``c_attn`` and ``c_fc`` column-split, both ``c_proj`` row-split,
 the rest replicated), ``tp_dp`` (a 2 x 2 mesh: data parallel over its
 rows, tensor parallel within each) and ``pp_tp`` (two stages of two
-tensor-parallel ranks each). The tensor-parallel layouts only set the
+tensor-parallel ranks each) and ``pp_tp_dp`` (two stages of a 2 x 2 mesh
+each, data parallel over its rows, 8 ranks). The tensor-parallel layouts only set the
 weights' SBP the way Megatron lays them out (and the vocabulary split
 of the token embedding and the head, tied or not); the compiler derives
 the rest (one all-reduce per attention and per MLP, each way, one for the
@@ -72,6 +73,12 @@ def main():
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--heads", type=int, default=4,
+                        help="attention heads (any count: a tensor-parallel layout whose "
+                             "ranks do not divide it computes attention replicated)")
+    parser.add_argument("--width", type=int, default=64)
+    parser.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3],
+                        help="ZeRO stage (graph.config.enable_zero)")
     parser.add_argument("--tie", action="store_true")
     parser.add_argument("--dropout", type=float, default=0.0,
                         help="attention, residual and embedding dropout (nanoGPT's)")
@@ -86,8 +93,8 @@ def main():
                         help="print a checksum of the trained weights (read back in logical form)")
     args = parser.parse_args()
     flow.manual_seed(args.seed)
-    config = GPTConfig(block_size=args.block, n_layer=args.layers, tie=args.tie,
-                       dropout=args.dropout)
+    config = GPTConfig(block_size=args.block, n_layer=args.layers, n_head=args.heads,
+                       n_embd=args.width, tie=args.tie, dropout=args.dropout)
     model = GPT(config)
     graph, place_inputs = build_graph(model, args)
     times = []
@@ -128,7 +135,8 @@ S0 = flow.sbp.split(0)
 LAYOUTS = {"one": ([[0]], B, False), "dp": ([[0, 1]], S0, False),
            "pp": ([[0], [1]], B, False), "pp_dp": ([[0, 1], [2, 3]], S0, False),
            "tp": ([[0, 1]], B, True), "tp_dp": ([[[0, 1], [2, 3]]], [S0, B], True),
-           "pp_tp": ([[0, 1], [2, 3]], B, True)}
+           "pp_tp": ([[0, 1], [2, 3]], B, True),
+           "pp_tp_dp": ([[[0, 1], [2, 3]], [[4, 5], [6, 7]]], [S0, B], True)}
 
 
 def tensor_parallel(block, place):
@@ -190,6 +198,8 @@ def build_graph(model, args):
             if getattr(args, "amp", None):
                 low = {"bf16": flow.bfloat16, "f16": flow.float16}[args.amp]
                 self.config.enable_amp(True, dtype=low)
+            if getattr(args, "zero", 0):
+                self.config.enable_zero(True, stage=args.zero)
             if getattr(args, "bucket_mbytes", None) is not None:
                 self.config.set_gradient_bucket_mbytes(args.bucket_mbytes)
             if len(places) > 1:

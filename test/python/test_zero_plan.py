@@ -186,10 +186,6 @@ def test_pp2_dp4_zero1_plan_holds_the_closed_forms(pf_opt):
         check(plans, rank, "state_bytes", 8 * local[rank // 4] / 4)
 
 
-@pytest.mark.xfail(strict=True, raises=flow.CompileError,
-                   reason="pf-lower-boxing has no boxing to or from the grouped split of the "
-                          "fused q/k/v projection (S(2, 3) on the tensor axis) that this layout "
-                          "needs at GPT-2 XL's width, with or without ZeRO")
 def test_pp2_tp2_dp2_zero1_plan_splits_the_states(pf_opt, pp_tp_dp):
     model, stages, x, y = pp_tp_dp
     plans = plan(train_graph(model, zero_stage=1, micro_batches=2, stages=stages), x, y,

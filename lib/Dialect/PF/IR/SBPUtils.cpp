@@ -292,11 +292,15 @@ SmallVector<BoxingStep> mlir::pf::planBoxing(GlobalType type, SBPAttr from,
       if (e != d && cur[e].isSplit())
         seen /= p.getHierarchy()[e];
     SBPAttr after = withDim(cur, d, entry);
-    // A grouped split changes to B on a 1-D placement (pf-lower-boxing:
-    // the all-gather of a reshape that makes it a plain split) and to
-    // nothing else: priced out, and pf-lower-boxing says so.
-    bool viaCut = dims == 1 && ((cur[d].isGrouped() && !entry.isSplit()) ||
-                                (entry.isGrouped() && !cur[d].isSplit()));
+    // A grouped split changes to and from B, P and splits of other axes
+    // (pf-lower-boxing: the collective of a reshape that makes it a plain
+    // split; only its own dimension splits its axis); to a split of its
+    // own axis or another grouping it goes through B, so it is priced out.
+    auto cutMeets = [](SBPDim grouped, SBPDim other) {
+      return grouped.isGrouped() &&
+             (!other.isSplit() || other.getAxis() != grouped.getAxis());
+    };
+    bool viaCut = cutMeets(cur[d], entry) || cutMeets(entry, cur[d]);
     auto plain = [](SBPDim x) {
       return x.isGrouped() ? SBPDim::split(x.getAxis()) : x;
     };

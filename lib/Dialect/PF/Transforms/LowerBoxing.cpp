@@ -90,6 +90,11 @@ private:
   /// A pf.transfer of `v` to `out` by the exchange's moves.
   Value emitTransfer(Value v, GlobalType out, const Exchange &ex);
   FailureOr<Value> otherPlacement(Value v, GlobalType to);
+  /// A layout change on one placement to or from a grouped split.
+  LogicalResult changeGrouped(GlobalType from, GlobalType to);
+  /// Replaces the move by moves through `steps` (the last its type), each
+  /// lowered in turn; equal neighbours are skipped.
+  LogicalResult through(ArrayRef<GlobalType> steps);
 
   OpBuilder &b;
   ToGlobalOp move;
@@ -230,6 +235,118 @@ FailureOr<Value> Lowerer::otherPlacement(Value v, GlobalType to) {
   return samePlacement(moved, to.getSbp());
 }
 
+/// Layouts `from` and `to` meet the reshape cutting axis a into (g, d / g)
+/// when every grouped entry of theirs is S(a, g) or the same in both (its
+/// axis is not a), and neither splits axis a otherwise: on the cut shape
+/// each S(a, g) is the plain split S(a + 1) (each rank's blocks in their
+/// local order) and every other split keeps its axis, shifted past the cut.
+static bool meetsCut(SBPAttr from, SBPAttr to, int64_t a, int64_t g) {
+  for (auto [f, t] : llvm::zip_equal(from.getDims(), to.getDims())) {
+    for (SBPDim d : {f, t})
+      if (d.isSplit() && d.getAxis() == a && d.getGroups() != g)
+        return false;
+    bool otherGrouped = (f.isGrouped() && f.getAxis() != a) ||
+                        (t.isGrouped() && t.getAxis() != a);
+    if (otherGrouped && f != t)
+      return false;
+  }
+  return true;
+}
+
+/// `sbp` with every split of axis a (grouped or not) made B; every axis if
+/// a is negative.
+static SBPAttr withoutAxis(SBPAttr sbp, int64_t a) {
+  SmallVector<SBPDim> dims;
+  for (SBPDim d : sbp.getDims())
+    dims.push_back(d.isSplit() && (a < 0 ? d.isGrouped() : d.getAxis() == a)
+                       ? SBPDim::broadcast()
+                       : d);
+  return SBPAttr::get(sbp.getContext(), dims);
+}
+
+static SBPAttr onCut(SBPAttr sbp, int64_t a) {
+  SmallVector<SBPDim> dims;
+  for (SBPDim d : sbp.getDims())
+    dims.push_back(!d.isSplit()       ? d
+                   : d.getAxis() == a ? SBPDim::split(a + 1)
+                   : d.getAxis() > a
+                       ? SBPDim::split(d.getAxis() + 1, d.getGroups())
+                       : d);
+  return SBPAttr::get(sbp.getContext(), dims);
+}
+
+LogicalResult Lowerer::changeGrouped(GlobalType from, GlobalType to) {
+  SBPDim grouped =
+      *llvm::find_if(llvm::concat<const SBPDim>(from.getSbp().getDims(),
+                                                to.getSbp().getDims()),
+                     [](SBPDim d) { return d.isGrouped(); });
+  int64_t a = grouped.getAxis(), g = grouped.getGroups();
+  b.setInsertionPoint(move);
+  if (meetsCut(from.getSbp(), to.getSbp(), a, g)) {
+    // The change happens on the cut shape, between the reshapes.
+    ArrayRef<int64_t> shape = from.getShape();
+    SmallVector<int64_t> cut(shape.take_front(a));
+    cut.push_back(g);
+    cut.push_back(shape[a] / g);
+    llvm::append_range(cut, shape.drop_front(a + 1));
+    auto reshaped = ReshapeOp::create(
+        b, loc,
+        GlobalType::get(cut, from.getElementType(), from.getPlacement(),
+                        onCut(from.getSbp(), a)),
+        move.getInput());
+    copyAttrs(reshaped);
+    // Only S(a, g) changes there; a grouped split of another axis stays.
+    auto cutType = cast<GlobalType>(reshaped.getType());
+    for (const BoxingStep &step :
+         planBoxing(cutType, cutType.getSbp(), onCut(to.getSbp(), a)))
+      if (step.from.isGrouped() || step.to.isGrouped())
+        return move.emitOpError("pf-lower-boxing: no boxing changes the "
+                                "grouped splits in ")
+               << from << " to " << to << " together";
+    Value changed = samePlacement(reshaped.getResult(), onCut(to.getSbp(), a));
+    auto back = ReshapeOp::create(b, loc, to, changed);
+    copyAttrs(back);
+    move.getResult().replaceAllUsesWith(back.getResult());
+    move.erase();
+    return success();
+  }
+  // A grouped split to or from another split of its axis (or another
+  // grouping): through the layout where no entry splits axis a, each step
+  // then one of the above or plain boxing. Moves one gather's bytes where
+  // an all_to_all would do, but keeps the blocks' order without a layout
+  // of its own.
+  GlobalType mid = from.withSBP(withoutAxis(from.getSbp(), a));
+  if (mid == from) // `to` itself splits axis a twice: no layout to reach
+    return move.emitOpError("pf-lower-boxing: no boxing changes the "
+                            "grouped split in ")
+           << from << " to " << to
+           << " (a grouped split's axis is split by no other dimension)";
+  return through({mid, to});
+}
+
+LogicalResult Lowerer::through(ArrayRef<GlobalType> steps) {
+  b.setInsertionPoint(move);
+  Value cur = move.getInput();
+  SmallVector<ToGlobalOp> moves;
+  for (GlobalType t : steps) {
+    if (cur.getType() == t)
+      continue;
+    auto step = ToGlobalOp::create(b, loc, t, cur);
+    copyAttrs(step);
+    moves.push_back(step);
+    cur = step.getResult();
+  }
+  move.getResult().replaceAllUsesWith(cur);
+  move.erase();
+  for (ToGlobalOp step : moves) {
+    Lowerer lowerer(b, step);
+    if (failed(lowerer.run()))
+      return failure();
+    add(lowerer);
+  }
+  return success();
+}
+
 LogicalResult Lowerer::run() {
   auto from = dyn_cast<GlobalType>(move.getInput().getType());
   GlobalType to = move.getType();
@@ -238,87 +355,15 @@ LogicalResult Lowerer::run() {
   if (!from.hasSBP() || !to.hasSBP())
     return move.emitOpError("pf-lower-boxing: layouts must be inferred "
                             "first (run pf-infer-sbp)");
-  // A grouped split S(a, g) to or from B or P on its 1-D placement: the
-  // reshape cutting axis a into (g, d / g) makes it the plain split
-  // S(a + 1) (each rank's blocks in their local order); the change happens
-  // there, then the reshape back.
-  if (from.getPlacement() == to.getPlacement() && from.getSbp().size() == 1 &&
-      from.getSbp()[0] != to.getSbp()[0] &&
-      ((from.getSbp()[0].isGrouped() && !to.getSbp()[0].isSplit()) ||
-       (to.getSbp()[0].isGrouped() && !from.getSbp()[0].isSplit()))) {
-    SBPDim f = from.getSbp()[0], t = to.getSbp()[0];
-    SBPDim grouped = f.isGrouped() ? f : t;
-    int64_t a = grouped.getAxis(), g = grouped.getGroups();
-    ArrayRef<int64_t> shape = from.getShape();
-    SmallVector<int64_t> cut(shape.take_front(a));
-    cut.push_back(g);
-    cut.push_back(shape[a] / g);
-    llvm::append_range(cut, shape.drop_front(a + 1));
-    MLIRContext *ctx = b.getContext();
-    auto onCut = [&](SBPDim d) {
-      return GlobalType::get(
-          cut, from.getElementType(), from.getPlacement(),
-          SBPAttr::get(ctx, {d.isGrouped() ? SBPDim::split(a + 1) : d}));
-    };
-    b.setInsertionPoint(move);
-    auto reshaped = ReshapeOp::create(b, loc, onCut(f), move.getInput());
-    copyAttrs(reshaped);
-    PlacementAttr p = from.getPlacement();
-    Value changed = emitCollective(
-        onCut(t), reshaped.getResult(),
-        f.isGrouped() ? SBPDim::split(a + 1) : f,
-        t.isGrouped() ? SBPDim::split(a + 1) : t,
-        planBoxing(from, from.getSbp(), to.getSbp()).front().bytes,
-        groupsAttr(ctx, {SmallVector<int64_t>(p.getRanks())}));
-    assert(changed && "B and P change to and from a split");
-    auto back = ReshapeOp::create(b, loc, to, changed);
-    copyAttrs(back);
-    move.getResult().replaceAllUsesWith(back.getResult());
-    move.erase();
-    return success();
-  }
-  // A grouped split to or from another split on its 1-D placement: through
-  // B (the gather above, then the other split's local slice; or the slice
-  // is taken from B after gathering the plain split). Moves one gather's
-  // bytes where an all_to_all would do, but keeps the blocks' order
-  // without a layout of its own.
-  if (from.getPlacement() == to.getPlacement() && from.getSbp().size() == 1 &&
-      from.getSbp()[0] != to.getSbp()[0] &&
-      (from.getSbp()[0].isGrouped() || to.getSbp()[0].isGrouped())) {
-    MLIRContext *ctx = b.getContext();
-    GlobalType mid = GlobalType::get(from.getShape(), from.getElementType(),
-                                     from.getPlacement(),
-                                     SBPAttr::get(ctx, {SBPDim::broadcast()}));
-    b.setInsertionPoint(move);
-    auto gather = ToGlobalOp::create(b, loc, mid, move.getInput());
-    copyAttrs(gather);
-    auto slice = ToGlobalOp::create(b, loc, to, gather.getResult());
-    copyAttrs(slice);
-    move.getResult().replaceAllUsesWith(slice.getResult());
-    move.erase();
-    for (ToGlobalOp step : {gather, slice}) {
-      Lowerer lowerer(b, step);
-      if (failed(lowerer.run()))
-        return failure();
-      add(lowerer);
-    }
-    return success();
-  }
-  // Otherwise a grouped split (pf-group-fused-splits) only meets its own
-  // layout.
-  if (hasGrouped(from.getSbp()) || hasGrouped(to.getSbp())) {
-    bool changes = from.getPlacement() != to.getPlacement();
-    if (!changes)
-      for (const BoxingStep &step :
-           planBoxing(from, from.getSbp(), to.getSbp()))
-        changes |= step.from.isGrouped() || step.to.isGrouped();
-    if (changes)
-      return move.emitOpError("pf-lower-boxing: no boxing changes the "
-                              "grouped split in ")
-             << from << " to " << to
-             << " (a grouped split's blocks stay where they are: slice them "
-                "apart first)";
-  }
+  if (from.getPlacement() == to.getPlacement() &&
+      from.getSbp() != to.getSbp() &&
+      (hasGrouped(from.getSbp()) || hasGrouped(to.getSbp())))
+    return changeGrouped(from, to);
+  // A grouped split moving to other ranks: made B where it is (or where it
+  // goes), the move between plain layouts.
+  if (hasGrouped(from.getSbp()) || hasGrouped(to.getSbp()))
+    return through({from.withSBP(withoutAxis(from.getSbp(), -1)),
+                    to.withSBP(withoutAxis(to.getSbp(), -1)), to});
   b.setInsertionPoint(move);
   FailureOr<Value> result =
       from.getPlacement() == to.getPlacement()

@@ -2,13 +2,15 @@
 
 #include "ZeroSharding.h"
 
+#include "pf/Dialect/PF/IR/SBPUtils.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 using namespace mlir;
 using namespace mlir::pf;
 
 /// The layout of a sharded buffer of `param`: each B entry of its SBP
-/// becomes S(k) for the first tensor axis k that still divides evenly, or
+/// becomes S(k) for the first tensor axis k that keeps the layout valid, or
 /// stays B. Null when nothing could be split.
 static SBPAttr shardedLayout(GlobalType type) {
   SBPAttr sbp = type.getSbp();
@@ -24,9 +26,13 @@ static SBPAttr shardedLayout(GlobalType type) {
     int64_t ranks = placement.getHierarchy()[d];
     if (ranks == 1)
       continue;
+    // The first axis the layout can take (it divides evenly, and it is
+    // not the axis of a grouped split, which no other entry may cut).
     for (int64_t k = 0, e = shape.size(); k < e; ++k) {
-      SBPAttr now = SBPAttr::get(type.getContext(), dims);
-      if (shape[k] % (now.getSplitFactor(k, placement) * ranks) != 0)
+      SmallVector<SBPDim> tried(dims);
+      tried[d] = SBPDim::split(k);
+      if (!isValidLayout(shape, placement,
+                         SBPAttr::get(type.getContext(), tried)))
         continue;
       dim = SBPDim::split(k);
       changed = true;
