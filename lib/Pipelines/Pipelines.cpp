@@ -50,6 +50,8 @@ void mlir::pf::buildTrainingPipeline(OpPassManager &pm,
   // Before autodiff: gradients and optimizer states copy the layouts.
   if (options.fuseAttention)
     pm.addPass(createFuseAttentionPass());
+  // After the fusion: a fused attention is recomputed as one op.
+  pm.addPass(createSelectiveCheckpointPass());
   pm.addPass(createGroupFusedSplitsPass());
   pm.addPass(createDecomposeLossesPass());
   // The forward in mixed precision; autodiff differentiates the casts.
@@ -103,6 +105,9 @@ static void buildCompilePipeline(OpPassManager &pm,
     // As in training: fused splits grouped before casts hide their GEMMs.
     if (options.fuseAttention)
       pm.addPass(createFuseAttentionPass());
+    // Nothing is recomputed without a backward; the marks are resolved
+    // (and dropped) all the same.
+    pm.addPass(createSelectiveCheckpointPass());
     pm.addPass(createGroupFusedSplitsPass());
     pm.addPass(createAutocastPass(AutocastPassOptions{options.autocast}));
     pm.addPass(createCanonicalizerPass());

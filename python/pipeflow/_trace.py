@@ -3,9 +3,11 @@
 While a :class:`Tracer` is active, ops on lazy tensors append pf ops to one
 function. Every op carries the user's source location, the stage of the
 innermost enclosing module that has one (``pf.stage``) and ``pf.checkpoint``
-when that module asked for activation checkpointing. Ops outside any staged
-module take the latest stage of their operands; ``pf.to_global`` outside a
-staged module gets no stage (it is the hand-over between stages).
+when the innermost module with a checkpointing setting asked for activation
+checkpointing (``pf.checkpoint_selective`` when it asked for
+``"selective"``). Ops outside any staged module take the latest stage of
+their operands; ``pf.to_global`` outside a staged module gets no stage (it
+is the hand-over between stages).
 
 The tracer records which parameters and buffers the step reads
 (``param_objects``); the graph then makes their Python values the compiled
@@ -195,8 +197,11 @@ class Tracer:
         attrs = dict(attrs or {})
         if stage is not None:
             attrs["pf.stage"] = stage
-        if name not in ("pf.read_param", "pf.write_param") and self.checkpointing():
-            attrs["pf.checkpoint"] = ir.UNIT
+        checkpointing = self.checkpointing()
+        if name not in ("pf.read_param", "pf.write_param") and checkpointing:
+            # "selective": pf-selective-checkpoint picks the ops to recompute.
+            selective = checkpointing == "selective"
+            attrs["pf.checkpoint_selective" if selective else "pf.checkpoint"] = ir.UNIT
         if name not in ("pf.read_param", "pf.write_param") and amp.current() is not None:
             attrs["pf.autocast"] = amp.current()
         op = ir.Op(name, operands, result_types, attrs, loc, symbol)

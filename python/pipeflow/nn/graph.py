@@ -42,7 +42,8 @@ placement (``graph.stage_report()``).
 
 Inside the graph, module attributes are wrapped in proxies whose ``config``
 holds per-module settings: ``config.set_stage(stage_id, placement)``,
-``config.stage_id = k`` and ``config.activation_checkpointing = True``;
+``config.stage_id = k`` and ``config.activation_checkpointing = True`` (or
+``"selective"``: only attention's scores, softmax and dropout);
 ``module.to(nn.graph.GraphModule)`` returns the same settings object in
 OneFlow's newer spelling (see ``_graph.blocks``).
 

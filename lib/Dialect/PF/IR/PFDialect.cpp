@@ -140,7 +140,8 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
              << quoted() << " must be non-negative, got " << stage.getInt();
     return success();
   }
-  if (name == getCheckpointAttrHelper().getName())
+  if (name == getCheckpointAttrHelper().getName() ||
+      name == getCheckpointSelectiveAttrHelper().getName())
     return require(isa<UnitAttr>(value), "a unit attribute");
   if (name == getAutocastAttrHelper().getName()) {
     auto dtype = dyn_cast<StringAttr>(value);

@@ -3,9 +3,10 @@
 A module assigned to a graph attribute is reached through a
 :class:`ProxyModule`, whose ``config`` (a :class:`ModuleConfig`, OneFlow's
 block config) holds the module's pipeline stage and activation
-checkpointing; ``proxy.to(nn.graph.GraphModule)`` returns the same settings
-in OneFlow's newer spelling. The graph keeps the proxies and configs
-(``Graph._proxy``, ``Graph._module_config``); the tracer reads the configs.
+checkpointing (full or selective); ``proxy.to(nn.graph.GraphModule)``
+returns the same settings in OneFlow's newer spelling. The graph keeps the
+proxies and configs (``Graph._proxy``, ``Graph._module_config``); the tracer
+reads the configs.
 """
 
 import numbers
@@ -15,6 +16,9 @@ from ..._source import user_location
 from ...placement import placement as Placement
 from ..module import Module
 from .config import setting
+
+# The string values of ``activation_checkpointing`` (besides True and False).
+CHECKPOINTING_MODES = ("selective",)
 
 
 class ModuleConfig:
@@ -53,12 +57,17 @@ class ModuleConfig:
 
     @property
     def activation_checkpointing(self):
-        """Recompute this module's activations in the backward pass."""
+        """Recompute this module's activations in the backward pass: ``True``
+        all of them, ``"selective"`` only attention's scores, softmax and
+        dropout (Megatron-LM's selective checkpointing), ``False`` none."""
         return self._checkpointing
 
     @activation_checkpointing.setter
     def activation_checkpointing(self, value):
-        self._checkpointing = bool(value)
+        if isinstance(value, str) and value not in CHECKPOINTING_MODES:
+            raise ValueError("activation_checkpointing must be True, False or "
+                             f"{', '.join(map(repr, CHECKPOINTING_MODES))}, got {value!r}")
+        self._checkpointing = value if isinstance(value, str) else bool(value)
         self._checkpointing_loc = user_location()
         _registry.module_changes.bump()
 

@@ -76,7 +76,9 @@ def compile_options(graph, tracer, func):
             "stages": stages,
         },
         "activation_checkpointing": sorted(
-            c._name for _, c in graph._configs.values() if c.activation_checkpointing),
+            c._name for _, c in graph._configs.values() if c.activation_checkpointing is True),
+        "selective_checkpointing": sorted(
+            c._name for _, c in graph._configs.values() if c.activation_checkpointing == "selective"),
         "optimizers": optimizers,
         "cuda_as_cpu": config_mod.cuda_as_cpu_enabled(),
         # Settings that reach only the compile pipeline's options: in the key
@@ -85,6 +87,7 @@ def compile_options(graph, tracer, func):
         "zero": {"stage": cfg.zero_stage, "min_size": cfg.zero_min_size},
         "gradient_bucket_bytes": cfg.gradient_bucket_bytes,
         "generated_kernels": cfg.generated_kernels,
+        "fuse_attention": cfg.fuse_attention,
         "amp": cfg.amp_dtype,
         "gradient_dtype": cfg.gradient_dtype,
         "grad_scaler": graph._grad_scaler.kind if graph._grad_scaler is not None else None,

@@ -46,3 +46,33 @@ func.func @checkpointed(%x: !X, %y: !Y) -> !L {
 // With 4 accumulation steps the loss gradient is seeded with 1/4, so that
 // the sum of 4 micro-batch gradients is the gradient of the mean loss.
 // ACC: pf.constant dense<2.500000e-01> : tensor<f32> {pf.phase = "backward_input", pf.stage = 0 : i64}
+
+// A checkpointed fused attention (selective checkpointing) is recomputed
+// as a whole: the gradient reads the recomputed op's output and
+// log-sum-exp, with the forward's dropout stream; the forward's lse has no
+// reader left.
+!QKV = !pf.global<1x2x4x8xf32, #P, #pf.sbp<[B]>>
+!O = !pf.global<1x2x4x8xf32, #P>
+!LSE = !pf.global<1x2x4xf32, #P>
+pf.param @q : !QKV = #pf.init<normal(0.0, 1.0)>
+pf.param @k : !QKV = #pf.init<normal(0.0, 1.0)>
+pf.param @v : !QKV = #pf.init<normal(0.0, 1.0)>
+
+// CHECK-LABEL: func.func @attention
+// CHECK: %[[Q:.*]] = pf.read_param @q
+// CHECK: %[[K:.*]] = pf.read_param @k
+// CHECK: %[[V:.*]] = pf.read_param @v
+// CHECK: %[[O:.*]], %[[LSE:.*]] = pf.attention %[[Q]], %[[K]], %[[V]] {causal, dropout_p = 1.000000e-01 : f64, pf.checkpoint, pf.stage = 0 : i64, scale = {{.*}}, stream = 3 : i64}
+// CHECK: %[[RO:.*]], %[[RLSE:.*]] = pf.attention %[[Q]], %[[K]], %[[V]] {causal, dropout_p = 1.000000e-01 : f64, pf.phase = "recompute", pf.stage = 0 : i64, scale = {{.*}}, stream = 3 : i64}
+// CHECK: pf.attention_grad %[[Q]], %[[K]], %[[V]], %[[RO]], %[[RLSE]], %{{[^ ,]+}} {causal
+// CHECK-NOT: %[[LSE]]{{[ ,)]}}
+// CHECK: return
+func.func @attention(%x: !O) -> !L {
+  %q = pf.read_param @q {pf.stage = 0} : !QKV
+  %k = pf.read_param @k {pf.stage = 0} : !QKV
+  %v = pf.read_param @v {pf.stage = 0} : !QKV
+  %o, %lse = pf.attention %q, %k, %v {scale = 0.35355339059327373 : f64, causal, dropout_p = 0.1 : f64, stream = 3 : i64, pf.checkpoint, pf.stage = 0} : (!QKV, !QKV, !QKV) -> (!O, !LSE)
+  %m = pf.mul %o, %x {pf.stage = 0} : (!O, !O) -> !O
+  %l = pf.reduce_sum %m {axes = array<i64: 0, 1, 2, 3>, pf.stage = 0} : (!O) -> !L
+  return %l : !L
+}

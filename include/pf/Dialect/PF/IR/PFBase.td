@@ -32,9 +32,11 @@ def PF_Dialect : Dialect {
 
     Ops carry their pipeline stage in the discardable attribute
     `pf.stage = <int>` and, when the user asks for activation checkpointing,
-    the unit attribute `pf.checkpoint`; the passes record what they decide
-    in further `pf.*` discardable attributes, each declared on the dialect
-    with a typed C++ helper (`PFDialect::StageAttrHelper`, ...).
+    the unit attribute `pf.checkpoint` (`pf.checkpoint_selective` for
+    selective checkpointing, which `pf-selective-checkpoint` resolves); the
+    passes record what they decide in further `pf.*` discardable
+    attributes, each declared on the dialect with a typed C++ helper
+    (`PFDialect::StageAttrHelper`, ...).
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
@@ -52,6 +54,10 @@ def PF_Dialect : Dialect {
     // `pf.checkpoint`: recompute this forward op in the backward pass
     // instead of keeping its result (activation checkpointing).
     "::mlir::UnitAttr":$checkpoint,
+    // `pf.checkpoint_selective`: the op's module asked for selective
+    // checkpointing (Megatron-LM's); pf-selective-checkpoint marks the ops
+    // of its core attention `pf.checkpoint` and drops this mark everywhere.
+    "::mlir::UnitAttr":$checkpoint_selective,
     // `pf.autocast = "bf16" | "f16" | "f32"`: the type pf-autocast gives
     // this op (the front end's `with flow.autocast(...)`; "f32": none).
     "::mlir::StringAttr":$autocast,

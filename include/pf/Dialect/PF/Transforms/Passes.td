@@ -433,6 +433,52 @@ def FuseAttentionPass : Pass<"pf-fuse-attention", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
+def SelectiveCheckpointPass
+    : Pass<"pf-selective-checkpoint", "::mlir::ModuleOp"> {
+  let summary = "selective activation checkpointing: recompute core attention";
+  let description = [{
+    Megatron-LM's selective checkpointing: of the ops a module marked
+    `pf.checkpoint_selective` (Python: `config.activation_checkpointing =
+    "selective"`), only core attention is recomputed in the backward, the
+    part whose saved tensors grow with the square of the sequence and that
+    costs little to compute again. This pass marks `pf.checkpoint` on
+
+    - every `pf.attention` (its output and log-sum-exp are recomputed from
+      q, k and v), and
+    - in the unfused spelling, the ops from a batched `pf.matmul` (both
+      operands of rank 3 or more: the scores q k^T) along its uses through
+      the scale and mask (`pf.mul_scalar`, `pf.mul`, `pf.div`, `pf.add`,
+      `pf.masked_fill`, `pf.where`, `pf.cast`) to a `pf.softmax` over the
+      last axis, and on through `pf.dropout` (or `pf.cast`) to the batched
+      `pf.matmul` that takes the probabilities as its left operand (the
+      product with v, which stays unmarked: its backward reads the
+      recomputed probabilities and its own output is kept as without
+      checkpointing). Each op on the way must carry the selective mark and
+      be the one such user of the value before it; a chain that ends
+      anywhere else is not attention and stays unmarked. A marked
+      `pf.broadcast_to` that expands the mask (or a `pf.where`'s fill
+      value) of such an op is marked too: expanding the small mask again
+      costs less than keeping its `[B, H, T, S]` elements for the
+      recomputed masking.
+
+    Every other op keeps its results (projections, layer norm, the MLP),
+    and every `pf.checkpoint_selective` is removed.
+
+    ```mlir
+    // before
+    %o, %lse = pf.attention %q, %k, %v {scale = 0.125 : f64, causal,
+        pf.checkpoint_selective} : (!Q, !K, !V) -> (!O, !L)
+    // after
+    %o, %lse = pf.attention %q, %k, %v {scale = 0.125 : f64, causal,
+        pf.checkpoint} : (!Q, !K, !V) -> (!O, !L)
+    ```
+
+    Run after `pf-fuse-attention` and before `pf-autodiff`; the compile
+    pipelines do.
+  }];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 def GroupFusedSplitsPass : Pass<"pf-group-fused-splits", "::mlir::ModuleOp"> {
   let summary = "lays out a split fused projection so that its blocks stay split";
   let description = [{
