@@ -134,6 +134,43 @@ def GPUKernelsPass : Pass<"pf-gpu-kernels", "::mlir::ModuleOp"> {
   ];
 }
 
+def MemoryReportPass : Pass<"pf-memory-report", "::mlir::ModuleOp"> {
+  let summary = "prints each rank's static memory plan and checks it against "
+                "the device's memory";
+  let description = [{
+    After `convert-pf-to-cpu` or `convert-pf-to-gpu` (the end of
+    `pf-compile-cpu-pipeline` and `pf-compile-gpu-pipeline`): reads the
+    memory plan every rank module carries (`pfrt.memory`, the manifest's
+    `memory`) and prints one table on stderr, a line per rank in rank order
+    with its parameters, gradients, optimizer states (and running
+    statistics), inputs, activations at their peak, the step's buffers at
+    their peak and the arena (parameters + gradients + optimizer states +
+    step peak), each in bytes and readable; then the step's lower bound of
+    the rank with the largest arena by element type. The IR is unchanged.
+    The seed MLP's two ranks (each line folded here):
+
+    ```
+    pf-memory-report: 2 ranks, bytes (arena = parameters + gradients + ...)
+    rank 0: parameters 1607680 (1.53 MiB), gradients 0 (0 bytes), ...,
+      arena 3329024 (3.17 MiB)
+    rank 1: parameters 1071168 (1.02 MiB), ..., arena 2255040 (2.15 MiB)
+    largest: rank 0, arena 3329024 (3.17 MiB); step lower bound 1690624
+      (1.61 MiB): f32 1690624 (1.61 MiB)
+    ```
+
+    With `device-memory` (bytes; 0: no check) a line says which ranks do not
+    fit, each of them is an error at its module naming the rank, the bytes
+    it needs, the device's and the largest of the arena's parts, and the
+    pass fails. A module without memory plans is an error. `pf-opt
+    --memory-report` runs the pass after whatever pipeline the command line
+    asks for (`--memory-report-device-memory=<bytes>` sets `device-memory`).
+  }];
+  let options = [
+    Option<"deviceMemory", "device-memory", "int64_t", /*default=*/"0",
+           "the device's memory in bytes: a rank whose arena is larger is an "
+           "error (0: no check)">,
+  ];
+}
 
 //===----------------------------------------------------------------------===//
 // Fusion and buffer decisions (lib/Conversion/Fusion). Each pass decides one

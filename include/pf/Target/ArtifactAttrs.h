@@ -64,6 +64,33 @@ inline constexpr llvm::StringLiteral kBoxShape = "box_shape";
 inline constexpr llvm::StringLiteral kBoxes = "boxes";
 } // namespace input
 
+/// Keys of `pfrt.memory` (MemoryPlan::toAttr), each an IntegerAttr: bytes,
+/// except the counts kActivationsInFlight and kStepBuffers.
+namespace memory {
+/// The whole plan: kPersistentBytes + kStepPeakBytes.
+inline constexpr llvm::StringLiteral kArenaBytes = "arena_bytes";
+/// kParameterBytes + kGradientBytes + kStateBytes.
+inline constexpr llvm::StringLiteral kPersistentBytes = "persistent_bytes";
+inline constexpr llvm::StringLiteral kParameterBytes = "parameter_bytes";
+inline constexpr llvm::StringLiteral kGradientBytes = "gradient_bytes";
+/// Optimizer states and running statistics.
+inline constexpr llvm::StringLiteral kStateBytes = "state_bytes";
+/// The step's buffers at their peak; inputs and activations are among them.
+inline constexpr llvm::StringLiteral kStepPeakBytes = "step_peak_bytes";
+inline constexpr llvm::StringLiteral kInputBytes = "input_bytes";
+inline constexpr llvm::StringLiteral kActivationPeakBytes =
+    "activation_peak_bytes";
+inline constexpr llvm::StringLiteral kActivationsInFlight =
+    "activations_in_flight";
+inline constexpr llvm::StringLiteral kStepBuffers = "step_buffers";
+/// The most step bytes live at once, and those bytes by element type:
+/// kLowerBoundPrefix + dtype + kBytesSuffix ("step_lower_bound_f32_bytes").
+inline constexpr llvm::StringLiteral kLowerBoundBytes =
+    "step_lower_bound_bytes";
+inline constexpr llvm::StringLiteral kLowerBoundPrefix = "step_lower_bound_";
+inline constexpr llvm::StringLiteral kBytesSuffix = "_bytes";
+} // namespace memory
+
 } // namespace mlir::pf::artifact
 
 #endif // PF_TARGET_ARTIFACTATTRS_H

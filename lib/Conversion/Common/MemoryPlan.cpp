@@ -2,6 +2,7 @@
 
 #include "pf/Conversion/Common/MemoryPlan.h"
 #include "pf/Dialect/PF/IR/PFOps.h"
+#include "pf/Target/ArtifactAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -477,24 +478,26 @@ int64_t MemoryPlan::bytesOf(Value v) const {
 }
 
 DictionaryAttr MemoryPlan::toAttr(MLIRContext *ctx) const {
+  namespace key = artifact::memory;
   Builder b(ctx);
-  auto entry = [&](StringRef name, int64_t v) {
-    return b.getNamedAttr(name, b.getI64IntegerAttr(v));
+  auto entry = [&](const Twine &name, int64_t v) {
+    return b.getNamedAttr(b.getStringAttr(name), b.getI64IntegerAttr(v));
   };
   SmallVector<NamedAttribute> byDtype;
   for (const auto &[dtype, bytes] : peakLiveBytesByDtype)
-    byDtype.push_back(entry("step_lower_bound_" + dtype + "_bytes", bytes));
+    byDtype.push_back(
+        entry(key::kLowerBoundPrefix + dtype + key::kBytesSuffix, bytes));
   SmallVector<NamedAttribute> entries(
-      {entry("arena_bytes", arenaBytes),
-       entry("persistent_bytes", persistentBytes),
-       entry("parameter_bytes", parameterBytes),
-       entry("gradient_bytes", gradientBytes), entry("state_bytes", stateBytes),
-       entry("input_bytes", inputBytes),
-       entry("step_peak_bytes", stepPeakBytes),
-       entry("step_lower_bound_bytes", lowerBoundBytes),
-       entry("step_buffers", numBuffers),
-       entry("activations_in_flight", activationsInFlight),
-       entry("activation_peak_bytes", activationPeakBytes)});
+      {entry(key::kArenaBytes, arenaBytes),
+       entry(key::kPersistentBytes, persistentBytes),
+       entry(key::kParameterBytes, parameterBytes),
+       entry(key::kGradientBytes, gradientBytes),
+       entry(key::kStateBytes, stateBytes), entry(key::kInputBytes, inputBytes),
+       entry(key::kStepPeakBytes, stepPeakBytes),
+       entry(key::kLowerBoundBytes, lowerBoundBytes),
+       entry(key::kStepBuffers, numBuffers),
+       entry(key::kActivationsInFlight, activationsInFlight),
+       entry(key::kActivationPeakBytes, activationPeakBytes)});
   entries.append(byDtype);
   return b.getDictionaryAttr(entries);
 }
