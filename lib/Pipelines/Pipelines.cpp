@@ -127,6 +127,13 @@ static void buildCompilePipeline(OpPassManager &pm,
     pm.addPass(createUnrollMicrobatchesPass());
     return;
   }
+  // ZeRO-3: the backward gathers its weights again (the forward's die after
+  // the forward).
+  if (options.training && options.zeroStage == 3)
+    pm.addPass(createRegatherParamsPass());
+  // ZeRO-2/3: each gradient's shard is taken as soon as it is complete.
+  if (options.training && options.zeroStage >= 2)
+    pm.addPass(createEarlyGradientShardsPass());
   pm.addPass(createPartitionRanksPass());
   pm.addPass(createUnrollMicrobatchesPass());
   if (addSchedulePass(pm, options, ScheduleCosts::Unit, options.scheduleReport))

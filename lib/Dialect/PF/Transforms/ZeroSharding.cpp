@@ -56,6 +56,32 @@ static void relayout(ModuleOp module, ParamOp buffer, SBPAttr sbp) {
   });
 }
 
+/// ZeRO-3 shards a parameter's storage, not the computation: every read
+/// outside the update is moved back to the parameter's own layout
+/// (`replicated`, B on the data-parallel axes) before its uses, so the
+/// forward and backward compute as plain data parallelism does (each rank
+/// its own batch with the whole weight, gathered just before its use),
+/// rather than SBP inference being free to keep the weight split and
+/// gather the activations of the whole batch instead.
+static void computeReplicated(ModuleOp module, ParamOp param,
+                              GlobalType replicated) {
+  StringRef name = param.getSymName();
+  PFDialect::PhaseAttrHelper phase(module.getContext());
+  SmallVector<ReadParamOp> reads;
+  module.walk([&](ReadParamOp read) {
+    StringAttr p = phase.getAttr(read);
+    if (read.getParam() == name && (!p || p.getValue() != "update"))
+      reads.push_back(read);
+  });
+  for (ReadParamOp read : reads) {
+    OpBuilder b(read->getContext());
+    b.setInsertionPointAfter(read);
+    auto whole = ToGlobalOp::create(b, read.getLoc(), replicated, read);
+    whole->setDiscardableAttrs(read->getDiscardableAttrDictionary());
+    read.getResult().replaceAllUsesExcept(whole.getResult(), whole);
+  }
+}
+
 int64_t mlir::pf::shardOverReplicatedAxes(ModuleOp module,
                                           ArrayRef<ZeroMember> members,
                                           int64_t stage, int64_t minElements) {
@@ -79,6 +105,7 @@ int64_t mlir::pf::shardOverReplicatedAxes(ModuleOp module,
     }
     if (stage >= 3) {
       relayout(module, m.param, sbp);
+      computeReplicated(module, m.param, type);
       ++split;
     }
   }

@@ -44,7 +44,8 @@ inline bool keepsLowPrecision(Operation *op) {
     return (phase && phase.getValue() == "update") ||
            PFDialect::AsyncSlotAttrHelper(ctx).isAttrPresent(op);
   }
-  return isa<CastOp, SendOp, RecvOp, MicrobatchOp, PackOp, AllReduceWaitOp>(op);
+  return isa<CastOp, SendOp, RecvOp, MicrobatchOp, PackOp, AllReduceWaitOp,
+             AllGatherOp>(op);
 }
 
 } // namespace mlir::pf

@@ -304,6 +304,40 @@ def ApplySchedulePass : Pass<"pf-apply-schedule", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
+def RegatherParamsPass : Pass<"pf-regather-params", "::mlir::ModuleOp"> {
+  let summary = "ZeRO-3: a parameter is gathered again for the backward";
+  let description = [{
+    After `pf-lower-boxing`: a parameter read (`pf.read_param`) that
+    reaches its uses through a chain of `pf.all_gather` (and the reshapes
+    around a grouped split's gather) whose gathered value is read both in
+    the forward and in the backward (a `pf.phase` of the backward, or
+    `recompute`) gets a copy of the chain before its first backward use,
+    tagged as that use; the backward reads the copy. So the forward's
+    gathered weight lives only through the forward and the backward's
+    only through the backward, as ZeRO-3 (DeepSpeed, FSDP) gathers twice:
+    the memory plan holds one layer's whole weights at a time, not every
+    layer's from the forward to the backward. Runs at `zero-stage=3`.
+  }];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
+def EarlyGradientShardsPass : Pass<"pf-early-gradient-shards", "::mlir::ModuleOp"> {
+  let summary = "ZeRO-2/3: each gradient is reduce-scattered into its shard as soon as it is complete";
+  let description = [{
+    Autodiff accumulates every gradient into its buffer after the whole
+    backward; with the buffer sharded (ZeRO-2 and 3) that keeps each
+    layer's whole gradient alive until then, the memory ZeRO-2 means to
+    save. After `pf-lower-boxing`, each backward write of a gradient buffer
+    (`pf.grad_of`) moves, with the ops only it needs (the buffer's read,
+    the gradient's reduce-scatter, the add), to just after the last value
+    they take from elsewhere (the gradient's GEMM), unless another op
+    between reads or writes the buffer. The memory plan then frees each
+    whole gradient as soon as its shard is taken, as DeepSpeed's
+    reduce-scatter hooks do. Runs at `zero-stage` 2 and 3.
+  }];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 def ForwardGradBuffersPass : Pass<"pf-forward-grad-buffers", "::mlir::ModuleOp"> {
   let summary = "keeps accumulated gradients in values instead of buffers";
   let description = [{
