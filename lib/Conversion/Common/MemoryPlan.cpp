@@ -131,6 +131,46 @@ int64_t allocate(SmallVectorImpl<Interval> &buffers,
   return peak;
 }
 
+/// Greedy by size (as TensorFlow Lite's offset planner): the largest
+/// buffers first, each in the smallest gap, over its whole lifetime, among
+/// the buffers already placed that live at the same time (else above
+/// them). Online best-fit in time order fragments when large short-lived
+/// buffers (logits, a gathered weight) come and go among long-lived ones;
+/// this order places those first. Returns the arena's size.
+int64_t allocateBySize(ArrayRef<Interval> buffers,
+                       SmallVectorImpl<int64_t> &offsets) {
+  SmallVector<unsigned> order;
+  for (auto [i, b] : llvm::enumerate(buffers))
+    if (!b.external)
+      order.push_back(i);
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    return buffers[a].bytes > buffers[b].bytes;
+  });
+  SmallVector<unsigned> placed;
+  SmallVector<std::pair<int64_t, int64_t>> busy; // [offset, end) in use
+  int64_t peak = 0;
+  for (unsigned i : order) {
+    const Interval &b = buffers[i];
+    busy.clear();
+    for (unsigned j : placed)
+      if (buffers[j].start <= b.end && b.start <= buffers[j].end)
+        busy.push_back({offsets[j], offsets[j] + buffers[j].bytes});
+    llvm::sort(busy);
+    int64_t at = 0, best = -1, bestGap = INT64_MAX;
+    for (auto [lo, hi] : busy) {
+      if (lo - at >= b.bytes && lo - at < bestGap) {
+        best = at;
+        bestGap = lo - at;
+      }
+      at = std::max(at, hi);
+    }
+    offsets[i] = best >= 0 ? best : at;
+    peak = std::max(peak, offsets[i] + b.bytes);
+    placed.push_back(i);
+  }
+  return peak;
+}
+
 /// The bytes of each element type live where the most bytes are live (they
 /// add up to lowerBound).
 llvm::StringMap<int64_t> liveByDtypeAtPeak(ArrayRef<Interval> buffers) {
@@ -438,8 +478,14 @@ LogicalResult MemoryPlan::Planner::placeOp(Operation &op, int64_t p) {
 MemoryPlan MemoryPlan::Planner::finish() {
   std::tie(plan.activationsInFlight, plan.activationPeakBytes) =
       countActivationsInFlight(classes, positionOf);
-  SmallVector<int64_t> offsets(classes.size(), -1);
+  // Both allocators; the smaller arena wins.
+  SmallVector<int64_t> offsets(classes.size(), -1), bySize(classes.size(), -1);
   plan.stepPeakBytes = allocate(classes, offsets);
+  if (int64_t sized = allocateBySize(classes, bySize);
+      sized < plan.stepPeakBytes) {
+    plan.stepPeakBytes = sized;
+    offsets = std::move(bySize);
+  }
   plan.lowerBoundBytes = lowerBound(classes);
   for (auto &[dtype, bytes] : liveByDtypeAtPeak(classes))
     if (bytes > 0)
