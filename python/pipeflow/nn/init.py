@@ -20,7 +20,8 @@ from ..ir import format_float
 
 
 def _fill(tensor, array):
-    tensor._storage()[...] = array
+    if array is not tensor._storage():
+        tensor._storage()[...] = array
     # Until the value is read, shared or replaced, a compiled graph may
     # compute it from the initializer instead (nn.parameter.uses_recipe).
     tensor.__dict__["_recipe_fresh"] = True
@@ -31,20 +32,24 @@ def _fill(tensor, array):
 def _uniform(tensor, a, b):
     """U(a, b) drawn in the tensor's precision (float32: half the time and
     memory of float64 draws, which a 124M-parameter model feels)."""
-    dtype = tensor._storage().dtype
-    if dtype not in (np.float32, np.float64):
+    u = tensor._storage()
+    dtype = u.dtype
+    if dtype not in (np.float32, np.float64) or not u.flags.c_contiguous:
         return default_generator().uniform(a, b, tensor.shape)
-    u = default_generator().random(tuple(tensor.shape), dtype=dtype)
+    # Drawn into the storage itself (the same draws as a new array's):
+    # no second array of a model's size to fault in and copy.
+    default_generator().random(dtype=dtype, out=u)
     u *= dtype.type(b - a)
     u += dtype.type(a)
     return u
 
 
 def _normal(tensor, mean, std):
-    dtype = tensor._storage().dtype
-    if dtype not in (np.float32, np.float64):
+    z = tensor._storage()
+    dtype = z.dtype
+    if dtype not in (np.float32, np.float64) or not z.flags.c_contiguous:
         return default_generator().normal(mean, std, tensor.shape)
-    z = default_generator().standard_normal(tuple(tensor.shape), dtype=dtype)
+    default_generator().standard_normal(dtype=dtype, out=z)
     z *= dtype.type(std)
     z += dtype.type(mean)
     return z
