@@ -3,7 +3,7 @@
 
   /usr/bin/python3 bench/zero_bench.py [--layers 4] [--width 256] [--heads 8]
         [--vocab 4096] [--block 64] [--batch 16] [--micro-batches 2]
-        [--steps 3] [--write]
+        [--steps 3] [--amp] [--write]
 
 The GPT of examples/python/models/gpt_model.py (nanoGPT's, untied head)
 trains on four CPU ranks under pipeflow's launcher, data parallel (the
@@ -75,6 +75,8 @@ class Train(nn.Graph):
         self.config.set_gradient_accumulation_steps(cfg["micro_batches"])
         if cfg["stage"]:
             self.config.enable_zero(True, stage=cfg["stage"])
+        if cfg["amp"]:
+            self.config.enable_amp(True, dtype=flow.bfloat16)
         self.add_optimizer(flow.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1))
 
     def build(self, x, y):
@@ -138,9 +140,11 @@ def rel(a, b):
 def main():
     ap = results.parser(__doc__, layers=4, width=256, heads=8, vocab=4096, block=64, batch=16,
                         micro_batches=2, steps=3, threads=1)
+    ap.add_argument("--amp", action="store_true",
+                    help="mixed precision: enable_amp(True, dtype=flow.bfloat16)")
     args = ap.parse_args()
     cfg = {k: getattr(args, k) for k in ("layers", "width", "heads", "vocab", "block", "batch",
-                                         "micro_batches", "steps", "threads")}
+                                         "micro_batches", "steps", "threads", "amp")}
     records, walls = {}, {}
     with tempfile.TemporaryDirectory(prefix="zero-bench-") as work:
         for stage in range(4):
@@ -185,7 +189,8 @@ def main():
     setup = (f"DP4 on 4 CPU ranks (pipeflow.distributed.launch); GPT (gpt_model.py) {args.layers} "
              f"layers x {args.width} wide, {args.heads} heads, vocabulary {args.vocab}, block "
              f"{args.block}, untied head: {params / 1e6:.2f}M parameters; batch {args.batch} in "
-             f"{args.micro_batches} micro-batches, AdamW, clip 1.0, {args.steps} steps; "
+             f"{args.micro_batches} micro-batches, AdamW, clip 1.0, {args.steps} steps, "
+             f"{'bf16 autocast (float32 master weights)' if args.amp else 'float32'}; "
              f"enable_zero(True, stage=s) with the default shard_min_size; "
              f"{args.threads} thread(s) per rank (PIPEFLOW_NUM_THREADS, OPENBLAS_NUM_THREADS), "
              f"OPENBLAS_CORETYPE={coretype}; job wall time per stage "
