@@ -131,7 +131,8 @@ run_ok pid_files_failed 30 bash -c "$(declare -f pidfiles_check)
 for n in 1 2 3 4; do
   run_ok collectives_n$n 60 "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-collectives"
 done
-# bf16/f16 all-reduce (gradient-dtype): exact round(a + b) on two ranks.
+# bf16/f16 all-reduce and box reduce-scatter (gradient-dtype): exact
+# round(a + b) on two ranks.
 for n in 1 2 3 4; do
   run_ok half_reduce_n$n 60 "${MPIEXEC[@]}" -n $n "$BIN/pfrt-test-half-reduce"
 done
@@ -255,6 +256,8 @@ run_fail error_box_not_member_n4 20 "pfrt: rank 0: pfrt_box_all_gather: this ran
   "${MPIEXEC[@]}" -n 4 "$E" box_not_member
 run_fail error_box_indivisible_n4 20 "pfrt_box_reduce_scatter: in_shape (5, 4): dimension 0 (5) is not divisible by the group size 4" \
   "${MPIEXEC[@]}" -n 4 "$E" box_indivisible
+run_fail error_box_sum_dtype_n2 20 "pfrt_box_reduce_scatter_dtype: dtype 1 is not summed (f32, bf16 or f16)" \
+  "${MPIEXEC[@]}" -n 2 "$E" box_sum_dtype
 run_fail error_copy_box_bounds 20 "pfrt_copy_box: box at dst_offset (0, 3) with sizes (2, 3) does not fit in dst_shape (2, 5) (dimension 1)" \
   "$E" copy_box_bounds
 run_fail error_mpi_truncate_n2 20 "pfrt: rank 1: pfrt_recv: MPI_Recv failed" \

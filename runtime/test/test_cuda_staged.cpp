@@ -8,7 +8,8 @@
 // same inputs (bit for bit: the twin runs the host row on host copies):
 //   - pfrt_cuda_box_all_gather, _all_to_all, _slice, _unslice (f32, i64
 //     and i32, ranks 1 to 4, every axis, a group in reversed order, empty
-//     tensors) and _reduce_scatter (f32);
+//     tensors) and _reduce_scatter (f32) and _reduce_scatter_dtype (bf16,
+//     f16);
 //   - pfrt_cuda_p2p_batch: a ring exchange in both directions with several
 //     ops per peer (matched in order), an empty op with a NULL buffer, and
 //     a buffer sent twice;
@@ -53,6 +54,23 @@ std::vector<char> randomBytes(int64_t bytes, uint64_t salt) {
 
 std::vector<float> uniform(int64_t n, uint64_t salt) {
   return pt::uniformValues(gSeed, ++gTag, salt, n, -4.0f, 4.0f);
+}
+
+/// `count` fresh bf16 or f16 values (this rank's), finite: magnitudes in
+/// [0.25, 8) of either sign.
+std::vector<char> halves(int32_t dtype, int64_t count) {
+  std::vector<char> raw = randomBytes(count * 2, uint64_t(gRank) + 11);
+  bool bf16 = dtype == PFRT_DTYPE_BF16;
+  for (int64_t i = 0; i < count; ++i) {
+    uint16_t h;
+    std::memcpy(&h, raw.data() + 2 * i, 2);
+    // Sign and significand kept, the exponent 2^-2 to 2^2.
+    unsigned e = (h >> 11) % 5;
+    h = bf16 ? uint16_t((h & 0x807fu) | ((125u + e) << 7))
+             : uint16_t((h & 0x83ffu) | ((13u + e) << 10));
+    std::memcpy(raw.data() + 2 * i, &h, 2);
+  }
+  return raw;
 }
 
 /// A fresh device buffer of `bytes` (the test's own bump allocation).
@@ -173,6 +191,12 @@ void boxing() {
                                         static_cast<float *>(o), ndim, sh, axis,
                                         g, n);
               });
+          for (int32_t half : {PFRT_DTYPE_BF16, PFRT_DTYPE_F16})
+            compareRows(describe("box_reduce_scatter_dtype", half, shape, axis),
+                        halves(half, bytes / 4), bytes / 2 / n,
+                        pfrt_cuda_box_reduce_scatter_dtype,
+                        pfrt_box_reduce_scatter_dtype, half, ndim, sh, axis, g,
+                        n);
         }
         ++cases;
       }

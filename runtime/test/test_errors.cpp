@@ -15,6 +15,7 @@
 //   overlap                all_gather whose input lies inside its output
 //   box_not_member         rank 0 joins a boxing all_gather without it
 //   box_indivisible        box_reduce_scatter of 5 rows over 4 ranks
+//   box_sum_dtype          box_reduce_scatter_dtype of int64 elements
 //   copy_box_bounds        copy_box whose box sticks out of dst
 //   recv_truncate          rank 1 receives 5 of the 10 floats rank 0 sent
 //   recv_short             rank 1 expects 10 floats, rank 0 sends 5
@@ -136,6 +137,11 @@ int main(int argc, char **argv) {
     float x[5 * 4] = {0}, y[5 * 4];
     int64_t shape[2] = {5, 4};
     pfrt_box_reduce_scatter(x, y, 2, shape, 0, world.data(), n);
+  } else if (mode == "box_sum_dtype") {
+    int64_t x[4] = {1, 2, 3, 4}, y[4];
+    int64_t shape[1] = {4};
+    pfrt_box_reduce_scatter_dtype(x, y, PFRT_DTYPE_I64, 1, shape, 0,
+                                  world.data(), n);
   } else if (mode == "copy_box_bounds") {
     float src[3 * 4] = {0}, dst[2 * 5] = {0};
     int64_t ss[2] = {3, 4}, so[2] = {1, 1}, ds[2] = {2, 5}, dof[2] = {0, 3},

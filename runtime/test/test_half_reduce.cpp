@@ -1,14 +1,18 @@
 //===- test_half_reduce.cpp - bf16/f16 all-reduce against a reference -----===//
 //
 // pfrt_all_reduce_sum_dtype and _start_dtype of PFRT_DTYPE_BF16 and
-// PFRT_DTYPE_F16 (the gradient all-reduces of gradient-dtype=bf16|f16).
+// PFRT_DTYPE_F16 (the gradient all-reduces of gradient-dtype=bf16|f16), and
+// pfrt_box_reduce_scatter_dtype (its reduce-scatters under ZeRO-2/3).
 // The reference rounds with double arithmetic (nearbyint on the scaled
 // significand, not the runtime's bit tricks). Two members must give
 // exactly round(a + b) for every element; any group must give every member
 // the same bits, within the rounding bound of one rounding per pairwise
 // sum of the serial float64 sum; f32 through the dtype row equals
 // pfrt_all_reduce_sum. Cases: blocking (out of place and in place), split
-// (two slots in flight), ties to even, f16 overflow to inf.
+// (two slots in flight), ties to even, f16 overflow to inf; the
+// reduce-scatter along each axis of a rank-3 tensor, each member's block
+// against the same reference, f32 through it equal to
+// pfrt_box_reduce_scatter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -112,35 +116,43 @@ void checkReplicated(const Halves &out, const Group &g, const char *what) {
           "%s: group position %lld holds other bits", what, (long long)p);
 }
 
-/// The result against the serial sum: exact for two members, else within
-/// one rounding per pairwise step.
+/// One summed element against its members' parts: exactly round(a + b) for
+/// up to two members, else within one rounding per pairwise step of the
+/// serial float64 sum.
+void checkElement(const Kind &k, double got, const std::vector<double> &parts,
+                  const char *what, int64_t i) {
+  auto n = int64_t(parts.size());
+  if (n <= 2) {
+    double ref = round(k, parts[0] + (n == 2 ? parts[1] : 0));
+    bool same = got == ref || (std::isnan(got) && std::isnan(ref));
+    CHECK(same, "%s %s n=%lld element %lld: got %.9g, round(a + b) = %.9g",
+          what, k.name, (long long)n, (long long)i, got, ref);
+    return;
+  }
+  double sum = 0, abs = 0;
+  for (double v : parts) {
+    sum += v;
+    abs += std::fabs(v);
+  }
+  double tol =
+      double(n) * std::ldexp(1.0, -k.mant - 1) * abs + std::ldexp(1.0, -24);
+  CHECK(std::fabs(got - sum) <= tol,
+        "%s %s n=%lld element %lld: got %.9g, sum %.9g (tol %.3g)", what,
+        k.name, (long long)n, (long long)i, got, sum, tol);
+}
+
+/// The result against the serial sum of the members' inputs (checkElement).
 void checkSum(const Kind &k, const Halves &out, const Group &g, uint64_t call,
               double scale, const char *what) {
-  auto n = int64_t(g.size());
   int64_t count = int64_t(out.size());
   std::vector<Halves> in;
   for (int64_t m : g)
     in.push_back(inputOf(k, m, count, call, scale));
-  double u = std::ldexp(1.0, -k.mant - 1);
+  std::vector<double> parts(g.size());
   for (int64_t i = 0; i < count; ++i) {
-    double got = valueOf(k, out[i]);
-    if (n <= 2) {
-      double exact = valueOf(k, in[0][i]) + (n == 2 ? valueOf(k, in[1][i]) : 0);
-      double ref = round(k, exact);
-      bool same = got == ref || (std::isnan(got) && std::isnan(ref));
-      CHECK(same, "%s %s n=%lld element %lld: got %.9g, round(a + b) = %.9g",
-            what, k.name, (long long)n, (long long)i, got, ref);
-      continue;
-    }
-    double sum = 0, abs = 0;
-    for (const Halves &h : in) {
-      sum += valueOf(k, h[i]);
-      abs += std::fabs(valueOf(k, h[i]));
-    }
-    double tol = double(n) * u * abs + std::ldexp(1.0, -24);
-    CHECK(std::fabs(got - sum) <= tol,
-          "%s %s n=%lld element %lld: got %.9g, sum %.9g (tol %.3g)", what,
-          k.name, (long long)n, (long long)i, got, sum, tol);
+    for (size_t m = 0; m < g.size(); ++m)
+      parts[m] = valueOf(k, in[m][i]);
+    checkElement(k, valueOf(k, out[i]), parts, what, i);
   }
 }
 
@@ -209,6 +221,53 @@ void testF32(const Group &g, int64_t count, uint64_t call) {
   CHECK(pt_bits_equal(a.data(), b.data(), count), "f32 dtype row differs");
 }
 
+/// pfrt_box_reduce_scatter_dtype along `axis` of a rank-3 tensor whose
+/// axis is n times `base`'s: this member's block (group position p: the
+/// rows [p * base[axis], (p + 1) * base[axis]) along axis) against the
+/// members' inputs (checkElement); f32 through it is
+/// pfrt_box_reduce_scatter's bits.
+void testBoxReduceScatter(const Kind &k, const Group &g, int64_t axis,
+                          uint64_t call, double scale) {
+  auto n = int64_t(g.size());
+  int64_t pos = 0;
+  while (g[size_t(pos)] != gRank)
+    ++pos;
+  // 420 elements a block: more than PFRT_MAX_MSG_ELEMS=300 (chunked).
+  const int64_t base[3] = {3, 20, 7};
+  int64_t shape[3] = {base[0], base[1], base[2]};
+  shape[axis] *= n;
+  int64_t count = shape[0] * shape[1] * shape[2], outCount = count / n;
+  Halves in = inputOf(k, gRank, count, call, scale), out(outCount, 0xffff);
+  pfrt_box_reduce_scatter_dtype(in.data(), out.data(), k.dtype, 3, shape, axis,
+                                g.data(), n);
+  CHECK(in == inputOf(k, gRank, count, call, scale),
+        "box_reduce_scatter_dtype modified its input");
+  std::vector<Halves> all;
+  for (int64_t m : g)
+    all.push_back(inputOf(k, m, count, call, scale));
+  std::vector<double> parts(g.size());
+  for (int64_t i = 0; i < outCount; ++i) {
+    // Out index (a, b, c) of base's shape is in index (a, b, c) with
+    // pos * base[axis] added along axis.
+    int64_t idx[3] = {i / (base[1] * base[2]), i / base[2] % base[1],
+                      i % base[2]};
+    idx[axis] += pos * base[axis];
+    int64_t at = (idx[0] * shape[1] + idx[1]) * shape[2] + idx[2];
+    for (size_t m = 0; m < g.size(); ++m)
+      parts[m] = valueOf(k, all[m][at]);
+    checkElement(k, valueOf(k, out[i]), parts, "box_reduce_scatter_dtype", i);
+  }
+  // f32: the dtype row is the float32 row.
+  std::vector<float> x(count), a(outCount), b(outCount);
+  for (int64_t i = 0; i < count; ++i)
+    x[i] = pt_value(gSeed, call, gRank, i);
+  pfrt_box_reduce_scatter(x.data(), a.data(), 3, shape, axis, g.data(), n);
+  pfrt_box_reduce_scatter_dtype(x.data(), b.data(), PFRT_DTYPE_F32, 3, shape,
+                                axis, g.data(), n);
+  CHECK(pt_bits_equal(a.data(), b.data(), outCount),
+        "box_reduce_scatter_dtype f32 differs from box_reduce_scatter");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -233,6 +292,12 @@ int main(int argc, char **argv) {
       if (g.size() <= 2) // more members: an inf partial sum may cancel
         testGroup(kF16, g, counts[ci], call + 50, 40000.0);
       testF32(g, counts[ci], call);
+      ++cases;
+    }
+    for (int64_t axis = 0; axis < 3; ++axis) {
+      uint64_t call = gi * 100 + 90 + uint64_t(axis);
+      testBoxReduceScatter(kBF16, g, axis, call, 1.0);
+      testBoxReduceScatter(kF16, g, axis, call, 1.0);
       ++cases;
     }
     testEdges(g);

@@ -5,6 +5,12 @@
 // RUN: pf-opt %s -pf-compile-cpu-pipeline="pf-compile-to=rank boxing-report=%t.f32.txt" | FileCheck %s --check-prefix=F32
 // RUN: FileCheck %s --check-prefix=REPORT32 < %t.f32.txt
 // RUN: sed 's/"cpu"/"cuda"/' %s | pf-opt -pf-compile-gpu-pipeline="gradient-dtype=bf16" | FileCheck %s --check-prefix=GPU
+// RUN: pf-opt %s -pf-compile-cpu-pipeline="gradient-dtype=bf16 zero-stage=2 zero-min-size=0 pf-compile-to=rank boxing-report=%t.zero.txt" | FileCheck %s --check-prefix=ZERO
+// RUN: FileCheck %s --check-prefix=ZREPORT < %t.zero.txt
+// RUN: pf-opt %s -pf-compile-cpu-pipeline="gradient-dtype=f16 zero-stage=2 zero-min-size=0" | FileCheck %s --check-prefix=ZCPU
+// RUN: pf-opt %s -pf-compile-cpu-pipeline="zero-stage=2 zero-min-size=0 pf-compile-to=rank boxing-report=%t.zero32.txt" | FileCheck %s --check-prefix=ZERO32
+// RUN: FileCheck %s --check-prefix=ZREPORT32 < %t.zero32.txt
+// RUN: sed 's/"cpu"/"cuda"/' %s | pf-opt -pf-compile-gpu-pipeline="gradient-dtype=bf16 zero-stage=2 zero-min-size=0" | FileCheck %s --check-prefix=ZGPU
 // RUN: not pf-opt %s -pf-compile-cpu-pipeline="gradient-dtype=f8" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // gradient-dtype=bf16|f16 (graph.config.set_gradient_dtype): each
@@ -42,6 +48,33 @@
 // REPORT32: total: 220 bytes/rank per step
 
 // GPU: llvm.call @pfrt_cuda_all_reduce_start_dtype
+
+// ZeRO-2 (zero-stage=2): each gradient's P -> S(0) is a reduce-scatter in
+// the backward, into the rank's shard of its buffer; gradient-dtype moves it
+// in bf16 between the same casts (the runtime's sum in that type,
+// pfrt_box_reduce_scatter_dtype), and the report counts 2 bytes an element.
+// Without gradient-dtype it stays f32.
+// ZERO-LABEL: module @rank0
+// ZERO: %[[C:.*]] = pf.cast %{{.*}} {pf.phase = "backward_weight"} : !pf.global<6x8xf32{{.*}} -> !pf.global<6x8xbf16
+// ZERO-NEXT: %[[S:.*]] = pf.reduce_scatter %[[C]] {axis = 0 : i64, {{.*}}pf.phase = "backward_weight"} : !pf.global<6x8xbf16{{.*}} -> !pf.global<3x8xbf16
+// ZERO-NEXT: pf.cast %[[S]] {{.*}} : !pf.global<3x8xbf16{{.*}} -> !pf.global<3x8xf32
+// ZERO: %[[CB:.*]] = pf.cast %{{.*}} : !pf.global<6xf32{{.*}} -> !pf.global<6xbf16
+// ZERO-NEXT: %[[SB:.*]] = pf.reduce_scatter %[[CB]] {{.*}} : !pf.global<6xbf16{{.*}} -> !pf.global<3xbf16
+// ZERO-NEXT: pf.cast %[[SB]] {{.*}} : !pf.global<3xbf16{{.*}} -> !pf.global<3xf32
+// ZERO-NOT: pf.reduce_scatter {{.*}}xf32
+// ZERO: return
+// ZREPORT-DAG: reduce_scatter 6xbf16 {{.*}}: 6 bytes/rank
+// ZREPORT-DAG: reduce_scatter 6x8xbf16 {{.*}}: 48 bytes/rank
+// ZREPORT: total: 166 bytes/rank per step
+// ZCPU-LABEL: module @rank0
+// ZCPU-COUNT-2: llvm.call @pfrt_box_reduce_scatter_dtype({{.*}}) : (!llvm.ptr, !llvm.ptr, i32, i64, !llvm.ptr, i64, !llvm.ptr, i64) -> i32
+// ZCPU-NOT: llvm.call @pfrt_box_reduce_scatter(
+// ZERO32-NOT: bf16
+// ZERO32: pf.reduce_scatter {{.*}}pf.phase = "backward_weight"{{.*}} : !pf.global<6x8xf32{{.*}} -> !pf.global<3x8xf32
+// ZREPORT32-DAG: reduce_scatter 6xf32 {{.*}}: 12 bytes/rank
+// ZREPORT32-DAG: reduce_scatter 6x8xf32 {{.*}}: 96 bytes/rank
+// ZREPORT32: total: 220 bytes/rank per step
+// ZGPU: llvm.call @pfrt_cuda_box_reduce_scatter_dtype
 
 // BAD: gradient-dtype
 

@@ -8,7 +8,13 @@ Under the launcher, a DP2 MLP trained by SGD equals a NumPy reference that
 rounds the two ranks' gradients, adds them in float32 and rounds the sum
 (losses within 1e-6), and differs from the float32 all-reduce run, which
 equals the plain float32 reference. The boxing report counts 2 bytes an
-element for the gradients' all-reduces (the loss's stays float32)."""
+element for the gradients' all-reduces (the loss's stays float32).
+
+Under ZeRO-2 (``enable_zero(True, stage=2)``) the gradients are
+reduce-scattered instead: in bf16 the DP2 run equals the same NumPy
+reference (two ranks' shards sum the same rounded values) and differs from
+the float32 ZeRO-2 run, and the report counts 2 bytes an element for the
+reduce-scatters."""
 
 import json
 import re
@@ -39,6 +45,7 @@ import pipeflow as flow
 from pipeflow import nn
 
 dtype, pseed, dseed, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+zero = int(sys.argv[5])
 IN, HID, OUT, BATCH, STEPS, LR = 16, 32, 4, 8, 6, 0.1
 PL = flow.placement("cpu", ranks=[0, 1])
 B, S0 = flow.sbp.broadcast, flow.sbp.split(0)
@@ -52,6 +59,8 @@ init = {k: v.numpy().tolist() for k, v in model.state_dict().items()}
 model.to_global(PL, [B])
 graph = Train(model, lr=LR, gradient_dtype={"bf16": flow.bfloat16, "f16": flow.float16,
                                            "f32": flow.float32}[dtype])
+if zero:
+    graph.config.enable_zero(True, stage=zero, shard_min_size=0)
 rng = np.random.default_rng(dseed)
 losses = []
 for _ in range(STEPS):
@@ -60,16 +69,16 @@ for _ in range(STEPS):
     loss = graph(flow.tensor(X, placement=PL, sbp=[S0]), flow.tensor(Y, placement=PL, sbp=[S0]))
     losses.append(float(loss.to_local().numpy().reshape(-1)[0]))
 final = {k: v.numpy().tolist() for k, v in graph.state_dict()["model"].items()}
-with open(f"{out}/{dtype}.rank{flow.env.get_rank()}.json", "w") as f:
+with open(f"{out}/{dtype}.zero{zero}.rank{flow.env.get_rank()}.json", "w") as f:
     json.dump({"losses": losses, "init": init, "final": final}, f)
 """
 
 
-def run(tmp_path, backend, dtype, pseed, dseed):
+def run(tmp_path, backend, dtype, pseed, dseed, zero=0):
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
-    run_script(tmp_path, f"grad_{dtype}.py", JOB, [dtype, pseed, dseed, out], 2, backend, 600)
-    return [json.loads((out / f"{dtype}.rank{r}.json").read_text()) for r in range(2)]
+    run_script(tmp_path, f"grad_{dtype}.py", JOB, [dtype, pseed, dseed, out, zero], 2, backend, 600)
+    return [json.loads((out / f"{dtype}.zero{zero}.rank{r}.json").read_text()) for r in range(2)]
 
 
 def reference(init, dseed, low):
@@ -129,18 +138,45 @@ def test_dp2_low_gradient_all_reduce_equals_numpy(backend, tmp_path, low):
     assert got[0]["final"] != f32[0]["final"], where
 
 
-LINE = re.compile(r"^\s*all_reduce (\S+) .*: (\d+) bytes/rank")
+@needs_mpiexec
+def test_dp2_zero2_bf16_reduce_scatter_equals_numpy(backend, tmp_path):
+    """ZeRO-2: each rank's shard of the gradient is reduce-scattered in
+    bf16; on two ranks it is round(round(g0) + round(g1)), the all-reduce's
+    values, so the all-reduce's NumPy reference holds."""
+    dseed, pseed = fresh_seeds()
+    where = f"PF_TEST_SEEDS='{dseed} {pseed}'"
+    got = run(tmp_path, backend, "bf16", pseed, dseed, zero=2)
+    f32 = run(tmp_path, backend, "f32", pseed, dseed, zero=2)
+    init = got[0]["init"]
+    assert f32[0]["init"] == init, where
+    want, params = reference(init, dseed, "bf16")
+    want32, _ = reference(init, dseed, "f32")
+    for rank in range(2):
+        np.testing.assert_allclose(got[rank]["losses"], want, rtol=1e-6, err_msg=where)
+        np.testing.assert_allclose(f32[rank]["losses"], want32, rtol=1e-5, err_msg=where)
+        assert got[rank]["final"] == got[0]["final"], where
+        for k, v in params.items():
+            np.testing.assert_allclose(got[rank]["final"][k], v, rtol=0, atol=2e-5, err_msg=f"{where} {k}")
+    assert not np.allclose(got[0]["losses"], f32[0]["losses"], rtol=1e-7, atol=0), where
+    assert got[0]["final"] != f32[0]["final"], where
 
 
-def report(dtype):
+LINE = re.compile(r"^\s*(all_reduce|reduce_scatter) (\S+) .*: (\d+) bytes/rank")
+
+
+def report(dtype, zero=0):
+    """The boxing report's bytes by (collective, shape), and its text."""
     pl = flow.placement("cpu", ranks=[0, 1])
     flow.manual_seed(0)
     model = MLP(IN, HID, OUT)
     model.to_global(pl, [flow.sbp.broadcast])
     x = flow.tensor(np.zeros((BATCH, IN), np.float32), placement=pl, sbp=[flow.sbp.split(0)])
     y = flow.tensor(np.zeros(BATCH, np.int64), placement=pl, sbp=[flow.sbp.split(0)])
-    text = Train(model, lr=LR, gradient_dtype=dtype).debug_report(x, y)
-    return {m[1]: int(m[2]) for m in map(LINE.match, text.splitlines()) if m}, text
+    graph = Train(model, lr=LR, gradient_dtype=dtype)
+    if zero:
+        graph.config.enable_zero(True, stage=zero, shard_min_size=0)
+    text = graph.debug_report(x, y)
+    return {(m[1], m[2]): int(m[3]) for m in map(LINE.match, text.splitlines()) if m}, text
 
 
 @pytest.mark.parametrize("dtype,name", [(flow.bfloat16, "bf16"), (flow.float16, "f16")])
@@ -149,9 +185,21 @@ def test_boxing_report_counts_two_bytes_an_element(backend, dtype, name):
     low, text = report(dtype)
     shapes = ["32x16", "32", "4x32", "4"]
     for shape in shapes:
-        assert low[f"{shape}x{name}"] * 2 == f32[f"{shape}xf32"], text
+        assert low["all_reduce", f"{shape}x{name}"] * 2 == f32["all_reduce", f"{shape}xf32"], text
         assert f"{shape}x{name}" not in text32
-    assert low["f32"] == f32["f32"] == 4, text  # the loss's all-reduce
+    assert low["all_reduce", "f32"] == f32["all_reduce", "f32"] == 4, text  # the loss's all-reduce
+
+
+def test_boxing_report_counts_two_bytes_for_zero2_reduce_scatters(backend):
+    f32, text32 = report(None, zero=2)
+    low, text = report(flow.bfloat16, zero=2)
+    for shape in ["32x16", "32", "4x32", "4"]:
+        assert low["reduce_scatter", f"{shape}xbf16"] * 2 == f32["reduce_scatter", f"{shape}xf32"], text
+        assert ("all_reduce", f"{shape}xbf16") not in low, text
+        assert "bf16" not in text32
+    # Only the loss's all-reduce, float32 in both.
+    assert [k for k in low if k[0] == "all_reduce"] == [("all_reduce", "f32")], text
+    assert low["all_reduce", "f32"] == f32["all_reduce", "f32"] == 4, text
 
 
 def test_gradient_dtype_is_checked():

@@ -75,7 +75,8 @@ struct SPMDPipelineOptions : public PassPipelineOptions<SPMDPipelineOptions> {
       llvm::cl::init("")};
   Option<GradientDtype> gradientDtype{
       *this, "gradient-dtype",
-      llvm::cl::desc("the type the data-parallel gradient all-reduces move "
+      llvm::cl::desc("the type the data-parallel gradient all-reduces (and "
+                     "ZeRO-2/3's reduce-scatters) move "
                      "(graph.config.set_gradient_dtype); the gradients and "
                      "their buffers stay f32"),
       llvm::cl::init(GradientDtype::F32),

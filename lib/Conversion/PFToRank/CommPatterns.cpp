@@ -52,8 +52,9 @@ template <typename OpTy> struct GroupOpLowering : RankPattern<OpTy> {
       return op.emitOpError("rank ")
              << state.rankId << " is in none of the op's groups";
     Value source = op.getInput();
-    if constexpr (std::is_same_v<OpTy, AllReduceOp>) {
-      Type element = cast<GlobalType>(source.getType()).getElementType();
+    Type element = cast<GlobalType>(source.getType()).getElementType();
+    if constexpr (std::is_same_v<OpTy, AllReduceOp> ||
+                  std::is_same_v<OpTy, ReduceScatterOp>) {
       if (!element.isF32() && !element.isBF16() && !element.isF16())
         return op.emitOpError("sums f32, bf16 or f16 tensors only");
     }
@@ -71,7 +72,7 @@ template <typename OpTy> struct GroupOpLowering : RankPattern<OpTy> {
         // Started only (pf-bucket-gradients{overlap}): pf.all_reduce_wait
         // ends it.
         // bf16/f16 (gradient-dtype): the runtime's sum in that type.
-        bool f32 = cast<GlobalType>(source.getType()).getElementType().isF32();
+        bool f32 = element.isF32();
         IntegerAttr slot =
             PFDialect::AsyncSlotAttrHelper(op.getContext()).getAttr(op);
         if (slot && f32)
@@ -89,10 +90,15 @@ template <typename OpTy> struct GroupOpLowering : RankPattern<OpTy> {
       } else if constexpr (std::is_same_v<OpTy, AllGatherOp>)
         rt.pfrt_box_all_gather(b, loc, in, out, dtype, ndim, shapePtr,
                                op.getAxis(), ranksPtr, n);
-      else if constexpr (std::is_same_v<OpTy, ReduceScatterOp>)
-        rt.pfrt_box_reduce_scatter(b, loc, in, out, ndim, shapePtr,
-                                   op.getAxis(), ranksPtr, n);
-      else if constexpr (std::is_same_v<OpTy, AllToAllOp>)
+      else if constexpr (std::is_same_v<OpTy, ReduceScatterOp>) {
+        // bf16/f16 (gradient-dtype under ZeRO-2/3): summed in that type.
+        if (element.isF32())
+          rt.pfrt_box_reduce_scatter(b, loc, in, out, ndim, shapePtr,
+                                     op.getAxis(), ranksPtr, n);
+        else
+          rt.pfrt_box_reduce_scatter_dtype(b, loc, in, out, dtype, ndim,
+                                           shapePtr, op.getAxis(), ranksPtr, n);
+      } else if constexpr (std::is_same_v<OpTy, AllToAllOp>)
         rt.pfrt_box_all_to_all(b, loc, in, out, dtype, ndim, shapePtr,
                                op.getSplitAxis(), op.getConcatAxis(), ranksPtr,
                                n);

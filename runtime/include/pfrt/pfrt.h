@@ -283,6 +283,17 @@ int pfrt_box_reduce_scatter(const float *in, float *out, int64_t ndim,
                             const int64_t *in_shape, int64_t axis,
                             const int64_t *ranks, int64_t n);
 
+/* pfrt_box_reduce_scatter of `dtype` elements: PFRT_DTYPE_F32 (the same as
+ * it), PFRT_DTYPE_BF16 or PFRT_DTYPE_F16 (the gradient reduce-scatters of
+ * gradient-dtype=bf16|f16 under ZeRO-2/3: 2 bytes an element on the wire),
+ * summed in their own type as pfrt_all_reduce_sum_dtype sums them (each
+ * pair added in float32 and rounded to nearest even); other dtypes are
+ * fatal. */
+int pfrt_box_reduce_scatter_dtype(const void *in, void *out, int32_t dtype,
+                                  int64_t ndim, const int64_t *inShape,
+                                  int64_t axis, const int64_t *ranks,
+                                  int64_t n);
+
 /* S(concat_axis) -> S(split_axis): group position p holds block p along
  * concat_axis of the logical tensor, whole along split_axis (shape
  * in_shape). Afterwards it holds block p along split_axis, whole along

@@ -229,6 +229,12 @@ int pfrt_cuda_box_all_gather(const void *in, void *out, int32_t dtype,
 int pfrt_cuda_box_reduce_scatter(const float *in, float *out, int64_t ndim,
                                  const int64_t *in_shape, int64_t axis,
                                  const int64_t *ranks, int64_t n);
+/* bf16/f16 host-staged like the f32 one (the host row's sum in that type);
+ * PFRT_DTYPE_F32 is pfrt_cuda_box_reduce_scatter's. */
+int pfrt_cuda_box_reduce_scatter_dtype(const void *in, void *out, int32_t dtype,
+                                       int64_t ndim, const int64_t *inShape,
+                                       int64_t axis, const int64_t *ranks,
+                                       int64_t n);
 int pfrt_cuda_box_all_to_all(const void *in, void *out, int32_t dtype,
                              int64_t ndim, const int64_t *in_shape,
                              int64_t split_axis, int64_t concat_axis,

@@ -127,6 +127,11 @@ int pfrt_cuda_box_reduce_scatter(const float *, float *, int64_t,
                                  int64_t) {
   noCuda("pfrt_cuda_box_reduce_scatter");
 }
+int pfrt_cuda_box_reduce_scatter_dtype(const void *, void *, int32_t, int64_t,
+                                       const int64_t *, int64_t,
+                                       const int64_t *, int64_t) {
+  noCuda("pfrt_cuda_box_reduce_scatter_dtype");
+}
 int pfrt_cuda_box_all_to_all(const void *, void *, int32_t, int64_t,
                              const int64_t *, int64_t, int64_t, const int64_t *,
                              int64_t) {

@@ -126,6 +126,25 @@ int pfrt_cuda_box_reduce_scatter(const float *in, float *out, int64_t ndim,
       });
 }
 
+// bf16/f16: staged as the f32 row is, summed by the host row in that type;
+// a dtype the host row does not sum stages nothing (it fails first).
+int pfrt_cuda_box_reduce_scatter_dtype(const void *in, void *out, int32_t dtype,
+                                       int64_t ndim, const int64_t *inShape,
+                                       int64_t axis, const int64_t *ranks,
+                                       int64_t n) {
+  if (dtype == PFRT_DTYPE_F32)
+    return pfrt_cuda_box_reduce_scatter(static_cast<const float *>(in),
+                                        static_cast<float *>(out), ndim,
+                                        inShape, axis, ranks, n);
+  bool half = dtype == PFRT_DTYPE_BF16 || dtype == PFRT_DTYPE_F16;
+  return stagedAlongAxis("pfrt_cuda_box_reduce_scatter_dtype", in, out,
+                         half ? 2 : -1, ndim, inShape, axis, n,
+                         /*gather=*/false, [&](const void *hin, void *hout) {
+                           return pfrt_box_reduce_scatter_dtype(
+                               hin, hout, dtype, ndim, inShape, axis, ranks, n);
+                         });
+}
+
 int pfrt_cuda_box_all_to_all(const void *in, void *out, int32_t dtype,
                              int64_t ndim, const int64_t *in_shape,
                              int64_t split_axis, int64_t concat_axis,

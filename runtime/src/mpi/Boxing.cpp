@@ -1,12 +1,13 @@
 //===- Boxing.cpp - SBP layout changes of local tensors -------------------===//
 //
-// The boxing helpers of pfrt.h: all_gather, reduce_scatter and all_to_all
-// along a tensor axis, built on the group collectives of Collectives.cpp
-// (same communicator cache, chunking and traces), plus the local slice and
-// sub-box copy. A collective moves whole contiguous blocks, so an axis that
-// is not the outermost one needs a local repack around it: the tensor is
-// viewed as [outer, n, chunk] (outer = the dimensions before the axis) and
-// copied to or from [n, outer, chunk], one memcpy per chunk.
+// The boxing helpers of pfrt.h: all_gather, reduce_scatter (f32, or bf16/f16
+// summed in their type) and all_to_all along a tensor axis, built on the
+// group collectives of Collectives.cpp (same communicator cache, chunking
+// and traces), plus the local slice and sub-box copy. A collective moves
+// whole contiguous blocks, so an axis that is not the outermost one needs a
+// local repack around it: the tensor is viewed as [outer, n, chunk] (outer
+// = the dimensions before the axis) and copied to or from [n, outer,
+// chunk], one memcpy per chunk.
 //
 //===----------------------------------------------------------------------===//
 
@@ -175,6 +176,33 @@ void intoBlocks(void *out, int64_t outer, int64_t n, int64_t blockBytes,
   unpackBlocks((char *)out, tmp.get(), outer, n, blockBytes);
 }
 
+/// pfrt_box_reduce_scatter of `dtype` elements (f32, bf16 or f16: the
+/// sum's type, reduceTypeOf), naming fn.
+int boxReduceScatter(const void *in, void *out, int32_t dtype, int64_t ndim,
+                     const int64_t *inShape, int64_t axis, const int64_t *ranks,
+                     int64_t n, const char *fn) {
+  groupPosition(ranks, n, fn);
+  const int64_t es = reduceTypeOf(dtype, fn).elemSize;
+  int64_t elems = checkShape(ndim, inShape, "in_shape", es, fn);
+  checkAxis(axis, ndim, "axis", fn);
+  int64_t outElems = checkOneBlock(in, out, ndim, inShape, elems, axis, n,
+                                   "the group size", es, fn);
+  if (elems == 0)
+    return 0;
+  // in viewed as [outer, n, chunk]; block q = [:, q, :] goes to position q.
+  int64_t outer = prod(inShape, 0, axis);
+  std::unique_ptr<char[]> packed;
+  const void *send = in;
+  if (outer > 1 && n > 1) {
+    packed = scratch(elems * es);
+    packBlocks(packed.get(), (const char *)in, outer, n, outElems / outer * es);
+    send = packed.get();
+  }
+  reduceScatterSum(send, out, outElems, dtype, ranks, n, fn,
+                   "box_reduce_scatter");
+  return 0;
+}
+
 } // namespace
 
 extern "C" {
@@ -217,26 +245,16 @@ int pfrt_box_all_gather(const void *in, void *out, int32_t dtype, int64_t ndim,
 int pfrt_box_reduce_scatter(const float *in, float *out, int64_t ndim,
                             const int64_t *in_shape, int64_t axis,
                             const int64_t *ranks, int64_t n) {
-  const char *fn = "pfrt_box_reduce_scatter";
-  groupPosition(ranks, n, fn);
-  const int64_t es = sizeof(float);
-  int64_t elems = checkShape(ndim, in_shape, "in_shape", es, fn);
-  checkAxis(axis, ndim, "axis", fn);
-  int64_t outElems = checkOneBlock(in, out, ndim, in_shape, elems, axis, n,
-                                   "the group size", es, fn);
-  if (elems == 0)
-    return 0;
-  // in viewed as [outer, n, chunk]; block q = [:, q, :] goes to position q.
-  int64_t outer = prod(in_shape, 0, axis);
-  std::unique_ptr<char[]> packed;
-  const float *send = in;
-  if (outer > 1 && n > 1) {
-    packed = scratch(elems * es);
-    packBlocks(packed.get(), (const char *)in, outer, n, outElems / outer * es);
-    send = (const float *)packed.get();
-  }
-  reduceScatterSum(send, out, outElems, ranks, n, fn, "box_reduce_scatter");
-  return 0;
+  return boxReduceScatter(in, out, PFRT_DTYPE_F32, ndim, in_shape, axis, ranks,
+                          n, "pfrt_box_reduce_scatter");
+}
+
+int pfrt_box_reduce_scatter_dtype(const void *in, void *out, int32_t dtype,
+                                  int64_t ndim, const int64_t *inShape,
+                                  int64_t axis, const int64_t *ranks,
+                                  int64_t n) {
+  return boxReduceScatter(in, out, dtype, ndim, inShape, axis, ranks, n,
+                          "pfrt_box_reduce_scatter_dtype");
 }
 
 int pfrt_box_all_to_all(const void *in, void *out, int32_t dtype, int64_t ndim,

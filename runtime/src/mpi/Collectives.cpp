@@ -190,14 +190,17 @@ void sumHalves(void *in, void *inout, int *len, MPI_Datatype * /*type*/) {
     b[i] = FromF(ToF(a[i]) + ToF(b[i]));
 }
 
-/// The MPI type, sum and element size of an all-reduce of `dtype`: MPI's
-/// own float sum, or for bf16/f16 (MPI has neither) a user op over their
-/// uint16 bits, made at first use (after pfrt_init's MPI_Init).
-struct ReduceType {
-  MPI_Datatype type;
-  MPI_Op op;
-  int64_t elemSize;
-};
+AsyncReduce &asyncSlot(int64_t slot, const char *fn) {
+  if (slot < 0 || slot >= PFRT_MAX_ASYNC_SLOTS)
+    fatal("%s: slot %lld is outside [0, %d)", fn, (long long)slot,
+          PFRT_MAX_ASYNC_SLOTS);
+  return gAsync[slot];
+}
+
+} // namespace
+
+namespace pfrt {
+
 ReduceType reduceTypeOf(int32_t dtype, const char *fn) {
   static MPI_Op bf16Sum = MPI_OP_NULL, f16Sum = MPI_OP_NULL;
   switch (dtype) {
@@ -218,17 +221,6 @@ ReduceType reduceTypeOf(int32_t dtype, const char *fn) {
     fatal("%s: dtype %d is not summed (f32, bf16 or f16)", fn, int(dtype));
   }
 }
-
-AsyncReduce &asyncSlot(int64_t slot, const char *fn) {
-  if (slot < 0 || slot >= PFRT_MAX_ASYNC_SLOTS)
-    fatal("%s: slot %lld is outside [0, %d)", fn, (long long)slot,
-          PFRT_MAX_ASYNC_SLOTS);
-  return gAsync[slot];
-}
-
-} // namespace
-
-namespace pfrt {
 
 void checkNoReduceInFlight(const char *fn) {
   for (int64_t s = 0; s < PFRT_MAX_ASYNC_SLOTS; ++s)
@@ -280,28 +272,30 @@ void allGather(const void *in, void *out, int64_t count, MPI_Datatype type,
                  traceName);
 }
 
-void reduceScatterSum(const float *in, float *out, int64_t count,
+void reduceScatterSum(const void *in, void *out, int64_t count, int32_t dtype,
                       const int64_t *ranks, int64_t n, const char *fn,
                       const char *traceName) {
-  blockCollective(in, true, out, false, count, sizeof(float), ranks, n, fn,
-                  traceName, [&](const Group &g) {
-                    if (count <= state().maxMsgElems) {
-                      PFRT_MPI_AS(
-                          fn, MPI_Reduce_scatter_block,
-                          (in, out, int(count), MPI_FLOAT, MPI_SUM, g.comm));
-                      return;
-                    }
-                    // Reductions on derived datatypes are not portable, so
-                    // large blocks go as one reduce per destination, each
-                    // chunked.
-                    for (int p = 0; p < g.n; ++p)
-                      chunked(count, [&](int64_t off, int64_t c) {
-                        PFRT_MPI_AS(fn, MPI_Reduce,
-                                    (in + int64_t(p) * count + off,
-                                     p == g.pos ? out + off : nullptr, int(c),
-                                     MPI_FLOAT, MPI_SUM, p, g.comm));
-                      });
-                  });
+  ReduceType rt = reduceTypeOf(dtype, fn);
+  const auto *send = static_cast<const char *>(in);
+  auto *recv = static_cast<char *>(out);
+  blockCollective(
+      in, true, out, false, count, rt.elemSize, ranks, n, fn, traceName,
+      [&](const Group &g) {
+        if (count <= state().maxMsgElems) {
+          PFRT_MPI_AS(fn, MPI_Reduce_scatter_block,
+                      (in, out, int(count), rt.type, rt.op, g.comm));
+          return;
+        }
+        // Reductions on derived datatypes are not portable, so large blocks
+        // go as one reduce per destination, each chunked.
+        for (int p = 0; p < g.n; ++p)
+          chunked(count, [&](int64_t off, int64_t c) {
+            PFRT_MPI_AS(fn, MPI_Reduce,
+                        (send + (int64_t(p) * count + off) * rt.elemSize,
+                         p == g.pos ? recv + off * rt.elemSize : nullptr,
+                         int(c), rt.type, rt.op, p, g.comm));
+          });
+      });
 }
 
 void allToAll(const void *in, void *out, int64_t count, MPI_Datatype type,
@@ -390,8 +384,8 @@ int pfrt_all_gather(const float *in, float *out, int64_t count,
 
 int pfrt_reduce_scatter_sum(const float *in, float *out, int64_t count,
                             const int64_t *ranks, int64_t n) {
-  reduceScatterSum(in, out, count, ranks, n, "pfrt_reduce_scatter_sum",
-                   "reduce_scatter_sum");
+  reduceScatterSum(in, out, count, PFRT_DTYPE_F32, ranks, n,
+                   "pfrt_reduce_scatter_sum", "reduce_scatter_sum");
   return 0;
 }
 

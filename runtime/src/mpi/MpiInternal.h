@@ -38,8 +38,22 @@ void allToAll(const void *in, void *out, int64_t count, MPI_Datatype type,
               int64_t elemSize, const int64_t *ranks, int64_t n, const char *fn,
               const char *traceName);
 
-/// The core of pfrt_reduce_scatter_sum (float32), naming fn and traceName.
-void reduceScatterSum(const float *in, float *out, int64_t count,
+/// The MPI type, sum and element size of a sum of `dtype` elements: MPI's
+/// own float sum, or for bf16/f16 (MPI has neither) a user op over their
+/// uint16 bits that adds each pair in float32 and rounds to nearest even,
+/// made at first use (after pfrt_init's MPI_Init). Other dtypes are fatal,
+/// naming fn.
+struct ReduceType {
+  MPI_Datatype type;
+  MPI_Op op;
+  int64_t elemSize;
+};
+ReduceType reduceTypeOf(int32_t dtype, const char *fn);
+
+/// The core of pfrt_reduce_scatter_sum on `count` elements of `dtype` per
+/// block (f32, or bf16/f16 summed in their type as reduceTypeOf's op),
+/// naming fn and traceName.
+void reduceScatterSum(const void *in, void *out, int64_t count, int32_t dtype,
                       const int64_t *ranks, int64_t n, const char *fn,
                       const char *traceName);
 

@@ -1,10 +1,12 @@
-//===- LowPrecisionGradients.cpp - gradient all-reduces in bf16/f16 -------===//
+//===- LowPrecisionGradients.cpp - gradient reductions in bf16/f16 --------===//
 //
 // Mixed precision keeps gradients float32 (master weights); with
 // `gradient-dtype=bf16|f16` only their data-parallel sum moves 2 bytes an
 // element: each rank rounds its f32 gradient to the low type, the ranks
-// sum the low values (the runtime's sum: pfrt_all_reduce_sum_dtype), and
-// the sum is widened back to f32 before the buffer or the update reads it.
+// sum the low values (the runtime's sums: pfrt_all_reduce_sum_dtype, and
+// under ZeRO-2/3 pfrt_box_reduce_scatter_dtype), and the sum (or this
+// rank's shard of it) is widened back to f32 before the buffer or the
+// update reads it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,23 +22,30 @@ using namespace mlir::pf;
 
 namespace {
 
-/// Whether `move` is a gradient's data-parallel sum: an update-phase
-/// layout change of a float32 global tensor on one placement whose every
-/// boxing step is an all-reduce.
+/// Whether `move` is a gradient's data-parallel sum: a layout change of a
+/// float32 global tensor on one placement, in the update or (ZeRO-2/3's
+/// gradient shards) in the backward_weight phase, whose every boxing step
+/// reduces partial sums: an all-reduce (P -> B, in the update only: the
+/// backward's all-reduces are widened) or a reduce-scatter (P -> S).
 bool isGradientSum(ToGlobalOp move) {
   StringAttr phase =
       PFDialect::PhaseAttrHelper(move.getContext()).getAttr(move);
   auto from = dyn_cast<GlobalType>(move.getInput().getType());
   auto to = cast<GlobalType>(move.getResult().getType());
-  if (!phase || phase.getValue() != "update" || !from ||
-      !from.getElementType().isF32() || !from.hasSBP() || !to.hasSBP() ||
-      from.getPlacement() != to.getPlacement() ||
+  if (!phase || !from || !from.getElementType().isF32() || !from.hasSBP() ||
+      !to.hasSBP() || from.getPlacement() != to.getPlacement() ||
       from.getShape() != to.getShape())
     return false;
+  bool update = phase.getValue() == "update";
+  if (!update && phase.getValue() != "backward_weight")
+    return false;
   SmallVector<BoxingStep> steps = planBoxing(from, from.getSbp(), to.getSbp());
-  return !steps.empty() && llvm::all_of(steps, [](const BoxingStep &step) {
-    return step.dim != BoxingStep::kExchangeStep && step.from.isPartial() &&
-           step.to.isBroadcast();
+  return !steps.empty() && llvm::all_of(steps, [&](const BoxingStep &step) {
+    if (step.dim == BoxingStep::kExchangeStep || !step.from.isPartial())
+      return false;
+    if (step.to.isSplit())
+      return !step.to.isGrouped();
+    return update && step.to.isBroadcast();
   });
 }
 
@@ -55,7 +64,8 @@ struct LowPrecisionGradientsPass
     return "pf-low-precision-gradients";
   }
   StringRef getDescription() const override {
-    return "gradient all-reduces in bf16 or f16 (gradient-dtype)";
+    return "gradient all-reduces and reduce-scatters in bf16 or f16 "
+           "(gradient-dtype)";
   }
 
   void runOnOperation() override {

@@ -112,11 +112,12 @@ class GraphConfig:
     zero_min_size = setting("_zero_min_size")
 
     def set_gradient_dtype(self, dtype):
-        """The type the data-parallel gradient all-reduces move:
-        ``flow.float32`` (the default), or ``flow.bfloat16`` /
-        ``flow.float16`` (half the bytes): each rank rounds its float32
-        gradient to that type, the ranks sum in it (each pairwise sum in
-        float32, rounded to nearest even) and the sum is widened back;
+        """The type the data-parallel gradient all-reduces (under ZeRO
+        stage 2 or 3, reduce-scatters) move: ``flow.float32`` (the
+        default), or ``flow.bfloat16`` / ``flow.float16`` (half the
+        bytes): each rank rounds its float32 gradient to that type, the
+        ranks sum in it (each pairwise sum in float32, rounded to nearest
+        even) and the sum (or the rank's shard of it) is widened back;
         gradients, their buffers and optimizer states stay float32 (the
         compile pipeline's ``gradient-dtype``)."""
         dtype = dt.as_dtype(dtype)
@@ -125,7 +126,7 @@ class GraphConfig:
                              f"flow.float16, not {dtype}")
         self._gradient_dtype = dtype.mlir
 
-    gradient_dtype = setting("_gradient_dtype", 'The gradient all-reduces\' type: "f32", "bf16" or "f16".')
+    gradient_dtype = setting("_gradient_dtype", 'The gradient reductions\' type: "f32", "bf16" or "f16".')
 
     def set_device_memory(self, nbytes):
         """The memory of each rank's device in bytes: compiling a program

@@ -33,16 +33,20 @@ inline bool touchesLowPrecision(Operation *op) {
 /// views and packs (their bytes move unchanged), the gradient all-reduces
 /// of `gradient-dtype=bf16|f16` (the update's, or started early by
 /// pf-bucket-gradients: summed by the runtime in the low type) and their
-/// waits, and ops of other dialects (func.return: the step's results keep
-/// their type).
+/// waits, the gradient reduce-scatters of ZeRO-2/3 under it (the
+/// backward's or the update's: summed by the runtime in the low type), and
+/// ops of other dialects (func.return: the step's results keep their type).
 inline bool keepsLowPrecision(Operation *op) {
   if (!isa<PFDialect>(op->getDialect()))
     return true;
-  if (isa<AllReduceOp>(op)) {
+  if (isa<AllReduceOp, ReduceScatterOp>(op)) {
     MLIRContext *ctx = op->getContext();
     StringAttr phase = PFDialect::PhaseAttrHelper(ctx).getAttr(op);
-    return (phase && phase.getValue() == "update") ||
-           PFDialect::AsyncSlotAttrHelper(ctx).isAttrPresent(op);
+    if (phase && phase.getValue() == "update")
+      return true;
+    if (isa<ReduceScatterOp>(op))
+      return phase && phase.getValue() == "backward_weight";
+    return PFDialect::AsyncSlotAttrHelper(ctx).isAttrPresent(op);
   }
   return isa<CastOp, SendOp, RecvOp, MicrobatchOp, PackOp, AllReduceWaitOp,
              AllGatherOp>(op);

@@ -1,4 +1,4 @@
-//===- LowPrecisionGradients.h - gradient all-reduces in bf16/f16 -*- C++ -*-//
+//===- LowPrecisionGradients.h - gradient sums in bf16/f16 ------*- C++ -*-===//
 //
 // The compile pipelines' `gradient-dtype=bf16|f16`
 // (graph.config.set_gradient_dtype): each data-parallel gradient reduction
@@ -19,11 +19,13 @@ namespace mlir::pf {
 enum class GradientDtype { F32, BF16, F16 };
 
 /// Each update-phase layout change of a float32 value that is only
-/// all-reduces (partial -> broadcast on every changed entry: a gradient's
-/// data-parallel sum) becomes cast to `dtype` -> the same change in
+/// all-reduces and reduce-scatters (partial -> broadcast or split on every
+/// changed entry: a gradient's data-parallel sum), and each backward_weight
+/// one that is only reduce-scatters (ZeRO-2/3: partial -> split, the
+/// gradient's shard), becomes cast to `dtype` -> the same change in
 /// `dtype` -> cast back to f32, so that pf-lower-boxing emits (and its
-/// report counts) an all-reduce of 2-byte elements, which
-/// pf-widen-low-precision keeps (LowPrecision.h). Nothing for F32.
+/// report counts) all-reduces and reduce-scatters of 2-byte elements,
+/// which pf-widen-low-precision keeps (LowPrecision.h). Nothing for F32.
 std::unique_ptr<Pass> createLowPrecisionGradientsPass(GradientDtype dtype);
 
 } // namespace mlir::pf
