@@ -7,8 +7,9 @@ names the rank that died.
 
 The artifacts are copied; rank K's executable is wrapped by a shell script
 that starts a timer and then execs the real executable (same process id,
-so it is the process the launcher started): after --after seconds the
-timer writes the time and kills it. Prints the seconds from the kill to
+so it is the process the launcher started): --after seconds after every
+rank has left its pid file in pf-run's job directory, the timer writes
+the time and kills it. Prints the seconds from the kill to
 the job's end and PASS, or FAIL with what was wrong."""
 
 import argparse
@@ -36,11 +37,19 @@ def main():
         exe = os.path.join(art, "rank%d" % args.rank)
         os.rename(exe, exe + ".real")
         stamp = os.path.join(tmp, "killed_at")
+        # The timer starts once every rank has left its pid file in
+        # pf-run's job directory (pfrt_init): on a loaded machine MPI's
+        # start can take longer than --after, and a rank killed before
+        # pf-run knows its process cannot be named by pf-run (MPICH's
+        # report, naming a process its cleanup killed, would stand).
         with open(exe, "w") as f:
             f.write("#!/bin/sh\n"
-                    "(sleep %g; python3 -c 'import time; print(time.time())' > %s 2>/dev/null"
+                    "(i=0; while [ $i -lt 600 ] && [ \"$(ls \"$PF_RUN_JOB_DIR\""
+                    " 2>/dev/null | grep -c '^pid\\.')\" -lt %d ]; do"
+                    " sleep 0.1; i=$((i+1)); done;"
+                    " sleep %g; python3 -c 'import time; print(time.time())' > %s 2>/dev/null"
                     " || date +%%s.%%N > %s; kill -9 $$) &\n"
-                    'exec "$0.real" "$@"\n' % (args.after, stamp, stamp))
+                    'exec "$0.real" "$@"\n' % (args.ranks, args.after, stamp, stamp))
         os.chmod(exe, 0o755)
         cmd = [args.pf_run, "-n", str(args.ranks), art, "--steps", "100000000",
                "--timeout", "120"] + extra
