@@ -6,9 +6,9 @@
 // host-staged twins of StagedComm.cpp that take shapes, descriptors or
 // several buffers, on fresh random data, each against its host row on the
 // same inputs (bit for bit: the twin runs the host row on host copies):
-//   - pfrt_cuda_box_all_gather, _all_to_all, _slice, _unslice (f32, i64
-//     and i32, ranks 1 to 4, every axis, a group in reversed order, empty
-//     tensors) and _reduce_scatter (f32) and _reduce_scatter_dtype (bf16,
+//   - pfrt_cuda_box_all_gather, _all_to_all, _slice, _unslice (f32, i64,
+//     i32, bf16 and bool, ranks 1 to 4, every axis, a group in reversed order,
+//     empty tensors) and _reduce_scatter (f32) and _reduce_scatter_dtype (bf16,
 //     f16);
 //   - pfrt_cuda_p2p_batch: a ring exchange in both directions with several
 //     ops per peer (matched in order), an empty op with a NULL buffer, and
@@ -17,6 +17,13 @@
 //     ranks, every mode, ignored rows, logits and dlogits in place;
 //   - pfrt_cuda_state_add_part: a device tensor of two parts per rank
 //     gathered, then set, through the host.
+// The boxing twins' collectives are host-staged where the ranks share the
+// emulated GPU (no MODE) and go over NCCL with MODE "nccl" (each rank has
+// a GPU of its own: PFRT_CUDA_FAKE_DEVICES; 1 rank too): the same
+// comparisons, and the communication counters must show it (host
+// round-trips and MPI bytes staged, NCCL bytes and no round-trip over
+// NCCL; every kind's bytes exactly). The slices run on the device either
+// way.
 // MODE "bad_index" slices with a bad index and "overlap" gathers into a
 // buffer overlapping the input: both must fail with the host row's error.
 //
@@ -95,7 +102,64 @@ void expectSame(const std::vector<char> &got, const std::vector<char> &want,
           unsigned(uint8_t(want[i])));
 }
 
-int64_t elemBytes(int32_t dtype) { return dtype == PFRT_DTYPE_I64 ? 8 : 4; }
+int64_t elemBytes(int32_t dtype) {
+  switch (dtype) {
+  case PFRT_DTYPE_I64:
+    return 8;
+  case PFRT_DTYPE_BF16:
+    return 2;
+  case PFRT_DTYPE_BOOL:
+    return 1;
+  }
+  return 4;
+}
+
+/// What the boxing collectives should have counted (pfrt_comm_counters):
+/// per kind the bytes of the non-empty calls (the gathered output, the
+/// scattered or exchanged input), and the twins' collective calls.
+struct Expected {
+  int64_t bytes[PFRT_COMM_KINDS] = {};
+  int64_t twinCalls = 0;
+  void add(int kind, int64_t b) {
+    ++twinCalls;
+    bytes[kind] += b;
+  }
+};
+
+/// The counters after boxing(): over NCCL (`nccl`: each rank has a GPU of
+/// its own) the twins' collectives are NCCL's, with no host round-trip, and
+/// MPI moved only what the host rows called for comparison did; staged
+/// (the ranks share the emulated GPU) each twin's collective is one host
+/// round-trip and MPI moved everything twice (the twin's host row and the
+/// comparison's).
+void checkCounters(const Expected &e, bool nccl) {
+  pfrt_comm_counters c;
+  pfrt_comm_counters_get(&c);
+  const char *names[PFRT_COMM_KINDS] = {
+      "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+      "send",       "recv",       "broadcast",      "reduce"};
+  for (int k = 0; k < PFRT_COMM_KINDS; ++k) {
+    CHECK(c.nccl_bytes[k] == (nccl ? e.bytes[k] : 0),
+          "counters: %s nccl_bytes %lld, expected %lld", names[k],
+          (long long)c.nccl_bytes[k], (long long)(nccl ? e.bytes[k] : 0));
+    CHECK(c.mpi_bytes[k] == (nccl ? 1 : 2) * e.bytes[k],
+          "counters: %s mpi_bytes %lld, expected %lld", names[k],
+          (long long)c.mpi_bytes[k], (long long)((nccl ? 1 : 2) * e.bytes[k]));
+  }
+  CHECK(c.host_round_trips == (nccl ? 0 : e.twinCalls),
+        "counters: %lld host round-trips, expected %lld",
+        (long long)c.host_round_trips, (long long)(nccl ? 0 : e.twinCalls));
+  CHECK(nccl ? c.host_round_trip_bytes == 0 : c.host_round_trip_bytes > 0,
+        "counters: %lld host round-trip bytes on the %s path",
+        (long long)c.host_round_trip_bytes, nccl ? "NCCL" : "staged");
+  if (gRank == 0)
+    printf("cuda-staged: counters (%s): %lld all_gather, %lld reduce_scatter, "
+           "%lld all_to_all bytes, %lld host round-trips\n",
+           nccl ? "NCCL" : "staged", (long long)e.bytes[PFRT_COMM_ALL_GATHER],
+           (long long)e.bytes[PFRT_COMM_REDUCE_SCATTER],
+           (long long)e.bytes[PFRT_COMM_ALL_TO_ALL],
+           (long long)c.host_round_trips);
+}
 
 int64_t product(const std::vector<int64_t> &s) {
   int64_t p = 1;
@@ -136,7 +200,7 @@ void compareRows(const std::string &what, const std::vector<char> &in,
       [&](const void *i, void *o) { host(i, o, args...); });
 }
 
-void boxing() {
+void boxing(bool nccl) {
   // The world group, reversed: group positions differ from world ranks.
   std::vector<int64_t> group;
   for (int r = gSize - 1; r >= 0; --r)
@@ -144,7 +208,10 @@ void boxing() {
   const int64_t n = gSize, pos = gSize - 1 - gRank;
   const int64_t *g = group.data();
   int cases = 0;
-  for (int32_t dtype : {PFRT_DTYPE_F32, PFRT_DTYPE_I64, PFRT_DTYPE_I32})
+  Expected e;
+  pfrt_comm_counters_reset();
+  for (int32_t dtype : {PFRT_DTYPE_F32, PFRT_DTYPE_I64, PFRT_DTYPE_I32,
+                        PFRT_DTYPE_BF16, PFRT_DTYPE_BOOL})
     for (int64_t ndim = 1; ndim <= 4; ++ndim)
       for (int64_t axis = 0; axis < ndim; ++axis) {
         std::vector<int64_t> shape(static_cast<size_t>(ndim));
@@ -160,6 +227,7 @@ void boxing() {
         compareRows(describe("box_all_gather", dtype, shape, axis), in,
                     bytes * n, pfrt_cuda_box_all_gather, pfrt_box_all_gather,
                     dtype, ndim, sh, axis, g, n);
+        e.add(PFRT_COMM_ALL_GATHER, bytes * n);
         compareRows(describe("box_slice", dtype, shape, axis), in, bytes / n,
                     pfrt_cuda_box_slice, pfrt_box_slice, dtype, ndim, sh, axis,
                     pos, n);
@@ -172,6 +240,7 @@ void boxing() {
                           " concat " + std::to_string(concat),
                       in, bytes, pfrt_cuda_box_all_to_all, pfrt_box_all_to_all,
                       dtype, ndim, sh, axis, concat, g, n);
+          e.add(PFRT_COMM_ALL_TO_ALL, bytes);
         }
         if (dtype == PFRT_DTYPE_F32) {
           std::vector<float> x = uniform(bytes / 4, uint64_t(gRank) + 7);
@@ -191,17 +260,21 @@ void boxing() {
                                         static_cast<float *>(o), ndim, sh, axis,
                                         g, n);
               });
+          e.add(PFRT_COMM_REDUCE_SCATTER, bytes);
           for (int32_t half : {PFRT_DTYPE_BF16, PFRT_DTYPE_F16})
             compareRows(describe("box_reduce_scatter_dtype", half, shape, axis),
                         halves(half, bytes / 4), bytes / 2 / n,
                         pfrt_cuda_box_reduce_scatter_dtype,
                         pfrt_box_reduce_scatter_dtype, half, ndim, sh, axis, g,
                         n);
+          for (int h = 0; h < 2; ++h)
+            e.add(PFRT_COMM_REDUCE_SCATTER, bytes / 2);
         }
         ++cases;
       }
   if (gRank == 0)
-    printf("cuda-staged: boxing, %d shapes x 3 dtypes\n", cases / 3);
+    printf("cuda-staged: boxing, %d shapes x 5 dtypes\n", cases / 5);
+  checkCounters(e, nccl);
 }
 
 /// Ring exchange: every rank sends to both neighbours (three messages to
@@ -399,8 +472,16 @@ int main(int argc, char **argv) {
                              group.data(), gSize);
     return 0;
   }
-  CHECK(gSize >= 2, "run under mpiexec with 2 or more ranks (got %d)", gSize);
-  boxing();
+  // "nccl": every rank has a GPU of its own (PFRT_CUDA_FAKE_DEVICES): the
+  // boxing twins go over NCCL, on 1 rank too.
+  const bool nccl = mode == "nccl";
+  CHECK(gSize >= 2 || nccl, "run under mpiexec with 2 or more ranks (got %d)",
+        gSize);
+  boxing(nccl);
+  if (gSize == 1) {
+    pfrt_cuda_finalize();
+    return pt_finish(gRank, "cuda-staged: PASS\n");
+  }
   p2pBatch();
   vocabXent();
   stateParts();

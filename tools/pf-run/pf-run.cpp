@@ -142,6 +142,13 @@ static cl::opt<bool> memoryReport(
              "(PF_MEMORY_REPORT for the ranks)"),
     cl::cat(runCategory));
 
+static cl::opt<bool> commReport(
+    "comm-report",
+    cl::desc("Rank 0 prints each rank's communication at the end: calls and "
+             "bytes a collective kind over NCCL and MPI, host round-trips, "
+             "host time blocked in MPI (PF_COMM_REPORT for the ranks)"),
+    cl::cat(runCategory));
+
 static cl::opt<unsigned>
     timeout("timeout", cl::init(0), cl::value_desc("seconds"),
             cl::desc("Kill the job after this many seconds (0: no limit)"),
@@ -769,6 +776,8 @@ int main(int argc, char **argv) {
     env.push_back("PF_TRACE=" + traceDir);
   if (memoryReport)
     env.push_back("PF_MEMORY_REPORT=1");
+  if (commReport)
+    env.push_back("PF_COMM_REPORT=1");
 
   int rc = runJob(*launcher, args, std::move(env));
   if (rc != 0) {

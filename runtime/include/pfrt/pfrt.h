@@ -243,6 +243,47 @@ typedef struct pfrt_p2p_op {
  * 0 still sends/receives an empty message (buf may then be NULL). */
 int pfrt_p2p_batch(const pfrt_p2p_op *ops, int64_t nops);
 
+/* Communication counters (pf-run --comm-report). Per kind of collective,
+ * the calls and bytes this rank moved over MPI (the host rows, on CPU ranks
+ * and in GPU ranks' host-staged calls) and over NCCL (GPU ranks' device
+ * twins; a captured CUDA graph's calls count at each replay). Bytes are the
+ * collective's buffer on this rank, as the trace gives them (the reduced or
+ * broadcast buffer, the gathered output, the scattered or exchanged input,
+ * a message), not the bytes on the wire. host_round_trips counts a GPU
+ * rank's host-staged calls (device -> host -> device), their bytes both
+ * ways; exposed_us is the host time spent blocked in MPI calls (waits
+ * included). NCCL's time on the GPU is not measured here (pf-run --trace
+ * times it). Set-up traffic (communicators, NCCL's ids) is not counted. */
+enum {
+  PFRT_COMM_ALL_REDUCE = 0,
+  PFRT_COMM_ALL_GATHER = 1,
+  PFRT_COMM_REDUCE_SCATTER = 2,
+  PFRT_COMM_ALL_TO_ALL = 3,
+  PFRT_COMM_SEND = 4,
+  PFRT_COMM_RECV = 5,
+  PFRT_COMM_BROADCAST = 6,
+  PFRT_COMM_REDUCE = 7,
+  PFRT_COMM_KINDS = 8
+};
+typedef struct pfrt_comm_counters {
+  int64_t mpi_calls[PFRT_COMM_KINDS];
+  int64_t mpi_bytes[PFRT_COMM_KINDS];
+  int64_t nccl_calls[PFRT_COMM_KINDS];
+  int64_t nccl_bytes[PFRT_COMM_KINDS];
+  int64_t host_round_trips;
+  int64_t host_round_trip_bytes;
+  double exposed_us;
+} pfrt_comm_counters;
+/* This rank's counters since the start (or the last reset). */
+void pfrt_comm_counters_get(pfrt_comm_counters *out);
+void pfrt_comm_counters_reset(void);
+/* A call of every rank: rank 0 prints every rank's counters on stdout in
+ * rank order, a block a rank: "comm rank R of N: host_round_trips C bytes
+ * B exposed_mpi_ms T", then a line a kind: "comm rank R KIND nccl_calls C
+ * nccl_bytes B mpi_calls C mpi_bytes B". pfrt_main calls it at the end of
+ * the run under PF_COMM_REPORT=1. */
+int pfrt_comm_report(void);
+
 /*===----------------------------------------------------------------------===
  * Boxing: layout changes of local tensors
  *

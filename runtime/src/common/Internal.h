@@ -151,16 +151,18 @@ void traceResolveDevice();
 void traceComm(const char *name, double beginUs, int64_t bytes,
                int64_t groupSize, int64_t peer);
 
-/// Times a communication call for the trace; free when tracing is off.
+/// Counts a communication call of the host rows (CommCounters.h: its
+/// kind's MPI calls and bytes, the host time it blocked).
+void countComm(const char *name, int64_t bytes, double us);
+
+/// Times a communication call for the trace (when on) and the counters.
 class CommScope {
 public:
   CommScope(const char *name, int64_t bytes, int64_t groupSize, int64_t peer)
       : name(name), bytes(bytes), groupSize(groupSize), peer(peer),
-        on(traceOn()) {
-    if (on)
-      begin = monotonicUs();
-  }
+        on(traceOn()), begin(monotonicUs()) {}
   ~CommScope() {
+    countComm(name, bytes, monotonicUs() - begin);
     if (on)
       traceComm(name, begin, bytes, groupSize, peer);
   }
@@ -171,7 +173,7 @@ private:
   const char *name;
   int64_t bytes, groupSize, peer;
   bool on;
-  double begin = 0;
+  double begin;
 };
 
 //===----------------------------------------------------------------------===//

@@ -75,6 +75,7 @@ namespace twin {
   X(LnGradInput, "pfrt_cuda_ln_grad_input")                                    \
   X(LnGradParams, "pfrt_cuda_ln_grad_params")                                  \
   X(CopyElems, "pfrt_cuda_copy_elems")                                         \
+  X(CopyBlocks, "pfrt_cuda_copy_blocks")                                       \
   X(EmbeddingCheck, "pfrt_cuda_embedding_check")                               \
   X(Embedding, "pfrt_cuda_embedding")                                          \
   X(EmbeddingIndex, "pfrt_cuda_embedding_index")                               \

@@ -65,6 +65,7 @@
 #include "NcclInternal.h"
 
 #include "../common/CommChecks.h"
+#include "../common/CommCounters.h"
 #include "../common/Internal.h"
 #include "../mpi/MpiInternal.h"
 #include "CudaInternal.h"
@@ -334,6 +335,7 @@ const Group &groupFor(const int64_t *ranks, int64_t n, const char *fn) {
     return it->second;
   Group g;
   g.pos = groupPosition(ranks, n, fn); // the host rows' checks and errors
+  counters::Suppress setup;            // set-up traffic: not counted
   // Which device each member uses: NCCL refuses two ranks on one.
   int64_t mine[2] = {hostKey(), deviceKey()};
   std::vector<int64_t> all(size_t(2 * n));
@@ -513,6 +515,7 @@ namespace nccl {
 
 void makeGroups(const std::vector<std::vector<int64_t>> &groups,
                 const char *fn) {
+  counters::Suppress setup; // set-up traffic: not counted
   // Every rank decides alike, so that all or none take part in the splits.
   bool nccl = gNccl.available && cuda::deviceReady();
   bool split = nccl && gNccl.api.ncclCommSplit && gNccl.api.ncclCommDestroy;

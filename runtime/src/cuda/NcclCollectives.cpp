@@ -12,6 +12,7 @@
 #include "NcclInternal.h"
 
 #include "../common/CommChecks.h"
+#include "../common/CommCounters.h"
 #include "../common/Internal.h"
 #include "CudaInternal.h"
 #include "pfrt/pfrt.h"
@@ -84,6 +85,8 @@ ncclDataType_t halvesType(int32_t dtype, const char *fn) {
 
 int sumOf(const Group &g, const void *in, void *out, int64_t count,
           ncclDataType_t type, const char *fn) {
+  counters::add(PFRT_COMM_ALL_REDUCE, counters::Transport::Nccl,
+                count * (type == ncclFloat32 ? 4 : 2));
   return enqueue(g, count, "ncclAllReduce", fn, [&] {
     return gNccl.api.ncclAllReduce(in, out, size_t(count), type, ncclSum,
                                    g.comm, stream());
@@ -111,6 +114,8 @@ int startOf(const Group &g, const void *in, void *out, int64_t count,
     a.done[slot] = cuda::newEvent("a split all-reduce's completion");
   cuda::recordEvent(a.fork, cuda::computeStream());
   cuda::streamWaitEvent(a.stream, a.fork);
+  counters::add(PFRT_COMM_ALL_REDUCE, counters::Transport::Nccl,
+                count * elemSize);
   if (count > 0) {
     cuda::DeviceCommScope trace("all_reduce_nccl", a.stream, count * elemSize,
                                 n);
@@ -164,6 +169,8 @@ int allGather(const float *in, float *out, int64_t count, const int64_t *ranks,
   const char *fn = "pfrt_all_gather";
   const Group &g = groupFor(ranks, n, fn);
   comm::checkBlockBuffers(in, false, out, true, count, n, fn);
+  counters::add(PFRT_COMM_ALL_GATHER, counters::Transport::Nccl,
+                n * count * int64_t(sizeof(float)));
   return enqueue(g, count, "ncclAllGather", fn, [&] {
     return gNccl.api.ncclAllGather(in, out, size_t(count), ncclFloat32, g.comm,
                                    stream());
@@ -175,6 +182,8 @@ int reduceScatterSum(const float *in, float *out, int64_t count,
   const char *fn = "pfrt_reduce_scatter_sum";
   const Group &g = groupFor(ranks, n, fn);
   comm::checkBlockBuffers(in, true, out, false, count, n, fn);
+  counters::add(PFRT_COMM_REDUCE_SCATTER, counters::Transport::Nccl,
+                n * count * int64_t(sizeof(float)));
   return enqueue(g, count, "ncclReduceScatter", fn, [&] {
     return gNccl.api.ncclReduceScatter(in, out, size_t(count), ncclFloat32,
                                        ncclSum, g.comm, stream());
@@ -188,6 +197,8 @@ int broadcast(float *buf, int64_t count, int64_t root, const int64_t *ranks,
   checkCount(count, fn);
   checkBuf(buf, count, "buf", fn);
   int rootPos = rootPosition(ranks, n, root, fn);
+  counters::add(PFRT_COMM_BROADCAST, counters::Transport::Nccl,
+                count * int64_t(sizeof(float)));
   return enqueue(g, count, "ncclBroadcast", fn, [&] {
     return gNccl.api.ncclBroadcast(buf, buf, size_t(count), ncclFloat32,
                                    rootPos, g.comm, stream());
@@ -202,6 +213,8 @@ int reduceSum(const float *in, float *out, int64_t count, int64_t root,
   int rootPos = rootPosition(ranks, n, root, fn);
   bool isRoot = rootPos == g.pos;
   comm::checkReduceBuffers(in, out, count, isRoot, fn);
+  counters::add(PFRT_COMM_REDUCE, counters::Transport::Nccl,
+                count * int64_t(sizeof(float)));
   return enqueue(g, count, "ncclReduce", fn, [&] {
     return gNccl.api.ncclReduce(in, isRoot ? out : nullptr, size_t(count),
                                 ncclFloat32, ncclSum, rootPos, g.comm,
@@ -214,6 +227,8 @@ int allToAll(const float *in, float *out, int64_t count, const int64_t *ranks,
   const char *fn = "pfrt_all_to_all";
   const Group &g = groupFor(ranks, n, fn);
   comm::checkBlockBuffers(in, true, out, true, count, n, fn);
+  counters::add(PFRT_COMM_ALL_TO_ALL, counters::Transport::Nccl,
+                n * count * int64_t(sizeof(float)));
   if (count == 0)
     return 0;
   cudaStream_t s = stream();
@@ -229,6 +244,54 @@ int allToAll(const float *in, float *out, int64_t count, const int64_t *ranks,
   check(gNccl.api.ncclGroupEnd(), "ncclGroupEnd", fn);
   pollAsync(g, fn);
   return 0;
+}
+
+void allGatherBytes(const void *in, void *out, int64_t blockBytes,
+                    const int64_t *ranks, int64_t n, const char *fn) {
+  const Group &g = groupFor(ranks, n, fn);
+  counters::add(PFRT_COMM_ALL_GATHER, counters::Transport::Nccl,
+                n * blockBytes);
+  enqueue(g, blockBytes, "ncclAllGather", fn, [&] {
+    return gNccl.api.ncclAllGather(in, out, size_t(blockBytes), ncclUint8,
+                                   g.comm, stream());
+  });
+}
+
+void reduceScatterOf(const void *in, void *out, int64_t count, int32_t dtype,
+                     const int64_t *ranks, int64_t n, const char *fn) {
+  const Group &g = groupFor(ranks, n, fn);
+  ncclDataType_t type =
+      dtype == PFRT_DTYPE_F32 ? ncclFloat32 : halvesType(dtype, fn);
+  int64_t es = dtype == PFRT_DTYPE_F32 ? 4 : 2;
+  counters::add(PFRT_COMM_REDUCE_SCATTER, counters::Transport::Nccl,
+                n * count * es);
+  enqueue(g, count, "ncclReduceScatter", fn, [&] {
+    return gNccl.api.ncclReduceScatter(in, out, size_t(count), type, ncclSum,
+                                       g.comm, stream());
+  });
+}
+
+void allToAllBytes(const void *in, void *out, int64_t blockBytes,
+                   const int64_t *ranks, int64_t n, const char *fn) {
+  const Group &g = groupFor(ranks, n, fn);
+  counters::add(PFRT_COMM_ALL_TO_ALL, counters::Transport::Nccl,
+                n * blockBytes);
+  if (blockBytes == 0)
+    return;
+  const char *send = static_cast<const char *>(in);
+  char *recv = static_cast<char *>(out);
+  cudaStream_t s = stream();
+  check(gNccl.api.ncclGroupStart(), "ncclGroupStart", fn);
+  for (int64_t p = 0; p < n; ++p) {
+    check(gNccl.api.ncclSend(send + p * blockBytes, size_t(blockBytes),
+                             ncclUint8, int(p), g.comm, s),
+          "ncclSend", fn);
+    check(gNccl.api.ncclRecv(recv + p * blockBytes, size_t(blockBytes),
+                             ncclUint8, int(p), g.comm, s),
+          "ncclRecv", fn);
+  }
+  check(gNccl.api.ncclGroupEnd(), "ncclGroupEnd", fn);
+  pollAsync(g, fn);
 }
 
 } // namespace nccl

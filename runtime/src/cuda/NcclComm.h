@@ -67,6 +67,19 @@ int reduceSum(const float *in, float *out, int64_t count, int64_t root,
 int allToAll(const float *in, float *out, int64_t count, const int64_t *ranks,
              int64_t n);
 
+/// Boxing's collectives on whole blocks (DeviceBoxing.cpp checked the
+/// arguments as the host rows do and repacks around them): all-gather and
+/// all-to-all move `blockBytes` bytes a member as bytes (any dtype's bits,
+/// ncclUint8), reduce-scatter sums `count` elements a member of f32, bf16
+/// or f16. Enqueued on the compute stream (capturable) with the group's
+/// communicator, and counted (CommCounters.h).
+void allGatherBytes(const void *in, void *out, int64_t blockBytes,
+                    const int64_t *ranks, int64_t n, const char *fn);
+void reduceScatterOf(const void *in, void *out, int64_t count, int32_t dtype,
+                     const int64_t *ranks, int64_t n, const char *fn);
+void allToAllBytes(const void *in, void *out, int64_t blockBytes,
+                   const int64_t *ranks, int64_t n, const char *fn);
+
 /// Point to point (see Nccl.cpp's file comment). The staged twins record
 /// each message while point-to-point is host-staged (the first step);
 /// after it, pfrt_cuda_run_step calls setupPointToPoint, a call of every

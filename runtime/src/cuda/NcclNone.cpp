@@ -63,6 +63,18 @@ int reduceSum(const float *, float *, int64_t, int64_t, const int64_t *,
 int allToAll(const float *, float *, int64_t, const int64_t *, int64_t) {
   fatal("internal: NCCL all-to-all without NCCL");
 }
+void allGatherBytes(const void *, void *, int64_t, const int64_t *, int64_t,
+                    const char *) {
+  fatal("internal: NCCL all-gather without NCCL");
+}
+void reduceScatterOf(const void *, void *, int64_t, int32_t, const int64_t *,
+                     int64_t, const char *) {
+  fatal("internal: NCCL reduce-scatter without NCCL");
+}
+void allToAllBytes(const void *, void *, int64_t, const int64_t *, int64_t,
+                   const char *) {
+  fatal("internal: NCCL all-to-all without NCCL");
+}
 void recordPointToPoint(bool, int64_t, int64_t, int64_t) {}
 bool setupPointToPoint() { return false; }
 bool pointToPointOverNccl(int64_t) { return false; }

@@ -28,6 +28,7 @@
 #include "NcclInternal.h"
 
 #include "../common/CommChecks.h"
+#include "../common/CommCounters.h"
 #include "../common/Internal.h"
 #include "../mpi/MpiInternal.h"
 #include "CudaInternal.h"
@@ -303,6 +304,8 @@ bool pointToPointOverNccl(int64_t) {
 void *send(const float *buf, int64_t count, int64_t peer, int64_t,
            const char *fn) {
   Link &l = linkTo(peer, count, buf, fn);
+  counters::add(PFRT_COMM_SEND, counters::Transport::Nccl,
+                count * int64_t(sizeof(float)));
   if (count == 0)
     return nullptr; // (the receiver skips it too: the records agreed)
   cuda::recordEvent(gP2P.fork, cuda::computeStream());
@@ -341,6 +344,8 @@ void waitSend(int64_t handle) {
 
 void recv(float *buf, int64_t count, int64_t peer, int64_t, const char *fn) {
   Link &l = linkTo(peer, count, buf, fn);
+  counters::add(PFRT_COMM_RECV, counters::Transport::Nccl,
+                count * int64_t(sizeof(float)));
   if (count == 0)
     return;
   check(gNccl.api.ncclRecv(buf, size_t(count), ncclFloat32, l.peerPos, l.in,

@@ -1,11 +1,13 @@
 //===- StagedBoxing.cpp - GPU ranks' boxing rows through the host ---------===//
 //
-// The device twins of the boxing rows (all-gather, reduce-scatter and
-// all-to-all along an axis, slices) and of the vocabulary-parallel
-// cross-entropy, host-staged (StagedComm.h): each buffer the host row reads
-// is copied to the host, the row runs there (its checks and bits are the
-// CPU's), and what it writes is copied back. A step calling them is not
-// captured.
+// The boxing rows (all-gather, reduce-scatter and all-to-all along an
+// axis, slices) host-staged, for DeviceBoxing.cpp's twins where NCCL does
+// not serve the group (ranks that share a GPU) or the arguments are
+// rejected (the host row's error), and the device twins of the
+// vocabulary-parallel cross-entropy (always host-staged): each buffer the
+// host row reads is copied to the host, the row runs there (its checks and
+// bits are the CPU's), and what it writes is copied back. A step calling
+// them is not captured.
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,11 +103,12 @@ int64_t logitsBytes(int64_t n, int64_t c) {
 
 } // namespace
 
-extern "C" {
+namespace pfrt {
+namespace staged {
 
-int pfrt_cuda_box_all_gather(const void *in, void *out, int32_t dtype,
-                             int64_t ndim, const int64_t *in_shape,
-                             int64_t axis, const int64_t *ranks, int64_t n) {
+int boxAllGather(const void *in, void *out, int32_t dtype, int64_t ndim,
+                 const int64_t *in_shape, int64_t axis, const int64_t *ranks,
+                 int64_t n) {
   return stagedAlongAxis("pfrt_cuda_box_all_gather", in, out,
                          logical::dtypeBytes(dtype), ndim, in_shape, axis, n,
                          /*gather=*/true, [&](const void *hin, void *hout) {
@@ -114,9 +117,9 @@ int pfrt_cuda_box_all_gather(const void *in, void *out, int32_t dtype,
                          });
 }
 
-int pfrt_cuda_box_reduce_scatter(const float *in, float *out, int64_t ndim,
-                                 const int64_t *in_shape, int64_t axis,
-                                 const int64_t *ranks, int64_t n) {
+int boxReduceScatter(const float *in, float *out, int64_t ndim,
+                     const int64_t *in_shape, int64_t axis,
+                     const int64_t *ranks, int64_t n) {
   return stagedAlongAxis(
       "pfrt_cuda_box_reduce_scatter", in, out, int64_t(sizeof(float)), ndim,
       in_shape, axis, n, /*gather=*/false, [&](const void *hin, void *hout) {
@@ -128,14 +131,13 @@ int pfrt_cuda_box_reduce_scatter(const float *in, float *out, int64_t ndim,
 
 // bf16/f16: staged as the f32 row is, summed by the host row in that type;
 // a dtype the host row does not sum stages nothing (it fails first).
-int pfrt_cuda_box_reduce_scatter_dtype(const void *in, void *out, int32_t dtype,
-                                       int64_t ndim, const int64_t *inShape,
-                                       int64_t axis, const int64_t *ranks,
-                                       int64_t n) {
+int boxReduceScatterDtype(const void *in, void *out, int32_t dtype,
+                          int64_t ndim, const int64_t *inShape, int64_t axis,
+                          const int64_t *ranks, int64_t n) {
   if (dtype == PFRT_DTYPE_F32)
-    return pfrt_cuda_box_reduce_scatter(static_cast<const float *>(in),
-                                        static_cast<float *>(out), ndim,
-                                        inShape, axis, ranks, n);
+    return boxReduceScatter(static_cast<const float *>(in),
+                            static_cast<float *>(out), ndim, inShape, axis,
+                            ranks, n);
   bool half = dtype == PFRT_DTYPE_BF16 || dtype == PFRT_DTYPE_F16;
   return stagedAlongAxis("pfrt_cuda_box_reduce_scatter_dtype", in, out,
                          half ? 2 : -1, ndim, inShape, axis, n,
@@ -145,10 +147,9 @@ int pfrt_cuda_box_reduce_scatter_dtype(const void *in, void *out, int32_t dtype,
                          });
 }
 
-int pfrt_cuda_box_all_to_all(const void *in, void *out, int32_t dtype,
-                             int64_t ndim, const int64_t *in_shape,
-                             int64_t split_axis, int64_t concat_axis,
-                             const int64_t *ranks, int64_t n) {
+int boxAllToAll(const void *in, void *out, int32_t dtype, int64_t ndim,
+                const int64_t *in_shape, int64_t split_axis,
+                int64_t concat_axis, const int64_t *ranks, int64_t n) {
   enter("pfrt_cuda_box_all_to_all");
   int64_t bytes = tensorBytes(ndim, in_shape, logical::dtypeBytes(dtype));
   // out has in's size; a split the host row rejects stages nothing.
@@ -162,10 +163,10 @@ int pfrt_cuda_box_all_to_all(const void *in, void *out, int32_t dtype,
 }
 
 // Local (no MPI), staged like the collectives so that the host row's
-// checks and bits are the CPU's; a step slicing this way is not captured.
-int pfrt_cuda_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
-                        const int64_t *in_shape, int64_t axis, int64_t index,
-                        int64_t n) {
+// checks and bits are the CPU's: DeviceBoxing.cpp calls these only for
+// arguments the host row rejects, and the error is the host row's.
+int boxSlice(const void *in, void *out, int32_t dtype, int64_t ndim,
+             const int64_t *in_shape, int64_t axis, int64_t index, int64_t n) {
   return stagedAlongAxis(
       "pfrt_cuda_box_slice", in, out, logical::dtypeBytes(dtype), ndim,
       in_shape, axis, n, /*gather=*/false, [&](const void *hin, void *hout) {
@@ -173,9 +174,9 @@ int pfrt_cuda_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
       });
 }
 
-int pfrt_cuda_box_unslice(const void *in, void *out, int32_t dtype,
-                          int64_t ndim, const int64_t *in_shape, int64_t axis,
-                          int64_t index, int64_t n) {
+int boxUnslice(const void *in, void *out, int32_t dtype, int64_t ndim,
+               const int64_t *in_shape, int64_t axis, int64_t index,
+               int64_t n) {
   return stagedAlongAxis("pfrt_cuda_box_unslice", in, out,
                          logical::dtypeBytes(dtype), ndim, in_shape, axis, n,
                          /*gather=*/true, [&](const void *hin, void *hout) {
@@ -183,6 +184,11 @@ int pfrt_cuda_box_unslice(const void *in, void *out, int32_t dtype,
                                                    in_shape, axis, index, n);
                          });
 }
+
+} // namespace staged
+} // namespace pfrt
+
+extern "C" {
 
 // The whole loss on the host: the CPU's row statistics, all-reduces and
 // float64 sums, so every layout gives the CPU's bits.

@@ -45,14 +45,14 @@ using namespace pfrt::staged;
 std::vector<float> pfrt::staged::toHost(const float *device, int64_t count) {
   std::vector<float> host(size_t(count > 0 ? count : 0));
   if (count > 0)
-    pfrt_cuda_d2h(host.data(), device, count * int64_t(sizeof(float)));
+    d2h(host.data(), device, count * int64_t(sizeof(float)));
   return host;
 }
 
 void pfrt::staged::toDevice(float *device, const std::vector<float> &host) {
   if (host.empty())
     return;
-  pfrt_cuda_h2d(device, host.data(), int64_t(host.size() * sizeof(float)));
+  h2d(device, host.data(), int64_t(host.size() * sizeof(float)));
   pfrt_cuda_synchronize();
 }
 
@@ -108,6 +108,7 @@ void pfrt::staged::enterKeepingReduces(const char *fn) {
           "(pfrt_cuda_run_step runs such steps uncaptured)",
           fn);
   cuda::noteHostStagedCommunication();
+  counters::roundTrip();
   gStagedOther = true;
 }
 
@@ -160,8 +161,10 @@ void finishStagedReduce(StagedReduce &r) {
   {
     cuda::DeviceCommScope trace("all_reduce_staged_to_device", gStagingStream,
                                 bytes, int64_t(r.ranks.size()));
-    if (r.count > 0)
+    if (r.count > 0) {
+      counters::roundTripBytes(bytes);
       cuda::copyToDeviceOn(r.out, r.host, bytes, gStagingStream);
+    }
   }
   cuda::recordEvent(r.done, gStagingStream);
   r.pending = false;
@@ -325,8 +328,10 @@ int pfrt_cuda_all_reduce_start(const float *in, float *out, int64_t count,
     int64_t bytes = count * int64_t(sizeof(float));
     cuda::DeviceCommScope trace("all_reduce_staged_to_host", gStagingStream,
                                 bytes, n);
-    if (count > 0)
+    if (count > 0) {
+      counters::roundTripBytes(bytes);
       cuda::copyToHostOn(r.host, in, bytes, gStagingStream);
+    }
   }
   cuda::recordEvent(r.copied, gStagingStream);
   r.pending = true;
@@ -358,11 +363,11 @@ int halvesThroughHost(const void *in, void *out, int64_t count, int32_t dtype,
   enter(fn);
   std::vector<uint16_t> h(size_t(count > 0 ? count : 0));
   if (count > 0)
-    pfrt_cuda_d2h(h.data(), in, count * 2);
+    d2h(h.data(), in, count * 2);
   int rc =
       pfrt_all_reduce_sum_dtype(h.data(), h.data(), count, dtype, ranks, n);
   if (count > 0) {
-    pfrt_cuda_h2d(out, h.data(), count * 2);
+    h2d(out, h.data(), count * 2);
     pfrt_cuda_synchronize();
   }
   return rc;
@@ -452,10 +457,10 @@ int pfrt_cuda_broadcast_i64(int64_t *buf, int64_t count, int64_t root,
   std::vector<int64_t> h(size_t(count > 0 ? count : 0));
   const int64_t bytes = int64_t(h.size() * sizeof(int64_t));
   if (pfrt_rank() == root && bytes > 0)
-    pfrt_cuda_d2h(h.data(), buf, bytes);
+    d2h(h.data(), buf, bytes);
   int rc = pfrt_broadcast_i64(h.data(), count, root, ranks, n);
   if (pfrt_rank() != root && bytes > 0) {
-    pfrt_cuda_h2d(buf, h.data(), bytes);
+    h2d(buf, h.data(), bytes);
     pfrt_cuda_synchronize(); // before `h` goes
   }
   return rc;

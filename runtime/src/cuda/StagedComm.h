@@ -13,6 +13,7 @@
 #ifndef PFRT_SRC_CUDA_STAGEDCOMM_H
 #define PFRT_SRC_CUDA_STAGEDCOMM_H
 
+#include "../common/CommCounters.h"
 #include "pfrt/pfrt.h"
 #include "pfrt/pfrt_cuda.h"
 
@@ -24,14 +25,26 @@
 namespace pfrt {
 namespace staged {
 
+/// The staged calls' copies: pfrt_cuda_d2h and pfrt_cuda_h2d, their bytes
+/// counted as host round-trip bytes (CommCounters.h).
+inline void d2h(void *host, const void *device, int64_t bytes) {
+  counters::roundTripBytes(bytes);
+  pfrt_cuda_d2h(host, device, bytes);
+}
+inline void h2d(void *device, const void *host, int64_t bytes) {
+  counters::roundTripBytes(bytes);
+  pfrt_cuda_h2d(device, host, bytes);
+}
+
 /// A host copy of `count` floats of device memory (or none).
 std::vector<float> toHost(const float *device, int64_t count);
 /// Copies `host` to the device and waits (the host buffer then goes).
 void toDevice(float *device, const std::vector<float> &host);
 
 /// Entering a staged call: its copies wait for the stream, which a capture
-/// forbids; the step is noted as communicating through the host, and the
-/// started split all-reduces are finished first.
+/// forbids; the step is noted as communicating through the host (and the
+/// call counted as a host round-trip), and the started split all-reduces
+/// are finished first.
 void enter(const char *fn);
 /// The same, leaving the started split all-reduces in flight (a split
 /// all-reduce's start).
@@ -42,6 +55,25 @@ void enterKeepingReduces(const char *fn);
 void enterPointToPoint(const char *fn);
 /// Finishes every started host-staged split all-reduce, oldest first.
 void finishStagedReduces();
+
+/// The boxing rows host-staged (StagedBoxing.cpp): the host row on host
+/// copies, with the host row's arguments and errors (pfrt.h).
+int boxAllGather(const void *in, void *out, int32_t dtype, int64_t ndim,
+                 const int64_t *inShape, int64_t axis, const int64_t *ranks,
+                 int64_t n);
+int boxReduceScatter(const float *in, float *out, int64_t ndim,
+                     const int64_t *inShape, int64_t axis, const int64_t *ranks,
+                     int64_t n);
+int boxReduceScatterDtype(const void *in, void *out, int32_t dtype,
+                          int64_t ndim, const int64_t *inShape, int64_t axis,
+                          const int64_t *ranks, int64_t n);
+int boxAllToAll(const void *in, void *out, int32_t dtype, int64_t ndim,
+                const int64_t *inShape, int64_t splitAxis, int64_t concatAxis,
+                const int64_t *ranks, int64_t n);
+int boxSlice(const void *in, void *out, int32_t dtype, int64_t ndim,
+             const int64_t *inShape, int64_t axis, int64_t index, int64_t n);
+int boxUnslice(const void *in, void *out, int32_t dtype, int64_t ndim,
+               const int64_t *inShape, int64_t axis, int64_t index, int64_t n);
 
 /// A group's size (n, or the world for a NULL group).
 int64_t groupSize(int64_t n);
@@ -91,7 +123,7 @@ public:
         Span &s = spans[order[i]];
         s.host = base + (s.device - lo);
         if (s.read)
-          pfrt_cuda_d2h(s.host, s.device, s.bytes);
+          d2h(s.host, s.device, s.bytes);
       }
     }
   }
@@ -106,7 +138,7 @@ public:
     bool any = false;
     for (const Span &s : spans)
       if (s.written && staged(s)) {
-        pfrt_cuda_h2d(const_cast<char *>(s.device), s.host, s.bytes);
+        h2d(const_cast<char *>(s.device), s.host, s.bytes);
         any = true;
       }
     if (any)

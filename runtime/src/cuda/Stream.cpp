@@ -10,6 +10,7 @@
 
 #include "Driver.h"
 
+#include "../common/CommCounters.h"
 #include "../common/Internal.h"
 #include "CudaInternal.h"
 #include "pfrt/pfrt.h"
@@ -205,6 +206,7 @@ int pfrt_cuda_graph_begin(void) {
   check(gCuda.api.cuStreamBeginCapture(gCuda.stream,
                                        CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
         "cuStreamBeginCapture");
+  pfrt::counters::beginCapture(); // the NCCL calls count at each replay
   return 0;
 }
 
@@ -215,6 +217,7 @@ int pfrt_cuda_graph_end(void) {
         "cuStreamEndCapture");
   check(gCuda.api.cuGraphInstantiate(&gCuda.graph, graph, 0),
         "cuGraphInstantiate");
+  pfrt::counters::endCapture();
   return 0;
 }
 
@@ -223,6 +226,7 @@ int pfrt_cuda_graph_launch(void) {
   if (!gCuda.graph)
     fatal("pfrt_cuda_graph_launch: no captured graph (pfrt_cuda_graph_end)");
   check(gCuda.api.cuGraphLaunch(gCuda.graph, gCuda.stream), "cuGraphLaunch");
+  pfrt::counters::replay();
   return 0;
 }
 

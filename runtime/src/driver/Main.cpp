@@ -288,6 +288,11 @@ extern "C" int pfrt_main(int argc, char **argv, const pfrt_program *program) {
            pfrt_peak_rss_bytes(), baselineRss);
     fflush(stdout);
   }
+  // PF_COMM_REPORT (pf-run --comm-report): every rank's communication,
+  // printed by rank 0 (a call of every rank).
+  if (const char *report = getenv("PF_COMM_REPORT");
+      report && *report && strcmp(report, "0") != 0)
+    pfrt_comm_report();
   pfrt_finalize();
   return 0;
 }

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../common/CommCounters.h"
 #include "../common/Internal.h"
 #include "MpiInternal.h"
 #include "pfrt/pfrt.h"
@@ -175,6 +176,10 @@ int pfrt_p2p_batch(const pfrt_p2p_op *ops, int64_t nops) {
     bytes += ops[i].count * int64_t(sizeof(float));
   }
   CommScope trace("p2p_batch", bytes, -1, -1);
+  for (int64_t i = 0; i < nops; ++i) // the batch's trace event counts no kind
+    counters::add(ops[i].is_send ? PFRT_COMM_SEND : PFRT_COMM_RECV,
+                  counters::Transport::Mpi,
+                  ops[i].count * int64_t(sizeof(float)));
   std::vector<MPI_Request> reqs;
   // For each request: the op it belongs to and its expected length.
   std::vector<std::pair<int64_t, int>> owner;

@@ -82,6 +82,7 @@ using pfrt::fake::threadIdx;
 #define pfrt_cuda_ln_grad_input pfrt_fake_ln_grad_input
 #define pfrt_cuda_ln_grad_params pfrt_fake_ln_grad_params
 #define pfrt_cuda_copy_elems pfrt_fake_copy_elems
+#define pfrt_cuda_copy_blocks pfrt_fake_copy_blocks
 #define pfrt_cuda_embedding_check pfrt_fake_embedding_check
 #define pfrt_cuda_embedding pfrt_fake_embedding
 #define pfrt_cuda_embedding_index pfrt_fake_embedding_index
@@ -177,6 +178,7 @@ const HostKernel kHostKernels[] = {
     {"pfrt_cuda_ln_grad_input", hostKernel(pfrt_cuda_ln_grad_input)},
     {"pfrt_cuda_ln_grad_params", hostKernel(pfrt_cuda_ln_grad_params)},
     {"pfrt_cuda_copy_elems", hostKernel(pfrt_cuda_copy_elems)},
+    {"pfrt_cuda_copy_blocks", hostKernel(pfrt_cuda_copy_blocks)},
     {"pfrt_cuda_embedding_check", hostKernel(pfrt_cuda_embedding_check)},
     {"pfrt_cuda_embedding", hostKernel(pfrt_cuda_embedding)},
     {"pfrt_cuda_embedding_index", hostKernel(pfrt_cuda_embedding_index)},

@@ -6,6 +6,7 @@
 
 #include "FakeNccl.h"
 
+#include "../../common/CommCounters.h"
 #include "../../common/Internal.h"
 #include "../../mpi/MpiInternal.h"
 #include "FakeDevice.h"
@@ -48,8 +49,24 @@ std::vector<std::pair<CUstream, std::function<void()>>> gGroupRecvs;
 
 struct PendingSend {
   MPI_Request request;
-  std::vector<float> data;
+  std::vector<char> data;
 };
+
+/// The point-to-point types emulated (float32, and bytes: boxing moves any
+/// dtype's bits as ncclUint8) and their MPI types; false for another.
+bool p2pType(ncclDataType_t type, MPI_Datatype *mpi, size_t *size) {
+  if (type == ncclFloat32) {
+    *mpi = MPI_FLOAT;
+    *size = sizeof(float);
+    return true;
+  }
+  if (type == ncclUint8) {
+    *mpi = MPI_UINT8_T;
+    *size = 1;
+    return true;
+  }
+  return false;
+}
 std::vector<std::unique_ptr<PendingSend>> gPendingSends;
 
 std::vector<int64_t> gNextGroup;
@@ -97,6 +114,8 @@ ncclResult_t collective(ncclDataType_t type, ncclRedOp_t red, ncclComm_t comm,
       for (;;)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+    // The NCCL twin counted the call: its host row here does not count.
+    counters::Suppress emulated;
     op();
   });
   return r == CUDA_SUCCESS ? ncclSuccess : ncclInvalidUsage;
@@ -273,6 +292,14 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
                            ncclDataType_t type, ncclComm_t comm,
                            cudaStream_t stream) {
+  // Bytes (boxing's gathers of any dtype): the host rows' gather of them.
+  if (type == ncclUint8)
+    return collective(ncclFloat32, ncclSum, comm, stream, [=] {
+      const Comm &c = *asComm(comm);
+      allGather(send, recv, int64_t(count), MPI_UINT8_T, 1, c.ranks.data(),
+                int64_t(c.ranks.size()), "ncclAllGather (emulated)",
+                "all_gather");
+    });
   return groupCollective(pfrt_all_gather, send, recv, count, type, ncclSum,
                          comm, stream);
 }
@@ -280,6 +307,16 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
                                ncclDataType_t type, ncclRedOp_t op,
                                ncclComm_t comm, cudaStream_t stream) {
+  // bf16/f16: the host rows' sum in that type (not NCCL's order).
+  if (type == ncclBfloat16 || type == ncclFloat16) {
+    int32_t dtype = type == ncclBfloat16 ? PFRT_DTYPE_BF16 : PFRT_DTYPE_F16;
+    return collective(ncclFloat32, op, comm, stream, [=] {
+      const Comm &c = *asComm(comm);
+      reduceScatterSum(send, recv, int64_t(count), dtype, c.ranks.data(),
+                       int64_t(c.ranks.size()), "ncclReduceScatter (emulated)",
+                       "reduce_scatter_sum");
+    });
+  }
   return groupCollective(pfrt_reduce_scatter_sum, send, recv, count, type, op,
                          comm, stream);
 }
@@ -316,17 +353,19 @@ ncclResult_t ncclReduce(const void *send, void *recv, size_t count,
 
 ncclResult_t ncclSend(const void *buf, size_t count, ncclDataType_t type,
                       int peer, ncclComm_t comm, cudaStream_t stream) {
-  if (!comm || type != ncclFloat32 || peer < 0 ||
+  MPI_Datatype mpiType;
+  size_t size;
+  if (!comm || !p2pType(type, &mpiType, &size) || peer < 0 ||
       peer >= int(asComm(comm)->ranks.size()))
     return ncclInvalidArgument;
   CUresult r = enqueueHostOpOn(reinterpret_cast<CUstream>(stream), [=] {
     const Comm &c = *asComm(comm);
     auto *s = new PendingSend();
-    const float *f = static_cast<const float *>(buf);
-    s->data.assign(f, f + count);
+    const char *b = static_cast<const char *>(buf);
+    s->data.assign(b, b + count * size);
     PFRT_MPI_AS(
         "ncclSend (emulated)", MPI_Isend,
-        (s->data.data(), int(count), MPI_FLOAT, peer, 0, c.mpi, &s->request));
+        (s->data.data(), int(count), mpiType, peer, 0, c.mpi, &s->request));
     gPendingSends.emplace_back(s);
   });
   return r == CUDA_SUCCESS ? ncclSuccess : ncclInvalidUsage;
@@ -334,18 +373,20 @@ ncclResult_t ncclSend(const void *buf, size_t count, ncclDataType_t type,
 
 ncclResult_t ncclRecv(void *buf, size_t count, ncclDataType_t type, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
-  if (!comm || type != ncclFloat32 || peer < 0 ||
+  MPI_Datatype mpiType;
+  size_t size;
+  if (!comm || !p2pType(type, &mpiType, &size) || peer < 0 ||
       peer >= int(asComm(comm)->ranks.size()))
     return ncclInvalidArgument;
   auto recv = [=] {
     const Comm &c = *asComm(comm);
     MPI_Status st;
     PFRT_MPI_AS("ncclRecv (emulated)", MPI_Recv,
-                (buf, int(count), MPI_FLOAT, peer, 0, c.mpi, &st));
+                (buf, int(count), mpiType, peer, 0, c.mpi, &st));
     int got = 0;
-    MPI_Get_count(&st, MPI_FLOAT, &got);
+    MPI_Get_count(&st, mpiType, &got);
     if (size_t(got) != count)
-      fatal("ncclRecv (emulated): %zu floats expected from rank %lld, %d "
+      fatal("ncclRecv (emulated): %zu elements expected from rank %lld, %d "
             "sent (NCCL would hang or corrupt memory)",
             count, (long long)c.ranks[size_t(peer)], got);
   };

@@ -541,6 +541,12 @@ __global__ void pfrt_cuda_ln_grad_params(const float *x, const float *dy,
   lnGradParamsColAt(x, dy, stats, dgamma, dbeta, rows, c, k);
 }
 
+/// Boxing's block copies (repacks around a collective, slices): one thread
+/// a word of the grid.
+__global__ void pfrt_cuda_copy_blocks(const void *src, void *dst, BlockCopy p) {
+  PFRT_FOR_EACH(o, p.a * p.b * p.c) copyBlockWordAt(src, dst, p, o);
+}
+
 /// Strided copies (broadcast, copy_box): one thread per element of the box.
 __global__ void pfrt_cuda_copy_elems(const void *src, void *dst, BoxMap m,
                                      int32_t es) {

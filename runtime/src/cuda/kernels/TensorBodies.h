@@ -97,7 +97,8 @@ PFRT_HD inline void boxOffsets(const BoxMap &m, int64_t o, int64_t *s,
   *d = dof;
 }
 
-/// Copies element o of the box (1-, 4- or 8-byte elements, their bits).
+/// Copies element o of the box (1-, 2-, 4- or 8-byte elements, their
+/// bits).
 PFRT_HD inline void copyElemAt(const void *src, void *dst, const BoxMap &m,
                                int32_t es, int64_t o) {
   int64_t s, d;
@@ -106,6 +107,8 @@ PFRT_HD inline void copyElemAt(const void *src, void *dst, const BoxMap &m,
     static_cast<uint64_t *>(dst)[d] = static_cast<const uint64_t *>(src)[s];
   else if (es == 4)
     static_cast<uint32_t *>(dst)[d] = static_cast<const uint32_t *>(src)[s];
+  else if (es == 2)
+    static_cast<uint16_t *>(dst)[d] = static_cast<const uint16_t *>(src)[s];
   else
     static_cast<uint8_t *>(dst)[d] = static_cast<const uint8_t *>(src)[s];
 }
@@ -145,6 +148,39 @@ inline void makeCopyBoxMap(int64_t ndim, const int64_t *srcShape,
     ds *= dstShape[d];
     m->total *= sizes[d];
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Boxing's block copies (the boxing twins on the device, cuda/DeviceBoxing.cpp)
+//===----------------------------------------------------------------------===//
+
+/// A grid [a, b, c] of `unit`-byte words: word (i, j, k) goes from word
+/// sBase + i sA + j sB + k of the source to word dBase + i dA + j dB + k of
+/// the destination. Boxing's repacks around a collective ([outer, n, chunk]
+/// to [n, outer, chunk] and back) and its slices (one block of each row, or
+/// a block into each row) are such grids. Passed to the kernel by value.
+struct BlockCopy {
+  int64_t a = 0, b = 0, c = 0;
+  int64_t sA = 0, sB = 0, sBase = 0;
+  int64_t dA = 0, dB = 0, dBase = 0;
+  int32_t unit = 1; // bytes a word: 8, 4, 2 or 1
+};
+
+/// Copies word o (row-major over [a, b, c]) of the grid, its bits.
+PFRT_HD inline void copyBlockWordAt(const void *src, void *dst,
+                                    const BlockCopy &p, int64_t o) {
+  int64_t k = o % p.c, rest = o / p.c;
+  int64_t j = rest % p.b, i = rest / p.b;
+  int64_t s = p.sBase + i * p.sA + j * p.sB + k;
+  int64_t d = p.dBase + i * p.dA + j * p.dB + k;
+  if (p.unit == 8)
+    static_cast<uint64_t *>(dst)[d] = static_cast<const uint64_t *>(src)[s];
+  else if (p.unit == 4)
+    static_cast<uint32_t *>(dst)[d] = static_cast<const uint32_t *>(src)[s];
+  else if (p.unit == 2)
+    static_cast<uint16_t *>(dst)[d] = static_cast<const uint16_t *>(src)[s];
+  else
+    static_cast<uint8_t *>(dst)[d] = static_cast<const uint8_t *>(src)[s];
 }
 
 //===----------------------------------------------------------------------===//
