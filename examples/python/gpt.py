@@ -88,6 +88,9 @@ def main():
     parser.add_argument("--amp", choices=["bf16", "f16"], default=None,
                         help="mixed precision: GEMMs in bfloat16 or float16, float32 master "
                              "weights (graph.config.enable_amp)")
+    parser.add_argument("--sequence-parallel", action="store_true",
+                        help="Megatron's sequence parallelism on the tensor-parallel layouts "
+                             "(graph.config.enable_sequence_parallel)")
     parser.add_argument("--compile-only", action="store_true")
     parser.add_argument("--checksum", action="store_true",
                         help="print a checksum of the trained weights (read back in logical form)")
@@ -200,6 +203,8 @@ def build_graph(model, args):
                 self.config.enable_amp(True, dtype=low)
             if getattr(args, "zero", 0):
                 self.config.enable_zero(True, stage=args.zero)
+            if getattr(args, "sequence_parallel", False):
+                self.config.enable_sequence_parallel(True)
             if getattr(args, "bucket_mbytes", None) is not None:
                 self.config.set_gradient_bucket_mbytes(args.bucket_mbytes)
             if len(places) > 1:

@@ -66,7 +66,9 @@ void mlir::pf::buildSPMDPipeline(OpPassManager &pm,
                                  const SPMDPipelineOptions &options) {
   // For graphs without the training passes (a no-op after them).
   pm.addPass(createGroupFusedSplitsPass());
-  pm.addPass(createInferSBPPass());
+  InferSBPPassOptions infer;
+  infer.sequenceParallel = options.sequenceParallel;
+  pm.addPass(createInferSBPPass(infer));
   pm.addPass(createInsertBoxingPass());
   pm.addPass(createCSEPass());
   // Before the lowering, so that the boxing report counts 2-byte elements.

@@ -87,6 +87,14 @@ struct SPMDPipelineOptions : public PassPipelineOptions<SPMDPipelineOptions> {
                      "pairwise sum in f32, rounded to nearest even)"),
           clEnumValN(GradientDtype::F16, "f16",
                      "rounded to float16, summed in float16 (as bf16)"))};
+  Option<bool> sequenceParallel{
+      *this, "sequence-parallel",
+      llvm::cl::desc("Megatron-LM's sequence parallelism (pf-infer-sbp "
+                     "sequence-parallel; graph.config."
+                     "enable_sequence_parallel): layer norm, dropout and "
+                     "residual regions split along the sequence over the "
+                     "tensor-parallel axis"),
+      llvm::cl::init(false)};
 };
 
 /// pf IR (forward + loss) -> per-rank LLVM-dialect modules for CPU ranks.

@@ -1,5 +1,6 @@
 //===- InferSBP.cpp - choose every value's SBP layout by boxing cost ------===//
 
+#include "SequenceParallel.h"
 #include "pf/Dialect/PF/IR/SBPUtils.h"
 #include "pf/Dialect/PF/Transforms/Passes.h"
 
@@ -25,6 +26,34 @@ namespace {
 
 constexpr double kInfinite = std::numeric_limits<double>::infinity();
 constexpr double kChangeEpsilon = 1e-3;
+/// Prices closer than this are equal for the memory tie-break (well below
+/// kChangeEpsilon, well above the rounding of byte counts).
+constexpr double kPriceTolerance = 1e-6;
+
+/// Whether an op runs in the update (the optimizer's step): sequence
+/// parallelism concerns activations, not the parameters' updates.
+bool inUpdate(Operation *op) {
+  auto phase = op ? op->getAttrOfType<StringAttr>(
+                        PFDialect::PhaseAttrHelper::getNameStr())
+                  : StringAttr();
+  return phase && phase.getValue() == "update";
+}
+
+/// Whether an op computes a parameter's gradient (whose partial sums are
+/// reduced once, at the update).
+bool isBackwardWeight(Operation *op) {
+  auto phase =
+      op->getAttrOfType<StringAttr>(PFDialect::PhaseAttrHelper::getNameStr());
+  return phase && phase.getValue() == "backward_weight";
+}
+
+/// Whether an op is part of the forward (no phase, or recomputed).
+bool inForward(Operation *op) {
+  auto phase =
+      op->getAttrOfType<StringAttr>(PFDialect::PhaseAttrHelper::getNameStr());
+  return !phase || phase.getValue() == "forward" ||
+         phase.getValue() == "recompute";
+}
 
 /// A value whose layout is still open, and where it comes from.
 struct Open {
@@ -37,13 +66,17 @@ struct Open {
 
 class Inferrer {
 public:
-  Inferrer(ModuleOp module) : module(module) {
+  Inferrer(ModuleOp module, bool sequenceParallel)
+      : module(module), sequenceParallel(sequenceParallel) {
     for (auto p : module.getOps<ParamOp>())
       params[p.getSymName()] = p;
   }
 
   LogicalResult run(func::FuncOp func);
   void finishParams();
+  /// With sequence parallelism: a located error where the program has no
+  /// tensor-parallel axis to split the sequence over.
+  LogicalResult checkSequenceParallel();
 
 private:
   static GlobalType global(Value v) {
@@ -63,7 +96,19 @@ private:
   }
   /// What giving `v` the layout `want` costs, in bytes per rank.
   double cost(Value v, SBPAttr want, Operation *consumer = nullptr);
+  /// What changing a laid-out value's layout costs `consumer`.
+  double changeCost(Value v, SBPAttr want, Operation *consumer);
+  /// Sequence parallelism's accounts (below) once `op`'s signature is
+  /// chosen; a located error where a row-parallel result's sequence does
+  /// not divide.
+  LogicalResult account(Operation *op, const NDSBPSignature &sig);
+  bool hasCredit(Value v) const;
+  /// Sequence parallelism's corrections to the price of `sig` (see its
+  /// definition).
+  double sequenceAdjustment(Operation *op, const NDSBPSignature &sig);
   bool allowedForConstant(Value v, SBPAttr sbp);
+  /// The write of a parameter `user` (a consumer of `r`) is, if any.
+  WriteParamOp writtenBy(Operation *user, Value r) const;
   /// What writing a result of layout `got` to a parameter costs later.
   double writeBackCost(WriteParamOp write, GlobalType t, SBPAttr got);
 
@@ -78,6 +123,20 @@ private:
   /// Layout changes already chosen for an earlier consumer in the same
   /// stage: pf-insert-boxing makes them once, later consumers reuse them.
   llvm::DenseSet<std::tuple<Value, SBPAttr, Attribute>> paid;
+
+  /// Sequence parallelism (see changeCost). A reduce-scatter into the
+  /// sequence axis is priced as the all-reduce, so it prepays one gather:
+  /// it gets a credit, which the values computed from the scattered value
+  /// along the sequence inherit, and which the first gather of one of them
+  /// spends (that gather is then free).
+  bool sequenceParallel;
+  unsigned numCredits = 0;
+  llvm::DenseMap<Value, SmallVector<unsigned, 2>> credits;
+  llvm::DenseSet<unsigned> spent;
+  /// The credit of each (value, layout) scatter, for its later consumers.
+  llvm::DenseMap<std::pair<Value, SBPAttr>, unsigned> scatterCredit;
+  /// The first forward op with a partial-sum activation (tensor-parallel).
+  Operation *firstPartialActivation = nullptr;
 };
 
 void Inferrer::resolve(Value v, SBPAttr sbp) {
@@ -141,8 +200,9 @@ static Attribute stageOf(Operation *op) {
 }
 
 /// What changing the layout of `t` to `want` costs inference (bytes, with
-/// the deferred reductions priced in).
-static double changeCost(GlobalType t, SBPAttr want) {
+/// the deferred reductions priced in). `sequence`: a reduce-scatter into the
+/// sequence axis is sequence parallelism's, the first half of an all-reduce.
+static double changeCost(GlobalType t, SBPAttr want, bool sequence = false) {
   MLIRContext *ctx = t.getContext();
   // Reducing a partial sum into a split (reduce-scatter) is priced as
   // reducing it whole (all-reduce): whatever needs the value whole later
@@ -156,6 +216,12 @@ static double changeCost(GlobalType t, SBPAttr want) {
     if (from.isPartial() && dims[d].isSplit())
       dims[d] = SBPDim::broadcast();
   priced = SBPAttr::get(ctx, dims);
+  // Under sequence parallelism the scatter into the sequence axis and its
+  // later gather are the all-reduce's two halves (same bytes, the same
+  // single change now): priced exactly as the all-reduce, so the memory
+  // tie-break decides, and the gather is prepaid (Inferrer::cost).
+  if (priced != want && sequence && isSequenceScatter(t, want))
+    return boxingBytes(t, t.getSbp(), priced) + kChangeEpsilon;
   if (priced != want)
     return boxingBytes(t, t.getSbp(), priced) + 2 * kChangeEpsilon;
   // Making a whole value partial (one rank keeps it, the others hold
@@ -177,6 +243,24 @@ static double changeCost(GlobalType t, SBPAttr want) {
   return boxingBytes(t, t.getSbp(), want) + kChangeEpsilon;
 }
 
+WriteParamOp Inferrer::writtenBy(Operation *user, Value r) const {
+  if (auto write = dyn_cast<WriteParamOp>(user))
+    return write;
+  // Under sequence parallelism, also through a gradient's accumulation,
+  // `write(read(g) + r) to g`: a partial gradient computed on sequence
+  // shards must not defer a reduction into a split buffer that gathering
+  // its operands would have avoided (the vocabulary-parallel embedding's).
+  auto add = dyn_cast<AddOp>(user);
+  if (!sequenceParallel || !add || !add->hasOneUse())
+    return {};
+  Value other = add.getLhs() == r ? add.getRhs() : add.getLhs();
+  auto read = other.getDefiningOp<ReadParamOp>();
+  auto write = dyn_cast<WriteParamOp>(*add->user_begin());
+  if (read && write && read.getParam() == write.getParam())
+    return write;
+  return {};
+}
+
 double Inferrer::writeBackCost(WriteParamOp write, GlobalType t, SBPAttr got) {
   ParamOp p = params.lookup(write.getParam());
   if (!p)
@@ -194,6 +278,21 @@ double Inferrer::writeBackCost(WriteParamOp write, GlobalType t, SBPAttr got) {
   return boxingBytes(t, withoutPartial(got), param.getGlobalType().getSbp());
 }
 
+bool Inferrer::hasCredit(Value v) const {
+  auto it = credits.find(v);
+  return it != credits.end() &&
+         llvm::any_of(it->second, [&](unsigned c) { return !spent.count(c); });
+}
+
+double Inferrer::changeCost(Value v, SBPAttr want, Operation *consumer) {
+  GlobalType t = global(v);
+  bool sequence = sequenceParallel && consumer && !inUpdate(consumer);
+  // A gather the scatter it undoes has paid for.
+  if (sequence && isSequenceGather(t, want) && hasCredit(v))
+    return kChangeEpsilon;
+  return ::changeCost(t, want, sequence);
+}
+
 double Inferrer::cost(Value v, SBPAttr want, Operation *consumer) {
   GlobalType t = global(v);
   auto it = open.find(v);
@@ -202,7 +301,7 @@ double Inferrer::cost(Value v, SBPAttr want, Operation *consumer) {
       return 0;
     if (consumer && paid.contains({v, want, stageOf(consumer)}))
       return 0;
-    return changeCost(t, want);
+    return changeCost(v, want, consumer);
   }
   if (it->second.kind == Open::Leaf) {
     // Grouped splits start at parameters (pf-group-fused-splits); an input
@@ -217,7 +316,7 @@ double Inferrer::cost(Value v, SBPAttr want, Operation *consumer) {
     SBPAttr first = it->second.free.front();
     if (llvm::is_contained(it->second.free, want))
       return 0;
-    return changeCost(t.withSBP(first), want);
+    return ::changeCost(t.withSBP(first), want);
   }
   Value source = it->second.source;
   settle(source);
@@ -285,7 +384,7 @@ LogicalResult Inferrer::visitSignatureOp(Operation *op) {
   for (Value r : op->getResults())
     fixedResults.push_back(global(r) ? global(r).getSbp() : SBPAttr());
   const NDSBPSignature *best = nullptr;
-  double bestCost = kInfinite;
+  double bestCost = kInfinite, bestMemory = kInfinite;
   for (const NDSBPSignature &sig : candidates) {
     bool matches = true;
     for (auto [want, fixed] : llvm::zip(sig.results, fixedResults))
@@ -295,6 +394,8 @@ LogicalResult Inferrer::visitSignatureOp(Operation *op) {
     double c = 0;
     for (auto [v, want] : llvm::zip(op->getOperands(), sig.operands))
       c += cost(v, want, op);
+    if (sequenceParallel)
+      c += sequenceAdjustment(op, sig);
     c += internalCommBytes(op, sig.operands, placement);
     // A result split over a dimension where no operand is split slices
     // replicated data: free now, but like a free operand slice (see cost)
@@ -305,11 +406,24 @@ LogicalResult Inferrer::visitSignatureOp(Operation *op) {
     // parameter it is written back to.
     for (auto [r, got] : llvm::zip(op->getResults(), sig.results))
       for (Operation *user : r.getUsers())
-        if (auto write = dyn_cast<WriteParamOp>(user))
+        if (WriteParamOp write = writtenBy(user, r))
           c += writeBackCost(write, global(r), got);
-    if (c < bestCost || (!best && c == kInfinite)) {
+    // Under sequence parallelism, of two signatures moving the same bytes
+    // the one whose results take less memory per rank wins (a tie-break:
+    // never traded against bytes).
+    double memory = 0;
+    if (sequenceParallel)
+      for (auto [r, got] : llvm::zip(op->getResults(), sig.results))
+        if (GlobalType t = global(r))
+          memory += perRankBytes(t, got);
+    bool better = sequenceParallel ? c < bestCost - kPriceTolerance ||
+                                         (c <= bestCost + kPriceTolerance &&
+                                          memory < bestMemory)
+                                   : c < bestCost;
+    if (better || (!best && c == kInfinite)) {
       best = &sig;
       bestCost = c;
+      bestMemory = memory;
     }
   }
   if (!best) {
@@ -323,6 +437,8 @@ LogicalResult Inferrer::visitSignatureOp(Operation *op) {
            << layoutList(fixedResults) << " on " << placement
            << " (operand layouts " << layoutList(given) << ")";
   }
+  if (sequenceParallel && failed(account(op, *best)))
+    return failure();
   for (auto [v, want] : llvm::zip(op->getOperands(), best->operands)) {
     if (isOpen(v))
       resolve(v, want);
@@ -344,6 +460,121 @@ LogicalResult Inferrer::visitSignatureOp(Operation *op) {
   SmallVector<Attribute> wants(best->operands.begin(), best->operands.end());
   PFDialect::SbpOperandsAttrHelper(op->getContext())
       .setAttr(op, ArrayAttr::get(op->getContext(), wants));
+  return success();
+}
+
+double Inferrer::sequenceAdjustment(Operation *op, const NDSBPSignature &sig) {
+  if (inUpdate(op) || isBackwardWeight(op))
+    return 0;
+  bool scatters = false, carriesPartial = false;
+  int slices = 0;
+  for (auto [v, want] : llvm::zip(op->getOperands(), sig.operands)) {
+    GlobalType t = global(v);
+    if (auto it = open.find(v); t && it != open.end()) {
+      // An open value derived from whole ones is sliced for free from its
+      // default; other open values take any layout for nothing.
+      if (it->second.kind != Open::Derived ||
+          llvm::is_contained(it->second.free, want))
+        continue;
+      t = t.withSBP(it->second.free.front());
+    }
+    if (!t || !want)
+      continue;
+    carriesPartial |= t.getSbp() == want && hasPartial(want);
+    if (t.getSbp() == want || paid.contains({v, want, stageOf(op)}))
+      continue;
+    scatters |= isSequenceScatter(t, want);
+    slices += isSequenceSlice(t, want);
+  }
+  // A whole operand sliced to meet a partial sum scattered along the
+  // sequence (Megatron's residual stream entering its first
+  // sequence-parallel region) is not a change of plan: the scatter has
+  // paid for the gather of the result.
+  double adjustment = scatters ? -slices * kChangeEpsilon : 0;
+  // Carrying a partial sum through a linear op (a bias, dropout) defers its
+  // reduction, priced here as the all-reduce it will be (as is the scatter
+  // that would reduce it now), so that the memory tie-break reduces it
+  // first, as Megatron scatters right after the row-parallel GEMM.
+  if (carriesPartial)
+    for (auto [r, got] : llvm::zip(op->getResults(), sig.results))
+      if (GlobalType rt = global(r); rt && hasPartial(got))
+        adjustment +=
+            boxingBytes(rt, got, withoutPartial(got)) + kChangeEpsilon;
+  return adjustment;
+}
+
+LogicalResult Inferrer::account(Operation *op, const NDSBPSignature &sig) {
+  if (inForward(op))
+    for (auto [r, got] : llvm::zip(op->getResults(), sig.results)) {
+      GlobalType t = global(r);
+      std::optional<int64_t> seq = sequenceAxis(t);
+      if (!seq || !hasPartial(got))
+        continue;
+      if (!firstPartialActivation)
+        firstPartialActivation = op;
+      ArrayRef<int64_t> hierarchy = t.getPlacement().getHierarchy();
+      for (auto [d, dim] : llvm::enumerate(got.getDims()))
+        if (dim.isPartial() && t.getShape()[*seq] % hierarchy[d] != 0)
+          return op->emitOpError("pf-infer-sbp: sequence parallelism splits "
+                                 "the sequence axis (axis ")
+                 << *seq << ", " << t.getShape()[*seq]
+                 << " long) of this partial-sum result over the "
+                 << hierarchy[d] << " ranks of hierarchy dimension " << d
+                 << ", which does not divide it (make the sequence a "
+                    "multiple of the tensor-parallel size, or turn "
+                    "sequence parallelism off)";
+    }
+  if (inUpdate(op))
+    return success();
+  for (auto [v, want] : llvm::zip(op->getOperands(), sig.operands)) {
+    GlobalType t = global(v);
+    if (!t || !want || isOpen(v))
+      continue;
+    SmallVector<unsigned, 2> carried;
+    if (t.getSbp() == want) {
+      for (unsigned c : credits.lookup(v))
+        if (!spent.count(c))
+          carried.push_back(c);
+    } else if (isSequenceScatter(t, want)) {
+      auto [it, inserted] = scatterCredit.try_emplace({v, want}, numCredits);
+      numCredits += inserted;
+      carried.push_back(it->second);
+    } else if (isSequenceGather(t, want) &&
+               !paid.contains({v, want, stageOf(op)})) {
+      for (unsigned c : credits.lookup(v))
+        if (spent.insert(c).second)
+          break;
+    }
+    // Results computed along the sequence from this operand inherit its
+    // credits.
+    if (carried.empty())
+      continue;
+    for (auto [r, got] : llvm::zip(op->getResults(), sig.results))
+      if (GlobalType rt = global(r);
+          rt && got == want && rt.getShape() == t.getShape())
+        credits[r].append(carried.begin(), carried.end());
+  }
+  return success();
+}
+
+LogicalResult Inferrer::checkSequenceParallel() {
+  if (!sequenceParallel)
+    return success();
+  if (!firstPartialActivation) {
+    auto funcs = module.getOps<func::FuncOp>();
+    Operation *at =
+        funcs.empty() ? module.getOperation() : (*funcs.begin()).getOperation();
+    return at->emitError("pf-infer-sbp: sequence parallelism needs a "
+                         "tensor-parallel axis, but no activation of this "
+                         "program is a partial sum (no row-parallel layer "
+                         "whose sum a reduce-scatter could split along the "
+                         "sequence)");
+  }
+  if (numCredits == 0)
+    firstPartialActivation->emitWarning(
+        "pf-infer-sbp: sequence parallelism is on, but no partial sum was "
+        "reduce-scattered along the sequence (no layout moved the same "
+        "bytes as the all-reduce with less memory)");
   return success();
 }
 
@@ -491,12 +722,15 @@ void Inferrer::finishParams() {
 }
 
 struct InferSBPPass : public pf::impl::InferSBPPassBase<InferSBPPass> {
+  using InferSBPPassBase::InferSBPPassBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    Inferrer inferrer(module);
+    Inferrer inferrer(module, sequenceParallel);
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal() && failed(inferrer.run(func)))
         return signalPassFailure();
+    if (failed(inferrer.checkSequenceParallel()))
+      return signalPassFailure();
     inferrer.finishParams();
   }
 };

@@ -1,7 +1,8 @@
 """The graph's pipeline settings checked against its trace, at the user's lines.
 
 These checks relate Python settings (``set_stage``, ``set_pipeline_stages``,
-``set_gradient_accumulation_steps``, ``set_pipeline_schedule``) to the traced
+``set_gradient_accumulation_steps``, ``set_pipeline_schedule``,
+``enable_sequence_parallel``) to the traced
 program and name the line of the setting: the compiler would find some of
 the same problems, but only when the graph first runs and without the
 setting's line. Checks of single ops are the pf verifier's (``pf-opt``
@@ -48,6 +49,26 @@ def check_pipeline(graph, tracer, args, loc):
     _check_micro_batches(cfg, args, loc)
     if cfg.pipeline_schedule == "interleaved-1f1b":
         _check_interleaved(cfg, stages)
+    _check_sequence_parallel(graph, tracer)
+
+
+def _check_sequence_parallel(graph, tracer):
+    """Sequence parallelism splits what tensor parallelism replicates: a
+    graph none of whose parameters is split has nothing to split it over
+    (the compiler finds the finer cases: no row-parallel layer, a sequence
+    that does not divide, at the model's line)."""
+    cfg = graph.config
+    if not cfg.sequence_parallel:
+        return
+    for param in tracer.module.params.values():
+        if not param.buffer and any(e.startswith("S(") for e in param.type.sbp or ()):
+            return
+    raise CompileError.at(
+        cfg._sequence_parallel_loc,
+        f"sequence parallelism needs tensor parallelism, but no parameter of {graph.name} is "
+        "split over its ranks",
+        ["lay the weights out as Megatron does (column-parallel S(0), row-parallel S(1) on "
+         "the tensor-parallel axis), or leave enable_sequence_parallel unset"])
 
 
 def _check_micro_batches(cfg, args, loc):

@@ -43,6 +43,7 @@ class GraphConfig:
     _amp = None
     _gradient_dtype = "f32"
     _device_memory, _device_memory_loc = None, None
+    _sequence_parallel, _sequence_parallel_loc = False, None
 
     def set_gradient_bucket_mbytes(self, mbytes):
         """Packs the update's gradient all-reduces into buckets of at most
@@ -96,6 +97,24 @@ class GraphConfig:
         self._zero_stage = int(stage)
 
     zero_stage = setting("_zero_stage", "The ZeRO stage (0: off).")
+
+    def enable_sequence_parallel(self, mode=True):
+        """Megatron-LM's sequence parallelism (off by default, as in
+        Megatron): in a tensor-parallel model, layer norm, dropout and the
+        residual stream stay split along the sequence over the
+        tensor-parallel axis, so a row-parallel layer's partial sum is
+        reduce-scattered instead of all-reduced and all-gathered before the
+        next column-parallel layer: the same bytes moved, 1/TP of those
+        regions' activation memory. Layer norms' parameter gradients become
+        partial sums, all-reduced with the other gradients. The sequence is
+        the axis before the last ([batch, sequence, hidden]); a graph with
+        no tensor-parallel layer, or whose sequence does not divide over
+        the tensor-parallel ranks, is a CompileError (the compiler's
+        ``sequence-parallel``)."""
+        self._sequence_parallel = bool(mode)
+        self._sequence_parallel_loc = user_location()
+
+    sequence_parallel = setting("_sequence_parallel")
 
     def enable_amp(self, mode=True, *, dtype=None):
         """Mixed precision (OneFlow's spelling): GEMMs in ``dtype``
@@ -187,4 +206,5 @@ class GraphConfig:
                 f"schedule={self._schedule!r}, num_chunks={self._num_chunks}, "
                 f"pipeline_stages={self._num_stages}, balance={self._balance!r}, "
                 f"zero_stage={self._zero_stage}, amp={self._amp!r}, "
-                f"gradient_dtype={self._gradient_dtype!r})")
+                f"gradient_dtype={self._gradient_dtype!r}, "
+                f"sequence_parallel={self._sequence_parallel})")

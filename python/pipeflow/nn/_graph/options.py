@@ -90,6 +90,7 @@ def compile_options(graph, tracer, func):
         "fuse_attention": cfg.fuse_attention,
         "amp": cfg.amp_dtype,
         "gradient_dtype": cfg.gradient_dtype,
+        "sequence_parallel": cfg.sequence_parallel,
         "grad_scaler": graph._grad_scaler.kind if graph._grad_scaler is not None else None,
     }
 
@@ -242,7 +243,8 @@ def inference_pipeline(graph, traced, loc):
 
 def forward_options(cfg, traced):
     """The options training and inference graphs share: automatic stages,
-    generated kernels, attention fusion and mixed precision."""
+    generated kernels, attention fusion, mixed precision and sequence
+    parallelism."""
     options = []
     if traced.options["pipeline"].get("auto_stages"):
         options.append(f"auto-stages={cfg.pipeline_stages} balance={cfg.balance}")
@@ -252,6 +254,8 @@ def forward_options(cfg, traced):
         options.append("fuse-attention=false")
     if cfg.amp_dtype:
         options.append(f"autocast={cfg.amp_dtype}")
+    if cfg.sequence_parallel:
+        options.append("sequence-parallel=true")
     return options
 
 

@@ -563,7 +563,29 @@ def InferSBPPass : Pass<"pf-infer-sbp", "::mlir::ModuleOp"> {
     operands need; `pf-insert-boxing` materialises the differences. An op
     whose fixed result layout no signature produces is a located error
     naming both layouts.
+
+    `sequence-parallel` (Megatron-LM's sequence parallelism, opt-in): the
+    price of a signature also counts the activation bytes per rank of its
+    results, as a tie-break below the bytes moved (never traded against
+    them), and a partial sum reduced into a split of its sequence axis
+    (the axis before the last: [batch, sequence, hidden]) is priced as
+    the all-reduce it halves, its gather being paid with it. A
+    row-parallel GEMM's output is then reduce-scattered along the
+    sequence, layer norm, dropout and the residual run on 1/n of the
+    tokens, and the next column-parallel GEMM all-gathers them: the same
+    bytes as the all-reduce, 1/n of the memory. The backward follows from
+    the same prices (its all-gathers become reduce-scatters and vice
+    versa; layer norm's parameter gradients become partial sums reduced
+    with the other gradients). A program with no partial-sum activation
+    (no tensor-parallel axis), or whose row-parallel output's sequence
+    axis does not divide over its ranks, is a located error.
   }];
+  let options = [
+    Option<"sequenceParallel", "sequence-parallel", "bool", "false",
+           "keep layer norm, dropout and residual regions split along the "
+           "sequence over the tensor-parallel axis (reduce-scatter and "
+           "all-gather instead of the all-reduce)">,
+  ];
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
