@@ -320,7 +320,13 @@ double Inferrer::cost(Value v, SBPAttr want, Operation *consumer) {
   }
   Value source = it->second.source;
   settle(source);
-  return transferBytes(global(source), t.withSBP(want));
+  // Under sequence parallelism a move to another stage keeps its source's
+  // split where it can (the sequence split, not the batch) at equal bytes.
+  double resplit = sequenceParallel && global(source).getSbp() != want &&
+                           !hasPartial(global(source).getSbp())
+                       ? kChangeEpsilon
+                       : 0;
+  return transferBytes(global(source), t.withSBP(want)) + resplit;
 }
 
 /// Whether some result of `sig` is split over a hierarchy dimension over
@@ -480,7 +486,7 @@ double Inferrer::sequenceAdjustment(Operation *op, const NDSBPSignature &sig) {
     }
     if (!t || !want)
       continue;
-    carriesPartial |= t.getSbp() == want && hasPartial(want);
+    carriesPartial |= hasPartial(t.getSbp()) && hasPartial(want);
     if (t.getSbp() == want || paid.contains({v, want, stageOf(op)}))
       continue;
     scatters |= isSequenceScatter(t, want);
