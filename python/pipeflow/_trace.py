@@ -20,6 +20,8 @@ reach :func:`to_global`, :func:`mark_loss` and :func:`unsupported` through
 ``pipeflow._registry`` (``tensor`` sits below this module).
 """
 
+import hashlib
+
 import numpy as np
 
 from . import _layout, _random, _registry, amp, dtypes, env, ir
@@ -79,6 +81,7 @@ class Tracer:
         self._placements = {}
         # Host constants of buffers without initializer: (id, placement) -> value.
         self.constants = {}
+        self.constant_values = {}          # equal large host constants: one pf.constant
         self.constant_buffers = {}          # id(buffer) -> name, once used as a constant
         self.operand_placement = None       # the placement of the last op's traced operands
 
@@ -289,7 +292,18 @@ class Tracer:
         key = (id(tensor), placement)
         if name is not None and key in self.constants:
             return self.constants[key]
-        value = self.constant(array, tensor.dtype, placement)
+        # Equal large constants are one: every block of a GPT registers its
+        # own causal mask (nanoGPT's "bias" buffer), 1024 x 1024 and 6.8 MB
+        # of IR text each, the same in all 48 of GPT-2 XL's layers.
+        same = None
+        if array.size >= 4096:
+            same = (tensor.dtype, array.shape, placement, self.stage(), self.checkpointing(),
+                    hashlib.sha256(np.ascontiguousarray(array).tobytes()).digest())
+        value = self.constant_values.get(same) if same is not None else None
+        if value is None:
+            value = self.constant(array, tensor.dtype, placement)
+            if same is not None:
+                self.constant_values[same] = value
         if name is not None:
             self.constants[key] = value
             self.constant_buffers[id(tensor)] = name

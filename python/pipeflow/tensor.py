@@ -23,7 +23,7 @@ methods that compute or trace call them through ``pipeflow._registry``
 
 import numpy as np
 
-from . import _layout, _mpi, _registry, env
+from . import _deferred, _layout, _mpi, _registry, env
 from . import dtypes as dt
 from . import sbp as sbp_mod
 from ._errors import BackendUnavailable
@@ -154,14 +154,25 @@ class Tensor(TensorOps):
 
     def _storage(self):
         """The numpy array holding the value: the local data, or the logical
-        value of a global tensor (what initialisers and loads write into)."""
+        value of a global tensor (what loads write into), its deferred draw
+        run (``pipeflow._deferred``)."""
+        return _deferred.materialize(self._storage_raw())
+
+    def _storage_raw(self):
+        """``_storage()`` without running a deferred draw: the array itself,
+        for initializers (which write it) and layout changes (which move it)."""
         return self._local if self._placement is None else self._logical
 
     def _expose(self):
         """The value is now the user's (read, shared or converted): a compiled
         graph must start from it, not recompute it from its initializer
-        (see ``nn.parameter.uses_recipe``)."""
+        (see ``nn.parameter.uses_recipe``); a deferred draw runs now."""
         self.__dict__.pop("_recipe_fresh", None)
+        # (the arrays themselves: a parameter's _logical may read back or
+        # compute its value, which exposing does not ask for)
+        d = self.__dict__
+        _deferred.materialize(d.get("_local"))
+        _deferred.materialize(d.get("_logical", d.get("_logical_value")))
 
     def _check_not_trained(self):
         """A parameter or buffer a compiled graph trains: read its value back first."""
@@ -237,7 +248,10 @@ class Tensor(TensorOps):
         ``nn.Parameter(w.to_global(placement, sbp))`` re-lays out a weight
         nobody has read or set; this tensor's value is the user's from now on."""
         fresh = self.__dict__.get("_recipe_fresh", False) and not self.__dict__.get("_loaded", False)
-        self._expose()
+        if fresh:  # the value is shared, not read: a deferred draw stays deferred
+            self.__dict__.pop("_recipe_fresh", None)
+        else:
+            self._expose()
         if fresh:
             out.__dict__["_init"] = self.__dict__.get("_init")
             out.__dict__["_recipe_fresh"] = True
@@ -273,7 +287,7 @@ class Tensor(TensorOps):
         takes the local shape and dtype from the placement's ranks, which must
         agree (``pipeflow._mpi.placement_meta``: one all-gather, a collective
         of the job): a rank outside the placement may pass an empty tensor."""
-        local, dtype = self._local, self._dtype
+        local, dtype = _deferred.materialize(self._local), self._dtype
         rank, local_shape = env.get_rank(), local.shape
         if check_meta and _mpi.launched():
             local_shape, np_dtype = _mpi.placement_meta(local.shape, local.dtype, placement,

@@ -7,6 +7,7 @@ value (``runtime_values``: the same Philox draws, keyed by the seed and the
 parameter's symbol), computed lazily on first read.
 """
 
+import contextlib
 import importlib.util
 import math
 import os
@@ -14,14 +15,48 @@ import re
 
 import numpy as np
 
-from .. import _registry
+from .. import _deferred, _registry
 from .._random import default_generator
 from ..ir import format_float
 
 
+@contextlib.contextmanager
+def deferred():
+    """Builds modules without drawing their random initial values
+    (``pipeflow._deferred``), as PyTorch users build a large model on the
+    meta device::
+
+        with flow.nn.init.deferred():
+            model = GPT(config)          # no draws: no time, no memory
+        model.to_global(placement, sbp)  # moves the (empty) arrays
+        graph.memory_report(x, y)        # compiles; nothing is drawn
+
+    The initializers record their ``#pf.init<...>`` recipe, which a compiled
+    graph computes on its ranks as for any untouched parameter; a value read
+    in Python first (``numpy()``, ``state_dict()``, a conversion) is drawn
+    then, from the same distribution. Constant initialisations (zeros, ones)
+    are written at once."""
+    _deferred.enter()
+    try:
+        yield
+    finally:
+        _deferred.leave()
+
+
+def _target(tensor):
+    """The array an initializer writes: the tensor's storage, a draw still
+    pending on it dropped (this initialisation replaces it)."""
+    return _deferred.cancel(tensor._storage_raw())
+
+
 def _fill(tensor, array):
-    if array is not tensor._storage():
-        tensor._storage()[...] = array
+    target = _target(tensor)
+    if array is not target:
+        target[...] = array
+    _fresh(tensor)
+
+
+def _fresh(tensor):
     # Until the value is read, shared or replaced, a compiled graph may
     # compute it from the initializer instead (nn.parameter.uses_recipe).
     tensor.__dict__["_recipe_fresh"] = True
@@ -29,40 +64,54 @@ def _fill(tensor, array):
     _registry.module_changes.bump()  # the initializer is in a compiled graph's fingerprint
 
 
-def _uniform(tensor, a, b):
-    """U(a, b) drawn in the tensor's precision (float32: half the time and
-    memory of float64 draws, which a 124M-parameter model feels)."""
-    u = tensor._storage()
-    dtype = u.dtype
-    if dtype not in (np.float32, np.float64) or not u.flags.c_contiguous:
-        return default_generator().uniform(a, b, tensor.shape)
-    # Drawn into the storage itself (the same draws as a new array's):
-    # no second array of a model's size to fault in and copy.
-    default_generator().random(dtype=dtype, out=u)
-    u *= dtype.type(b - a)
-    u += dtype.type(a)
-    return u
+def _draw(tensor, into):
+    """Fills the tensor by ``into(array)`` (a draw into a float32 or float64
+    C-contiguous array), now, or at the first read inside ``deferred()``;
+    ``into(None)`` returns a new array for other storage."""
+    target = _target(tensor)
+    if target.dtype not in (np.float32, np.float64) or not target.flags.c_contiguous:
+        _fill(tensor, into(None))
+    elif _deferred.active() and target.size > 0:
+        _deferred.defer(target, into)
+        _fresh(tensor)
+    else:
+        into(target)
+        _fresh(tensor)
 
 
-def _normal(tensor, mean, std):
-    z = tensor._storage()
-    dtype = z.dtype
-    if dtype not in (np.float32, np.float64) or not z.flags.c_contiguous:
-        return default_generator().normal(mean, std, tensor.shape)
-    default_generator().standard_normal(dtype=dtype, out=z)
-    z *= dtype.type(std)
-    z += dtype.type(mean)
-    return z
+def _uniform_into(a, b, shape):
+    """U(a, b) drawn in the array's precision (float32: half the time and
+    memory of float64 draws, which a 124M-parameter model feels), into the
+    array itself (no second array of a model's size to fault in and copy)."""
+    def into(u):
+        if u is None:
+            return default_generator().uniform(a, b, shape)
+        default_generator().random(dtype=u.dtype, out=u)
+        u *= u.dtype.type(b - a)
+        u += u.dtype.type(a)
+        return u
+    return into
+
+
+def _normal_into(mean, std, shape):
+    def into(z):
+        if z is None:
+            return default_generator().normal(mean, std, shape)
+        default_generator().standard_normal(dtype=z.dtype, out=z)
+        z *= z.dtype.type(std)
+        z += z.dtype.type(mean)
+        return z
+    return into
 
 
 def uniform_(tensor, a=0.0, b=1.0):
-    _fill(tensor, _uniform(tensor, a, b))
+    _draw(tensor, _uniform_into(a, b, tensor.shape))
     tensor._init = f"#pf.init<uniform({format_float(a)}, {format_float(b)})>"
     return tensor
 
 
 def normal_(tensor, mean=0.0, std=1.0):
-    _fill(tensor, _normal(tensor, mean, std))
+    _draw(tensor, _normal_into(mean, std, tensor.shape))
     tensor._init = f"#pf.init<normal({format_float(mean)}, {format_float(std)})>"
     return tensor
 
@@ -90,7 +139,7 @@ def default_uniform_(tensor, fan_in):
     """U(-1/sqrt(fan_in), 1/sqrt(fan_in)): PyTorch's default for Linear and Conv2d
     weights (kaiming_uniform with a=sqrt(5)) and biases."""
     bound = 1.0 / math.sqrt(fan_in)
-    _fill(tensor, _uniform(tensor, -bound, bound))
+    _draw(tensor, _uniform_into(-bound, bound, tensor.shape))
     tensor._init = f"#pf.init<kaiming_uniform({int(fan_in)})>"
     return tensor
 

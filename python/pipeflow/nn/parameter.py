@@ -94,7 +94,7 @@ class Parameter(Tensor):
         """Makes the parameter global on ``placement``/``sbp`` in place."""
         sbp = sbp_mod.normalize(sbp, placement.ndim)
         _layout.check_layout(self.shape, placement, sbp)
-        value = Tensor._storage(self)
+        value = Tensor._storage_raw(self)  # moved, not read: a deferred draw stays
         self._placement, self._sbp = placement, sbp
         self._logical, self._local = value, None
 

@@ -344,7 +344,7 @@ def agreed_values(run, items):
 
 def _known_value(obj):
     """The logical value this process holds of a parameter or buffer, or ``None``."""
-    value = obj._logical if obj.placement is not None else obj._local
+    value = obj._storage()
     return value if isinstance(value, np.ndarray) else None
 
 
