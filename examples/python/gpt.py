@@ -28,7 +28,10 @@ weights' SBP the way Megatron lays them out (and the vocabulary split
 of the token embedding and the head, tied or not); the compiler derives
 the rest (one all-reduce per attention and per MLP, each way, one for the
 embedding, one for the head's input gradient, and the cross-entropy split
-by class, which all-reduces each row's max and sums, never the logits). ``--schedule`` picks the pipeline schedule of the
+by class, which all-reduces each row's max and sums, never the logits);
+``--sequence-parallel`` adds Megatron's sequence parallelism to them
+(reduce-scatters and all-gathers instead of those all-reduces, layer norms
+and dropout on 1/TP of the tokens). ``--schedule`` picks the pipeline schedule of the
 staged layouts (gpipe, 1f1b, interleaved-1f1b with two model chunks per
 rank, zb-h1) and ``--micro-batches`` the gradient accumulation steps. ``--tie`` ties ``lm_head`` to the token
 embedding (one-stage layouts). ``--compile-only`` traces and verifies.
