@@ -496,9 +496,10 @@ else
   echo "SKIP cuda_twins_emulated* (libpfrt built without its CUDA kernels)"
 fi
 # The twins that take shapes, descriptors or several buffers (boxing:
-# DeviceBoxing.cpp, host-staged where the ranks share a GPU; p2p_batch, the
-# vocabulary cross-entropy, state parts: StagedComm.cpp) against their host
-# rows on 2 to 4 emulated GPU ranks; argument errors are the host rows'.
+# DeviceBoxing.cpp, the vocabulary cross-entropy: DeviceVocabXent.cpp, both
+# host-staged where the ranks share a GPU; p2p_batch, state parts:
+# StagedComm.cpp) against their host rows on 2 to 4 emulated GPU ranks;
+# argument errors are the host rows'.
 if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
   for n in 2 3 4; do
     run_ok cuda_staged_emulated_n$n 120 env PFRT_CUDA_FAKE=1 \
@@ -507,13 +508,19 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
   run_ok cuda_staged_emulated_chunked_n3 120 env PFRT_CUDA_FAKE=1 \
     PFRT_MAX_MSG_ELEMS=100 "${MPIEXEC[@]}" -n 3 "$BIN/pfrt-test-cuda-staged"
   # Each rank with a GPU of its own (4 emulated GPUs): the boxing twins
-  # over NCCL (the emulation's), the same comparisons on 1 to 4 ranks, and
-  # their counters (no host round-trip).
+  # and the vocabulary cross-entropy over NCCL (the emulation's), the same
+  # comparisons on 1 to 4 ranks, and their counters (no host round-trip).
   for n in 1 2 3 4; do
     run_ok cuda_staged_emulated_nccl_n$n 120 env PFRT_CUDA_FAKE=1 \
       PFRT_CUDA_FAKE_DEVICES=4 "${MPIEXEC[@]}" -n $n \
       "$BIN/pfrt-test-cuda-staged" nccl
   done
+  # The vocabulary cross-entropy on the device: a bad label is data, found
+  # by its kernel and fatal at the report.
+  run_fail cuda_staged_emulated_nccl_bad_label 60 \
+    "pfrt_cuda_softmax_xent_vocab: label 16 at row 1 is outside [0, 8) (found on the GPU" \
+    env PFRT_CUDA_FAKE=1 PFRT_CUDA_FAKE_DEVICES=2 "${MPIEXEC[@]}" -n 2 \
+    "$BIN/pfrt-test-cuda-staged" bad_label
   run_fail cuda_staged_emulated_bad_index 60 \
     "pfrt_box_slice: index 5 is outside [0, 2)" \
     env PFRT_CUDA_FAKE=1 "${MPIEXEC[@]}" -n 2 "$BIN/pfrt-test-cuda-staged" \

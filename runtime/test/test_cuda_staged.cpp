@@ -14,7 +14,11 @@
 //     ops per peer (matched in order), an empty op with a NULL buffer, and
 //     a buffer sent twice;
 //   - pfrt_cuda_softmax_xent_vocab and _grad: the classes split over the
-//     ranks, every mode, ignored rows, logits and dlogits in place;
+//     ranks, every mode, ignored rows, logits and dlogits in place; with
+//     MODE "nccl" on the device (DeviceVocabXent.cpp: kernels and NCCL
+//     all-reduces), the host row's bits all the same, and the counters
+//     show it (no round-trip, the host row's all-reduce bytes over NCCL);
+//     MODE "bad_label": a label outside the classes found on the device;
 //   - pfrt_cuda_state_add_part: a device tensor of two parts per rank
 //     gathered, then set, through the host.
 // The boxing twins' collectives are host-staged where the ranks share the
@@ -356,9 +360,32 @@ void p2pBatch() {
            (long long)back);
 }
 
+/// The vocabulary-parallel cross-entropy's counters for one forward and
+/// gradient of n rows: over NCCL (DeviceVocabXent.cpp) four all-reduces
+/// of 4n + 16n + 4n + 8n bytes and no round-trip; staged the same
+/// all-reduces over MPI and two round-trips.
+void checkVocabCounters(bool nccl, int64_t n, const std::string &what) {
+  pfrt_comm_counters c;
+  pfrt_comm_counters_get(&c);
+  const int k = PFRT_COMM_ALL_REDUCE;
+  const int64_t calls = nccl ? c.nccl_calls[k] : c.mpi_calls[k];
+  const int64_t bytes = nccl ? c.nccl_bytes[k] : c.mpi_bytes[k];
+  const int64_t other = nccl ? c.mpi_bytes[k] : c.nccl_bytes[k];
+  CHECK(calls == 4 && bytes == 32 * n && other == 0,
+        "%s: %lld all-reduces of %lld bytes (%lld on the other transport), "
+        "expected 4 of %lld over %s",
+        what.c_str(), (long long)calls, (long long)bytes, (long long)other,
+        (long long)(32 * n), nccl ? "NCCL" : "MPI");
+  CHECK(c.host_round_trips == (nccl ? 0 : 2),
+        "%s: %lld host round-trips, expected %d", what.c_str(),
+        (long long)c.host_round_trips, nccl ? 0 : 2);
+}
+
 /// The vocabulary-parallel cross-entropy: this rank's block of c classes
-/// of `classes`, labels anywhere in the row (some ignored).
-void vocabXent() {
+/// of `classes`, labels anywhere in the row (some ignored). Over NCCL
+/// (`nccl`) on the device, else host-staged: the host row's bits either
+/// way.
+void vocabXent(bool nccl) {
   std::vector<int64_t> group;
   for (int r = 0; r < gSize; ++r)
     group.push_back(r);
@@ -392,6 +419,7 @@ void vocabXent() {
                                    offset, classes, ignore, mode, group.data(),
                                    gSize);
 
+      pfrt_comm_counters_reset();
       float *dx = static_cast<float *>(upload(logits.data(), n * c * 4));
       auto *dl = static_cast<int64_t *>(upload(labels.data(), n * int64_t(8)));
       float *dLoss = static_cast<float *>(dalloc(4));
@@ -411,9 +439,11 @@ void vocabXent() {
       std::memcpy(wantGradBytes.data(), wantGrad.data(), wantGradBytes.size());
       expectSame(download(dg, n * c * 4), wantGradBytes,
                  what + (inPlace ? " grad in place" : " grad"));
+      checkVocabCounters(nccl, n, what);
     }
   if (gRank == 0)
-    printf("cuda-staged: softmax_xent_vocab and _grad, modes 0-2\n");
+    printf("cuda-staged: softmax_xent_vocab and _grad, modes 0-2 (%s)\n",
+           nccl ? "on the device, NCCL" : "host-staged");
 }
 
 /// A device tensor [2 * size, w]: rank r holds rows r and size + r, two
@@ -472,6 +502,22 @@ int main(int argc, char **argv) {
                              group.data(), gSize);
     return 0;
   }
+  // "bad_label": the vocabulary cross-entropy with a label outside the
+  // classes on a GPU a rank: found on the device, fatal at the report.
+  if (mode == "bad_label") {
+    std::vector<int64_t> group;
+    for (int r = 0; r < gSize; ++r)
+      group.push_back(r);
+    std::vector<float> logits = uniform(3 * 4, 1);
+    const int64_t labels[3] = {1, 2 * gSize * 4, 0};
+    float *dx = static_cast<float *>(upload(logits.data(), 12 * 4));
+    auto *dl = static_cast<int64_t *>(upload(labels, 3 * 8));
+    float *dLoss = static_cast<float *>(dalloc(4));
+    pfrt_cuda_softmax_xent_vocab(dx, dl, dLoss, 3, 4, 4 * gRank, 4 * gSize, -1,
+                                 0, group.data(), gSize);
+    pfrt_cuda_finalize();
+    return 0;
+  }
   // "nccl": every rank has a GPU of its own (PFRT_CUDA_FAKE_DEVICES): the
   // boxing twins go over NCCL, on 1 rank too.
   const bool nccl = mode == "nccl";
@@ -483,7 +529,7 @@ int main(int argc, char **argv) {
     return pt_finish(gRank, "cuda-staged: PASS\n");
   }
   p2pBatch();
-  vocabXent();
+  vocabXent(nccl);
   stateParts();
   pfrt_cuda_finalize();
   return pt_finish(gRank, "cuda-staged: PASS\n");

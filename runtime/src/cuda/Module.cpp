@@ -163,6 +163,14 @@ void checkErrors(const char *where) {
           twin, (long long)e.value, (long long)e.row, (long long)e.bound,
           where);
   }
+  case dev::kErrVocabXentLabel:
+  case dev::kErrVocabXentGradLabel:
+    fatal("%s: label %lld at row %lld is outside [0, %lld) (found on the "
+          "GPU, reported by %s)",
+          e.code == dev::kErrVocabXentLabel
+              ? "pfrt_cuda_softmax_xent_vocab"
+              : "pfrt_cuda_softmax_xent_vocab_grad",
+          (long long)e.value, (long long)e.row, (long long)e.bound, where);
   case dev::kErrEmbeddingId:
   case dev::kErrEmbeddingGradId:
   case dev::kErrEmbeddingRowsId:

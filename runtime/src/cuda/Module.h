@@ -85,6 +85,11 @@ namespace twin {
   X(XentGradScale, "pfrt_cuda_xent_grad_scale")                                \
   X(XentGradIgnore, "pfrt_cuda_xent_grad_ignore")                              \
   X(CountKept, "pfrt_cuda_count_kept")                                         \
+  X(VxentMax, "pfrt_cuda_vxent_max")                                           \
+  X(VxentSums, "pfrt_cuda_vxent_sums")                                         \
+  X(VxentLoss, "pfrt_cuda_vxent_loss")                                         \
+  X(VxentScale, "pfrt_cuda_vxent_scale")                                       \
+  X(VxentGrad, "pfrt_cuda_vxent_grad")                                         \
   X(Dropout, "pfrt_cuda_dropout")                                              \
   X(Attention, "pfrt_cuda_attention")                                          \
   X(AttentionDelta, "pfrt_cuda_attention_delta")                               \

@@ -271,6 +271,28 @@ void reduceScatterOf(const void *in, void *out, int64_t count, int32_t dtype,
   });
 }
 
+void allReduceMaxF32(float *buf, int64_t count, const int64_t *ranks, int64_t n,
+                     const char *fn) {
+  const Group &g = groupFor(ranks, n, fn);
+  counters::add(PFRT_COMM_ALL_REDUCE, counters::Transport::Nccl,
+                count * int64_t(sizeof(float)));
+  enqueue(g, count, "ncclAllReduce", fn, [&] {
+    return gNccl.api.ncclAllReduce(buf, buf, size_t(count), ncclFloat32,
+                                   ncclMax, g.comm, stream());
+  });
+}
+
+void allReduceSumF64(double *buf, int64_t count, const int64_t *ranks,
+                     int64_t n, const char *fn) {
+  const Group &g = groupFor(ranks, n, fn);
+  counters::add(PFRT_COMM_ALL_REDUCE, counters::Transport::Nccl,
+                count * int64_t(sizeof(double)));
+  enqueue(g, count, "ncclAllReduce", fn, [&] {
+    return gNccl.api.ncclAllReduce(buf, buf, size_t(count), ncclFloat64,
+                                   ncclSum, g.comm, stream());
+  });
+}
+
 void allToAllBytes(const void *in, void *out, int64_t blockBytes,
                    const int64_t *ranks, int64_t n, const char *fn) {
   const Group &g = groupFor(ranks, n, fn);

@@ -80,6 +80,15 @@ void reduceScatterOf(const void *in, void *out, int64_t count, int32_t dtype,
 void allToAllBytes(const void *in, void *out, int64_t blockBytes,
                    const int64_t *ranks, int64_t n, const char *fn);
 
+/// The vocabulary-parallel cross-entropy's all-reduces, in place on
+/// device buffers (DeviceVocabXent.cpp checked the arguments as the host
+/// row does): `count` floats' max (ncclMax), `count` doubles' sum
+/// (ncclFloat64). Enqueued on the compute stream, counted as all-reduces.
+void allReduceMaxF32(float *buf, int64_t count, const int64_t *ranks, int64_t n,
+                     const char *fn);
+void allReduceSumF64(double *buf, int64_t count, const int64_t *ranks,
+                     int64_t n, const char *fn);
+
 /// Point to point (see Nccl.cpp's file comment). The staged twins record
 /// each message while point-to-point is host-staged (the first step);
 /// after it, pfrt_cuda_run_step calls setupPointToPoint, a call of every

@@ -75,6 +75,13 @@ void allToAllBytes(const void *, void *, int64_t, const int64_t *, int64_t,
                    const char *) {
   fatal("internal: NCCL all-to-all without NCCL");
 }
+void allReduceMaxF32(float *, int64_t, const int64_t *, int64_t, const char *) {
+  fatal("internal: NCCL all-reduce without NCCL");
+}
+void allReduceSumF64(double *, int64_t, const int64_t *, int64_t,
+                     const char *) {
+  fatal("internal: NCCL all-reduce without NCCL");
+}
 void recordPointToPoint(bool, int64_t, int64_t, int64_t) {}
 bool setupPointToPoint() { return false; }
 bool pointToPointOverNccl(int64_t) { return false; }

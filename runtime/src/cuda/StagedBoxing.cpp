@@ -3,11 +3,11 @@
 // The boxing rows (all-gather, reduce-scatter and all-to-all along an
 // axis, slices) host-staged, for DeviceBoxing.cpp's twins where NCCL does
 // not serve the group (ranks that share a GPU) or the arguments are
-// rejected (the host row's error), and the device twins of the
-// vocabulary-parallel cross-entropy (always host-staged): each buffer the
-// host row reads is copied to the host, the row runs there (its checks and
-// bits are the CPU's), and what it writes is copied back. A step calling
-// them is not captured.
+// rejected (the host row's error), and the vocabulary-parallel
+// cross-entropy on the same terms for DeviceVocabXent.cpp's twins: each
+// buffer the host row reads is copied to the host, the row runs there (its
+// checks and bits are the CPU's), and what it writes is copied back. A step
+// calling them is not captured.
 //
 //===----------------------------------------------------------------------===//
 
@@ -188,15 +188,15 @@ int boxUnslice(const void *in, void *out, int32_t dtype, int64_t ndim,
 } // namespace staged
 } // namespace pfrt
 
-extern "C" {
+namespace pfrt {
+namespace staged {
 
 // The whole loss on the host: the CPU's row statistics, all-reduces and
 // float64 sums, so every layout gives the CPU's bits.
-int pfrt_cuda_softmax_xent_vocab(const float *logits, const int64_t *labels,
-                                 float *loss, int64_t n, int64_t c,
-                                 int64_t offset, int64_t classes,
-                                 int64_t ignore_index, int64_t mode,
-                                 const int64_t *ranks, int64_t nranks) {
+int softmaxXentVocab(const float *logits, const int64_t *labels, float *loss,
+                     int64_t n, int64_t c, int64_t offset, int64_t classes,
+                     int64_t ignore_index, int64_t mode, const int64_t *ranks,
+                     int64_t nranks) {
   enter("pfrt_cuda_softmax_xent_vocab");
   int64_t bytes = logitsBytes(n, c);
   if (bytes < 0) // fatal: the host row names the sizes
@@ -214,12 +214,11 @@ int pfrt_cuda_softmax_xent_vocab(const float *logits, const int64_t *labels,
   return rc;
 }
 
-int pfrt_cuda_softmax_xent_vocab_grad(const float *logits,
-                                      const int64_t *labels, const float *dloss,
-                                      float *dlogits, int64_t n, int64_t c,
-                                      int64_t offset, int64_t classes,
-                                      int64_t ignore_index, int64_t mode,
-                                      const int64_t *ranks, int64_t nranks) {
+int softmaxXentVocabGrad(const float *logits, const int64_t *labels,
+                         const float *dloss, float *dlogits, int64_t n,
+                         int64_t c, int64_t offset, int64_t classes,
+                         int64_t ignore_index, int64_t mode,
+                         const int64_t *ranks, int64_t nranks) {
   enter("pfrt_cuda_softmax_xent_vocab_grad");
   int64_t bytes = logitsBytes(n, c);
   if (bytes < 0)
@@ -240,4 +239,5 @@ int pfrt_cuda_softmax_xent_vocab_grad(const float *logits,
   return rc;
 }
 
-} // extern "C"
+} // namespace staged
+} // namespace pfrt

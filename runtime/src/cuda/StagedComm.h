@@ -75,6 +75,18 @@ int boxSlice(const void *in, void *out, int32_t dtype, int64_t ndim,
 int boxUnslice(const void *in, void *out, int32_t dtype, int64_t ndim,
                const int64_t *inShape, int64_t axis, int64_t index, int64_t n);
 
+/// The vocabulary-parallel cross-entropy and its gradient host-staged
+/// (StagedBoxing.cpp): the host row on host copies, its bits and errors.
+int softmaxXentVocab(const float *logits, const int64_t *labels, float *loss,
+                     int64_t n, int64_t c, int64_t offset, int64_t classes,
+                     int64_t ignore, int64_t mode, const int64_t *ranks,
+                     int64_t nranks);
+int softmaxXentVocabGrad(const float *logits, const int64_t *labels,
+                         const float *dloss, float *dlogits, int64_t n,
+                         int64_t c, int64_t offset, int64_t classes,
+                         int64_t ignore, int64_t mode, const int64_t *ranks,
+                         int64_t nranks);
+
 /// A group's size (n, or the world for a NULL group).
 int64_t groupSize(int64_t n);
 

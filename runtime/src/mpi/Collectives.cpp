@@ -3,6 +3,7 @@
 #include "../common/CommChecks.h"
 #include "../common/HalfMath.h"
 #include "../common/Internal.h"
+#include "../cuda/kernels/XentBodies.h"
 #include "MpiInternal.h"
 #include "pfrt/pfrt.h"
 
@@ -497,17 +498,20 @@ struct VocabXent {
               (long long)labels[r], (long long)r, (long long)classes);
   }
 
+  /// The body parameters of this call (XentBodies.h).
+  dev::VocabXent params() const {
+    return {n, c, offset, classes, ignore, int32_t(mode), 0};
+  }
+
   /// The rows' maxima and sums of exponentials over every member's block
-  /// (and, with `target`, each row's label logit).
+  /// (and, with `target`, each row's label logit): XentBodies.h's bodies,
+  /// which the device twin (cuda/DeviceVocabXent.cpp) runs between NCCL's
+  /// all-reduces, so both give the same bits.
   void reduce(bool target) {
+    const dev::VocabXent p = params();
     rowMax.assign(n, 0.0f);
-    for (int64_t r = 0; r < n; ++r) {
-      const float *x = logits + r * c;
-      float m = x[0];
-      for (int64_t i = 1; i < c; ++i)
-        m = x[i] > m ? x[i] : m;
-      rowMax[r] = m;
-    }
+    for (int64_t r = 0; r < n; ++r)
+      dev::vxentRowMaxAt(logits, rowMax.data(), p, r);
     {
       CommScope trace("all_reduce_max", int64_t(sizeof(float)) * n, groupSize,
                       -1);
@@ -517,28 +521,14 @@ struct VocabXent {
     }
     int64_t count = target ? 2 * n : n;
     sums.assign(count, 0.0);
-    for (int64_t r = 0; r < n; ++r) {
-      const float *x = logits + r * c;
-      double s = 0, m = rowMax[r];
-      for (int64_t i = 0; i < c; ++i)
-        s += std::exp(double(x[i]) - m);
-      sums[r] = s;
-      int64_t l = labels[r] - offset;
-      if (target && !ignored(r) && l >= 0 && l < c)
-        sums[n + r] = double(x[l]);
-    }
+    for (int64_t r = 0; r < n; ++r)
+      dev::vxentRowSumsAt(logits, labels, rowMax.data(), sums.data(), p, target,
+                          r);
     CommScope trace("all_reduce_sum", int64_t(sizeof(double)) * count,
                     groupSize, -1);
     PFRT_MPI_AS(fn, MPI_Allreduce,
                 (MPI_IN_PLACE, sums.data(), int(count), MPI_DOUBLE, MPI_SUM,
                  group->comm));
-  }
-
-  int64_t kept() const {
-    int64_t k = 0;
-    for (int64_t r = 0; r < n; ++r)
-      k += !ignored(r);
-    return k;
   }
 };
 
@@ -554,12 +544,10 @@ int pfrt_softmax_xent_vocab(const float *logits, const int64_t *labels,
               ignore_index, mode, ranks, nranks);
   checkBuf(loss, 1, "loss", x.fn);
   x.reduce(/*target=*/true);
-  double total = 0;
-  for (int64_t r = 0; r < n; ++r)
-    if (!x.ignored(r))
-      total += double(x.rowMax[r]) + std::log(x.sums[r]) - x.sums[n + r];
-  // Every row ignored: 0 / 0, NaN (as torch's mean reduction gives).
-  loss[0] = float(mode == 2 ? total : total / double(x.kept()));
+  // The labels are checked (check()): the error record stays empty.
+  dev::DeviceError err = {};
+  dev::vxentLoss(labels, x.rowMax.data(), x.sums.data(), loss, x.params(),
+                 &err);
   return 0;
 }
 
@@ -573,22 +561,13 @@ int pfrt_softmax_xent_vocab_grad(const float *logits, const int64_t *labels,
   checkBuf(dloss, 1, "dloss", x.fn);
   checkBuf(dlogits, n * c, "dlogits", x.fn);
   x.reduce(/*target=*/false);
-  const double scale =
-      mode == 2 ? double(dloss[0]) : double(dloss[0]) / double(x.kept());
-  for (int64_t r = 0; r < n; ++r) {
-    const float *in = logits + r * c;
-    float *d = dlogits + r * c;
-    if (x.ignored(r)) {
-      std::fill(d, d + c, 0.0f);
-      continue;
-    }
-    double m = x.rowMax[r], f = scale / x.sums[r];
-    for (int64_t i = 0; i < c; ++i)
-      d[i] = float(std::exp(double(in[i]) - m) * f);
-    int64_t l = labels[r] - offset;
-    if (l >= 0 && l < c)
-      d[l] = float(std::exp(double(in[l]) - m) * f - scale);
-  }
+  const dev::VocabXent p = x.params();
+  dev::DeviceError err = {};
+  double scale;
+  dev::vxentGradScale(labels, dloss, &scale, p, &err);
+  for (int64_t i = 0; i < n * c; ++i)
+    dev::vxentGradAt(logits, labels, x.rowMax.data(), x.sums.data(), &scale,
+                     dlogits, p, i);
   return 0;
 }
 

@@ -92,6 +92,11 @@ using pfrt::fake::threadIdx;
 #define pfrt_cuda_xent_grad_scale pfrt_fake_xent_grad_scale
 #define pfrt_cuda_xent_grad_ignore pfrt_fake_xent_grad_ignore
 #define pfrt_cuda_count_kept pfrt_fake_count_kept
+#define pfrt_cuda_vxent_max pfrt_fake_vxent_max
+#define pfrt_cuda_vxent_sums pfrt_fake_vxent_sums
+#define pfrt_cuda_vxent_loss pfrt_fake_vxent_loss
+#define pfrt_cuda_vxent_scale pfrt_fake_vxent_scale
+#define pfrt_cuda_vxent_grad pfrt_fake_vxent_grad
 #define pfrt_cuda_dropout pfrt_fake_dropout
 #define pfrt_cuda_attention pfrt_fake_attention
 #define pfrt_cuda_attention_delta pfrt_fake_attention_delta
@@ -188,6 +193,11 @@ const HostKernel kHostKernels[] = {
     {"pfrt_cuda_xent_grad_scale", hostKernel(pfrt_cuda_xent_grad_scale)},
     {"pfrt_cuda_xent_grad_ignore", hostKernel(pfrt_cuda_xent_grad_ignore)},
     {"pfrt_cuda_count_kept", hostKernel(pfrt_cuda_count_kept)},
+    {"pfrt_cuda_vxent_max", hostKernel(pfrt_cuda_vxent_max)},
+    {"pfrt_cuda_vxent_sums", hostKernel(pfrt_cuda_vxent_sums)},
+    {"pfrt_cuda_vxent_loss", hostKernel(pfrt_cuda_vxent_loss)},
+    {"pfrt_cuda_vxent_scale", hostKernel(pfrt_cuda_vxent_scale)},
+    {"pfrt_cuda_vxent_grad", hostKernel(pfrt_cuda_vxent_grad)},
     {"pfrt_cuda_dropout", hostKernel(pfrt_cuda_dropout)},
     {"pfrt_cuda_attention", hostKernel(pfrt_cuda_attention)},
     {"pfrt_cuda_attention_delta", hostKernel(pfrt_cuda_attention_delta)},

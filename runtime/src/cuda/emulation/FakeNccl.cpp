@@ -285,6 +285,18 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
                                 c.ranks.data(), int64_t(c.ranks.size()));
     });
   }
+  // A float32 max or a float64 sum (the vocabulary cross-entropy's row
+  // statistics): MPI_Allreduce over the communicator's members, as the host
+  // row calls it.
+  bool maxF32 = type == ncclFloat32 && op == ncclMax;
+  if (maxF32 || (type == ncclFloat64 && op == ncclSum))
+    return collective(ncclFloat32, ncclSum, comm, stream, [=] {
+      const Comm &c = *asComm(comm);
+      PFRT_MPI_AS("ncclAllReduce (emulated)", MPI_Allreduce,
+                  (send == recv ? MPI_IN_PLACE : send, recv, int(count),
+                   maxF32 ? MPI_FLOAT : MPI_DOUBLE, maxF32 ? MPI_MAX : MPI_SUM,
+                   c.mpi));
+    });
   return groupCollective(pfrt_all_reduce_sum, send, recv, count, type, op, comm,
                          stream);
 }

@@ -44,6 +44,9 @@ enum : int32_t {
   kErrXentGradIgnoreLabel = 9, // pfrt_cuda_k_softmax_xent_grad_ignore
   kErrXentSumLabel = 10,       // pfrt_cuda_k_softmax_xent_sum
   kErrXentGradSumLabel = 11,   // pfrt_cuda_k_softmax_xent_grad_sum
+  // A kept row's label outside [0, classes) (the whole row's classes):
+  kErrVocabXentLabel = 12,     // pfrt_cuda_softmax_xent_vocab
+  kErrVocabXentGradLabel = 13, // pfrt_cuda_softmax_xent_vocab_grad
 };
 struct DeviceError {
   int32_t code;

@@ -72,8 +72,7 @@ namespace {
 /// by one warp: lane `lane` sums its interleaved lane (softmaxLaneSum),
 /// the lanes combine by shuffles in combineLanes' tree. Lane 0 gets the
 /// sum (the other lanes partial sums); every lane gets the max.
-__device__ inline double warpSoftmaxRowSum(const float *x, int64_t n, int lane,
-                                           double *mx) {
+__device__ inline float warpRowMax(const float *x, int64_t n, int lane) {
   float m = x[0];
   for (int64_t i = lane; i < n; i += kRowLanes)
     m = x[i] > m ? x[i] : m;
@@ -81,11 +80,23 @@ __device__ inline double warpSoftmaxRowSum(const float *x, int64_t n, int lane,
     float o = __shfl_xor_sync(0xffffffffu, m, off);
     m = o > m ? o : m;
   }
-  double v = softmaxLaneSum(x, n, double(m), lane);
+  return m;
+}
+
+/// Lane `lane`'s sum of exp(x - m) combined over the warp (lane 0's).
+__device__ inline double warpLaneSum(const float *x, int64_t n, double m,
+                                     int lane) {
+  double v = softmaxLaneSum(x, n, m, lane);
   for (int off = kRowLanes / 2; off >= 1; off /= 2)
     v += __shfl_down_sync(0xffffffffu, v, off);
-  *mx = double(m);
   return v;
+}
+
+__device__ inline double warpSoftmaxRowSum(const float *x, int64_t n, int lane,
+                                           double *mx) {
+  float m = warpRowMax(x, n, lane);
+  *mx = double(m);
+  return warpLaneSum(x, n, double(m), lane);
 }
 
 /// Row r's cross-entropy by one warp into rowLoss[r] (xentRowLossAt's
@@ -640,6 +651,65 @@ __global__ void pfrt_cuda_count_kept(const int64_t *labels, float *count,
                                      int64_t n, int64_t ignore) {
   if (blockIdx.x == 0 && threadIdx.x == 0)
     countKept(labels, count, n, ignore);
+}
+
+/// The vocabulary-parallel cross-entropy (XentBodies.h): one warp a row
+/// for the block's max and sums (the host build: the row on lane 0), one
+/// thread for the loss and the gradient's scale, one an element after.
+__global__ void pfrt_cuda_vxent_max(const float *logits, float *rowMax,
+                                    VocabXent p) {
+#ifdef __CUDA_ARCH__
+  PFRT_FOR_EACH_ROW(r, lane, p.n) {
+    float m = warpRowMax(logits + r * p.c, p.c, lane);
+    if (lane == 0)
+      rowMax[r] = m;
+  }
+#else
+  PFRT_FOR_EACH(t, p.n * kRowLanes)
+  if (t % kRowLanes == 0)
+    vxentRowMaxAt(logits, rowMax, p, t / kRowLanes);
+#endif
+}
+
+__global__ void pfrt_cuda_vxent_sums(const float *logits, const int64_t *labels,
+                                     const float *rowMax, double *sums,
+                                     VocabXent p, int32_t target) {
+#ifdef __CUDA_ARCH__
+  PFRT_FOR_EACH_ROW(r, lane, p.n) {
+    double s = warpLaneSum(logits + r * p.c, p.c, double(rowMax[r]), lane);
+    if (lane == 0) {
+      sums[r] = s;
+      if (target)
+        sums[p.n + r] = vxentTargetAt(logits, labels, p, r);
+    }
+  }
+#else
+  PFRT_FOR_EACH(t, p.n * kRowLanes)
+  if (t % kRowLanes == 0)
+    vxentRowSumsAt(logits, labels, rowMax, sums, p, target, t / kRowLanes);
+#endif
+}
+
+__global__ void pfrt_cuda_vxent_loss(const int64_t *labels, const float *rowMax,
+                                     const double *sums, float *loss,
+                                     VocabXent p, DeviceError *err) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    vxentLoss(labels, rowMax, sums, loss, p, err);
+}
+
+__global__ void pfrt_cuda_vxent_scale(const int64_t *labels, const float *dloss,
+                                      double *scale, VocabXent p,
+                                      DeviceError *err) {
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    vxentGradScale(labels, dloss, scale, p, err);
+}
+
+__global__ void pfrt_cuda_vxent_grad(const float *logits, const int64_t *labels,
+                                     const float *rowMax, const double *sums,
+                                     const double *scale, float *dlogits,
+                                     VocabXent p) {
+  PFRT_FOR_EACH(i, p.n * p.c)
+  vxentGradAt(logits, labels, rowMax, sums, scale, dlogits, p, i);
 }
 
 /// Dropout: one thread per element. The data step is *stepSlot when given
