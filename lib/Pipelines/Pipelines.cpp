@@ -134,8 +134,13 @@ static void buildCompilePipeline(OpPassManager &pm,
   if (options.training && options.zeroStage == 3)
     pm.addPass(createRegatherParamsPass());
   // ZeRO-2/3: each gradient's shard is taken as soon as it is complete.
-  if (options.training && options.zeroStage >= 2)
-    pm.addPass(createEarlyGradientShardsPass());
+  // Under mixed precision too, each bf16/f16 gradient is accumulated into
+  // its f32 sum as soon as it is complete, so no micro-batch's whole f32
+  // gradient waits for the end of its backward. (In f32 the accumulation
+  // folds into the weight-gradient GEMM where it is.)
+  if (options.training)
+    pm.addPass(createEarlyGradientShardsPass(
+        EarlyGradientShardsPassOptions{options.zeroStage < 2}));
   pm.addPass(createPartitionRanksPass());
   pm.addPass(createUnrollMicrobatchesPass());
   if (addSchedulePass(pm, options, ScheduleCosts::Unit, options.scheduleReport))

@@ -178,6 +178,20 @@ void WhereOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &signatures) {
 
 void CastOp::getSBPSignatures(SmallVectorImpl<SBPSignature> &signatures) {
   splitAnyAxis(signatures, getType().getRank(), 1);
+  // A widening float cast (bf16/f16 -> f32, f32 -> f64) is exact, so a
+  // partial sum passes through it: the wide partials' sum is the narrow
+  // one's without its rounding. Under mixed precision a bf16 weight
+  // gradient is cast to its f32 accumulation buffer; with the partial sum
+  // passing, the data-parallel reduction waits for the accumulation (one
+  // f32 all-reduce or reduce-scatter a step) instead of running on every
+  // micro-batch's gradient and keeping each micro-batch's whole gradient.
+  auto from = dyn_cast<FloatType>(getInput().getType().getElementType());
+  auto to = dyn_cast<FloatType>(getType().getElementType());
+  if (from && to && to.getWidth() > from.getWidth() &&
+      to.getFPMantissaWidth() >= from.getFPMantissaWidth()) {
+    SBPDim p = SBPDim::partial();
+    signatures.push_back({{p}, {p}});
+  }
 }
 
 //===----------------------------------------------------------------------===//

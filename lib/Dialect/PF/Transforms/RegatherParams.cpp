@@ -157,6 +157,7 @@ bool touches(Operation *op, StringRef name) {
 
 struct EarlyGradientShardsPass
     : public pf::impl::EarlyGradientShardsPassBase<EarlyGradientShardsPass> {
+  using EarlyGradientShardsPassBase::EarlyGradientShardsPassBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     llvm::StringSet<> buffers;
@@ -171,13 +172,13 @@ struct EarlyGradientShardsPass
         writes.push_back(w);
     });
     for (WriteParamOp w : writes)
-      hoist(w);
+      hoist(w, lowPrecisionOnly);
   }
 
   /// Moves the ops only `write` needs (its gradient's collective, the
   /// buffer's read and the add) with it to just after the last value they
   /// take from elsewhere, unless another op between touches the buffer.
-  static void hoist(WriteParamOp write) {
+  static void hoist(WriteParamOp write, bool lowPrecisionOnly) {
     Block *block = write->getBlock();
     llvm::SetVector<Operation *> chain;
     chain.insert(write);
@@ -191,6 +192,12 @@ struct EarlyGradientShardsPass
           continue;
         chain.insert(def);
       }
+    if (lowPrecisionOnly && !llvm::any_of(chain, [](Operation *op) {
+          auto cast = dyn_cast<CastOp>(op);
+          return cast && isa<BFloat16Type, Float16Type>(
+                             cast.getInput().getType().getElementType());
+        }))
+      return;
     Operation *after = nullptr; // the last outside definition in the block
     for (Operation *op : chain)
       for (Value operand : op->getOperands()) {

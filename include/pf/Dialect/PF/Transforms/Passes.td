@@ -334,7 +334,18 @@ def EarlyGradientShardsPass : Pass<"pf-early-gradient-shards", "::mlir::ModuleOp
     between reads or writes the buffer. The memory plan then frees each
     whole gradient as soon as its shard is taken, as DeepSpeed's
     reduce-scatter hooks do. Runs at `zero-stage` 2 and 3.
+
+    With `low-precision-only` (the compile pipelines below ZeRO-2), only
+    the accumulations of gradients cast up from bf16 or f16 move: under
+    mixed precision each micro-batch's weight gradient is cast to f32 and
+    added to its sum, and left where autodiff put it every micro-batch's
+    whole f32 gradient lived until the end of its backward (in f32 the
+    accumulation folds into the weight-gradient GEMM where it is).
   }];
+  let options = [
+    Option<"lowPrecisionOnly", "low-precision-only", "bool", "false",
+           "move only the accumulations of gradients cast from bf16/f16">
+  ];
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
