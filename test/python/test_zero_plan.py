@@ -231,6 +231,38 @@ def test_pp2_tp2_dp2_zero1_plan_splits_the_states(pf_opt, pp_tp_dp):
         # States split over every axis where the parameter is replicated:
         # the tensor-parallel ones over DP, the replicated ones over DP x TP.
         check(plans, rank, "state_bytes", 8 * (split / dp + whole[rank // 4] / (dp * tp)))
+    # The whole plan. Each stage holds its n parameters' float32 values
+    # (4n) and AdamW's states (above); its step peaks at the start of the
+    # second micro-batch's backward (1F1B, two micro-batches), with:
+    # - the bf16 copies of its weights, cast once a step (2n);
+    # - the first micro-batch's float32 gradient sums (4 bytes a
+    #   parameter; each bf16 gradient is added to its sum after its GEMM,
+    #   and the data-parallel all-reduce waits for the update). The
+    #   attention's two projections' weight gradients are made whole (25
+    #   heads do not split over TP2, so attention runs on all heads):
+    #   2h^2 more a layer;
+    # - one micro-batch's activations (one sequence of s tokens a rank),
+    #   27sh a layer: the float32 residual stream 2 x 4sh, the bf16 layer
+    #   norm outputs 2 x 2sh, q, k, v and attention's output 7sh (two of
+    #   them gathered whole, 2sh each, the others split over TP2), the
+    #   MLP's 4h-wide input and GELU output split over TP2, 2 x 4sh;
+    # - stage 0: the second micro-batch's float32 gradients of its token
+    #   (vocabulary-parallel) and position tables too, 4e (embedding
+    #   gradients are not added early); stage 1: the second micro-batch's
+    #   head gradient before its add, 4vh/TP, and its bf16 logits'
+    #   gradient, 2sv/TP.
+    s, v = SEQ, VOCAB
+    embeddings = v * h / tp + s * h
+    for rank in range(8):
+        stage = rank // 4
+        n = split + whole[stage]
+        persistent = 4 * n + 8 * (split / dp + whole[stage] / (dp * tp))
+        step = 2 * n + 4 * (n + half * 2 * h * h) + half * 27 * s * h
+        if stage == 0:
+            step += 4 * embeddings
+        else:
+            step += 4 * v * h / tp + 2 * s * v / tp
+        check(plans, rank, "arena_bytes", persistent + step)
 
 
 def test_a_plan_over_80_gib_is_refused_naming_the_rank_and_bytes(pf_opt, dp8_model):
