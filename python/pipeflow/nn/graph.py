@@ -265,8 +265,9 @@ class Graph:
         loc = user_location()
         traced = self.trace(*args)
         _, _, pipeline = self._pipeline(traced, loc)
-        plans = compiler.memory_plans(self.compile(*args), pipeline)
-        checks.check_device_memory(self, plans, loc)
+        compiled = self.compile(*args)
+        plans = compiler.memory_plans(compiled, pipeline)
+        checks.check_device_memory(self, plans, loc, compiler.backend_of(compiled.ir_path))
         return plans
 
     def memory_usage(self):
@@ -308,7 +309,9 @@ class Graph:
         _, _, pipeline = self._pipeline(traced, loc)
         compiled = self.compile(*args)
         artifacts = compiler.build_cpu_artifacts(compiled, pipeline)
-        checks.check_device_memory(self, {r: info["memory"] for r, info in artifacts.ranks.items()}, loc)
+        backends = {info.get("backend", "cpu") for info in artifacts.ranks.values()}
+        checks.check_device_memory(self, {r: info["memory"] for r, info in artifacts.ranks.items()}, loc,
+                                   "cuda" if "cuda" in backends else "cpu")
         if self._debug >= 0 and env.get_rank() == 0:
             print(f"{self.name}:\n" + compiler.debug_report(compiled, pipeline), flush=True)
         run = execution.Run(self, traced, artifacts, self._optimizers, loc)

@@ -10,6 +10,7 @@ reports them at the op's line when the graph compiles).
 """
 
 from ... import _layout, ir
+from ... import config as config_mod
 from ..._errors import CompileError
 
 # Ops that pf-auto-stages does not cut: they follow their users' stage.
@@ -173,11 +174,15 @@ def _size(nbytes):
     return f"{nbytes} bytes"
 
 
-def check_device_memory(graph, plans, loc):
+def check_device_memory(graph, plans, loc, backend="cpu"):
     """A CompileError when a rank's memory plan (``plans``: ``{rank: the
-    plan's bytes by category}``) exceeds ``config.set_device_memory``: the
-    first such rank, its plan by category."""
-    limit = graph.config.device_memory
+    plan's bytes by category}``) exceeds ``config.set_device_memory``, or,
+    where that is unset and the program is for GPU ranks (``backend``
+    ``"cuda"``), the GPUs' own memory (``config.gpu_memory``): the first
+    such rank, its plan by category."""
+    limit, own = graph.config.device_memory, False
+    if not graph.config._device_memory_set and backend == "cuda":
+        limit, own = config_mod.gpu_memory(), True
     if limit is None:
         return
     for rank, memory in sorted(plans.items()):
@@ -188,11 +193,15 @@ def check_device_memory(graph, plans, loc):
             ("optimizer states", "state_bytes"), ("inputs", "input_bytes"),
             ("activations at their peak", "activation_peak_bytes"),
             ("the step's buffers at their peak", "step_peak_bytes")))
+        device = "the GPU has" if own else "the device has"
+        notes = ["graph.config.enable_zero(True, stage=...) splits optimizer states, gradients and "
+                 "parameters over the data-parallel ranks; activation checkpointing and more "
+                 "pipeline stages lower the rest"]
+        if own:
+            notes.append("the limit is the GPU's own memory: graph.config.set_device_memory(bytes) "
+                         "sets another (None: no check)")
         raise CompileError.at(
-            graph.config._device_memory_loc or loc,
+            (None if own else graph.config._device_memory_loc) or loc,
             f"{graph.name} does not fit: rank {rank}'s memory plan needs {memory['arena_bytes']} bytes "
-            f"({_size(memory['arena_bytes'])}) but the device has {limit} ({_size(limit)})",
-            [f"rank {rank}'s plan: {parts}",
-             "graph.config.enable_zero(True, stage=...) splits optimizer states, gradients and "
-             "parameters over the data-parallel ranks; activation checkpointing and more pipeline "
-             "stages lower the rest"])
+            f"({_size(memory['arena_bytes'])}) but {device} {limit} ({_size(limit)})",
+            [f"rank {rank}'s plan: {parts}"] + notes)

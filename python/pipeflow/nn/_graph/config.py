@@ -42,7 +42,7 @@ class GraphConfig:
     _zero_stage, _zero_min_size = 0, 1024
     _amp = None
     _gradient_dtype = "f32"
-    _device_memory, _device_memory_loc = None, None
+    _device_memory, _device_memory_loc, _device_memory_set = None, None, False
     _sequence_parallel, _sequence_parallel_loc = False, None
 
     def set_gradient_bucket_mbytes(self, mbytes):
@@ -150,11 +150,14 @@ class GraphConfig:
     def set_device_memory(self, nbytes):
         """The memory of each rank's device in bytes: compiling a program
         whose memory plan needs more on some rank is a CompileError naming
-        the rank and its plan by category (``None``: no limit)."""
+        the rank and its plan by category (``None``: no limit). Unset, a
+        program for GPU ranks is checked against the GPUs' own memory
+        (``pipeflow.config.gpu_memory``), one for CPU ranks is not checked."""
         if nbytes is not None:
             nbytes = int(_number(nbytes, numbers.Integral, 1,
                                  "device memory must be a positive number of bytes"))
         self._device_memory, self._device_memory_loc = nbytes, user_location()
+        self._device_memory_set = True
 
     device_memory = setting("_device_memory")
 

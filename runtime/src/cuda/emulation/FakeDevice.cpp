@@ -291,7 +291,16 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice device) {
 size_t cublasLtGetVersion() { return 130000; }
 
 CUresult cuMemGetInfo(size_t *free, size_t *total) {
-  *free = *total = size_t(1) << 34;
+  // PFRT_CUDA_FAKE_MEMORY bytes (16 GiB by default): the front end's
+  // pipeflow.config.gpu_memory reads the same variable.
+  size_t bytes = size_t(1) << 34;
+  if (const char *text = std::getenv("PFRT_CUDA_FAKE_MEMORY")) {
+    char *end = nullptr;
+    unsigned long long v = std::strtoull(text, &end, 10);
+    if (end != text && *end == '\0' && v > 0)
+      bytes = size_t(v);
+  }
+  *free = *total = bytes;
   return CUDA_SUCCESS;
 }
 
