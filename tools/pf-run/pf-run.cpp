@@ -706,6 +706,10 @@ int main(int argc, char **argv) {
       args.push_back("--no-cuda-graph");
     if (tf32)
       args.push_back("--tf32");
+    // Under Slurm the report is a flag of the ranks (srun's environment is
+    // the job's, not pf-run's); mpiexec's ranks get PF_COMM_REPORT.
+    if (commReport && !srunMultiProg.empty())
+      args.push_back("--comm-report");
     if (!gemmPrecision.empty())
       args.push_back("--gemm-precision=" + gemmPrecision);
     if (!gemmTune.empty()) {

@@ -2,7 +2,9 @@
 //
 // See CommCounters.h. pfrt_comm_report gathers every rank's counters to
 // rank 0 over MPI, which prints them in rank order: one block a rank, a
-// line a collective kind, each line starting "comm rank R".
+// line a collective kind, each line starting "comm rank R". The block's
+// first line ends with steady_round_trips, the most host round-trips one
+// GPU step after the first made (0 on CPU ranks).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +30,12 @@ const char *const kKindNames[PFRT_COMM_KINDS] = {
 pfrt_comm_counters gTotals, gTally;
 bool gCapturing = false;
 int gSuppressed = 0;
+
+/// The GPU steps: how many ended, the round-trips when this one began, and
+/// the most any step after the first made.
+struct Steps {
+  int64_t ended = 0, tripsAtBegin = 0, steadyMax = 0;
+} gSteps;
 
 /// Where counts go now: the totals, or the capture's tally.
 pfrt_comm_counters &sink() { return gCapturing ? gTally : gTotals; }
@@ -94,6 +102,14 @@ int kindOfTrace(const char *name) {
 
 bool counting() { return gSuppressed == 0; }
 
+void stepBegin() { gSteps.tripsAtBegin = gTotals.host_round_trips; }
+
+void stepEnd() {
+  int64_t trips = gTotals.host_round_trips - gSteps.tripsAtBegin;
+  if (gSteps.ended++ > 0 && trips > gSteps.steadyMax)
+    gSteps.steadyMax = trips;
+}
+
 Suppress::Suppress() { ++gSuppressed; }
 Suppress::~Suppress() { --gSuppressed; }
 
@@ -121,7 +137,7 @@ void replay() {
 namespace {
 
 /// The counters as int64 words (exposed time in nanoseconds), for MPI.
-constexpr int kWords = 4 * PFRT_COMM_KINDS + 3;
+constexpr int kWords = 4 * PFRT_COMM_KINDS + 4;
 
 void toWords(const pfrt_comm_counters &c, int64_t *w) {
   for (int k = 0; k < PFRT_COMM_KINDS; ++k) {
@@ -133,14 +149,16 @@ void toWords(const pfrt_comm_counters &c, int64_t *w) {
   w[4 * PFRT_COMM_KINDS] = c.host_round_trips;
   w[4 * PFRT_COMM_KINDS + 1] = c.host_round_trip_bytes;
   w[4 * PFRT_COMM_KINDS + 2] = int64_t(std::llround(c.exposed_us * 1e3));
+  w[4 * PFRT_COMM_KINDS + 3] = gSteps.steadyMax;
 }
 
 void printRank(int r, int world, const int64_t *w) {
   std::printf("comm rank %d of %d: host_round_trips %lld bytes %lld "
-              "exposed_mpi_ms %.3f\n",
+              "exposed_mpi_ms %.3f steady_round_trips %lld\n",
               r, world, (long long)w[4 * PFRT_COMM_KINDS],
               (long long)w[4 * PFRT_COMM_KINDS + 1],
-              double(w[4 * PFRT_COMM_KINDS + 2]) * 1e-6);
+              double(w[4 * PFRT_COMM_KINDS + 2]) * 1e-6,
+              (long long)w[4 * PFRT_COMM_KINDS + 3]);
   for (int k = 0; k < PFRT_COMM_KINDS; ++k)
     std::printf("comm rank %d %-14s nccl_calls %lld nccl_bytes %lld "
                 "mpi_calls %lld mpi_bytes %lld\n",
@@ -161,6 +179,7 @@ void pfrt_comm_counters_get(pfrt_comm_counters *out) {
 
 void pfrt_comm_counters_reset(void) {
   std::memset(&gTotals, 0, sizeof(gTotals));
+  gSteps = Steps();
 }
 
 int pfrt_comm_report(void) {

@@ -55,6 +55,13 @@ public:
   Suppress &operator=(const Suppress &) = delete;
 };
 
+/// A GPU rank's step (pfrt_cuda_run_step) begins and ends: the report's
+/// steady_round_trips is the most host round-trips one step after the first
+/// made (the first runs uncaptured and stages point-to-point while it checks
+/// the message order, Nccl.cpp).
+void stepBegin();
+void stepEnd();
+
 /// Capture (see the file comment): begin sends the counts to a fresh
 /// tally; end returns to the totals and keeps the tally; replay adds the
 /// kept tally to the totals.

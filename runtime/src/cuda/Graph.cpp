@@ -11,6 +11,7 @@
 
 #include "Graph.h"
 
+#include "../common/CommCounters.h"
 #include "../common/Internal.h"
 #include "CudaInternal.h"
 #include "Module.h"
@@ -74,6 +75,11 @@ int pfrt_cuda_run_step(void (*step)(int64_t), int64_t k) {
   if (!step)
     fatal("%s: no step function", fn);
   requireDevice(fn);
+  // Each step's host round-trips (the report's steady_round_trips).
+  struct StepCount {
+    StepCount() { counters::stepBegin(); }
+    ~StepCount() { counters::stepEnd(); }
+  } stepCount;
   CapturedHostWork &w = gCaptured;
   // The first step runs uncaptured: it allocates what a capture may not
   // (scratch, scalar slots, cuBLASLt's plans). The second is captured.

@@ -31,6 +31,7 @@ struct Options {
   bool help = false;
   bool noCudaGraph = false;
   bool tf32 = false;
+  bool commReport = false;
   std::string gemmTune, gemmPrecision;
 };
 
@@ -39,6 +40,7 @@ const char *kUsage =
     "[--loss-out FILE]\n"
     "          [--load DIR] [--save DIR] [--data DIR] [--no-cuda-graph]\n"
     "          [--tf32] [--gemm-tune FILE|1] [--gemm-precision fp32|3xtf32]\n"
+    "          [--comm-report]\n"
     "  --steps K        number of training steps (default 1)\n"
     "  --seed S         parameter-initialisation seed, uint64 (default 0)\n"
     "  --lr X           learning rate, run-time scalar \"lr\" (default 0.001)\n"
@@ -68,6 +70,8 @@ const char *kUsage =
     "                   GEMMs on operands split into a TF32 part and the\n"
     "                   rest, float32's accuracy at tensor-core speed (also\n"
     "                   PFRT_CUDA_GEMM_PRECISION)\n"
+    "  --comm-report    rank 0 prints every rank's communication at the end\n"
+    "                   (pf-run --comm-report; also PF_COMM_REPORT=1)\n"
     "  --help           print this message\n"
     "Flags also accept --flag=value.\n";
 
@@ -121,6 +125,10 @@ bool parseArgs(int argc, char **argv, Options &o, std::string &err) {
     }
     if (arg == "--tf32") {
       o.tf32 = true;
+      continue;
+    }
+    if (arg == "--comm-report") {
+      o.commReport = true;
       continue;
     }
     if (arg.rfind("--", 0) != 0) {
@@ -288,10 +296,10 @@ extern "C" int pfrt_main(int argc, char **argv, const pfrt_program *program) {
            pfrt_peak_rss_bytes(), baselineRss);
     fflush(stdout);
   }
-  // PF_COMM_REPORT (pf-run --comm-report): every rank's communication,
-  // printed by rank 0 (a call of every rank).
-  if (const char *report = getenv("PF_COMM_REPORT");
-      report && *report && strcmp(report, "0") != 0)
+  // --comm-report or PF_COMM_REPORT (pf-run --comm-report): every rank's
+  // communication, printed by rank 0 (a call of every rank).
+  const char *commEnv = getenv("PF_COMM_REPORT");
+  if (o.commReport || (commEnv && *commEnv && strcmp(commEnv, "0") != 0))
     pfrt_comm_report();
   pfrt_finalize();
   return 0;
