@@ -8,7 +8,7 @@ build=${PF_BUILD_DIR:-$root/build}
 
 packages=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22
   ccache ninja-build cmake mpich libmpich-dev libopenblas-dev python3-numpy
-  python3-pytest python3-hypothesis python3-torch libgtest-dev graphviz clang-format-22 g++-12
+  python3-pytest python3-pytest-xdist python3-hypothesis python3-torch libgtest-dev graphviz clang-format-22 g++-12
   clang-tidy-22)
 missing=()
 for p in "${packages[@]}"; do
