@@ -371,6 +371,7 @@ void checkVocabCounters(bool nccl, int64_t n, const std::string &what) {
   const int64_t calls = nccl ? c.nccl_calls[k] : c.mpi_calls[k];
   const int64_t bytes = nccl ? c.nccl_bytes[k] : c.mpi_bytes[k];
   const int64_t other = nccl ? c.mpi_bytes[k] : c.nccl_bytes[k];
+  // NOLINTNEXTLINE(readability-simplify-boolean-expr)
   CHECK(calls == 4 && bytes == 32 * n && other == 0,
         "%s: %lld all-reduces of %lld bytes (%lld on the other transport), "
         "expected 4 of %lld over %s",
@@ -494,6 +495,7 @@ int main(int argc, char **argv) {
   }
   if (mode == "overlap") {
     std::vector<int64_t> group;
+    group.reserve(size_t(gSize));
     for (int r = 0; r < gSize; ++r)
       group.push_back(r);
     const int64_t shape[1] = {8};
@@ -505,9 +507,9 @@ int main(int argc, char **argv) {
   // "bad_label": the vocabulary cross-entropy with a label outside the
   // classes on a GPU a rank: found on the device, fatal at the report.
   if (mode == "bad_label") {
-    std::vector<int64_t> group;
+    std::vector<int64_t> group(static_cast<size_t>(gSize));
     for (int r = 0; r < gSize; ++r)
-      group.push_back(r);
+      group[size_t(r)] = r;
     std::vector<float> logits = uniform(3 * 4, 1);
     const int64_t labels[3] = {1, 2 * gSize * 4, 0};
     float *dx = static_cast<float *>(upload(logits.data(), 12 * 4));
@@ -521,6 +523,7 @@ int main(int argc, char **argv) {
   // "nccl": every rank has a GPU of its own (PFRT_CUDA_FAKE_DEVICES): the
   // boxing twins go over NCCL, on 1 rank too.
   const bool nccl = mode == "nccl";
+  // NOLINTNEXTLINE(readability-simplify-boolean-expr)
   CHECK(gSize >= 2 || nccl, "run under mpiexec with 2 or more ranks (got %d)",
         gSize);
   boxing(nccl);

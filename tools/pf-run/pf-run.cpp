@@ -709,7 +709,7 @@ int main(int argc, char **argv) {
     // Under Slurm the report is a flag of the ranks (srun's environment is
     // the job's, not pf-run's); mpiexec's ranks get PF_COMM_REPORT.
     if (commReport && !srunMultiProg.empty())
-      args.push_back("--comm-report");
+      args.emplace_back("--comm-report");
     if (!gemmPrecision.empty())
       args.push_back("--gemm-precision=" + gemmPrecision);
     if (!gemmTune.empty()) {
@@ -781,7 +781,7 @@ int main(int argc, char **argv) {
   if (memoryReport)
     env.push_back("PF_MEMORY_REPORT=1");
   if (commReport)
-    env.push_back("PF_COMM_REPORT=1");
+    env.emplace_back("PF_COMM_REPORT=1");
 
   int rc = runJob(*launcher, args, std::move(env));
   if (rc != 0) {

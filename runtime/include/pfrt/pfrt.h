@@ -265,6 +265,7 @@ enum {
   PFRT_COMM_REDUCE = 7,
   PFRT_COMM_KINDS = 8
 };
+/* NOLINTBEGIN(modernize-use-using, readability-identifier-naming): C. */
 typedef struct pfrt_comm_counters {
   int64_t mpi_calls[PFRT_COMM_KINDS];
   int64_t mpi_bytes[PFRT_COMM_KINDS];
@@ -274,6 +275,7 @@ typedef struct pfrt_comm_counters {
   int64_t host_round_trip_bytes;
   double exposed_us;
 } pfrt_comm_counters;
+/* NOLINTEND(modernize-use-using, readability-identifier-naming) */
 /* This rank's counters since the start (or the last reset). */
 void pfrt_comm_counters_get(pfrt_comm_counters *out);
 void pfrt_comm_counters_reset(void);

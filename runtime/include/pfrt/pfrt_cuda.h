@@ -224,10 +224,10 @@ int pfrt_cuda_wait_sends(void);
  * same way (a step calling them is not captured either). */
 int pfrt_cuda_p2p_batch(const pfrt_p2p_op *ops, int64_t nops);
 int pfrt_cuda_box_all_gather(const void *in, void *out, int32_t dtype,
-                             int64_t ndim, const int64_t *in_shape,
-                             int64_t axis, const int64_t *ranks, int64_t n);
+                             int64_t ndim, const int64_t *inShape, int64_t axis,
+                             const int64_t *ranks, int64_t n);
 int pfrt_cuda_box_reduce_scatter(const float *in, float *out, int64_t ndim,
-                                 const int64_t *in_shape, int64_t axis,
+                                 const int64_t *inShape, int64_t axis,
                                  const int64_t *ranks, int64_t n);
 /* bf16/f16 host-staged like the f32 one (the host row's sum in that type);
  * PFRT_DTYPE_F32 is pfrt_cuda_box_reduce_scatter's. */
@@ -236,25 +236,25 @@ int pfrt_cuda_box_reduce_scatter_dtype(const void *in, void *out, int32_t dtype,
                                        int64_t axis, const int64_t *ranks,
                                        int64_t n);
 int pfrt_cuda_box_all_to_all(const void *in, void *out, int32_t dtype,
-                             int64_t ndim, const int64_t *in_shape,
-                             int64_t split_axis, int64_t concat_axis,
+                             int64_t ndim, const int64_t *inShape,
+                             int64_t splitAxis, int64_t concatAxis,
                              const int64_t *ranks, int64_t n);
 int pfrt_cuda_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
-                        const int64_t *in_shape, int64_t axis, int64_t index,
+                        const int64_t *inShape, int64_t axis, int64_t index,
                         int64_t n);
 int pfrt_cuda_box_unslice(const void *in, void *out, int32_t dtype,
-                          int64_t ndim, const int64_t *in_shape, int64_t axis,
+                          int64_t ndim, const int64_t *inShape, int64_t axis,
                           int64_t index, int64_t n);
 int pfrt_cuda_softmax_xent_vocab(const float *logits, const int64_t *labels,
                                  float *loss, int64_t n, int64_t c,
                                  int64_t offset, int64_t classes,
-                                 int64_t ignore_index, int64_t mode,
+                                 int64_t ignoreIndex, int64_t mode,
                                  const int64_t *ranks, int64_t nranks);
 int pfrt_cuda_softmax_xent_vocab_grad(const float *logits,
                                       const int64_t *labels, const float *dloss,
                                       float *dlogits, int64_t n, int64_t c,
                                       int64_t offset, int64_t classes,
-                                      int64_t ignore_index, int64_t mode,
+                                      int64_t ignoreIndex, int64_t mode,
                                       const int64_t *ranks, int64_t nranks);
 /* Another part (pfrt_state_add_part) of a tensor registered with
  * pfrt_cuda_state_register: data is a device address. */

@@ -79,7 +79,7 @@ bool buffersOk(const void *in, int64_t inBytes, const void *out,
     return true;
   const char *a = static_cast<const char *>(in);
   const char *b = static_cast<const char *>(out);
-  return !(a < b + outBytes && b < a + inBytes);
+  return a >= b + outBytes || b >= a + inBytes;
 }
 
 /// The widest word (8, 4, 2 or 1 bytes) dividing chunkBytes and aligning
@@ -177,13 +177,13 @@ int reduceScatter(const void *in, void *out, int32_t dtype, int64_t ndim,
 extern "C" {
 
 int pfrt_cuda_box_all_gather(const void *in, void *out, int32_t dtype,
-                             int64_t ndim, const int64_t *in_shape,
-                             int64_t axis, const int64_t *ranks, int64_t n) {
+                             int64_t ndim, const int64_t *inShape, int64_t axis,
+                             const int64_t *ranks, int64_t n) {
   const char *fn = "pfrt_box_all_gather";
-  Layout l = layoutOf(logical::dtypeBytes(dtype), ndim, in_shape, axis, n);
+  Layout l = layoutOf(logical::dtypeBytes(dtype), ndim, inShape, axis, n);
   bool ok = l.ok && buffersOk(in, l.elems * l.es, out, l.elems * n * l.es);
   if (!ok || !nccl::useNccl(ranks, n, fn))
-    return staged::boxAllGather(in, out, dtype, ndim, in_shape, axis, ranks, n);
+    return staged::boxAllGather(in, out, dtype, ndim, inShape, axis, ranks, n);
   if (l.elems == 0)
     return 0;
   // out viewed as [outer, n, inner]: member p's block lands at [o, p, :].
@@ -199,9 +199,9 @@ int pfrt_cuda_box_all_gather(const void *in, void *out, int32_t dtype,
 }
 
 int pfrt_cuda_box_reduce_scatter(const float *in, float *out, int64_t ndim,
-                                 const int64_t *in_shape, int64_t axis,
+                                 const int64_t *inShape, int64_t axis,
                                  const int64_t *ranks, int64_t n) {
-  return reduceScatter(in, out, PFRT_DTYPE_F32, ndim, in_shape, axis, ranks, n,
+  return reduceScatter(in, out, PFRT_DTYPE_F32, ndim, inShape, axis, ranks, n,
                        "pfrt_box_reduce_scatter");
 }
 
@@ -214,28 +214,27 @@ int pfrt_cuda_box_reduce_scatter_dtype(const void *in, void *out, int32_t dtype,
 }
 
 int pfrt_cuda_box_all_to_all(const void *in, void *out, int32_t dtype,
-                             int64_t ndim, const int64_t *in_shape,
-                             int64_t split_axis, int64_t concat_axis,
+                             int64_t ndim, const int64_t *inShape,
+                             int64_t splitAxis, int64_t concatAxis,
                              const int64_t *ranks, int64_t n) {
   const char *fn = "pfrt_box_all_to_all";
-  Layout l =
-      layoutOf(logical::dtypeBytes(dtype), ndim, in_shape, split_axis, n);
-  bool ok = l.ok && concat_axis >= 0 && concat_axis < ndim &&
-            concat_axis != split_axis && in_shape[split_axis] % n == 0 &&
+  Layout l = layoutOf(logical::dtypeBytes(dtype), ndim, inShape, splitAxis, n);
+  bool ok = l.ok && concatAxis >= 0 && concatAxis < ndim &&
+            concatAxis != splitAxis && inShape[splitAxis] % n == 0 &&
             buffersOk(in, l.elems * l.es, out, l.elems * l.es);
   if (!ok || !nccl::useNccl(ranks, n, fn))
-    return staged::boxAllToAll(in, out, dtype, ndim, in_shape, split_axis,
-                               concat_axis, ranks, n);
+    return staged::boxAllToAll(in, out, dtype, ndim, inShape, splitAxis,
+                               concatAxis, ranks, n);
   if (l.elems == 0)
     return 0;
   const int64_t count = l.elems / n, blockBytes = count * l.es;
-  // Send: in viewed as [outerS, n, chunkS] along split_axis, packed to
-  // [n, outerS, chunkS]. Receive: block p has in_shape with [split_axis] / n
+  // Send: in viewed as [outerS, n, chunkS] along splitAxis, packed to
+  // [n, outerS, chunkS]. Receive: block p has inShape with [splitAxis] / n
   // and lands at [:, p, :] of out viewed as [outerC, n, innerC].
   const int64_t outerS = l.outer;
   int64_t outerC = 1;
-  for (int64_t d = 0; d < concat_axis; ++d)
-    outerC *= d == split_axis ? in_shape[d] / n : in_shape[d];
+  for (int64_t d = 0; d < concatAxis; ++d)
+    outerC *= d == splitAxis ? inShape[d] / n : inShape[d];
   const bool packSend = outerS > 1 && n > 1, unpackRecv = outerC > 1 && n > 1;
   Scratch s(packSend ? l.elems * l.es : 0, unpackRecv ? l.elems * l.es : 0, fn);
   const void *send = in;
@@ -252,14 +251,14 @@ int pfrt_cuda_box_all_to_all(const void *in, void *out, int32_t dtype,
 
 // Local: a strided copy on the device, whatever the transport.
 int pfrt_cuda_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
-                        const int64_t *in_shape, int64_t axis, int64_t index,
+                        const int64_t *inShape, int64_t axis, int64_t index,
                         int64_t n) {
   const char *fn = "pfrt_cuda_box_slice";
-  Layout l = layoutOf(logical::dtypeBytes(dtype), ndim, in_shape, axis, n);
-  bool ok = l.ok && index >= 0 && index < n && in_shape[axis] % n == 0 &&
+  Layout l = layoutOf(logical::dtypeBytes(dtype), ndim, inShape, axis, n);
+  bool ok = l.ok && index >= 0 && index < n && inShape[axis] % n == 0 &&
             buffersOk(in, l.elems * l.es, out, l.elems / n * l.es);
   if (!ok)
-    return staged::boxSlice(in, out, dtype, ndim, in_shape, axis, index, n);
+    return staged::boxSlice(in, out, dtype, ndim, inShape, axis, index, n);
   const int64_t outElems = l.elems / n;
   if (outElems == 0)
     return 0;
@@ -270,14 +269,14 @@ int pfrt_cuda_box_slice(const void *in, void *out, int32_t dtype, int64_t ndim,
 }
 
 int pfrt_cuda_box_unslice(const void *in, void *out, int32_t dtype,
-                          int64_t ndim, const int64_t *in_shape, int64_t axis,
+                          int64_t ndim, const int64_t *inShape, int64_t axis,
                           int64_t index, int64_t n) {
   const char *fn = "pfrt_cuda_box_unslice";
-  Layout l = layoutOf(logical::dtypeBytes(dtype), ndim, in_shape, axis, n);
+  Layout l = layoutOf(logical::dtypeBytes(dtype), ndim, inShape, axis, n);
   bool ok = l.ok && index >= 0 && index < n &&
             buffersOk(in, l.elems * l.es, out, l.elems * n * l.es);
   if (!ok)
-    return staged::boxUnslice(in, out, dtype, ndim, in_shape, axis, index, n);
+    return staged::boxUnslice(in, out, dtype, ndim, inShape, axis, index, n);
   if (l.elems == 0)
     return 0;
   // out viewed as [outer, n, chunk]: zeros, and in at [:, index, :].

@@ -101,18 +101,18 @@ extern "C" {
 int pfrt_cuda_softmax_xent_vocab(const float *logits, const int64_t *labels,
                                  float *loss, int64_t n, int64_t c,
                                  int64_t offset, int64_t classes,
-                                 int64_t ignore_index, int64_t mode,
+                                 int64_t ignoreIndex, int64_t mode,
                                  const int64_t *ranks, int64_t nranks) {
   const char *fn = "pfrt_cuda_softmax_xent_vocab";
   if (!argsOk(logits, labels, loss, n, c, offset, classes, mode) ||
       !nccl::useNccl(ranks, nranks, "pfrt_softmax_xent_vocab"))
     return staged::softmaxXentVocab(logits, labels, loss, n, c, offset, classes,
-                                    ignore_index, mode, ranks, nranks);
+                                    ignoreIndex, mode, ranks, nranks);
   dev::VocabXent p = {n,
                       c,
                       offset,
                       classes,
-                      ignore_index,
+                      ignoreIndex,
                       int32_t(mode),
                       dev::kErrVocabXentLabel};
   Stats s(n, 2 * n, fn);
@@ -127,19 +127,19 @@ int pfrt_cuda_softmax_xent_vocab_grad(const float *logits,
                                       const int64_t *labels, const float *dloss,
                                       float *dlogits, int64_t n, int64_t c,
                                       int64_t offset, int64_t classes,
-                                      int64_t ignore_index, int64_t mode,
+                                      int64_t ignoreIndex, int64_t mode,
                                       const int64_t *ranks, int64_t nranks) {
   const char *fn = "pfrt_cuda_softmax_xent_vocab_grad";
   if (!argsOk(logits, labels, dlogits, n, c, offset, classes, mode) || !dloss ||
       !nccl::useNccl(ranks, nranks, "pfrt_softmax_xent_vocab_grad"))
     return staged::softmaxXentVocabGrad(logits, labels, dloss, dlogits, n, c,
-                                        offset, classes, ignore_index, mode,
+                                        offset, classes, ignoreIndex, mode,
                                         ranks, nranks);
   dev::VocabXent p = {n,
                       c,
                       offset,
                       classes,
-                      ignore_index,
+                      ignoreIndex,
                       int32_t(mode),
                       dev::kErrVocabXentGradLabel};
   Stats s(n, n, fn);

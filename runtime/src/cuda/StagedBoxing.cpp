@@ -48,7 +48,7 @@ int64_t timesN(int64_t bytes, int64_t n) {
   return out;
 }
 
-/// One of the n blocks of in_shape along axis: `bytes` / n, or -1 where the
+/// One of the n blocks of inShape along axis: `bytes` / n, or -1 where the
 /// host rows reject the axis or the split.
 int64_t oneBlock(int64_t bytes, int64_t ndim, const int64_t *shape,
                  int64_t axis, int64_t n) {
@@ -107,25 +107,25 @@ namespace pfrt {
 namespace staged {
 
 int boxAllGather(const void *in, void *out, int32_t dtype, int64_t ndim,
-                 const int64_t *in_shape, int64_t axis, const int64_t *ranks,
+                 const int64_t *inShape, int64_t axis, const int64_t *ranks,
                  int64_t n) {
   return stagedAlongAxis("pfrt_cuda_box_all_gather", in, out,
-                         logical::dtypeBytes(dtype), ndim, in_shape, axis, n,
+                         logical::dtypeBytes(dtype), ndim, inShape, axis, n,
                          /*gather=*/true, [&](const void *hin, void *hout) {
                            return pfrt_box_all_gather(hin, hout, dtype, ndim,
-                                                      in_shape, axis, ranks, n);
+                                                      inShape, axis, ranks, n);
                          });
 }
 
 int boxReduceScatter(const float *in, float *out, int64_t ndim,
-                     const int64_t *in_shape, int64_t axis,
-                     const int64_t *ranks, int64_t n) {
+                     const int64_t *inShape, int64_t axis, const int64_t *ranks,
+                     int64_t n) {
   return stagedAlongAxis(
       "pfrt_cuda_box_reduce_scatter", in, out, int64_t(sizeof(float)), ndim,
-      in_shape, axis, n, /*gather=*/false, [&](const void *hin, void *hout) {
+      inShape, axis, n, /*gather=*/false, [&](const void *hin, void *hout) {
         return pfrt_box_reduce_scatter(static_cast<const float *>(hin),
                                        static_cast<float *>(hout), ndim,
-                                       in_shape, axis, ranks, n);
+                                       inShape, axis, ranks, n);
       });
 }
 
@@ -148,17 +148,17 @@ int boxReduceScatterDtype(const void *in, void *out, int32_t dtype,
 }
 
 int boxAllToAll(const void *in, void *out, int32_t dtype, int64_t ndim,
-                const int64_t *in_shape, int64_t split_axis,
-                int64_t concat_axis, const int64_t *ranks, int64_t n) {
+                const int64_t *inShape, int64_t splitAxis, int64_t concatAxis,
+                const int64_t *ranks, int64_t n) {
   enter("pfrt_cuda_box_all_to_all");
-  int64_t bytes = tensorBytes(ndim, in_shape, logical::dtypeBytes(dtype));
+  int64_t bytes = tensorBytes(ndim, inShape, logical::dtypeBytes(dtype));
   // out has in's size; a split the host row rejects stages nothing.
   int64_t outBytes =
-      oneBlock(bytes, ndim, in_shape, split_axis, n) < 0 ? -1 : bytes;
+      oneBlock(bytes, ndim, inShape, splitAxis, n) < 0 ? -1 : bytes;
   return stagedBoxing(
       in, bytes, out, outBytes, [&](const void *hin, void *hout) {
-        return pfrt_box_all_to_all(hin, hout, dtype, ndim, in_shape, split_axis,
-                                   concat_axis, ranks, n);
+        return pfrt_box_all_to_all(hin, hout, dtype, ndim, inShape, splitAxis,
+                                   concatAxis, ranks, n);
       });
 }
 
@@ -166,22 +166,21 @@ int boxAllToAll(const void *in, void *out, int32_t dtype, int64_t ndim,
 // checks and bits are the CPU's: DeviceBoxing.cpp calls these only for
 // arguments the host row rejects, and the error is the host row's.
 int boxSlice(const void *in, void *out, int32_t dtype, int64_t ndim,
-             const int64_t *in_shape, int64_t axis, int64_t index, int64_t n) {
+             const int64_t *inShape, int64_t axis, int64_t index, int64_t n) {
   return stagedAlongAxis(
-      "pfrt_cuda_box_slice", in, out, logical::dtypeBytes(dtype), ndim,
-      in_shape, axis, n, /*gather=*/false, [&](const void *hin, void *hout) {
-        return pfrt_box_slice(hin, hout, dtype, ndim, in_shape, axis, index, n);
+      "pfrt_cuda_box_slice", in, out, logical::dtypeBytes(dtype), ndim, inShape,
+      axis, n, /*gather=*/false, [&](const void *hin, void *hout) {
+        return pfrt_box_slice(hin, hout, dtype, ndim, inShape, axis, index, n);
       });
 }
 
 int boxUnslice(const void *in, void *out, int32_t dtype, int64_t ndim,
-               const int64_t *in_shape, int64_t axis, int64_t index,
-               int64_t n) {
+               const int64_t *inShape, int64_t axis, int64_t index, int64_t n) {
   return stagedAlongAxis("pfrt_cuda_box_unslice", in, out,
-                         logical::dtypeBytes(dtype), ndim, in_shape, axis, n,
+                         logical::dtypeBytes(dtype), ndim, inShape, axis, n,
                          /*gather=*/true, [&](const void *hin, void *hout) {
                            return pfrt_box_unslice(hin, hout, dtype, ndim,
-                                                   in_shape, axis, index, n);
+                                                   inShape, axis, index, n);
                          });
 }
 
@@ -195,13 +194,13 @@ namespace staged {
 // float64 sums, so every layout gives the CPU's bits.
 int softmaxXentVocab(const float *logits, const int64_t *labels, float *loss,
                      int64_t n, int64_t c, int64_t offset, int64_t classes,
-                     int64_t ignore_index, int64_t mode, const int64_t *ranks,
+                     int64_t ignoreIndex, int64_t mode, const int64_t *ranks,
                      int64_t nranks) {
   enter("pfrt_cuda_softmax_xent_vocab");
   int64_t bytes = logitsBytes(n, c);
   if (bytes < 0) // fatal: the host row names the sizes
     return pfrt_softmax_xent_vocab(logits, labels, loss, n, c, offset, classes,
-                                   ignore_index, mode, ranks, nranks);
+                                   ignoreIndex, mode, ranks, nranks);
   HostStage stage;
   size_t x = stage.add(logits, bytes, true, false);
   size_t l = stage.add(labels, n * int64_t(sizeof(int64_t)), true, false);
@@ -209,7 +208,7 @@ int softmaxXentVocab(const float *logits, const int64_t *labels, float *loss,
   stage.toHost();
   int rc = pfrt_softmax_xent_vocab(stage.host<float>(x), stage.host<int64_t>(l),
                                    stage.host<float>(o), n, c, offset, classes,
-                                   ignore_index, mode, ranks, nranks);
+                                   ignoreIndex, mode, ranks, nranks);
   stage.toDevice();
   return rc;
 }
@@ -217,13 +216,13 @@ int softmaxXentVocab(const float *logits, const int64_t *labels, float *loss,
 int softmaxXentVocabGrad(const float *logits, const int64_t *labels,
                          const float *dloss, float *dlogits, int64_t n,
                          int64_t c, int64_t offset, int64_t classes,
-                         int64_t ignore_index, int64_t mode,
+                         int64_t ignoreIndex, int64_t mode,
                          const int64_t *ranks, int64_t nranks) {
   enter("pfrt_cuda_softmax_xent_vocab_grad");
   int64_t bytes = logitsBytes(n, c);
   if (bytes < 0)
     return pfrt_softmax_xent_vocab_grad(logits, labels, dloss, dlogits, n, c,
-                                        offset, classes, ignore_index, mode,
+                                        offset, classes, ignoreIndex, mode,
                                         ranks, nranks);
   HostStage stage;
   size_t x = stage.add(logits, bytes, true, false);
@@ -233,7 +232,7 @@ int softmaxXentVocabGrad(const float *logits, const int64_t *labels,
   stage.toHost();
   int rc = pfrt_softmax_xent_vocab_grad(
       stage.host<float>(x), stage.host<int64_t>(l), stage.host<float>(d),
-      stage.host<float>(o), n, c, offset, classes, ignore_index, mode, ranks,
+      stage.host<float>(o), n, c, offset, classes, ignoreIndex, mode, ranks,
       nranks);
   stage.toDevice();
   return rc;
