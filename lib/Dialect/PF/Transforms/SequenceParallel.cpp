@@ -11,7 +11,14 @@ std::optional<int64_t> mlir::pf::sequenceAxis(GlobalType t) {
   return t.getRank() - 2;
 }
 
-bool mlir::pf::isSequenceScatter(GlobalType t, SBPAttr want) {
+namespace {
+/// Whether `want` changes some entry of t's layout and `along` accepts each
+/// change (from, to) given the sequence axis; `counts` says which accepted
+/// changes make it a move of the kind asked (a partial sum staying partial
+/// on one axis of a mesh while another scatters does not).
+template <typename Along, typename Counts>
+bool changesAlongSequence(GlobalType t, SBPAttr want, Along along,
+                          Counts counts) {
   std::optional<int64_t> seq = sequenceAxis(t);
   if (!seq || !t.getSbp() || want.size() != t.getSbp().size())
     return false;
@@ -19,45 +26,43 @@ bool mlir::pf::isSequenceScatter(GlobalType t, SBPAttr want) {
   for (auto [from, to] : llvm::zip(t.getSbp().getDims(), want.getDims())) {
     if (from == to)
       continue;
-    if (!from.isPartial())
+    if (!along(from, to, *seq))
       return false;
-    if (to.isSplit() && (to.getAxis() != *seq || to.isGrouped()))
-      return false;
-    any |= to.isSplit();
+    any |= counts(to);
   }
   return any;
+}
+
+bool onSequence(SBPDim d, int64_t seq) {
+  return d.isSplit() && d.getAxis() == seq && !d.isGrouped();
+}
+} // namespace
+
+bool mlir::pf::isSequenceScatter(GlobalType t, SBPAttr want) {
+  return changesAlongSequence(
+      t, want,
+      [](SBPDim from, SBPDim to, int64_t seq) {
+        return from.isPartial() && (!to.isSplit() || onSequence(to, seq));
+      },
+      [](SBPDim to) { return to.isSplit(); });
 }
 
 bool mlir::pf::isSequenceGather(GlobalType t, SBPAttr want) {
-  std::optional<int64_t> seq = sequenceAxis(t);
-  if (!seq || !t.getSbp() || want.size() != t.getSbp().size())
-    return false;
-  bool any = false;
-  for (auto [from, to] : llvm::zip(t.getSbp().getDims(), want.getDims())) {
-    if (from == to)
-      continue;
-    if (!from.isSplit() || from.getAxis() != *seq || from.isGrouped() ||
-        !to.isBroadcast())
-      return false;
-    any = true;
-  }
-  return any;
+  return changesAlongSequence(
+      t, want,
+      [](SBPDim from, SBPDim to, int64_t seq) {
+        return onSequence(from, seq) && to.isBroadcast();
+      },
+      [](SBPDim) { return true; });
 }
 
 bool mlir::pf::isSequenceSlice(GlobalType t, SBPAttr want) {
-  std::optional<int64_t> seq = sequenceAxis(t);
-  if (!seq || !t.getSbp() || want.size() != t.getSbp().size())
-    return false;
-  bool any = false;
-  for (auto [from, to] : llvm::zip(t.getSbp().getDims(), want.getDims())) {
-    if (from == to)
-      continue;
-    if (!from.isBroadcast() || !to.isSplit() || to.getAxis() != *seq ||
-        to.isGrouped())
-      return false;
-    any = true;
-  }
-  return any;
+  return changesAlongSequence(
+      t, want,
+      [](SBPDim from, SBPDim to, int64_t seq) {
+        return from.isBroadcast() && onSequence(to, seq);
+      },
+      [](SBPDim) { return true; });
 }
 
 double mlir::pf::perRankBytes(GlobalType t, SBPAttr sbp) {
