@@ -27,6 +27,14 @@
 # same job here on libpfrt's emulation (PFRT_CUDA_FAKE=1), the script's own
 # check: the device-only parts (the generated kernels' images, the
 # benchmark, compute-sanitizer) are skipped.
+#
+# Where the machine has several GPUs (counted at run time: the driver's
+# cuDeviceGetCount, else nvidia-smi; the emulation's PFRT_CUDA_FAKE_DEVICES
+# under GPU_CHECKS_FAKE=1), everything above still runs on its first GPU
+# (CUDA_VISIBLE_DEVICES narrowed to it), and a multi-GPU part runs last: a
+# GPU per rank, so NCCL carries every transfer (see MULTI_GPU below). Each
+# of its jobs needs a GPU a rank; with fewer it prints
+# `SKIP multi-gpu-NAME (N GPU(s): needs M)`.
 set -u
 
 MODE=${1:-}
@@ -91,6 +99,46 @@ staged-zb|staged|--ranks 4|4|accumulation-steps=4 schedule=zb-h1
 staged-interleaved|staged|--ranks 2|2|accumulation-steps=4 schedule=interleaved-1f1b num-chunks=2
 "
 
+# The multi-GPU part (issue 38): the GPT under gpt_layout.py's layouts with
+# a GPU per rank (the transport chosen by device, as in production: NCCL),
+# each against its CPU ranks' losses (1e-4) and their communication
+# (Inputs/check_comm_report.py on both runs' pf-run --comm-report: no host
+# round-trip in any step after the first, no MPI collective, every kind's
+# calls and bytes over NCCL equal to the CPU ranks' over MPI), every rank's
+# step 1 captured as a CUDA graph; then the overlap benchmark's
+# data-parallel MLP on two GPUs (its trace's all-reduces on NCCL). The same
+# checks as gpu-gpt-device-only-emulated.test, on real GPUs. SP is TP2 with
+# Megatron's sequence parallelism (prepare checks that its CPU ranks
+# reduce-scatter), ZB-H1 the zero-bubble schedule over PP2's two stages.
+# name | layout | ranks (= GPUs needed) | pipeline options
+MULTI_GPU="
+multi-gpu-dp2|dp|2|optimizer=adamw
+multi-gpu-tp2|tp|2|optimizer=adamw
+multi-gpu-pp2|pp|2|optimizer=adamw
+multi-gpu-sp2|tp|2|optimizer=adamw sequence-parallel=true
+multi-gpu-zb2|pp|2|optimizer=adamw accumulation-steps=2 schedule=zb-h1
+multi-gpu-pp2-tp2|pp_tp|4|optimizer=adamw
+"
+
+# The overlap benchmark's MLP at a size the emulation runs (as lit's
+# overlap-bench-emulated.test), for GPU_CHECKS_FAKE=1's multi-GPU part.
+OVERLAP_EMULATED=(--widths "48,40,40,10" --batch 32 --bucket-bytes 4096)
+
+# compile_gpt_layout DIR LAYOUT OPTIONS: the GPT under gpt_layout.py's
+# LAYOUT compiled with OPTIONS for GPU ranks (DIR/gpu) and CPU ranks
+# (DIR/cpu).
+compile_gpt_layout() {
+  local d=$1 layout=$2 opts=$3 bin=$BUILD/bin dev
+  for dev in cuda cpu; do
+    "$PY" "$HERE/test/Integration/Inputs/gpt_layout.py" "$HERE/test/Conversion/PFToGPU/Inputs/cuda-gpt.mlir" \
+      --layout "$layout" --device "$dev" >"$d/$dev.mlir.in" || return 1
+  done
+  "$bin/pf-opt" "$d/cuda.mlir.in" -pf-compile-gpu-pipeline="$opts" -o "$d/gpu.mlir" &&
+    "$bin/pf-translate" --pf-emit-rank-artifacts "$d/gpu.mlir" --pf-artifact-dir="$d/gpu" >/dev/null &&
+    "$bin/pf-opt" "$d/cpu.mlir.in" -pf-compile-cpu-pipeline="$opts" -o "$d/cpu.mlir" &&
+    "$bin/pf-translate" --pf-emit-rank-artifacts "$d/cpu.mlir" --pf-artifact-dir="$d/cpu" >/dev/null
+}
+
 prepare() {
   local bin=$BUILD/bin
   [ -x "$bin/pf-opt" ] || { echo "gpu-checks: no $bin/pf-opt (build first)" >&2; exit 2; }
@@ -130,14 +178,7 @@ prepare() {
     [[ "$name" =~ ${GPU_CHECKS_ONLY:-.} ]] || continue
     local d=$OUT/layouts/$name
     mkdir -p "$d"
-    "$PY" "$HERE/test/Integration/Inputs/gpt_layout.py" "$HERE/test/Conversion/PFToGPU/Inputs/cuda-gpt.mlir" \
-      --layout "$layout" --device cuda >"$d/gpu.mlir.in" &&
-      "$PY" "$HERE/test/Integration/Inputs/gpt_layout.py" "$HERE/test/Conversion/PFToGPU/Inputs/cuda-gpt.mlir" \
-        --layout "$layout" --device cpu >"$d/cpu.mlir.in" &&
-      "$bin/pf-opt" "$d/gpu.mlir.in" -pf-compile-gpu-pipeline="optimizer=adamw" -o "$d/gpu.mlir" &&
-      "$bin/pf-translate" --pf-emit-rank-artifacts "$d/gpu.mlir" --pf-artifact-dir="$d/gpu" >/dev/null &&
-      "$bin/pf-opt" "$d/cpu.mlir.in" -pf-compile-cpu-pipeline="optimizer=adamw" -o "$d/cpu.mlir" &&
-      "$bin/pf-translate" --pf-emit-rank-artifacts "$d/cpu.mlir" --pf-artifact-dir="$d/cpu" >/dev/null &&
+    compile_gpt_layout "$d" "$layout" optimizer=adamw &&
       "$bin/pf-run" -n "$ranks" --steps 6 --lr 0.01 --seed 7 --data="$OUT/gpt-data" \
         --loss-out "$d/cpu.txt" "$d/cpu" >/dev/null ||
       { echo "gpu-checks: layout $name failed" >&2; exit 1; }
@@ -170,6 +211,29 @@ prepare() {
     rm -rf "$d/cpu"
     echo "$name|$model|$ranks|$steps|$lr" >"$d/settings"
   done 3<<<"$MLP_LAYOUTS"
+  # The multi-GPU part's programs, and their CPU ranks' losses and comm
+  # reports.
+  while IFS='|' read -r -u 3 name layout ranks opts; do
+    [ -n "$name" ] || continue
+    [[ "$name" =~ ${GPU_CHECKS_ONLY:-.} ]] || continue
+    local d=$OUT/multi-gpu/$name
+    mkdir -p "$d"
+    if ! compile_gpt_layout "$d" "$layout" "$opts" ||
+      ! "$bin/pf-run" -n "$ranks" --steps 6 --lr 0.01 --seed 7 --data="$OUT/gpt-data" --comm-report \
+        --loss-out "$d/cpu.txt" "$d/cpu" >"$d/cpu-comm.txt" ||
+      ! grep -q "^comm rank $((ranks - 1)) of $ranks: " "$d/cpu-comm.txt"; then
+      echo "gpu-checks: multi-GPU layout $name failed" >&2
+      exit 1
+    fi
+    if [[ " $opts " == *" sequence-parallel=true "* ]] &&
+      ! grep -qE '^comm rank 0 reduce_scatter +nccl_calls 0 nccl_bytes 0 mpi_calls [1-9]' "$d/cpu-comm.txt"; then
+      echo "gpu-checks: $name: no reduce-scatter on the CPU ranks (sequence parallelism off?)" >&2
+      exit 1
+    fi
+    rm -f "$d"/*.mlir "$d"/*.mlir.in
+    rm -rf "$d/cpu"
+    echo "$name|$ranks" >"$d/settings"
+  done 3<<<"$MULTI_GPU"
   # MPICH's launcher for them (the GPU machine has none) and pf-run.
   mkdir -p "$OUT/bin"
   cp "$(readlink -f "$(command -v mpiexec.hydra)")" "$OUT/bin/mpiexec" &&
@@ -190,10 +254,16 @@ prepare() {
   # benchmark (overlap on and off; two ranks sharing the GPU).
   PF_BUILD_DIR=$BUILD "$PY" "$HERE/bench/gpu_bench.py" --compile-only --workdir "$OUT/bench" >/dev/null || exit 1
   PF_BIN=$bin "$PY" "$HERE/bench/overlap_bench.py" --compile-only --workdir "$OUT/overlap" >/dev/null || exit 1
+  # (and a small one for the emulation's multi-GPU run: overlap-emulated)
+  PF_BIN=$bin "$PY" "$HERE/bench/overlap_bench.py" --compile-only --workdir "$OUT/overlap-emulated" \
+    "${OVERLAP_EMULATED[@]}" >/dev/null || exit 1
   # Shared libraries beyond glibc and libstdc++ (the GPU machine has no
   # MPICH and maybe no OpenBLAS).
+  # (a GPU rank's executable: the MLP's, or any, GPU_CHECKS_ONLY chose)
   local exe
-  exe=$(ls "$OUT"/programs/mlp-sgd/gpu/rank0)
+  for exe in "$OUT"/programs/mlp-sgd/gpu/rank0 "$OUT"/*/*/gpu/rank0; do
+    [ -x "$exe" ] && break
+  done
   ldd "$exe" "$OUT/tests/pfrt-test-cuda-twins" "$OUT/bin/mpiexec" "$OUT/bin/hydra_pmi_proxy" | awk '/=> \// {print $3}' | sort -u |
     grep -vE '/(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s)\.so' |
     while read -r lib; do cp -L "$lib" "$OUT/lib/"; done
@@ -235,6 +305,35 @@ skip() {
   nskip=$((nskip + 1))
 }
 
+# gpu_count: how many GPUs the ranks can see: the driver's cuDeviceGetCount
+# (which honours CUDA_VISIBLE_DEVICES), else nvidia-smi's list; emulated,
+# PFRT_CUDA_FAKE_DEVICES (default 1). Those two at most as many as
+# CUDA_VISIBLE_DEVICES names, if set; 0 when nothing answers.
+gpu_count() {
+  local n ids
+  if [ "${GPU_CHECKS_FAKE:-0}" = 1 ]; then
+    n=${PFRT_CUDA_FAKE_DEVICES:-1}
+  else
+    n=$("$PY" -c '
+import ctypes
+cuda = ctypes.CDLL("libcuda.so.1")
+n = ctypes.c_int(0)
+if cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(n)) == 0:
+    print(n.value)' 2>/dev/null)
+    if [ -n "$n" ]; then
+      echo "$n"
+      return
+    fi
+    n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  fi
+  n=${n:-0}
+  if [ -n "${CUDA_VISIBLE_DEVICES+x}" ]; then
+    IFS=, read -r -a ids <<<"$CUDA_VISIBLE_DEVICES"
+    [ "${#ids[@]}" -lt "$n" ] && n=${#ids[@]}
+  fi
+  echo "$n"
+}
+
 run() {
   if [ ! -d "$OUT" ]; then
     [ -f "$BUILD/gpu-checks.tar.xz" ] || { echo "gpu-checks: no $BUILD/gpu-checks.tar.xz (prepare it first)" >&2; exit 2; }
@@ -243,11 +342,20 @@ run() {
   mkdir -p "$OUT/logs"
   export LD_LIBRARY_PATH="$OUT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export PATH="$OUT/bin:$PATH"
-  unset PFRT_CUDA_FAKE PF_TRACE
+  unset PFRT_CUDA_FAKE PF_TRACE PFRT_CUDA_COMM
   local fake=${GPU_CHECKS_FAKE:-0}
   [ "$fake" = 1 ] && export PFRT_CUDA_FAKE=1
   nvidia-smi -L 2>/dev/null || echo "gpu-checks: no nvidia-smi"
   local cmp=$HERE/test/Integration/Inputs/compare_losses.py
+  # Everything but the multi-GPU part on one GPU, the first the ranks see
+  # (its multi-rank jobs share it: host-staged).
+  local ngpu cvd_set=${CUDA_VISIBLE_DEVICES+1} cvd=${CUDA_VISIBLE_DEVICES-}
+  ngpu=$(gpu_count)
+  echo "gpu-checks: $ngpu GPU(s)"
+  if [ "$ngpu" -gt 1 ]; then
+    export CUDA_VISIBLE_DEVICES=${cvd%%,*}
+    [ -n "$CUDA_VISIBLE_DEVICES" ] || CUDA_VISIBLE_DEVICES=0
+  fi
   # The runtime's own checks (runtime/test/run_tests.sh's device part).
   if [ "$fake" = 1 ]; then
     skip cuda_gpu "the emulation runs no PTX"
@@ -272,6 +380,7 @@ run() {
   # The programs: GPU losses against the CPU's, two runs and the uncaptured
   # steps bit for bit.
   for d in "$OUT"/programs/*; do
+    [ -d "$d" ] || continue
     local name steps lr seed tol cmpsteps data=() cmp_args=()
     IFS='|' read -r name steps lr seed tol cmpsteps <"$d/settings"
     [ -n "$cmpsteps" ] && cmp_args=(--steps "$cmpsteps")
@@ -384,6 +493,44 @@ run() {
     cat "$OUT/logs/bench.out"
   else
     skip bench "RUN_BENCH=0"
+  fi
+  # The multi-GPU part: a GPU per rank (CUDA_VISIBLE_DEVICES as given).
+  if [ -n "$cvd_set" ]; then export CUDA_VISIBLE_DEVICES=$cvd; else unset CUDA_VISIBLE_DEVICES; fi
+  for d in "$OUT"/multi-gpu/*; do
+    [ -d "$d" ] || continue
+    local name ranks
+    IFS='|' read -r name ranks <"$d/settings"
+    if [ "$ngpu" -lt "$ranks" ]; then
+      skip "$name" "$ngpu GPU(s): needs $ranks"
+      continue
+    fi
+    rm -f "$d/gpu.txt"
+    check "$name-run" env PFRT_CUDA_VERBOSE=1 pf-run -n "$ranks" --steps 6 --lr 0.01 --seed 7 \
+      --data="$OUT/gpt-data" --comm-report --timeout 120 --loss-out "$d/gpu.txt" "$d/gpu"
+    check "$name-vs-cpu" "$PY" "$cmp" "$d/cpu.txt" "$d/gpu.txt" --tolerance 1e-4
+    check "$name-device-only" "$PY" "$HERE/test/Integration/Inputs/check_comm_report.py" \
+      "$d/cpu-comm.txt" "$OUT/logs/$name-run.out"
+    # shellcheck disable=SC2016 # (the script's own $1 and $2)
+    check "$name-captured" bash -c 'n=$(grep -c "step 1 captured as a CUDA graph" "$1")
+      echo "$n of $2 ranks captured step 1"
+      [ "$n" = "$2" ] && ! grep "share a GPU" "$1"' _ "$OUT/logs/$name-run.err" "$ranks"
+  done
+  # The overlap benchmark's data-parallel MLP on two GPUs: its trace's
+  # split all-reduces on NCCL, overlap changing no loss, the exposed
+  # communication with and without it.
+  local ov=$OUT/overlap ovargs=()
+  [ "$fake" = 1 ] && ov=$OUT/overlap-emulated ovargs=(--emulated "${OVERLAP_EMULATED[@]}")
+  if [ ! -d "$ov/dp-on" ]; then
+    :
+  elif [ "$ngpu" -lt 2 ]; then
+    skip multi-gpu-overlap "$ngpu GPU(s): needs 2"
+  else
+    rm -rf "$ov/trace-nccl"
+    check multi-gpu-overlap-traced pf-run -n 2 --steps 4 --lr 0.01 --seed 7 --trace "$ov/trace-nccl" "$ov/dp-on"
+    check multi-gpu-overlap-trace-shape "$PY" "$HERE/test/Integration/Inputs/check_gpu_trace.py" "$ov/trace-nccl" nccl 4 2
+    check multi-gpu-overlap-bench env PF_BIN="$OUT/bin" "$PY" "$HERE/bench/overlap_bench.py" --prebuilt \
+      --workdir "$ov" "${ovargs[@]}"
+    cat "$OUT/logs/multi-gpu-overlap-bench.out"
   fi
   echo "gpu-checks: $npass passed, $nfail failed, $nskip skipped"
   [ "$nfail" -eq 0 ]
