@@ -532,6 +532,39 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
 else
   echo "SKIP cuda_staged_emulated* (libpfrt built without its CUDA kernels)"
 fi
+# The split all-gather and reduce-scatter (pf-overlap-collectives' rows:
+# mpi/AsyncBoxing.cpp, cuda/AsyncBoxing.cpp) against the blocking rows on 1
+# to 4 ranks, byte for byte; on emulated GPUs a rank (NCCL) against the
+# blocking twins too and inside a captured graph; their slot errors, and a
+# capture left unjoined by a start never waited for (CUDA's 904).
+for n in 1 2 3 4; do
+  run_ok split_boxing_host_n$n 120 "${MPIEXEC[@]}" -n $n \
+    "$BIN/pfrt-test-split-boxing" host
+done
+run_fail split_boxing_double_start 60 \
+  "pfrt_box_all_gather_start: slot 3 is in flight" \
+  "${MPIEXEC[@]}" -n 2 "$BIN/pfrt-test-split-boxing" double_start
+run_fail split_boxing_wait_idle 60 \
+  "pfrt_box_collective_wait: slot 4 has no boxing collective in flight" \
+  "${MPIEXEC[@]}" -n 2 "$BIN/pfrt-test-split-boxing" wait_idle
+run_fail split_boxing_leak 60 \
+  "the boxing collective started in slot 3 was never waited for" \
+  "${MPIEXEC[@]}" -n 2 "$BIN/pfrt-test-split-boxing" leak
+if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
+  for n in 1 2 3 4; do
+    run_ok split_boxing_emulated_nccl_n$n 120 env PFRT_CUDA_FAKE=1 \
+      PFRT_CUDA_FAKE_DEVICES=4 "${MPIEXEC[@]}" -n $n \
+      "$BIN/pfrt-test-split-boxing" device
+  done
+  run_ok split_boxing_emulated_staged_n2 120 env PFRT_CUDA_FAKE=1 \
+    "${MPIEXEC[@]}" -n 2 "$BIN/pfrt-test-split-boxing" device_staged
+  run_fail split_boxing_emulated_unjoined 60 \
+    "cuStreamEndCapture failed: CUDA_ERROR (emulated) (904)" \
+    env PFRT_CUDA_FAKE=1 PFRT_CUDA_FAKE_DEVICES=2 "${MPIEXEC[@]}" -n 2 \
+    "$BIN/pfrt-test-split-boxing" unjoined
+else
+  echo "SKIP split_boxing_emulated* (libpfrt built without its CUDA kernels)"
+fi
 # The collective twins on NCCL (Nccl.cpp) against their host rows on 2 and
 # 3 emulated GPU ranks (PFRT_CUDA_COMM=nccl: emulation/FakeNccl.cpp),
 # sub-groups and a captured graph replayed over new data; the transport

@@ -337,6 +337,29 @@ int pfrt_box_reduce_scatter_dtype(const void *in, void *out, int32_t dtype,
                                   int64_t axis, const int64_t *ranks,
                                   int64_t n);
 
+/* pfrt_box_all_gather and pfrt_box_reduce_scatter_dtype split in two, as
+ * pfrt_all_reduce_start and _wait are (pf-overlap-collectives): the start
+ * begins the collective and returns, pfrt_box_collective_wait with the same
+ * slot finishes it; until then neither in nor out may be touched. Their
+ * slots are a table of their own, [0, PFRT_MAX_ASYNC_SLOTS): a slot in
+ * flight cannot be started again, one that is not cannot be waited for,
+ * one still in flight at pfrt_finalize is fatal. Members start them in the
+ * same order relative to every other collective of the group. The host
+ * rows post MPI_Iallgather / MPI_Ireduce_scatter_block (the repack of an
+ * inner axis around them as the blocking rows do: the scatter's at the
+ * start, the gather's at the wait), so the data move inside MPI calls; the
+ * device twins run NCCL on the split all-reduce's stream. Same arguments,
+ * errors and results as the blocking rows (the sums in MPI's order). */
+int pfrt_box_all_gather_start(const void *in, void *out, int32_t dtype,
+                              int64_t ndim, const int64_t *in_shape,
+                              int64_t axis, const int64_t *ranks, int64_t n,
+                              int64_t slot);
+int pfrt_box_reduce_scatter_start(const void *in, void *out, int32_t dtype,
+                                  int64_t ndim, const int64_t *in_shape,
+                                  int64_t axis, const int64_t *ranks,
+                                  int64_t n, int64_t slot);
+int pfrt_box_collective_wait(int64_t slot);
+
 /* S(concat_axis) -> S(split_axis): group position p holds block p along
  * concat_axis of the logical tensor, whole along split_axis (shape
  * in_shape). Afterwards it holds block p along split_axis, whole along

@@ -235,6 +235,23 @@ int pfrt_cuda_box_reduce_scatter_dtype(const void *in, void *out, int32_t dtype,
                                        int64_t ndim, const int64_t *inShape,
                                        int64_t axis, const int64_t *ranks,
                                        int64_t n);
+/* The split boxing collectives (pfrt.h): over NCCL the start enqueues the
+ * collective on the split all-reduce's stream after the compute stream's
+ * work so far (an inner axis's pack first, on the compute stream, into the
+ * slot's own device buffer; a gather's unpack at the wait), the wait makes
+ * the compute stream wait for it (inside a capture a fork and a join);
+ * host-staged, the start runs the whole blocking twin and the wait only
+ * checks the slot. */
+int pfrt_cuda_box_all_gather_start(const void *in, void *out, int32_t dtype,
+                                   int64_t ndim, const int64_t *inShape,
+                                   int64_t axis, const int64_t *ranks,
+                                   int64_t n, int64_t slot);
+int pfrt_cuda_box_reduce_scatter_start(const void *in, void *out,
+                                       int32_t dtype, int64_t ndim,
+                                       const int64_t *inShape, int64_t axis,
+                                       const int64_t *ranks, int64_t n,
+                                       int64_t slot);
+int pfrt_cuda_box_collective_wait(int64_t slot);
 int pfrt_cuda_box_all_to_all(const void *in, void *out, int32_t dtype,
                              int64_t ndim, const int64_t *inShape,
                              int64_t splitAxis, int64_t concatAxis,

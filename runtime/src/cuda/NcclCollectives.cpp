@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "NcclAsync.h"
 #include "NcclComm.h"
 #include "NcclInternal.h"
 
@@ -106,10 +107,7 @@ int startOf(const Group &g, const void *in, void *out, int64_t count,
             ncclDataType_t type, int64_t elemSize, int64_t n, int64_t slot,
             const char *fn) {
   AsyncReduces &a = gAsyncReduces;
-  if (!a.stream) {
-    a.stream = cuda::newStream("the all-reduce stream");
-    a.fork = cuda::newEvent("the all-reduce stream's fork");
-  }
+  (void)asyncStream();
   if (!a.done[slot])
     a.done[slot] = cuda::newEvent("a split all-reduce's completion");
   cuda::recordEvent(a.fork, cuda::computeStream());
@@ -128,6 +126,15 @@ int startOf(const Group &g, const void *in, void *out, int64_t count,
   return 0;
 }
 } // namespace
+
+void *asyncStream() {
+  AsyncReduces &a = gAsyncReduces;
+  if (!a.stream) {
+    a.stream = cuda::newStream("the all-reduce stream");
+    a.fork = cuda::newEvent("the all-reduce stream's fork");
+  }
+  return a.stream;
+}
 
 int allReduceSum(const float *in, float *out, int64_t count,
                  const int64_t *ranks, int64_t n) {

@@ -235,6 +235,10 @@ int groupPosition(const int64_t *ranks, int64_t n, const char *fn) {
   return getGroup(ranks, n, fn).pos;
 }
 
+MPI_Comm groupComm(const int64_t *ranks, int64_t n, const char *fn) {
+  return getGroup(ranks, n, fn).comm;
+}
+
 namespace {
 /// allGather (in: one block) and allToAll (in: a block per member) are one
 /// exchange: MPI_Allgather or MPI_Alltoall, chunked through a strided

@@ -28,6 +28,10 @@ int groupPosition(const int64_t *ranks, int64_t n, const char *fn);
 /// never waited for.
 void checkNoReduceInFlight(const char *fn);
 
+/// getGroup's communicator of group (ranks, n) (the same checks and cache),
+/// for the split boxing rows (AsyncBoxing.cpp).
+MPI_Comm groupComm(const int64_t *ranks, int64_t n, const char *fn);
+
 /// The cores of pfrt_all_gather and pfrt_all_to_all, on `count` elements of
 /// `type` (elemSize bytes each) per block: same semantics, checks and
 /// chunking; errors name fn and the trace event is called traceName.
