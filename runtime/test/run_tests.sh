@@ -486,6 +486,27 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
     "PFRT_CUDA_GEMM_PRECISION=fp16: expected fp32 or 3xtf32" \
     env PFRT_CUDA_FAKE=1 PFRT_CUDA_GEMM_PRECISION=fp16 \
     "$BIN/pfrt-test-cuda-twins" "$WORK/cuda_twins_fake8" gemm_precision
+  # The mixed-precision GEMMs (pfrt_cuda_gemm_typed, the twin
+  # pfrt_cuda_k_matmul_typed): every pair cuBLASLt runs against a float64
+  # reference, the pairs it refuses and misaligned bf16 operands fatal, the
+  # tuner's entries keyed by the types.
+  run_ok cuda_gemm_typed_emulated 120 env PFRT_CUDA_FAKE=1 \
+    "$BIN/pfrt-test-cuda-gemm-typed"
+  run_ok cuda_gemm_typed_emulated_tune 60 env PFRT_CUDA_FAKE=1 \
+    PFRT_CUDA_GEMM_TUNE="$WORK/gemm_typed_tune" \
+    "$BIN/pfrt-test-cuda-gemm-typed" tune "$WORK/gemm_typed_tune"
+  run_fail cuda_gemm_typed_emulated_refuses_bf16_f16 60 \
+    "with A and B bf16, C and D f16, compute 32F" env PFRT_CUDA_FAKE=1 \
+    "$BIN/pfrt-test-cuda-gemm-typed" bf16_f16
+  run_fail cuda_gemm_typed_emulated_refuses_f32_bf16 60 \
+    "with A and B f32, C and D bf16, compute 32F" env PFRT_CUDA_FAKE=1 \
+    "$BIN/pfrt-test-cuda-gemm-typed" f32_bf16
+  run_fail cuda_gemm_typed_emulated_misaligned_ld 60 \
+    "B (bf16 at 0x" env PFRT_CUDA_FAKE=1 \
+    "$BIN/pfrt-test-cuda-gemm-typed" misaligned_ld
+  run_fail cuda_gemm_typed_emulated_misaligned_ptr 60 \
+    "is not 16-byte aligned: a bf16/f16 GEMM runs on tensor cores" \
+    env PFRT_CUDA_FAKE=1 "$BIN/pfrt-test-cuda-gemm-typed" misaligned_ptr
   run_ok cuda_twins_emulated_no_graph 300 env PFRT_CUDA_FAKE=1 \
     PFRT_NO_CUDA_GRAPH=1 "$BIN/pfrt-test-cuda-twins" "$WORK/cuda_twins_fake2"
   run_fail cuda_twins_emulated_bad_label 60 \

@@ -951,6 +951,18 @@ void pfrt_k_matmul_bias_relu(const float *a, const float *b, const float *bias,
                              float *c, int64_t batch, int64_t batch_b,
                              int64_t m, int64_t n, int64_t k, int32_t ta,
                              int32_t tb);
+/* pfrt_k_matmul (accumulate = 0) or pfrt_k_matmul_acc (1) with element
+ * types: A and B of ab_dtype, C of c_dtype (PFRT_DTYPE_F32, _BF16 or _F16;
+ * C float32 or A's type). The products are summed in float32 from the
+ * exact values of the operands, and C (beta = 1: C's value added) is
+ * rounded once to c_dtype, to nearest even. GPU ranks call its twin,
+ * cuBLASLt's bf16/f16 GEMM on tensor cores with float32 compute
+ * (pf-widen-low-precision{keep-gemms}); CPU ranks widen their GEMMs and
+ * never call it, but it is the same arithmetic (the twins' reference). */
+void pfrt_k_matmul_typed(const void *a, const void *b, void *c, int64_t batch,
+                         int64_t batch_b, int64_t m, int64_t n, int64_t k,
+                         int32_t ta, int32_t tb, int32_t ab_dtype,
+                         int32_t c_dtype, int32_t accumulate);
 /* C = A * B over strided views, what the compiler emits on CPU ranks when
  * an operand is a slice, reshape or transpose of a buffer (attention's
  * q, k and v are column ranges of one projection, heads moved to the

@@ -102,6 +102,24 @@ int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
                    int64_t ldb, float beta, void *c, int64_t ldc, int64_t batch,
                    int64_t stride_a, int64_t stride_b, int64_t stride_c,
                    int32_t epilogue, void *bias, const void *aux, int32_t tf32);
+/* pfrt_cuda_gemm with element types (the mixed-precision GEMMs): A and B
+ * of ab_dtype, C (and D, C's buffer) of c_dtype, each PFRT_DTYPE_F32,
+ * _BF16 or _F16; compute and scale float32 (CUBLAS_COMPUTE_32F: bf16/f16
+ * operands run on tensor cores), a bf16/f16 C rounded to nearest even.
+ * cuBLASLt's table decides which pairs run (A/B bf16 with C bf16 or f32,
+ * A/B f16 with C f16 or f32, all f32); another is fatal, naming the
+ * types. A bf16/f16 GEMM's epilogue is NONE, RELU, BIAS or RELU_BIAS
+ * (the bias of C's type, cuBLASLt's default) and each of its matrices
+ * must be 16-byte aligned (pointer, leading dimension and batch stride
+ * in bytes), else fatal. Plans and the tuner's choices are keyed by the
+ * types too. pfrt_cuda_gemm is this with F32, F32. */
+int pfrt_cuda_gemm_typed(int32_t ab_dtype, int32_t c_dtype, int32_t ta,
+                         int32_t tb, int64_t m, int64_t n, int64_t k,
+                         float alpha, const void *a, int64_t lda, const void *b,
+                         int64_t ldb, float beta, void *c, int64_t ldc,
+                         int64_t batch, int64_t stride_a, int64_t stride_b,
+                         int64_t stride_c, int32_t epilogue, void *bias,
+                         const void *aux, int32_t tf32);
 
 /* CUDA graphs of the compute stream: capture between begin and end, then
  * replay. With PFRT_NO_CUDA_GRAPH=1 (or before end) pfrt_cuda_graph_launch
@@ -386,6 +404,12 @@ void pfrt_cuda_k_matmul_bias_relu(const float *a, const float *b,
                                   const float *bias, float *c, int64_t batch,
                                   int64_t batch_b, int64_t m, int64_t n,
                                   int64_t k, int32_t ta, int32_t tb);
+/* pfrt_k_matmul_typed's twin: pfrt_cuda_gemm_typed (beta = accumulate). */
+void pfrt_cuda_k_matmul_typed(const void *a, const void *b, void *c,
+                              int64_t batch, int64_t batch_b, int64_t m,
+                              int64_t n, int64_t k, int32_t ta, int32_t tb,
+                              int32_t ab_dtype, int32_t c_dtype,
+                              int32_t accumulate);
 void pfrt_cuda_k_softmax_xent(const float *logits, const int64_t *labels,
                               float *loss, int64_t n, int64_t c);
 void pfrt_cuda_k_softmax_xent_grad(const float *logits, const int64_t *labels,

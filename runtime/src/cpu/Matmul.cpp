@@ -6,12 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../common/HalfMath.h"
 #include "KernelUtil.h"
 #include "pfrt/pfrt.h"
 
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <vector>
 
 using namespace pfrt;
 using namespace pfrt::kern;
@@ -170,6 +172,48 @@ void pfrt_k_matmul_strided(const float *a, const float *b, float *c,
         break;
       index[d] = 0;
     }
+  }
+}
+
+void pfrt_k_matmul_typed(const void *a, const void *b, void *c, int64_t batch,
+                         int64_t batch_b, int64_t m, int64_t n, int64_t k,
+                         int32_t ta, int32_t tb, int32_t ab_dtype,
+                         int32_t c_dtype, int32_t accumulate) {
+  const char *fn = "pfrt_k_matmul_typed";
+  auto low = [](int32_t t) {
+    return t == PFRT_DTYPE_BF16 || t == PFRT_DTYPE_F16;
+  };
+  if ((ab_dtype != PFRT_DTYPE_F32 && !low(ab_dtype)) ||
+      (c_dtype != PFRT_DTYPE_F32 && c_dtype != ab_dtype))
+    fatal("%s: A and B f32, bf16 or f16, C f32 or A's type (cuBLASLt's "
+          "combinations), got dtypes %d and %d",
+          fn, ab_dtype, c_dtype);
+  const MatmulSizes s = checkMatmulArgs(fn, a, b, c, batch, batch_b, m, n, k);
+  // Each operand widened exactly to float32, the float32 GEMM, then C
+  // rounded once to its type.
+  auto toFloats = [](const void *p, int64_t count, int32_t t) {
+    std::vector<float> v(static_cast<size_t>(count));
+    const auto *h = static_cast<const uint16_t *>(p);
+    for (int64_t i = 0; i < count; ++i)
+      v[size_t(i)] = t == PFRT_DTYPE_F32    ? static_cast<const float *>(p)[i]
+                     : t == PFRT_DTYPE_BF16 ? half::bf16ToFloat(h[i])
+                                            : half::f16ToFloat(h[i]);
+    return v;
+  };
+  std::vector<float> wa = toFloats(a, batch * s.aSize, ab_dtype),
+                     wb = toFloats(b, batch_b * s.bSize, ab_dtype),
+                     wc = accumulate ? toFloats(c, s.cTotal, c_dtype)
+                                     : std::vector<float>(size_t(s.cTotal));
+  (accumulate ? pfrt_k_matmul_acc : pfrt_k_matmul)(
+      wa.data(), wb.data(), wc.data(), batch, batch_b, m, n, k, ta, tb);
+  for (int64_t i = 0; i < s.cTotal; ++i) {
+    float v = wc[size_t(i)];
+    if (c_dtype == PFRT_DTYPE_F32)
+      static_cast<float *>(c)[i] = v;
+    else
+      static_cast<uint16_t *>(c)[i] = c_dtype == PFRT_DTYPE_BF16
+                                          ? half::floatToBf16(v)
+                                          : half::floatToF16(v);
   }
 }
 

@@ -48,6 +48,13 @@ int pfrt_cuda_gemm(int32_t, int32_t, int64_t, int64_t, int64_t, float,
                    const void *, int32_t) {
   noCuda("pfrt_cuda_gemm");
 }
+int pfrt_cuda_gemm_typed(int32_t, int32_t, int32_t, int32_t, int64_t, int64_t,
+                         int64_t, float, const void *, int64_t, const void *,
+                         int64_t, float, void *, int64_t, int64_t, int64_t,
+                         int64_t, int64_t, int32_t, void *, const void *,
+                         int32_t) {
+  noCuda("pfrt_cuda_gemm_typed");
+}
 int pfrt_cuda_graphs_enabled(void) { return 0; }
 int pfrt_cuda_graph_begin(void) { noCuda("pfrt_cuda_graph_begin"); }
 int pfrt_cuda_graph_end(void) { noCuda("pfrt_cuda_graph_end"); }
@@ -304,6 +311,11 @@ void pfrt_cuda_k_matmul_bias_relu(const float *, const float *, const float *,
                                   float *, int64_t, int64_t, int64_t, int64_t,
                                   int64_t, int32_t, int32_t) {
   noCuda("pfrt_cuda_k_matmul_bias_relu");
+}
+void pfrt_cuda_k_matmul_typed(const void *, const void *, void *, int64_t,
+                              int64_t, int64_t, int64_t, int64_t, int32_t,
+                              int32_t, int32_t, int32_t, int32_t) {
+  noCuda("pfrt_cuda_k_matmul_typed");
 }
 void pfrt_cuda_k_softmax_xent(const float *, const int64_t *, float *, int64_t,
                               int64_t) {

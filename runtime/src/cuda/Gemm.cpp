@@ -164,16 +164,33 @@ GemmTuning &gemmTuning() {
   return t;
 }
 
-/// A GEMM's row-major arguments (pfrt_cuda_gemm's), for the tuner.
+/// A GEMM's row-major arguments (pfrt_cuda_gemm's), for the tuner, and
+/// its element sizes (A and B, C).
 struct GemmShape {
   int64_t m, n, k;
   int32_t ta, tb;
   int64_t lda, ldb, ldc, batch, sa, sb, sc;
+  size_t abBytes = 4, cBytes = 4;
 };
 
 /// Where a plan's key holds its operands' alignments (pfrt_cuda_gemm's
-/// order: our A, our B, C), after its 14 shape fields.
-constexpr size_t kAlignA = 14, kAlignB = 15, kAlignC = 16, kKeySize = 17;
+/// order: our A, our B, C), after its 14 shape fields, then the element
+/// types (PFRT_DTYPE_*) of A and B, and of C.
+constexpr size_t kAlignA = 14, kAlignB = 15, kAlignC = 16, kTypeAB = 17,
+                 kTypeC = 18, kKeySize = 19;
+
+const char *dtypeName(int64_t t) {
+  return t == PFRT_DTYPE_F32    ? "f32"
+         : t == PFRT_DTYPE_BF16 ? "bf16"
+         : t == PFRT_DTYPE_F16  ? "f16"
+                                : "?";
+}
+
+cudaDataType cudaType(int64_t t) {
+  return t == PFRT_DTYPE_BF16  ? CUDA_R_16BF
+         : t == PFRT_DTYPE_F16 ? CUDA_R_16F
+                               : CUDA_R_32F;
+}
 
 std::string gemmName(const std::vector<int64_t> &key) {
   static const char *kFields[] = {"ta",  "tb",  "m",        "n",     "k",
@@ -189,6 +206,11 @@ std::string gemmName(const std::vector<int64_t> &key) {
       (key[kAlignA] < 256 || key[kAlignB] < 256 || key[kAlignC] < 256))
     name += ",align=" + std::to_string(key[kAlignA]) + "/" +
             std::to_string(key[kAlignB]) + "/" + std::to_string(key[kAlignC]);
+  // Typed GEMMs (bf16/f16 operands or output) their own entry too.
+  if (key.size() == kKeySize &&
+      (key[kTypeAB] != PFRT_DTYPE_F32 || key[kTypeC] != PFRT_DTYPE_F32))
+    name += ",types=" + std::string(dtypeName(key[kTypeAB])) + "/" +
+            dtypeName(key[kTypeC]);
   return name;
 }
 
@@ -216,13 +238,13 @@ int timeCandidates(const Plan &p,
     return note("first used during a capture");
   if (epilogue == PFRT_EPILOGUE_DRELU_BGRAD)
     return note("DRELU_BGRAD is not timed");
-  auto span = [&](int64_t ld, int64_t cols, int64_t stride) {
-    return size_t((g.batch - 1) * stride + ld * cols) * sizeof(float);
+  auto span = [&](int64_t ld, int64_t cols, int64_t stride, size_t bytes) {
+    return size_t((g.batch - 1) * stride + ld * cols) * bytes;
   };
   // Column-major operands as planFor made them: A' = B, B' = A, C' = C^T.
-  size_t bytesA = span(g.ldb, g.tb ? g.n : g.k, g.sb);
-  size_t bytesB = span(g.lda, g.ta ? g.k : g.m, g.sa);
-  size_t bytesC = span(g.ldc, g.m, g.sc);
+  size_t bytesA = span(g.ldb, g.tb ? g.n : g.k, g.sb, g.abBytes);
+  size_t bytesB = span(g.lda, g.ta ? g.k : g.m, g.sa, g.abBytes);
+  size_t bytesC = span(g.ldc, g.m, g.sc, g.cBytes);
   size_t bytesBias = size_t(std::max({g.m, g.n, g.k})) * sizeof(float);
   size_t total = bytesA + bytesB + bytesC + bytesBias + 4 * 256;
   CUdeviceptr scratch = 0;
@@ -301,8 +323,12 @@ Plan &planFor(const std::vector<int64_t> &key, int32_t ta, int32_t tb,
   // is B, B' is A, m' = n, n' = m.
   cublasOperation_t opA = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasComputeType_t compute =
-      tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  // bf16/f16 operands: CUBLAS_COMPUTE_32F on tensor cores (float32
+  // accumulation and scale); TF32 math is for float32 operands only.
+  cudaDataType abType = cudaType(key[kTypeAB]), cType = cudaType(key[kTypeC]);
+  cublasComputeType_t compute = tf32 && abType == CUDA_R_32F
+                                    ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                    : CUBLAS_COMPUTE_32F;
   check(api.cublasLtMatmulDescCreate(&p.desc, compute, CUDA_R_32F),
         "cublasLtMatmulDescCreate");
   check(api.cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA,
@@ -326,9 +352,9 @@ Plan &planFor(const std::vector<int64_t> &key, int32_t ta, int32_t tb,
               sizeof(auxLd)),
           "cublasLtMatmulDescSetAttribute(AUX_LD)");
   }
-  auto layout = [&](cublasLtMatrixLayout_t *l, uint64_t rows, uint64_t cols,
-                    int64_t ld, int64_t stride) {
-    check(api.cublasLtMatrixLayoutCreate(l, CUDA_R_32F, rows, cols, ld),
+  auto layout = [&](cublasLtMatrixLayout_t *l, cudaDataType type, uint64_t rows,
+                    uint64_t cols, int64_t ld, int64_t stride) {
+    check(api.cublasLtMatrixLayoutCreate(l, type, rows, cols, ld),
           "cublasLtMatrixLayoutCreate");
     if (batch > 1) {
       int32_t count = int32_t(batch);
@@ -341,9 +367,9 @@ Plan &planFor(const std::vector<int64_t> &key, int32_t ta, int32_t tb,
             "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
     }
   };
-  layout(&p.a, tb ? k : n, tb ? n : k, ldb, sb);
-  layout(&p.b, ta ? m : k, ta ? k : m, lda, sa);
-  layout(&p.c, n, m, ldc, sc);
+  layout(&p.a, abType, tb ? k : n, tb ? n : k, ldb, sb);
+  layout(&p.b, abType, ta ? m : k, ta ? k : m, lda, sa);
+  layout(&p.c, cType, n, m, ldc, sc);
   cublasLtMatmulPreference_t pref;
   check(api.cublasLtMatmulPreferenceCreate(&pref),
         "cublasLtMatmulPreferenceCreate");
@@ -379,22 +405,78 @@ Plan &planFor(const std::vector<int64_t> &key, int32_t ta, int32_t tb,
     p.unsupported = true;
     return gPlans[key] = p;
   }
-  check(heuristic, "cublasLtMatmulAlgoGetHeuristic");
-  if (found < 1)
+  if (heuristic == CUBLAS_STATUS_NOT_SUPPORTED || found < 1)
     fatal("pfrt_cuda_gemm: cuBLASLt has no algorithm for %lld x %lld x %lld "
-          "(epilogue %d)",
-          (long long)m, (long long)n, (long long)k, epilogue);
+          "(epilogue %d) with A and B %s, C and D %s, compute 32F (status "
+          "%d)",
+          (long long)m, (long long)n, (long long)k, epilogue,
+          dtypeName(key[kTypeAB]), dtypeName(key[kTypeC]), int(heuristic));
+  check(heuristic, "cublasLtMatmulAlgoGetHeuristic");
   if (tuning.on()) {
     std::string name = gemmName(key);
     p.choice = tuning.recorded(name, found);
     if (p.choice < 0) {
-      GemmShape shape{m, n, k, ta, tb, lda, ldb, ldc, batch, sa, sb, sc};
+      GemmShape shape{m,
+                      n,
+                      k,
+                      ta,
+                      tb,
+                      lda,
+                      ldb,
+                      ldc,
+                      batch,
+                      sa,
+                      sb,
+                      sc,
+                      abType == CUDA_R_32F ? 4u : 2u,
+                      cType == CUDA_R_32F ? 4u : 2u};
       p.choice = timeCandidates(p, results, found, shape, beta, epilogue, name);
       tuning.record(name, p.choice);
     }
   }
   p.algo = results[p.choice].algo;
   return gPlans[key] = p;
+}
+
+/// A typed GEMM's checks: known types (cuBLASLt judges the combination:
+/// its heuristic refuses what its table lacks), an epilogue a bf16/f16
+/// GEMM has, and 16-byte alignment of every bf16/f16 matrix (pointer,
+/// leading dimension, batch stride: tensor cores read 16-byte vectors).
+void checkTyped(const char *fn, int32_t abType, int32_t cType, int32_t epilogue,
+                const void *a, int64_t lda, int64_t sa, const void *b,
+                int64_t ldb, int64_t sb, const void *c, int64_t ldc, int64_t sc,
+                int64_t batch) {
+  auto known = [](int32_t t) {
+    return t == PFRT_DTYPE_F32 || t == PFRT_DTYPE_BF16 || t == PFRT_DTYPE_F16;
+  };
+  if (!known(abType) || !known(cType))
+    fatal("%s: the operand and output dtypes must be PFRT_DTYPE_F32, _BF16 "
+          "or _F16, got %d and %d",
+          fn, abType, cType);
+  if (abType == PFRT_DTYPE_F32 && cType == PFRT_DTYPE_F32)
+    return; // pfrt_cuda_gemm's float32 GEMM
+  if (epilogue == PFRT_EPILOGUE_DRELU_BGRAD || epilogue == PFRT_EPILOGUE_BGRADB)
+    fatal("%s: epilogue %d is float32 only (A and B %s, C %s)", fn, epilogue,
+          dtypeName(abType), dtypeName(cType));
+  struct Matrix {
+    const char *name;
+    const void *ptr;
+    int64_t ld, stride;
+    int32_t type;
+  } mats[3] = {{"A", a, lda, sa, abType},
+               {"B", b, ldb, sb, abType},
+               {"C", c, ldc, sc, cType}};
+  for (const Matrix &x : mats) {
+    int64_t bytes = x.type == PFRT_DTYPE_F32 ? 4 : 2;
+    if (reinterpret_cast<uintptr_t>(x.ptr) % 16 != 0 || (x.ld * bytes) % 16 ||
+        (batch > 1 && (x.stride * bytes) % 16))
+      fatal("%s: %s (%s at %p, leading dimension %lld, batch stride %lld) "
+            "is not 16-byte aligned: a bf16/f16 GEMM runs on tensor cores, "
+            "which read 16-byte vectors (pointers and strides multiples of "
+            "16 bytes)",
+            fn, x.name, dtypeName(x.type), x.ptr, (long long)x.ld,
+            (long long)x.stride);
+  }
 }
 
 } // namespace
@@ -407,7 +489,22 @@ int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
                    int64_t stride_a, int64_t stride_b, int64_t stride_c,
                    int32_t epilogue, void *bias, const void *aux,
                    int32_t tf32) {
-  const char *fn = "pfrt_cuda_gemm";
+  return pfrt_cuda_gemm_typed(PFRT_DTYPE_F32, PFRT_DTYPE_F32, ta, tb, m, n, k,
+                              alpha, a, lda, b, ldb, beta, c, ldc, batch,
+                              stride_a, stride_b, stride_c, epilogue, bias, aux,
+                              tf32);
+}
+
+int pfrt_cuda_gemm_typed(int32_t ab_dtype, int32_t c_dtype, int32_t ta,
+                         int32_t tb, int64_t m, int64_t n, int64_t k,
+                         float alpha, const void *a, int64_t lda, const void *b,
+                         int64_t ldb, float beta, void *c, int64_t ldc,
+                         int64_t batch, int64_t stride_a, int64_t stride_b,
+                         int64_t stride_c, int32_t epilogue, void *bias,
+                         const void *aux, int32_t tf32) {
+  const char *fn = ab_dtype == PFRT_DTYPE_F32 && c_dtype == PFRT_DTYPE_F32
+                       ? "pfrt_cuda_gemm"
+                       : "pfrt_cuda_gemm_typed";
   requireReady(fn);
   if (m < 1 || n < 1 || k < 1 || batch < 1 || epilogue < 0 || epilogue > 5)
     fatal("%s: m, n, k, batch must be >= 1 and epilogue in [0, 5], got %lld "
@@ -435,6 +532,8 @@ int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
           "epilogues read it in 16-byte vectors)",
           fn, epilogue, badBias ? "bias" : "aux", badBias ? bias : aux);
   }
+  checkTyped(fn, ab_dtype, c_dtype, epilogue, a, lda, stride_a, b, ldb,
+             stride_b, c, ldc, stride_c, batch);
   // TF32 only when asked: by the caller, or for the whole run
   // (PFRT_CUDA_TF32=1, pf-run --tf32); exact float32 otherwise.
   static const bool runTF32 = [] {
@@ -448,10 +547,10 @@ int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
   // so that it answers only with algorithms these pointers can run (arena
   // buffers are 64-byte aligned, a group's slice of a convolution's
   // weight or a strided view of a projection less).
-  auto alignment = [batch](const void *ptr, int64_t stride) {
+  auto alignment = [batch](const void *ptr, int64_t stride, int32_t type) {
     uint64_t v = uint64_t(reinterpret_cast<uintptr_t>(ptr)) | 256u;
     if (batch > 1 && stride != 0)
-      v |= uint64_t(stride) * sizeof(float);
+      v |= uint64_t(stride) * (type == PFRT_DTYPE_F32 ? 4u : 2u);
     return int64_t(v & (~v + 1)); // the lowest set bit
   };
   std::vector<int64_t> key = {ta,
@@ -468,9 +567,11 @@ int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
                               stride_c,
                               epilogue,
                               tf32,
-                              alignment(a, stride_a),
-                              alignment(b, stride_b),
-                              alignment(c, stride_c)};
+                              alignment(a, stride_a, ab_dtype),
+                              alignment(b, stride_b, ab_dtype),
+                              alignment(c, stride_c, c_dtype),
+                              ab_dtype,
+                              c_dtype};
   Plan &p = planFor(key, ta, tb, m, n, k, lda, ldb, ldc, batch, stride_a,
                     stride_b, stride_c, beta, epilogue, tf32);
   if (p.unsupported)

@@ -8,6 +8,7 @@
 
 #include "FakeDevice.h"
 
+#include "../../common/HalfMath.h"
 #include "../../common/Internal.h"
 
 #include <algorithm>
@@ -95,8 +96,8 @@ void *address(CUdeviceptr p) { return reinterpret_cast<void *>(p); }
 struct Desc {
   cublasOperation_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  const float *bias = nullptr;
-  bool tf32 = false; // inputs rounded to TF32 (10 mantissa bits)
+  const void *bias = nullptr; // of D's type (cuBLASLt's default)
+  bool tf32 = false;          // inputs rounded to TF32 (10 mantissa bits)
 };
 
 /// x rounded to TF32's 10 mantissa bits (to nearest), as tensor cores read
@@ -110,11 +111,47 @@ float toTF32(float x) {
   return x;
 }
 struct Layout {
+  cudaDataType type = CUDA_R_32F; // CUDA_R_32F, CUDA_R_16BF or CUDA_R_16F
   uint64_t rows = 0, cols = 0;
   int64_t ld = 0;
   int32_t batch = 1;
   int64_t stride = 0;
 };
+
+size_t elementBytes(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
+
+/// Element i of a matrix of type t (exact in float32).
+float loadAs(cudaDataType t, const void *p, int64_t i) {
+  if (t == CUDA_R_16BF)
+    return half::bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
+  if (t == CUDA_R_16F)
+    return half::f16ToFloat(static_cast<const uint16_t *>(p)[i]);
+  return static_cast<const float *>(p)[i];
+}
+
+/// v rounded to t (to nearest even) and stored as element i.
+void storeAs(cudaDataType t, void *p, int64_t i, float v) {
+  if (t == CUDA_R_16BF)
+    static_cast<uint16_t *>(p)[i] = half::floatToBf16(v);
+  else if (t == CUDA_R_16F)
+    static_cast<uint16_t *>(p)[i] = half::floatToF16(v);
+  else
+    static_cast<float *>(p)[i] = v;
+}
+
+/// cuBLASLt's table of cublasLtMatmul's type combinations for
+/// CUBLAS_COMPUTE_32F (scale type CUDA_R_32F), the part emulated: A and
+/// B of one type, C and D of one type; A/B 32F with C/D 32F, A/B 16BF
+/// with C/D 16BF or 32F, A/B 16F with C/D 16F or 32F. TF32 math
+/// (CUBLAS_COMPUTE_32F_FAST_TF32) takes 32F only.
+bool supportedTypes(bool tf32, cudaDataType a, cudaDataType b, cudaDataType c,
+                    cudaDataType d) {
+  if (a != b || c != d)
+    return false;
+  if (a == CUDA_R_32F || tf32)
+    return a == CUDA_R_32F && c == CUDA_R_32F;
+  return c == CUDA_R_32F || c == a;
+}
 
 } // namespace
 
@@ -527,9 +564,11 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout,
                                           cudaDataType type, uint64_t rows,
                                           uint64_t cols, int64_t ld) {
-  if (type != CUDA_R_32F || ld < int64_t(rows))
+  if ((type != CUDA_R_32F && type != CUDA_R_16BF && type != CUDA_R_16F) ||
+      ld < int64_t(rows))
     return CUBLAS_STATUS_INVALID_VALUE;
   auto *l = new Layout();
+  l->type = type;
   l->rows = rows;
   l->cols = cols;
   l->ld = ld;
@@ -590,12 +629,26 @@ cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
 }
 
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
-    cublasLtHandle_t, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t,
-    cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
-    cublasLtMatmulPreference_t pref, int requested,
-    cublasLtMatmulHeuristicResult_t results[], int *found) {
+    cublasLtHandle_t, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t adesc,
+    cublasLtMatrixLayout_t bdesc, cublasLtMatrixLayout_t cdesc,
+    cublasLtMatrixLayout_t ddesc, cublasLtMatmulPreference_t pref,
+    int requested, cublasLtMatmulHeuristicResult_t results[], int *found) {
   if (requested < 1)
     return CUBLAS_STATUS_INVALID_VALUE;
+  auto type = [](cublasLtMatrixLayout_t l) {
+    return reinterpret_cast<const Layout *>(l)->type;
+  };
+  const Desc &de = *reinterpret_cast<const Desc *>(desc);
+  if (!supportedTypes(de.tf32, type(adesc), type(bdesc), type(cdesc),
+                      type(ddesc)) ||
+      (type(ddesc) != CUDA_R_32F && de.epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
+       de.epilogue != CUBLASLT_EPILOGUE_RELU &&
+       de.epilogue != CUBLASLT_EPILOGUE_BIAS &&
+       de.epilogue != CUBLASLT_EPILOGUE_RELU_BIAS) ||
+      (type(adesc) != CUDA_R_32F && de.epilogue == CUBLASLT_EPILOGUE_BGRADB)) {
+    *found = 0;
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
   // PFRT_CUDA_FAKE_NO_BGRADB=1: a cuBLASLt without BGRADB algorithms (the
   // test of libpfrt's fallback).
   const char *noBgrad = std::getenv("PFRT_CUDA_FAKE_NO_BGRADB");
@@ -637,7 +690,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
       uint64_t need = algo->data[1 + j];
       uint64_t at = reinterpret_cast<uintptr_t>(ptrs[j]);
       if (need == 0 || at % need != 0 ||
-          (l.batch > 1 && (uint64_t(l.stride) * sizeof(float)) % need != 0))
+          (l.batch > 1 &&
+           (uint64_t(l.stride) * elementBytes(l.type)) % need != 0))
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
   }
@@ -651,6 +705,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
          lb = *reinterpret_cast<Layout *>(bdesc),
          lc = *reinterpret_cast<Layout *>(cdesc),
          ld = *reinterpret_cast<Layout *>(ddesc);
+  if (!supportedTypes(d.tf32, la.type, lb.type, lc.type, ld.type))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   float al, be;
   std::memcpy(&al, alpha, sizeof(al));
   std::memcpy(&be, beta, sizeof(be));
@@ -670,25 +726,29 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
     return CUBLAS_STATUS_NOT_SUPPORTED; // DRELU_BGRAD and the others
   if ((bias || bgradb) && !d.bias)
     return CUBLAS_STATUS_INVALID_VALUE;
-  if (bgradb && ld.batch != 1)
+  if (bgradb && (ld.batch != 1 || la.type != CUDA_R_32F))
     return CUBLAS_STATUS_NOT_SUPPORTED;
-  const float *a = static_cast<const float *>(A),
-              *b = static_cast<const float *>(B),
-              *c = static_cast<const float *>(C);
-  float *out = static_cast<float *>(D);
+  // Each matrix read and written in its layout's type; a bf16/f16 D is
+  // the float32 result rounded to nearest even, the bias of D's type.
+  const cudaDataType ta_ = la.type, tb_ = lb.type, tc_ = lc.type, td_ = ld.type;
+  const char *a = static_cast<const char *>(A),
+             *b = static_cast<const char *>(B),
+             *c = static_cast<const char *>(C);
+  char *out = static_cast<char *>(D);
   enqueue([=] {
     gClockMs += costMs;
     std::vector<float> result(size_t(m * n));
     for (int32_t p = 0; p < ld.batch; ++p) {
-      const float *ap = a + p * la.stride, *bp = b + p * lb.stride,
-                  *cp = c + p * lc.stride;
-      float *dp = out + p * ld.stride;
+      const char *ap = a + p * la.stride * elementBytes(ta_),
+                 *bp = b + p * lb.stride * elementBytes(tb_),
+                 *cp = c + p * lc.stride * elementBytes(tc_);
+      char *dp = out + p * ld.stride * elementBytes(td_);
       for (uint64_t j = 0; j < n; ++j)
         for (uint64_t i = 0; i < m; ++i) {
           double sum = 0;
           for (uint64_t q = 0; q < k; ++q) {
-            float x = ta ? ap[q + i * la.ld] : ap[i + q * la.ld];
-            float y = tb ? bp[j + q * lb.ld] : bp[q + j * lb.ld];
+            float x = loadAs(ta_, ap, ta ? q + i * la.ld : i + q * la.ld);
+            float y = loadAs(tb_, bp, tb ? j + q * lb.ld : q + j * lb.ld);
             if (d.tf32) {
               x = toTF32(x);
               y = toTF32(y);
@@ -697,9 +757,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
           }
           float v = float(double(al) * sum);
           if (be != 0.0f)
-            v += be * cp[i + j * lc.ld];
+            v += be * loadAs(tc_, cp, i + j * lc.ld);
           if (bias)
-            v += d.bias[i];
+            v += loadAs(td_, d.bias, i);
           if (relu && !(v > 0.0f))
             v = 0.0f;
           result[size_t(i + j * m)] = v;
@@ -707,13 +767,14 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
       // Written after the whole product: D may alias C.
       for (uint64_t j = 0; j < n; ++j)
         for (uint64_t i = 0; i < m; ++i)
-          dp[i + j * ld.ld] = result[size_t(i + j * m)];
+          storeAs(td_, dp, i + j * ld.ld, result[size_t(i + j * m)]);
       if (bgradb)
         for (uint64_t j = 0; j < n; ++j) {
           double sum = 0;
           for (uint64_t q = 0; q < k; ++q)
-            sum += tb ? bp[j + q * lb.ld] : bp[q + j * lb.ld];
-          const_cast<float *>(d.bias)[j] = float(sum);
+            sum += loadAs(tb_, bp, tb ? j + q * lb.ld : q + j * lb.ld);
+          const_cast<float *>(static_cast<const float *>(d.bias))[j] =
+              float(sum);
         }
     }
   });

@@ -134,4 +134,34 @@ void pfrt_cuda_k_matmul_bias_relu(const float *a, const float *b,
          n, k, ta, tb, 0.0f, /*relu=*/true);
 }
 
+void pfrt_cuda_k_matmul_typed(const void *a, const void *b, void *c,
+                              int64_t batch, int64_t batch_b, int64_t m,
+                              int64_t n, int64_t k, int32_t ta, int32_t tb,
+                              int32_t ab_dtype, int32_t c_dtype,
+                              int32_t accumulate) {
+  const char *fn = "pfrt_cuda_k_matmul_typed";
+  const MatmulSizes s =
+      checkMatmulArgs(fn, a, b, c, batch, batch_b, m, n, k, false, nullptr);
+  if (batch == 0 || s.cSize == 0)
+    return;
+  const int64_t cBytes = c_dtype == PFRT_DTYPE_F32 ? 4 : 2;
+  if (k == 0) { // C zeros, or unchanged (accumulate)
+    if (!accumulate)
+      pfrt_cuda_memset(c, 0, s.cTotal * cBytes);
+    return;
+  }
+  const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  const float beta = accumulate ? 1.0f : 0.0f;
+  // A shared B and untransposed A: the batch folds into M (one GEMM).
+  if (batch_b == 1 && !ta && batch > 1)
+    pfrt_cuda_gemm_typed(ab_dtype, c_dtype, 0, tb, mulChecked(fn, batch, m), n,
+                         k, 1.0f, a, lda, b, ldb, beta, c, n, 1, 0, 0, 0,
+                         PFRT_EPILOGUE_NONE, nullptr, nullptr, 0);
+  else
+    pfrt_cuda_gemm_typed(ab_dtype, c_dtype, ta, tb, m, n, k, 1.0f, a, lda, b,
+                         ldb, beta, c, n, batch, s.aSize,
+                         batch_b == 1 ? 0 : s.bSize, s.cSize,
+                         PFRT_EPILOGUE_NONE, nullptr, nullptr, 0);
+}
+
 } // extern "C"
