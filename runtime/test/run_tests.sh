@@ -456,6 +456,29 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ]; then
     "$BIN/pfrt-test-cuda-logical" twins
   run_ok cuda_attention_twins_emulated 120 env PFRT_CUDA_FAKE=1 \
     "$BIN/pfrt-test-k-attention" twins
+  # cuDNN's fused attention on the emulated backend API (FakeCudnn.h):
+  # bf16/f16, causal, masks, forward and backward against float64, the
+  # plan cache, a captured step; its Finalize errors; the library absent
+  # (exit 2 naming it); a first call of a shape inside a capture (fatal).
+  if [ -x "$BIN/pfrt-test-cuda-cudnn" ]; then
+    run_ok cuda_cudnn_emulated 120 env PFRT_CUDA_FAKE=1 \
+      "$BIN/pfrt-test-cuda-cudnn"
+    run_ok cuda_cudnn_emulated_no_graph 120 env PFRT_CUDA_FAKE=1 \
+      PFRT_NO_CUDA_GRAPH=1 "$BIN/pfrt-test-cuda-cudnn"
+    run_ok cuda_cudnn_finalize_errors_emulated 30 env PFRT_CUDA_FAKE=1 \
+      "$BIN/pfrt-test-cuda-cudnn" finalize
+    cudnn_rc=0
+    env PFRT_CUDA_FAKE=1 PFRT_CUDA_FAKE_NO_CUDNN=1 \
+      timeout 30 "$BIN/pfrt-test-cuda-cudnn" absent \
+      >"$LOGS/cuda_cudnn_absent.out" 2>"$LOGS/cuda_cudnn_absent.err" ||
+      cudnn_rc=$?
+    report cuda_cudnn_absent_exits_2 $([ $cudnn_rc -eq 2 ] && grep -qF \
+      "pfrt: rank 0: no cuDNN (libcudnn.so.9 not found in: emulated" \
+      "$LOGS/cuda_cudnn_absent.err" && echo 1 || echo 0)
+    run_fail cuda_cudnn_first_call_captured 30 \
+      "no cuDNN plan for forward B=1 H=2 T=8 S=8 D=8 Dv=8 f16 was built before the graph capture" \
+      env PFRT_CUDA_FAKE=1 "$BIN/pfrt-test-cuda-cudnn" capture_new_shape
+  fi
   run_ok cuda_twins_emulated_no_bgradb 60 env PFRT_CUDA_FAKE=1 \
     PFRT_CUDA_FAKE_NO_BGRADB=1 "$BIN/pfrt-test-cuda-twins" \
     "$WORK/cuda_twins_fake3" bgrad

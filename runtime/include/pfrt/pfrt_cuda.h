@@ -490,6 +490,29 @@ int pfrt_cuda_k_attention_grad(const float *q, const float *k, const float *v,
                                double scale, int32_t causal, double dropoutP,
                                uint64_t seed, uint64_t stream,
                                int64_t microbatch, const int64_t *logical);
+/* cuDNN 9's fused flash attention (its graph API; libcudnn.so.9 and
+ * libcudnn_graph.so.9 loaded at the first call from the directories above,
+ * absent: one line naming them, exit 2). q, k, v, out (and dout, dq, dk, dv)
+ * are [B, H, T|S, D|Dv] packed in `dtype` (PFRT_DTYPE_BF16 or _F16), lse
+ * [B, H, T] float32 (the softmax's log-sum-exp, which the gradient reads);
+ * dims = {B, H, T, S, D, Dv}, D and Dv multiples of 8 up to 128; every
+ * buffer 16-byte aligned. mask: NULL or an additive float32 bias whose
+ * maskStrides broadcast B and H only (0) and are packed over [T, S].
+ * causal: key s > query t is out (no offset: the queries are whole). No
+ * dropout. One plan a (shape, dtype, causal, mask, direction), built at
+ * its first call, which must not be captured (the compiled step's first,
+ * uncaptured run builds it); the work is enqueued on the compute stream. */
+int pfrt_cuda_cudnn_attention(const void *q, const void *k, const void *v,
+                              const float *mask, const int64_t *maskStrides,
+                              void *out, float *lse, const int64_t *dims,
+                              int32_t dtype, double scale, int32_t causal);
+int pfrt_cuda_cudnn_attention_grad(
+    const void *q, const void *k, const void *v, const float *mask,
+    const int64_t *maskStrides, const void *out, const float *lse,
+    const void *dout, void *dq, void *dk, void *dv, const int64_t *dims,
+    int32_t dtype, double scale, int32_t causal);
+/* The cuDNN plans built so far (a test of the plan cache). */
+int64_t pfrt_cuda_cudnn_plans_built(void);
 /* Unlike pfrt_k_sgd, buf must not be NULL when momentum != 0, even at step
  * 1 (whether a step is the first is only known on the device). */
 void pfrt_cuda_k_sgd(const float *p, const float *g, const float *lr,

@@ -391,6 +391,19 @@ int pfrt_cuda_k_attention_grad(const float *, const float *, const float *,
                                int64_t, const int64_t *) {
   noCuda("pfrt_cuda_k_attention_grad");
 }
+int pfrt_cuda_cudnn_attention(const void *, const void *, const void *,
+                              const float *, const int64_t *, void *, float *,
+                              const int64_t *, int32_t, double, int32_t) {
+  noCuda("pfrt_cuda_cudnn_attention");
+}
+int pfrt_cuda_cudnn_attention_grad(const void *, const void *, const void *,
+                                   const float *, const int64_t *,
+                                   const void *, const float *, const void *,
+                                   void *, void *, void *, const int64_t *,
+                                   int32_t, double, int32_t) {
+  noCuda("pfrt_cuda_cudnn_attention_grad");
+}
+int64_t pfrt_cuda_cudnn_plans_built(void) { return 0; }
 void pfrt_cuda_k_sgd(const float *, const float *, const float *, const float *,
                      const float *, float *, float *, int64_t, double, double,
                      double, int32_t) {
