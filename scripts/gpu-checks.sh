@@ -250,6 +250,10 @@ prepare() {
     "$BUILD"/runtime/test/pfrt-test-cuda-generated "$BUILD"/runtime/test/pfrt-test-generated \
     "$BUILD"/runtime/test/pfrt-test-cuda-nccl "$BUILD"/runtime/test/pfrt-test-cuda-staged \
     "$BUILD"/runtime/test/cuda_kernels.ptx "$OUT/tests/" || exit 1
+  # cuDNN's fused attention against float64 (where libpfrt has cudnn_graph.h).
+  if [ -x "$BUILD"/runtime/test/pfrt-test-cuda-cudnn ]; then
+    cp "$BUILD"/runtime/test/pfrt-test-cuda-cudnn "$OUT/tests/" || exit 1
+  fi
   # The benchmark's programs, and the data-parallel MLP of the overlap
   # benchmark (overlap on and off; two ranks sharing the GPU).
   PF_BUILD_DIR=$BUILD "$PY" "$HERE/bench/gpu_bench.py" --compile-only --workdir "$OUT/bench" >/dev/null || exit 1
@@ -369,6 +373,25 @@ run() {
     "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins5"
   check_fail cuda_twins_bad_label "pfrt_cuda_k_softmax_xent: label 7 at row 2 is outside [0, 5)" \
     "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins4" bad_label
+  # cuDNN 9's fused flash attention (Cudnn.cpp): bf16/f16, causal, masks,
+  # forward and backward against a float64 reference at assert_close's
+  # tolerances, the plan cache and a captured step; whether real cuDNN
+  # finalizes the graphs and refuses a bad tensor and a mismatched matmul;
+  # a first call inside a capture. Without libcudnn.so.9 on the machine:
+  # SKIP naming it.
+  if [ ! -x "$OUT/tests/pfrt-test-cuda-cudnn" ]; then
+    skip cuda_cudnn "libpfrt was built without cudnn_graph.h"
+  elif [ "$fake" != 1 ] && ! "$OUT/tests/pfrt-test-cuda-cudnn" finalize \
+    >"$OUT/logs/cuda_cudnn_probe.out" 2>"$OUT/logs/cuda_cudnn_probe.err" &&
+    grep -qF "no cuDNN (" "$OUT/logs/cuda_cudnn_probe.err"; then
+    skip cuda_cudnn "$(grep -F "no cuDNN (" "$OUT/logs/cuda_cudnn_probe.err" | head -n 1)"
+  else
+    check cuda_cudnn "$OUT/tests/pfrt-test-cuda-cudnn"
+    check cuda_cudnn_no_graph env PFRT_NO_CUDA_GRAPH=1 "$OUT/tests/pfrt-test-cuda-cudnn"
+    check cuda_cudnn_finalize_errors "$OUT/tests/pfrt-test-cuda-cudnn" finalize
+    check_fail cuda_cudnn_first_call_captured "was built before the graph capture" \
+      "$OUT/tests/pfrt-test-cuda-cudnn" capture_new_shape
+  fi
   if [ "$fake" = 1 ]; then
     # (its image is a placeholder only the emulation accepts)
     check generated_device "$OUT/tests/pfrt-test-generated" device "$RANDOM"
