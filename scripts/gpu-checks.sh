@@ -103,7 +103,7 @@ staged-interleaved|staged|--ranks 2|2|accumulation-steps=4 schedule=interleaved-
 # a GPU per rank (the transport chosen by device, as in production: NCCL),
 # each against its CPU ranks' losses (1e-4) and their communication
 # (Inputs/check_comm_report.py on both runs' pf-run --comm-report: no host
-# round-trip in any step after the first, no MPI collective, every kind's
+# round-trip in any step, the first included, no MPI call, every kind's
 # calls and bytes over NCCL equal to the CPU ranks' over MPI), every rank's
 # step 1 captured as a CUDA graph; then the overlap benchmark's
 # data-parallel MLP on two GPUs (its trace's all-reduces on NCCL). The same

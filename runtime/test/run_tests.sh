@@ -689,6 +689,30 @@ if [ -f "$BIN/../pfrt_cuda_kernels.fatbin" ] && [ -x "$BIN/pfrt-test-cuda-nccl" 
     "point-to-point cannot go over NCCL: the ranks post their messages in different orders (message 0 from rank 0 to rank 1: rank 0 sends 3 floats (tag 1), rank 1 receives 5 floats (tag 2))"
   nccl_fail cuda_nccl_emulated_p2p_new_peer 3 p2p_new_peer \
     "is not a peer of this rank's point-to-point over NCCL (the first step exchanged nothing with it"
+  # Point to point planned at start-up (pfrt_cuda_p2p_plan, as a compiled
+  # rank does): over NCCL from the first step on (the counters: no host
+  # round-trip, no MPI message), on 2 to 4 ranks with a GPU each (chosen
+  # by device, not forced); host-staged in every step, and correct, where
+  # two ranks share one (3 ranks on 2 emulated GPUs); plans that disagree,
+  # a step that posts another message or fewer, a bad table: fatal.
+  for n in 2 3 4; do
+    run_ok cuda_nccl_emulated_p2p_plan_n$n 120 env PFRT_CUDA_FAKE=1 \
+      PFRT_CUDA_FAKE_DEVICES=$n "${MPIEXEC[@]}" -n $n \
+      "$BIN/pfrt-test-cuda-nccl" p2p_plan
+  done
+  run_ok cuda_nccl_emulated_p2p_plan_shared 120 bash -c "PFRT_CUDA_FAKE=1 \
+    PFRT_CUDA_FAKE_DEVICES=2 PFRT_CUDA_VERBOSE=1 $MPX -n 3 \
+    '$BIN/pfrt-test-cuda-nccl' p2p_plan_staged > /tmp/pfrt-plan.\$\$ 2>&1; \
+    rc=\$?; grep -q 'point-to-point stays host-staged: ranks 0 and 2 share a GPU' \
+    /tmp/pfrt-plan.\$\$; ok=\$?; rm -f /tmp/pfrt-plan.\$\$; [ \$rc = 0 ] && [ \$ok = 0 ]"
+  nccl_fail cuda_nccl_emulated_p2p_plan_disagree 2 p2p_plan_disagree \
+    "point-to-point cannot go over NCCL: the ranks post their messages in different orders (message 0 from rank 0 to rank 1: rank 0 sends 3 floats (tag 1), rank 1 receives 4 floats (tag 1))"
+  nccl_fail cuda_nccl_emulated_p2p_plan_deviate 2 p2p_plan_deviate \
+    "message 0 of this step to rank 1 is 3 floats (tag 1), but the compiled plan (pfrt_cuda_p2p_plan) lists 5 floats (tag 2)"
+  nccl_fail cuda_nccl_emulated_p2p_plan_short 2 p2p_plan_short \
+    "planned receives from it (pfrt_cuda_p2p_plan): the steps must post the planned messages"
+  nccl_fail cuda_nccl_emulated_p2p_plan_bad 2 p2p_plan_bad \
+    "pfrt_cuda_p2p_plan: a table of 3 entries"
   run_fail cuda_nccl_emulated_call_error 60 \
     "pfrt_all_reduce_sum: ncclAllReduce failed: unhandled system error" \
     env PFRT_CUDA_FAKE=1 PFRT_CUDA_COMM=nccl PFRT_CUDA_FAKE_NCCL_ERROR=1 \

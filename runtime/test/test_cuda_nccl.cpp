@@ -29,6 +29,15 @@
 // (fatal under PFRT_CUDA_COMM=nccl: NCCL matches them in order);
 // "p2p_new_peer" (3 ranks) has rank 0 message rank 2 from the second step
 // on, a peer the first step did not have (fatal once over NCCL).
+// MODE "p2p_plan" hands pfrt_cuda_p2p_plan the ring's messages first (the
+// start-up a compiled GPU rank makes) and runs only the point to point:
+// every step over NCCL, the first included (no host round-trip, no MPI
+// message in the counters); "p2p_plan_staged" the same where the plan
+// cannot go over NCCL (ranks that share a GPU): correct, host-staged in
+// every step. "p2p_plan_disagree" (rank 1's plan lists another count),
+// "p2p_plan_deviate" (the step posts another message than planned),
+// "p2p_plan_short" (the step posts fewer) and "p2p_plan_bad" (a table of 3
+// entries) must fail.
 // MODE "split" first hands the groups of two or more ranks to
 // pfrt_cuda_comm_groups (the start-up a compiled GPU rank makes: their
 // communicators split from the world's), then runs the same comparisons;
@@ -397,6 +406,86 @@ void p2pNewPeerStep(int64_t k) {
   pfrt_cuda_wait_sends();
 }
 
+/// The ring step's messages in the order p2pStep posts them, as the
+/// compiler plans a step's (pfrt_cuda_p2p_plan: peer, is_send, tag, count).
+std::vector<int64_t> ringPlan() {
+  std::vector<int64_t> t = {next(), 1, 1, kA, prev(), 0, 1, kA,
+                            next(), 1, 2, kC, prev(), 1, 3, 0,
+                            prev(), 0, 2, kC, next(), 0, 3, 0};
+  if (gRank == 0)
+    t.insert(t.end(), {1, 1, 4, kG});
+  else if (gRank == 1)
+    t.insert(t.end(), {0, 0, 4, kG});
+  t.insert(t.end(), {prev(), 1, 5, kH, next(), 0, 5, kH});
+  return t;
+}
+
+/// The plan modes (see the file comment).
+void planModes(const std::string &mode) {
+  if (mode == "p2p_plan" || mode == "p2p_plan_staged") {
+    std::vector<int64_t> plan = ringPlan();
+    pfrt_cuda_p2p_plan(plan.data(), int64_t(plan.size()));
+    // Again with the same plan: nothing (a checkpoint load).
+    pfrt_cuda_p2p_plan(plan.data(), int64_t(plan.size()));
+    pfrt_comm_counters_reset();
+    pointToPoint();
+    pfrt_comm_counters c;
+    pfrt_comm_counters_get(&c);
+    long long trips = c.host_round_trips,
+              mpi = c.mpi_calls[PFRT_COMM_SEND] + c.mpi_calls[PFRT_COMM_RECV],
+              nccl =
+                  c.nccl_calls[PFRT_COMM_SEND] + c.nccl_calls[PFRT_COMM_RECV];
+    std::printf("rank %d: p2p plan: %lld host round-trips, %lld MPI and %lld "
+                "NCCL messages\n",
+                gRank, trips, mpi, nccl);
+    bool device = trips == 0 && mpi == 0 && nccl > 0;
+    bool staged = trips > 0 && mpi > 0 && nccl == 0;
+    CHECK(mode == "p2p_plan" ? device : staged,
+          "%s: rank %d: %lld host round-trips, %lld MPI and %lld NCCL "
+          "messages over the 4 steps (expected %s)",
+          mode.c_str(), gRank, trips, mpi, nccl,
+          mode == "p2p_plan" ? "NCCL only, the first step included"
+                             : "host-staged only");
+    return;
+  }
+  // Rank 0 sends 3 floats (tag 1) then 5 (tag 2) to rank 1 (p2pOrderStep's
+  // rank 0), which receives them in that order.
+  std::vector<int64_t> plan;
+  if (gRank == 0)
+    plan = {1, 1, 1, 3, 1, 1, 2, 5};
+  else if (gRank == 1)
+    plan = {0, 0, 1, 3, 0, 0, 2, 5};
+  if (mode == "p2p_plan_disagree" && gRank == 1)
+    plan[3] = 4;
+  if (mode == "p2p_plan_deviate") // planned the other way round
+    plan = gRank == 0   ? std::vector<int64_t>{1, 1, 2, 5, 1, 1, 1, 3}
+           : gRank == 1 ? std::vector<int64_t>{0, 0, 2, 5, 0, 0, 1, 3}
+                        : plan;
+  if (mode == "p2p_plan_short") // a third message the step never posts
+    plan.insert(plan.end(),
+                gRank == 0   ? std::initializer_list<int64_t>{1, 1, 3, 7}
+                : gRank == 1 ? std::initializer_list<int64_t>{0, 0, 3, 7}
+                             : std::initializer_list<int64_t>{});
+  pfrt_cuda_p2p_plan(
+      plan.data(), mode == "p2p_plan_bad" ? int64_t(3) : int64_t(plan.size()));
+  gP.a = dalloc(8);
+  gP.c = dalloc(8);
+  gP.b = dalloc(8);
+  for (int64_t k = 0; k < 2; ++k)
+    pfrt_cuda_run_step(
+        [](int64_t) {
+          if (gRank == 0) {
+            pfrt_cuda_isend(gP.a, 3, 1, 1);
+            pfrt_cuda_isend(gP.c, 5, 1, 2);
+          } else if (gRank == 1) {
+            pfrt_cuda_recv(gP.a, 3, 0, 1);
+            pfrt_cuda_recv(gP.c, 5, 0, 2);
+          }
+          pfrt_cuda_wait_sends();
+        },
+        k);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -413,6 +502,12 @@ int main(int argc, char **argv) {
   for (int r = 0; r < gSize; ++r) {
     world.push_back(r);
     reversed.insert(reversed.begin(), r);
+  }
+  if (mode.rfind("p2p_plan", 0) == 0) {
+    planModes(mode);
+    pfrt_cuda_finalize();
+    pfrt_finalize();
+    return 0;
   }
   if (mode == "p2p_order" || mode == "p2p_new_peer") {
     gP.a = dalloc(8);

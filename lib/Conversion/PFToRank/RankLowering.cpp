@@ -44,10 +44,12 @@ class RankLowering {
 public:
   RankLowering(ModuleOp module, func::FuncOp step,
                const llvm::DenseMap<Operation *, Operation *> &sendDone,
-               const RankLoweringOptions &options, ArrayRef<int64_t> commGroups)
+               const RankLoweringOptions &options, ArrayRef<int64_t> commGroups,
+               std::optional<SmallVector<int64_t>> p2pPlan)
       : module(module), step(step), commGroups(commGroups),
-        b(module.getContext()), state(module, step.getBody().front(),
-                                      options.target, options.generatedKernels),
+        p2pPlan(std::move(p2pPlan)), b(module.getContext()),
+        state(module, step.getBody().front(), options.target,
+              options.generatedKernels),
         outline(options.outlineActions), passName(options.passName) {
     state.sendDone = sendDone;
     state.reportOutputs = options.reportOutputs;
@@ -77,6 +79,9 @@ private:
   func::FuncOp step;
   /// The job's collective groups, flat (pfrt_cuda_comm_groups' table).
   ArrayRef<int64_t> commGroups;
+  /// This rank's point-to-point messages in step order (pfrt_cuda_p2p_plan's
+  /// table), where the job's GPU ranks plan theirs at start-up.
+  std::optional<SmallVector<int64_t>> p2pPlan;
   OpBuilder b;
   RankLoweringState state;
   /// Whether the step becomes a loop over its actions (StepOutlining.h).
@@ -128,6 +133,11 @@ LogicalResult RankLowering::lowerParams() {
   if (state.makesCommunicators() && !commGroups.empty())
     rt.pfrt_cuda_comm_groups(b, loc, rt.i64Array(b, loc, commGroups),
                              static_cast<int64_t>(commGroups.size()));
+  // And its point-to-point plan (every rank, so that the pairs' NCCL
+  // communicators exist before the first step).
+  if (state.makesCommunicators() && p2pPlan)
+    rt.pfrt_cuda_p2p_plan(b, loc, rt.i64Array(b, loc, *p2pPlan),
+                          static_cast<int64_t>(p2pPlan->size()));
   unsigned index = 0;
   for (auto param : module.getOps<ParamOp>()) {
     GlobalType type = param.getGlobalType();
@@ -557,6 +567,36 @@ SmallVector<int64_t> jobCommGroups(ArrayRef<ModuleOp> ranks) {
   return flat;
 }
 
+/// Each rank's point-to-point messages in the order its step posts them
+/// (pfrt_cuda_p2p_plan's table: peer, 1 for a send or 0 for a receive,
+/// tag, count in 4-byte words), by the rank's position in `steps`; none
+/// where the job has no point-to-point, or one of its sends or receives is
+/// not in its step's block (its order would not be the block's).
+std::optional<SmallVector<SmallVector<int64_t>>>
+jobPointToPointPlans(ArrayRef<std::pair<ModuleOp, func::FuncOp>> steps) {
+  SmallVector<SmallVector<int64_t>> plans(steps.size());
+  bool any = false, inBlock = true;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    func::FuncOp step = steps[i].second;
+    Block *top = &step.getBody().front();
+    SmallVector<int64_t> &plan = plans[i];
+    step.walk([&](Operation *op) {
+      auto add = [&](int64_t peer, int64_t isSend, int64_t tag, Value v) {
+        any = true;
+        inBlock &= op->getBlock() == top;
+        plan.append({peer, isSend, tag, localWords(v)});
+      };
+      if (auto send = dyn_cast<SendOp>(op))
+        add(send.getPeer(), 1, send.getTag(), send.getValue());
+      else if (auto recv = dyn_cast<RecvOp>(op))
+        add(recv.getPeer(), 0, recv.getTag(), recv.getResult());
+    });
+  }
+  if (!any || !inBlock)
+    return std::nullopt;
+  return plans;
+}
+
 } // namespace
 
 LogicalResult mlir::pf::lowerRankModules(ModuleOp top,
@@ -596,10 +636,16 @@ LogicalResult mlir::pf::lowerRankModules(ModuleOp top,
   llvm::DenseMap<Operation *, Operation *> sendDone =
       analyzeSendCompletion(blocks);
   SmallVector<int64_t> commGroups;
-  if (options.target == rt::Target::Device)
+  std::optional<SmallVector<SmallVector<int64_t>>> p2pPlans;
+  if (options.target == rt::Target::Device) {
     commGroups = jobCommGroups(ranks);
+    p2pPlans = jobPointToPointPlans(steps);
+  }
   return forEachRankInOrder(top.getContext(), steps.size(), [&](size_t i) {
     auto [m, step] = steps[i];
-    return RankLowering(m, step, sendDone, options, commGroups).run();
+    std::optional<SmallVector<int64_t>> plan;
+    if (p2pPlans)
+      plan = (*p2pPlans)[i];
+    return RankLowering(m, step, sendDone, options, commGroups, plan).run();
   });
 }

@@ -187,6 +187,19 @@ int pfrt_cuda_launch_generated(int64_t index, int64_t n, int64_t num_pointers,
  * Called again with the same table (pf_init_params on a checkpoint load) it
  * does nothing; a malformed table or another table is fatal. */
 int pfrt_cuda_comm_groups(const int64_t *table, int64_t len);
+/* This rank's point-to-point plan, made once at start-up: `table` holds,
+ * for each message its step posts, in order, 4 entries: the peer's world
+ * rank, 1 for a send or 0 for a receive, the tag, the count (4-byte words)
+ * (the compiler emits it from the rank's step into pf_init_params). A call
+ * of every rank of the job, each with its own table. Where NCCL serves
+ * every rank, no two ranks of a pair share a GPU and every pair's plans
+ * agree (a's sends to b are b's receives from a, in order), each pair's
+ * NCCL communicators are made here and every step's point-to-point goes
+ * over NCCL, the first included, each message checked against the plan
+ * (fatal where the step posts another); elsewhere it stays host-staged for
+ * the whole run. Called again with the same table it does nothing; a
+ * malformed table or another table is fatal. */
+int pfrt_cuda_p2p_plan(const int64_t *table, int64_t len);
 /* Communication of GPU ranks on the host-staged transport: the device data
  * is copied to the host, the host row (pfrt.h) moves it over MPI, the result
  * is copied back, waiting for the copies; a send's host copy lives until

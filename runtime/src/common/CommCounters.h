@@ -57,8 +57,8 @@ public:
 
 /// A GPU rank's step (pfrt_cuda_run_step) begins and ends: the report's
 /// steady_round_trips is the most host round-trips one step after the first
-/// made (the first runs uncaptured and stages point-to-point while it checks
-/// the message order, Nccl.cpp).
+/// made (without a point-to-point plan the first stages point-to-point
+/// while it records the message order, NcclP2P.cpp).
 void stepBegin();
 void stepEnd();
 

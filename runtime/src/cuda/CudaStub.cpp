@@ -67,6 +67,9 @@ int pfrt_cuda_active(void) { return 0; }
 int pfrt_cuda_comm_groups(const int64_t *, int64_t) {
   noCuda("pfrt_cuda_comm_groups");
 }
+int pfrt_cuda_p2p_plan(const int64_t *, int64_t) {
+  noCuda("pfrt_cuda_p2p_plan");
+}
 int pfrt_cuda_all_reduce_sum(const float *, float *, int64_t, const int64_t *,
                              int64_t) {
   noCuda("pfrt_cuda_all_reduce_sum");

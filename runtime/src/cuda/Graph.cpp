@@ -85,9 +85,10 @@ int pfrt_cuda_run_step(void (*step)(int64_t), int64_t k) {
   // (scratch, scalar slots, cuBLASLt's plans). The second is captured.
   // A step communicating through the host (StagedComm.cpp) waits for it in
   // the middle: it is never captured.
-  // After it, point-to-point may move from the host to NCCL (Nccl.cpp:
-  // every rank's call), and the steps are captured if nothing else is
-  // staged. Each step ends joining its NCCL sends' streams.
+  // After it, point-to-point may move from the host to NCCL (NcclP2P.cpp:
+  // every rank's call; already there where a plan set it up at start-up),
+  // and the steps are captured if nothing else is staged. Each step ends
+  // joining its NCCL sends' streams.
   if (!pfrt_cuda_graphs_enabled() || (w.steps == 0 && !w.captured) ||
       cuda::hostStagedCommunication()) {
     step(k);

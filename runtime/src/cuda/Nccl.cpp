@@ -23,26 +23,11 @@
 // choice on rank 0.
 //
 // Point to point (send, recv, isend, isend_tracked, p2p_batch): NCCL has no
-// tags, it matches a pair's messages in the order each side posts them,
-// where MPI matched them by tag. So the first step runs host-staged (MPI,
-// tags) while StagedComm.cpp records each rank's messages per peer (tag and
-// count, in order); at its end pfrt_cuda_run_step calls setupPointToPoint,
-// where every rank compares its record with each peer's (over MPI, peers in
-// ascending order: a pairwise exchange that cannot deadlock) and checks
-// that the pair has two devices. Only if every pair of the job agrees
-// (an all-reduce of the verdicts) does point-to-point move to NCCL, for
-// every rank at once; otherwise it stays host-staged, said on stderr when
-// the records disagree (a schedule NCCL cannot run as it stands), and fatal
-// under PFRT_CUDA_COMM=nccl. Each pair gets two 2-rank communicators, one
-// per direction. Receives are enqueued on the compute stream (a batch's
-// in one NCCL group); a send waits on a stream of its peer's own, forked
-// from the compute stream, so it never holds the compute stream (NCCL's
-// send blocks its stream until the peer receives, where MPI's isend
-// returned at once: the schedules assume only receives block). Blocking
-// sends, pfrt_wait_send and pfrt_wait_sends make the compute stream wait
-// for the send streams (events), and so does the end of every step (a
-// capture must join the streams it forked): the steps after the setup are
-// captured as CUDA graphs when nothing else is staged.
+// tags and matches a pair's messages in order, so the ranks compare their
+// messages pairwise before any goes over NCCL: at start-up from the plans
+// compiled ranks hand pfrt_cuda_p2p_plan (every step over NCCL, the first
+// included), else at the end of a host-staged first step that records them
+// (NcclP2P.cpp's file comment).
 //
 // One NCCL communicator per distinct group (the ordered list of world
 // ranks). A compiled GPU rank hands the job's groups to

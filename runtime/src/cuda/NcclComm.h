@@ -9,6 +9,7 @@
 #ifndef PFRT_SRC_CUDA_NCCLCOMM_H
 #define PFRT_SRC_CUDA_NCCLCOMM_H
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -96,6 +97,11 @@ void allReduceSumF64(double *buf, int64_t count, const int64_t *ranks,
 /// records agree and each pair has two devices; false if it stays staged.
 void recordPointToPoint(bool isSend, int64_t peer, int64_t tag, int64_t count);
 bool setupPointToPoint();
+/// pfrt_cuda_p2p_plan's (validated) messages {peer, is send, tag, count}:
+/// the setup at start-up, on them in place of the first step's record (a
+/// call of every rank); then each message a step posts over NCCL is
+/// checked against them. False if point-to-point stays host-staged.
+bool planPointToPoint(const std::vector<std::array<int64_t, 4>> &messages);
 /// Whether messages to and from `peer` go over NCCL (after the setup: then
 /// all of them do, and a peer the first step did not message is an error).
 bool pointToPointOverNccl(int64_t peer);

@@ -84,6 +84,9 @@ void allReduceSumF64(double *, int64_t, const int64_t *, int64_t,
 }
 void recordPointToPoint(bool, int64_t, int64_t, int64_t) {}
 bool setupPointToPoint() { return false; }
+bool planPointToPoint(const std::vector<std::array<int64_t, 4>> &) {
+  return false;
+}
 bool pointToPointOverNccl(int64_t) { return false; }
 void *send(const float *, int64_t, int64_t, int64_t, const char *) {
   fatal("internal: NCCL send without NCCL");

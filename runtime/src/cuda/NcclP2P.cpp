@@ -2,25 +2,36 @@
 //
 // Point to point (send, recv, isend, isend_tracked, p2p_batch): NCCL has no
 // tags, it matches a pair's messages in the order each side posts them,
-// where MPI matched them by tag. So the first step runs host-staged (MPI,
-// tags) while StagedP2P.cpp records each rank's messages per peer (tag and
-// count, in order); at its end pfrt_cuda_run_step calls setupPointToPoint,
-// where every rank compares its record with each peer's (over MPI, peers in
-// ascending order: a pairwise exchange that cannot deadlock) and checks
-// that the pair has two devices. Only if every pair of the job agrees
-// (an all-reduce of the verdicts) does point-to-point move to NCCL, for
-// every rank at once; otherwise it stays host-staged, said on stderr when
-// the records disagree (a schedule NCCL cannot run as it stands), and fatal
-// under PFRT_CUDA_COMM=nccl. Each pair gets two 2-rank communicators, one
-// per direction. Receives are enqueued on the compute stream (a batch's
-// in one NCCL group); a send waits on a stream of its peer's own, forked
-// from the compute stream, so it never holds the compute stream (NCCL's
-// send blocks its stream until the peer receives, where MPI's isend
-// returned at once: the schedules assume only receives block). Blocking
-// sends, pfrt_wait_send and pfrt_wait_sends make the compute stream wait
-// for the send streams (events), and so does the end of every step (a
-// capture must join the streams it forked): the steps after the setup are
-// captured as CUDA graphs when nothing else is staged.
+// where MPI matched them by tag. So every rank's messages per peer (tag and
+// count, in order) are compared with the peer's before any goes over NCCL:
+// setupPointToPoint, where every rank compares its record with each peer's
+// (over MPI, peers in ascending order: a pairwise exchange that cannot
+// deadlock) and checks that the pair has two devices. Only if every pair of
+// the job agrees (an all-reduce of the verdicts) does point-to-point move
+// to NCCL, for every rank at once; otherwise it stays host-staged, said on
+// stderr when the records disagree (a schedule NCCL cannot run as it
+// stands), and fatal under PFRT_CUDA_COMM=nccl.
+//
+// The records come from one of two places. A compiled rank hands its plan
+// to pfrt_cuda_p2p_plan at start-up (planPointToPoint: the compiler lists
+// its step's sends and receives in order), so the setup runs before the
+// first step and every step is device-only, the first included; each
+// message a step then posts is checked against the plan (fatal where it
+// differs, before anything moves), and the step's end checks that it
+// posted them all. Without a plan (a program calling the twins itself), the
+// first step runs host-staged (MPI, tags) while StagedP2P.cpp records its
+// messages, and pfrt_cuda_run_step calls the setup at its end.
+//
+// Each pair gets two 2-rank communicators, one per direction. Receives are
+// enqueued on the compute stream (a batch's in one NCCL group); a send
+// waits on a stream of its peer's own, forked from the compute stream, so
+// it never holds the compute stream (NCCL's send blocks its stream until
+// the peer receives, where MPI's isend returned at once: the schedules
+// assume only receives block). Blocking sends, pfrt_wait_send and
+// pfrt_wait_sends make the compute stream wait for the send streams
+// (events), and so does the end of every step (a capture must join the
+// streams it forked): the steps after the first are captured as CUDA
+// graphs when nothing else is staged.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +49,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -77,9 +89,19 @@ struct Link {
 
 constexpr int64_t kMaxRecorded = int64_t(1) << 20;
 
+/// How far this step got in a peer's planned messages.
+struct Cursor {
+  size_t sends = 0, recvs = 0;
+};
+
 struct PointToPoint {
   bool recording = true, overflow = false, over = false;
   std::map<int64_t, PeerRecord> records;
+  /// The plan (pfrt_cuda_p2p_plan) where one was given: each step's
+  /// messages by peer, how far this step got, and whether it posted any.
+  bool planned = false, posted = false;
+  std::map<int64_t, PeerRecord> plan;
+  std::map<int64_t, Cursor> cursors;
   std::map<int64_t, Link> links;
   void *fork = nullptr;
   std::vector<void *> done; // events; reused after each joinSends
@@ -182,10 +204,50 @@ Link &linkTo(int64_t peer, int64_t count, const void *buf, const char *fn) {
   auto it = gP2P.links.find(peer);
   if (it == gP2P.links.end())
     fatal("%s: rank %lld is not a peer of this rank's point-to-point over "
-          "NCCL (the first step exchanged nothing with it; the steps must "
-          "exchange the same messages)",
-          fn, (long long)peer);
+          "NCCL (%s; the steps must exchange the same messages)",
+          fn, (long long)peer,
+          gP2P.planned ? "the compiled plan lists no message with it"
+                       : "the first step exchanged nothing with it");
   return it->second;
+}
+
+/// Checks a message against the plan (where there is one) before it is
+/// posted: NCCL would match it to whatever the peer posts in its place.
+void expect(int64_t peer, bool isSend, int64_t tag, int64_t count,
+            const char *fn) {
+  PointToPoint &p = gP2P;
+  if (!p.planned)
+    return;
+  p.posted = true;
+  const PeerRecord &r = p.plan[peer];
+  const std::vector<Message> &list = isSend ? r.sends : r.recvs;
+  Cursor &c = p.cursors[peer];
+  size_t &k = isSend ? c.sends : c.recvs;
+  Message m{tag, count};
+  if (k >= list.size() || !(list[k] == m))
+    fatal("%s: message %zu of this step %s rank %lld is %s, but the "
+          "compiled plan (pfrt_cuda_p2p_plan) lists %s: NCCL matches a "
+          "pair's messages in order, so the plan must be the step's",
+          fn, k, isSend ? "to" : "from", (long long)peer,
+          describe({m}, 0).c_str(), describe(list, k).c_str());
+  ++k;
+}
+
+/// The step's end: every planned message was posted.
+void checkStepPosted() {
+  PointToPoint &p = gP2P;
+  if (!p.planned || !p.posted)
+    return;
+  for (auto &[peer, r] : p.plan) {
+    Cursor &c = p.cursors[peer];
+    if (c.sends != r.sends.size() || c.recvs != r.recvs.size())
+      fatal("pfrt_wait_sends: the step posted %zu of its %zu planned sends to "
+            "rank %lld and %zu of its %zu planned receives from it "
+            "(pfrt_cuda_p2p_plan): the steps must post the planned messages",
+            c.sends, r.sends.size(), (long long)peer, c.recvs, r.recvs.size());
+  }
+  p.cursors.clear();
+  p.posted = false;
 }
 
 } // namespace
@@ -216,7 +278,7 @@ bool setupPointToPoint() {
   bool usable = gNccl.available && !p.overflow && !p.records.count(me);
   std::string why;
   if (!gNccl.available)
-    why = "NCCL is not loaded";
+    why = "NCCL is not in use";
   else if (p.overflow)
     why = "more than 2^20 messages a step";
   else if (p.records.count(me))
@@ -294,6 +356,24 @@ bool setupPointToPoint() {
   return true;
 }
 
+bool planPointToPoint(const std::vector<std::array<int64_t, 4>> &messages) {
+  PointToPoint &p = gP2P;
+  if (!p.recording)
+    fatal("pfrt_cuda_p2p_plan: point-to-point was set up already (the plan "
+          "comes before the first step's messages)");
+  p.records.clear();
+  for (const std::array<int64_t, 4> &m : messages) {
+    PeerRecord &r = p.records[m[0]];
+    (m[1] ? r.sends : r.recvs).push_back({m[2], m[3]});
+  }
+  p.plan = p.records;
+  p.overflow = messages.size() > size_t(kMaxRecorded);
+  p.planned = setupPointToPoint();
+  if (!p.planned)
+    p.plan.clear();
+  return p.planned;
+}
+
 bool pointToPointOverNccl(int64_t) {
   // Every message once the setup moved the job (a peer the first step did
   // not message is an error in linkTo: mixing the transports could wait on
@@ -301,9 +381,10 @@ bool pointToPointOverNccl(int64_t) {
   return gP2P.over;
 }
 
-void *send(const float *buf, int64_t count, int64_t peer, int64_t,
+void *send(const float *buf, int64_t count, int64_t peer, int64_t tag,
            const char *fn) {
   Link &l = linkTo(peer, count, buf, fn);
+  expect(peer, true, tag, count, fn);
   counters::add(PFRT_COMM_SEND, counters::Transport::Nccl,
                 count * int64_t(sizeof(float)));
   if (count == 0)
@@ -342,8 +423,10 @@ void waitSend(int64_t handle) {
   waitFor(gP2P.tracked[size_t(handle)]);
 }
 
-void recv(float *buf, int64_t count, int64_t peer, int64_t, const char *fn) {
+void recv(float *buf, int64_t count, int64_t peer, int64_t tag,
+          const char *fn) {
   Link &l = linkTo(peer, count, buf, fn);
+  expect(peer, false, tag, count, fn);
   counters::add(PFRT_COMM_RECV, counters::Transport::Nccl,
                 count * int64_t(sizeof(float)));
   if (count == 0)
@@ -368,6 +451,7 @@ void joinSends() {
   PointToPoint &p = gP2P;
   if (!p.over)
     return;
+  checkStepPosted();
   void *compute = cuda::computeStream();
   for (auto &[peer, l] : p.links)
     if (l.pending) {

@@ -1,18 +1,22 @@
 //===- StagedP2P.cpp - GPU ranks' point to point through the host --------===//
 //
-// The device twins of the point-to-point rows: over NCCL once
-// setupPointToPoint moved them there (after the first step, Nccl.cpp);
-// before, host-staged (StagedComm.h) and recorded for that setup.
+// The device twins of the point-to-point rows: over NCCL once the setup
+// moved them there (NcclP2P.cpp: at start-up from a compiled rank's plan,
+// pfrt_cuda_p2p_plan, or after a first step without one); before,
+// host-staged (StagedComm.h) and recorded for that setup.
 //
 //===----------------------------------------------------------------------===//
 
 #include "StagedComm.h"
 
 #include "../common/Internal.h"
+#include "Module.h"
 #include "NcclComm.h"
 #include "pfrt/pfrt.h"
 #include "pfrt/pfrt_cuda.h"
 
+#include <array>
+#include <climits>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -31,8 +35,44 @@ std::vector<std::vector<float>> gUntrackedSends;
 
 extern "C" {
 
-// Point to point: over NCCL once setupPointToPoint moved it there (after
-// the first step, Nccl.cpp), host-staged and recorded before.
+int pfrt_cuda_p2p_plan(const int64_t *table, int64_t len) {
+  const char *fn = "pfrt_cuda_p2p_plan";
+  static std::vector<int64_t> made;
+  static bool called = false;
+  if (len < 0 || len > (int64_t(1) << 40) || len % 4 != 0 ||
+      (len > 0 && !table))
+    fatal("%s: a table of %lld entries at %p (4 a message)", fn, (long long)len,
+          static_cast<const void *>(table));
+  std::vector<int64_t> flat(table, table + len);
+  if (called) {
+    if (flat != made)
+      fatal("%s: called again with another plan (a rank's plan is made once)",
+            fn);
+    return 0;
+  }
+  twin::requireDevice(fn);
+  int64_t world = pfrt_world_size();
+  std::vector<std::array<int64_t, 4>> messages;
+  for (int64_t i = 0; i < len; i += 4) {
+    int64_t peer = table[i], isSend = table[i + 1], tag = table[i + 2],
+            count = table[i + 3];
+    if (peer < 0 || peer >= world || (isSend != 0 && isSend != 1) || tag < 0 ||
+        tag > INT32_MAX || count < 0 || count > (int64_t(1) << 60))
+      fatal("%s: message %lld: peer %lld, is_send %lld, tag %lld, count %lld "
+            "(peer a rank of the job's %lld, is_send 0 or 1, tag in [0, "
+            "2^31), count in [0, 2^60])",
+            fn, (long long)(i / 4), (long long)peer, (long long)isSend,
+            (long long)tag, (long long)count, (long long)world);
+    messages.push_back({peer, isSend, tag, count});
+  }
+  called = true;
+  made = std::move(flat);
+  nccl::planPointToPoint(messages);
+  return 0;
+}
+
+// Point to point: over NCCL once the setup moved it there (Nccl.cpp), and
+// host-staged (recorded while there is no plan) before.
 
 int pfrt_cuda_send(const float *buf, int64_t count, int32_t dst, int32_t tag) {
   if (nccl::pointToPointOverNccl(dst)) {
