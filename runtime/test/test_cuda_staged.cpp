@@ -10,6 +10,9 @@
 //     i32, bf16 and bool, ranks 1 to 4, every axis, a group in reversed order,
 //     empty tensors) and _reduce_scatter (f32) and _reduce_scatter_dtype (bf16,
 //     f16);
+//   - pfrt_cuda_broadcast_dtype (f32, i64, i32, bf16, f16, bool) and
+//     _reduce_sum_dtype (f32, bf16, f16; in place on the root or not), from
+//     a drawn root of the reversed group, 0 to 1000 elements;
 //   - pfrt_cuda_p2p_batch: a ring exchange in both directions with several
 //     ops per peer (matched in order), an empty op with a NULL buffer, and
 //     a buffer sent twice;
@@ -204,6 +207,78 @@ void compareRows(const std::string &what, const std::vector<char> &in,
       [&](const void *i, void *o) { host(i, o, args...); });
 }
 
+/// pfrt_cuda_broadcast_dtype against pfrt_broadcast_dtype: every rank
+/// starts from its own random `in`, the root's reaches every member (in
+/// place, bit for bit).
+void compareBroadcast(const std::string &what, const std::vector<char> &in,
+                      int32_t dtype, int64_t count, int64_t root,
+                      const int64_t *g, int64_t n) {
+  std::vector<char> want = in;
+  pfrt_broadcast_dtype(want.empty() ? nullptr : want.data(), count, dtype, root,
+                       g, n);
+  void *d = upload(in.data(), int64_t(in.size()));
+  pfrt_cuda_broadcast_dtype(in.empty() ? nullptr : d, count, dtype, root, g, n);
+  expectSame(download(d, int64_t(in.size())), want, what);
+}
+
+/// pfrt_cuda_reduce_sum_dtype against pfrt_reduce_sum_dtype: the root's
+/// sum (in place on the root when `inPlace`), bit for bit.
+void compareReduce(const std::string &what, const std::vector<char> &in,
+                   int32_t dtype, int64_t count, int64_t root, bool inPlace,
+                   const int64_t *g, int64_t n) {
+  const bool isRoot = gRank == root;
+  const int64_t bytes = int64_t(in.size());
+  std::vector<char> want = in;
+  std::vector<char> hostOut(size_t(isRoot ? bytes : 0));
+  char *hin = want.empty() ? nullptr : want.data();
+  pfrt_reduce_sum_dtype(hin,
+                        isRoot ? (inPlace ? hin : hostOut.data()) : nullptr,
+                        count, dtype, root, g, n);
+  if (isRoot && !inPlace)
+    want = hostOut;
+  void *din = upload(in.data(), bytes);
+  std::vector<char> junk = randomBytes(bytes, 979);
+  void *dout = inPlace ? din : upload(junk.data(), bytes);
+  pfrt_cuda_reduce_sum_dtype(bytes ? din : nullptr,
+                             isRoot && bytes ? dout : nullptr, count, dtype,
+                             root, g, n);
+  if (isRoot)
+    expectSame(download(dout, bytes), want, what);
+}
+
+/// Broadcast (f32, i64, i32, bf16, f16, bool) and reduce (f32, bf16, f16)
+/// of `count` elements from a drawn root, each twin against its host row.
+void broadcastAndReduce(int64_t count, const int64_t *g, int64_t n,
+                        Expected &e) {
+  for (int32_t dtype : {PFRT_DTYPE_F32, PFRT_DTYPE_I64, PFRT_DTYPE_I32,
+                        PFRT_DTYPE_BF16, PFRT_DTYPE_F16, PFRT_DTYPE_BOOL}) {
+    int64_t es = dtype == PFRT_DTYPE_F16 ? 2 : elemBytes(dtype);
+    int64_t root = g[randint(0, n - 1)];
+    std::string at = " dtype " + std::to_string(dtype) + " count " +
+                     std::to_string(count) + " root " + std::to_string(root);
+    compareBroadcast("broadcast_dtype" + at,
+                     randomBytes(count * es, uint64_t(gRank) + 13), dtype,
+                     count, root, g, n);
+    e.add(PFRT_COMM_BROADCAST, count * es);
+    if (dtype == PFRT_DTYPE_F32 || dtype == PFRT_DTYPE_BF16 ||
+        dtype == PFRT_DTYPE_F16) {
+      std::vector<char> x;
+      if (dtype == PFRT_DTYPE_F32) {
+        std::vector<float> f = uniform(count, uint64_t(gRank) + 17);
+        x.resize(size_t(count * 4));
+        if (count)
+          std::memcpy(x.data(), f.data(), size_t(count * 4));
+      } else {
+        x = halves(dtype, count);
+      }
+      bool inPlace = randint(0, 1) == 1;
+      compareReduce("reduce_sum_dtype" + at + (inPlace ? " in place" : ""), x,
+                    dtype, count, root, inPlace, g, n);
+      e.add(PFRT_COMM_REDUCE, count * es);
+    }
+  }
+}
+
 void boxing(bool nccl) {
   // The world group, reversed: group positions differ from world ranks.
   std::vector<int64_t> group;
@@ -276,8 +351,12 @@ void boxing(bool nccl) {
         }
         ++cases;
       }
+  for (int64_t count : {int64_t(0), int64_t(1), int64_t(7), int64_t(1000)})
+    broadcastAndReduce(count, g, n, e);
   if (gRank == 0)
-    printf("cuda-staged: boxing, %d shapes x 5 dtypes\n", cases / 5);
+    printf("cuda-staged: boxing, %d shapes x 5 dtypes; broadcast and reduce "
+           "in 6 and 3 dtypes\n",
+           cases / 5);
   checkCounters(e, nccl);
 }
 

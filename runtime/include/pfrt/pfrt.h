@@ -174,6 +174,20 @@ int pfrt_broadcast_i64(int64_t *buf, int64_t count, int64_t root_world_rank,
 int pfrt_reduce_sum(const float *in, float *out, int64_t count,
                     int64_t root_world_rank, const int64_t *ranks, int64_t n);
 
+/* pfrt_broadcast and pfrt_reduce_sum of `count` elements of `dtype`:
+ * a broadcast moves any dtype's bits (PFRT_DTYPE_F32, _I64, _I32, _BOOL,
+ * _BF16, _F16), a reduce sums PFRT_DTYPE_F32 (the same as pfrt_reduce_sum),
+ * _BF16 or _F16 in their own type (as pfrt_all_reduce_sum_dtype: each
+ * pairwise step of MPI's reduction in float32, rounded to nearest even);
+ * other dtypes are fatal. The device twins go over NCCL in that type
+ * (ncclBfloat16, ncclFloat16, ...) where every member has its own GPU. */
+int pfrt_broadcast_dtype(void *buf, int64_t count, int32_t dtype,
+                         int64_t root_world_rank, const int64_t *ranks,
+                         int64_t n);
+int pfrt_reduce_sum_dtype(const void *in, void *out, int64_t count,
+                          int32_t dtype, int64_t root_world_rank,
+                          const int64_t *ranks, int64_t n);
+
 /* Barrier over the members of a group. */
 int pfrt_group_barrier(const int64_t *ranks, int64_t n);
 

@@ -240,6 +240,15 @@ int pfrt_cuda_broadcast_i64(int64_t *buf, int64_t count,
 int pfrt_cuda_reduce_sum(const float *in, float *out, int64_t count,
                          int64_t root_world_rank, const int64_t *ranks,
                          int64_t n);
+/* pfrt_broadcast_dtype and pfrt_reduce_sum_dtype (pfrt.h) of device data:
+ * over NCCL in the dtype's own NCCL type where every member has a GPU of
+ * its own, host-staged otherwise. */
+int pfrt_cuda_broadcast_dtype(void *buf, int64_t count, int32_t dtype,
+                              int64_t root_world_rank, const int64_t *ranks,
+                              int64_t n);
+int pfrt_cuda_reduce_sum_dtype(const void *in, void *out, int64_t count,
+                               int32_t dtype, int64_t root_world_rank,
+                               const int64_t *ranks, int64_t n);
 int pfrt_cuda_send(const float *buf, int64_t count, int32_t dst, int32_t tag);
 int pfrt_cuda_recv(float *buf, int64_t count, int32_t src, int32_t tag);
 int pfrt_cuda_isend(const float *buf, int64_t count, int32_t dst, int32_t tag);

@@ -102,14 +102,15 @@ inline int64_t checkBlockBuffers(const void *in, bool inAll, const void *out,
 
 /// The buffer checks of a reduce to a root (count checked): in given, and
 /// on the root out given and either in or apart from it.
-inline void checkReduceBuffers(const float *in, const float *out, int64_t count,
-                               bool isRoot, const char *fn) {
+inline void checkReduceBuffers(const void *in, const void *out, int64_t count,
+                               bool isRoot, const char *fn,
+                               int64_t elemSize = sizeof(float)) {
   checkBuf(in, count, "in", fn);
   if (!isRoot)
     return;
   checkBuf(out, count, "out (on the root)", fn);
   if (in != out)
-    checkNoOverlap(in, count, out, count, fn);
+    checkNoOverlap(in, count, out, count, fn, elemSize);
 }
 
 } // namespace comm

@@ -70,6 +70,14 @@ int pfrt_cuda_comm_groups(const int64_t *, int64_t) {
 int pfrt_cuda_p2p_plan(const int64_t *, int64_t) {
   noCuda("pfrt_cuda_p2p_plan");
 }
+int pfrt_cuda_broadcast_dtype(void *, int64_t, int32_t, int64_t,
+                              const int64_t *, int64_t) {
+  noCuda("pfrt_cuda_broadcast_dtype");
+}
+int pfrt_cuda_reduce_sum_dtype(const void *, void *, int64_t, int32_t, int64_t,
+                               const int64_t *, int64_t) {
+  noCuda("pfrt_cuda_reduce_sum_dtype");
+}
 int pfrt_cuda_all_reduce_sum(const float *, float *, int64_t, const int64_t *,
                              int64_t) {
   noCuda("pfrt_cuda_all_reduce_sum");
@@ -400,10 +408,10 @@ int pfrt_cuda_cudnn_attention(const void *, const void *, const void *,
   noCuda("pfrt_cuda_cudnn_attention");
 }
 int pfrt_cuda_cudnn_attention_grad(const void *, const void *, const void *,
-                                   const float *, const int64_t *,
-                                   const void *, const float *, const void *,
-                                   void *, void *, void *, const int64_t *,
-                                   int32_t, double, int32_t) {
+                                   const float *, const int64_t *, const void *,
+                                   const float *, const void *, void *, void *,
+                                   void *, const int64_t *, int32_t, double,
+                                   int32_t) {
   noCuda("pfrt_cuda_cudnn_attention_grad");
 }
 int64_t pfrt_cuda_cudnn_plans_built(void) { return 0; }

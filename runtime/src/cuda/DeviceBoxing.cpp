@@ -33,6 +33,7 @@
 #include "pfrt/pfrt.h"
 #include "pfrt/pfrt_cuda.h"
 
+#include <algorithm>
 #include <cstdint>
 
 using namespace pfrt;
@@ -246,6 +247,41 @@ int pfrt_cuda_box_all_to_all(const void *in, void *out, int32_t dtype,
   nccl::allToAllBytes(send, recv, blockBytes, ranks, n, fn);
   if (unpackRecv)
     unpack(recv, out, outerC, n, blockBytes / outerC, fn);
+  return 0;
+}
+
+// Broadcast and reduce in the dtype's own NCCL type, where NCCL serves the
+// group and the host row would take the arguments (else host-staged, and
+// the host row's error).
+int pfrt_cuda_broadcast_dtype(void *buf, int64_t count, int32_t dtype,
+                              int64_t root, const int64_t *ranks, int64_t n) {
+  const char *fn = "pfrt_broadcast";
+  int64_t es = logical::dtypeBytes(dtype);
+  bool ok = es > 0 && count >= 0 && count <= (int64_t(1) << 56) &&
+            (count == 0 || buf) && ranks &&
+            std::find(ranks, ranks + std::max<int64_t>(n, 0), root) !=
+                ranks + std::max<int64_t>(n, 0);
+  if (!ok || !nccl::useNccl(ranks, n, fn))
+    return staged::broadcastDtype(buf, count, dtype, root, ranks, n);
+  nccl::broadcastOf(buf, count, dtype, root, ranks, n, fn);
+  return 0;
+}
+
+int pfrt_cuda_reduce_sum_dtype(const void *in, void *out, int64_t count,
+                               int32_t dtype, int64_t root,
+                               const int64_t *ranks, int64_t n) {
+  const char *fn = "pfrt_reduce_sum";
+  int64_t bytes = count * (summed(dtype) ? logical::dtypeBytes(dtype) : 0);
+  bool isRoot = pfrt_rank() == root;
+  bool ok = summed(dtype) && count >= 0 && count <= (int64_t(1) << 56) &&
+            (count == 0 || in) && ranks &&
+            std::find(ranks, ranks + std::max<int64_t>(n, 0), root) !=
+                ranks + std::max<int64_t>(n, 0) &&
+            (!isRoot || count == 0 ||
+             (out && (in == out || buffersOk(in, bytes, out, bytes))));
+  if (!ok || !nccl::useNccl(ranks, n, fn))
+    return staged::reduceSumDtype(in, out, count, dtype, root, ranks, n);
+  nccl::reduceSumOf(in, out, count, dtype, root, ranks, n, fn);
   return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "../common/CommChecks.h"
 #include "../common/CommCounters.h"
 #include "../common/Internal.h"
+#include "../common/LogicalMath.h"
 #include "CudaInternal.h"
 #include "pfrt/pfrt.h"
 
@@ -275,6 +276,57 @@ void reduceScatterOf(const void *in, void *out, int64_t count, int32_t dtype,
   enqueue(g, count, "ncclReduceScatter", fn, [&] {
     return gNccl.api.ncclReduceScatter(in, out, size_t(count), type, ncclSum,
                                        g.comm, stream());
+  });
+}
+
+namespace {
+/// NCCL's type of a pfrt dtype (bytes for PFRT_DTYPE_BOOL).
+ncclDataType_t ncclTypeOf(int32_t dtype, const char *fn) {
+  switch (dtype) {
+  case PFRT_DTYPE_F32:
+    return ncclFloat32;
+  case PFRT_DTYPE_I64:
+    return ncclInt64;
+  case PFRT_DTYPE_I32:
+    return ncclInt32;
+  case PFRT_DTYPE_BOOL:
+    return ncclUint8;
+  case PFRT_DTYPE_BF16:
+    return ncclBfloat16;
+  case PFRT_DTYPE_F16:
+    return ncclFloat16;
+  default:
+    fatal("%s: dtype %d is not a pfrt dtype (PFRT_DTYPE_*)", fn, int(dtype));
+  }
+}
+} // namespace
+
+void broadcastOf(void *buf, int64_t count, int32_t dtype, int64_t root,
+                 const int64_t *ranks, int64_t n, const char *fn) {
+  ncclDataType_t type = ncclTypeOf(dtype, fn);
+  const Group &g = groupFor(ranks, n, fn);
+  int rootPos = rootPosition(ranks, n, root, fn);
+  counters::add(PFRT_COMM_BROADCAST, counters::Transport::Nccl,
+                count * logical::dtypeBytes(dtype));
+  enqueue(g, count, "ncclBroadcast", fn, [&] {
+    return gNccl.api.ncclBroadcast(buf, buf, size_t(count), type, rootPos,
+                                   g.comm, stream());
+  });
+}
+
+void reduceSumOf(const void *in, void *out, int64_t count, int32_t dtype,
+                 int64_t root, const int64_t *ranks, int64_t n,
+                 const char *fn) {
+  ncclDataType_t type =
+      dtype == PFRT_DTYPE_F32 ? ncclFloat32 : halvesType(dtype, fn);
+  const Group &g = groupFor(ranks, n, fn);
+  int rootPos = rootPosition(ranks, n, root, fn);
+  bool isRoot = rootPos == g.pos;
+  counters::add(PFRT_COMM_REDUCE, counters::Transport::Nccl,
+                count * logical::dtypeBytes(dtype));
+  enqueue(g, count, "ncclReduce", fn, [&] {
+    return gNccl.api.ncclReduce(in, isRoot ? out : nullptr, size_t(count), type,
+                                ncclSum, rootPos, g.comm, stream());
   });
 }
 

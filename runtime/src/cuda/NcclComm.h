@@ -81,6 +81,15 @@ void reduceScatterOf(const void *in, void *out, int64_t count, int32_t dtype,
 void allToAllBytes(const void *in, void *out, int64_t blockBytes,
                    const int64_t *ranks, int64_t n, const char *fn);
 
+/// broadcast and reduceSum of `count` elements of `dtype` (the _dtype
+/// rows, arguments checked as the host rows check them): a broadcast in
+/// the dtype's NCCL type (any pfrt dtype), a reduce's sum of f32, bf16 or
+/// f16. Enqueued on the compute stream, counted.
+void broadcastOf(void *buf, int64_t count, int32_t dtype, int64_t root,
+                 const int64_t *ranks, int64_t n, const char *fn);
+void reduceSumOf(const void *in, void *out, int64_t count, int32_t dtype,
+                 int64_t root, const int64_t *ranks, int64_t n, const char *fn);
+
 /// The vocabulary-parallel cross-entropy's all-reduces, in place on
 /// device buffers (DeviceVocabXent.cpp checked the arguments as the host
 /// row does): `count` floats' max (ncclMax), `count` doubles' sum

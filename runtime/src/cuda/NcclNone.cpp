@@ -75,6 +75,14 @@ void allToAllBytes(const void *, void *, int64_t, const int64_t *, int64_t,
                    const char *) {
   fatal("internal: NCCL all-to-all without NCCL");
 }
+void broadcastOf(void *, int64_t, int32_t, int64_t, const int64_t *, int64_t,
+                 const char *) {
+  fatal("internal: NCCL broadcast without NCCL");
+}
+void reduceSumOf(const void *, void *, int64_t, int32_t, int64_t,
+                 const int64_t *, int64_t, const char *) {
+  fatal("internal: NCCL reduce without NCCL");
+}
 void allReduceMaxF32(float *, int64_t, const int64_t *, int64_t, const char *) {
   fatal("internal: NCCL all-reduce without NCCL");
 }

@@ -162,6 +162,43 @@ int boxAllToAll(const void *in, void *out, int32_t dtype, int64_t ndim,
       });
 }
 
+// Broadcast and reduce of any dtype (summed: f32, bf16, f16): the buffers
+// this rank's side of the host row reads, copied to the host, what it
+// writes copied back; a count the host row rejects stages nothing.
+int broadcastDtype(void *buf, int64_t count, int32_t dtype, int64_t root,
+                   const int64_t *ranks, int64_t n) {
+  enter("pfrt_cuda_broadcast_dtype");
+  int64_t es = logical::dtypeBytes(dtype);
+  if (es < 0 || count < 0 || count > (int64_t(1) << 56))
+    return pfrt_broadcast_dtype(buf, count, dtype, root, ranks, n);
+  bool isRoot = pfrt_rank() == root;
+  HostStage stage;
+  size_t b = stage.add(buf, count * es, /*read=*/isRoot, /*written=*/!isRoot);
+  stage.toHost();
+  int rc = pfrt_broadcast_dtype(stage.host(b), count, dtype, root, ranks, n);
+  stage.toDevice();
+  return rc;
+}
+
+int reduceSumDtype(const void *in, void *out, int64_t count, int32_t dtype,
+                   int64_t root, const int64_t *ranks, int64_t n) {
+  enter("pfrt_cuda_reduce_sum_dtype");
+  bool summed = dtype == PFRT_DTYPE_F32 || dtype == PFRT_DTYPE_BF16 ||
+                dtype == PFRT_DTYPE_F16;
+  if (!summed || count < 0 || count > (int64_t(1) << 56))
+    return pfrt_reduce_sum_dtype(in, out, count, dtype, root, ranks, n);
+  int64_t bytes = count * logical::dtypeBytes(dtype);
+  bool isRoot = pfrt_rank() == root && out;
+  HostStage stage;
+  size_t i = stage.add(in, bytes, /*read=*/true, /*written=*/false);
+  size_t o = isRoot ? stage.add(out, bytes, false, true) : 0;
+  stage.toHost();
+  int rc = pfrt_reduce_sum_dtype(stage.host(i), isRoot ? stage.host(o) : out,
+                                 count, dtype, root, ranks, n);
+  stage.toDevice();
+  return rc;
+}
+
 // Local (no MPI), staged like the collectives so that the host row's
 // checks and bits are the CPU's: DeviceBoxing.cpp calls these only for
 // arguments the host row rejects, and the error is the host row's.

@@ -70,6 +70,11 @@ int boxReduceScatterDtype(const void *in, void *out, int32_t dtype,
 int boxAllToAll(const void *in, void *out, int32_t dtype, int64_t ndim,
                 const int64_t *inShape, int64_t splitAxis, int64_t concatAxis,
                 const int64_t *ranks, int64_t n);
+/// pfrt_broadcast_dtype and pfrt_reduce_sum_dtype host-staged.
+int broadcastDtype(void *buf, int64_t count, int32_t dtype, int64_t root,
+                   const int64_t *ranks, int64_t n);
+int reduceSumDtype(const void *in, void *out, int64_t count, int32_t dtype,
+                   int64_t root, const int64_t *ranks, int64_t n);
 int boxSlice(const void *in, void *out, int32_t dtype, int64_t ndim,
              const int64_t *inShape, int64_t axis, int64_t index, int64_t n);
 int boxUnslice(const void *in, void *out, int32_t dtype, int64_t ndim,

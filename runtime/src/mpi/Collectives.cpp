@@ -3,6 +3,7 @@
 #include "../common/CommChecks.h"
 #include "../common/HalfMath.h"
 #include "../common/Internal.h"
+#include "../common/LogicalMath.h"
 #include "../cuda/kernels/XentBodies.h"
 #include "MpiInternal.h"
 #include "pfrt/pfrt.h"
@@ -414,33 +415,72 @@ int pfrt_broadcast_i64(int64_t *buf, int64_t count, int64_t root_world_rank,
                        "broadcast_i64");
 }
 
-int pfrt_reduce_sum(const float *in, float *out, int64_t count,
-                    int64_t root_world_rank, const int64_t *ranks, int64_t n) {
+int pfrt_reduce_sum_dtype(const void *in, void *out, int64_t count,
+                          int32_t dtype, int64_t root_world_rank,
+                          const int64_t *ranks, int64_t n) {
   const char *fn = "pfrt_reduce_sum";
+  ReduceType rt = reduceTypeOf(dtype, fn);
   const Group &g = getGroup(ranks, n, fn);
   checkCount(count, fn);
   int rootPos = rootPosition(ranks, n, root_world_rank, fn);
   bool isRoot = rootPos == g.pos;
-  comm::checkReduceBuffers(in, out, count, isRoot, fn);
+  comm::checkReduceBuffers(in, out, count, isRoot, fn, rt.elemSize);
   bool inPlace = isRoot && in == out;
-  CommScope trace("reduce_sum", bytesOf(count), n, -1);
+  CommScope trace("reduce_sum", bytesOf(count, rt.elemSize), n, -1);
   // MPICH 4.0.x crashes on MPI_Reduce with MPI_IN_PLACE at a non-zero root
   // (pmodels/mpich#6540, fixed in 4.1.2), so an in-place root reduces from
-  // a copy. Pieces are capped at 64 MiB to bound that copy; every rank uses
-  // the same cap so the calls pair up whoever is in place.
+  // a copy. Pieces are capped at 2^24 elements to bound that copy; every
+  // rank uses the same cap so the calls pair up whoever is in place.
   int64_t piece = std::min<int64_t>(state().maxMsgElems, kReducePiece);
-  std::vector<float> copy;
+  std::vector<char> copy;
+  const auto *src = static_cast<const char *>(in);
+  auto *dst = static_cast<char *>(out);
   for (int64_t off = 0; off < count; off += piece) {
     int64_t len = std::min(piece, count - off);
-    const float *send = in + off;
+    const char *send = src + off * rt.elemSize;
     if (inPlace) {
-      copy.assign(out + off, out + off + len);
+      copy.assign(dst + off * rt.elemSize, dst + (off + len) * rt.elemSize);
       send = copy.data();
     }
-    PFRT_MPI(MPI_Reduce, (send, isRoot ? out + off : nullptr, int(len),
-                          MPI_FLOAT, MPI_SUM, rootPos, g.comm));
+    PFRT_MPI(MPI_Reduce, (send, isRoot ? dst + off * rt.elemSize : nullptr,
+                          int(len), rt.type, rt.op, rootPos, g.comm));
   }
   return 0;
+}
+
+int pfrt_reduce_sum(const float *in, float *out, int64_t count,
+                    int64_t root_world_rank, const int64_t *ranks, int64_t n) {
+  return pfrt_reduce_sum_dtype(in, out, count, PFRT_DTYPE_F32, root_world_rank,
+                               ranks, n);
+}
+
+int pfrt_broadcast_dtype(void *buf, int64_t count, int32_t dtype,
+                         int64_t root_world_rank, const int64_t *ranks,
+                         int64_t n) {
+  const char *fn = "pfrt_broadcast";
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  switch (dtype) {
+  case PFRT_DTYPE_F32:
+    type = MPI_FLOAT;
+    break;
+  case PFRT_DTYPE_I64:
+    type = MPI_INT64_T;
+    break;
+  case PFRT_DTYPE_I32:
+    type = MPI_INT32_T;
+    break;
+  case PFRT_DTYPE_BOOL:
+    type = MPI_UINT8_T;
+    break;
+  case PFRT_DTYPE_BF16:
+  case PFRT_DTYPE_F16:
+    type = MPI_UINT16_T;
+    break;
+  default:
+    fatal("%s: dtype %d is not a pfrt dtype (PFRT_DTYPE_*)", fn, int(dtype));
+  }
+  return broadcastImpl(buf, count, type, logical::dtypeBytes(dtype),
+                       root_world_rank, ranks, n, fn, "broadcast");
 }
 
 int pfrt_group_barrier(const int64_t *ranks, int64_t n) {

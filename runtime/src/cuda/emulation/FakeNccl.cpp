@@ -8,6 +8,7 @@
 
 #include "../../common/CommCounters.h"
 #include "../../common/Internal.h"
+#include "../../common/LogicalMath.h"
 #include "../../mpi/MpiInternal.h"
 #include "FakeDevice.h"
 #include "pfrt/pfrt.h"
@@ -68,6 +69,27 @@ bool p2pType(ncclDataType_t type, MPI_Datatype *mpi, size_t *size) {
   return false;
 }
 std::vector<std::unique_ptr<PendingSend>> gPendingSends;
+
+/// The PFRT_DTYPE_* of an NCCL type a broadcast or reduce emulates
+/// (ncclUint8: bytes, as PFRT_DTYPE_BOOL), or -1.
+int32_t pfrtDtypeOf(ncclDataType_t type) {
+  switch (type) {
+  case ncclFloat32:
+    return PFRT_DTYPE_F32;
+  case ncclInt64:
+    return PFRT_DTYPE_I64;
+  case ncclInt32:
+    return PFRT_DTYPE_I32;
+  case ncclUint8:
+    return PFRT_DTYPE_BOOL;
+  case ncclBfloat16:
+    return PFRT_DTYPE_BF16;
+  case ncclFloat16:
+    return PFRT_DTYPE_F16;
+  default:
+    return -1;
+  }
+}
 
 std::vector<int64_t> gNextGroup;
 
@@ -338,14 +360,18 @@ ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
                            cudaStream_t stream) {
   if (comm && (root < 0 || root >= int(asComm(comm)->ranks.size())))
     return ncclInvalidArgument;
-  return collective(type, ncclSum, comm, stream, [=] {
+  // Any dtype's bits (f32, i64, i32, bytes, bf16, f16): the host row of
+  // that dtype.
+  int32_t dtype = pfrtDtypeOf(type);
+  if (dtype < 0)
+    return ncclInvalidArgument;
+  return collective(ncclFloat32, ncclSum, comm, stream, [=] {
     const Comm &c = *asComm(comm);
     // NCCL reads the root's sendbuff and writes every recvbuff.
     if (c.pos == root && send != recv)
-      std::memmove(recv, send, count * sizeof(float));
-    pfrt_broadcast(static_cast<float *>(recv), int64_t(count),
-                   c.ranks[size_t(root)], c.ranks.data(),
-                   int64_t(c.ranks.size()));
+      std::memmove(recv, send, count * size_t(logical::dtypeBytes(dtype)));
+    pfrt_broadcast_dtype(recv, int64_t(count), dtype, c.ranks[size_t(root)],
+                         c.ranks.data(), int64_t(c.ranks.size()));
   });
 }
 
@@ -354,12 +380,16 @@ ncclResult_t ncclReduce(const void *send, void *recv, size_t count,
                         ncclComm_t comm, cudaStream_t stream) {
   if (comm && (root < 0 || root >= int(asComm(comm)->ranks.size())))
     return ncclInvalidArgument;
-  return collective(type, op, comm, stream, [=] {
+  // f32, bf16 or f16 sums: the host row's sum in that type (not NCCL's
+  // order).
+  if (type != ncclFloat32 && type != ncclBfloat16 && type != ncclFloat16)
+    return ncclInvalidArgument;
+  int32_t dtype = pfrtDtypeOf(type);
+  return collective(ncclFloat32, op, comm, stream, [=] {
     const Comm &c = *asComm(comm);
-    pfrt_reduce_sum(static_cast<const float *>(send),
-                    c.pos == root ? static_cast<float *>(recv) : nullptr,
-                    int64_t(count), c.ranks[size_t(root)], c.ranks.data(),
-                    int64_t(c.ranks.size()));
+    pfrt_reduce_sum_dtype(send, c.pos == root ? recv : nullptr, int64_t(count),
+                          dtype, c.ranks[size_t(root)], c.ranks.data(),
+                          int64_t(c.ranks.size()));
   });
 }
 
