@@ -164,6 +164,12 @@ static void buildCompilePipeline(OpPassManager &pm,
   // keep 2 bytes), and the fold passes then fuse the widened f32 ops as any
   // others (casts are never fused: their rounding stays pf.cast's).
   pm.addPass(createWidenLowPrecisionPass());
+  // Blocking collectives split around the work that does not need them
+  // (tensor and sequence parallelism's, ZeRO's), on the final order of
+  // the rank's ops and before the fold passes decide on it.
+  if (options.overlapCollectives == Overlap::On ||
+      (options.overlapCollectives == Overlap::Auto && gpu))
+    pm.addPass(createOverlapCollectivesPass());
   // The fusion and buffer decisions, in the IR the rank stop prints.
   if (gpu)
     buildGPUFoldPipeline(pm, /*accumulation=*/true, /*generatedKernels=*/true);

@@ -140,6 +140,17 @@ struct CompileCPUPipelineOptions
                      "on for GPU ranks (NCCL overlaps it), off for CPU ranks"),
           clEnumValN(Overlap::On, "on", "always"),
           clEnumValN(Overlap::Off, "off", "never"))};
+  Option<Overlap> overlapCollectives{
+      *this, "overlap-collectives",
+      llvm::cl::desc("split blocking all-reduces, all-gathers and "
+                     "reduce-scatters into start and wait around the work "
+                     "that does not need them (pf-overlap-collectives)"),
+      llvm::cl::init(Overlap::Auto),
+      llvm::cl::values(
+          clEnumValN(Overlap::Auto, "auto",
+                     "on for GPU ranks (NCCL overlaps it), off for CPU ranks"),
+          clEnumValN(Overlap::On, "on", "always"),
+          clEnumValN(Overlap::Off, "off", "never"))};
   enum class Stop { Training, SPMD, Rank, Lower };
   Option<Stop> compileTo{
       *this, "pf-compile-to", llvm::cl::desc("where the compile stops"),

@@ -87,12 +87,24 @@ template <typename OpTy> struct GroupOpLowering : RankPattern<OpTy> {
         else
           rt.pfrt_all_reduce_sum_dtype(b, loc, in, out, localCount(source),
                                        dtype, ranksPtr, n);
-      } else if constexpr (std::is_same_v<OpTy, AllGatherOp>)
-        rt.pfrt_box_all_gather(b, loc, in, out, dtype, ndim, shapePtr,
-                               op.getAxis(), ranksPtr, n);
-      else if constexpr (std::is_same_v<OpTy, ReduceScatterOp>) {
+      } else if constexpr (std::is_same_v<OpTy, AllGatherOp>) {
+        // Started only (pf-overlap-collectives): pf.all_reduce_wait ends it.
+        if (IntegerAttr slot =
+                PFDialect::AsyncSlotAttrHelper(op.getContext()).getAttr(op))
+          rt.pfrt_box_all_gather_start(b, loc, in, out, dtype, ndim, shapePtr,
+                                       op.getAxis(), ranksPtr, n,
+                                       slot.getInt());
+        else
+          rt.pfrt_box_all_gather(b, loc, in, out, dtype, ndim, shapePtr,
+                                 op.getAxis(), ranksPtr, n);
+      } else if constexpr (std::is_same_v<OpTy, ReduceScatterOp>) {
         // bf16/f16 (gradient-dtype under ZeRO-2/3): summed in that type.
-        if (element.isF32())
+        if (IntegerAttr slot =
+                PFDialect::AsyncSlotAttrHelper(op.getContext()).getAttr(op))
+          rt.pfrt_box_reduce_scatter_start(b, loc, in, out, dtype, ndim,
+                                           shapePtr, op.getAxis(), ranksPtr, n,
+                                           slot.getInt());
+        else if (element.isF32())
           rt.pfrt_box_reduce_scatter(b, loc, in, out, ndim, shapePtr,
                                      op.getAxis(), ranksPtr, n);
         else
@@ -112,12 +124,17 @@ template <typename OpTy> struct GroupOpLowering : RankPattern<OpTy> {
   }
 };
 
-/// The end of a split all-reduce: its sum is the started buffer.
+/// The end of a split collective: its result is the started buffer.
 struct AllReduceWaitLowering : CommPattern<AllReduceWaitOp> {
   using CommPattern::CommPattern;
   LogicalResult lower(AllReduceWaitOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    state.rt.pfrt_all_reduce_wait(b, op.getLoc(), int64_t(op.getSlot()));
+    // The verifier saw a started all-reduce, all-gather or reduce-scatter.
+    if (isa_and_nonnull<AllGatherOp, ReduceScatterOp>(
+            op.getStarted().getDefiningOp()))
+      state.rt.pfrt_box_collective_wait(b, op.getLoc(), int64_t(op.getSlot()));
+    else
+      state.rt.pfrt_all_reduce_wait(b, op.getLoc(), int64_t(op.getSlot()));
     b.replaceOp(op, adaptor.getStarted());
     return success();
   }

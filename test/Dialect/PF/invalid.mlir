@@ -769,7 +769,7 @@ func.func @dropout_p(%x: !pf.global<4xf32, #P>) -> !pf.global<4xf32, #P> {
 !Bt = !pf.global<8xf32, #P4, #pf.sbp<[B]>>
 func.func @wait_not_started(%p: !Pt, %b: !Bt) {
   %s = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>]} : !Pt -> !Bt
-  // expected-error @+1 {{'pf.all_reduce_wait' op waits for a value that is not a started all-reduce (a pf.all_reduce with pf.async_slot)}}
+  // expected-error @+1 {{'pf.all_reduce_wait' op waits for a value that is not a started collective (a pf.all_reduce, pf.all_gather or pf.reduce_scatter with pf.async_slot)}}
   %w = pf.all_reduce_wait %s, %p {slot = 0 : i64} : !Bt, !Pt -> !Bt
   return
 }
@@ -781,7 +781,7 @@ func.func @wait_not_started(%p: !Pt, %b: !Bt) {
 !Bt = !pf.global<8xf32, #P4, #pf.sbp<[B]>>
 func.func @wait_other_slot(%p: !Pt) {
   %s = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>], pf.async_slot = 1 : i64} : !Pt -> !Bt
-  // expected-error @+1 {{'pf.all_reduce_wait' op waits on slot 2 but the all-reduce started in slot 1}}
+  // expected-error @+1 {{'pf.all_reduce_wait' op waits on slot 2 but the pf.all_reduce started in slot 1}}
   %w = pf.all_reduce_wait %s, %p {slot = 2 : i64} : !Bt, !Pt -> !Bt
   return
 }
@@ -793,7 +793,7 @@ func.func @wait_other_slot(%p: !Pt) {
 !Bt = !pf.global<8xf32, #P4, #pf.sbp<[B]>>
 func.func @wait_other_input(%p: !Pt, %q: !Pt) {
   %s = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>], pf.async_slot = 1 : i64} : !Pt -> !Bt
-  // expected-error @+1 {{'pf.all_reduce_wait' op names another value than the all-reduce's input}}
+  // expected-error @+1 {{'pf.all_reduce_wait' op names another value than the pf.all_reduce's input}}
   %w = pf.all_reduce_wait %s, %q {slot = 1 : i64} : !Bt, !Pt -> !Bt
   return
 }
@@ -805,7 +805,7 @@ func.func @wait_other_input(%p: !Pt, %q: !Pt) {
 !Bt = !pf.global<8xf32, #P4, #pf.sbp<[B]>>
 func.func @wait_result_type(%p: !Pt) {
   %s = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>], pf.async_slot = 1 : i64} : !Pt -> !Bt
-  // expected-error @+1 {{'pf.all_reduce_wait' op result type '!pf.global<8xf32, #pf.placement<"cpu", [0, 1, 2, 3]>, #pf.sbp<[P]>>' differs from the all-reduce's '!pf.global<8xf32, #pf.placement<"cpu", [0, 1, 2, 3]>, #pf.sbp<[B]>>'}}
+  // expected-error @+1 {{'pf.all_reduce_wait' op result type '!pf.global<8xf32, #pf.placement<"cpu", [0, 1, 2, 3]>, #pf.sbp<[P]>>' differs from the pf.all_reduce's '!pf.global<8xf32, #pf.placement<"cpu", [0, 1, 2, 3]>, #pf.sbp<[B]>>'}}
   %w = pf.all_reduce_wait %s, %p {slot = 1 : i64} : !Bt, !Pt -> !Pt
   return
 }
@@ -817,16 +817,29 @@ func.func @wait_result_type(%p: !Pt) {
 !Bt = !pf.global<8xf32, #P4, #pf.sbp<[B]>>
 func.func @wait_not_only_user(%p: !Pt) -> !Bt {
   %s = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>], pf.async_slot = 1 : i64} : !Pt -> !Bt
-  // expected-error @+1 {{'pf.all_reduce_wait' op is not the only user of the started all-reduce (its sum may be read only after the wait)}}
+  // expected-error @+1 {{'pf.all_reduce_wait' op is not the only user of the started pf.all_reduce (its result may be read only after the wait)}}
   %w = pf.all_reduce_wait %s, %p {slot = 1 : i64} : !Bt, !Pt -> !Bt
   return %s : !Bt
 }
 
 // -----
 
+// A split all-gather's wait names its input (pf-overlap-collectives).
+#P2 = #pf.placement<"cpu", [0, 1]>
+!Sg = !pf.global<8xf32, #P2, #pf.sbp<[S(0)]>>
+!Bg = !pf.global<8xf32, #P2, #pf.sbp<[B]>>
+func.func @gather_wait_other_input(%p: !Sg, %q: !Sg) {
+  %s = pf.all_gather %p {axis = 0 : i64, groups = [array<i64: 0, 1>], pf.async_slot = 3 : i64} : !Sg -> !Bg
+  // expected-error @+1 {{'pf.all_reduce_wait' op names another value than the pf.all_gather's input}}
+  %w = pf.all_reduce_wait %s, %q {slot = 3 : i64} : !Bg, !Sg -> !Bg
+  return
+}
+
+// -----
+
 #P4 = #pf.placement<"cpu", [0, 1, 2, 3]>
 func.func @async_slot_range(%p: !pf.global<8xf32, #P4, #pf.sbp<[P]>>) {
-  // expected-error @+1 {{'pf.async_slot' must be an integer in [0, 64) on a pf.all_reduce}}
+  // expected-error @+1 {{'pf.async_slot' must be an integer in [0, 64) on a pf.all_reduce, pf.all_gather or pf.reduce_scatter}}
   %s = pf.all_reduce %p {groups = [array<i64: 0, 1, 2, 3>], pf.async_slot = 64 : i64} : !pf.global<8xf32, #P4, #pf.sbp<[P]>> -> !pf.global<8xf32, #P4, #pf.sbp<[B]>>
   return
 }

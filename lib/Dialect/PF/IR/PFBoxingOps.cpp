@@ -86,25 +86,29 @@ LogicalResult AllReduceOp::verify() {
 }
 
 LogicalResult AllReduceWaitOp::verify() {
-  auto start = getStarted().getDefiningOp<AllReduceOp>();
+  Operation *start = getStarted().getDefiningOp();
+  if (!isa_and_nonnull<AllReduceOp, AllGatherOp, ReduceScatterOp>(start))
+    start = nullptr;
   IntegerAttr slot =
       start ? PFDialect::AsyncSlotAttrHelper(getContext()).getAttr(start)
             : IntegerAttr();
   if (!slot)
-    return emitOpError("waits for a value that is not a started all-reduce (a "
-                       "pf.all_reduce with pf.async_slot)");
+    return emitOpError("waits for a value that is not a started collective (a "
+                       "pf.all_reduce, pf.all_gather or pf.reduce_scatter "
+                       "with pf.async_slot)");
+  StringRef name = start->getName().getStringRef();
   if (slot.getInt() != int64_t(getSlot()))
     return emitOpError("waits on slot ")
-           << getSlot() << " but the all-reduce started in slot "
+           << getSlot() << " but the " << name << " started in slot "
            << slot.getInt();
-  if (getInput() != start.getInput())
-    return emitOpError("names another value than the all-reduce's input");
+  if (getInput() != start->getOperand(0))
+    return emitOpError("names another value than the ") << name << "'s input";
   if (!getStarted().hasOneUse())
-    return emitOpError("is not the only user of the started all-reduce (its "
-                       "sum may be read only after the wait)");
+    return emitOpError("is not the only user of the started ")
+           << name << " (its result may be read only after the wait)";
   if (getResult().getType() != getStarted().getType())
     return emitOpError("result type ")
-           << getResult().getType() << " differs from the all-reduce's "
+           << getResult().getType() << " differs from the " << name << "'s "
            << getStarted().getType();
   return success();
 }

@@ -194,8 +194,10 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
   if (name == getAsyncSlotAttrHelper().getName()) {
     auto slot = dyn_cast<IntegerAttr>(value);
     return require(slot && slot.getInt() >= 0 &&
-                       slot.getInt() < kMaxAsyncSlots && isa<AllReduceOp>(op),
-                   "an integer in [0, 64) on a pf.all_reduce");
+                       slot.getInt() < kMaxAsyncSlots &&
+                       isa<AllReduceOp, AllGatherOp, ReduceScatterOp>(op),
+                   "an integer in [0, 64) on a pf.all_reduce, pf.all_gather "
+                   "or pf.reduce_scatter");
   }
   if (name == getVocabGroupAttrHelper().getName()) {
     auto group = dyn_cast<DenseI64ArrayAttr>(value);

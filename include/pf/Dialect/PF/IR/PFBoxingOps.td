@@ -34,16 +34,19 @@ def PF_AllReduceOp : PF_GroupOp<"all_reduce", "P -> B: sum within each group"> {
 }
 
 def PF_AllReduceWaitOp : PF_Op<"all_reduce_wait"> {
-  let summary = "the end of a split all-reduce: its sum, ready to use";
+  let summary = "the end of a split collective: its result, ready to use";
   let description = [{
     In a rank's program, `pf-bucket-gradients{overlap}` splits a bucket's
     all-reduce in two: the `pf.all_reduce` carrying `pf.async_slot = k`
     starts where the bucket's last gradient is computed and returns at once
     (`pfrt_all_reduce_start`), and this op, at the update that reads the
-    sum, waits for it (`pfrt_all_reduce_wait`, slot `k`). Its result is the
-    started all-reduce's buffer (no copy); `input`, the all-reduce's input,
-    is named here so that it stays allocated while the transport may still
-    read it.
+    sum, waits for it (`pfrt_all_reduce_wait`, slot `k`).
+    `pf-overlap-collectives` splits other all-reduces, all-gathers and
+    reduce-scatters the same way (`pfrt_box_all_gather_start`,
+    `pfrt_box_reduce_scatter_start`; their wait is
+    `pfrt_box_collective_wait`). Its result is the started collective's
+    buffer (no copy); `input`, the collective's input, is named here so
+    that it stays allocated while the transport may still read it.
 
     ```mlir
     %s = pf.all_reduce %g {groups = [array<i64: 0, 1>], pf.async_slot = 0 : i64} : !T -> !T

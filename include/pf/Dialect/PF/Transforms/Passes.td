@@ -414,6 +414,69 @@ def BucketGradientsPass : Pass<"pf-bucket-gradients", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
+def OverlapCollectivesPass : Pass<"pf-overlap-collectives", "::mlir::ModuleOp"> {
+  let summary = "splits blocking collectives into start and wait around the work that does not need them";
+  let description = [{
+    On each rank's final step (after `pf-bucket-gradients` and
+    `pf-widen-low-precision`, before the fold passes): each blocking
+    `pf.all_reduce`, `pf.all_gather` and `pf.reduce_scatter` (tensor
+    parallelism's, sequence parallelism's, ZeRO-2/3's) whose result is not
+    needed at once becomes its start (`pf.async_slot = k`:
+    `pfrt_all_reduce_start`, `pfrt_box_all_gather_start`,
+    `pfrt_box_reduce_scatter_start`) and a `pf.all_reduce_wait` (slot k),
+    so that the compute between the two runs while it travels: on GPU
+    ranks NCCL runs it on the split collectives' stream, forked from the
+    compute stream and joined back by events, inside the step's CUDA graph.
+    Megatron-LM's overlap of a tensor-parallel layer's input-gradient
+    all-reduce with its weight-gradient GEMM falls out of it.
+
+    - The start moves up to right after the op defining its input, never
+      above a communicating op (a collective, a wait, a send or receive, an
+      op with collectives inside such as the vocabulary-parallel
+      cross-entropy, a call): every member issues its collectives in the
+      same order as before (`pf-verify-comm` checks the job).
+    - The wait goes right before the first user of the result, or before
+      the next communicating op if that comes first. So no other collective
+      is issued while one split here is in flight, and at most one of them
+      is in flight at a time (gradient buckets' may be too). Memory: one
+      collective's result and input live from the start instead of from
+      its old place, at most one at a time (ZeRO-3's next parameter gather
+      is prefetched one collective ahead, no further); the memory plan is
+      made on the final order, so it counts them.
+    - Where only views would lie between the two, the side-effect-free ops
+      after the wait that do not depend on the result (transitively) move
+      up before it, in order, up to the first op with side effects,
+      communicating op or op with regions, and at most one GEMM-like op
+      (matmul, attention, convolution) or 32 ops. Ops with side effects
+      never move.
+    - A collective whose result is used at once with nothing to move stays
+      blocking, and so does one for which no slot in [0, `slots`) is free
+      over its span (the buckets' slots counted).
+
+    The GPU pipeline runs it (`overlap-collectives=auto|on|off`); on CPU
+    ranks MPI progresses a nonblocking collective only inside MPI calls, so
+    the CPU pipeline leaves it off, as it does `overlap-gradients`.
+
+    ```mlir
+    %dx = pf.matmul %dy, %w ...                // input gradient (partial)
+    %dw = pf.matmul %x, %dy {transpose_a} ...  // weight gradient
+    %s = pf.all_reduce %dx {groups = [array<i64: 0, 1>]} ...
+    %u = pf.add %s, %r ...
+    // becomes
+    %dx = pf.matmul %dy, %w ...
+    %s = pf.all_reduce %dx {groups = [array<i64: 0, 1>], pf.async_slot = 0 : i64} ...
+    %dw = pf.matmul %x, %dy {transpose_a} ...
+    %w0 = pf.all_reduce_wait %s, %dx {slot = 0 : i64} ...
+    %u = pf.add %w0, %r ...
+    ```
+  }];
+  let options = [
+    Option<"slots", "slots", "int64_t", "64",
+           "slots it may use, [0, 64] (the runtime's PFRT_MAX_ASYNC_SLOTS)">
+  ];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 def SplitStagesPass : Pass<"pf-split-stages", "::mlir::ModuleOp"> {
   let summary = "makes every scheduled action of a stage a function";
   let description = [{
