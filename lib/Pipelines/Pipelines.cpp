@@ -163,7 +163,9 @@ static void buildCompilePipeline(OpPassManager &pm,
   // collective on a low-precision value computes in f32; sends and recvs
   // keep 2 bytes), and the fold passes then fuse the widened f32 ops as any
   // others (casts are never fused: their rounding stays pf.cast's).
-  pm.addPass(createWidenLowPrecisionPass());
+  // GPU ranks keep bf16/f16 GEMMs as typed cuBLASLt GEMMs (tensor cores,
+  // float32 compute); CPU ranks widen every op.
+  pm.addPass(createWidenLowPrecisionPass(WidenLowPrecisionPassOptions{gpu}));
   // Blocking collectives split around the work that does not need them
   // (tensor and sequence parallelism's, ZeRO's), on the final order of
   // the rank's ops and before the fold passes decide on it.

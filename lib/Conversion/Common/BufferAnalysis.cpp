@@ -1,6 +1,7 @@
 //===- BufferAnalysis.cpp - buffer facts of a rank's step -----------------===//
 
 #include "pf/Conversion/Common/BufferAnalysis.h"
+#include "pf/Dialect/PF/IR/LowPrecision.h"
 #include "pf/Dialect/PF/IR/PFOps.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -254,7 +255,9 @@ void BufferAnalysis::foldGemmBiases(Block &block, bool withRelu) {
     if (mm && biasDef &&
         (biasDef->getBlock() != &block || order[biasDef] >= order[mm]))
       continue;
-    if (!mm || !ba.getInput().hasOneUse() || accumulators.count(mm) ||
+    // (Not into a typed bf16/f16 GEMM: its bias_add stays a kernel.)
+    if (!mm || isLowPrecision(mm.getA().getType()) ||
+        !ba.getInput().hasOneUse() || accumulators.count(mm) ||
         biasOf.count(mm) || (fusedWith.count(ba) && !withRelu) ||
         ba.getAxis() != type.getRank() - 1 ||
         ba.getType() != ba.getInput().getType() ||
@@ -459,7 +462,8 @@ void BufferAnalysis::pairBiasGradients(Block &block) {
   for (auto reduce : block.getOps<ReduceSumOp>()) {
     for (Operation *user : reduce.getInput().getUsers()) {
       auto mm = dyn_cast<MatmulOp>(user);
-      if (!mm || !isBiasGradientPair(reduce, mm) || biasGradPartner.count(mm) ||
+      if (!mm || isLowPrecision(mm.getA().getType()) ||
+          !isBiasGradientPair(reduce, mm) || biasGradPartner.count(mm) ||
           biasOf.count(mm) || !sameAction(mm, reduce))
         continue;
       Operation *first = order.lookup(mm) < order.lookup(reduce)

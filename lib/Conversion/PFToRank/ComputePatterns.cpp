@@ -113,8 +113,36 @@ LogicalResult emitStridedGEMM(RankLoweringState &state, MatmulOp op,
 
 struct MatmulLowering : RankPattern<MatmulOp> {
   using RankPattern::RankPattern;
+  /// A typed GEMM (pf-widen-low-precision{keep-gemms}): bf16/f16 A and B,
+  /// C of their type or f32, accumulating into its accumulator's buffer
+  /// (beta = 1) where pf-fold-accumulation folded its add. No other fold
+  /// takes it (BufferAnalysis keeps its bias_add and bias gradient apart).
+  LogicalResult lowerTyped(MatmulOp op, ConversionPatternRewriter &b) const {
+    if (state.buffers.stridedOperand(op, 0) ||
+        state.buffers.stridedOperand(op, 1) ||
+        state.buffers.stridedResult(op) ||
+        state.buffers.biasGradPartnerOf(op) || state.buffers.foldedBiasOf(op))
+      return op.emitOpError("a typed bf16/f16 GEMM (pf.typed_gemm) runs "
+                            "without strided views, bias or bias-gradient "
+                            "folds");
+    return emitInto(op, b, [&](Value out) {
+      ArrayRef<int64_t> as = localShape(op.getA()), bs = localShape(op.getB()),
+                        cs = localShape(op.getResult());
+      int64_t k = op.getTransposeA() ? as[as.size() - 2] : as.back();
+      state.rt.pfrt_k_matmul_typed(
+          b, op.getLoc(), b.getRemappedValue(op.getA()),
+          b.getRemappedValue(op.getB()), out, product(cs.drop_back(2)),
+          product(bs.drop_back(2)), cs[cs.size() - 2], cs.back(), k,
+          op.getTransposeA(), op.getTransposeB(), dtypeCode(op.getA()),
+          dtypeCode(op.getResult()),
+          static_cast<bool>(state.buffers.accumulatorOf(op)));
+    });
+  }
+
   LogicalResult lower(MatmulOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &b) const override {
+    if (op->hasAttr("pf.typed_gemm"))
+      return lowerTyped(op, b);
     if (state.buffers.stridedOperand(op, 0) ||
         state.buffers.stridedOperand(op, 1) || state.buffers.stridedResult(op))
       return emitInto(

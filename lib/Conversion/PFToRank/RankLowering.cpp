@@ -485,7 +485,9 @@ LogicalResult RankLowering::checkPlacements() {
 /// every other op a float32 one.
 LogicalResult RankLowering::checkLowPrecision() {
   WalkResult walk = module.walk([&](Operation *op) {
-    if (keepsLowPrecision(op) || !touchesLowPrecision(op))
+    // (And the typed GEMMs pf-widen-low-precision{keep-gemms} kept.)
+    if (keepsLowPrecision(op) || !touchesLowPrecision(op) ||
+        (isa<MatmulOp>(op) && op->hasAttr("pf.typed_gemm")))
       return WalkResult::advance();
     op->emitOpError("computes on bf16/f16 values, which the rank lowering "
                     "does not take: run pf-widen-low-precision first (the "

@@ -232,6 +232,15 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
   if (name == getGradOfAttrHelper().getName())
     return require(isa<FlatSymbolRefAttr>(value) && isa<ParamOp>(op),
                    "a symbol reference on a pf.param");
+  if (name == getTypedGemmAttrHelper().getName()) {
+    auto kind = dyn_cast<StringAttr>(value);
+    return require(kind && isa<MatmulOp>(op) &&
+                       llvm::is_contained(
+                           {"bf16->bf16", "bf16->f32", "f16->f16", "f16->f32"},
+                           kind.getValue()),
+                   "\"bf16->bf16\", \"bf16->f32\", \"f16->f16\" or "
+                   "\"f16->f32\" on a pf.matmul");
+  }
   // The fold passes' decisions (lib/Conversion/Common/FoldAttributes.cpp).
   if (std::optional<LogicalResult> fold = verifyFoldAttribute(op, attr))
     return *fold;

@@ -24,7 +24,6 @@ using namespace mlir::pf::detail;
 // Every op with inferred result types, forward and backward (PFGradOps.cpp;
 // PFTensorOps.cpp has its own): any SBP (or none) on the results is
 // compatible.
-PF_COMPATIBLE_RETURN_TYPES(MatmulOp)
 PF_COMPATIBLE_RETURN_TYPES(BiasAddOp)
 PF_COMPATIBLE_RETURN_TYPES(AddOp)
 PF_COMPATIBLE_RETURN_TYPES(MulScalarOp)
@@ -204,6 +203,23 @@ OpFoldResult ToLocalOp::fold(FoldAdaptor) {
 //===----------------------------------------------------------------------===//
 // Dense algebra and element-wise ops
 //===----------------------------------------------------------------------===//
+
+/// As PF_COMPATIBLE_RETURN_TYPES, and a bf16/f16 product may have an f32
+/// result: a typed GEMM's float32 output (pf-widen-low-precision
+/// {keep-gemms} folds a cast to f32 into it).
+bool MatmulOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  if (compatibleGlobals(l, r))
+    return true;
+  auto inferred = l.size() == 1 ? dyn_cast<GlobalType>(l[0]) : nullptr;
+  auto actual = r.size() == 1 ? dyn_cast<GlobalType>(r[0]) : nullptr;
+  if (!inferred || !actual || !actual.getElementType().isF32() ||
+      !(inferred.getElementType().isBF16() ||
+        inferred.getElementType().isF16()))
+    return false;
+  Type wide = GlobalType::get(inferred.getShape(), actual.getElementType(),
+                              inferred.getPlacement(), inferred.getSbp());
+  return compatibleGlobals(TypeRange{wide}, r);
+}
 
 LogicalResult
 MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,

@@ -10,6 +10,13 @@
 // constant of the same (exactly representable) values, read directly by
 // the widened ops.
 //
+// With keep-gemms (the GPU pipeline's choice) a pf.matmul whose operands
+// are bf16 (or both f16) and whose rows are 16-byte multiples stays on its
+// low-precision operands, a typed GEMM (cuBLASLt on tensor cores, float32
+// compute); when only casts to f32 read its result, it makes the f32
+// result itself (the casts go: no rounding to bf16 in between). The
+// decision is recorded as `pf.typed_gemm = "<operands>-><result>"`.
+//
 //===----------------------------------------------------------------------===//
 
 #include "pf/Dialect/PF/IR/LowPrecision.h"
@@ -40,6 +47,36 @@ Type widened(Type t) {
                          g.getPlacement(), g.getSbp());
 }
 
+/// The attribute a kept (typed) GEMM carries: "bf16->bf16", "bf16->f32".
+constexpr StringLiteral kTypedGemm = "pf.typed_gemm";
+
+StringRef elementName(Type t) {
+  Type e = cast<GlobalType>(t).getElementType();
+  return e.isBF16() ? "bf16" : e.isF16() ? "f16" : "f32";
+}
+
+/// Whether keep-gemms keeps `op`: a pf.matmul on two bf16 (or two f16)
+/// operands with a result of their type, every matrix's rows (the last
+/// dimension: lda, ldb, ldc) a multiple of 8 elements, so that each row
+/// and batch of the typed GEMM starts 16-byte aligned (tensor cores; the
+/// runtime refuses less). Others are widened as every op is.
+bool keepsTypedGemm(Operation *op) {
+  auto mm = dyn_cast<MatmulOp>(op);
+  if (!mm)
+    return false;
+  Type a = mm.getA().getType(), b = mm.getB().getType(),
+       c = mm.getResult().getType();
+  if (!isLowPrecision(a) || elementName(a) != elementName(b) ||
+      elementName(a) != elementName(c))
+    return false;
+  for (Type t : {a, b, c}) {
+    ArrayRef<int64_t> shape = cast<GlobalType>(t).getShape();
+    if (shape.empty() || shape.back() % 8 != 0)
+      return false;
+  }
+  return true;
+}
+
 /// Copies `from`'s discardable attributes (stage, phase, micro-batch tags)
 /// onto `to`, so the casts belong to the op's action; not where the op's
 /// box sits in its logical tensor (pf-partition-ranks records it for the
@@ -54,6 +91,7 @@ void copyTags(Operation *from, Operation *to) {
 
 struct WidenLowPrecisionPass
     : public pf::impl::WidenLowPrecisionPassBase<WidenLowPrecisionPass> {
+  using WidenLowPrecisionPassBase::WidenLowPrecisionPassBase;
   /// The f32 constants that replaced bf16/f16 ones, by the cast back to
   /// the low type that now stands for the old constant.
   DenseMap<Value, Value> constantOf;
@@ -121,13 +159,37 @@ struct WidenLowPrecisionPass
     return success();
   }
 
+  /// A kept GEMM whose result only casts to f32 read: the GEMM makes the
+  /// f32 result (float32 output of the typed GEMM), the casts go.
+  void foldResultCasts(MatmulOp mm) {
+    Value r = mm.getResult();
+    Type wide = widened(r.getType());
+    bool onlyCasts = !r.use_empty() && llvm::all_of(r.getUsers(), [&](auto *u) {
+      return isa<CastOp>(u) && u->getResult(0).getType() == wide;
+    });
+    if (onlyCasts) {
+      for (Operation *cast : llvm::to_vector(r.getUsers())) {
+        cast->getResult(0).replaceAllUsesWith(r);
+        cast->erase();
+      }
+      r.setType(wide);
+    }
+    mm->setAttr(kTypedGemm, StringAttr::get(mm.getContext(),
+                                            (elementName(mm.getA().getType()) +
+                                             "->" + elementName(r.getType()))
+                                                .str()));
+  }
+
   void runOnOperation() override {
     constantOf.clear();
+    SmallVector<MatmulOp> kept;
     SmallVector<ConstantOp> constants;
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
       if (auto c = dyn_cast<ConstantOp>(op); c && isLowPrecision(c.getType()))
         constants.push_back(c);
+      else if (keepGemms && keepsTypedGemm(op))
+        kept.push_back(cast<MatmulOp>(op));
       else if (!keepsLowPrecision(op) && touchesLowPrecision(op))
         ops.push_back(op);
     });
@@ -137,6 +199,8 @@ struct WidenLowPrecisionPass
     for (Operation *op : ops)
       if (failed(widen(op)))
         return signalPassFailure();
+    for (MatmulOp mm : kept)
+      foldResultCasts(mm);
     // The casts back of constants that only widened ops read.
     for (auto [back, wide] : constantOf)
       if (back.use_empty())

@@ -151,6 +151,10 @@ def PF_Dialect : Dialect {
     "::mlir::UnitAttr":$load_by_parts,
     // `pf.bias_grad_pair = n`: a matmul and reduce_sum as one BGRADB GEMM;
     "::mlir::IntegerAttr":$bias_grad_pair,
+    // `pf.typed_gemm = "bf16->f32"` on a matmul: a typed GEMM on its
+    // bf16/f16 operands, result of their type or f32
+    // (pf-widen-low-precision{keep-gemms});
+    "::mlir::StringAttr":$typed_gemm,
     // `pf.kernel_group = n`: element-wise ops of one generated kernel;
     "::mlir::IntegerAttr":$kernel_group,
     // `pf.update_group = n`: optimizer updates of one multi-tensor call;

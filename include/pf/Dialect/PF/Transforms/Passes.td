@@ -789,6 +789,18 @@ def WidenLowPrecisionPass : Pass<"pf-widen-low-precision", "::mlir::ModuleOp"> {
     program, before the fold passes; the rank lowerings refuse any other op
     on bf16/f16 values.
 
+    With `keep-gemms` (set by pf-compile-gpu-pipeline; CPU ranks widen
+    every op) a `pf.matmul` whose two operands and result are bf16 (or all
+    f16) stays unwidened when the last dimension of each (every row of the
+    GEMM's A, B and C) is a multiple of 8 elements: convert-pf-to-gpu runs
+    it as a typed cuBLASLt GEMM on tensor cores with float32 compute
+    (`pfrt_k_matmul_typed`). When only casts to f32 read its result (a
+    weight gradient widened for its f32 accumulation buffer, a widened
+    consumer) the GEMM makes the f32 result itself and the casts go (its
+    float32 output is not rounded to bf16 first). Each such GEMM is marked
+    `pf.typed_gemm = "bf16->bf16"` (or `"bf16->f32"`, f16 alike); the
+    others (mixed operand types, other shapes) are widened as above.
+
     ```mlir
     %y = pf.relu %x : (!pf.global<4xbf16, #P, #pf.sbp<[B]>>) -> !pf.global<4xbf16, #P, #pf.sbp<[B]>>
     // becomes
@@ -797,6 +809,11 @@ def WidenLowPrecisionPass : Pass<"pf-widen-low-precision", "::mlir::ModuleOp"> {
     %y = pf.cast %1 : !pf.global<4xf32, ...> -> !pf.global<4xbf16, ...>
     ```
   }];
+  let options = [
+    Option<"keepGemms", "keep-gemms", "bool", /*default=*/"false",
+           "keep bf16/f16 pf.matmul ops with 16-byte rows as typed GEMMs "
+           "(GPU ranks)">
+  ];
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
