@@ -163,6 +163,11 @@ static void buildCompilePipeline(OpPassManager &pm,
   // collective on a low-precision value computes in f32; sends and recvs
   // keep 2 bytes), and the fold passes then fuse the widened f32 ops as any
   // others (casts are never fused: their rounding stays pf.cast's).
+  // GPU ranks: bf16/f16 attention through cuDNN's fused flash attention
+  // where it can (kept unwidened), the decision on each op
+  // (pf.cudnn_attention).
+  if (gpu)
+    pm.addPass(createSelectCudnnAttentionPass());
   // GPU ranks keep bf16/f16 GEMMs as typed cuBLASLt GEMMs (tensor cores,
   // float32 compute); CPU ranks widen every op.
   pm.addPass(createWidenLowPrecisionPass(WidenLowPrecisionPassOptions{gpu}));

@@ -9,7 +9,8 @@
 // reference backward reads O rounded to the dtype, as it is stored). Then the
 // plan cache (a repeated shape builds nothing, a new one builds one plan)
 // and a captured step (replayed on new data). Under PFRT_CUDA_FAKE=1 it
-// runs on the emulation (emulation/FakeCudnn.h); on a GPU, on cuDNN.
+// runs on the emulation (emulation/FakeCudnn.h); on a GPU, on cuDNN. The
+// host rows pfrt_k_attention_typed(_grad), the twins' reference, too.
 //
 // Modes (argv[1]): "" all of the above; "absent" one call (run with cuDNN
 // missing: exit 2 naming it); "capture_new_shape" a first call of a shape
@@ -260,14 +261,49 @@ void expectAll(const Data &x) {
   expectClose(x, x.dDv, false, x.dv, "dV");
 }
 
-/// Forward then backward of c, against the reference; returns the plans
-/// the two calls built.
+/// The host rows pfrt_k_attention_typed(_grad) (the twins' reference:
+/// widen, the CPU kernels, round once) on x's inputs, against the float64
+/// reference at the same tolerances.
+void hostRows(const Data &x) {
+  const Case &c = x.c;
+  const int64_t dims[6] = {c.b, c.h, c.t, c.s, c.d, c.dv};
+  std::vector<uint16_t> out(x.out.size()), dq(x.dq.size()), dk(x.dk.size()),
+      dv(x.dv.size());
+  std::vector<float> lse(x.lse.size());
+  const float *mask = c.mask ? x.mask.data() : nullptr;
+  pfrt_k_attention_typed(x.q.data(), x.k.data(), x.v.data(), mask,
+                         c.mask ? x.ms : nullptr, out.data(), lse.data(), dims,
+                         c.dtype, x.scale, c.causal);
+  pfrt_k_attention_typed_grad(x.q.data(), x.k.data(), x.v.data(), mask,
+                              c.mask ? x.ms : nullptr, out.data(), lse.data(),
+                              x.dout.data(), dq.data(), dk.data(), dv.data(),
+                              dims, c.dtype, x.scale, c.causal);
+  const double rtol = c.dtype == PFRT_DTYPE_BF16 ? 1.6e-2 : 1e-3;
+  auto close = [&](const std::vector<uint16_t> &got,
+                   const std::vector<double> &want, const char *what) {
+    for (size_t i = 0; i < want.size(); ++i) {
+      const double g = fromBits(c.dtype, got[i]);
+      CHECK(std::fabs(g - want[i]) <= 1e-5 + rtol * std::fabs(want[i]),
+            "host row, %s, %s[%zu]: got %.8g, want %.8g", name(c).c_str(), what,
+            i, g, want[i]);
+    }
+    ++gChecks;
+  };
+  close(out, x.out, "O");
+  close(dq, x.dq, "dQ");
+  close(dk, x.dk, "dK");
+  close(dv, x.dv, "dV");
+}
+
+/// Forward then backward of c, against the reference (and the host rows);
+/// returns the plans the two calls built.
 int64_t runCase(const Case &c) {
   const int64_t before = pfrt_cuda_cudnn_plans_built();
   Data x = setup(c);
   forward(x);
   backward(x);
   expectAll(x);
+  hostRows(x);
   return pfrt_cuda_cudnn_plans_built() - before;
 }
 

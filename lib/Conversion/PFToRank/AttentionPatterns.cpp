@@ -4,11 +4,14 @@
 // GPU ranks their device twins): the kernels tile the keys, so no [T, S]
 // buffer is planned. The mask's strides broadcast its axes of size 1; the
 // queries' box in the logical tensor (pf-partition-ranks) places causal
-// masking and the dropout draw.
+// masking and the dropout draw. On GPU ranks the bf16/f16 ops that
+// pf-select-cudnn-attention gave to cuDNN lower to
+// pfrt_k_attention_typed(_grad), whose twins are cuDNN's fused attention.
 //
 //===----------------------------------------------------------------------===//
 
 #include "pf/Conversion/PFToRank/RankLowering.h"
+#include "pf/Dialect/PF/IR/LowPrecision.h"
 
 #include <type_traits>
 
@@ -88,18 +91,44 @@ template <typename OpTy> struct AttentionLowering : RankPattern<OpTy> {
   using Adaptor = RankAdaptor<OpTy>;
   LogicalResult lower(OpTy op, Adaptor adaptor,
                       ConversionPatternRewriter &b) const override {
-    if (failed(checkF32(op)))
+    const bool cudnn = keepsLowPrecision(op);
+    if (!cudnn && failed(checkF32(op)))
       return failure();
     FailureOr<AttentionArgs> args =
         attentionArgs(this->state, op, adaptor.getMask(), b);
     if (failed(args))
       return failure();
     return this->emitIntoAll(op, b, [&](ArrayRef<Value> outs) {
-      call(op, adaptor, *args, outs, b);
+      if (cudnn)
+        callTyped(op, adaptor, *args, outs, b);
+      else
+        call(op, adaptor, *args, outs, b);
     });
   }
 
 private:
+  /// The op pf-select-cudnn-attention gave to cuDNN (bf16/f16 operands):
+  /// pfrt_k_attention_typed(_grad), whose GPU twins are cuDNN's.
+  void callTyped(OpTy op, Adaptor adaptor, const AttentionArgs &args,
+                 ArrayRef<Value> outs, ConversionPatternRewriter &b) const {
+    Location loc = op.getLoc();
+    rt::RuntimeABI &rt = this->state.rt;
+    double scale = op.getScale().convertToDouble();
+    auto causal = static_cast<int32_t>(op.getCausal());
+    int32_t dtype = dtypeCode(op.getQuery());
+    if constexpr (std::is_same_v<OpTy, AttentionOp>)
+      rt.pfrt_k_attention_typed(b, loc, adaptor.getQuery(), adaptor.getKey(),
+                                adaptor.getValue(), args.maskPtr,
+                                args.maskStrides, outs[0], outs[1], args.dims,
+                                dtype, scale, causal);
+    else
+      rt.pfrt_k_attention_typed_grad(
+          b, loc, adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
+          args.maskPtr, args.maskStrides, adaptor.getOutput(), adaptor.getLse(),
+          adaptor.getResultGrad(), outs[0], outs[1], outs[2], args.dims, dtype,
+          scale, causal);
+  }
+
   void call(OpTy op, Adaptor adaptor, const AttentionArgs &args,
             ArrayRef<Value> outs, ConversionPatternRewriter &b) const {
     Location loc = op.getLoc();

@@ -977,6 +977,26 @@ void pfrt_k_matmul_typed(const void *a, const void *b, void *c, int64_t batch,
                          int64_t batch_b, int64_t m, int64_t n, int64_t k,
                          int32_t ta, int32_t tb, int32_t ab_dtype,
                          int32_t c_dtype, int32_t accumulate);
+/* Attention on bf16/f16 tensors (dtype PFRT_DTYPE_BF16 or _F16): q, k, v,
+ * out (and dout, dq, dk, dv) [B, H, T|S, D|Dv] packed in dtype, lse [B, H,
+ * T] float32, mask NULL or an additive float32 bias broadcast over B and H
+ * only (maskStrides packed over [T, S]), dims = {B, H, T, S, D, Dv}, D and
+ * Dv multiples of 8 up to 128; causal without offset; no dropout. The
+ * host rows widen the operands exactly, run pfrt_k_attention(_grad) and
+ * round the outputs once to dtype (the reference of the twins). GPU ranks
+ * call the twins, cuDNN 9's fused flash attention
+ * (pfrt_cuda_cudnn_attention(_grad)); the compiler emits them for the ops
+ * pf-select-cudnn-attention marks (pf.cudnn_attention = "bf16"/"f16"),
+ * which only GPU pipelines run. */
+int pfrt_k_attention_typed(const void *q, const void *k, const void *v,
+                           const float *mask, const int64_t *maskStrides,
+                           void *out, float *lse, const int64_t *dims,
+                           int32_t dtype, double scale, int32_t causal);
+int pfrt_k_attention_typed_grad(
+    const void *q, const void *k, const void *v, const float *mask,
+    const int64_t *maskStrides, const void *out, const float *lse,
+    const void *dout, void *dq, void *dk, void *dv, const int64_t *dims,
+    int32_t dtype, double scale, int32_t causal);
 /* C = A * B over strided views, what the compiler emits on CPU ranks when
  * an operand is a slice, reshape or transpose of a buffer (attention's
  * q, k and v are column ranges of one projection, heads moved to the

@@ -232,6 +232,14 @@ LogicalResult PFDialect::verifyOperationAttribute(Operation *op,
   if (name == getGradOfAttrHelper().getName())
     return require(isa<FlatSymbolRefAttr>(value) && isa<ParamOp>(op),
                    "a symbol reference on a pf.param");
+  if (name == getCudnnAttentionAttrHelper().getName()) {
+    auto why = dyn_cast<StringAttr>(value);
+    return require(why && isa<AttentionOp, AttentionGradOp>(op) &&
+                       (why.getValue() == "bf16" || why.getValue() == "f16" ||
+                        why.getValue().starts_with("kernel: ")),
+                   "\"bf16\", \"f16\" or \"kernel: <why>\" on a "
+                   "pf.attention or pf.attention_grad");
+  }
   if (name == getTypedGemmAttrHelper().getName()) {
     auto kind = dyn_cast<StringAttr>(value);
     return require(kind && isa<MatmulOp>(op) &&

@@ -80,12 +80,14 @@ bool keepsTypedGemm(Operation *op) {
 /// Copies `from`'s discardable attributes (stage, phase, micro-batch tags)
 /// onto `to`, so the casts belong to the op's action; not where the op's
 /// box sits in its logical tensor (pf-partition-ranks records it for the
-/// op itself: dropout draws, causal rows).
+/// op itself: dropout draws, causal rows), nor an attention's cuDNN
+/// decision.
 void copyTags(Operation *from, Operation *to) {
   for (NamedAttribute a : from->getDiscardableAttrs())
     if (!isa<CastOp>(to) ||
         (a.getName() != PFDialect::LogicalShapeAttrHelper::getNameStr() &&
-         a.getName() != PFDialect::ShardOffsetAttrHelper::getNameStr()))
+         a.getName() != PFDialect::ShardOffsetAttrHelper::getNameStr() &&
+         a.getName() != PFDialect::CudnnAttentionAttrHelper::getNameStr()))
       to->setAttr(a.getName(), a.getValue());
 }
 

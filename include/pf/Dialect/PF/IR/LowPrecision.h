@@ -35,10 +35,16 @@ inline bool touchesLowPrecision(Operation *op) {
 /// pf-bucket-gradients: summed by the runtime in the low type) and their
 /// waits, the gradient reduce-scatters of ZeRO-2/3 under it (the
 /// backward's or the update's: summed by the runtime in the low type), and
-/// ops of other dialects (func.return: the step's results keep their type).
+/// ops of other dialects (func.return: the step's results keep their type),
+/// and the attention ops pf-select-cudnn-attention gave to cuDNN (GPU
+/// ranks: `pf.cudnn_attention = "bf16"` or `"f16"`).
 inline bool keepsLowPrecision(Operation *op) {
   if (!isa<PFDialect>(op->getDialect()))
     return true;
+  if (isa<AttentionOp, AttentionGradOp>(op)) {
+    auto a = op->getAttrOfType<StringAttr>("pf.cudnn_attention");
+    return a && (a.getValue() == "bf16" || a.getValue() == "f16");
+  }
   if (isa<AllReduceOp, ReduceScatterOp>(op)) {
     MLIRContext *ctx = op->getContext();
     StringAttr phase = PFDialect::PhaseAttrHelper(ctx).getAttr(op);

@@ -151,6 +151,10 @@ def PF_Dialect : Dialect {
     "::mlir::UnitAttr":$load_by_parts,
     // `pf.bias_grad_pair = n`: a matmul and reduce_sum as one BGRADB GEMM;
     "::mlir::IntegerAttr":$bias_grad_pair,
+    // `pf.cudnn_attention = "bf16"` on an attention op of a GPU rank: given
+    // to cuDNN's fused flash attention ("bf16"/"f16"), or "kernel: <why>"
+    // (pf-select-cudnn-attention);
+    "::mlir::StringAttr":$cudnn_attention,
     // `pf.typed_gemm = "bf16->f32"` on a matmul: a typed GEMM on its
     // bf16/f16 operands, result of their type or f32
     // (pf-widen-low-precision{keep-gemms});

@@ -817,4 +817,24 @@ def WidenLowPrecisionPass : Pass<"pf-widen-low-precision", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::pf::PFDialect"];
 }
 
+def SelectCudnnAttentionPass : Pass<"pf-select-cudnn-attention", "::mlir::ModuleOp"> {
+  let summary = "GPU ranks: which bf16/f16 attention runs on cuDNN's fused flash attention";
+  let description = [{
+    Marks each `pf.attention` and `pf.attention_grad` with
+    `pf.cudnn_attention`: `"bf16"` or `"f16"` where cuDNN 9's fused flash
+    attention takes it (Q, K, V, O, dO and the gradients all of that type,
+    head dims multiples of 8 up to 128, no dropout, no mask or an additive
+    one whole over `[T, S]` (a bf16/f16 one cast exactly to f32 for
+    cuDNN's bias), causal only on whole queries), else `"kernel: <why>"`
+    (dropout: cuDNN's draw is not our layout-independent Philox mask;
+    float32; a boolean mask; a head dim; a causal query shard). A marked `"bf16"`/`"f16"` op keeps its 2-byte
+    operands through `pf-widen-low-precision` and lowers to
+    `pfrt_k_attention_typed(_grad)`, whose GPU twins call cuDNN; the others
+    are widened and run the float32 flash kernel as on CPU ranks.
+    pf-compile-gpu-pipeline runs it before `pf-widen-low-precision`; CPU
+    ranks never do.
+  }];
+  let dependentDialects = ["::mlir::pf::PFDialect"];
+}
+
 #endif // PF_DIALECT_PF_TRANSFORMS_PASSES_TD
