@@ -35,6 +35,14 @@ over 4096 classes) this
 Targets (issue 14): PipeFlow / PyTorch step time <= 0.4 on the seed MLP
 (launch-bound: what a captured, fused step is for), <= 0.9 on the wide MLP,
 and PipeFlow's GEMM-bound rate >= 90% of cuBLAS's on the wide MLP.
+
+Mixed precision (issue 36 item 5; --no-bf16 skips it): each configuration
+also compiled with autocast=bf16, whose GPU ranks run their GEMMs as typed
+cuBLASLt bf16 GEMMs on tensor cores (float32 compute); its step's FLOPs
+over its step time against the same FLOPs over cuBLAS's own bf16 GEMMs
+(torch.matmul on bf16 tensors, the same shapes and transposes): target
+>= 90% on the wide MLP (the seed MLP's 10-class layer stays float32: its
+rows are not 16-byte multiples).
 """
 
 import os
@@ -80,16 +88,19 @@ def step_flops(widths, batch):
     return sum(2 * m * n * k for m, n, k, _, _ in gemms(widths, batch))
 
 
-def compile_pf(cfg, work):
-    src = os.path.join(work, cfg["name"] + ".mlir")
+def compile_pf(cfg, work, autocast=None):
+    name = cfg["name"] + ("-" + autocast if autocast else "")
+    src = os.path.join(work, name + ".mlir")
     text = gen_mlp.mlp_program(cfg["widths"], cfg["batch"], cfg["final_relu"])
     with open(src, "w") as f:
         f.write(text.replace('#pf.placement<"cpu"', '#pf.placement<"cuda"'))
-    lowered = os.path.join(work, cfg["name"] + ".llvm.mlir")
+    lowered = os.path.join(work, name + ".llvm.mlir")
+    options = "optimizer=sgd accumulation-steps=1" + (
+        " autocast=" + autocast if autocast else "")
     subprocess.run([os.path.join(BIN, "pf-opt"), src,
-                    "-pf-compile-gpu-pipeline=optimizer=sgd accumulation-steps=1",
+                    "-pf-compile-gpu-pipeline=" + options,
                     "-o", lowered], check=True)
-    art = os.path.join(work, cfg["name"])
+    art = os.path.join(work, name)
     shutil.rmtree(art, ignore_errors=True)
     subprocess.run([os.path.join(BIN, "pf-translate"), "--pf-emit-rank-artifacts",
                     lowered, "--pf-artifact-dir=" + art], check=True,
@@ -158,14 +169,16 @@ def torch_step_ms(cfg, steps):
     return statistics.median(times[WARMUP:]), torch.cuda.get_device_name(0), torch.__version__
 
 
-def cublas_ms(cfg, repeat=20):
-    """Summed median cuBLAS time of the step's GEMMs (torch.matmul, TF32 off)."""
+def cublas_ms(cfg, repeat=20, bf16=False):
+    """Summed median cuBLAS time of the step's GEMMs (torch.matmul, TF32 off;
+    bf16 operands and result with `bf16`)."""
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
+    dtype = torch.bfloat16 if bf16 else torch.float32
     total = 0.0
     for m, n, k, ta, tb in gemms(cfg["widths"], cfg["batch"]):
-        a = torch.randn(*((k, m) if ta else (m, k)), device="cuda")
-        b = torch.randn(*((n, k) if tb else (k, n)), device="cuda")
+        a = torch.randn(*((k, m) if ta else (m, k)), device="cuda", dtype=dtype)
+        b = torch.randn(*((n, k) if tb else (k, n)), device="cuda", dtype=dtype)
         aa, bb = (a.t() if ta else a), (b.t() if tb else b)
         for _ in range(3):
             torch.matmul(aa, bb)
@@ -182,6 +195,17 @@ def cublas_ms(cfg, repeat=20):
     return total
 
 
+def bf16_row(cfg, art16, steps, direct, flops):
+    """The autocast=bf16 step's rate against cuBLAS's bf16 GEMMs."""
+    pf16_ms = run_pf(art16, steps, direct)
+    rate16 = flops / pf16_ms / 1e9
+    cublas16 = flops / cublas_ms(cfg, bf16=True) / 1e9
+    frac = rate16 / cublas16
+    return "| %s | %d | %.3f | %.1f | %.1f | %.2f%s |" % (
+        cfg["name"], steps, pf16_ms, rate16, cublas16, frac,
+        "" if cfg["target"] != 0.9 else (" (>= 0.9: %s)" % ("yes" if frac >= 0.9 else "**no**")))
+
+
 def main():
     ap = results.parser(__doc__)
     ap.add_argument("--only", default=None)
@@ -189,6 +213,8 @@ def main():
                     help="run the rank executable alone (MPI singleton), not pf-run")
     ap.add_argument("--steps-scale", type=float, default=1.0)
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--no-bf16", action="store_true",
+                    help="skip the mixed-precision (autocast=bf16) runs")
     ap.add_argument("--compile-only", action="store_true",
                     help="compile the configurations into --workdir and stop (on a "
                     "machine with the CUDA toolkit; the GPU machine then runs them "
@@ -201,17 +227,20 @@ def main():
         ap.error("--compile-only and --prebuilt need --workdir")
     work = args.workdir or tempfile.mkdtemp(prefix="pf-gpu-bench-")
     os.makedirs(work, exist_ok=True)
-    rows, device, torch_version = [], "?", "?"
+    rows, bf16_rows, device, torch_version = [], [], "?", "?"
     for cfg in CONFIGS:
         if args.only and cfg["name"] != args.only:
             continue
         steps = max(WARMUP + 5, int(cfg["steps"] * args.steps_scale))
         if args.prebuilt:
             art = os.path.join(work, cfg["name"])
-            if not os.path.isdir(art):
-                sys.exit(f"gpu_bench: no artifacts {art} (run --compile-only first)")
+            art16 = art + "-bf16"
+            for a in [art] + ([] if args.no_bf16 else [art16]):
+                if not os.path.isdir(a):
+                    sys.exit(f"gpu_bench: no artifacts {a} (run --compile-only first)")
         else:
             art = compile_pf(cfg, work)
+            art16 = None if args.no_bf16 else compile_pf(cfg, work, "bf16")
         if args.compile_only:
             print(f"compiled {cfg['name']} into {art}")
             continue
@@ -240,6 +269,9 @@ def main():
             tuned_ratio, pf_3x_ms / pt_ms, rate, tuned_rate, cublas_rate,
             rate / cublas_rate))
         print(rows[-1], flush=True)
+        if not args.no_bf16:
+            bf16_rows.append(bf16_row(cfg, art16, steps, args.direct, flops))
+            print(bf16_rows[-1], flush=True)
     if args.compile_only:
         return
     table = ("| config | steps | PipeFlow ms (graph) | PipeFlow ms (no graph) | "
@@ -252,6 +284,17 @@ def main():
     print(setup)
     if args.write:
         results.append("GPU step time (bench/gpu_bench.py)", setup, table)
+    if bf16_rows:
+        table16 = ("| config | steps | PipeFlow bf16 ms (graph) | PipeFlow bf16 TFLOP/s | "
+                   "cuBLAS bf16 TFLOP/s | fraction (target 0.9) |\n"
+                   "|---|---|---|---|---|---|\n" + "\n".join(bf16_rows))
+        setup16 = ("GPU %s; autocast=bf16: typed cuBLASLt bf16 GEMMs (float32 compute) "
+                   "against torch.matmul on bf16 tensors, the step's GEMM shapes; SGD lr %g; "
+                   "median after %d warm-up steps" % (device, LR, WARMUP))
+        print(table16)
+        print(setup16)
+        if args.write:
+            results.append("GPU bf16 GEMM rate (bench/gpu_bench.py)", setup16, table16)
 
 
 if __name__ == "__main__":

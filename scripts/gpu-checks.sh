@@ -52,6 +52,8 @@ mlp-adam|test/Conversion/PFToGPU/Inputs/cuda-mlp.mlir|optimizer=adam accumulatio
 convnet|examples/mlir/convnet.mlir|optimizer=sgd momentum=0.9|5|0.05|7|1e-4
 attention|test/Conversion/PFToGPU/Inputs/cuda-attention.mlir|optimizer=sgd|10|0.05|7|1e-4
 gpt|test/Conversion/PFToGPU/Inputs/cuda-gpt.mlir|optimizer=adamw|6|0.01|7|1e-4
+mlp-bf16|test/Conversion/PFToGPU/Inputs/cuda-mlp.mlir|optimizer=sgd momentum=0.9 accumulation-steps=2 autocast=bf16|10|0.05|7|1.6e-2
+gpt-bf16|test/Conversion/PFToGPU/Inputs/cuda-gpt.mlir|optimizer=adamw autocast=bf16|6|0.01|7|1.6e-2
 fused|test/Integration/Inputs/fused-elementwise.mlir|optimizer=sgd momentum=0.9 accumulation-steps=2|8|0.1|3|1e-4
 lenet|py:examples/python/lenet_pipeline.py|optimizer=sgd momentum=0.9|6|0.01|7|1e-4
 resnet50|py:examples/python/resnet50_pipeline.py|optimizer=sgd momentum=0.9 accumulation-steps=4|3|0.01|7|1e-4|1
@@ -166,7 +168,7 @@ prepare() {
       "$bin/pf-translate" --pf-emit-rank-artifacts "$d/cpu.mlir" --pf-artifact-dir="$d/cpu" >/dev/null ||
       { echo "gpu-checks: compiling $name failed" >&2; exit 1; }
     local data=()
-    [ "$name" = gpt ] && data=(--data="$OUT/gpt-data")
+    [[ "$name" = gpt* ]] && data=(--data="$OUT/gpt-data")
     "$bin/pf-run" -n 1 --steps "$steps" --lr "$lr" --seed "$seed" "${data[@]}" \
       --loss-out "$d/cpu.txt" "$d/cpu" >/dev/null || { echo "gpu-checks: CPU run of $name failed" >&2; exit 1; }
     rm -f "$d"/*.mlir "$d"/*.mlir.in
@@ -249,6 +251,7 @@ prepare() {
   cp "$BUILD"/runtime/test/pfrt-test-cuda "$BUILD"/runtime/test/pfrt-test-cuda-twins \
     "$BUILD"/runtime/test/pfrt-test-cuda-generated "$BUILD"/runtime/test/pfrt-test-generated \
     "$BUILD"/runtime/test/pfrt-test-cuda-nccl "$BUILD"/runtime/test/pfrt-test-cuda-staged \
+    "$BUILD"/runtime/test/pfrt-test-cuda-gemm-typed \
     "$BUILD"/runtime/test/cuda_kernels.ptx "$OUT/tests/" || exit 1
   # cuDNN's fused attention against float64 (where libpfrt has cudnn_graph.h).
   if [ -x "$BUILD"/runtime/test/pfrt-test-cuda-cudnn ]; then
@@ -373,6 +376,23 @@ run() {
     "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins5"
   check_fail cuda_twins_bad_label "pfrt_cuda_k_softmax_xent: label 7 at row 2 is outside [0, 5)" \
     "$OUT/tests/pfrt-test-cuda-twins" "$OUT/twins4" bad_label
+  # Typed bf16/f16 GEMMs on tensor cores (pfrt_cuda_gemm_typed, the twin
+  # pfrt_cuda_k_matmul_typed): every pair cuBLASLt runs against a float64
+  # reference at assert_close's tolerances (K = 768), transposes, batches,
+  # beta = 1 into f32, a bf16 bias; real cuBLASLt refusing C f16 with bf16
+  # operands and C bf16 with f32 ones; misaligned operands fatal; the
+  # tuner's entries keyed by the types. The programs mlp-bf16 and gpt-bf16
+  # run every GEMM on bf16 data this way (their losses against the CPU's
+  # widened ones, bf16's tolerance).
+  check cuda_gemm_typed "$OUT/tests/pfrt-test-cuda-gemm-typed"
+  check cuda_gemm_typed_tune env PFRT_CUDA_GEMM_TUNE="$OUT/gemm-typed-tune" \
+    "$OUT/tests/pfrt-test-cuda-gemm-typed" tune "$OUT/gemm-typed-tune"
+  check_fail cuda_gemm_typed_refuses_bf16_f16 "with A and B bf16, C and D f16, compute 32F" \
+    "$OUT/tests/pfrt-test-cuda-gemm-typed" bf16_f16
+  check_fail cuda_gemm_typed_refuses_f32_bf16 "with A and B f32, C and D bf16, compute 32F" \
+    "$OUT/tests/pfrt-test-cuda-gemm-typed" f32_bf16
+  check_fail cuda_gemm_typed_misaligned "is not 16-byte aligned: a bf16/f16 GEMM runs on tensor cores" \
+    "$OUT/tests/pfrt-test-cuda-gemm-typed" misaligned_ptr
   # cuDNN 9's fused flash attention (Cudnn.cpp): bf16/f16, causal, masks,
   # forward and backward against a float64 reference at assert_close's
   # tolerances, the plan cache and a captured step; whether real cuDNN
@@ -407,7 +427,7 @@ run() {
     local name steps lr seed tol cmpsteps data=() cmp_args=()
     IFS='|' read -r name steps lr seed tol cmpsteps <"$d/settings"
     [ -n "$cmpsteps" ] && cmp_args=(--steps "$cmpsteps")
-    [ "$name" = gpt ] && data=(--data="$OUT/gpt-data")
+    [[ "$name" = gpt* ]] && data=(--data="$OUT/gpt-data")
     local args=(--steps "$steps" --lr "$lr" --seed "$seed" "${data[@]}")
     rm -f "$d"/gpu[123].txt # --loss-out appends
     check "$name-run1" "$d/gpu/rank0" "${args[@]}" --loss-out "$d/gpu1.txt"
