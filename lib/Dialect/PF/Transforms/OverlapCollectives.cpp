@@ -7,7 +7,9 @@
 // while the collective travels (on GPU ranks NCCL runs it on a stream of
 // its own).
 //
-//  - The start moves up to right after the op defining its input, but never
+//  - The start moves up to right after the op defining its input (a
+//    pf.read_param defining it moves up with it, past no op with side
+//    effects but other reads: ZeRO-3's parameter gathers), but never
 //    above another communicating op (a collective, a started one's wait, a
 //    send or receive, an op with collectives inside such as the
 //    vocabulary-parallel cross-entropy, a call): every member of a group
@@ -73,7 +75,7 @@ bool communicates(Operation *op) {
 
 /// Views and constants: no work to overlap.
 bool isFree(Operation *op) {
-  return isa<ReshapeOp, FlattenOp, ToGlobalOp>(op) ||
+  return isa<ReshapeOp, FlattenOp, ToGlobalOp, ReadParamOp>(op) ||
          op->hasTrait<OpTrait::ConstantLike>();
 }
 
@@ -105,14 +107,30 @@ struct Overlapper {
           spans.push_back({start, wait, int64_t(wait.getSlot())});
   }
 
-  /// The op after which `op` may start (null: the block's beginning).
+  /// The op after which `op` may start (null: the block's beginning). A
+  /// parameter read feeding it (ZeRO-3's gathers) moves up with it, but
+  /// never above an op with side effects other than another read.
   Operation *startAfter(Operation *op) {
-    Operation *def = op->getOperand(0).getDefiningOp();
-    Operation *input = def ? inBlock(def, block) : nullptr;
+    Operation *input = carriedRead(op);
+    if (!input)
+      if (Operation *def = op->getOperand(0).getDefiningOp())
+        input = inBlock(def, block);
     Operation *prev = op->getPrevNode();
-    while (prev && prev != input && !communicates(prev))
+    while (prev && !communicates(prev)) {
+      if (prev == input && !isa<ReadParamOp>(prev))
+        break;
+      if (isa_and_nonnull<ReadParamOp>(input) && !isa<ReadParamOp>(prev) &&
+          !isMemoryEffectFree(prev))
+        break;
       prev = prev->getPrevNode();
+    }
     return prev;
+  }
+
+  /// The pf.read_param of this block `op` reads directly, or null.
+  Operation *carriedRead(Operation *op) {
+    auto read = op->getOperand(0).getDefiningOp<ReadParamOp>();
+    return read && read->getBlock() == &block ? read.getOperation() : nullptr;
   }
 
   /// The op before which `op`'s result must be waited for.
@@ -198,10 +216,14 @@ void Overlapper::split(Operation *op) {
   int64_t slot = freeSlot(after, waitAt);
   if (slot < 0)
     return;
+  Operation *read = carriedRead(op);
+  bool carry = read && (!after || after->isBeforeInBlock(read));
   if (after)
     op->moveAfter(after);
   else
     op->moveBefore(&block.front());
+  if (carry)
+    read->moveBefore(op);
   MLIRContext *ctx = op->getContext();
   PFDialect::AsyncSlotAttrHelper(ctx).setAttr(
       op, IntegerAttr::get(IntegerType::get(ctx, 64), slot));

@@ -430,8 +430,10 @@ def OverlapCollectivesPass : Pass<"pf-overlap-collectives", "::mlir::ModuleOp"> 
     Megatron-LM's overlap of a tensor-parallel layer's input-gradient
     all-reduce with its weight-gradient GEMM falls out of it.
 
-    - The start moves up to right after the op defining its input, never
-      above a communicating op (a collective, a wait, a send or receive, an
+    - The start moves up to right after the op defining its input (a
+      `pf.read_param` defining it moves up with it, past no op with side
+      effects but other reads: ZeRO-3's parameter gathers), never above a
+      communicating op (a collective, a wait, a send or receive, an
       op with collectives inside such as the vocabulary-parallel
       cross-entropy, a call): every member issues its collectives in the
       same order as before (`pf-verify-comm` checks the job).
