@@ -2,8 +2,9 @@
 """Exposed gradient communication of a data-parallel step, with and without
 overlap, measured from the ranks' traces (issue 15).
 
-  overlap_bench.py [--widths 1024,1024,...] [--batch N] [--steps S]
-                   [--bucket-bytes B] [--ranks 2] [--emulated] [--workdir D]
+  overlap_bench.py [--layout dp|tp] [--widths 1024,1024,...] [--batch N]
+                   [--steps S] [--bucket-bytes B] [--ranks 2] [--emulated]
+                   [--workdir D]
 
 The MLP of gen_mlp.py, data parallel over `--ranks` "cuda" ranks (the batch
 split, the parameters replicated, every gradient all-reduced in buckets),
@@ -20,6 +21,16 @@ rank 0's trace:
   hidden   = 1 - exposed(on) / exposed(off): the part overlap hides;
   comm     = (information) the split all-reduces' own spans: the host's
              MPI sums and the staging copies, or the NCCL kernels.
+
+--layout tp (issue 38 item 2): the same MLP tensor parallel over the
+ranks instead (the batch replicated; the hidden layers' weights split by
+output features, then by input features, alternately; the collectives
+between them are what pf-infer-sbp chooses: all-reduces of partial sums,
+or all-gathers and reduce-scatters), compiled with overlap-collectives=on
+(each split by pf-overlap-collectives into a start and a wait around the
+work that does not need it) and =off (blocking collectives); the same
+numbers, "exposed" now the compute stream's time in every communication
+op. Emulated, the ranks get a GPU each (NCCL, the emulation's).
 
 Step 0 (plans, allocations, communicators) is left out of every number:
 the events before the first step's end are dropped. Traced steps are not
@@ -66,14 +77,46 @@ def dp_program(widths, batch, ranks):
     return text
 
 
-def compile_dp(widths, batch, ranks, overlap, bucket_bytes, work):
-    name = "dp-%s" % ("on" if overlap else "off")
+def tp_program(widths, batch, ranks):
+    """gen_mlp's one-rank MLP, tensor parallel on `ranks` cuda ranks: layer
+    l < last has its weight split S(0) (l even) or S(1) (l odd), its bias
+    S(0) or B; the last layer and the inputs are replicated."""
+    last = len(widths) - 2
+    sbp = {}
+    for l in range(last):
+        if widths[l + 1] % ranks or widths[l] % ranks:
+            raise SystemExit("--layout tp: width %d or %d does not divide over %d ranks"
+                             % (widths[l], widths[l + 1], ranks))
+        sbp[l] = ("#S0", "#S0") if l % 2 == 0 else ("#S1", "#B")
+    out = []
+    for line in gen_mlp.mlp_program(widths, batch).splitlines():
+        m = re.search(r"@fc(\d+)\.(weight|bias)|%[whb](\d+)b? = ", line)
+        l = int(m.group(1) or m.group(3)) if m else None
+        if l in sbp:
+            o, i = widths[l + 1], widths[l]
+            wt = "!pf.global<%dx%dxf32, #P0, #B>" % (o, i)
+            bt = "!pf.global<%dxf32, #P0, #B>" % o
+            line = line.replace(wt, wt.replace("#B>", sbp[l][0] + ">"))
+            if "bias" in line or "%%b%d " % l in line or "bias_add" in line:
+                line = line.replace(bt, bt.replace("#B>", sbp[l][1] + ">"))
+        out.append(line)
+    text = "\n".join(out) + "\n"
+    return text.replace('#P0 = #pf.placement<"cpu", [0]>',
+                        '#P0 = #pf.placement<"cuda", [%s]>\n#S0 = #pf.sbp<[S(0)]>\n'
+                        '#S1 = #pf.sbp<[S(1)]>' % ", ".join(str(r) for r in range(ranks)))
+
+
+def compile_dp(widths, batch, ranks, overlap, bucket_bytes, work, layout="dp"):
+    name = "%s-%s" % (layout, "on" if overlap else "off")
     src = os.path.join(work, name + ".mlir")
     with open(src, "w") as f:
-        f.write(dp_program(widths, batch, ranks))
+        f.write((tp_program if layout == "tp" else dp_program)(widths, batch, ranks))
     lowered = os.path.join(work, name + ".llvm.mlir")
     opts = ("optimizer=sgd accumulation-steps=1 bucket-bytes=%d overlap-gradients=%s"
             % (bucket_bytes, "on" if overlap else "off"))
+    if layout == "tp":
+        opts = ("optimizer=sgd accumulation-steps=1 overlap-collectives=%s"
+                % ("on" if overlap else "off"))
     subprocess.run([os.path.join(BIN, "pf-opt"), src,
                     "-pf-compile-gpu-pipeline=" + opts, "-o", lowered], check=True)
     art = os.path.join(work, name)
@@ -84,13 +127,15 @@ def compile_dp(widths, batch, ranks, overlap, bucket_bytes, work):
     return art
 
 
-def run_traced(art, ranks, steps, emulated, work):
+def run_traced(art, ranks, steps, emulated, work, devices=None):
     trace = os.path.join(work, os.path.basename(art) + "-trace")
     shutil.rmtree(trace, ignore_errors=True)
     env = dict(os.environ)
     env.pop("PF_TRACE", None)
     if emulated:
         env["PFRT_CUDA_FAKE"] = "1"
+        if devices:  # a GPU a rank: NCCL (the emulation's), not host-staged
+            env["PFRT_CUDA_FAKE_DEVICES"] = str(devices)
     cmd = [os.path.join(BIN, "pf-run"), "-n", str(ranks), "--steps", str(steps),
            "--lr", "0.01", "--trace", trace, art]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -127,6 +172,9 @@ def analyse(events, steps):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--layout", choices=["dp", "tp"], default="dp",
+                    help="data parallel (gradient buckets) or tensor parallel "
+                         "(pf-overlap-collectives)")
     ap.add_argument("--widths", default="1024,1024,1024,1024,1024,1024,10")
     ap.add_argument("--batch", type=int, default=16384, help="global batch")
     ap.add_argument("--ranks", type=int, default=2)
@@ -150,14 +198,16 @@ def main():
     results = {}
     for overlap in (False, True):
         if args.prebuilt:
-            art = os.path.join(work, "dp-%s" % ("on" if overlap else "off"))
+            art = os.path.join(work, "%s-%s" % (args.layout, "on" if overlap else "off"))
             if not os.path.isdir(art):
                 raise SystemExit("no %s (run with --compile-only first)" % art)
         else:
-            art = compile_dp(widths, args.batch, args.ranks, overlap, args.bucket_bytes, work)
+            art = compile_dp(widths, args.batch, args.ranks, overlap, args.bucket_bytes, work,
+                             args.layout)
         if args.compile_only:
             continue
-        times, losses, events = run_traced(art, args.ranks, args.steps, args.emulated, work)
+        times, losses, events = run_traced(art, args.ranks, args.steps, args.emulated, work,
+                                           args.ranks if args.layout == "tp" else None)
         exposed, comm = analyse(events, args.steps)
         results[overlap] = (statistics.median(times[1:]), exposed, comm, losses)
     if args.compile_only:
@@ -166,8 +216,9 @@ def main():
     if results[False][3] != results[True][3]:
         raise SystemExit("overlap changed the losses:\n%s\n%s"
                          % (results[False][3], results[True][3]))
-    print("overlap_bench: %s, %d ranks, global batch %d, buckets of %d bytes%s"
-          % ("-".join(map(str, widths)), args.ranks, args.batch, args.bucket_bytes,
+    print("overlap_bench: %s%s, %d ranks, global batch %d, buckets of %d bytes%s"
+          % ("TP " if args.layout == "tp" else "", "-".join(map(str, widths)), args.ranks,
+             args.batch, args.bucket_bytes,
              " (EMULATED: numbers meaningless)" if args.emulated else ""))
     for overlap in (False, True):
         step, exposed, comm = results[overlap][:3]
