@@ -5,6 +5,10 @@
 // serial reference. Groups include the whole world, strict subsets, unsorted
 // lists and single ranks; counts are odd sizes. Run it also with
 // PFRT_MAX_MSG_ELEMS small to cover the chunked paths.
+// MODE "exposed" (2 or more ranks) checks the exposed time per kind
+// (pfrt_comm_exposed_get): rank 1 sleeps before an all-reduce, a broadcast
+// and a send, so every other rank's all-reduce and broadcast time (and
+// rank 0's receive time) is at least the sleep, and rank 1's is not.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +17,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -213,8 +218,75 @@ void testReduce(const Group &g, int64_t count) {
 
 } // namespace
 
+/// MODE "exposed" (see the file comment).
+int exposedTime() {
+  CHECK(gSize >= 2, "exposed: run on 2 or more ranks (got %d)", gSize);
+  const int64_t sleepUs = 150 * 1000;
+  std::vector<int64_t> world;
+  for (int r = 0; r < gSize; ++r)
+    world.push_back(r);
+  const int64_t *g = world.data(), n = gSize;
+  std::vector<float> buf(64, float(gRank) + 0.5f);
+  pfrt_comm_counters_reset();
+  pfrt_group_barrier(g, n);
+  if (gRank == 1)
+    usleep(useconds_t(sleepUs));
+  pfrt_all_reduce_sum(buf.data(), buf.data(), 64, g, n);
+  pfrt_group_barrier(g, n);
+  if (gRank == 1)
+    usleep(useconds_t(sleepUs));
+  pfrt_broadcast(buf.data(), 64, 1, g, n);
+  pfrt_group_barrier(g, n);
+  if (gRank == 1) {
+    usleep(useconds_t(sleepUs));
+    pfrt_send(buf.data(), 64, 0, 7);
+  } else if (gRank == 0) {
+    pfrt_recv(buf.data(), 64, 1, 7);
+  }
+  pfrt_comm_exposed e;
+  pfrt_comm_exposed_get(&e);
+  pfrt_comm_counters c;
+  pfrt_comm_counters_get(&c);
+  const double want = 0.95 * double(sleepUs);
+  struct {
+    const char *name;
+    int kind;
+    bool waits; // this rank waited for rank 1's sleep
+  } checks[] = {{"all_reduce", PFRT_COMM_ALL_REDUCE, gRank != 1},
+                {"broadcast", PFRT_COMM_BROADCAST, gRank != 1},
+                {"recv", PFRT_COMM_RECV, gRank == 0}};
+  for (const auto &k : checks) {
+    double us = e.host_us[k.kind];
+    printf("rank %d: exposed %s %.1f ms\n", gRank, k.name, us * 1e-3);
+    if (k.waits)
+      CHECK(us >= want,
+            "rank %d: exposed %s time %.1f us, below rank 1's "
+            "sleep of %lld us",
+            gRank, k.name, us, (long long)sleepUs);
+    else
+      CHECK(us < 0.5 * double(sleepUs),
+            "rank %d: exposed %s time %.1f us, "
+            "but it did not wait",
+            gRank, k.name, us);
+  }
+  // The kinds and what no kind owns (the barriers) add up to the total.
+  double sum = e.host_other_us;
+  for (double us : e.host_us)
+    sum += us;
+  CHECK(std::fabs(sum - c.exposed_us) <= 1e-6 * c.exposed_us + 1e-3,
+        "rank %d: exposed host time %.3f us by kind, %.3f us in all", gRank,
+        sum, c.exposed_us);
+  CHECK(e.device_steps == 0 && e.device_spans == 0,
+        "rank %d: a CPU rank timed %lld device waits", gRank,
+        (long long)e.device_spans);
+  pfrt_barrier();
+  return pt_finish(gRank, "collectives exposed ok\n");
+}
+
 int main(int argc, char **argv) {
   gSeed = pt_start(&argc, &argv, "collectives", &gRank, &gSize);
+  if (argc > 1 && strcmp(argv[1], "exposed") == 0)
+    return exposedTime();
 
   std::vector<Group> groups = pt::baseGroups(gSize);
   if (gSize >= 4) {

@@ -440,6 +440,20 @@ void planModes(const std::string &mode) {
                 gRank, trips, mpi, nccl);
     bool device = trips == 0 && mpi == 0 && nccl > 0;
     bool staged = trips > 0 && mpi > 0 && nccl == 0;
+    // The exposed time's device half: the waits of the uncaptured first
+    // step timed (the emulation's clock stands still: 0 ms), none on the
+    // host-staged path, whose receives are host time instead.
+    pfrt_comm_exposed x;
+    pfrt_comm_exposed_get(&x);
+    std::printf("rank %d: exposed: %lld device waits timed in %lld steps, "
+                "%.3f ms host receive time\n",
+                gRank, (long long)x.device_spans, (long long)x.device_steps,
+                x.host_us[PFRT_COMM_RECV] * 1e-3);
+    CHECK(mode == "p2p_plan" ? x.device_steps == 1 && x.device_spans >= 3
+                             : x.device_steps == 4 && x.device_spans == 0 &&
+                                   x.host_us[PFRT_COMM_RECV] > 0,
+          "%s: rank %d: %lld device waits timed in %lld steps", mode.c_str(),
+          gRank, (long long)x.device_spans, (long long)x.device_steps);
     CHECK(mode == "p2p_plan" ? device : staged,
           "%s: rank %d: %lld host round-trips, %lld MPI and %lld NCCL "
           "messages over the 4 steps (expected %s)",

@@ -146,7 +146,9 @@ static cl::opt<bool> commReport(
     "comm-report",
     cl::desc("Rank 0 prints each rank's communication at the end: calls and "
              "bytes a collective kind over NCCL and MPI, host round-trips, "
-             "host time blocked in MPI (PF_COMM_REPORT for the ranks)"),
+             "exposed communication time a kind: host time blocked in MPI, "
+             "GPU compute-stream time waiting for communication in "
+             "uncaptured steps (PF_COMM_REPORT for the ranks)"),
     cl::cat(runCategory));
 
 static cl::opt<unsigned>

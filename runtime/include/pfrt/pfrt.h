@@ -266,8 +266,9 @@ int pfrt_p2p_batch(const pfrt_p2p_op *ops, int64_t nops);
  * a message), not the bytes on the wire. host_round_trips counts a GPU
  * rank's host-staged calls (device -> host -> device), their bytes both
  * ways; exposed_us is the host time spent blocked in MPI calls (waits
- * included). NCCL's time on the GPU is not measured here (pf-run --trace
- * times it). Set-up traffic (communicators, NCCL's ids) is not counted. */
+ * included; by kind in pfrt_comm_exposed, with the time a GPU rank's
+ * compute stream waited for communication). Set-up traffic
+ * (communicators, NCCL's ids) is not counted. */
 enum {
   PFRT_COMM_ALL_REDUCE = 0,
   PFRT_COMM_ALL_GATHER = 1,
@@ -293,11 +294,36 @@ typedef struct pfrt_comm_counters {
 /* This rank's counters since the start (or the last reset). */
 void pfrt_comm_counters_get(pfrt_comm_counters *out);
 void pfrt_comm_counters_reset(void);
+/* Exposed communication time per kind (a struct of its own, so that
+ * pfrt_comm_counters keeps its layout for existing callers): host_us, the
+ * host time blocked in MPI calls of that kind (pfrt_comm_counters'
+ * exposed_us, split by kind; a split collective's wait counts for its kind,
+ * pfrt_wait_send(s) for sends, a p2p batch for receives), device_us, the
+ * time a GPU rank's compute stream waited for communication of that kind:
+ * an NCCL collective or receive it runs, or its wait for a collective or
+ * send on another stream, timed by events recorded around the wait on the
+ * compute stream and read after the step's synchronization, in uncaptured
+ * steps only (device_steps of them; device_spans waits timed). *_other_us:
+ * what no kind owns (barriers, a split boxing collective's wait). pfrt_comm_
+ * counters_reset resets them too. */
+/* NOLINTBEGIN(modernize-use-using, readability-identifier-naming): C. */
+typedef struct pfrt_comm_exposed {
+  double host_us[PFRT_COMM_KINDS];
+  double device_us[PFRT_COMM_KINDS];
+  double host_other_us;
+  double device_other_us;
+  int64_t device_steps;
+  int64_t device_spans;
+} pfrt_comm_exposed;
+/* NOLINTEND(modernize-use-using, readability-identifier-naming) */
+void pfrt_comm_exposed_get(pfrt_comm_exposed *out);
 /* A call of every rank: rank 0 prints every rank's counters on stdout in
  * rank order, a block a rank: "comm rank R of N: host_round_trips C bytes
  * B exposed_mpi_ms T", then a line a kind: "comm rank R KIND nccl_calls C
- * nccl_bytes B mpi_calls C mpi_bytes B". pfrt_main calls it at the end of
- * the run under PF_COMM_REPORT=1. */
+ * nccl_bytes B mpi_calls C mpi_bytes B exposed_host_ms T exposed_device_ms
+ * T" (pfrt_comm_exposed; the first line ends with the time no kind owns and
+ * the device-timed steps). pfrt_main calls it at the end of the run under
+ * PF_COMM_REPORT=1. */
 int pfrt_comm_report(void);
 
 /*===----------------------------------------------------------------------===

@@ -28,6 +28,9 @@ const char *const kKindNames[PFRT_COMM_KINDS] = {
     "send",       "recv",       "broadcast",      "reduce"};
 
 pfrt_comm_counters gTotals, gTally;
+/// Exposed time per kind (pfrt_comm_exposed): host and device, index
+/// PFRT_COMM_KINDS for no kind's.
+pfrt_comm_exposed gExposed;
 bool gCapturing = false;
 int gSuppressed = 0;
 
@@ -68,9 +71,42 @@ void roundTripBytes(int64_t bytes) {
     sink().host_round_trip_bytes += bytes;
 }
 
-void exposed(double us) {
-  if (gSuppressed == 0)
-    sink().exposed_us += us;
+void exposed(int kind, double us) {
+  if (gSuppressed > 0)
+    return;
+  sink().exposed_us += us;
+  if (kind >= 0 && kind < PFRT_COMM_KINDS)
+    gExposed.host_us[kind] += us;
+  else
+    gExposed.host_other_us += us;
+}
+
+void exposedOnDevice(int kind, double us) {
+  if (kind >= 0 && kind < PFRT_COMM_KINDS)
+    gExposed.device_us[kind] += us;
+  else
+    gExposed.device_other_us += us;
+}
+
+void deviceTimedStep(int64_t spans) {
+  ++gExposed.device_steps;
+  gExposed.device_spans += spans;
+}
+
+int exposedKindOfTrace(const char *name) {
+  static const struct {
+    const char *name;
+    int kind;
+  } kWaits[] = {
+      {"all_reduce_wait", PFRT_COMM_ALL_REDUCE},
+      {"wait_send", PFRT_COMM_SEND},
+      {"wait_sends", PFRT_COMM_SEND},
+      {"p2p_batch", PFRT_COMM_RECV},
+  };
+  for (const auto &e : kWaits)
+    if (std::strcmp(e.name, name) == 0)
+      return e.kind;
+  return kindOfTrace(name);
 }
 
 int kindOfTrace(const char *name) {
@@ -136,10 +172,22 @@ void replay() {
 
 namespace {
 
-/// The counters as int64 words (exposed time in nanoseconds), for MPI.
-constexpr int kWords = 4 * PFRT_COMM_KINDS + 4;
+/// The counters as int64 words (exposed times in nanoseconds), for MPI:
+/// the kinds' calls and bytes, the totals, then the kinds' exposed host
+/// and device times, no kind's both, and the device-timed steps.
+constexpr int kExposedAt = 4 * PFRT_COMM_KINDS + 4;
+constexpr int kWords = kExposedAt + 2 * PFRT_COMM_KINDS + 3;
+
+int64_t ns(double us) { return int64_t(std::llround(us * 1e3)); }
 
 void toWords(const pfrt_comm_counters &c, int64_t *w) {
+  for (int k = 0; k < PFRT_COMM_KINDS; ++k) {
+    w[kExposedAt + k] = ns(gExposed.host_us[k]);
+    w[kExposedAt + PFRT_COMM_KINDS + k] = ns(gExposed.device_us[k]);
+  }
+  w[kExposedAt + 2 * PFRT_COMM_KINDS] = ns(gExposed.host_other_us);
+  w[kExposedAt + 2 * PFRT_COMM_KINDS + 1] = ns(gExposed.device_other_us);
+  w[kExposedAt + 2 * PFRT_COMM_KINDS + 2] = gExposed.device_steps;
   for (int k = 0; k < PFRT_COMM_KINDS; ++k) {
     w[k] = c.mpi_calls[k];
     w[PFRT_COMM_KINDS + k] = c.mpi_bytes[k];
@@ -153,18 +201,26 @@ void toWords(const pfrt_comm_counters &c, int64_t *w) {
 }
 
 void printRank(int r, int world, const int64_t *w) {
+  const int64_t *e = w + kExposedAt;
   std::printf("comm rank %d of %d: host_round_trips %lld bytes %lld "
-              "exposed_mpi_ms %.3f steady_round_trips %lld\n",
+              "exposed_mpi_ms %.3f steady_round_trips %lld "
+              "exposed_other_host_ms %.3f exposed_other_device_ms %.3f "
+              "device_timed_steps %lld\n",
               r, world, (long long)w[4 * PFRT_COMM_KINDS],
               (long long)w[4 * PFRT_COMM_KINDS + 1],
               double(w[4 * PFRT_COMM_KINDS + 2]) * 1e-6,
-              (long long)w[4 * PFRT_COMM_KINDS + 3]);
+              (long long)w[4 * PFRT_COMM_KINDS + 3],
+              double(e[2 * PFRT_COMM_KINDS]) * 1e-6,
+              double(e[2 * PFRT_COMM_KINDS + 1]) * 1e-6,
+              (long long)e[2 * PFRT_COMM_KINDS + 2]);
   for (int k = 0; k < PFRT_COMM_KINDS; ++k)
     std::printf("comm rank %d %-14s nccl_calls %lld nccl_bytes %lld "
-                "mpi_calls %lld mpi_bytes %lld\n",
+                "mpi_calls %lld mpi_bytes %lld exposed_host_ms %.3f "
+                "exposed_device_ms %.3f\n",
                 r, kKindNames[k], (long long)w[2 * PFRT_COMM_KINDS + k],
                 (long long)w[3 * PFRT_COMM_KINDS + k], (long long)w[k],
-                (long long)w[PFRT_COMM_KINDS + k]);
+                (long long)w[PFRT_COMM_KINDS + k], double(e[k]) * 1e-6,
+                double(e[PFRT_COMM_KINDS + k]) * 1e-6);
 }
 
 } // namespace
@@ -177,8 +233,15 @@ void pfrt_comm_counters_get(pfrt_comm_counters *out) {
   *out = gTotals;
 }
 
+void pfrt_comm_exposed_get(pfrt_comm_exposed *out) {
+  if (!out)
+    fatal("pfrt_comm_exposed_get: out is NULL");
+  *out = gExposed;
+}
+
 void pfrt_comm_counters_reset(void) {
   std::memset(&gTotals, 0, sizeof(gTotals));
+  std::memset(&gExposed, 0, sizeof(gExposed));
   gSteps = Steps();
 }
 
@@ -206,5 +269,5 @@ void pfrt::countComm(const char *name, int64_t bytes, double us) {
   if (!counters::counting())
     return;
   counters::add(counters::kindOfTrace(name), counters::Transport::Mpi, bytes);
-  counters::exposed(us);
+  counters::exposed(counters::exposedKindOfTrace(name), us);
 }

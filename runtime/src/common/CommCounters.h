@@ -5,7 +5,9 @@
 // --comm-report): per collective kind the calls and bytes over MPI (the
 // host rows: CommScope counts them, Internal.h) and over NCCL (the device
 // twins count them where they enqueue), the host round-trips of GPU ranks'
-// host-staged calls, and the host time spent blocked in MPI calls.
+// host-staged calls, and the exposed communication time per kind: the host
+// time spent blocked in MPI calls and the time a GPU rank's compute stream
+// waited for communication (uncaptured steps).
 //
 // Bytes are those of the collective's buffer on this rank, as the trace
 // gives them: the all-reduced, broadcast or reduced buffer; the gathered
@@ -35,12 +37,21 @@ void add(int kind, Transport t, int64_t bytes);
 /// One host-staged call of a GPU rank: its copies to and from the host.
 void roundTrip();
 void roundTripBytes(int64_t bytes);
-/// Host time blocked in a communication call.
-void exposed(double us);
+/// Host time blocked in a communication call of `kind` (PFRT_COMM_*, or
+/// -1: no kind's), and the time a GPU rank's compute stream waited for
+/// communication (ExposedComm.cpp: `spans` waits timed in one uncaptured
+/// step); both reported per kind (pfrt_comm_exposed).
+void exposed(int kind, double us);
+void exposedOnDevice(int kind, double us);
+void deviceTimedStep(int64_t spans);
 
 /// The kind of a trace event's name (CommScope's), or -1: a wait, a
 /// barrier, a batch (counted op by op), or set-up traffic (not counted).
 int kindOfTrace(const char *name);
+/// The kind whose exposed time a trace event's (CommScope's) is: its
+/// kind, or a split collective's wait its collective's, pfrt_wait_send(s)
+/// sends', a p2p batch receives'; -1 for none (barriers).
+int exposedKindOfTrace(const char *name);
 /// Whether CommScope's events count (not inside a Suppress).
 bool counting();
 

@@ -14,6 +14,7 @@
 #include "../common/CommCounters.h"
 #include "../common/Internal.h"
 #include "CudaInternal.h"
+#include "ExposedComm.h"
 #include "Module.h"
 #include "NcclComm.h"
 #include "pfrt/pfrt.h"
@@ -94,6 +95,7 @@ int pfrt_cuda_run_step(void (*step)(int64_t), int64_t k) {
     step(k);
     nccl::joinSends();
     pfrt_cuda_synchronize();
+    cuda::exposed::stepTimed(); // (its waits were read at the synchronize)
     traceResolveDevice();
     checkErrors(fn);
     if (w.steps == 0 && nccl::setupPointToPoint() &&

@@ -17,11 +17,13 @@
 #include "../common/Internal.h"
 #include "../common/LogicalMath.h"
 #include "CudaInternal.h"
+#include "ExposedComm.h"
 #include "pfrt/pfrt.h"
 
 #include <nccl.h>
 
 #include <cstdint>
+#include <string>
 
 using pfrt::comm::rootPosition;
 
@@ -51,10 +53,28 @@ const Group &allReduceGroup(const float *in, const float *out, int64_t count,
 /// Runs one NCCL collective of g (call(): the ncclResult_t of its enqueue,
 /// named `what`) unless it moves nothing, then polls g's asynchronous
 /// errors.
+/// The kind of an NCCL call (`what`), for the exposed time.
+int kindOfCall(const char *what) {
+  std::string w = what;
+  if (w == "ncclAllReduce")
+    return PFRT_COMM_ALL_REDUCE;
+  if (w == "ncclAllGather")
+    return PFRT_COMM_ALL_GATHER;
+  if (w == "ncclReduceScatter")
+    return PFRT_COMM_REDUCE_SCATTER;
+  if (w == "ncclBroadcast")
+    return PFRT_COMM_BROADCAST;
+  if (w == "ncclReduce")
+    return PFRT_COMM_REDUCE;
+  return -1;
+}
+
 template <typename Call>
 int enqueue(const Group &g, int64_t count, const char *what, const char *fn,
             Call call) {
   if (count > 0) {
+    // On the compute stream: all of it is a wait for communication.
+    cuda::exposed::Scope exposed(kindOfCall(what));
     check(call(), what, fn);
     pollAsync(g, fn);
   }
@@ -169,6 +189,7 @@ int allReduceStartHalves(const void *in, void *out, int64_t count,
 }
 
 void allReduceWait(int64_t slot) {
+  cuda::exposed::Scope exposed(PFRT_COMM_ALL_REDUCE);
   cuda::streamWaitEvent(cuda::computeStream(), gAsyncReduces.done[slot]);
 }
 
@@ -240,6 +261,7 @@ int allToAll(const float *in, float *out, int64_t count, const int64_t *ranks,
   if (count == 0)
     return 0;
   cudaStream_t s = stream();
+  cuda::exposed::Scope exposed(PFRT_COMM_ALL_TO_ALL);
   check(gNccl.api.ncclGroupStart(), "ncclGroupStart", fn);
   for (int64_t p = 0; p < n; ++p) {
     check(gNccl.api.ncclSend(in + p * count, size_t(count), ncclFloat32, int(p),
@@ -362,6 +384,7 @@ void allToAllBytes(const void *in, void *out, int64_t blockBytes,
   const char *send = static_cast<const char *>(in);
   char *recv = static_cast<char *>(out);
   cudaStream_t s = stream();
+  cuda::exposed::Scope exposed(PFRT_COMM_ALL_TO_ALL);
   check(gNccl.api.ncclGroupStart(), "ncclGroupStart", fn);
   for (int64_t p = 0; p < n; ++p) {
     check(gNccl.api.ncclSend(send + p * blockBytes, size_t(blockBytes),

@@ -43,6 +43,7 @@
 #include "../common/Internal.h"
 #include "../mpi/MpiInternal.h"
 #include "CudaInternal.h"
+#include "ExposedComm.h"
 #include "emulation/FakeNccl.h"
 #include "pfrt/pfrt.h"
 
@@ -53,6 +54,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -110,6 +112,9 @@ struct PointToPoint {
   /// like the host row's (the compiler waits for handle k of the step).
   std::vector<void *> tracked;
   MPI_Comm comm = MPI_COMM_NULL;
+  /// Inside a batch's receive group, and its exposed-time span (or -1).
+  bool inGroup = false;
+  int64_t groupSpan = -1;
 } gP2P;
 
 void *doneEvent() {
@@ -404,8 +409,10 @@ void *send(const float *buf, int64_t count, int64_t peer, int64_t tag,
 }
 
 void waitFor(void *done) {
-  if (done)
-    cuda::streamWaitEvent(cuda::computeStream(), done);
+  if (!done)
+    return;
+  cuda::exposed::Scope exposed(PFRT_COMM_SEND);
+  cuda::streamWaitEvent(cuda::computeStream(), done);
 }
 
 int64_t track(void *done) {
@@ -431,6 +438,10 @@ void recv(float *buf, int64_t count, int64_t peer, int64_t tag,
                 count * int64_t(sizeof(float)));
   if (count == 0)
     return;
+  // A batch's receives are timed as its group (groupBegin to groupEnd).
+  std::optional<cuda::exposed::Scope> exposed;
+  if (!gP2P.inGroup)
+    exposed.emplace(PFRT_COMM_RECV);
   check(gNccl.api.ncclRecv(buf, size_t(count), ncclFloat32, l.peerPos, l.in,
                            static_cast<cudaStream_t>(cuda::computeStream())),
         "ncclRecv", fn);
@@ -440,11 +451,16 @@ void recv(float *buf, int64_t count, int64_t peer, int64_t tag,
 }
 
 void groupBegin() {
+  gP2P.inGroup = true;
+  gP2P.groupSpan = cuda::exposed::begin(PFRT_COMM_RECV);
   check(gNccl.api.ncclGroupStart(), "ncclGroupStart", "pfrt_cuda_p2p_batch");
 }
 
 void groupEnd() {
   check(gNccl.api.ncclGroupEnd(), "ncclGroupEnd", "pfrt_cuda_p2p_batch");
+  cuda::exposed::end(gP2P.groupSpan);
+  gP2P.groupSpan = -1;
+  gP2P.inGroup = false;
 }
 
 void joinSends() {
@@ -453,6 +469,7 @@ void joinSends() {
     return;
   checkStepPosted();
   void *compute = cuda::computeStream();
+  cuda::exposed::Scope exposed(PFRT_COMM_SEND);
   for (auto &[peer, l] : p.links)
     if (l.pending) {
       void *done = doneEvent();

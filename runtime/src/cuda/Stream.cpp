@@ -13,6 +13,7 @@
 #include "../common/CommCounters.h"
 #include "../common/Internal.h"
 #include "CudaInternal.h"
+#include "ExposedComm.h"
 #include "pfrt/pfrt.h"
 #include "pfrt/pfrt_cuda.h"
 
@@ -162,6 +163,7 @@ int pfrt_cuda_synchronize(void) {
   requireReady("pfrt_cuda_synchronize");
   check(gCuda.api.cuStreamSynchronize(gCuda.stream), "cuStreamSynchronize");
   ++gCuda.syncs;
+  cuda::exposed::collect(); // the waits for communication timed so far
   return 0;
 }
 
