@@ -391,11 +391,11 @@ int pfrt_box_reduce_scatter_dtype(const void *in, void *out, int32_t dtype,
  * device twins run NCCL on the split all-reduce's stream. Same arguments,
  * errors and results as the blocking rows (the sums in MPI's order). */
 int pfrt_box_all_gather_start(const void *in, void *out, int32_t dtype,
-                              int64_t ndim, const int64_t *in_shape,
+                              int64_t ndim, const int64_t *inShape,
                               int64_t axis, const int64_t *ranks, int64_t n,
                               int64_t slot);
 int pfrt_box_reduce_scatter_start(const void *in, void *out, int32_t dtype,
-                                  int64_t ndim, const int64_t *in_shape,
+                                  int64_t ndim, const int64_t *inShape,
                                   int64_t axis, const int64_t *ranks,
                                   int64_t n, int64_t slot);
 int pfrt_box_collective_wait(int64_t slot);

@@ -64,21 +64,21 @@ int64_t checkArgs(const void *in, const void *out, int64_t es, int64_t ndim,
     fatal("%s: tensor rank %lld is outside [1, %lld]", fn, (long long)ndim,
           (long long)kMaxRank);
   if (!shape)
-    fatal("%s: in_shape is NULL for a rank-%lld tensor", fn, (long long)ndim);
+    fatal("%s: inShape is NULL for a rank-%lld tensor", fn, (long long)ndim);
   if (axis < 0 || axis >= ndim)
     fatal("%s: axis %lld is outside [0, %lld)", fn, (long long)axis,
           (long long)ndim);
   int64_t elems = 1, bytes;
   for (int64_t d = 0; d < ndim; ++d)
     if (shape[d] < 0 || __builtin_mul_overflow(elems, shape[d], &elems))
-      fatal("%s: in_shape %s has a negative dimension or overflows", fn,
+      fatal("%s: inShape %s has a negative dimension or overflows", fn,
             shapeToString(ndim, shape).c_str());
   if (__builtin_mul_overflow(elems, es * n, &bytes) || elems * n > INT_MAX)
-    fatal("%s: in_shape %s times %lld members is too large for one "
+    fatal("%s: inShape %s times %lld members is too large for one "
           "nonblocking MPI call",
           fn, shapeToString(ndim, shape).c_str(), (long long)n);
   if (!gather && shape[axis] % n != 0)
-    fatal("%s: in_shape %s: dimension %lld (%lld) is not divisible by the "
+    fatal("%s: inShape %s: dimension %lld (%lld) is not divisible by the "
           "group size %lld",
           fn, shapeToString(ndim, shape).c_str(), (long long)axis,
           (long long)shape[axis], (long long)n);
@@ -115,7 +115,7 @@ void repack(char *dst, const char *src, int64_t outer, int64_t n,
 extern "C" {
 
 int pfrt_box_all_gather_start(const void *in, void *out, int32_t dtype,
-                              int64_t ndim, const int64_t *in_shape,
+                              int64_t ndim, const int64_t *inShape,
                               int64_t axis, const int64_t *ranks, int64_t n,
                               int64_t slot) {
   const char *fn = "pfrt_box_all_gather_start";
@@ -126,7 +126,7 @@ int pfrt_box_all_gather_start(const void *in, void *out, int32_t dtype,
   MPI_Comm comm = groupComm(ranks, n, fn);
   int64_t es = kern::checkDtype(fn, "dtype", dtype), outer = 1;
   int64_t elems =
-      checkArgs(in, out, es, ndim, in_shape, axis, n, true, outer, fn);
+      checkArgs(in, out, es, ndim, inShape, axis, n, true, outer, fn);
   CommScope trace("box_all_gather", elems * n * es, n, -1);
   const int64_t blockBytes = elems * es;
   s.unpack = outer > 1 && n > 1 && blockBytes > 0;
@@ -146,7 +146,7 @@ int pfrt_box_all_gather_start(const void *in, void *out, int32_t dtype,
 }
 
 int pfrt_box_reduce_scatter_start(const void *in, void *out, int32_t dtype,
-                                  int64_t ndim, const int64_t *in_shape,
+                                  int64_t ndim, const int64_t *inShape,
                                   int64_t axis, const int64_t *ranks, int64_t n,
                                   int64_t slot) {
   const char *fn = "pfrt_box_reduce_scatter_start";
@@ -157,8 +157,8 @@ int pfrt_box_reduce_scatter_start(const void *in, void *out, int32_t dtype,
   MPI_Comm comm = groupComm(ranks, n, fn);
   ReduceType rt = reduceTypeOf(dtype, fn);
   int64_t outer = 1;
-  int64_t elems = checkArgs(in, out, rt.elemSize, ndim, in_shape, axis, n,
-                            false, outer, fn);
+  int64_t elems =
+      checkArgs(in, out, rt.elemSize, ndim, inShape, axis, n, false, outer, fn);
   CommScope trace("box_reduce_scatter", elems * rt.elemSize, n, -1);
   const int64_t outElems = elems / n;
   const void *send = in;
