@@ -57,7 +57,6 @@ struct Slot {
   int64_t outer = 1, n = 1, chunkBytes = 0;
 };
 Slot gSlots[PFRT_MAX_ASYNC_SLOTS];
-void *gFork = nullptr;
 
 void checkNoneInFlight() {
   for (int64_t s = 0; s < PFRT_MAX_ASYNC_SLOTS; ++s)
@@ -147,6 +146,11 @@ void repack(const void *src, void *dst, int64_t outer, int64_t n,
   twin::launch(twin::kCopyBlocks, p.a * p.b * p.c, args, fn);
 }
 
+#ifndef PFRT_CUDA_NO_NCCL
+void *gFork = nullptr;
+
+/// Slot s's repack buffer of at least `bytes` bytes (grown in the first,
+/// uncaptured step; allocating inside a capture fails).
 char *slotBuffer(Slot &s, int64_t bytes, const char *fn) {
   if (bytes > s.capacity) {
     s.buf = static_cast<char *>(cuda::allocPersistent(bytes, fn));
@@ -155,7 +159,6 @@ char *slotBuffer(Slot &s, int64_t bytes, const char *fn) {
   return s.buf;
 }
 
-#ifndef PFRT_CUDA_NO_NCCL
 /// Forks the split stream from the compute stream and gives slot s its
 /// completion event.
 void *fork(Slot &s) {

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../common/Internal.h"
+#include "pfrt/pfrt.h"
 #include "pfrt/pfrt_cuda.h"
 
 using namespace pfrt;
