@@ -248,11 +248,12 @@ void graphReplay() {
 
 int main(int argc, char **argv) {
   std::string mode = argc > 1 ? argv[1] : "host";
-  gDevice = mode != "host";
-  if (gDevice)
+  gDevice = mode == "device" || mode == "device_staged";
+  bool device = gDevice || mode == "unjoined";
+  if (device)
     pt::skipWithoutDevice("split-boxing");
   gSeed = pt_start(&argc, &argv, "split-boxing", &gRank, &gSize);
-  if (gDevice)
+  if (device)
     pfrt_cuda_arena_plan(kArena);
   pt::Shape world;
   for (int r = 0; r < gSize; ++r)
