@@ -27,6 +27,7 @@
 #include "../common/Internal.h"
 #include "../common/LogicalMath.h"
 #include "CudaInternal.h"
+#include "ExposedComm.h"
 #include "NcclComm.h"
 #include "kernels/TensorBodies.h"
 #include "kernels/Twin.h"
@@ -253,7 +254,13 @@ int pfrt_cuda_box_collective_wait(int64_t slot) {
     fatal("%s: slot %lld has no boxing collective in flight", fn,
           (long long)slot);
   if (s.kind != Kind::Done) {
-    cuda::streamWaitEvent(cuda::computeStream(), s.done);
+    {
+      // The compute stream's wait is the exposed part of the collective.
+      cuda::exposed::Scope exposed(s.kind == Kind::Gather
+                                       ? PFRT_COMM_ALL_GATHER
+                                       : PFRT_COMM_REDUCE_SCATTER);
+      cuda::streamWaitEvent(cuda::computeStream(), s.done);
+    }
     if (s.unpack)
       repack(s.buf, s.out, s.outer, s.n, s.chunkBytes, /*toBlocks=*/false, fn);
   }
