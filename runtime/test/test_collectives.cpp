@@ -219,10 +219,11 @@ void testReduce(const Group &g, int64_t count) {
 } // namespace
 
 /// MODE "exposed" (see the file comment).
-int exposedTime() {
+static int exposedTime() {
   CHECK(gSize >= 2, "exposed: run on 2 or more ranks (got %d)", gSize);
   const int64_t sleepUs = 150 * 1000;
   std::vector<int64_t> world;
+  world.reserve(size_t(gSize));
   for (int r = 0; r < gSize; ++r)
     world.push_back(r);
   const int64_t *g = world.data(), n = gSize;
@@ -276,6 +277,7 @@ int exposedTime() {
   CHECK(std::fabs(sum - c.exposed_us) <= 1e-6 * c.exposed_us + 1e-3,
         "rank %d: exposed host time %.3f us by kind, %.3f us in all", gRank,
         sum, c.exposed_us);
+  // NOLINTNEXTLINE(readability-simplify-boolean-expr)
   CHECK(e.device_steps == 0 && e.device_spans == 0,
         "rank %d: a CPU rank timed %lld device waits", gRank,
         (long long)e.device_spans);

@@ -182,11 +182,10 @@ int pfrt_reduce_sum(const float *in, float *out, int64_t count,
  * other dtypes are fatal. The device twins go over NCCL in that type
  * (ncclBfloat16, ncclFloat16, ...) where every member has its own GPU. */
 int pfrt_broadcast_dtype(void *buf, int64_t count, int32_t dtype,
-                         int64_t root_world_rank, const int64_t *ranks,
-                         int64_t n);
+                         int64_t root, const int64_t *ranks, int64_t n);
 int pfrt_reduce_sum_dtype(const void *in, void *out, int64_t count,
-                          int32_t dtype, int64_t root_world_rank,
-                          const int64_t *ranks, int64_t n);
+                          int32_t dtype, int64_t root, const int64_t *ranks,
+                          int64_t n);
 
 /* Barrier over the members of a group. */
 int pfrt_group_barrier(const int64_t *ranks, int64_t n);

@@ -244,10 +244,9 @@ int pfrt_cuda_reduce_sum(const float *in, float *out, int64_t count,
  * over NCCL in the dtype's own NCCL type where every member has a GPU of
  * its own, host-staged otherwise. */
 int pfrt_cuda_broadcast_dtype(void *buf, int64_t count, int32_t dtype,
-                              int64_t root_world_rank, const int64_t *ranks,
-                              int64_t n);
+                              int64_t root, const int64_t *ranks, int64_t n);
 int pfrt_cuda_reduce_sum_dtype(const void *in, void *out, int64_t count,
-                               int32_t dtype, int64_t root_world_rank,
+                               int32_t dtype, int64_t root,
                                const int64_t *ranks, int64_t n);
 int pfrt_cuda_send(const float *buf, int64_t count, int32_t dst, int32_t tag);
 int pfrt_cuda_recv(float *buf, int64_t count, int32_t src, int32_t tag);

@@ -416,13 +416,13 @@ int pfrt_broadcast_i64(int64_t *buf, int64_t count, int64_t root_world_rank,
 }
 
 int pfrt_reduce_sum_dtype(const void *in, void *out, int64_t count,
-                          int32_t dtype, int64_t root_world_rank,
-                          const int64_t *ranks, int64_t n) {
+                          int32_t dtype, int64_t root, const int64_t *ranks,
+                          int64_t n) {
   const char *fn = "pfrt_reduce_sum";
   ReduceType rt = reduceTypeOf(dtype, fn);
   const Group &g = getGroup(ranks, n, fn);
   checkCount(count, fn);
-  int rootPos = rootPosition(ranks, n, root_world_rank, fn);
+  int rootPos = rootPosition(ranks, n, root, fn);
   bool isRoot = rootPos == g.pos;
   comm::checkReduceBuffers(in, out, count, isRoot, fn, rt.elemSize);
   bool inPlace = isRoot && in == out;
@@ -454,9 +454,8 @@ int pfrt_reduce_sum(const float *in, float *out, int64_t count,
                                ranks, n);
 }
 
-int pfrt_broadcast_dtype(void *buf, int64_t count, int32_t dtype,
-                         int64_t root_world_rank, const int64_t *ranks,
-                         int64_t n) {
+int pfrt_broadcast_dtype(void *buf, int64_t count, int32_t dtype, int64_t root,
+                         const int64_t *ranks, int64_t n) {
   const char *fn = "pfrt_broadcast";
   MPI_Datatype type = MPI_DATATYPE_NULL;
   switch (dtype) {
@@ -479,8 +478,8 @@ int pfrt_broadcast_dtype(void *buf, int64_t count, int32_t dtype,
   default:
     fatal("%s: dtype %d is not a pfrt dtype (PFRT_DTYPE_*)", fn, int(dtype));
   }
-  return broadcastImpl(buf, count, type, logical::dtypeBytes(dtype),
-                       root_world_rank, ranks, n, fn, "broadcast");
+  return broadcastImpl(buf, count, type, logical::dtypeBytes(dtype), root,
+                       ranks, n, fn, "broadcast");
 }
 
 int pfrt_group_barrier(const int64_t *ranks, int64_t n) {
