@@ -251,7 +251,7 @@ prepare() {
   cp "$BUILD"/runtime/test/pfrt-test-cuda "$BUILD"/runtime/test/pfrt-test-cuda-twins \
     "$BUILD"/runtime/test/pfrt-test-cuda-generated "$BUILD"/runtime/test/pfrt-test-generated \
     "$BUILD"/runtime/test/pfrt-test-cuda-nccl "$BUILD"/runtime/test/pfrt-test-cuda-staged \
-    "$BUILD"/runtime/test/pfrt-test-cuda-gemm-typed \
+    "$BUILD"/runtime/test/pfrt-test-cuda-gemm-typed "$BUILD"/runtime/test/pfrt-test-split-boxing \
     "$BUILD"/runtime/test/cuda_kernels.ptx "$OUT/tests/" || exit 1
   # cuDNN's fused attention against float64 (where libpfrt has cudnn_graph.h).
   if [ -x "$BUILD"/runtime/test/pfrt-test-cuda-cudnn ]; then
@@ -264,6 +264,12 @@ prepare() {
   # (and a small one for the emulation's multi-GPU run: overlap-emulated)
   PF_BIN=$bin "$PY" "$HERE/bench/overlap_bench.py" --compile-only --workdir "$OUT/overlap-emulated" \
     "${OVERLAP_EMULATED[@]}" >/dev/null || exit 1
+  # The tensor-parallel MLP of the overlap benchmark (pf-overlap-collectives
+  # on and off; two GPUs), full size and the emulation's small one.
+  PF_BIN=$bin "$PY" "$HERE/bench/overlap_bench.py" --layout tp --compile-only --workdir "$OUT/overlap-tp" \
+    >/dev/null || exit 1
+  PF_BIN=$bin "$PY" "$HERE/bench/overlap_bench.py" --layout tp --compile-only \
+    --workdir "$OUT/overlap-tp-emulated" "${OVERLAP_EMULATED[@]}" >/dev/null || exit 1
   # Shared libraries beyond glibc and libstdc++ (the GPU machine has no
   # MPICH and maybe no OpenBLAS).
   # (a GPU rank's executable: the MLP's, or any, GPU_CHECKS_ONLY chose)
@@ -470,6 +476,10 @@ run() {
   # host-staged transport's twins on two ranks sharing it.
   check nccl_one_rank env PFRT_CUDA_COMM=nccl "$OUT/tests/pfrt-test-cuda-nccl"
   check staged_two_ranks mpiexec -n 2 "$OUT/tests/pfrt-test-cuda-staged"
+  # The split all-gather and reduce-scatter (pf-overlap-collectives' rows)
+  # on a one-rank NCCL communicator: byte-equal to the blocking twins and
+  # host rows, inside a captured graph.
+  check split_boxing_one_rank env PFRT_CUDA_COMM=nccl "$OUT/tests/pfrt-test-split-boxing" device
   # Multi-rank GPT layouts on one GPU (staged), against the CPU ranks.
   for d in "$OUT"/layouts/*; do
     [ -d "$d" ] || continue
@@ -574,6 +584,24 @@ run() {
     check multi-gpu-overlap-bench env PF_BIN="$OUT/bin" "$PY" "$HERE/bench/overlap_bench.py" --prebuilt \
       --workdir "$ov" "${ovargs[@]}"
     cat "$OUT/logs/multi-gpu-overlap-bench.out"
+  fi
+  # Two GPUs: the split collectives and the start-up point-to-point plan
+  # on real NCCL, and the tensor-parallel overlap benchmark (pass on
+  # against off, the same run).
+  local ovt=$OUT/overlap-tp ovtargs=()
+  [ "$fake" = 1 ] && ovt=$OUT/overlap-tp-emulated ovtargs=(--emulated "${OVERLAP_EMULATED[@]}")
+  if [ "$ngpu" -lt 2 ]; then
+    skip multi-gpu-split-boxing "$ngpu GPU(s): needs 2"
+    skip multi-gpu-p2p-plan "$ngpu GPU(s): needs 2"
+    skip multi-gpu-overlap-tp "$ngpu GPU(s): needs 2"
+  else
+    check multi-gpu-split-boxing env PFRT_CUDA_COMM=nccl mpiexec -n 2 "$OUT/tests/pfrt-test-split-boxing" device
+    check multi-gpu-p2p-plan mpiexec -n 2 "$OUT/tests/pfrt-test-cuda-nccl" p2p_plan
+    if [ -d "$ovt/tp-on" ]; then
+      check multi-gpu-overlap-tp-bench env PF_BIN="$OUT/bin" "$PY" "$HERE/bench/overlap_bench.py" --layout tp \
+        --prebuilt --workdir "$ovt" "${ovtargs[@]}"
+      cat "$OUT/logs/multi-gpu-overlap-tp-bench.out"
+    fi
   fi
   echo "gpu-checks: $npass passed, $nfail failed, $nskip skipped"
   [ "$nfail" -eq 0 ]
