@@ -181,8 +181,8 @@ int pfrt_reduce_sum(const float *in, float *out, int64_t count,
  * pairwise step of MPI's reduction in float32, rounded to nearest even);
  * other dtypes are fatal. The device twins go over NCCL in that type
  * (ncclBfloat16, ncclFloat16, ...) where every member has its own GPU. */
-int pfrt_broadcast_dtype(void *buf, int64_t count, int32_t dtype,
-                         int64_t root, const int64_t *ranks, int64_t n);
+int pfrt_broadcast_dtype(void *buf, int64_t count, int32_t dtype, int64_t root,
+                         const int64_t *ranks, int64_t n);
 int pfrt_reduce_sum_dtype(const void *in, void *out, int64_t count,
                           int32_t dtype, int64_t root, const int64_t *ranks,
                           int64_t n);
@@ -395,8 +395,8 @@ int pfrt_box_all_gather_start(const void *in, void *out, int32_t dtype,
                               int64_t slot);
 int pfrt_box_reduce_scatter_start(const void *in, void *out, int32_t dtype,
                                   int64_t ndim, const int64_t *inShape,
-                                  int64_t axis, const int64_t *ranks,
-                                  int64_t n, int64_t slot);
+                                  int64_t axis, const int64_t *ranks, int64_t n,
+                                  int64_t slot);
 int pfrt_box_collective_wait(int64_t slot);
 
 /* S(concat_axis) -> S(split_axis): group position p holds block p along
@@ -1017,11 +1017,12 @@ int pfrt_k_attention_typed(const void *q, const void *k, const void *v,
                            const float *mask, const int64_t *maskStrides,
                            void *out, float *lse, const int64_t *dims,
                            int32_t dtype, double scale, int32_t causal);
-int pfrt_k_attention_typed_grad(
-    const void *q, const void *k, const void *v, const float *mask,
-    const int64_t *maskStrides, const void *out, const float *lse,
-    const void *dout, void *dq, void *dk, void *dv, const int64_t *dims,
-    int32_t dtype, double scale, int32_t causal);
+int pfrt_k_attention_typed_grad(const void *q, const void *k, const void *v,
+                                const float *mask, const int64_t *maskStrides,
+                                const void *out, const float *lse,
+                                const void *dout, void *dq, void *dk, void *dv,
+                                const int64_t *dims, int32_t dtype,
+                                double scale, int32_t causal);
 /* C = A * B over strided views, what the compiler emits on CPU ranks when
  * an operand is a slice, reshape or transpose of a buffer (attention's
  * q, k and v are column ranges of one projection, heads moved to the

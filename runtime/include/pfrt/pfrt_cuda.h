@@ -285,11 +285,10 @@ int pfrt_cuda_box_all_gather_start(const void *in, void *out, int32_t dtype,
                                    int64_t ndim, const int64_t *inShape,
                                    int64_t axis, const int64_t *ranks,
                                    int64_t n, int64_t slot);
-int pfrt_cuda_box_reduce_scatter_start(const void *in, void *out,
-                                       int32_t dtype, int64_t ndim,
-                                       const int64_t *inShape, int64_t axis,
-                                       const int64_t *ranks, int64_t n,
-                                       int64_t slot);
+int pfrt_cuda_box_reduce_scatter_start(const void *in, void *out, int32_t dtype,
+                                       int64_t ndim, const int64_t *inShape,
+                                       int64_t axis, const int64_t *ranks,
+                                       int64_t n, int64_t slot);
 int pfrt_cuda_box_collective_wait(int64_t slot);
 int pfrt_cuda_box_all_to_all(const void *in, void *out, int32_t dtype,
                              int64_t ndim, const int64_t *inShape,
@@ -527,11 +526,12 @@ int pfrt_cuda_cudnn_attention(const void *q, const void *k, const void *v,
                               const float *mask, const int64_t *maskStrides,
                               void *out, float *lse, const int64_t *dims,
                               int32_t dtype, double scale, int32_t causal);
-int pfrt_cuda_cudnn_attention_grad(
-    const void *q, const void *k, const void *v, const float *mask,
-    const int64_t *maskStrides, const void *out, const float *lse,
-    const void *dout, void *dq, void *dk, void *dv, const int64_t *dims,
-    int32_t dtype, double scale, int32_t causal);
+int pfrt_cuda_cudnn_attention_grad(const void *q, const void *k, const void *v,
+                                   const float *mask,
+                                   const int64_t *maskStrides, const void *out,
+                                   const float *lse, const void *dout, void *dq,
+                                   void *dk, void *dv, const int64_t *dims,
+                                   int32_t dtype, double scale, int32_t causal);
 /* The cuDNN plans built so far (a test of the plan cache). */
 int64_t pfrt_cuda_cudnn_plans_built(void);
 /* Unlike pfrt_k_sgd, buf must not be NULL when momentum != 0, even at step
