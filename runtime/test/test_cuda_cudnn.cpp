@@ -388,6 +388,7 @@ void finalizeErrors() {
   cudnnStatus_t st = tensor(&bad, 0, 8, 16);
   printf("tensor without a unique id: %s\n", a.cudnnGetErrorString(st));
   CHECK(st != CUDNN_STATUS_SUCCESS, "a tensor without a unique id finalized");
+  // NOLINTNEXTLINE(readability-simplify-boolean-expr)
   CHECK(!emulated || st == CUDNN_STATUS_BAD_PARAM, "emulated: %d", int(st));
   CHECK(tensor(&x, 1, 8, 16) == CUDNN_STATUS_SUCCESS, "tensor x");
   CHECK(tensor(&y, 2, 8, 8) == CUDNN_STATUS_SUCCESS, "tensor y");
@@ -410,6 +411,7 @@ void finalizeErrors() {
   st = a.cudnnBackendFinalize(op);
   printf("matmul [8, 16] x [8, 8]: %s\n", a.cudnnGetErrorString(st));
   CHECK(st != CUDNN_STATUS_SUCCESS, "a mismatched matmul finalized");
+  // NOLINTNEXTLINE(readability-simplify-boolean-expr)
   CHECK(!emulated || st == CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH,
         "emulated: %d", int(st));
   if (!emulated)
@@ -479,14 +481,14 @@ int main(int argc, char **argv) {
     pfrt_finalize();
     return 0;
   }
-  const int64_t D = 64;
+  const int64_t hd = 64;
   const Case cases[] = {
-      {1, 1, 16, 16, D, D, PFRT_DTYPE_BF16, false, 0},
+      {1, 1, 16, 16, hd, hd, PFRT_DTYPE_BF16, false, 0},
       {2, 3, 24, 40, 16, 16, PFRT_DTYPE_BF16, true, 0},
-      {2, 2, 33, 17, D, D, PFRT_DTYPE_BF16, false, 1},
+      {2, 2, 33, 17, hd, hd, PFRT_DTYPE_BF16, false, 1},
       {2, 2, 20, 20, 32, 32, PFRT_DTYPE_BF16, true, 2},
       {1, 2, 16, 16, 8, 8, PFRT_DTYPE_F16, false, 0},
-      {2, 2, 40, 24, D, D, PFRT_DTYPE_F16, true, 0},
+      {2, 2, 40, 24, hd, hd, PFRT_DTYPE_F16, true, 0},
       {3, 2, 12, 28, 32, 32, PFRT_DTYPE_F16, false, 3},
       {2, 1, 24, 24, 128, 128, PFRT_DTYPE_F16, true, 1},
   };

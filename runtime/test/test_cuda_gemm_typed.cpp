@@ -182,6 +182,7 @@ void twinAgainstHost(int32_t ab, int32_t ct, int ta, int tb, int64_t batch,
             acc, nullptr, want, mag);
   double eTwin = excess(downloadAs(dc, batch * m * n, ct), want, mag, ct);
   double eHost = excess(host, want, mag, ct);
+  // NOLINTNEXTLINE(readability-simplify-boolean-expr)
   CHECK(eTwin <= 1.0 && eHost <= 1.0,
         "matmul_typed A/B %s C %s ta=%d tb=%d batch=%lld/%lld acc=%d: twin "
         "%g, host row %g times the tolerance",
@@ -260,6 +261,7 @@ void tune(const char *file) {
   std::string s = text.str();
   const std::string shape = "ta=0,tb=0,m=32,n=32,k=64,";
   size_t first = s.find(shape), second = s.find(shape, first + 1);
+  // NOLINTNEXTLINE(readability-simplify-boolean-expr)
   CHECK(first != std::string::npos && second != std::string::npos &&
             s.find("types=bf16/f32") != std::string::npos,
         "the tuning file lacks the f32 and the bf16 entry:\n%s", s.c_str());

@@ -161,18 +161,18 @@ int pfrt_all_to_all(const float *in, float *out, int64_t count,
 
 /* Copies root's buf[0..count) to every member. root is a WORLD rank and
  * must be in the group. */
-int pfrt_broadcast(float *buf, int64_t count, int64_t root_world_rank,
+int pfrt_broadcast(float *buf, int64_t count, int64_t rootWorldRank,
                    const int64_t *ranks, int64_t n);
 
 /* int64 variant of pfrt_broadcast (labels, indices, step counters). */
-int pfrt_broadcast_i64(int64_t *buf, int64_t count, int64_t root_world_rank,
+int pfrt_broadcast_i64(int64_t *buf, int64_t count, int64_t rootWorldRank,
                        const int64_t *ranks, int64_t n);
 
 /* Root (a WORLD rank in the group) gets out[i] = sum over members of in[i].
  * out is only written on the root and may be NULL elsewhere; in == out is
  * allowed on the root. */
 int pfrt_reduce_sum(const float *in, float *out, int64_t count,
-                    int64_t root_world_rank, const int64_t *ranks, int64_t n);
+                    int64_t rootWorldRank, const int64_t *ranks, int64_t n);
 
 /* pfrt_broadcast and pfrt_reduce_sum of `count` elements of `dtype`:
  * a broadcast moves any dtype's bits (PFRT_DTYPE_F32, _I64, _I32, _BOOL,
@@ -960,22 +960,22 @@ void pfrt_k_transpose(const float *x, float *y, int64_t rank,
                       const int64_t *shape, const int64_t *perm);
 
 /* C[b] = op(A[b]) * op(B[b or 0]) for b < batch, op(X) = X^T if tX != 0.
- * A is batch x (ta ? K x M : M x K); B is batch_b x (tb ? N x K : K x N)
- * with batch_b == batch or batch_b == 1 (one B shared by every batch
+ * A is batch x (ta ? K x M : M x K); B is batchB x (tb ? N x K : K x N)
+ * with batchB == batch or batchB == 1 (one B shared by every batch
  * entry); C is batch x M x N. Through pfrt_sgemm (float32 accumulation). */
 void pfrt_k_matmul(const float *a, const float *b, float *c, int64_t batch,
-                   int64_t batch_b, int64_t m, int64_t n, int64_t k, int32_t ta,
+                   int64_t batchB, int64_t m, int64_t n, int64_t k, int32_t ta,
                    int32_t tb);
 /* The same with C += op(A) * op(B) (beta = 1): a weight gradient
  * accumulated over micro-batches straight into its buffer. */
 void pfrt_k_matmul_acc(const float *a, const float *b, float *c, int64_t batch,
-                       int64_t batch_b, int64_t m, int64_t n, int64_t k,
+                       int64_t batchB, int64_t m, int64_t n, int64_t k,
                        int32_t ta, int32_t tb);
 /* The same with C[b] = op(A[b]) * op(B[b or 0]) + bias, bias[N] added to
  * every row: C is filled with the bias rows, then the GEMM accumulates
  * into it (beta = 1), one pass over C less than a GEMM and a bias_add. */
 void pfrt_k_matmul_bias(const float *a, const float *b, const float *bias,
-                        float *c, int64_t batch, int64_t batch_b, int64_t m,
+                        float *c, int64_t batch, int64_t batchB, int64_t m,
                         int64_t n, int64_t k, int32_t ta, int32_t tb);
 /* A Linear's weight gradient and bias gradient in one call: C = A^T B
  * (A k x m, B k x n, C m x n, row-major; accumulate != 0 adds into C as
@@ -987,21 +987,20 @@ void pfrt_k_matmul_bgrad(const float *a, const float *b, float *c, float *dbias,
 /* The same followed by a ReLU: C = max(op(A) op(B) + bias, 0), a Linear and
  * its ReLU in one call (GPU ranks: cuBLASLt's RELU_BIAS epilogue). */
 void pfrt_k_matmul_bias_relu(const float *a, const float *b, const float *bias,
-                             float *c, int64_t batch, int64_t batch_b,
-                             int64_t m, int64_t n, int64_t k, int32_t ta,
-                             int32_t tb);
+                             float *c, int64_t batch, int64_t batchB, int64_t m,
+                             int64_t n, int64_t k, int32_t ta, int32_t tb);
 /* pfrt_k_matmul (accumulate = 0) or pfrt_k_matmul_acc (1) with element
- * types: A and B of ab_dtype, C of c_dtype (PFRT_DTYPE_F32, _BF16 or _F16;
+ * types: A and B of abDtype, C of cDtype (PFRT_DTYPE_F32, _BF16 or _F16;
  * C float32 or A's type). The products are summed in float32 from the
  * exact values of the operands, and C (beta = 1: C's value added) is
- * rounded once to c_dtype, to nearest even. GPU ranks call its twin,
+ * rounded once to cDtype, to nearest even. GPU ranks call its twin,
  * cuBLASLt's bf16/f16 GEMM on tensor cores with float32 compute
  * (pf-widen-low-precision{keep-gemms}); CPU ranks widen their GEMMs and
  * never call it, but it is the same arithmetic (the twins' reference). */
 void pfrt_k_matmul_typed(const void *a, const void *b, void *c, int64_t batch,
-                         int64_t batch_b, int64_t m, int64_t n, int64_t k,
-                         int32_t ta, int32_t tb, int32_t ab_dtype,
-                         int32_t c_dtype, int32_t accumulate);
+                         int64_t batchB, int64_t m, int64_t n, int64_t k,
+                         int32_t ta, int32_t tb, int32_t abDtype,
+                         int32_t cDtype, int32_t accumulate);
 /* Attention on bf16/f16 tensors (dtype PFRT_DTYPE_BF16 or _F16): q, k, v,
  * out (and dout, dq, dk, dv) [B, H, T|S, D|Dv] packed in dtype, lse [B, H,
  * T] float32, mask NULL or an additive float32 bias broadcast over B and H

@@ -82,7 +82,7 @@ int pfrt_cuda_launch(void *function, int64_t gx, int64_t gy, int64_t gz,
 /* Row-major float32 GEMM on the compute stream:
  *   C[b] = alpha op(A[b]) op(B[b]) + beta C[b],  b < batch,
  * op(X) = X^T when tX; A is M x K after op, B is K x N, C is M x N; lda,
- * ldb, ldc are row strides and stride_a/b/c the batch strides (elements).
+ * ldb, ldc are row strides and strideA/b/c the batch strides (elements).
  * beta = 1 accumulates (the weight gradient into its buffer). `bias` and
  * `aux` as the epilogue needs them (else NULL). tf32 != 0 allows TF32
  * tensor-core math (CUBLAS_COMPUTE_32F_FAST_TF32); 0 is exact float32
@@ -100,10 +100,10 @@ int pfrt_cuda_launch(void *function, int64_t gx, int64_t gy, int64_t gz,
 int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
                    float alpha, const void *a, int64_t lda, const void *b,
                    int64_t ldb, float beta, void *c, int64_t ldc, int64_t batch,
-                   int64_t stride_a, int64_t stride_b, int64_t stride_c,
+                   int64_t strideA, int64_t strideB, int64_t strideC,
                    int32_t epilogue, void *bias, const void *aux, int32_t tf32);
 /* pfrt_cuda_gemm with element types (the mixed-precision GEMMs): A and B
- * of ab_dtype, C (and D, C's buffer) of c_dtype, each PFRT_DTYPE_F32,
+ * of abDtype, C (and D, C's buffer) of cDtype, each PFRT_DTYPE_F32,
  * _BF16 or _F16; compute and scale float32 (CUBLAS_COMPUTE_32F: bf16/f16
  * operands run on tensor cores), a bf16/f16 C rounded to nearest even.
  * cuBLASLt's table decides which pairs run (A/B bf16 with C bf16 or f32,
@@ -113,12 +113,12 @@ int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
  * must be 16-byte aligned (pointer, leading dimension and batch stride
  * in bytes), else fatal. Plans and the tuner's choices are keyed by the
  * types too. pfrt_cuda_gemm is this with F32, F32. */
-int pfrt_cuda_gemm_typed(int32_t ab_dtype, int32_t c_dtype, int32_t ta,
+int pfrt_cuda_gemm_typed(int32_t abDtype, int32_t cDtype, int32_t ta,
                          int32_t tb, int64_t m, int64_t n, int64_t k,
                          float alpha, const void *a, int64_t lda, const void *b,
                          int64_t ldb, float beta, void *c, int64_t ldc,
-                         int64_t batch, int64_t stride_a, int64_t stride_b,
-                         int64_t stride_c, int32_t epilogue, void *bias,
+                         int64_t batch, int64_t strideA, int64_t strideB,
+                         int64_t strideC, int32_t epilogue, void *bias,
                          const void *aux, int32_t tf32);
 
 /* CUDA graphs of the compute stream: capture between begin and end, then
@@ -232,13 +232,12 @@ int pfrt_cuda_reduce_scatter_sum(const float *in, float *out, int64_t count,
                                  const int64_t *ranks, int64_t n);
 int pfrt_cuda_all_to_all(const float *in, float *out, int64_t count,
                          const int64_t *ranks, int64_t n);
-int pfrt_cuda_broadcast(float *buf, int64_t count, int64_t root_world_rank,
+int pfrt_cuda_broadcast(float *buf, int64_t count, int64_t rootWorldRank,
                         const int64_t *ranks, int64_t n);
-int pfrt_cuda_broadcast_i64(int64_t *buf, int64_t count,
-                            int64_t root_world_rank, const int64_t *ranks,
-                            int64_t n);
+int pfrt_cuda_broadcast_i64(int64_t *buf, int64_t count, int64_t rootWorldRank,
+                            const int64_t *ranks, int64_t n);
 int pfrt_cuda_reduce_sum(const float *in, float *out, int64_t count,
-                         int64_t root_world_rank, const int64_t *ranks,
+                         int64_t rootWorldRank, const int64_t *ranks,
                          int64_t n);
 /* pfrt_broadcast_dtype and pfrt_reduce_sum_dtype (pfrt.h) of device data:
  * over NCCL in the dtype's own NCCL type where every member has a GPU of
@@ -404,15 +403,14 @@ void pfrt_cuda_k_bias_add_relu(const float *x, const float *b, float *y,
 void pfrt_cuda_k_reduce_sum(const float *x, float *y, int64_t rank,
                             const int64_t *shape, const int8_t *reduce);
 void pfrt_cuda_k_matmul(const float *a, const float *b, float *c, int64_t batch,
-                        int64_t batch_b, int64_t m, int64_t n, int64_t k,
+                        int64_t batchB, int64_t m, int64_t n, int64_t k,
                         int32_t ta, int32_t tb);
 void pfrt_cuda_k_matmul_acc(const float *a, const float *b, float *c,
-                            int64_t batch, int64_t batch_b, int64_t m,
-                            int64_t n, int64_t k, int32_t ta, int32_t tb);
+                            int64_t batch, int64_t batchB, int64_t m, int64_t n,
+                            int64_t k, int32_t ta, int32_t tb);
 void pfrt_cuda_k_matmul_bias(const float *a, const float *b, const float *bias,
-                             float *c, int64_t batch, int64_t batch_b,
-                             int64_t m, int64_t n, int64_t k, int32_t ta,
-                             int32_t tb);
+                             float *c, int64_t batch, int64_t batchB, int64_t m,
+                             int64_t n, int64_t k, int32_t ta, int32_t tb);
 /* cuBLASLt's BGRADB epilogue: the weight gradient and the bias gradient
  * (the column sums of A) in one GEMM; where cuBLASLt has no algorithm for
  * it, the GEMM and pfrt_cuda_k_reduce_sum (PFRT_CUDA_VERBOSE=1 says so). */
@@ -422,13 +420,13 @@ void pfrt_cuda_k_matmul_bgrad(const float *a, const float *b, float *c,
 /* cuBLASLt's RELU_BIAS epilogue: max(op(A) op(B) + bias, 0) in the GEMM. */
 void pfrt_cuda_k_matmul_bias_relu(const float *a, const float *b,
                                   const float *bias, float *c, int64_t batch,
-                                  int64_t batch_b, int64_t m, int64_t n,
+                                  int64_t batchB, int64_t m, int64_t n,
                                   int64_t k, int32_t ta, int32_t tb);
 /* pfrt_k_matmul_typed's twin: pfrt_cuda_gemm_typed (beta = accumulate). */
 void pfrt_cuda_k_matmul_typed(const void *a, const void *b, void *c,
-                              int64_t batch, int64_t batch_b, int64_t m,
+                              int64_t batch, int64_t batchB, int64_t m,
                               int64_t n, int64_t k, int32_t ta, int32_t tb,
-                              int32_t ab_dtype, int32_t c_dtype,
+                              int32_t abDtype, int32_t cDtype,
                               int32_t accumulate);
 void pfrt_cuda_k_softmax_xent(const float *logits, const int64_t *labels,
                               float *loss, int64_t n, int64_t c);

@@ -21,9 +21,9 @@ using namespace pfrt::kern;
 namespace {
 /// C = op(A) op(B) + beta C for beta in {0, 1}.
 void matmulBeta(const char *fn, const float *a, const float *b, float *c,
-                int64_t batch, int64_t batch_b, int64_t m, int64_t n, int64_t k,
+                int64_t batch, int64_t batchB, int64_t m, int64_t n, int64_t k,
                 int32_t ta, int32_t tb, float beta) {
-  const MatmulSizes s = checkMatmulArgs(fn, a, b, c, batch, batch_b, m, n, k);
+  const MatmulSizes s = checkMatmulArgs(fn, a, b, c, batch, batchB, m, n, k);
   const int64_t aSize = s.aSize, bSize = s.bSize, cSize = s.cSize;
   if (batch == 0 || cSize == 0)
     return;
@@ -34,33 +34,33 @@ void matmulBeta(const char *fn, const float *a, const float *b, float *c,
     return;
   }
   // A shared B and untransposed A: the batch folds into M (one GEMM).
-  if (batch_b == 1 && !ta && batch > 1 && batch * m <= INT_MAX) {
+  if (batchB == 1 && !ta && batch > 1 && batch * m <= INT_MAX) {
     pfrt_sgemm(0, tb, batch * m, n, k, 1.0f, a, lda, b, ldb, beta, c, n);
     return;
   }
   for (int64_t i = 0; i < batch; ++i)
     pfrt_sgemm(ta, tb, m, n, k, 1.0f, a + i * aSize, lda,
-               b + (batch_b == 1 ? 0 : i * bSize), ldb, beta, c + i * cSize, n);
+               b + (batchB == 1 ? 0 : i * bSize), ldb, beta, c + i * cSize, n);
 }
 } // namespace
 
 extern "C" {
 
 void pfrt_k_matmul(const float *a, const float *b, float *c, int64_t batch,
-                   int64_t batch_b, int64_t m, int64_t n, int64_t k, int32_t ta,
+                   int64_t batchB, int64_t m, int64_t n, int64_t k, int32_t ta,
                    int32_t tb) {
-  matmulBeta("pfrt_k_matmul", a, b, c, batch, batch_b, m, n, k, ta, tb, 0.0f);
+  matmulBeta("pfrt_k_matmul", a, b, c, batch, batchB, m, n, k, ta, tb, 0.0f);
 }
 
 void pfrt_k_matmul_acc(const float *a, const float *b, float *c, int64_t batch,
-                       int64_t batch_b, int64_t m, int64_t n, int64_t k,
+                       int64_t batchB, int64_t m, int64_t n, int64_t k,
                        int32_t ta, int32_t tb) {
-  matmulBeta("pfrt_k_matmul_acc", a, b, c, batch, batch_b, m, n, k, ta, tb,
+  matmulBeta("pfrt_k_matmul_acc", a, b, c, batch, batchB, m, n, k, ta, tb,
              1.0f);
 }
 
 void pfrt_k_matmul_bias(const float *a, const float *b, const float *bias,
-                        float *c, int64_t batch, int64_t batch_b, int64_t m,
+                        float *c, int64_t batch, int64_t batchB, int64_t m,
                         int64_t n, int64_t k, int32_t ta, int32_t tb) {
   const char *fn = "pfrt_k_matmul_bias";
   checkSize(fn, "batch", batch);
@@ -71,7 +71,7 @@ void pfrt_k_matmul_bias(const float *a, const float *b, const float *bias,
   checkPtr(fn, "c", c, mulChecked(fn, rows, n));
   for (int64_t r = 0; r < rows; ++r)
     std::memcpy(c + r * n, bias, size_t(n) * sizeof(float));
-  matmulBeta(fn, a, b, c, batch, batch_b, m, n, k, ta, tb, 1.0f);
+  matmulBeta(fn, a, b, c, batch, batchB, m, n, k, ta, tb, 1.0f);
 }
 
 void pfrt_k_matmul_bgrad(const float *a, const float *b, float *c, float *dbias,
@@ -88,10 +88,9 @@ void pfrt_k_matmul_bgrad(const float *a, const float *b, float *c, float *dbias,
 }
 
 void pfrt_k_matmul_bias_relu(const float *a, const float *b, const float *bias,
-                             float *c, int64_t batch, int64_t batch_b,
-                             int64_t m, int64_t n, int64_t k, int32_t ta,
-                             int32_t tb) {
-  pfrt_k_matmul_bias(a, b, bias, c, batch, batch_b, m, n, k, ta, tb);
+                             float *c, int64_t batch, int64_t batchB, int64_t m,
+                             int64_t n, int64_t k, int32_t ta, int32_t tb) {
+  pfrt_k_matmul_bias(a, b, bias, c, batch, batchB, m, n, k, ta, tb);
   pfrt_k_relu(c, c, batch * m * n);
 }
 
@@ -176,19 +175,19 @@ void pfrt_k_matmul_strided(const float *a, const float *b, float *c,
 }
 
 void pfrt_k_matmul_typed(const void *a, const void *b, void *c, int64_t batch,
-                         int64_t batch_b, int64_t m, int64_t n, int64_t k,
-                         int32_t ta, int32_t tb, int32_t ab_dtype,
-                         int32_t c_dtype, int32_t accumulate) {
+                         int64_t batchB, int64_t m, int64_t n, int64_t k,
+                         int32_t ta, int32_t tb, int32_t abDtype,
+                         int32_t cDtype, int32_t accumulate) {
   const char *fn = "pfrt_k_matmul_typed";
   auto low = [](int32_t t) {
     return t == PFRT_DTYPE_BF16 || t == PFRT_DTYPE_F16;
   };
-  if ((ab_dtype != PFRT_DTYPE_F32 && !low(ab_dtype)) ||
-      (c_dtype != PFRT_DTYPE_F32 && c_dtype != ab_dtype))
+  if ((abDtype != PFRT_DTYPE_F32 && !low(abDtype)) ||
+      (cDtype != PFRT_DTYPE_F32 && cDtype != abDtype))
     fatal("%s: A and B f32, bf16 or f16, C f32 or A's type (cuBLASLt's "
           "combinations), got dtypes %d and %d",
-          fn, ab_dtype, c_dtype);
-  const MatmulSizes s = checkMatmulArgs(fn, a, b, c, batch, batch_b, m, n, k);
+          fn, abDtype, cDtype);
+  const MatmulSizes s = checkMatmulArgs(fn, a, b, c, batch, batchB, m, n, k);
   // Each operand widened exactly to float32, the float32 GEMM, then C
   // rounded once to its type.
   auto toFloats = [](const void *p, int64_t count, int32_t t) {
@@ -200,18 +199,18 @@ void pfrt_k_matmul_typed(const void *a, const void *b, void *c, int64_t batch,
                                             : half::f16ToFloat(h[i]);
     return v;
   };
-  std::vector<float> wa = toFloats(a, batch * s.aSize, ab_dtype),
-                     wb = toFloats(b, batch_b * s.bSize, ab_dtype),
-                     wc = accumulate ? toFloats(c, s.cTotal, c_dtype)
+  std::vector<float> wa = toFloats(a, batch * s.aSize, abDtype),
+                     wb = toFloats(b, batchB * s.bSize, abDtype),
+                     wc = accumulate ? toFloats(c, s.cTotal, cDtype)
                                      : std::vector<float>(size_t(s.cTotal));
   (accumulate ? pfrt_k_matmul_acc : pfrt_k_matmul)(
-      wa.data(), wb.data(), wc.data(), batch, batch_b, m, n, k, ta, tb);
+      wa.data(), wb.data(), wc.data(), batch, batchB, m, n, k, ta, tb);
   for (int64_t i = 0; i < s.cTotal; ++i) {
     float v = wc[size_t(i)];
-    if (c_dtype == PFRT_DTYPE_F32)
+    if (cDtype == PFRT_DTYPE_F32)
       static_cast<float *>(c)[i] = v;
     else
-      static_cast<uint16_t *>(c)[i] = c_dtype == PFRT_DTYPE_BF16
+      static_cast<uint16_t *>(c)[i] = cDtype == PFRT_DTYPE_BF16
                                           ? half::floatToBf16(v)
                                           : half::floatToF16(v);
   }

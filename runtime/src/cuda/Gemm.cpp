@@ -486,23 +486,23 @@ extern "C" {
 int pfrt_cuda_gemm(int32_t ta, int32_t tb, int64_t m, int64_t n, int64_t k,
                    float alpha, const void *a, int64_t lda, const void *b,
                    int64_t ldb, float beta, void *c, int64_t ldc, int64_t batch,
-                   int64_t stride_a, int64_t stride_b, int64_t stride_c,
+                   int64_t strideA, int64_t strideB, int64_t strideC,
                    int32_t epilogue, void *bias, const void *aux,
                    int32_t tf32) {
   return pfrt_cuda_gemm_typed(PFRT_DTYPE_F32, PFRT_DTYPE_F32, ta, tb, m, n, k,
                               alpha, a, lda, b, ldb, beta, c, ldc, batch,
-                              stride_a, stride_b, stride_c, epilogue, bias, aux,
+                              strideA, strideB, strideC, epilogue, bias, aux,
                               tf32);
 }
 
-int pfrt_cuda_gemm_typed(int32_t ab_dtype, int32_t c_dtype, int32_t ta,
+int pfrt_cuda_gemm_typed(int32_t abDtype, int32_t cDtype, int32_t ta,
                          int32_t tb, int64_t m, int64_t n, int64_t k,
                          float alpha, const void *a, int64_t lda, const void *b,
                          int64_t ldb, float beta, void *c, int64_t ldc,
-                         int64_t batch, int64_t stride_a, int64_t stride_b,
-                         int64_t stride_c, int32_t epilogue, void *bias,
+                         int64_t batch, int64_t strideA, int64_t strideB,
+                         int64_t strideC, int32_t epilogue, void *bias,
                          const void *aux, int32_t tf32) {
-  const char *fn = ab_dtype == PFRT_DTYPE_F32 && c_dtype == PFRT_DTYPE_F32
+  const char *fn = abDtype == PFRT_DTYPE_F32 && cDtype == PFRT_DTYPE_F32
                        ? "pfrt_cuda_gemm"
                        : "pfrt_cuda_gemm_typed";
   requireReady(fn);
@@ -532,8 +532,8 @@ int pfrt_cuda_gemm_typed(int32_t ab_dtype, int32_t c_dtype, int32_t ta,
           "epilogues read it in 16-byte vectors)",
           fn, epilogue, badBias ? "bias" : "aux", badBias ? bias : aux);
   }
-  checkTyped(fn, ab_dtype, c_dtype, epilogue, a, lda, stride_a, b, ldb,
-             stride_b, c, ldc, stride_c, batch);
+  checkTyped(fn, abDtype, cDtype, epilogue, a, lda, strideA, b, ldb, strideB, c,
+             ldc, strideC, batch);
   // TF32 only when asked: by the caller, or for the whole run
   // (PFRT_CUDA_TF32=1, pf-run --tf32); exact float32 otherwise.
   static const bool runTF32 = [] {
@@ -562,18 +562,18 @@ int pfrt_cuda_gemm_typed(int32_t ab_dtype, int32_t c_dtype, int32_t ta,
                               ldb,
                               ldc,
                               batch,
-                              stride_a,
-                              stride_b,
-                              stride_c,
+                              strideA,
+                              strideB,
+                              strideC,
                               epilogue,
                               tf32,
-                              alignment(a, stride_a, ab_dtype),
-                              alignment(b, stride_b, ab_dtype),
-                              alignment(c, stride_c, c_dtype),
-                              ab_dtype,
-                              c_dtype};
-  Plan &p = planFor(key, ta, tb, m, n, k, lda, ldb, ldc, batch, stride_a,
-                    stride_b, stride_c, beta, epilogue, tf32);
+                              alignment(a, strideA, abDtype),
+                              alignment(b, strideB, abDtype),
+                              alignment(c, strideC, cDtype),
+                              abDtype,
+                              cDtype};
+  Plan &p = planFor(key, ta, tb, m, n, k, lda, ldb, ldc, batch, strideA,
+                    strideB, strideC, beta, epilogue, tf32);
   if (p.unsupported)
     return 1; // BGRADB without an algorithm: the caller falls back
   const Api &api = gCuda.api;

@@ -402,17 +402,16 @@ int pfrt_all_to_all(const float *in, float *out, int64_t count,
   return 0;
 }
 
-int pfrt_broadcast(float *buf, int64_t count, int64_t root_world_rank,
+int pfrt_broadcast(float *buf, int64_t count, int64_t rootWorldRank,
                    const int64_t *ranks, int64_t n) {
-  return broadcastImpl(buf, count, MPI_FLOAT, sizeof(float), root_world_rank,
+  return broadcastImpl(buf, count, MPI_FLOAT, sizeof(float), rootWorldRank,
                        ranks, n, "pfrt_broadcast", "broadcast");
 }
 
-int pfrt_broadcast_i64(int64_t *buf, int64_t count, int64_t root_world_rank,
+int pfrt_broadcast_i64(int64_t *buf, int64_t count, int64_t rootWorldRank,
                        const int64_t *ranks, int64_t n) {
-  return broadcastImpl(buf, count, MPI_INT64_T, sizeof(int64_t),
-                       root_world_rank, ranks, n, "pfrt_broadcast_i64",
-                       "broadcast_i64");
+  return broadcastImpl(buf, count, MPI_INT64_T, sizeof(int64_t), rootWorldRank,
+                       ranks, n, "pfrt_broadcast_i64", "broadcast_i64");
 }
 
 int pfrt_reduce_sum_dtype(const void *in, void *out, int64_t count,
@@ -449,8 +448,8 @@ int pfrt_reduce_sum_dtype(const void *in, void *out, int64_t count,
 }
 
 int pfrt_reduce_sum(const float *in, float *out, int64_t count,
-                    int64_t root_world_rank, const int64_t *ranks, int64_t n) {
-  return pfrt_reduce_sum_dtype(in, out, count, PFRT_DTYPE_F32, root_world_rank,
+                    int64_t rootWorldRank, const int64_t *ranks, int64_t n) {
+  return pfrt_reduce_sum_dtype(in, out, count, PFRT_DTYPE_F32, rootWorldRank,
                                ranks, n);
 }
 

@@ -262,35 +262,35 @@ cudnnStatus_t finalizeOp(Desc &d) {
   Op &op = d.op;
   op.kind = d.type;
   cudnnStatus_t bad = CUDNN_STATUS_SUCCESS;
-  const auto T = CUDNN_BACKEND_TENSOR_DESCRIPTOR;
+  const auto kTensor = CUDNN_BACKEND_TENSOR_DESCRIPTOR;
   Desc *desc = nullptr;
   switch (d.type) {
   case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR:
-    op.x = descAttr(d, CUDNN_ATTR_OPERATION_MATMUL_ADESC, T, &bad);
-    op.b = descAttr(d, CUDNN_ATTR_OPERATION_MATMUL_BDESC, T, &bad);
-    op.y = descAttr(d, CUDNN_ATTR_OPERATION_MATMUL_CDESC, T, &bad);
+    op.x = descAttr(d, CUDNN_ATTR_OPERATION_MATMUL_ADESC, kTensor, &bad);
+    op.b = descAttr(d, CUDNN_ATTR_OPERATION_MATMUL_BDESC, kTensor, &bad);
+    op.y = descAttr(d, CUDNN_ATTR_OPERATION_MATMUL_CDESC, kTensor, &bad);
     desc = descAttr(d, CUDNN_ATTR_OPERATION_MATMUL_DESC,
                     CUDNN_BACKEND_MATMUL_DESCRIPTOR, &bad);
     if (!op.b)
       return CUDNN_STATUS_BAD_PARAM;
     break;
   case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
-    op.x = descAttr(d, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, T, &bad);
-    op.b = descAttr(d, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, T, &bad);
-    op.y = descAttr(d, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, T, &bad);
-    op.t = descAttr(d, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, T, &bad);
+    op.x = descAttr(d, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, kTensor, &bad);
+    op.b = descAttr(d, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, kTensor, &bad);
+    op.y = descAttr(d, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, kTensor, &bad);
+    op.t = descAttr(d, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, kTensor, &bad);
     desc = descAttr(d, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
                     CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &bad);
     break;
   case CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR:
-    op.x = descAttr(d, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, T, &bad);
-    op.y = descAttr(d, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, T, &bad);
+    op.x = descAttr(d, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, kTensor, &bad);
+    op.y = descAttr(d, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, kTensor, &bad);
     desc = descAttr(d, CUDNN_ATTR_OPERATION_REDUCTION_DESC,
                     CUDNN_BACKEND_REDUCTION_DESCRIPTOR, &bad);
     break;
   default: // reshape
-    op.x = descAttr(d, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, T, &bad);
-    op.y = descAttr(d, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, T, &bad);
+    op.x = descAttr(d, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, kTensor, &bad);
+    op.y = descAttr(d, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, kTensor, &bad);
     break;
   }
   if (bad != CUDNN_STATUS_SUCCESS)
@@ -430,17 +430,20 @@ cudnnStatus_t finalizeGraph(Desc &g) {
   }
   std::set<int64_t> made;
   while (!todo.empty()) {
-    auto ready = std::find_if(todo.begin(), todo.end(), [&](Desc *o) {
-      for (Desc *t : {o->op.x, o->op.b, o->op.t})
-        if (t && t->tensor.isVirtual && !made.count(t->tensor.uid))
-          return false;
-      return true;
-    });
-    if (ready == todo.end()) // a virtual tensor nothing makes (or a cycle)
+    // An op whose virtual inputs are all made.
+    auto madeTensor = [&](const Desc *t) {
+      return !t || !t->tensor.isVirtual || made.count(t->tensor.uid) != 0;
+    };
+    size_t ready = 0;
+    while (ready < todo.size() &&
+           !(madeTensor(todo[ready]->op.x) && madeTensor(todo[ready]->op.b) &&
+             madeTensor(todo[ready]->op.t)))
+      ++ready;
+    if (ready == todo.size()) // a virtual tensor nothing makes (or a cycle)
       return CUDNN_STATUS_BAD_PARAM;
-    made.insert((*ready)->op.y->tensor.uid);
-    g.order.push_back(*ready);
-    todo.erase(ready);
+    made.insert(todo[ready]->op.y->tensor.uid);
+    g.order.push_back(todo[ready]);
+    todo.erase(todo.begin() + std::ptrdiff_t(ready));
   }
   g.support = engineSupport(g.order);
   // The backward's scratch (emulated): a float32 row sum a query row.
@@ -646,7 +649,7 @@ cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t d,
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const d,
+cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t d,
                                        cudnnBackendAttributeName_t name,
                                        cudnnBackendAttributeType_t type,
                                        int64_t requested, int64_t *count,

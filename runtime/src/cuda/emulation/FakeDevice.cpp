@@ -730,7 +730,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
     return CUBLAS_STATUS_NOT_SUPPORTED;
   // Each matrix read and written in its layout's type; a bf16/f16 D is
   // the float32 result rounded to nearest even, the bias of D's type.
-  const cudaDataType ta_ = la.type, tb_ = lb.type, tc_ = lc.type, td_ = ld.type;
+  const cudaDataType typeA = la.type, typeB = lb.type, typeC = lc.type,
+                     typeD = ld.type;
   const char *a = static_cast<const char *>(A),
              *b = static_cast<const char *>(B),
              *c = static_cast<const char *>(C);
@@ -739,16 +740,16 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
     gClockMs += costMs;
     std::vector<float> result(size_t(m * n));
     for (int32_t p = 0; p < ld.batch; ++p) {
-      const char *ap = a + p * la.stride * elementBytes(ta_),
-                 *bp = b + p * lb.stride * elementBytes(tb_),
-                 *cp = c + p * lc.stride * elementBytes(tc_);
-      char *dp = out + p * ld.stride * elementBytes(td_);
+      const char *ap = a + p * la.stride * elementBytes(typeA),
+                 *bp = b + p * lb.stride * elementBytes(typeB),
+                 *cp = c + p * lc.stride * elementBytes(typeC);
+      char *dp = out + p * ld.stride * elementBytes(typeD);
       for (uint64_t j = 0; j < n; ++j)
         for (uint64_t i = 0; i < m; ++i) {
           double sum = 0;
           for (uint64_t q = 0; q < k; ++q) {
-            float x = loadAs(ta_, ap, ta ? q + i * la.ld : i + q * la.ld);
-            float y = loadAs(tb_, bp, tb ? j + q * lb.ld : q + j * lb.ld);
+            float x = loadAs(typeA, ap, ta ? q + i * la.ld : i + q * la.ld);
+            float y = loadAs(typeB, bp, tb ? j + q * lb.ld : q + j * lb.ld);
             if (d.tf32) {
               x = toTF32(x);
               y = toTF32(y);
@@ -757,9 +758,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
           }
           float v = float(double(al) * sum);
           if (be != 0.0f)
-            v += be * loadAs(tc_, cp, i + j * lc.ld);
+            v += be * loadAs(typeC, cp, i + j * lc.ld);
           if (bias)
-            v += loadAs(td_, d.bias, i);
+            v += loadAs(typeD, d.bias, i);
           if (relu && !(v > 0.0f))
             v = 0.0f;
           result[size_t(i + j * m)] = v;
@@ -767,12 +768,12 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
       // Written after the whole product: D may alias C.
       for (uint64_t j = 0; j < n; ++j)
         for (uint64_t i = 0; i < m; ++i)
-          storeAs(td_, dp, i + j * ld.ld, result[size_t(i + j * m)]);
+          storeAs(typeD, dp, i + j * ld.ld, result[size_t(i + j * m)]);
       if (bgradb)
         for (uint64_t j = 0; j < n; ++j) {
           double sum = 0;
           for (uint64_t q = 0; q < k; ++q)
-            sum += loadAs(tb_, bp, tb ? j + q * lb.ld : q + j * lb.ld);
+            sum += loadAs(typeB, bp, tb ? j + q * lb.ld : q + j * lb.ld);
           const_cast<float *>(static_cast<const float *>(d.bias))[j] =
               float(sum);
         }

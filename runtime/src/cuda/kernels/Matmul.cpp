@@ -24,11 +24,11 @@ namespace {
 /// C = op(A) op(B) (+ bias per column) + beta C through pfrt_cuda_gemm, with
 /// pfrt_k_matmul's shapes and checks.
 void matmul(const char *fn, const float *a, const float *b, bool hasBias,
-            const float *bias, float *c, int64_t batch, int64_t batch_b,
+            const float *bias, float *c, int64_t batch, int64_t batchB,
             int64_t m, int64_t n, int64_t k, int32_t ta, int32_t tb, float beta,
             bool relu = false) {
   const MatmulSizes s =
-      checkMatmulArgs(fn, a, b, c, batch, batch_b, m, n, k, hasBias, bias);
+      checkMatmulArgs(fn, a, b, c, batch, batchB, m, n, k, hasBias, bias);
   const int64_t aSize = s.aSize, bSize = s.bSize, cSize = s.cSize;
   int64_t cTotal = s.cTotal;
   if (batch == 0 || cSize == 0)
@@ -50,7 +50,7 @@ void matmul(const char *fn, const float *a, const float *b, bool hasBias,
                            : relu && !reluKernel ? PFRT_EPILOGUE_RELU_BIAS
                                                  : PFRT_EPILOGUE_BIAS;
   void *biasPtr = hasBias ? const_cast<float *>(bias) : nullptr;
-  if (batch_b == 1 && !ta && batch > 1) {
+  if (batchB == 1 && !ta && batch > 1) {
     // A shared B and untransposed A: the batch folds into M (one GEMM), as
     // the CPU kernel does.
     gemm(0, tb, mulChecked(fn, batch, m), n, k, 1.0f, a, lda, b, ldb, beta, c,
@@ -60,7 +60,7 @@ void matmul(const char *fn, const float *a, const float *b, bool hasBias,
     return;
   }
   gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, n, batch, aSize,
-       batch_b == 1 ? 0 : bSize, cSize, epilogue, biasPtr, nullptr);
+       batchB == 1 ? 0 : bSize, cSize, epilogue, biasPtr, nullptr);
   if (reluKernel)
     pfrt_cuda_k_relu(c, c, cTotal);
 }
@@ -70,25 +70,24 @@ void matmul(const char *fn, const float *a, const float *b, bool hasBias,
 extern "C" {
 
 void pfrt_cuda_k_matmul(const float *a, const float *b, float *c, int64_t batch,
-                        int64_t batch_b, int64_t m, int64_t n, int64_t k,
+                        int64_t batchB, int64_t m, int64_t n, int64_t k,
                         int32_t ta, int32_t tb) {
-  matmul("pfrt_cuda_k_matmul", a, b, false, nullptr, c, batch, batch_b, m, n, k,
+  matmul("pfrt_cuda_k_matmul", a, b, false, nullptr, c, batch, batchB, m, n, k,
          ta, tb, 0.0f);
 }
 
 void pfrt_cuda_k_matmul_acc(const float *a, const float *b, float *c,
-                            int64_t batch, int64_t batch_b, int64_t m,
-                            int64_t n, int64_t k, int32_t ta, int32_t tb) {
-  matmul("pfrt_cuda_k_matmul_acc", a, b, false, nullptr, c, batch, batch_b, m,
-         n, k, ta, tb, 1.0f);
+                            int64_t batch, int64_t batchB, int64_t m, int64_t n,
+                            int64_t k, int32_t ta, int32_t tb) {
+  matmul("pfrt_cuda_k_matmul_acc", a, b, false, nullptr, c, batch, batchB, m, n,
+         k, ta, tb, 1.0f);
 }
 
 void pfrt_cuda_k_matmul_bias(const float *a, const float *b, const float *bias,
-                             float *c, int64_t batch, int64_t batch_b,
-                             int64_t m, int64_t n, int64_t k, int32_t ta,
-                             int32_t tb) {
-  matmul("pfrt_cuda_k_matmul_bias", a, b, true, bias, c, batch, batch_b, m, n,
-         k, ta, tb, 0.0f);
+                             float *c, int64_t batch, int64_t batchB, int64_t m,
+                             int64_t n, int64_t k, int32_t ta, int32_t tb) {
+  matmul("pfrt_cuda_k_matmul_bias", a, b, true, bias, c, batch, batchB, m, n, k,
+         ta, tb, 0.0f);
 }
 
 void pfrt_cuda_k_matmul_bgrad(const float *a, const float *b, float *c,
@@ -128,23 +127,23 @@ void pfrt_cuda_k_matmul_bgrad(const float *a, const float *b, float *c,
 
 void pfrt_cuda_k_matmul_bias_relu(const float *a, const float *b,
                                   const float *bias, float *c, int64_t batch,
-                                  int64_t batch_b, int64_t m, int64_t n,
+                                  int64_t batchB, int64_t m, int64_t n,
                                   int64_t k, int32_t ta, int32_t tb) {
-  matmul("pfrt_cuda_k_matmul_bias_relu", a, b, true, bias, c, batch, batch_b, m,
+  matmul("pfrt_cuda_k_matmul_bias_relu", a, b, true, bias, c, batch, batchB, m,
          n, k, ta, tb, 0.0f, /*relu=*/true);
 }
 
 void pfrt_cuda_k_matmul_typed(const void *a, const void *b, void *c,
-                              int64_t batch, int64_t batch_b, int64_t m,
+                              int64_t batch, int64_t batchB, int64_t m,
                               int64_t n, int64_t k, int32_t ta, int32_t tb,
-                              int32_t ab_dtype, int32_t c_dtype,
+                              int32_t abDtype, int32_t cDtype,
                               int32_t accumulate) {
   const char *fn = "pfrt_cuda_k_matmul_typed";
   const MatmulSizes s =
-      checkMatmulArgs(fn, a, b, c, batch, batch_b, m, n, k, false, nullptr);
+      checkMatmulArgs(fn, a, b, c, batch, batchB, m, n, k, false, nullptr);
   if (batch == 0 || s.cSize == 0)
     return;
-  const int64_t cBytes = c_dtype == PFRT_DTYPE_F32 ? 4 : 2;
+  const int64_t cBytes = cDtype == PFRT_DTYPE_F32 ? 4 : 2;
   if (k == 0) { // C zeros, or unchanged (accumulate)
     if (!accumulate)
       pfrt_cuda_memset(c, 0, s.cTotal * cBytes);
@@ -153,15 +152,14 @@ void pfrt_cuda_k_matmul_typed(const void *a, const void *b, void *c,
   const int64_t lda = ta ? m : k, ldb = tb ? k : n;
   const float beta = accumulate ? 1.0f : 0.0f;
   // A shared B and untransposed A: the batch folds into M (one GEMM).
-  if (batch_b == 1 && !ta && batch > 1)
-    pfrt_cuda_gemm_typed(ab_dtype, c_dtype, 0, tb, mulChecked(fn, batch, m), n,
-                         k, 1.0f, a, lda, b, ldb, beta, c, n, 1, 0, 0, 0,
+  if (batchB == 1 && !ta && batch > 1)
+    pfrt_cuda_gemm_typed(abDtype, cDtype, 0, tb, mulChecked(fn, batch, m), n, k,
+                         1.0f, a, lda, b, ldb, beta, c, n, 1, 0, 0, 0,
                          PFRT_EPILOGUE_NONE, nullptr, nullptr, 0);
   else
-    pfrt_cuda_gemm_typed(ab_dtype, c_dtype, ta, tb, m, n, k, 1.0f, a, lda, b,
-                         ldb, beta, c, n, batch, s.aSize,
-                         batch_b == 1 ? 0 : s.bSize, s.cSize,
-                         PFRT_EPILOGUE_NONE, nullptr, nullptr, 0);
+    pfrt_cuda_gemm_typed(abDtype, cDtype, ta, tb, m, n, k, 1.0f, a, lda, b, ldb,
+                         beta, c, n, batch, s.aSize, batchB == 1 ? 0 : s.bSize,
+                         s.cSize, PFRT_EPILOGUE_NONE, nullptr, nullptr, 0);
 }
 
 } // extern "C"
