@@ -213,20 +213,24 @@ std::string name(const Case &c) {
   return buf;
 }
 
-/// assert_close of got (device, dtype or float32) against want.
-void expectClose(const Data &x, const void *dev, bool f32,
-                 const std::vector<double> &want, const char *what) {
-  const double rtol = x.c.dtype == PFRT_DTYPE_BF16 ? 1.6e-2 : 1e-3;
-  // assert_close's atol (1e-5) plus a share of rtol at the tensor's own
-  // scale: an element of a gradient is a sum of terms of that scale, each
-  // rounded to the dtype on the way (dS, P), so a near-zero sum misses a
-  // per-element rtol by rounding alone (13% of seeds at atol 1e-5). A wrong
-  // graph errs at the scale itself, far above this.
+/// assert_close's atol (1e-5) plus a share of rtol at the tensor's own
+/// scale: an element of a gradient is a sum of terms of that scale, each
+/// rounded to the dtype on the way (dS, P), so a near-zero sum misses a
+/// per-element rtol by rounding alone (13% of seeds at atol 1e-5). A wrong
+/// graph errs at the scale itself, far above this.
+double scaledAtol(const std::vector<double> &want, double rtol) {
   double rms = 0;
   for (double w : want)
     rms += w * w;
   rms = want.empty() ? 0 : std::sqrt(rms / double(want.size()));
-  const double atol = 1e-5 + 0.25 * rtol * rms;
+  return 1e-5 + 0.25 * rtol * rms;
+}
+
+/// assert_close of got (device, dtype or float32) against want.
+void expectClose(const Data &x, const void *dev, bool f32,
+                 const std::vector<double> &want, const char *what) {
+  const double rtol = x.c.dtype == PFRT_DTYPE_BF16 ? 1.6e-2 : 1e-3;
+  const double atol = scaledAtol(want, rtol);
   std::vector<double> got(want.size());
   if (f32) {
     auto h = download(static_cast<const float *>(dev), int64_t(want.size()));
@@ -290,9 +294,10 @@ void hostRows(const Data &x) {
   const double rtol = c.dtype == PFRT_DTYPE_BF16 ? 1.6e-2 : 1e-3;
   auto close = [&](const std::vector<uint16_t> &got,
                    const std::vector<double> &want, const char *what) {
+    const double atol = scaledAtol(want, rtol);
     for (size_t i = 0; i < want.size(); ++i) {
       const double g = fromBits(c.dtype, got[i]);
-      CHECK(std::fabs(g - want[i]) <= 1e-5 + rtol * std::fabs(want[i]),
+      CHECK(std::fabs(g - want[i]) <= atol + rtol * std::fabs(want[i]),
             "host row, %s, %s[%zu]: got %.8g, want %.8g", name(c).c_str(), what,
             i, g, want[i]);
     }
